@@ -1,0 +1,240 @@
+package sketch
+
+import (
+	"sync/atomic"
+	"unsafe"
+
+	"github.com/zeebo/xxh3"
+)
+
+// The pure-Go core. It is always compiled: it serves single keys in every
+// build (one cgo crossing costs more than a whole add), every operation in
+// the pure-Go build, and the parity suite runs it beside the C core.
+// Keep in sync with csrc/cms.c.
+
+// cmsLayout locates a Count-Min sketch's words in the mapping.
+type cmsLayout struct {
+	cells    unsafe.Pointer // rows x width uint64 counters, row-major
+	stripes  unsafe.Pointer // stripeCount add counters, one per cache line
+	seed     uint64
+	mask     uint64 // width - 1
+	rows     int
+	rowBytes uintptr
+	prefetch bool // the grid is larger than L2: batches fetch ahead
+}
+
+const (
+	// maxCount is where a counter saturates: an add that would pass it
+	// leaves the counter at maxCount, so a counter never wraps to a small
+	// number. A stream would need ~290 years at a billion adds a second.
+	maxCount uint64 = 1 << 63
+	// fastAdd is the largest n added with a single fetch-add. Concurrent
+	// fetch-adds can carry a counter past maxCount before one of them clamps
+	// it, by at most fastAdd per racing add: 2^43 racers would be needed to
+	// wrap, so a plain fetch-add is safe below this size.
+	fastAdd uint64 = 1 << 20
+
+	stripeCount  = 64
+	stripeBytes  = cacheLine
+	stripesBytes = stripeCount * stripeBytes
+	// stripeShift picks a stripe from the top bits of h1, so that adds of
+	// different keys bump different cache lines and the add count is not a
+	// hot shared word.
+	stripeShift = 64 - 6
+	// batchAhead is how many keys a batch hashes and fetches ahead.
+	batchAhead = 8
+)
+
+func hashKey(key []byte, seed uint64) (lo, hi uint64) {
+	h := xxh3.Hash128Seed(key, seed)
+	return h.Lo, h.Hi
+}
+
+func hashString(key string, seed uint64) (lo, hi uint64) {
+	h := xxh3.HashString128Seed(key, seed)
+	return h.Lo, h.Hi
+}
+
+// addHashed counts n for the key hashing to (lo, hi) and returns the
+// minimum of the counters after its own increments: one atomic add per
+// row, nothing to roll back.
+func (l *cmsLayout) addHashed(lo, hi, n uint64) uint64 {
+	h2 := hi | 1
+	est := ^uint64(0)
+	row := l.cells
+	for i := 0; i < l.rows; i++ {
+		col := (lo + uint64(i)*h2) & l.mask
+		est = min(est, addCell((*uint64)(unsafe.Add(row, col*8)), n))
+		row = unsafe.Add(row, l.rowBytes)
+	}
+	atomic.AddUint64((*uint64)(unsafe.Add(l.stripes, (lo>>stripeShift)*stripeBytes)), 1)
+	return est
+}
+
+// addCell adds n to one counter, saturating at maxCount, and returns the
+// counter's new value (at most maxCount).
+func addCell(c *uint64, n uint64) uint64 {
+	if n <= fastAdd {
+		if v := atomic.AddUint64(c, n); v <= maxCount {
+			return v
+		}
+		return clampCell(c)
+	}
+	for {
+		old := atomic.LoadUint64(c)
+		if old >= maxCount {
+			return maxCount
+		}
+		v := maxCount
+		if n < maxCount-old {
+			v = old + n
+		}
+		if atomic.CompareAndSwapUint64(c, old, v) {
+			return v
+		}
+	}
+}
+
+// clampCell brings a counter that fetch-adds carried past maxCount back to
+// maxCount.
+func clampCell(c *uint64) uint64 {
+	for {
+		old := atomic.LoadUint64(c)
+		if old <= maxCount || atomic.CompareAndSwapUint64(c, old, maxCount) {
+			return maxCount
+		}
+	}
+}
+
+// estimateHashed returns the minimum of the key's counters.
+func (l *cmsLayout) estimateHashed(lo, hi uint64) uint64 {
+	h2 := hi | 1
+	est := ^uint64(0)
+	row := l.cells
+	for i := 0; i < l.rows; i++ {
+		col := (lo + uint64(i)*h2) & l.mask
+		est = min(est, atomic.LoadUint64((*uint64)(unsafe.Add(row, col*8))))
+		row = unsafe.Add(row, l.rowBytes)
+	}
+	return min(est, maxCount)
+}
+
+// touchHashed loads the key's counters so that their cache lines are on
+// their way before the atomic adds, which on most CPUs wait for every
+// earlier load: the loads of several keys overlap instead.
+func (l *cmsLayout) touchHashed(lo, hi uint64) uint64 {
+	h2 := hi | 1
+	var sink uint64
+	row := l.cells
+	for i := 0; i < l.rows; i++ {
+		col := (lo + uint64(i)*h2) & l.mask
+		sink += atomic.LoadUint64((*uint64)(unsafe.Add(row, col*8)))
+		row = unsafe.Add(row, l.rowBytes)
+	}
+	return sink
+}
+
+// goCore is the pure-Go implementation of every Count-Min operation.
+type goCore struct{}
+
+func (goCore) name() string { return "purego" }
+
+func (goCore) add(l *cmsLayout, key []byte, n uint64) uint64 {
+	lo, hi := hashKey(key, l.seed)
+	return l.addHashed(lo, hi, n)
+}
+
+func (goCore) estimate(l *cmsLayout, key []byte) uint64 {
+	lo, hi := hashKey(key, l.seed)
+	return l.estimateHashed(lo, hi)
+}
+
+func (goCore) addBatch(l *cmsLayout, keys [][]byte, n uint64, est []uint64) {
+	if !l.prefetch {
+		for i, k := range keys {
+			v := goCore{}.add(l, k, n)
+			if est != nil {
+				est[i] = v
+			}
+		}
+		return
+	}
+	var h [batchAhead][2]uint64
+	for base := 0; base < len(keys); base += batchAhead {
+		group := keys[base:min(base+batchAhead, len(keys))]
+		for j, k := range group {
+			h[j][0], h[j][1] = hashKey(k, l.seed)
+			l.touchHashed(h[j][0], h[j][1])
+		}
+		for j := range group {
+			v := l.addHashed(h[j][0], h[j][1], n)
+			if est != nil {
+				est[base+j] = v
+			}
+		}
+	}
+}
+
+func (goCore) estimateBatch(l *cmsLayout, keys [][]byte, est []uint64) {
+	if !l.prefetch {
+		for i, k := range keys {
+			est[i] = goCore{}.estimate(l, k)
+		}
+		return
+	}
+	var h [batchAhead][2]uint64
+	for base := 0; base < len(keys); base += batchAhead {
+		group := keys[base:min(base+batchAhead, len(keys))]
+		for j, k := range group {
+			h[j][0], h[j][1] = hashKey(k, l.seed)
+			l.touchHashed(h[j][0], h[j][1])
+		}
+		for j := range group {
+			est[base+j] = l.estimateHashed(h[j][0], h[j][1])
+		}
+	}
+}
+
+// rowSums stores each row's sum in sums (saturating at the largest uint64)
+// and reports whether any counter has saturated.
+func (goCore) rowSums(l *cmsLayout, sums []uint64) (saturated bool) {
+	width := uintptr(l.mask + 1)
+	row := l.cells
+	for i := 0; i < l.rows; i++ {
+		var sum uint64
+		for j := uintptr(0); j < width; j++ {
+			v := atomic.LoadUint64((*uint64)(unsafe.Add(row, j*8)))
+			if v >= maxCount {
+				saturated = true
+			}
+			if sum+v < sum {
+				sum = ^uint64(0)
+			} else {
+				sum += v
+			}
+		}
+		sums[i] = sum
+		row = unsafe.Add(row, l.rowBytes)
+	}
+	return saturated
+}
+
+func (goCore) adds(l *cmsLayout) uint64 {
+	var sum uint64
+	for i := uintptr(0); i < stripeCount; i++ {
+		sum += atomic.LoadUint64((*uint64)(unsafe.Add(l.stripes, i*stripeBytes)))
+	}
+	return sum
+}
+
+// reset zeroes every counter and the add count, one word at a time: adds
+// running at the same moment land before or after, never torn.
+func (goCore) reset(l *cmsLayout) {
+	words := uintptr(l.rows) * uintptr(l.mask+1)
+	for i := uintptr(0); i < words; i++ {
+		atomic.StoreUint64((*uint64)(unsafe.Add(l.cells, i*8)), 0)
+	}
+	for i := uintptr(0); i < stripeCount; i++ {
+		atomic.StoreUint64((*uint64)(unsafe.Add(l.stripes, i*stripeBytes)), 0)
+	}
+}

@@ -1,0 +1,198 @@
+package sketch
+
+import (
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// tempPath returns a path for a sketch file in the test's temporary dir.
+func tempPath(t testing.TB, name string) string {
+	t.Helper()
+	return filepath.Join(t.TempDir(), name)
+}
+
+func mustOpen(t testing.TB, path string, cfg CountMinConfig, opts ...Option) *CountMin {
+	t.Helper()
+	c, err := OpenCountMin(path, cfg, opts...)
+	if err != nil {
+		t.Fatalf("OpenCountMin(%s, %+v): %v", path, cfg, err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+func TestSuggestCountMin(t *testing.T) {
+	for _, tc := range []struct {
+		eps, conf   float64
+		rows, width int
+	}{
+		{0.001, 0.99, 5, 4096},
+		{0.01, 0.9, 3, 512},
+		{0.001, 0.999, 7, 4096},
+		{0.5, 0.5, 1, 8},
+		{0.0001, 0.99, 5, 32768},
+		{0, 0.99, 0, 0},
+		{1, 0.99, 0, 0},
+		{0.01, 1, 0, 0},
+		{0.01, -0.5, 0, 0},
+		{1e-30, 0.99, 0, 0},
+	} {
+		t.Run(fmt.Sprintf("eps=%v,conf=%v", tc.eps, tc.conf), func(t *testing.T) {
+			rows, width := SuggestCountMin(tc.eps, tc.conf)
+			if rows != tc.rows || width != tc.width {
+				t.Errorf("SuggestCountMin(%v, %v) = %d, %d, want %d, %d", tc.eps, tc.conf, rows, width, tc.rows, tc.width)
+			}
+		})
+	}
+}
+
+func TestOpenCountMin_Defaults(t *testing.T) {
+	c := mustOpen(t, tempPath(t, "cms"), CountMinConfig{})
+	if c.Rows() != 5 || c.Width() != 4096 {
+		t.Fatalf("default shape = %d x %d, want 5 x 4096", c.Rows(), c.Width())
+	}
+	st := c.Stats()
+	want := CountMinStats{Rows: 5, Width: 4096, Bytes: st.Bytes, Seed: st.Seed, ErrorRate: st.ErrorRate, Confidence: st.Confidence}
+	if diff := cmp.Diff(want, st); diff != "" {
+		t.Errorf("Stats of a new sketch (-want +got):\n%s", diff)
+	}
+	if st.Seed == 0 {
+		t.Errorf("Stats().Seed = 0, want a random seed")
+	}
+	if st.Bytes != uint64(st.Bytes) || st.Bytes < 5*4096*8 {
+		t.Errorf("Stats().Bytes = %d, want at least %d", st.Bytes, 5*4096*8)
+	}
+}
+
+func TestOpenCountMin_InvalidConfig(t *testing.T) {
+	for _, cfg := range []CountMinConfig{
+		{ErrorRate: -1},
+		{ErrorRate: 1.5},
+		{Confidence: 1},
+		{Rows: 5},
+		{Width: 10},
+		{Rows: -1, Width: 10},
+		{Rows: 65, Width: 10},
+		{Rows: 2, Width: 1 << 41},
+		{Rows: 2, Width: 16, ErrorRate: 0.01},
+		{ErrorRate: 1e-20},
+	} {
+		t.Run(fmt.Sprintf("%+v", cfg), func(t *testing.T) {
+			path := tempPath(t, "cms")
+			_, err := OpenCountMin(path, cfg)
+			if !errors.Is(err, ErrInvalidConfig) {
+				t.Fatalf("OpenCountMin(%+v) error = %v, want ErrInvalidConfig", cfg, err)
+			}
+			if _, err := os.Lstat(path); !os.IsNotExist(err) {
+				t.Errorf("a rejected config left a file behind: %v", err)
+			}
+		})
+	}
+}
+
+// TestCountMin_ExactSmall checks estimates against an exact map when the
+// sketch is wide enough that collisions are rare, and the upper-bound
+// promise always.
+func TestCountMin_ExactSmall(t *testing.T) {
+	c := mustOpen(t, tempPath(t, "cms"), CountMinConfig{Rows: 4, Width: 1 << 16, Seed: 7})
+	truth := map[string]uint64{}
+	r := rand.New(rand.NewPCG(1, 2))
+	for i := 0; i < 20000; i++ {
+		k := fmt.Sprintf("key-%d", r.IntN(500))
+		n := uint64(r.IntN(3) + 1)
+		truth[k] += n
+		got, err := c.AddN([]byte(k), n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got < truth[k] {
+			t.Fatalf("AddN(%q) = %d, want >= %d", k, got, truth[k])
+		}
+	}
+	var total uint64
+	for k, n := range truth {
+		total += n
+		if got := c.EstimateString(k); got != n {
+			t.Errorf("Estimate(%q) = %d, want %d", k, got, n)
+		}
+	}
+	st := c.Stats()
+	if st.Total != total || st.Adds != 20000 {
+		t.Errorf("Stats() Total, Adds = %d, %d, want %d, %d", st.Total, st.Adds, total, 20000)
+	}
+	if err := c.Check(); err != nil {
+		t.Errorf("Check() = %v", err)
+	}
+}
+
+func TestCountMin_Saturates(t *testing.T) {
+	for _, core := range cores() {
+		t.Run(core.name(), func(t *testing.T) {
+			c := mustOpen(t, tempPath(t, "cms"), CountMinConfig{Rows: 3, Width: 64, Seed: 1})
+			c.core = core
+			k := []byte("big")
+			for i := 0; i < 3; i++ {
+				core.add(&c.l, k, 1<<62)
+			}
+			if got := c.Estimate(k); got != maxCount {
+				t.Fatalf("Estimate after 3 x 2^62 = %d, want %d", got, maxCount)
+			}
+			if got := core.add(&c.l, k, 1); got != maxCount {
+				t.Errorf("add(1) on a saturated key = %d, want %d", got, maxCount)
+			}
+			if got := core.add(&c.l, k, ^uint64(0)); got != maxCount {
+				t.Errorf("add(MaxUint64) on a saturated key = %d, want %d", got, maxCount)
+			}
+			if err := c.Check(); err != nil {
+				t.Errorf("Check() with saturated counters = %v, want nil", err)
+			}
+		})
+	}
+}
+
+func TestCountMin_Reset(t *testing.T) {
+	c := mustOpen(t, tempPath(t, "cms"), CountMinConfig{Rows: 3, Width: 256})
+	for i := 0; i < 1000; i++ {
+		c.AddString(fmt.Sprint(i))
+	}
+	if err := c.Reset(); err != nil {
+		t.Fatal(err)
+	}
+	st := c.Stats()
+	if st.Total != 0 || st.Adds != 0 || st.ErrorBound != 0 {
+		t.Errorf("after Reset: Total, Adds, ErrorBound = %d, %d, %d, want 0", st.Total, st.Adds, st.ErrorBound)
+	}
+	if got := c.EstimateString("1"); got != 0 {
+		t.Errorf("EstimateString(1) after Reset = %d, want 0", got)
+	}
+}
+
+func TestCountMin_Closed(t *testing.T) {
+	c, err := OpenCountMin(tempPath(t, "cms"), CountMinConfig{Rows: 1, Width: 8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Close(); err != nil {
+		t.Errorf("second Close() = %v, want nil", err)
+	}
+	if _, err := c.Add([]byte("x")); !errors.Is(err, ErrClosed) {
+		t.Errorf("Add after Close = %v, want ErrClosed", err)
+	}
+	if got := c.Estimate([]byte("x")); got != 0 {
+		t.Errorf("Estimate after Close = %d, want 0", got)
+	}
+	for name, err := range map[string]error{"Reset": c.Reset(), "Check": c.Check(), "Sync": c.Sync(), "AddBatch": c.AddBatch(nil, nil)} {
+		if !errors.Is(err, ErrClosed) {
+			t.Errorf("%s after Close = %v, want ErrClosed", name, err)
+		}
+	}
+}

@@ -1,0 +1,185 @@
+/*
+ * cms.c: the Count-Min sketch in C. Keep in sync with core_go.go: the same
+ * cells, the same saturation rule, the same stripe for the add count.
+ */
+#include <stdatomic.h>
+
+#include "sketch.h"
+
+/* The mapping's counters are plain uint64_t words for Go; C reaches them
+ * as atomics. The two have the same size and alignment. */
+#define SK_ATOMIC(p) ((_Atomic uint64_t *)(p))
+
+static inline uint64_t sk_clamp_cell(uint64_t *c)
+{
+	uint64_t old = atomic_load_explicit(SK_ATOMIC(c), memory_order_relaxed);
+	while (old > SK_MAX_COUNT &&
+	       !atomic_compare_exchange_weak_explicit(SK_ATOMIC(c), &old, SK_MAX_COUNT,
+						      memory_order_seq_cst, memory_order_relaxed))
+		;
+	return SK_MAX_COUNT;
+}
+
+/* sk_add_cell adds n, saturating at SK_MAX_COUNT, and returns the new value. */
+static inline uint64_t sk_add_cell(uint64_t *c, uint64_t n)
+{
+	if (n <= SK_FAST_ADD) {
+		uint64_t v = atomic_fetch_add_explicit(SK_ATOMIC(c), n, memory_order_seq_cst) + n;
+		return v <= SK_MAX_COUNT ? v : sk_clamp_cell(c);
+	}
+	uint64_t old = atomic_load_explicit(SK_ATOMIC(c), memory_order_relaxed);
+	for (;;) {
+		if (old >= SK_MAX_COUNT)
+			return SK_MAX_COUNT;
+		uint64_t v = n < SK_MAX_COUNT - old ? old + n : SK_MAX_COUNT;
+		if (atomic_compare_exchange_weak_explicit(SK_ATOMIC(c), &old, v,
+							  memory_order_seq_cst, memory_order_relaxed))
+			return v;
+	}
+}
+
+static inline uint64_t sk_add_hashed(uint64_t *cells, uint64_t *stripes, uint64_t mask, uint32_t rows,
+				     sk_u128 h, uint64_t n)
+{
+	uint64_t h2 = h.hi | 1, est = UINT64_MAX;
+	uint64_t *row = cells;
+	for (uint32_t i = 0; i < rows; i++, row += mask + 1) {
+		uint64_t v = sk_add_cell(&row[(h.lo + (uint64_t)i * h2) & mask], n);
+		if (v < est)
+			est = v;
+	}
+	atomic_fetch_add_explicit(SK_ATOMIC(&stripes[(h.lo >> 58) * SK_STRIPE_WORDS]), 1, memory_order_seq_cst);
+	return est;
+}
+
+static inline uint64_t sk_estimate_hashed(const uint64_t *cells, uint64_t mask, uint32_t rows, sk_u128 h)
+{
+	uint64_t h2 = h.hi | 1, est = UINT64_MAX;
+	const uint64_t *row = cells;
+	for (uint32_t i = 0; i < rows; i++, row += mask + 1) {
+		uint64_t v = atomic_load_explicit(SK_ATOMIC(&row[(h.lo + (uint64_t)i * h2) & mask]),
+						  memory_order_acquire);
+		if (v < est)
+			est = v;
+	}
+	return est < SK_MAX_COUNT ? est : SK_MAX_COUNT;
+}
+
+static inline void sk_prefetch_hashed(const uint64_t *cells, uint64_t mask, uint32_t rows, sk_u128 h, int write)
+{
+	uint64_t h2 = h.hi | 1;
+	const uint64_t *row = cells;
+	for (uint32_t i = 0; i < rows; i++, row += mask + 1) {
+		if (write)
+			__builtin_prefetch(&row[(h.lo + (uint64_t)i * h2) & mask], 1, 3);
+		else
+			__builtin_prefetch(&row[(h.lo + (uint64_t)i * h2) & mask], 0, 3);
+	}
+}
+
+uint64_t sk_cms_add(uint64_t *cells, uint64_t *stripes, uint64_t seed, uint64_t mask, uint32_t rows,
+		    const uint8_t *key, size_t len, uint64_t n)
+{
+	sk_u128 h;
+	sk_xxh3_128(key, len, seed, &h);
+	return sk_add_hashed(cells, stripes, mask, rows, h, n);
+}
+
+uint64_t sk_cms_estimate(const uint64_t *cells, uint64_t seed, uint64_t mask, uint32_t rows,
+			 const uint8_t *key, size_t len)
+{
+	sk_u128 h;
+	sk_xxh3_128(key, len, seed, &h);
+	return sk_estimate_hashed(cells, mask, rows, h);
+}
+
+/* Batches over a grid larger than the caches hash SK_AHEAD keys ahead and
+ * prefetch their cells, so the cache misses of several keys overlap. */
+void sk_cms_add_batch(uint64_t *cells, uint64_t *stripes, uint64_t seed, uint64_t mask, uint32_t rows,
+		      int prefetch, const sk_key *keys, size_t count, uint64_t n, uint64_t *est)
+{
+	if (!prefetch) {
+		for (size_t i = 0; i < count; i++) {
+			uint64_t v = sk_cms_add(cells, stripes, seed, mask, rows, keys[i].p, keys[i].n, n);
+			if (est)
+				est[i] = v;
+		}
+		return;
+	}
+	sk_u128 ring[SK_AHEAD];
+	size_t primed = count < SK_AHEAD ? count : SK_AHEAD;
+	for (size_t j = 0; j < primed; j++) {
+		sk_xxh3_128(keys[j].p, keys[j].n, seed, &ring[j]);
+		sk_prefetch_hashed(cells, mask, rows, ring[j], 1);
+	}
+	for (size_t i = 0; i < count; i++) {
+		sk_u128 h = ring[i % SK_AHEAD];
+		size_t next = i + SK_AHEAD;
+		if (next < count) {
+			sk_xxh3_128(keys[next].p, keys[next].n, seed, &ring[i % SK_AHEAD]);
+			sk_prefetch_hashed(cells, mask, rows, ring[i % SK_AHEAD], 1);
+		}
+		uint64_t v = sk_add_hashed(cells, stripes, mask, rows, h, n);
+		if (est)
+			est[i] = v;
+	}
+}
+
+void sk_cms_estimate_batch(const uint64_t *cells, uint64_t seed, uint64_t mask, uint32_t rows,
+			   int prefetch, const sk_key *keys, size_t count, uint64_t *est)
+{
+	if (!prefetch) {
+		for (size_t i = 0; i < count; i++)
+			est[i] = sk_cms_estimate(cells, seed, mask, rows, keys[i].p, keys[i].n);
+		return;
+	}
+	sk_u128 ring[SK_AHEAD];
+	size_t primed = count < SK_AHEAD ? count : SK_AHEAD;
+	for (size_t j = 0; j < primed; j++) {
+		sk_xxh3_128(keys[j].p, keys[j].n, seed, &ring[j]);
+		sk_prefetch_hashed(cells, mask, rows, ring[j], 0);
+	}
+	for (size_t i = 0; i < count; i++) {
+		sk_u128 h = ring[i % SK_AHEAD];
+		size_t next = i + SK_AHEAD;
+		if (next < count) {
+			sk_xxh3_128(keys[next].p, keys[next].n, seed, &ring[i % SK_AHEAD]);
+			sk_prefetch_hashed(cells, mask, rows, ring[i % SK_AHEAD], 0);
+		}
+		est[i] = sk_estimate_hashed(cells, mask, rows, h);
+	}
+}
+
+int sk_cms_row_sums(const uint64_t *cells, uint64_t mask, uint32_t rows, uint64_t *sums)
+{
+	int saturated = 0;
+	const uint64_t *row = cells;
+	for (uint32_t i = 0; i < rows; i++, row += mask + 1) {
+		uint64_t sum = 0;
+		for (uint64_t j = 0; j <= mask; j++) {
+			uint64_t v = atomic_load_explicit(SK_ATOMIC(&row[j]), memory_order_relaxed);
+			if (v >= SK_MAX_COUNT)
+				saturated = 1;
+			sum = sum + v < sum ? UINT64_MAX : sum + v;
+		}
+		sums[i] = sum;
+	}
+	return saturated;
+}
+
+uint64_t sk_cms_adds(const uint64_t *stripes)
+{
+	uint64_t sum = 0;
+	for (int i = 0; i < SK_STRIPES; i++)
+		sum += atomic_load_explicit(SK_ATOMIC(&stripes[i * SK_STRIPE_WORDS]), memory_order_relaxed);
+	return sum;
+}
+
+void sk_cms_reset(uint64_t *cells, uint64_t *stripes, uint64_t mask, uint32_t rows)
+{
+	uint64_t words = (uint64_t)rows * (mask + 1);
+	for (uint64_t i = 0; i < words; i++)
+		atomic_store_explicit(SK_ATOMIC(&cells[i]), 0, memory_order_relaxed);
+	for (int i = 0; i < SK_STRIPES; i++)
+		atomic_store_explicit(SK_ATOMIC(&stripes[i * SK_STRIPE_WORDS]), 0, memory_order_relaxed);
+}

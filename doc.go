@@ -1,0 +1,2 @@
+// Package sketch holds probabilistic sketches in shared memory.
+package sketch

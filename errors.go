@@ -1,0 +1,89 @@
+package sketch
+
+import "errors"
+
+// Errors returned when a configuration or an argument is wrong.
+var (
+	// ErrInvalidConfig means a config asked for something that cannot be
+	// built: an error rate or confidence outside (0, 1), a negative or
+	// too-large shape, or both a shape and an error rate.
+	ErrInvalidConfig = errors.New("invalid config")
+
+	// ErrInvalidArgument means a call got an argument it cannot use, such
+	// as an estimates slice of the wrong length.
+	ErrInvalidArgument = errors.New("invalid argument")
+
+	// ErrUnsupported means the platform cannot host a shared sketch: the
+	// package builds everywhere, but mappings, memfds and futexes are Linux's.
+	ErrUnsupported = errors.New("unsupported platform")
+)
+
+// Errors returned when a file is created or attached.
+var (
+	// ErrIncompatible means the file holds a valid structure that does not
+	// match what the caller asked for: another kind, another explicit shape
+	// or another seed. A zero config attaches to whatever is stored.
+	ErrIncompatible = errors.New("incompatible sketch")
+
+	// ErrCorrupt means the file is not a valid sketch file. The more specific
+	// errors below wrap it, so errors.Is(err, ErrCorrupt) holds for all of them.
+	ErrCorrupt = errors.New("not a valid sketch file")
+
+	// ErrByteOrder means the file was written on a machine of the other byte
+	// order. The counters are native-endian words used with atomics, so such
+	// a file cannot be shared; it wraps ErrCorrupt.
+	ErrByteOrder = &wrapped{"written with the other byte order", ErrCorrupt}
+
+	// ErrVersion means the file has a format version this build does not
+	// know; it wraps ErrCorrupt.
+	ErrVersion = &wrapped{"unknown format version", ErrCorrupt}
+
+	// ErrChecksum means the header's immutable fields do not match their
+	// checksum; it wraps ErrCorrupt.
+	ErrChecksum = &wrapped{"header checksum mismatch", ErrCorrupt}
+
+	// ErrInterruptedCreate means the file holds part of a header: a creator
+	// was killed while it wrote it. Such a file never held data, so removing
+	// it and retrying is safe; but a header damaged after the fact looks the
+	// same, so make sure it is an abandoned create before deleting anything
+	// you care about. It wraps ErrCorrupt.
+	ErrInterruptedCreate = &wrapped{"incomplete sketch file left by an interrupted create; remove it and retry", ErrCorrupt}
+
+	// ErrSymlink means the path is a symbolic link, which is refused so that
+	// nobody can redirect a sketch file to one of the caller's own files.
+	ErrSymlink = errors.New("path is a symbolic link")
+
+	// ErrNotOwner means an existing file that would have to be initialised
+	// (empty, or all zero) is owned by another user, so it is not adopted.
+	ErrNotOwner = errors.New("file is owned by another user")
+
+	// ErrNoSpace means the filesystem could not reserve the file's blocks at
+	// create. Blocks are reserved up front so that a full filesystem fails
+	// here rather than with a SIGBUS in some later add. It also matches
+	// syscall.ENOSPC when that was the cause.
+	ErrNoSpace = errors.New("no space to reserve the file's blocks")
+
+	// ErrTimeout means another process held the file's creation lock for
+	// longer than the attach deadline.
+	ErrTimeout = errors.New("timed out waiting for the file's creator")
+)
+
+// Errors returned by operations on an open sketch.
+var (
+	// ErrClosed means the sketch was used after Close.
+	ErrClosed = errors.New("sketch is closed")
+
+	// ErrInconsistent is reported by Check when the file's contents break an
+	// invariant: for a Count-Min sketch, rows whose sums disagree, which is
+	// what an add interrupted by a killed process leaves behind.
+	ErrInconsistent = errors.New("inconsistent contents")
+)
+
+// wrapped is a sentinel that is also its parent sentinel under errors.Is.
+type wrapped struct {
+	msg    string
+	parent error
+}
+
+func (e *wrapped) Error() string { return e.msg }
+func (e *wrapped) Unwrap() error { return e.parent }

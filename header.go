@@ -1,0 +1,263 @@
+package sketch
+
+// The on-disk format: one header for every structure. docs/FORMAT.md is the
+// prose version of this file; keep the two in sync.
+//
+//	offset  size  field
+//	0       8     magic (published last, with a release store)
+//	8       4     format version
+//	12      4     header size (the fixed part, 128)
+//	16      8     file size (must equal the file's size on attach)
+//	24      8     hash seed
+//	32      8     feature flags (0 in version 1)
+//	40      4+4   lock region offset, size
+//	48      4+4   reader-slot table offset, slot count
+//	56      4+4   directory offset, capacity in entries
+//	64      8     data offset (first structure's region starts at or after it)
+//	72      48    reserved, zero
+//	120     8     checksum: XXH3-64 of bytes [8, 120)
+//	128     4     directory entries in use (mutable, <= capacity)
+//	132     60    reserved for mutable state, zero
+//	192     64    lock words (the futex rwlock)
+//	256     8*N   reader slots
+//	...     128*M directory entries
+//	...           structures' data, each 64-byte aligned
+//
+// Everything is native-endian: the counters are used with atomics.
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math/bits"
+
+	"github.com/zeebo/xxh3"
+)
+
+const (
+	// fileMagic reads "SHMSKTCH" as a big-endian word; a file written on a
+	// machine of the other byte order shows it byte-swapped.
+	fileMagic     uint64 = 0x53484d534b544348
+	formatVersion uint32 = 1
+
+	headerSize  = 128
+	offMagic    = 0
+	offVersion  = 8
+	offHdrSize  = 12
+	offFileSize = 16
+	offSeed     = 24
+	offFlags    = 32
+	offLockOff  = 40
+	offLockSize = 44
+	offSlotsOff = 48
+	offSlotsN   = 52
+	offDirOff   = 56
+	offDirCap   = 60
+	offDataOff  = 64
+	offReserved = 72
+	offChecksum = 120
+	offDirCount = 128
+
+	lockOff       = 192
+	lockSize      = 64
+	slotsOff      = 256
+	slotSize      = 8
+	defaultSlots  = 1024
+	maxSlots      = 1 << 16
+	entrySize     = 128
+	maxDirEntries = 4096
+	pageSize      = 4096
+	cacheLine     = 64
+
+	// Directory entry fields.
+	entKind     = 0
+	entFlags    = 4
+	entOff      = 8
+	entSize     = 16
+	entParams   = 24 // 8 words of kind-specific parameters
+	entName     = 88
+	entNameSize = 32
+	entChecksum = 120
+)
+
+// Structure kinds stored in directory entries.
+const (
+	kindCountMin uint32 = 1
+)
+
+var native = binary.NativeEndian
+
+// layout is the decoded, validated header of a file.
+type layout struct {
+	fileSize uint64
+	seed     uint64
+	slots    uint32
+	dirOff   uint32
+	dirCap   uint32
+	dataOff  uint64
+	entries  []entry
+}
+
+// entry is one decoded, validated directory entry.
+type entry struct {
+	kind   uint32
+	off    uint64
+	size   uint64
+	params [8]uint64
+	name   string
+}
+
+func roundUp(n, to uint64) uint64 { return (n + to - 1) &^ (to - 1) }
+
+// newLayout lays out a file holding the given structures, one after another.
+func newLayout(seed uint64, entries []entry) layout {
+	l := layout{seed: seed, slots: defaultSlots, dirOff: slotsOff + defaultSlots*slotSize}
+	l.dirCap = uint32(len(entries))
+	l.dataOff = roundUp(uint64(l.dirOff)+uint64(l.dirCap)*entrySize, pageSize)
+	off := l.dataOff
+	for _, e := range entries {
+		e.off = off
+		off = roundUp(off+e.size, cacheLine)
+		l.entries = append(l.entries, e)
+	}
+	l.fileSize = roundUp(off, pageSize)
+	return l
+}
+
+// encodeHeader writes everything but the magic into b, which must be zero
+// and at least l.dataOff long. The caller publishes the magic last.
+func encodeHeader(b []byte, l layout) {
+	native.PutUint32(b[offVersion:], formatVersion)
+	native.PutUint32(b[offHdrSize:], headerSize)
+	native.PutUint64(b[offFileSize:], l.fileSize)
+	native.PutUint64(b[offSeed:], l.seed)
+	native.PutUint32(b[offLockOff:], lockOff)
+	native.PutUint32(b[offLockSize:], lockSize)
+	native.PutUint32(b[offSlotsOff:], slotsOff)
+	native.PutUint32(b[offSlotsN:], l.slots)
+	native.PutUint32(b[offDirOff:], l.dirOff)
+	native.PutUint32(b[offDirCap:], l.dirCap)
+	native.PutUint64(b[offDataOff:], l.dataOff)
+	native.PutUint64(b[offChecksum:], xxh3.Hash(b[offVersion:offChecksum]))
+	for i, e := range l.entries {
+		encodeEntry(b[uint64(l.dirOff)+uint64(i)*entrySize:][:entrySize], e)
+	}
+	native.PutUint32(b[offDirCount:], uint32(len(l.entries)))
+}
+
+func encodeEntry(b []byte, e entry) {
+	native.PutUint32(b[entKind:], e.kind)
+	native.PutUint64(b[entOff:], e.off)
+	native.PutUint64(b[entSize:], e.size)
+	for i, p := range e.params {
+		native.PutUint64(b[entParams+8*i:], p)
+	}
+	copy(b[entName:entName+entNameSize], e.name)
+	native.PutUint64(b[entChecksum:], xxh3.Hash(b[:entChecksum]))
+}
+
+// decodeHeader validates b, the whole mapped file, in a fixed order and
+// returns its layout, or an error wrapping ErrCorrupt (or a more specific
+// sentinel that wraps it). Everything later used as an index is checked
+// here, so that no access through the layout can leave the mapping.
+// A zero magic is reported as errNoMagic for the caller to classify.
+func decodeHeader(b []byte) (layout, error) {
+	var l layout
+	if len(b) < headerSize {
+		return l, fmt.Errorf("%w: %d bytes is shorter than a header", ErrCorrupt, len(b))
+	}
+	switch m := native.Uint64(b[offMagic:]); m {
+	case fileMagic:
+	case bits.ReverseBytes64(fileMagic):
+		return l, ErrByteOrder
+	case 0:
+		return l, errNoMagic
+	default:
+		return l, fmt.Errorf("%w: bad magic %#016x", ErrCorrupt, m)
+	}
+	if v := native.Uint32(b[offVersion:]); v != formatVersion {
+		return l, fmt.Errorf("%w: version %d, this build reads %d", ErrVersion, v, formatVersion)
+	}
+	if sum := xxh3.Hash(b[offVersion:offChecksum]); sum != native.Uint64(b[offChecksum:]) {
+		return l, ErrChecksum
+	}
+	corrupt := func(format string, args ...any) (layout, error) {
+		return layout{}, fmt.Errorf("%w: "+format, append([]any{ErrCorrupt}, args...)...)
+	}
+	l.fileSize = native.Uint64(b[offFileSize:])
+	l.seed = native.Uint64(b[offSeed:])
+	l.slots = native.Uint32(b[offSlotsN:])
+	l.dirOff = native.Uint32(b[offDirOff:])
+	l.dirCap = native.Uint32(b[offDirCap:])
+	l.dataOff = native.Uint64(b[offDataOff:])
+	switch {
+	case native.Uint32(b[offHdrSize:]) != headerSize:
+		return corrupt("header size %d, want %d", native.Uint32(b[offHdrSize:]), headerSize)
+	case l.fileSize != uint64(len(b)):
+		return corrupt("header says %d bytes, file has %d", l.fileSize, len(b))
+	case native.Uint64(b[offFlags:]) != 0:
+		return corrupt("unknown feature flags %#x", native.Uint64(b[offFlags:]))
+	case native.Uint32(b[offLockOff:]) != lockOff || native.Uint32(b[offLockSize:]) != lockSize:
+		return corrupt("lock region at %d+%d, want %d+%d", native.Uint32(b[offLockOff:]), native.Uint32(b[offLockSize:]), lockOff, lockSize)
+	case native.Uint32(b[offSlotsOff:]) != slotsOff || l.slots == 0 || l.slots > maxSlots:
+		return corrupt("reader slots at %d x %d", native.Uint32(b[offSlotsOff:]), l.slots)
+	case uint64(l.dirOff) != slotsOff+uint64(l.slots)*slotSize || l.dirCap == 0 || l.dirCap > maxDirEntries:
+		return corrupt("directory at %d x %d", l.dirOff, l.dirCap)
+	case l.dataOff != roundUp(uint64(l.dirOff)+uint64(l.dirCap)*entrySize, pageSize) || l.dataOff > l.fileSize:
+		return corrupt("data offset %d", l.dataOff)
+	}
+	for _, c := range b[offReserved:offChecksum] {
+		if c != 0 {
+			return corrupt("reserved header bytes are not zero")
+		}
+	}
+	n := native.Uint32(b[offDirCount:])
+	if n > l.dirCap {
+		return corrupt("%d directory entries, capacity %d", n, l.dirCap)
+	}
+	end := l.dataOff // structures are laid out in order, without overlap
+	for i := uint32(0); i < n; i++ {
+		eb := b[uint64(l.dirOff)+uint64(i)*entrySize:][:entrySize]
+		if xxh3.Hash(eb[:entChecksum]) != native.Uint64(eb[entChecksum:]) {
+			return l, fmt.Errorf("%w: directory entry %d", ErrChecksum, i)
+		}
+		e := entry{
+			kind: native.Uint32(eb[entKind:]),
+			off:  native.Uint64(eb[entOff:]),
+			size: native.Uint64(eb[entSize:]),
+		}
+		for j := range e.params {
+			e.params[j] = native.Uint64(eb[entParams+8*j:])
+		}
+		name := eb[entName : entName+entNameSize]
+		for len(name) > 0 && name[len(name)-1] == 0 {
+			name = name[:len(name)-1]
+		}
+		e.name = string(name)
+		if e.off < end || e.off%cacheLine != 0 || e.size > l.fileSize || e.off > l.fileSize-e.size {
+			return corrupt("entry %d at %d+%d does not fit in [%d, %d)", i, e.off, e.size, end, l.fileSize)
+		}
+		if native.Uint32(eb[entFlags:]) != 0 {
+			return corrupt("entry %d has unknown flags", i)
+		}
+		if err := validateEntry(e); err != nil {
+			return corrupt("entry %d: %v", i, err)
+		}
+		end = e.off + e.size
+		l.entries = append(l.entries, e)
+	}
+	return l, nil
+}
+
+// validateEntry checks a structure's parameters against its region.
+func validateEntry(e entry) error {
+	switch e.kind {
+	case kindCountMin:
+		return validateCountMinEntry(e)
+	default:
+		return fmt.Errorf("unknown kind %d", e.kind)
+	}
+}
+
+// errNoMagic marks a file whose magic is still zero: either a create in
+// progress or one that was interrupted. Open classifies it.
+var errNoMagic = &wrapped{"magic is zero", ErrCorrupt}
