@@ -27,7 +27,7 @@ func openPath(path string, sp spec, o options) (*mapping, error) {
 	}
 	deadline := time.Now().Add(o.waitTimeout)
 	for {
-		fd, created, err := openOrCreate(path, o.mode)
+		fd, created, err := openOrCreate(path, o)
 		if err != nil {
 			return fail(err)
 		}
@@ -54,12 +54,16 @@ func openPath(path string, sp spec, o options) (*mapping, error) {
 // never follows anything, O_NOFOLLOW so that a symlink planted at the path
 // is refused rather than followed, O_CLOEXEC so no child inherits it by
 // accident.
-func openOrCreate(path string, mode os.FileMode) (fd int, created bool, err error) {
+func openOrCreate(path string, o options) (fd int, created bool, err error) {
+	mode := uint32(o.mode)
 	for attempt := 0; ; attempt++ {
-		fd, err = unix.Open(path, unix.O_RDWR|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, uint32(mode))
+		fd, err = -1, error(unix.EEXIST)
+		if !o.noCreate {
+			fd, err = unix.Open(path, unix.O_RDWR|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, mode)
+		}
 		if err == nil {
 			// The umask must not apply: set the mode exactly.
-			if err := unix.Fchmod(fd, uint32(mode)); err != nil {
+			if err := unix.Fchmod(fd, mode); err != nil {
 				unix.Close(fd)
 				unix.Unlink(path)
 				return -1, false, err
@@ -77,7 +81,7 @@ func openOrCreate(path string, mode os.FileMode) (fd int, created bool, err erro
 			return -1, false, ErrSymlink
 		case err == unix.EISDIR:
 			return -1, false, fmt.Errorf("%w: %w", ErrCorrupt, err)
-		case err == unix.ENOENT && attempt < 100:
+		case err == unix.ENOENT && !o.noCreate && attempt < 100:
 			continue // removed between the two opens: try to create again
 		default:
 			return -1, false, err
@@ -105,6 +109,9 @@ func initOrAttach(fd int, path string, created bool, sp spec, o options, deadlin
 	ours := st.Uid == uint32(os.Geteuid())
 	if st.Size == 0 {
 		// Ours from O_EXCL, or an empty file an interrupted create left.
+		if o.noCreate {
+			return nil, false, fmt.Errorf("%w: empty file", ErrCorrupt)
+		}
 		if !ours {
 			return nil, false, fmt.Errorf("%w: empty file owned by uid %d", ErrNotOwner, st.Uid)
 		}
@@ -130,7 +137,7 @@ func initOrAttach(fd int, path string, created bool, sp spec, o options, deadlin
 	if zerr != nil {
 		return nil, false, zerr
 	}
-	if !zero {
+	if !zero || o.noCreate {
 		return nil, false, ErrInterruptedCreate
 	}
 	need := newLayout(1, []entry{{kind: sp.kind, size: sp.size}}).fileSize

@@ -1,5 +1,20 @@
 package sketch
 
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"testing"
+
+	"github.com/zeebo/xxh3"
+)
+
+// The parity suite: every core this binary has must do exactly what an
+// independent, obviously-correct model does, and two cores given the same
+// operations must leave byte-identical files.
+
 // cores lists every core this test binary has: the pure-Go core always,
 // the C core when built with cgo.
 func cores() []cmsCore {
@@ -8,4 +23,216 @@ func cores() []cmsCore {
 		cs = append(cs, defaultCore)
 	}
 	return cs
+}
+
+// refCMS is the model: a plain slice, the definition written out.
+type refCMS struct {
+	rows    int
+	width   uint64
+	seed    uint64
+	cells   []uint64
+	stripes [stripeCount]uint64
+}
+
+func newRef(rows, width int, seed uint64) *refCMS {
+	return &refCMS{rows: rows, width: uint64(width), seed: seed, cells: make([]uint64, rows*width)}
+}
+
+func (r *refCMS) cols(key []byte) []uint64 {
+	h := xxh3.Hash128Seed(key, r.seed)
+	cols := make([]uint64, r.rows)
+	for i := range cols {
+		cols[i] = uint64(i)*r.width + (h.Lo+uint64(i)*(h.Hi|1))%r.width
+	}
+	return cols
+}
+
+func (r *refCMS) add(key []byte, n uint64) uint64 {
+	est := uint64(maxCount)
+	for _, c := range r.cols(key) {
+		if r.cells[c] >= maxCount || n >= maxCount-r.cells[c] {
+			r.cells[c] = maxCount
+		} else {
+			r.cells[c] += n
+		}
+		est = min(est, r.cells[c])
+	}
+	r.stripes[xxh3.Hash128Seed(key, r.seed).Lo>>58]++
+	return est
+}
+
+func (r *refCMS) estimate(key []byte) uint64 {
+	est := uint64(maxCount)
+	for _, c := range r.cols(key) {
+		est = min(est, r.cells[c])
+	}
+	return est
+}
+
+func (r *refCMS) reset() {
+	clear(r.cells)
+	clear(r.stripes[:])
+}
+
+// cellBytes is the model's grid as it must appear in the file.
+func (r *refCMS) regionBytes() []byte {
+	b := make([]byte, stripesBytes+8*len(r.cells))
+	for i, v := range r.stripes {
+		binary.NativeEndian.PutUint64(b[i*stripeBytes:], v)
+	}
+	for i, v := range r.cells {
+		binary.NativeEndian.PutUint64(b[stripesBytes+8*i:], v)
+	}
+	return b
+}
+
+// parityRun applies one operation sequence, decoded from ops, to the model
+// and to a file per core, comparing every result, then the files.
+func parityRun(t *testing.T, rows, width int, prefetch bool, ops []byte) {
+	t.Helper()
+	const seed = 0x5eed
+	dir := t.TempDir()
+	ref := newRef(rows, width, seed)
+	var sks []*CountMin
+	for _, core := range cores() {
+		c, err := OpenCountMin(fmt.Sprintf("%s/%s.cms", dir, core.name()), CountMinConfig{Rows: rows, Width: width, Seed: seed})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		c.core = core
+		c.l.prefetch = prefetch
+		sks = append(sks, c)
+	}
+	key := func(b byte) []byte { return []byte(fmt.Sprintf("key-%d", b)) }
+	for i := 0; i+1 < len(ops); i += 2 {
+		op, arg := ops[i], ops[i+1]
+		switch op % 8 {
+		case 0, 1: // a single add
+			want := ref.add(key(arg), 1)
+			for _, c := range sks {
+				if got := c.core.add(&c.l, key(arg), 1); got != want {
+					t.Fatalf("op %d: %s add(%q) = %d, want %d", i/2, c.core.name(), key(arg), got, want)
+				}
+			}
+		case 2: // a large add, past the single fetch-add limit
+			n := uint64(arg) << 56
+			want := ref.add(key(arg), n)
+			for _, c := range sks {
+				if got := c.core.add(&c.l, key(arg), n); got != want {
+					t.Fatalf("op %d: %s add(%q, %d) = %d, want %d", i/2, c.core.name(), key(arg), n, got, want)
+				}
+			}
+		case 3, 4: // a batch of arg%40 keys
+			keys := make([][]byte, int(arg)%40)
+			want := make([]uint64, len(keys))
+			for j := range keys {
+				keys[j] = key(arg + byte(j*7))
+				want[j] = ref.add(keys[j], uint64(op%3+1))
+			}
+			for _, c := range sks {
+				got := make([]uint64, len(keys))
+				c.core.addBatch(&c.l, keys, uint64(op%3+1), got)
+				if !slicesEqual(got, want) {
+					t.Fatalf("op %d: %s addBatch estimates = %v, want %v", i/2, c.core.name(), got, want)
+				}
+			}
+		case 5: // estimates, single and batched
+			keys := [][]byte{key(arg), key(arg + 1), key(arg + 2), key(arg ^ 0xff), {}}
+			want := make([]uint64, len(keys))
+			for j, k := range keys {
+				want[j] = ref.estimate(k)
+			}
+			for _, c := range sks {
+				got := make([]uint64, len(keys))
+				c.core.estimateBatch(&c.l, keys, got)
+				if !slicesEqual(got, want) {
+					t.Fatalf("op %d: %s estimateBatch = %v, want %v", i/2, c.core.name(), got, want)
+				}
+				if got := c.core.estimate(&c.l, keys[0]); got != want[0] {
+					t.Fatalf("op %d: %s estimate(%q) = %d, want %d", i/2, c.core.name(), keys[0], got, want[0])
+				}
+			}
+		case 6: // reset, rarely
+			if arg < 16 {
+				ref.reset()
+				for _, c := range sks {
+					c.core.reset(&c.l)
+				}
+			}
+		case 7: // whole-array walks
+			sums := make([]uint64, rows)
+			for _, c := range sks {
+				c.core.rowSums(&c.l, sums)
+				var adds uint64
+				for _, v := range ref.stripes {
+					adds += v
+				}
+				if got := c.core.adds(&c.l); got != adds {
+					t.Fatalf("op %d: %s adds() = %d, want %d", i/2, c.core.name(), got, adds)
+				}
+			}
+		}
+	}
+	want := ref.regionBytes()
+	for _, c := range sks {
+		if got := c.m.entryBytes(); !bytes.Equal(got, want) {
+			t.Fatalf("%s: the counter region differs from the model's", c.core.name())
+		}
+	}
+	// Same seed, same shape, same operations: the whole files are equal.
+	if len(sks) == 2 {
+		a, err1 := os.ReadFile(sks[0].Path())
+		b, err2 := os.ReadFile(sks[1].Path())
+		if err1 != nil || err2 != nil {
+			t.Fatal(err1, err2)
+		}
+		if !bytes.Equal(a, b) {
+			t.Fatalf("%s and %s files differ after the same operations", sks[0].core.name(), sks[1].core.name())
+		}
+	}
+}
+
+func slicesEqual(a, b []uint64) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// TestParity_Cores runs long random sequences on several shapes, with and
+// without fetching ahead, so both batch paths of each core are compared.
+func TestParity_Cores(t *testing.T) {
+	for _, shape := range []struct {
+		rows, width int
+		prefetch    bool
+	}{{1, 1, false}, {3, 64, false}, {3, 64, true}, {5, 4096, false}, {5, 4096, true}, {2, 1 << 18, true}} {
+		t.Run(fmt.Sprintf("%dx%d/prefetch=%v", shape.rows, shape.width, shape.prefetch), func(t *testing.T) {
+			r := rand.New(rand.NewPCG(uint64(shape.rows), uint64(shape.width)))
+			ops := make([]byte, 20000)
+			for i := range ops {
+				ops[i] = byte(r.Uint32())
+			}
+			parityRun(t, shape.rows, shape.width, shape.prefetch, ops)
+		})
+	}
+}
+
+// FuzzParity compares the cores and the model on arbitrary sequences.
+func FuzzParity(f *testing.F) {
+	f.Add([]byte{0, 1, 1, 2, 2, 3, 3, 4, 5, 6, 6, 7, 7, 8})
+	f.Add([]byte{2, 255, 2, 255, 2, 255, 0, 255, 5, 255})
+	f.Add([]byte{4, 39, 3, 20, 6, 0, 4, 39, 5, 1})
+	f.Fuzz(func(t *testing.T, ops []byte) {
+		if len(ops) > 4096 {
+			ops = ops[:4096]
+		}
+		parityRun(t, 3, 1024, true, ops) // the prefetching batch paths
+		parityRun(t, 2, 16, false, ops)  // heavy collisions
+	})
 }

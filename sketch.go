@@ -13,6 +13,7 @@ type Option func(*options)
 type options struct {
 	mode        os.FileMode
 	waitTimeout time.Duration
+	noCreate    bool
 }
 
 func defaultOptions() options {
@@ -33,6 +34,13 @@ func WithMode(perm os.FileMode) Option {
 // creating the same file (default 10s); past it, Open fails with ErrTimeout.
 func WithWaitTimeout(d time.Duration) Option {
 	return func(o *options) { o.waitTimeout = d }
+}
+
+// WithoutCreate makes Open attach only: a missing file is an error that
+// wraps fs.ErrNotExist, and an empty or all-zero file is not initialised.
+// Tools that inspect a sketch (the CLI's check) use it.
+func WithoutCreate() Option {
+	return func(o *options) { o.noCreate = true }
 }
 
 func buildOptions(opts []Option) (options, error) {

@@ -1,0 +1,95 @@
+package sketch_test
+
+import (
+	"fmt"
+	"log"
+	"os"
+	"path/filepath"
+
+	"github.com/shmsketch/sketch"
+)
+
+// Every process opens the same path: the first creates the sketch, the
+// rest attach, and all of them count into the same counters.
+func ExampleOpenCountMin() {
+	dir, _ := os.MkdirTemp("", "sketch-example")
+	defer os.RemoveAll(dir)
+
+	cms, err := sketch.OpenCountMin(filepath.Join(dir, "requests.cms"), sketch.CountMinConfig{
+		ErrorRate:  0.001, // estimates within 0.1% of the total...
+		Confidence: 0.99,  // ...with 99% probability
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer cms.Close()
+
+	for _, ip := range []string{"192.0.2.1", "192.0.2.7", "192.0.2.1"} {
+		seen, err := cms.AddString(ip)
+		if err != nil {
+			log.Fatal(err)
+		}
+		if seen > 1 {
+			fmt.Printf("%s seen %d times\n", ip, seen)
+		}
+	}
+	fmt.Println("192.0.2.7:", cms.EstimateString("192.0.2.7"))
+	fmt.Printf("shape: %d x %d\n", cms.Rows(), cms.Width())
+	// Output:
+	// 192.0.2.1 seen 2 times
+	// 192.0.2.7: 1
+	// shape: 5 x 4096
+}
+
+// An estimate is quoted with its error bar: it is never low, and high by at
+// most ErrorBound with the sketch's confidence.
+func ExampleCountMin_Stats() {
+	dir, _ := os.MkdirTemp("", "sketch-example")
+	defer os.RemoveAll(dir)
+	cms, err := sketch.OpenCountMin(filepath.Join(dir, "clients.cms"), sketch.CountMinConfig{})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer cms.Close()
+
+	for i := 0; i < 100_000; i++ {
+		cms.AddString(fmt.Sprintf("client-%d", i%1000))
+	}
+	cms.AddN([]byte("client-loud"), 50_000)
+
+	s := cms.Stats()
+	n := cms.EstimateString("client-loud")
+	fmt.Printf("total %d, error bound %d\n", s.Total, s.ErrorBound)
+	fmt.Printf("client-loud: between %d and %d\n", n-min(n, s.ErrorBound), n)
+	// Output:
+	// total 150000, error bound 100
+	// client-loud: between 49900 and 50000
+}
+
+// A memfd-backed sketch lives in no directory: hand its descriptor to a
+// child process with exec.Cmd.ExtraFiles, where it appears as fd 3, and
+// attach there with sketch.AttachCountMin(3, sketch.CountMinConfig{}).
+func ExampleNewCountMinMemfd() {
+	cms, err := sketch.NewCountMinMemfd("requests", sketch.CountMinConfig{Rows: 4, Width: 1024})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer cms.Close()
+
+	f, err := cms.File() // for cmd.ExtraFiles = []*os.File{f}
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer f.Close()
+
+	// Attaching through a descriptor is what the child does.
+	other, err := sketch.AttachCountMin(f.Fd(), sketch.CountMinConfig{})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer other.Close()
+	other.AddString("from the child")
+	fmt.Println(cms.EstimateString("from the child"))
+	// Output:
+	// 1
+}
