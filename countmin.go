@@ -494,4 +494,3 @@ func (c *CountMin) Close() error {
 func (c *CountMin) closedErr(op string) error {
 	return c.m.errorf(op, ErrClosed)
 }
-

@@ -20,6 +20,6 @@ func attachInherited(fd uintptr, sp spec) (*mapping, error) {
 	return nil, &os.PathError{Op: "sketch: attach", Path: "inherited descriptor", Err: ErrUnsupported}
 }
 
-func dupCloexec(fd int) (int, error)              { return -1, ErrUnsupported }
-func unmapAndClose(fd int, data []byte) error     { return nil }
-func syncMapping(data []byte) error               { return ErrUnsupported }
+func dupCloexec(fd int) (int, error)          { return -1, ErrUnsupported }
+func unmapAndClose(fd int, data []byte) error { return nil }
+func syncMapping(data []byte) error           { return ErrUnsupported }
