@@ -92,8 +92,13 @@ func prefetchFlag(l *cmsLayout) C.int {
 	return 0
 }
 
+// The batch is passed through a pointer computed beforehand: written as
+// &buf[0] in the call, cgo would box the whole array to check it, and
+// allocate.
+
 func (cCore) addBatch(l *cmsLayout, keys [][]byte, n uint64, est []uint64) {
 	var buf [cBatch]cKey
+	ckeys := (*C.sk_key)(unsafe.Pointer(&buf))
 	for base := 0; base < len(keys); base += cBatch {
 		chunk := keys[base:min(base+cBatch, len(keys))]
 		fillKeys(&buf, chunk)
@@ -102,23 +107,24 @@ func (cCore) addBatch(l *cmsLayout, keys [][]byte, n uint64, est []uint64) {
 			out = (*C.uint64_t)(unsafe.Pointer(&est[base]))
 		}
 		C.sk_cms_add_batch(cells(l), stripes(l), C.uint64_t(l.seed), C.uint64_t(l.mask), C.uint32_t(l.rows),
-			prefetchFlag(l), (*C.sk_key)(unsafe.Pointer(&buf[0])), C.size_t(len(chunk)), C.uint64_t(n), out)
+			prefetchFlag(l), ckeys, C.size_t(len(chunk)), C.uint64_t(n), out)
 	}
 }
 
 func (cCore) estimateBatch(l *cmsLayout, keys [][]byte, est []uint64) {
 	var buf [cBatch]cKey
+	ckeys := (*C.sk_key)(unsafe.Pointer(&buf))
 	for base := 0; base < len(keys); base += cBatch {
 		chunk := keys[base:min(base+cBatch, len(keys))]
 		fillKeys(&buf, chunk)
 		C.sk_cms_estimate_batch(cells(l), C.uint64_t(l.seed), C.uint64_t(l.mask), C.uint32_t(l.rows),
-			prefetchFlag(l), (*C.sk_key)(unsafe.Pointer(&buf[0])), C.size_t(len(chunk)),
-			(*C.uint64_t)(unsafe.Pointer(&est[base])))
+			prefetchFlag(l), ckeys, C.size_t(len(chunk)), (*C.uint64_t)(unsafe.Pointer(&est[base])))
 	}
 }
 
 func (cCore) rowSums(l *cmsLayout, sums []uint64) bool {
-	return C.sk_cms_row_sums(cells(l), C.uint64_t(l.mask), C.uint32_t(l.rows), (*C.uint64_t)(unsafe.Pointer(&sums[0]))) != 0
+	out := (*C.uint64_t)(unsafe.Pointer(&sums[0]))
+	return C.sk_cms_row_sums(cells(l), C.uint64_t(l.mask), C.uint32_t(l.rows), out) != 0
 }
 
 func (cCore) adds(l *cmsLayout) uint64 {

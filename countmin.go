@@ -76,7 +76,9 @@ type CountMinStats struct {
 	// Total is everything counted since the last reset (the largest row
 	// sum, so an add interrupted by a crash can only raise it).
 	Total uint64
-	// Adds is the number of add calls (a batch counts once per key).
+	// Adds is the number of add calls (a batch counts once per key). It is
+	// bumped after the counters, so an add cut short by a crash may be
+	// missing from it while present in some rows.
 	Adds uint64
 	// ErrorBound is the absolute error bound at the current total,
 	// ceil(e/Width · Total): an estimate is at most that much too high,
@@ -244,7 +246,8 @@ func NewCountMinMemfd(name string, cfg CountMinConfig) (*CountMin, error) {
 
 // AttachCountMin attaches to the Count-Min sketch behind a descriptor this
 // process inherited or received, such as fd 3 in a child started with
-// exec.Cmd.ExtraFiles. The descriptor is duplicated, so it stays the
+// exec.Cmd.ExtraFiles. The descriptor must be open for reading and writing
+// (ErrInvalidArgument otherwise); it is duplicated, so it stays the
 // caller's to close. The file is validated as OpenCountMin does.
 func AttachCountMin(fd uintptr, cfg CountMinConfig) (*CountMin, error) {
 	sp, err := cfg.spec()

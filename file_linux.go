@@ -358,6 +358,10 @@ func attachInherited(fd uintptr, sp spec) (*mapping, error) {
 		unix.Close(dup)
 		return nil, fmt.Errorf("sketch: attach %s: %w: not a regular file", label, ErrCorrupt)
 	}
+	if fl, err := unix.FcntlInt(uintptr(dup), unix.F_GETFL, 0); err != nil || fl&unix.O_ACCMODE != unix.O_RDWR {
+		unix.Close(dup)
+		return nil, fmt.Errorf("sketch: attach %s: %w: the descriptor is not open for reading and writing", label, ErrInvalidArgument)
+	}
 	m, err := attachFd(dup, label, uint64(st.Size), sp)
 	if err != nil {
 		unix.Close(dup)
