@@ -478,10 +478,11 @@ func (c *CountMin) File() (*os.File, error) { return c.m.file() }
 // a full disk on a filesystem that allocates at writeback.
 func (c *CountMin) Sync() error { return c.m.sync() }
 
-// Unlink removes the file at Path. The sketch stays usable through this
-// handle and every other mapping; new opens of the path create a new one.
-// A file already gone is not an error, and a sketch without a path does
-// nothing.
+// Unlink removes the sketch's file from Path. The sketch stays usable
+// through this handle and every other mapping; new opens of the path create
+// a new one. A file already gone is not an error, a file that has since
+// been replaced by another at the path is left alone, and a sketch without
+// a path does nothing.
 func (c *CountMin) Unlink() error { return c.m.unlink() }
 
 // Close unmaps the sketch and closes its descriptor. It is safe to call

@@ -46,6 +46,10 @@ func openPath(path string, sp spec, o options) (*mapping, error) {
 			continue
 		}
 		m.path = path
+		var st unix.Stat_t
+		if err := unix.Fstat(m.fd, &st); err == nil {
+			m.dev, m.ino = uint64(st.Dev), st.Ino
+		}
 		return m, nil
 	}
 }
@@ -73,13 +77,16 @@ func openOrCreate(path string, o options) (fd int, created bool, err error) {
 		if err != unix.EEXIST {
 			return -1, false, err
 		}
-		fd, err = unix.Open(path, unix.O_RDWR|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		// O_NONBLOCK: a FIFO or device planted at the path must not block
+		// the open; its type is refused right after.
+		fd, err = unix.Open(path, unix.O_RDWR|unix.O_NOFOLLOW|unix.O_CLOEXEC|unix.O_NONBLOCK, 0)
 		switch {
 		case err == nil:
 			return fd, false, nil
 		case err == unix.ELOOP:
 			return -1, false, ErrSymlink
-		case err == unix.EISDIR:
+		case err == unix.EISDIR || err == unix.ENXIO:
+			// A directory, or a socket: not a sketch file.
 			return -1, false, fmt.Errorf("%w: %w", ErrCorrupt, err)
 		case err == unix.ENOENT && !o.noCreate && attempt < 100:
 			continue // removed between the two opens: try to create again
@@ -301,7 +308,7 @@ func pickEntry(lay layout, sp spec) (entry, error) {
 		return entry{}, fmt.Errorf("%w: seed %#x requested, file has %#x", ErrIncompatible, sp.seed, lay.seed)
 	}
 	if len(lay.entries) == 0 {
-		return entry{}, fmt.Errorf("%w: the file holds no structure", ErrIncompatible)
+		return entry{}, fmt.Errorf("%w: the directory is empty", ErrCorrupt)
 	}
 	e := lay.entries[0]
 	if e.kind != sp.kind {
@@ -385,6 +392,12 @@ func unmapAndClose(fd int, data []byte) error {
 		}
 	}
 	return err
+}
+
+// isFileAt reports whether path still names the file with this identity.
+func isFileAt(path string, dev, ino uint64) bool {
+	var st unix.Stat_t
+	return unix.Lstat(path, &st) == nil && uint64(st.Dev) == dev && st.Ino == ino
 }
 
 func syncMapping(data []byte) error {

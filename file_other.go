@@ -23,3 +23,5 @@ func attachInherited(fd uintptr, sp spec) (*mapping, error) {
 func dupCloexec(fd int) (int, error)          { return -1, ErrUnsupported }
 func unmapAndClose(fd int, data []byte) error { return nil }
 func syncMapping(data []byte) error           { return ErrUnsupported }
+
+func isFileAt(path string, dev, ino uint64) bool { return false }

@@ -76,6 +76,9 @@ type spec struct {
 type mapping struct {
 	name string // the path, or "memfd:NAME", or "fd N": used in errors
 	path string // "" when not backed by a path
+	// dev and ino identify the file at path, so that Unlink removes this
+	// sketch's file and never one created at the path since.
+	dev, ino uint64
 	lay  layout
 	ent  entry // the structure this handle serves
 
@@ -136,10 +139,11 @@ func (m *mapping) file() (*os.File, error) {
 	return os.NewFile(uintptr(fd), m.name), nil
 }
 
-// unlink removes the file at the handle's path; the mapping stays valid.
-// A file already gone is not an error; a handle without a path does nothing.
+// unlink removes the handle's file from its path; the mapping stays valid.
+// A file already gone, or replaced by another, is left alone; a handle
+// without a path does nothing.
 func (m *mapping) unlink() error {
-	if m.path == "" {
+	if m.path == "" || !isFileAt(m.path, m.dev, m.ino) {
 		return nil
 	}
 	if err := os.Remove(m.path); err != nil && !os.IsNotExist(err) {
