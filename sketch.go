@@ -79,8 +79,8 @@ type mapping struct {
 	// dev and ino identify the file at path, so that Unlink removes this
 	// sketch's file and never one created at the path since.
 	dev, ino uint64
-	lay  layout
-	ent  entry // the structure this handle serves
+	lay      layout
+	ent      entry // the structure this handle serves
 
 	mu     sync.Mutex
 	fd     int
