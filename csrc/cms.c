@@ -1,3 +1,5 @@
+//go:build cgo && !purego
+
 /*
  * cms.c: the Count-Min sketch in C. Keep in sync with core_go.go: the same
  * cells, the same saturation rule, the same stripe for the add count.
@@ -5,6 +7,7 @@
 #include <stdatomic.h>
 
 #include "sketch.h"
+#include "xxh3.h"
 
 /* The mapping's counters are plain uint64_t words for Go; C reaches them
  * as atomics. The two have the same size and alignment. */
@@ -65,7 +68,9 @@ static inline uint64_t sk_estimate_hashed(const uint64_t *cells, uint64_t mask, 
 	return est < SK_MAX_COUNT ? est : SK_MAX_COUNT;
 }
 
-static inline void sk_prefetch_hashed(const uint64_t *cells, uint64_t mask, uint32_t rows, sk_u128 h, int write)
+/* always_inline: a helper whose only effect is __builtin_prefetch is
+ * otherwise judged to do nothing, and its calls are deleted. */
+static inline __attribute__((always_inline)) void sk_prefetch_hashed(const uint64_t *cells, uint64_t mask, uint32_t rows, sk_u128 h, int write)
 {
 	uint64_t h2 = h.hi | 1;
 	const uint64_t *row = cells;

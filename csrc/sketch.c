@@ -1,7 +1,8 @@
+//go:build cgo && !purego
+
 /*
- * sketch.c is the C core: hashing, the counter updates and the walks over
- * whole arrays. It is compiled into the package by core_c.go, which includes
- * it in its cgo preamble (cgo builds only .c files in the package directory).
+ * sketch.c: the hash entry point of the C core, and a no-op for timing a
+ * bare cgo crossing. cgo compiles it as part of package csrc (csrc.go).
  */
 #include "sketch.h"
 #include "xxh3.h"
