@@ -10,7 +10,8 @@ package sketch
 //	benchstat bench.txt
 //
 // Names are Benchmark<Op>/<shape>/<dist>/<core>: shapes A (in L1/L2), the
-// default, B (in L2/L3) and C (160 MiB: past the caches on most machines);
+// default, B (in L2/L3), C (160 MiB: past the caches on most machines) and
+// D (640 MiB: past the 260 MiB L3 some server CPUs report);
 // dists zipf and uniform; cores go (the public call, or goCore for batches
 // and walks) and c (cCore, cgo builds only; bench_cgo_test.go).
 //
@@ -53,10 +54,11 @@ type benchShape struct {
 
 var (
 	benchShapes = []benchShape{
-		{"A=4x1024", 4, 1 << 10},    // 32 KiB: L1/L2
-		{"default=5x4096", 5, 4096}, // 160 KiB: L2
-		{"B=7x32768", 7, 1 << 15},   // 1.75 MiB: L2/L3
-		{"C=5x4194304", 5, 1 << 22}, // 160 MiB: DRAM (or a very large L3)
+		{"A=4x1024", 4, 1 << 10},     // 32 KiB: L1/L2
+		{"default=5x4096", 5, 4096},  // 160 KiB: L2
+		{"B=7x32768", 7, 1 << 15},    // 1.75 MiB: L2/L3
+		{"C=5x4194304", 5, 1 << 22},  // 160 MiB: DRAM (or a very large L3)
+		{"D=5x16777216", 5, 1 << 24}, // 640 MiB: past any L3
 	}
 	benchDefaultShape = benchShapes[1]
 )
@@ -307,13 +309,19 @@ func BenchmarkCountMinEstimateBatch(b *testing.B) {
 }
 
 // BenchmarkCountMinAddParallel counts b.N keys of the stream with the
-// public Add on the default shape, split evenly across 1 or 2 goroutines
+// public Add on the default shape and on C, split evenly across 1 or 2 goroutines
 // started once per run, each at its own place in the stream. ns/op is wall
 // time per key, so goroutines=1 over goroutines=2 is the speed-up; keys/s
 // says the same as a throughput. In the zipf stream both goroutines keep
 // hitting the hot keys' cells.
 func BenchmarkCountMinAddParallel(b *testing.B) {
-	c := benchSketch(b, benchDefaultShape)
+	for _, sh := range []benchShape{benchDefaultShape, benchShapes[3]} {
+		c := benchSketch(b, sh)
+		b.Run(sh.name, func(b *testing.B) { benchAddParallel(b, c) })
+	}
+}
+
+func benchAddParallel(b *testing.B, c *CountMin) {
 	for _, s := range benchDists() {
 		b.Run(s.name, func(b *testing.B) {
 			for _, g := range []int{1, 2} {

@@ -35,3 +35,10 @@ func cHash128(key []byte, seed uint64) (lo, hi uint64) { return csrc.Hash128(key
 
 // emptyCall is a bare cgo crossing, for the benchmarks.
 func emptyCall() { csrc.Noop() }
+
+// The C core takes one add-count chunk per crossing: the two sizes must be
+// equal for the cores to leave the same stripes (a compile-time check).
+var (
+	_ [csrc.Batch - batchChunk]struct{}
+	_ [batchChunk - csrc.Batch]struct{}
+)

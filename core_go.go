@@ -43,6 +43,11 @@ const (
 	stripeShift = 64 - 6
 	// batchAhead is how many keys a batch hashes and fetches ahead.
 	batchAhead = 8
+	// batchChunk is how many keys a batch counts in one add-count update:
+	// the chunk's size goes to the stripe of its first key, one atomic add
+	// for the chunk instead of one a key. The C core takes one chunk per
+	// crossing (csrc.Batch), so both cores leave the same stripes.
+	batchChunk = 256
 )
 
 func hashKey(key []byte, seed uint64) (lo, hi uint64) {
@@ -57,8 +62,16 @@ func hashString(key string, seed uint64) (lo, hi uint64) {
 
 // addHashed counts n for the key hashing to (lo, hi) and returns the
 // minimum of the counters after its own increments: one atomic add per
-// row, nothing to roll back.
+// row, nothing to roll back; then counts the add.
 func (l *cmsLayout) addHashed(lo, hi, n uint64) uint64 {
+	est := l.addCells(lo, hi, n)
+	l.countAdds(lo, 1)
+	return est
+}
+
+// addCells adds n to the key's counter in every row and returns the
+// minimum of their new values.
+func (l *cmsLayout) addCells(lo, hi, n uint64) uint64 {
 	h2 := hi | 1
 	est := ^uint64(0)
 	row := l.cells
@@ -67,8 +80,12 @@ func (l *cmsLayout) addHashed(lo, hi, n uint64) uint64 {
 		est = min(est, addCell((*uint64)(unsafe.Add(row, col*8)), n))
 		row = unsafe.Add(row, l.rowBytes)
 	}
-	atomic.AddUint64((*uint64)(unsafe.Add(l.stripes, (lo>>stripeShift)*stripeBytes)), 1)
 	return est
+}
+
+// countAdds adds k to the add count, in the stripe picked by h1's top bits.
+func (l *cmsLayout) countAdds(lo, k uint64) {
+	atomic.AddUint64((*uint64)(unsafe.Add(l.stripes, (lo>>stripeShift)*stripeBytes)), k)
 }
 
 // addCell adds n to one counter, saturating at maxCount, and returns the
@@ -150,29 +167,48 @@ func (goCore) estimate(l *cmsLayout, key []byte) uint64 {
 }
 
 func (goCore) addBatch(l *cmsLayout, keys [][]byte, n uint64, est []uint64) {
+	for base := 0; base < len(keys); base += batchChunk {
+		chunk := keys[base:min(base+batchChunk, len(keys))]
+		var out []uint64
+		if est != nil {
+			out = est[base : base+len(chunk)]
+		}
+		l.addChunk(chunk, n, out)
+	}
+}
+
+// addChunk counts one chunk of a batch: the keys' counters, then the
+// chunk's size in the add count, at the first key's stripe.
+func (l *cmsLayout) addChunk(keys [][]byte, n uint64, est []uint64) {
+	if len(keys) == 0 {
+		return
+	}
+	first, _ := hashKey(keys[0], l.seed)
 	if !l.prefetch {
 		for i, k := range keys {
-			v := goCore{}.add(l, k, n)
+			lo, hi := hashKey(k, l.seed)
+			v := l.addCells(lo, hi, n)
 			if est != nil {
 				est[i] = v
 			}
 		}
-		return
-	}
-	var h [batchAhead][2]uint64
-	for base := 0; base < len(keys); base += batchAhead {
-		group := keys[base:min(base+batchAhead, len(keys))]
-		for j, k := range group {
-			h[j][0], h[j][1] = hashKey(k, l.seed)
-			l.touchHashed(h[j][0], h[j][1])
-		}
-		for j := range group {
-			v := l.addHashed(h[j][0], h[j][1], n)
-			if est != nil {
-				est[base+j] = v
+	} else {
+		var h [batchAhead][2]uint64
+		for base := 0; base < len(keys); base += batchAhead {
+			group := keys[base:min(base+batchAhead, len(keys))]
+			for j, k := range group {
+				h[j][0], h[j][1] = hashKey(k, l.seed)
+				l.touchHashed(h[j][0], h[j][1])
+			}
+			for j := range group {
+				v := l.addCells(h[j][0], h[j][1], n)
+				if est != nil {
+					est[base+j] = v
+				}
 			}
 		}
 	}
+	l.countAdds(first, uint64(len(keys)))
 }
 
 func (goCore) estimateBatch(l *cmsLayout, keys [][]byte, est []uint64) {

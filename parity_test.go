@@ -48,6 +48,25 @@ func (r *refCMS) cols(key []byte) []uint64 {
 }
 
 func (r *refCMS) add(key []byte, n uint64) uint64 {
+	est := r.addCells(key, n)
+	r.stripes[xxh3.Hash128Seed(key, r.seed).Lo>>58]++
+	return est
+}
+
+// addBatch is a batch: the add count moves once per chunk of batchChunk
+// keys, by the chunk's size, at its first key's stripe.
+func (r *refCMS) addBatch(keys [][]byte, n uint64) []uint64 {
+	est := make([]uint64, len(keys))
+	for i, k := range keys {
+		est[i] = r.addCells(k, n)
+		if i%batchChunk == 0 {
+			r.stripes[xxh3.Hash128Seed(k, r.seed).Lo>>58] += uint64(min(batchChunk, len(keys)-i))
+		}
+	}
+	return est
+}
+
+func (r *refCMS) addCells(key []byte, n uint64) uint64 {
 	est := uint64(maxCount)
 	for _, c := range r.cols(key) {
 		if r.cells[c] >= maxCount || n >= maxCount-r.cells[c] {
@@ -57,7 +76,6 @@ func (r *refCMS) add(key []byte, n uint64) uint64 {
 		}
 		est = min(est, r.cells[c])
 	}
-	r.stripes[xxh3.Hash128Seed(key, r.seed).Lo>>58]++
 	return est
 }
 
@@ -123,13 +141,16 @@ func parityRun(t *testing.T, rows, width int, prefetch bool, ops []byte) {
 					t.Fatalf("op %d: %s add(%q, %d) = %d, want %d", i/2, c.core.name(), key(arg), n, got, want)
 				}
 			}
-		case 3, 4: // a batch of arg%40 keys
-			keys := make([][]byte, int(arg)%40)
-			want := make([]uint64, len(keys))
+		case 3, 4: // a batch of arg%40 keys, or of 300 (two chunks)
+			nkeys := int(arg) % 40
+			if arg == 255 {
+				nkeys = 300
+			}
+			keys := make([][]byte, nkeys)
 			for j := range keys {
 				keys[j] = key(arg + byte(j*7))
-				want[j] = ref.add(keys[j], uint64(op%3+1))
 			}
+			want := ref.addBatch(keys, uint64(op%3+1))
 			for _, c := range sks {
 				got := make([]uint64, len(keys))
 				c.core.addBatch(&c.l, keys, uint64(op%3+1), got)

@@ -41,8 +41,9 @@ static inline uint64_t sk_add_cell(uint64_t *c, uint64_t n)
 	}
 }
 
-static inline uint64_t sk_add_hashed(uint64_t *cells, uint64_t *stripes, uint64_t mask, uint32_t rows,
-				     sk_u128 h, uint64_t n)
+/* sk_add_cells adds n to the key's counter in every row and returns the
+ * minimum of their new values. */
+static inline uint64_t sk_add_cells(uint64_t *cells, uint64_t mask, uint32_t rows, sk_u128 h, uint64_t n)
 {
 	uint64_t h2 = h.hi | 1, est = UINT64_MAX;
 	uint64_t *row = cells;
@@ -51,8 +52,13 @@ static inline uint64_t sk_add_hashed(uint64_t *cells, uint64_t *stripes, uint64_
 		if (v < est)
 			est = v;
 	}
-	atomic_fetch_add_explicit(SK_ATOMIC(&stripes[(h.lo >> 58) * SK_STRIPE_WORDS]), 1, memory_order_seq_cst);
 	return est;
+}
+
+/* sk_count_adds adds k to the add count, in the stripe picked by h1's top bits. */
+static inline void sk_count_adds(uint64_t *stripes, uint64_t lo, uint64_t k)
+{
+	atomic_fetch_add_explicit(SK_ATOMIC(&stripes[(lo >> 58) * SK_STRIPE_WORDS]), k, memory_order_seq_cst);
 }
 
 static inline uint64_t sk_estimate_hashed(const uint64_t *cells, uint64_t mask, uint32_t rows, sk_u128 h)
@@ -87,7 +93,9 @@ uint64_t sk_cms_add(uint64_t *cells, uint64_t *stripes, uint64_t seed, uint64_t 
 {
 	sk_u128 h;
 	sk_xxh3_128(key, len, seed, &h);
-	return sk_add_hashed(cells, stripes, mask, rows, h, n);
+	uint64_t est = sk_add_cells(cells, mask, rows, h, n);
+	sk_count_adds(stripes, h.lo, 1);
+	return est;
 }
 
 uint64_t sk_cms_estimate(const uint64_t *cells, uint64_t seed, uint64_t mask, uint32_t rows,
@@ -98,17 +106,26 @@ uint64_t sk_cms_estimate(const uint64_t *cells, uint64_t seed, uint64_t mask, ui
 	return sk_estimate_hashed(cells, mask, rows, h);
 }
 
-/* Batches over a grid larger than the caches hash SK_AHEAD keys ahead and
- * prefetch their cells, so the cache misses of several keys overlap. */
+/* A batch is one chunk (core_go.go's batchChunk): its keys' counters, then
+ * count in the add count at the first key's stripe. Over a grid larger than
+ * the caches it hashes SK_AHEAD keys ahead and prefetches their cells, so
+ * the cache misses of several keys overlap. */
 void sk_cms_add_batch(uint64_t *cells, uint64_t *stripes, uint64_t seed, uint64_t mask, uint32_t rows,
 		      int prefetch, const sk_key *keys, size_t count, uint64_t n, uint64_t *est)
 {
+	if (count == 0)
+		return;
+	sk_u128 first;
+	sk_xxh3_128(keys[0].p, keys[0].n, seed, &first);
 	if (!prefetch) {
 		for (size_t i = 0; i < count; i++) {
-			uint64_t v = sk_cms_add(cells, stripes, seed, mask, rows, keys[i].p, keys[i].n, n);
+			sk_u128 h;
+			sk_xxh3_128(keys[i].p, keys[i].n, seed, &h);
+			uint64_t v = sk_add_cells(cells, mask, rows, h, n);
 			if (est)
 				est[i] = v;
 		}
+		sk_count_adds(stripes, first.lo, count);
 		return;
 	}
 	sk_u128 ring[SK_AHEAD];
@@ -124,10 +141,11 @@ void sk_cms_add_batch(uint64_t *cells, uint64_t *stripes, uint64_t seed, uint64_
 			sk_xxh3_128(keys[next].p, keys[next].n, seed, &ring[i % SK_AHEAD]);
 			sk_prefetch_hashed(cells, mask, rows, ring[i % SK_AHEAD], 1);
 		}
-		uint64_t v = sk_add_hashed(cells, stripes, mask, rows, h, n);
+		uint64_t v = sk_add_cells(cells, mask, rows, h, n);
 		if (est)
 			est[i] = v;
 	}
+	sk_count_adds(stripes, first.lo, count);
 }
 
 void sk_cms_estimate_batch(const uint64_t *cells, uint64_t seed, uint64_t mask, uint32_t rows,

@@ -44,7 +44,8 @@ type cKey struct {
 	n uint64
 }
 
-// Batch is how many keys one crossing carries: enough that the crossing's
+// Batch is how many keys one crossing carries, one add-count chunk of
+// package sketch (its batchChunk): enough that the crossing's
 // cost is well under a nanosecond a key, few enough for the stack.
 const Batch = 256
 
