@@ -263,13 +263,13 @@ func (goCore) adds(l *cmsLayout) uint64 {
 	return sum
 }
 
-// reset zeroes every counter and the add count, one word at a time: adds
-// running at the same moment land before or after, never torn.
+// reset zeroes every counter and the add count. It is not atomic (the
+// package documents that): it clears the grid with plain aligned 8-byte
+// stores, each of which lands before or after a concurrent atomic add,
+// never in the middle of one; an atomic store a word would cost a locked
+// instruction each on amd64, for nothing.
 func (goCore) reset(l *cmsLayout) {
-	words := uintptr(l.rows) * uintptr(l.mask+1)
-	for i := uintptr(0); i < words; i++ {
-		atomic.StoreUint64((*uint64)(unsafe.Add(l.cells, i*8)), 0)
-	}
+	clear(unsafe.Slice((*uint64)(l.cells), uintptr(l.rows)*uintptr(l.mask+1)))
 	for i := uintptr(0); i < stripeCount; i++ {
 		atomic.StoreUint64((*uint64)(unsafe.Add(l.stripes, i*stripeBytes)), 0)
 	}

@@ -42,9 +42,10 @@
 // [CountMin.EstimateBatch]) and walks over the whole grid (Stats, Check,
 // Reset): "cgo", the C core in csrc/, when built with cgo, or "purego" when
 // built with CGO_ENABLED=0 or the purego tag. Single keys are served in Go
-// in both builds, because a cgo crossing costs more than a whole add; a
-// batch pays one crossing per 256 keys and on sketches larger than the CPU
-// caches hashes and prefetches keys ahead of their adds.
+// in both builds, because a cgo crossing costs more than a whole add. A
+// batch pays one crossing per 256 keys; on a sketch larger than the CPU's
+// L2 cache the C core hashes and prefetches keys ahead of their adds, and
+// within L2 the Go loop is as fast and serves the batch.
 //
 // # Caveats
 //

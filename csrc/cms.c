@@ -5,6 +5,7 @@
  * cells, the same saturation rule, the same stripe for the add count.
  */
 #include <stdatomic.h>
+#include <string.h>
 
 #include "sketch.h"
 #include "xxh3.h"
@@ -198,11 +199,12 @@ uint64_t sk_cms_adds(const uint64_t *stripes)
 	return sum;
 }
 
+/* sk_cms_reset is not atomic (the package documents that): plain aligned
+ * 8-byte stores (memset) land before or after a concurrent atomic add,
+ * never inside one, and are several times faster than a store a word. */
 void sk_cms_reset(uint64_t *cells, uint64_t *stripes, uint64_t mask, uint32_t rows)
 {
-	uint64_t words = (uint64_t)rows * (mask + 1);
-	for (uint64_t i = 0; i < words; i++)
-		atomic_store_explicit(SK_ATOMIC(&cells[i]), 0, memory_order_relaxed);
+	memset(cells, 0, (size_t)rows * (mask + 1) * sizeof(uint64_t));
 	for (int i = 0; i < SK_STRIPES; i++)
 		atomic_store_explicit(SK_ATOMIC(&stripes[i * SK_STRIPE_WORDS]), 0, memory_order_relaxed);
 }
