@@ -211,23 +211,12 @@ func (l *cmsLayout) addChunk(keys [][]byte, n uint64, est []uint64) {
 	l.countAdds(first, uint64(len(keys)))
 }
 
+// estimateBatch is a plain loop: estimates only load, and the CPU already
+// overlaps the loads of consecutive keys (touching ahead measured slower).
 func (goCore) estimateBatch(l *cmsLayout, keys [][]byte, est []uint64) {
-	if !l.prefetch {
-		for i, k := range keys {
-			est[i] = goCore{}.estimate(l, k)
-		}
-		return
-	}
-	var h [batchAhead][2]uint64
-	for base := 0; base < len(keys); base += batchAhead {
-		group := keys[base:min(base+batchAhead, len(keys))]
-		for j, k := range group {
-			h[j][0], h[j][1] = hashKey(k, l.seed)
-			l.touchHashed(h[j][0], h[j][1])
-		}
-		for j := range group {
-			est[base+j] = l.estimateHashed(h[j][0], h[j][1])
-		}
+	for i, k := range keys {
+		lo, hi := hashKey(k, l.seed)
+		est[i] = l.estimateHashed(lo, hi)
 	}
 }
 
