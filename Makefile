@@ -14,9 +14,9 @@ TMP     := $(CURDIR)/.build
 QEMU_arm64 := qemu-aarch64-static
 QEMU_s390x := qemu-s390x-static
 
-.PHONY: test vet fmt test-cgo test-purego test-cross test-other-os bench-smoke bench demo clean
+.PHONY: test vet fmt test-cgo test-purego test-cross test-other-os bench-smoke bench-module bench demo clean
 
-test: vet fmt test-cgo test-purego test-cross test-other-os bench-smoke
+test: vet fmt test-cgo test-purego test-cross test-other-os bench-smoke bench-module
 
 vet:
 	CGO_ENABLED=1 $(GO) vet $(PKG)
@@ -55,6 +55,10 @@ test-other-os:
 bench-smoke:
 	CGO_ENABLED=1 $(GO) test -run='^$$' -bench=. -benchtime=1x -count=1 $(PKG)
 	CGO_ENABLED=0 $(GO) test -run='^$$' -bench=. -benchtime=1x -count=1 $(PKG)
+
+# The comparison with another library lives in its own module (bench/).
+bench-module:
+	cd bench && CGO_ENABLED=1 $(GO) vet ./... && CGO_ENABLED=1 $(GO) test -run='^$$' -bench=. -benchtime=1x -count=1 ./...
 
 bench:
 	CGO_ENABLED=1 $(GO) test -run='^$$' -bench='$(BENCH)' -count=$(COUNT) -benchtime=300ms . | tee $(TMP).bench.txt
