@@ -14,9 +14,9 @@ TMP     := $(CURDIR)/.build
 QEMU_arm64 := qemu-aarch64-static
 QEMU_s390x := qemu-s390x-static
 
-.PHONY: test vet fmt test-cgo test-purego test-cross test-other-os bench-smoke bench-module bench demo clean
+.PHONY: test vet fmt test-cgo test-purego check-prefetch test-cross test-other-os bench-smoke bench-module bench demo clean
 
-test: vet fmt test-cgo test-purego test-cross test-other-os bench-smoke bench-module
+test: vet fmt test-cgo test-purego check-prefetch test-cross test-other-os bench-smoke bench-module
 
 vet:
 	CGO_ENABLED=1 $(GO) vet $(PKG)
@@ -32,6 +32,20 @@ test-cgo:
 
 test-purego:
 	CGO_ENABLED=0 $(GO) test -count=1 $(PKG)
+
+# The C core's batches must keep their prefetch instructions: gcc once
+# deleted them (a helper whose only effect was __builtin_prefetch looked
+# like it did nothing), and only the benchmarks would have shown it.
+check-prefetch:
+	@mkdir -p $(TMP)
+	@if [ "$$($(GO) env GOARCH)" = amd64 ]; then \
+		CGO_ENABLED=1 $(GO) test -c -o $(TMP)/sketch.cgo.test . && \
+		for fn in sk_cms_add_batch sk_cms_estimate_batch; do \
+			n=$$($(GO) tool objdump -s "^$$fn\$$" $(TMP)/sketch.cgo.test | grep -c PREFETCH); \
+			if [ "$$n" -eq 0 ]; then echo "$$fn: no prefetch instruction left"; exit 1; fi; \
+			echo "$$fn: $$n prefetch instructions"; \
+		done; \
+	fi
 
 # The pure-Go build on other architectures: compile the test binary, run it
 # under qemu-user from the package directory (it reads testdata/).
