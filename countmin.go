@@ -70,6 +70,7 @@ type cmsCore interface {
 
 // CountMinStats describes a Count-Min sketch at one moment.
 type CountMinStats struct {
+	// Rows and Width are the shape: hash functions, counters per row.
 	Rows, Width int
 	// Bytes is the size of the whole mapping (header and counters).
 	Bytes uint64
