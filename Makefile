@@ -1,18 +1,20 @@
 # make test   vet, gofmt, the suite with cgo (-race) and without, the pure-Go
-#             build cross-compiled for arm64 and s390x (big-endian) and run
-#             under qemu-user, other systems' builds, every benchmark once
+#             build cross-compiled for arm64, s390x (big-endian) and 32-bit
+#             arm and run under qemu-user, other systems' and 386 builds,
+#             every benchmark once
 # make bench  the benchmarks, both cores beside a sync.Mutex+map baseline
 # make demo   several processes counting one stream into one shared sketch
 
 GO      ?= go
 PKG     := ./...
-CROSS   := arm64 s390x
+CROSS   := arm64 s390x arm
 BENCH   ?= .
 COUNT   ?= 5
 TMP     := $(CURDIR)/.build
 
 QEMU_arm64 := qemu-aarch64-static
 QEMU_s390x := qemu-s390x-static
+QEMU_arm   := qemu-arm-static
 
 .PHONY: test vet fmt test-cgo test-purego check-prefetch test-cross test-other-os bench-smoke bench-module bench demo clean
 
@@ -55,7 +57,7 @@ test-cross:
 		echo "== linux/$$arch (pure Go, under qemu-user)"; \
 		CGO_ENABLED=0 GOARCH=$$arch $(GO) test -c -o $(TMP)/sketch.$$arch.test . || exit 1; \
 		CGO_ENABLED=0 GOARCH=$$arch $(GO) build -o /dev/null ./cmd/... || exit 1; \
-		case $$arch in arm64) q=$(QEMU_arm64);; s390x) q=$(QEMU_s390x);; esac; \
+		case $$arch in arm64) q=$(QEMU_arm64);; s390x) q=$(QEMU_s390x);; arm) q=$(QEMU_arm);; esac; \
 		command -v $$q >/dev/null || { echo "$$q not found: install qemu-user-static"; exit 1; }; \
 		$$q $(TMP)/sketch.$$arch.test -test.count=1 || exit 1; \
 	done
@@ -65,6 +67,7 @@ test-other-os:
 	CGO_ENABLED=0 GOOS=darwin GOARCH=arm64 $(GO) build $(PKG)
 	CGO_ENABLED=0 GOOS=windows GOARCH=amd64 $(GO) build $(PKG)
 	CGO_ENABLED=0 GOOS=freebsd GOARCH=amd64 $(GO) build $(PKG)
+	CGO_ENABLED=0 GOOS=linux GOARCH=386 $(GO) vet $(PKG)
 
 bench-smoke:
 	CGO_ENABLED=1 $(GO) test -run='^$$' -bench=. -benchtime=1x -count=1 $(PKG)

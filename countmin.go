@@ -36,8 +36,10 @@ const (
 )
 
 const (
-	maxRows  = 64
-	maxWidth = 1 << 40
+	maxRows = 64
+	// maxWidth keeps rows x width x 8 bytes mappable: 2^40 counters a row
+	// on 64-bit platforms, 2^24 on 32-bit ones.
+	maxWidth = 1 << (24 + 16*(bits.UintSize/64))
 )
 
 // CountMin is a Count-Min sketch (Cormode and Muthukrishnan, 2005) in a

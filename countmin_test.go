@@ -79,7 +79,7 @@ func TestOpenCountMin_InvalidConfig(t *testing.T) {
 		{Width: 10},
 		{Rows: -1, Width: 10},
 		{Rows: 65, Width: 10},
-		{Rows: 2, Width: 1 << 41},
+		{Rows: 2, Width: maxWidth + 1},
 		{Rows: 2, Width: 16, ErrorRate: 0.01},
 		{ErrorRate: 1e-20},
 	} {

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"sync/atomic"
 	"time"
@@ -233,6 +234,9 @@ func initFile(fd int, name string, sp spec) (*mapping, error) {
 		seed = binary.LittleEndian.Uint64(b[:])
 	}
 	lay := newLayout(seed, []entry{{kind: sp.kind, size: sp.size, params: sp.params}})
+	if lay.fileSize > math.MaxInt {
+		return nil, fmt.Errorf("%w: %d bytes cannot be mapped on this platform", ErrInvalidConfig, lay.fileSize)
+	}
 	if err := reserve(fd, lay.fileSize); err != nil {
 		unix.Ftruncate(fd, 0)
 		return nil, err
@@ -281,8 +285,8 @@ func attachFd(fd int, name string, size uint64, sp spec) (*mapping, error) {
 	if size < headerSize {
 		return nil, fmt.Errorf("%w: %d bytes is shorter than a header", ErrCorrupt, size)
 	}
-	if size > 1<<48 {
-		return nil, fmt.Errorf("%w: %d bytes is larger than any sketch", ErrCorrupt, size)
+	if size > 1<<48 || size > math.MaxInt {
+		return nil, fmt.Errorf("%w: %d bytes is larger than any sketch this platform can map", ErrCorrupt, size)
 	}
 	data, err := unix.Mmap(fd, 0, int(size), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
 	if err != nil {
