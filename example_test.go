@@ -93,3 +93,34 @@ func ExampleNewCountMinMemfd() {
 	// Output:
 	// 1
 }
+
+// SuggestCountMin shows the shape a sizing gives before anything is created.
+func ExampleSuggestCountMin() {
+	rows, width := sketch.SuggestCountMin(0.001, 0.99)
+	fmt.Printf("%d rows x %d counters = %d KiB\n", rows, width, rows*width*8/1024)
+	// Output:
+	// 5 rows x 4096 counters = 160 KiB
+}
+
+// A batch counts many keys in one call, and can return each key's estimate
+// right after its add.
+func ExampleCountMin_AddBatch() {
+	dir, _ := os.MkdirTemp("", "sketch-example")
+	defer os.RemoveAll(dir)
+	cms, err := sketch.OpenCountMin(filepath.Join(dir, "paths.cms"), sketch.CountMinConfig{Rows: 4, Width: 1 << 16})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer cms.Close()
+
+	keys := [][]byte{[]byte("/login"), []byte("/api/v2/users"), []byte("/login")}
+	est := make([]uint64, len(keys))
+	if err := cms.AddBatch(keys, est); err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(est)
+	fmt.Println(cms.Stats().Adds)
+	// Output:
+	// [1 1 2]
+	// 3
+}
