@@ -1,9 +1,17 @@
 # make test   vet, gofmt, the suite with cgo (-race) and without, the pure-Go
 #             build cross-compiled for arm64, s390x (big-endian) and 32-bit
 #             arm and run under qemu-user, other systems' and 386 builds,
-#             every benchmark once
+#             every benchmark once. It first installs what is missing beside
+#             Go (make deps); what still cannot run is skipped, one line each
+#             saying why and how to get it: without a C compiler the cgo
+#             parts, without qemu-user the runs under it. Under CI=true a
+#             skip fails instead: CI runs everything
+# make deps   install gcc, libc6-dev, make and qemu-user-static when missing,
+#             as root with apt-get (.ci/install-deps; otherwise it says what
+#             it could not install, and passes)
 # make bench  the benchmarks, both cores beside a sync.Mutex+map baseline
-# make demo   several processes counting one stream into one shared sketch
+# make demo   several processes counting one stream into one shared sketch;
+#             needs only Go (without a C compiler Go builds it without cgo)
 
 GO      ?= go
 PKG     := ./...
@@ -16,12 +24,26 @@ QEMU_arm64 := qemu-aarch64-static
 QEMU_s390x := qemu-s390x-static
 QEMU_arm   := qemu-arm-static
 
-.PHONY: test vet fmt test-cgo test-purego check-prefetch test-cross test-other-os bench-smoke bench-module bench demo clean
+# Looked up when a recipe runs, after deps: the C compiler cgo uses (without
+# one, Go turns cgo off) and, in test-cross, each architecture's qemu-user.
+CC_NAME  = $(firstword $(shell $(GO) env CC))
+HAVE_CC  = $(shell command -v $(CC_NAME) 2>/dev/null)
+NO_CC    = $(CC_NAME) not found; install gcc and libc6-dev, or run make test as root on Debian
+NO_QEMU  = not found; install qemu-user-static, or run make test as root on Debian
 
-test: vet fmt test-cgo test-purego check-prefetch test-cross test-other-os bench-smoke bench-module
+# $(call skip,WHAT,WHY): a shell command printing one line that says what did
+# not run, why and how to get it; under CI=true it fails as well.
+skip = echo "skipped: $(1) ($(2))$(if $(filter true,$(CI)),; CI=true runs everything: failing)"$(if $(filter true,$(CI)), && exit 1)
 
-vet:
-	CGO_ENABLED=1 $(GO) vet $(PKG)
+.PHONY: test deps vet fmt test-cgo test-purego check-prefetch test-cross test-other-os bench-smoke bench-module bench demo clean
+
+test: deps vet fmt test-cgo test-purego check-prefetch test-cross test-other-os bench-smoke bench-module
+
+deps:
+	@.ci/install-deps
+
+vet: deps
+	$(if $(HAVE_CC),CGO_ENABLED=1 $(GO) vet $(PKG),@$(call skip,vet of the cgo build,$(NO_CC)))
 	CGO_ENABLED=0 $(GO) vet $(PKG)
 	CGO_ENABLED=1 $(GO) vet -tags purego $(PKG)
 
@@ -29,8 +51,8 @@ fmt:
 	@out=$$(gofmt -l . | grep -v '^bench/' || true); \
 	if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 
-test-cgo:
-	CGO_ENABLED=1 $(GO) test -race -count=1 $(PKG)
+test-cgo: deps
+	$(if $(HAVE_CC),CGO_ENABLED=1 $(GO) test -race -count=1 $(PKG),@$(call skip,the suite with cgo and -race,$(NO_CC)))
 
 test-purego:
 	CGO_ENABLED=0 $(GO) test -count=1 $(PKG)
@@ -38,9 +60,11 @@ test-purego:
 # The C core's batches must keep their prefetch instructions: gcc once
 # deleted them (a helper whose only effect was __builtin_prefetch looked
 # like it did nothing), and only the benchmarks would have shown it.
-check-prefetch:
+check-prefetch: deps
 	@mkdir -p $(TMP)
-	@if [ "$$($(GO) env GOARCH)" = amd64 ]; then \
+	@if [ -z "$(HAVE_CC)" ]; then \
+		$(call skip,the check that the C batches keep their prefetch instructions,$(NO_CC)); \
+	elif [ "$$($(GO) env GOARCH)" = amd64 ]; then \
 		CGO_ENABLED=1 $(GO) test -c -o $(TMP)/sketch.cgo.test . && \
 		for fn in sk_cms_add_batch sk_cms_estimate_batch; do \
 			n=$$($(GO) tool objdump -s "^$$fn\$$" $(TMP)/sketch.cgo.test | grep -c PREFETCH); \
@@ -50,15 +74,18 @@ check-prefetch:
 	fi
 
 # The pure-Go build on other architectures: compile the test binary, run it
-# under qemu-user from the package directory (it reads testdata/).
-test-cross:
+# under qemu-user from the package directory (it reads testdata/). Without
+# an architecture's qemu-user only its run is skipped.
+test-cross: deps
 	@mkdir -p $(TMP)
 	@for arch in $(CROSS); do \
 		echo "== linux/$$arch (pure Go, under qemu-user)"; \
 		CGO_ENABLED=0 GOARCH=$$arch $(GO) test -c -o $(TMP)/sketch.$$arch.test . || exit 1; \
 		CGO_ENABLED=0 GOARCH=$$arch $(GO) build -o /dev/null ./cmd/... || exit 1; \
 		case $$arch in arm64) q=$(QEMU_arm64);; s390x) q=$(QEMU_s390x);; arm) q=$(QEMU_arm);; esac; \
-		command -v $$q >/dev/null || { echo "$$q not found: install qemu-user-static"; exit 1; }; \
+		if ! command -v $$q >/dev/null; then \
+			$(call skip,linux/$$arch pure-Go tests under qemu,$$q $(NO_QEMU)); continue; \
+		fi; \
 		$$q $(TMP)/sketch.$$arch.test -test.count=1 || exit 1; \
 	done
 
@@ -69,13 +96,14 @@ test-other-os:
 	CGO_ENABLED=0 GOOS=freebsd GOARCH=amd64 $(GO) build $(PKG)
 	CGO_ENABLED=0 GOOS=linux GOARCH=386 $(GO) vet $(PKG)
 
-bench-smoke:
-	CGO_ENABLED=1 $(GO) test -run='^$$' -bench=. -benchtime=1x -count=1 $(PKG)
+bench-smoke: deps
+	$(if $(HAVE_CC),CGO_ENABLED=1 $(GO) test -run='^$$' -bench=. -benchtime=1x -count=1 $(PKG),@$(call skip,every benchmark once with cgo,$(NO_CC)))
 	CGO_ENABLED=0 $(GO) test -run='^$$' -bench=. -benchtime=1x -count=1 $(PKG)
 
 # The comparison with another library lives in its own module (bench/).
-bench-module:
-	cd bench && CGO_ENABLED=1 $(GO) vet ./... && CGO_ENABLED=1 $(GO) test -run='^$$' -bench=. -benchtime=1x -count=1 ./...
+bench-module: deps
+	$(if $(HAVE_CC),,@$(call skip,the comparison benchmarks in bench/ with cgo,$(NO_CC)))
+	$(if $(HAVE_CC),cd bench && CGO_ENABLED=1 $(GO) vet ./... && CGO_ENABLED=1 $(GO) test -run='^$$' -bench=. -benchtime=1x -count=1 ./...)
 
 bench:
 	CGO_ENABLED=1 $(GO) test -run='^$$' -bench='$(BENCH)' -count=$(COUNT) -benchtime=300ms . | tee $(TMP).bench.txt
