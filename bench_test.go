@@ -360,8 +360,7 @@ func BenchmarkCountMinStats(b *testing.B) {
 		c := benchSketch(b, sh)
 		b.Run(sh.name, func(b *testing.B) {
 			for _, core := range cores() {
-				view := *c
-				view.core = core
+				view := c.withCore(core)
 				b.Run(coreName(core), func(b *testing.B) {
 					b.ReportAllocs()
 					for i := 0; i < b.N; i++ {

@@ -265,3 +265,57 @@ func (goCore) reset(l *cmsLayout) {
 		atomic.StoreUint64((*uint64)(unsafe.Add(l.stripes, i*stripeBytes)), 0)
 	}
 }
+
+// The reset generation lives in a spare word of the first stripe's cache
+// line, which adds never touch: it is odd while a reset runs (or after one
+// was cut short) and changes at each reset's start and end, so Check can
+// tell that a reset ran while it summed the rows, or stopped part way.
+const resetGenOff = 8
+
+func (l *cmsLayout) resetGen() *uint64 { return (*uint64)(unsafe.Add(l.stripes, resetGenOff)) }
+
+// resets returns the reset generation.
+func (l *cmsLayout) resets() uint64 { return atomic.LoadUint64(l.resetGen()) }
+
+// bumpGen moves the generation to the next value of the given parity (odd:
+// a reset runs), changing it even when it already had that parity, as it
+// does when two resets overlap.
+func (l *cmsLayout) bumpGen(odd bool) {
+	gen := l.resetGen()
+	for {
+		g := atomic.LoadUint64(gen)
+		n := g + 1
+		if (g%2 == 1) == odd {
+			n = g + 2
+		}
+		if atomic.CompareAndSwapUint64(gen, g, n) {
+			return
+		}
+	}
+}
+
+// resetTracked is the public Reset. It clears the rows from the last to
+// the first, with a full fence after each (an atomic add on the
+// generation), while every add writes its rows from the first to the last.
+// So an add that races the reset survives in a suffix of its rows: rows
+// that sum to more than an earlier row are a reset's leftovers, while an
+// add cut short by a killed process leaves a prefix, rows that sum to
+// less. Check tells the two apart by that. The reset stops, leaving the
+// generation odd, when open turns false (the handle was closed: its pages
+// are being swapped for a placeholder) and reports whether it completed.
+func (l *cmsLayout) resetTracked(open *atomic.Bool) bool {
+	l.bumpGen(true)
+	width := uintptr(l.mask + 1)
+	for i := l.rows - 1; i >= 0; i-- {
+		if !open.Load() {
+			return false
+		}
+		clear(unsafe.Slice((*uint64)(unsafe.Add(l.cells, uintptr(i)*l.rowBytes)), width))
+		atomic.AddUint64(l.resetGen(), 0)
+	}
+	for i := uintptr(0); i < stripeCount; i++ {
+		atomic.StoreUint64((*uint64)(unsafe.Add(l.stripes, i*stripeBytes)), 0)
+	}
+	l.bumpGen(false)
+	return true
+}

@@ -5,6 +5,7 @@ import (
 	"math"
 	"math/bits"
 	"os"
+	"sync/atomic"
 	"unsafe"
 )
 
@@ -49,13 +50,28 @@ const (
 // probability Confidence it exceeds it by at most ErrorRate times the total
 // of everything added.
 //
-// A CountMin must not be used after Close, and Close must not run while
-// other calls on the same handle are in progress.
+// Calls after Close return ErrClosed (Estimate returns ClosedEstimate).
+// Close may run while other goroutines still use the handle: their calls
+// then either complete or report the handle closed, and never touch a
+// page that is unmapped or another file's. An add cut short that way may
+// have landed in some rows of the file and not others, as a killed
+// process's add would (Check reports ErrTornAdd; nothing needs repair).
 type CountMin struct {
 	m    *mapping
 	l    cmsLayout
 	core cmsCore // serves batches and whole-array walks
+	// open is set by the constructors and cleared by Close. Every call
+	// loads it: a word of this handle that only Close writes, so the
+	// load costs what a plain load does and no cache line moves between
+	// cores. The zero CountMin is closed.
+	open atomic.Bool
 }
+
+// ClosedEstimate is what Estimate returns on a closed handle, and on a zero
+// CountMin. No count can be this large (counters stop at 2^63), so a closed
+// handle never passes for a quiet key; a limiter comparing estimates with a
+// threshold treats every key as loud.
+const ClosedEstimate = math.MaxUint64
 
 // cmsCore is one implementation of the Count-Min operations; goCore and
 // (with cgo) cCore must agree bit for bit.
@@ -92,8 +108,9 @@ type CountMinStats struct {
 	ErrorRate float64
 	// Confidence is the effective 1-δ, 1 - e^-Rows.
 	Confidence float64
-	// Seed is the file's hash seed.
-	Seed uint64
+	// Closed is set when the handle was closed; then Total and ErrorBound
+	// are ClosedEstimate and Adds is 0.
+	Closed bool
 }
 
 // SuggestCountMin returns the shape that gives estimates within
@@ -167,6 +184,9 @@ func (cfg CountMinConfig) spec() (spec, error) {
 	if err != nil {
 		return spec{}, err
 	}
+	if size := countMinBytes(rows, width); size > maxFileSize-pageSize*4 {
+		return spec{}, fmt.Errorf("%w: %d x %d counters need %d bytes, more than a sketch file may have (%d)", ErrInvalidConfig, rows, width, size, uint64(maxFileSize))
+	}
 	sp := spec{
 		kind:   kindCountMin,
 		size:   countMinBytes(rows, width),
@@ -180,6 +200,10 @@ func (cfg CountMinConfig) spec() (spec, error) {
 		return nil
 	}
 	return sp, nil
+}
+
+func init() {
+	registerKind(kindCountMin, kindInfo{name: "Count-Min sketch", validate: validateCountMinEntry})
 }
 
 func validateCountMinEntry(e entry) error {
@@ -203,17 +227,20 @@ func validateCountMinEntry(e entry) error {
 // OpenCountMin opens the Count-Min sketch in the file at path, creating it
 // if it does not exist. Every process calls it with the same path and
 // config; the first creates the file and the rest attach, also when several
-// race on a path that does not exist yet.
+// processes (of one user or several) race on a path that does not exist yet.
 //
-// A new file is created with O_EXCL|O_NOFOLLOW, mode 0600 unless WithMode
-// says otherwise, its blocks reserved (a full filesystem fails here with
-// ErrNoSpace) and its magic published last. A symlink at path is refused
-// (ErrSymlink). An empty file owned by the caller, or an all-zero one of
-// exactly the size the config needs (left by a creator killed before it
-// wrote the header), is initialised; a partly written header is
-// ErrInterruptedCreate. An existing sketch is validated (ErrCorrupt and the
-// sentinels that wrap it) and must match an explicit config
-// (ErrIncompatible).
+// A new file is built complete under no name, with mode 0600 unless
+// WithMode says otherwise, its blocks reserved (a full filesystem fails
+// here with ErrNoSpace) and its header written, and then linked at path; so
+// attaching to a file takes no lock and never waits. A symlink at path is
+// refused (ErrSymlink), and so is a file owned by a user the caller does
+// not trust (ErrNotOwner; see WithOwner). An empty file owned by the
+// caller, prepared for it, is initialised in place, and so is the all-zero
+// file of exactly the size the config needs that an interrupted
+// initialisation leaves; such a file with another hard link is refused
+// (ErrHardLinked), and a partly written header is ErrInterruptedCreate. An
+// existing sketch is validated (ErrCorrupt and the sentinels that wrap it)
+// and must match an explicit config (ErrIncompatible).
 func OpenCountMin(path string, cfg CountMinConfig, opts ...Option) (*CountMin, error) {
 	sp, err := cfg.spec()
 	if err != nil {
@@ -268,7 +295,7 @@ func newCountMin(m *mapping) *CountMin {
 	region := m.entryBytes()
 	rows, width := int(m.ent.params[0]), m.ent.params[1]
 	base := unsafe.Pointer(&region[0])
-	return &CountMin{
+	c := &CountMin{
 		m: m,
 		l: cmsLayout{
 			stripes:  base,
@@ -281,40 +308,52 @@ func newCountMin(m *mapping) *CountMin {
 		},
 		core: defaultCore,
 	}
+	c.open.Store(true)
+	return c
 }
 
 // Add counts key once and returns the sketch's new estimate for it: the
 // smallest of its counters after this add, so never below the true count.
 // It returns ErrClosed after Close.
 func (c *CountMin) Add(key []byte) (uint64, error) {
-	if c.l.cells == nil {
-		return 0, c.closedErr("add")
+	if !c.open.Load() {
+		return ClosedEstimate, c.closedErr("add")
 	}
 	lo, hi := hashKey(key, c.l.seed)
-	return c.l.addHashed(lo, hi, 1), nil
+	return c.afterUse(c.l.addHashed(lo, hi, 1), "add")
 }
 
 // AddN counts key n times and returns the new estimate. Counters saturate
 // at 2^63 rather than wrap. AddN with n == 0 counts nothing and returns the
 // current estimate.
 func (c *CountMin) AddN(key []byte, n uint64) (uint64, error) {
-	if c.l.cells == nil {
-		return 0, c.closedErr("add")
+	if !c.open.Load() {
+		return ClosedEstimate, c.closedErr("add")
 	}
 	lo, hi := hashKey(key, c.l.seed)
 	if n == 0 {
-		return c.l.estimateHashed(lo, hi), nil
+		return c.afterUse(c.l.estimateHashed(lo, hi), "add")
 	}
-	return c.l.addHashed(lo, hi, n), nil
+	return c.afterUse(c.l.addHashed(lo, hi, n), "add")
 }
 
 // AddString is Add for a string key, without converting it to a []byte.
 func (c *CountMin) AddString(key string) (uint64, error) {
-	if c.l.cells == nil {
-		return 0, c.closedErr("add")
+	if !c.open.Load() {
+		return ClosedEstimate, c.closedErr("add")
 	}
 	lo, hi := hashString(key, c.l.seed)
-	return c.l.addHashed(lo, hi, 1), nil
+	return c.afterUse(c.l.addHashed(lo, hi, 1), "add")
+}
+
+// afterUse passes on an estimate read from the mapping, unless Close ran
+// meanwhile: then the estimate may have come from the placeholder that
+// replaced the file's pages, and the call reports the handle closed.
+func (c *CountMin) afterUse(est uint64, op string) (uint64, error) {
+	if !c.open.Load() {
+		return ClosedEstimate, c.closedErr(op)
+	}
+	return est, nil
 }
 
 // AddBatch counts each key once. When estimates is not nil it must have
@@ -324,26 +363,38 @@ func (c *CountMin) AddString(key string) (uint64, error) {
 // misses of several keys overlap and a key costs well under a single Add.
 // The add count moves once per 256 keys.
 func (c *CountMin) AddBatch(keys [][]byte, estimates []uint64) error {
-	if c.l.cells == nil {
+	if !c.open.Load() {
 		return c.closedErr("add")
 	}
 	if estimates != nil && len(estimates) != len(keys) {
 		return c.m.errorf("add", fmt.Errorf("%w: %d estimates for %d keys", ErrInvalidArgument, len(estimates), len(keys)))
 	}
 	c.batchCore(len(keys)).addBatch(&c.l, keys, 1, estimates)
-	return nil
+	return c.afterBatch(estimates, "add")
 }
 
 // EstimateBatch stores each key's estimate in estimates, which must have
 // len(keys) elements. Like AddBatch it fetches ahead on large sketches.
+// After Close it fills estimates with ClosedEstimate and returns ErrClosed.
 func (c *CountMin) EstimateBatch(keys [][]byte, estimates []uint64) error {
-	if c.l.cells == nil {
-		return c.closedErr("estimate")
-	}
 	if len(estimates) != len(keys) {
-		return c.m.errorf("estimate", fmt.Errorf("%w: %d estimates for %d keys", ErrInvalidArgument, len(estimates), len(keys)))
+		return fmt.Errorf("sketch: estimate %s: %w: %d estimates for %d keys", c.name(), ErrInvalidArgument, len(estimates), len(keys))
+	}
+	if !c.open.Load() {
+		return c.afterBatch(estimates, "estimate")
 	}
 	c.batchCore(len(keys)).estimateBatch(&c.l, keys, estimates)
+	return c.afterBatch(estimates, "estimate")
+}
+
+// afterBatch is afterUse for a batch's estimates.
+func (c *CountMin) afterBatch(estimates []uint64, op string) error {
+	if !c.open.Load() {
+		for i := range estimates {
+			estimates[i] = ClosedEstimate
+		}
+		return c.closedErr(op)
+	}
 	return nil
 }
 
@@ -365,36 +416,45 @@ const minCoreBatch = 4
 // Estimate returns the sketch's estimate of how often key was counted: the
 // smallest of its counters. It is never below the true count, and exceeds
 // it by more than Stats().ErrorBound with probability at most
-// 1-Confidence. It returns 0 after Close.
+// 1-Confidence. After Close it returns ClosedEstimate, which no count
+// can equal.
 func (c *CountMin) Estimate(key []byte) uint64 {
-	if c.l.cells == nil {
-		return 0
+	if !c.open.Load() {
+		return ClosedEstimate
 	}
 	lo, hi := hashKey(key, c.l.seed)
-	return c.l.estimateHashed(lo, hi)
+	est, _ := c.afterUse(c.l.estimateHashed(lo, hi), "estimate")
+	return est
 }
 
 // EstimateString is Estimate for a string key.
 func (c *CountMin) EstimateString(key string) uint64 {
-	if c.l.cells == nil {
-		return 0
+	if !c.open.Load() {
+		return ClosedEstimate
 	}
 	lo, hi := hashString(key, c.l.seed)
-	return c.l.estimateHashed(lo, hi)
+	est, _ := c.afterUse(c.l.estimateHashed(lo, hi), "estimate")
+	return est
 }
 
 // Reset forgets everything, in every process. It is not atomic: it clears
 // the counters one by one, so an estimate made at the same moment may see
-// the sketch half cleared and answer low for a key being forgotten. To
-// forget at the turn of a window without that, rotate two sketches: add to
-// one, estimate the sum of both, and reset the older one at the turn.
+// the sketch half cleared and answer low for a key being forgotten, and an
+// add made at the same moment may survive in some rows and not others
+// (Check then reports ErrInconsistent, naming the Reset, until the next
+// Reset that no add races). To forget at the turn of a window without
+// that, rotate two sketches: add to one, estimate the sum of both, and
+// reset the older one at the turn.
 func (c *CountMin) Reset() error {
-	if c.l.cells == nil {
+	if !c.open.Load() {
 		return c.closedErr("reset")
 	}
 	// Go's clear outruns the C core's memset here (measured:
 	// BenchmarkCountMinReset), so both builds reset in Go.
-	goCore{}.reset(&c.l)
+	done := c.l.resetTracked(&c.open)
+	if !done || !c.open.Load() {
+		return c.closedErr("reset")
+	}
 	return nil
 }
 
@@ -404,18 +464,25 @@ func (c *CountMin) Rows() int { return c.l.rows }
 // Width returns the number of counters in a row, a power of two.
 func (c *CountMin) Width() int { return int(c.l.mask + 1) }
 
+// Seed returns the file's hash seed. Keep it secret: whoever knows it can
+// craft keys that collide in every row, and so inflate any key's estimate.
+// It is in no error message and not in Stats.
+func (c *CountMin) Seed() uint64 { return c.l.seed }
+
 // Stats reports the shape, the total and the error bound at that total.
 // It walks the whole grid, so it belongs on a status page, not in a loop.
 func (c *CountMin) Stats() CountMinStats {
 	s := CountMinStats{
 		Rows:       c.l.rows,
 		Width:      int(c.l.mask + 1),
-		Bytes:      c.m.lay.fileSize,
-		Seed:       c.l.seed,
 		ErrorRate:  math.E / float64(c.l.mask+1),
 		Confidence: 1 - math.Exp(-float64(c.l.rows)),
 	}
-	if c.l.cells == nil {
+	if c.m != nil {
+		s.Bytes = c.m.lay.fileSize
+	}
+	if !c.open.Load() {
+		s.Closed, s.Total, s.ErrorBound = true, ClosedEstimate, ClosedEstimate
 		return s
 	}
 	sums := make([]uint64, c.l.rows)
@@ -425,6 +492,9 @@ func (c *CountMin) Stats() CountMinStats {
 	}
 	s.Adds = c.core.adds(&c.l)
 	s.ErrorBound = errorBound(s.Total, s.Width)
+	if !c.open.Load() {
+		s.Closed, s.Total, s.ErrorBound, s.Adds = true, ClosedEstimate, ClosedEstimate, 0
+	}
 	return s
 }
 
@@ -438,19 +508,25 @@ func errorBound(total uint64, width int) uint64 {
 	return uint64(b)
 }
 
-// Check verifies the file: the header and directory again, and that every
-// row sums to the same total, as it must since every add puts its count in
-// exactly one counter of each row. An add interrupted by a killed process
-// leaves rows that disagree by that add, which Check reports as
-// ErrInconsistent; nothing else needs repair, and estimates stay upper
-// bounds for every other key. Check is exact only while no add is running
-// (a concurrent add lands in some rows before others), and row sums are
-// not compared once a counter has saturated.
+// Check verifies the file: the header and directory again (ErrCorrupt and
+// its sentinels: damage), and that every row sums to the same total, as
+// it must since every add puts its count in exactly one counter of each
+// row. Rows that disagree are not damage (ErrInconsistent): adds that
+// raced a Reset leave them, and Check says so, or an add was cut short by
+// a killed process (ErrTornAdd), which leaves a pattern of its own (see
+// resetTracked). Either way nothing needs repair: estimates
+// stay upper bounds for every key but the few caught in the middle, and a
+// Reset with no adds running clears the finding. Row sums are exact only
+// while no add is running (a concurrent add lands in some rows before
+// others), and are not compared once a counter has saturated.
 func (c *CountMin) Check() error {
-	if c.l.cells == nil {
+	if !c.open.Load() {
 		return c.closedErr("check")
 	}
 	lay, err := decodeHeader(c.m.data)
+	if !c.open.Load() {
+		return c.closedErr("check") // what was read may be the placeholder
+	}
 	if err != nil {
 		return c.m.errorf("check", err)
 	}
@@ -458,47 +534,124 @@ func (c *CountMin) Check() error {
 		return c.m.errorf("check", fmt.Errorf("%w: the header changed under the mapping", ErrCorrupt))
 	}
 	sums := make([]uint64, c.l.rows)
-	if c.core.rowSums(&c.l, sums) {
-		return nil
+	for try := 0; ; try++ {
+		gen := c.l.resets()
+		saturated := c.core.rowSums(&c.l, sums)
+		if c.l.resets() != gen && try < 3 {
+			continue // a Reset ran during the walk: walk again
+		}
+		if saturated {
+			return nil
+		}
+		break
 	}
+	if !c.open.Load() {
+		return c.closedErr("check")
+	}
+	return c.rowFinding(sums)
+}
+
+// rowFinding classifies row sums that disagree: a prefix of rows counting
+// more is an add cut short (ErrTornAdd); sums that only rise from the
+// first row to the last are what adds racing a Reset leave (see
+// resetTracked).
+func (c *CountMin) rowFinding(sums []uint64) error {
+	lo, hi := sums[0], sums[0]
+	rising := true
 	for i, v := range sums {
-		if v != sums[0] {
-			lo, hi := min(v, sums[0]), max(v, sums[0])
-			return c.m.errorf("check", fmt.Errorf("%w: row %d sums to %d, row 0 to %d (a difference of %d: an add interrupted part way)", ErrInconsistent, i, v, sums[0], hi-lo))
+		lo, hi = min(lo, v), max(hi, v)
+		if i > 0 && v < sums[i-1] {
+			rising = false
 		}
 	}
-	return nil
+	if lo == hi {
+		return nil
+	}
+	diff := fmt.Sprintf("row sums range from %d to %d, a difference of %d", lo, hi, hi-lo)
+	if c.l.resets()%2 == 1 {
+		return c.m.errorf("check", fmt.Errorf("%w: %s, and a Reset is running or was cut short part way (by a killed process or a Close); the file is not damaged, and a Reset that completes clears this", ErrInconsistent, diff))
+	}
+	if rising && c.l.resets() != 0 {
+		return c.m.errorf("check", fmt.Errorf("%w: %s, left by adds that raced a Reset (they survive in some rows only); the file is not damaged, and a Reset with no adds running clears this", ErrInconsistent, diff))
+	}
+	return c.m.errorf("check", fmt.Errorf("%w: %s; the file is not damaged: every estimate stays an upper bound but that of the key whose add was cut, and a Reset clears this", ErrTornAdd, diff))
 }
 
 // Path returns the file's path, or "" for a memfd or inherited descriptor.
-func (c *CountMin) Path() string { return c.m.path }
+func (c *CountMin) Path() string {
+	if c.m == nil {
+		return ""
+	}
+	return c.m.path
+}
 
 // File returns a duplicate of the sketch's descriptor, for a child process
 // (exec.Cmd.ExtraFiles) that attaches with AttachCountMin. The caller owns
 // it and closes it.
-func (c *CountMin) File() (*os.File, error) { return c.m.file() }
+func (c *CountMin) File() (*os.File, error) {
+	if c.m == nil {
+		return nil, c.closedErr("file")
+	}
+	return c.m.file()
+}
 
 // Sync flushes the mapping to the file and reports a write error, such as
 // a full disk on a filesystem that allocates at writeback.
-func (c *CountMin) Sync() error { return c.m.sync() }
+func (c *CountMin) Sync() error {
+	if c.m == nil {
+		return c.closedErr("sync")
+	}
+	return c.m.sync()
+}
 
 // Unlink removes the sketch's file from Path. The sketch stays usable
 // through this handle and every other mapping; new opens of the path create
-// a new one. A file already gone is not an error, a file that has since
-// been replaced by another at the path is left alone, and a sketch without
-// a path does nothing.
-func (c *CountMin) Unlink() error { return c.m.unlink() }
+// a new one. A file already gone is not an error, and a sketch without a
+// path does nothing. A file that has replaced this one at the path is left
+// alone: Unlink renames the path aside, checks that it moved this sketch's
+// file, and puts it back otherwise (on a filesystem that cannot rename
+// without replacing, it checks and removes, which a replacement can race).
+func (c *CountMin) Unlink() error {
+	if c.m == nil {
+		return nil
+	}
+	return c.m.unlink()
+}
 
-// Close unmaps the sketch and closes its descriptor. It is safe to call
-// twice; the sketch must not be used afterwards (calls return ErrClosed).
+// Close releases the descriptor and the file's pages. It is safe to call
+// twice, and while other goroutines use the handle: calls that started
+// before it finish on memory that stays mapped (a private placeholder at
+// the same addresses, released once the handle is unreachable), never on
+// an unmapped page or on another file mapped later; calls after it return
+// ErrClosed, and Estimate returns ClosedEstimate.
 func (c *CountMin) Close() error {
 	if c == nil || c.m == nil {
 		return nil
 	}
-	c.l.cells, c.l.stripes = nil, nil
+	c.open.Store(false)
 	return c.m.close()
 }
 
+// String describes the handle without its seed, which is secret: fmt's
+// %v and %+v of a *CountMin print this.
+func (c *CountMin) String() string {
+	state := ""
+	if !c.open.Load() {
+		state = ", closed"
+	}
+	return fmt.Sprintf("sketch.CountMin(%s, %d x %d%s)", c.name(), c.l.rows, c.l.mask+1, state)
+}
+
+// GoString is String, for %#v.
+func (c *CountMin) GoString() string { return c.String() }
+
+func (c *CountMin) name() string {
+	if c.m == nil {
+		return "(zero CountMin)"
+	}
+	return c.m.name
+}
+
 func (c *CountMin) closedErr(op string) error {
-	return c.m.errorf(op, ErrClosed)
+	return fmt.Errorf("sketch: %s %s: %w", op, c.name(), ErrClosed)
 }

@@ -58,12 +58,12 @@ func TestOpenCountMin_Defaults(t *testing.T) {
 		t.Fatalf("default shape = %d x %d, want 5 x 4096", c.Rows(), c.Width())
 	}
 	st := c.Stats()
-	want := CountMinStats{Rows: 5, Width: 4096, Bytes: st.Bytes, Seed: st.Seed, ErrorRate: st.ErrorRate, Confidence: st.Confidence}
+	want := CountMinStats{Rows: 5, Width: 4096, Bytes: st.Bytes, ErrorRate: st.ErrorRate, Confidence: st.Confidence}
 	if diff := cmp.Diff(want, st); diff != "" {
 		t.Errorf("Stats of a new sketch (-want +got):\n%s", diff)
 	}
-	if st.Seed == 0 {
-		t.Errorf("Stats().Seed = 0, want a random seed")
+	if c.Seed() == 0 {
+		t.Errorf("Seed() = 0, want a random seed")
 	}
 	if st.Bytes != uint64(st.Bytes) || st.Bytes < 5*4096*8 {
 		t.Errorf("Stats().Bytes = %d, want at least %d", st.Bytes, 5*4096*8)
@@ -82,6 +82,7 @@ func TestOpenCountMin_InvalidConfig(t *testing.T) {
 		{Rows: 2, Width: maxWidth + 1},
 		{Rows: 2, Width: 16, ErrorRate: 0.01},
 		{ErrorRate: 1e-20},
+		{Rows: maxRows, Width: maxWidth}, // past the largest file a sketch may have
 	} {
 		t.Run(fmt.Sprintf("%+v", cfg), func(t *testing.T) {
 			path := tempPath(t, "cms")
@@ -178,21 +179,72 @@ func TestCountMin_Closed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if _, err := c.AddN([]byte("x"), 7); err != nil {
+		t.Fatal(err)
+	}
 	if err := c.Close(); err != nil {
 		t.Fatal(err)
 	}
 	if err := c.Close(); err != nil {
 		t.Errorf("second Close() = %v, want nil", err)
 	}
-	if _, err := c.Add([]byte("x")); !errors.Is(err, ErrClosed) {
-		t.Errorf("Add after Close = %v, want ErrClosed", err)
+	testClosedHandle(t, c)
+}
+
+// TestCountMin_ZeroValue: a CountMin that was never opened behaves as a
+// closed one, without panicking.
+func TestCountMin_ZeroValue(t *testing.T) {
+	var c CountMin
+	testClosedHandle(t, &c)
+	if err := c.Close(); err != nil {
+		t.Errorf("Close of a zero CountMin = %v, want nil", err)
 	}
-	if got := c.Estimate([]byte("x")); got != 0 {
-		t.Errorf("Estimate after Close = %d, want 0", got)
+	if err := c.Unlink(); err != nil {
+		t.Errorf("Unlink of a zero CountMin = %v, want nil", err)
 	}
-	for name, err := range map[string]error{"Reset": c.Reset(), "Check": c.Check(), "Sync": c.Sync(), "AddBatch": c.AddBatch(nil, nil)} {
+	if c.Path() != "" {
+		t.Errorf("Path of a zero CountMin = %q, want empty", c.Path())
+	}
+}
+
+// testClosedHandle checks that every call on a closed handle says so, and
+// that no answer could be taken for a count.
+func testClosedHandle(t *testing.T, c *CountMin) {
+	t.Helper()
+	for name, f := range map[string]func() (uint64, error){
+		"Add":       func() (uint64, error) { return c.Add([]byte("x")) },
+		"AddN":      func() (uint64, error) { return c.AddN([]byte("x"), 0) },
+		"AddString": func() (uint64, error) { return c.AddString("x") },
+	} {
+		if got, err := f(); !errors.Is(err, ErrClosed) || got != ClosedEstimate {
+			t.Errorf("%s after Close = %d, %v, want ClosedEstimate, ErrClosed", name, got, err)
+		}
+	}
+	if got := c.Estimate([]byte("x")); got != ClosedEstimate {
+		t.Errorf("Estimate after Close = %d, want ClosedEstimate", got)
+	}
+	if got := c.EstimateString("x"); got != ClosedEstimate {
+		t.Errorf("EstimateString after Close = %d, want ClosedEstimate", got)
+	}
+	est := []uint64{1, 2}
+	if err := c.EstimateBatch([][]byte{[]byte("x"), []byte("y")}, est); !errors.Is(err, ErrClosed) || est[0] != ClosedEstimate || est[1] != ClosedEstimate {
+		t.Errorf("EstimateBatch after Close = %v, %v, want ErrClosed and ClosedEstimate each", err, est)
+	}
+	_, fileErr := c.File()
+	for name, err := range map[string]error{"Reset": c.Reset(), "Check": c.Check(), "Sync": c.Sync(), "AddBatch": c.AddBatch([][]byte{[]byte("x")}, nil), "File": fileErr} {
 		if !errors.Is(err, ErrClosed) {
 			t.Errorf("%s after Close = %v, want ErrClosed", name, err)
 		}
 	}
+	st := c.Stats()
+	if !st.Closed || st.Total != ClosedEstimate || st.ErrorBound != ClosedEstimate || st.Adds != 0 {
+		t.Errorf("Stats after Close = %+v, want Closed with Total and ErrorBound ClosedEstimate", st)
+	}
+}
+
+// withCore returns another handle on c's mapping that uses core.
+func (c *CountMin) withCore(core cmsCore) *CountMin {
+	v := &CountMin{m: c.m, l: c.l, core: core}
+	v.open.Store(true)
+	return v
 }

@@ -20,18 +20,37 @@
 // to keep it), in a memfd handed to child processes, or behind a descriptor
 // a process inherited. Every process opens the same path with the same
 // config: the first creates the file, the rest attach, also when several
-// race on a path that does not exist yet. Files are created with
-// O_EXCL|O_NOFOLLOW and mode 0600 unless [WithMode] says otherwise, their
-// blocks reserved up front, and validated on attach; anything that is not a
-// sketch file is [ErrCorrupt]. The format is in docs/FORMAT.md.
+// processes, of one user or of several, race on a path that does not exist
+// yet. A creator builds the file complete under no name, with its exact
+// mode ([WithMode], default 0600) and its blocks reserved, and then links
+// it at the path, so a file at a path is always complete and attaching
+// takes no lock. Anything that is not a sketch file is [ErrCorrupt]. The
+// format is in docs/FORMAT.md.
+//
+// A file owned by someone the caller has no reason to trust is refused
+// ([ErrNotOwner]): whoever owns a file can rewrite it, or truncate it and
+// so kill every process that maps it with SIGBUS. Trusted are the caller,
+// root, users named with [WithOwner], and the owner of a private directory
+// the file sits in; never a file that another user planted in a shared
+// directory such as /dev/shm. Anyone who can write the file can still
+// change its counters: grant write permission accordingly. A memfd's size
+// is sealed, so it cannot be truncated.
 //
 // Each file has a random hash seed unless [CountMinConfig].Seed is set, so
-// that nobody who cannot read the file can craft keys that collide.
+// that nobody who cannot read the file can craft keys that collide. The
+// seed is secret: it is in no error message and not in [CountMinStats]
+// ([CountMin.Seed] returns it).
 //
-// An add is one atomic increment per row. A process killed part way through
-// an add has counted its key in some rows and not others: that key may read
-// a little low until it is counted again, every other key is unaffected,
-// and [CountMin.Check] reports the torn add. There is no lock to recover.
+// An add is one atomic increment per row. A process killed part way
+// through an add has counted its key in some rows and not others: that
+// add, which never returned, may be missing from the key's estimate, while
+// every add that returned is counted, in every process, crash or not, and
+// [CountMin.Check] reports the torn add ([ErrTornAdd]). There is no lock to
+// recover and nothing to repair.
+//
+// [CountMin.Close] may run while other goroutines still use the handle:
+// their calls finish on memory that stays mapped until the handle is
+// unreachable, and every call after it reports [ErrClosed].
 //
 // # Backends
 //
@@ -56,8 +75,10 @@
 //   - There is no decrement and no conservative update: either could make an
 //     estimate low when processes race, and a low answer is the one this
 //     structure promises never to give.
-//   - Reset is not atomic: an estimate made during a reset may be low.
-//     Rotate two sketches when that matters.
+//   - Reset is not atomic: an estimate made during a reset may be low, and
+//     an add made during it may survive in some rows only (Check names
+//     that, without calling the file damaged). Rotate two sketches when
+//     that matters.
 //   - Counters saturate at 2^63 rather than wrap.
 //   - Linux only. The package builds elsewhere and every constructor
 //     returns [ErrUnsupported].

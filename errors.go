@@ -53,9 +53,26 @@ var (
 	// nobody can redirect a sketch file to one of the caller's own files.
 	ErrSymlink = errors.New("path is a symbolic link")
 
-	// ErrNotOwner means an existing file that would have to be initialised
-	// (empty, or all zero) is owned by another user, so it is not adopted.
-	ErrNotOwner = errors.New("file is owned by another user")
+	// ErrNotOwner means the file is owned by a user the caller does not
+	// trust: not the caller, not root, not one named with WithOwner, and
+	// not the owner of a private directory the file sits in. Whoever owns
+	// a file can rewrite or truncate it under every process that maps it,
+	// so such a file is not attached; nor is an empty or all-zero file of
+	// anyone but the caller adopted.
+	ErrNotOwner = errors.New("file is owned by an untrusted user")
+
+	// ErrHardLinked means an empty or all-zero file has more than one link,
+	// so it is not initialised: the other name could be someone else's
+	// file, which the initialisation would overwrite.
+	ErrHardLinked = errors.New("file has other hard links")
+
+	// ErrLooseMode means an empty or all-zero file prepared for adoption
+	// lets users other than its owner (and the group, when the requested
+	// mode does) write it: someone may hold it open for writing already,
+	// and could truncate it under the processes that map it once it is a
+	// sketch, which no change of mode can take back. Prepare the file with
+	// a mode no looser than the one Open asks for (WithMode).
+	ErrLooseMode = errors.New("file's mode lets others write it")
 
 	// ErrNoSpace means the filesystem could not reserve the file's blocks at
 	// create. Blocks are reserved up front so that a full filesystem fails
@@ -63,9 +80,10 @@ var (
 	// syscall.ENOSPC when that was the cause.
 	ErrNoSpace = errors.New("no space to reserve the file's blocks")
 
-	// ErrTimeout means another process held the file's creation lock for
-	// longer than the attach deadline.
-	ErrTimeout = errors.New("timed out waiting for the file's creator")
+	// ErrTimeout means an empty or incomplete file at the path was still
+	// not initialised when the wait timeout ran out: another process was
+	// adopting it, or held its flock (anyone who can read a file can).
+	ErrTimeout = errors.New("timed out waiting for an empty or incomplete file to be initialised")
 )
 
 // Errors returned by operations on an open sketch.
@@ -73,10 +91,20 @@ var (
 	// ErrClosed means the sketch was used after Close.
 	ErrClosed = errors.New("sketch is closed")
 
-	// ErrInconsistent is reported by Check when the file's contents break an
-	// invariant: for a Count-Min sketch, rows whose sums disagree, which is
-	// what an add interrupted by a killed process leaves behind.
-	ErrInconsistent = errors.New("inconsistent contents")
+	// ErrInconsistent is reported by Check when the counters break an
+	// invariant that concurrent use can break without damaging the file:
+	// for a Count-Min sketch, rows whose sums disagree. Adds that raced a
+	// Reset leave that behind, and so does an add cut short by a killed
+	// process (ErrTornAdd, which wraps it). The file is not damaged: every
+	// estimate stays an upper bound, except that the few keys caught in
+	// the middle may read low by what they were adding.
+	ErrInconsistent = errors.New("counters disagree")
+
+	// ErrTornAdd means a Count-Min sketch's rows disagree and no Reset
+	// explains it: an add was cut short by a killed process or by a Close
+	// of its handle (or was still running while Check summed the rows). It
+	// wraps ErrInconsistent.
+	ErrTornAdd = &wrapped{"an add was cut short (by a killed writer or a Close, or is still running)", ErrInconsistent}
 )
 
 // wrapped is a sentinel that is also its parent sentinel under errors.Is.

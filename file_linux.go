@@ -5,8 +5,11 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io/fs"
 	"math"
 	"os"
+	"path/filepath"
+	"strconv"
 	"sync/atomic"
 	"time"
 	"unsafe"
@@ -16,173 +19,332 @@ import (
 
 // openPath creates the file at path or attaches to the one there.
 //
-// Every opener, creator or not, takes an exclusive flock on the file before
-// it looks at it and holds it until the file is valid or it gives up. A
-// creator therefore never shows a half-written header to an attacher, and
-// a creator that dies releases the lock with its descriptor, leaving a file
-// the next opener can classify: empty or all zero (re-initialised when it
-// is ours) or a partial header (ErrInterruptedCreate).
+// A file is published at its path only when it is complete: the creator
+// builds it under no name (O_TMPFILE) or a private temporary name in the
+// same directory, with its exact mode, reserved blocks and whole header,
+// then links it to path, which fails if anything is there already. So an
+// opener that finds a file with a magic attaches without any lock, a
+// racing creator that loses the link attaches to the winner's file, and
+// nobody who can merely read the file can delay anyone.
+//
+// The one file that is incomplete at its path is one the caller adopts: an
+// empty file prepared for it (an administrator chose its owner and place),
+// or the all-zero file an adopter killed part way left. Adopting takes an
+// exclusive flock, held by the adopter only; openers that find such a file
+// wait for its magic, bounded by the wait timeout.
 func openPath(path string, sp spec, o options) (*mapping, error) {
 	fail := func(err error) (*mapping, error) {
 		return nil, fmt.Errorf("sketch: open %s: %w", path, err)
 	}
 	deadline := time.Now().Add(o.waitTimeout)
 	for {
-		fd, created, err := openOrCreate(path, o)
-		if err != nil {
-			return fail(err)
-		}
-		m, retry, err := initOrAttach(fd, path, created, sp, o, deadline)
-		if err != nil {
-			unix.Close(fd)
-			return fail(err)
-		}
-		if retry {
-			// The path was replaced or unlinked while we waited for the
-			// lock: start again on whatever is there now.
-			unix.Close(fd)
-			if time.Now().After(deadline) {
-				return fail(ErrTimeout)
-			}
-			continue
-		}
-		m.path = path
-		var st unix.Stat_t
-		if err := unix.Fstat(m.fd, &st); err == nil {
-			m.dev, m.ino = uint64(st.Dev), st.Ino
-		}
-		return m, nil
-	}
-}
-
-// openOrCreate opens path with the hardened flags: O_EXCL so that creating
-// never follows anything, O_NOFOLLOW so that a symlink planted at the path
-// is refused rather than followed, O_CLOEXEC so no child inherits it by
-// accident.
-func openOrCreate(path string, o options) (fd int, created bool, err error) {
-	mode := uint32(o.mode)
-	for attempt := 0; ; attempt++ {
-		fd, err = -1, error(unix.EEXIST)
-		if !o.noCreate {
-			fd, err = unix.Open(path, unix.O_RDWR|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, mode)
-		}
-		if err == nil {
-			// The umask must not apply: set the mode exactly.
-			if err := unix.Fchmod(fd, mode); err != nil {
-				unix.Close(fd)
-				unix.Unlink(path)
-				return -1, false, err
-			}
-			return fd, true, nil
-		}
-		if err != unix.EEXIST {
-			return -1, false, err
-		}
-		// O_NONBLOCK: a FIFO or device planted at the path must not block
-		// the open; its type is refused right after.
-		fd, err = unix.Open(path, unix.O_RDWR|unix.O_NOFOLLOW|unix.O_CLOEXEC|unix.O_NONBLOCK, 0)
+		m, err := attachPath(path, sp, o, deadline)
 		switch {
 		case err == nil:
-			return fd, false, nil
-		case err == unix.ELOOP:
-			return -1, false, ErrSymlink
-		case err == unix.EISDIR || err == unix.ENXIO:
-			// A directory, or a socket: not a sketch file.
-			return -1, false, fmt.Errorf("%w: %w", ErrCorrupt, err)
-		case err == unix.ENOENT && !o.noCreate && attempt < 100:
-			continue // removed between the two opens: try to create again
+			return m, nil
+		case errors.Is(err, errRetry):
+			// The path changed while we looked: look again.
+		case errors.Is(err, fs.ErrNotExist) && !o.noCreate:
+			m, err = createPath(path, sp, o)
+			if err == nil {
+				return m, nil
+			}
+			if !errors.Is(err, fs.ErrExist) {
+				return fail(err)
+			}
+			// Another opener published first: attach to its file.
 		default:
-			return -1, false, err
+			return fail(err)
+		}
+		if time.Now().After(deadline) {
+			return fail(ErrTimeout)
 		}
 	}
 }
 
-// initOrAttach runs under the file's flock. retry means the descriptor no
-// longer names the file at path.
-func initOrAttach(fd int, path string, created bool, sp spec, o options, deadline time.Time) (m *mapping, retry bool, err error) {
-	if err := lockFile(fd, deadline); err != nil {
-		return nil, false, err
+// errRetry means the file at the path changed while an opener looked at it.
+var errRetry = errors.New("the path changed while it was opened")
+
+// attachPath opens the file at path, which must be a regular file owned by
+// someone the caller trusts, and attaches to it, adopting it first when it
+// is empty or all zero and the caller may.
+func attachPath(path string, sp spec, o options, deadline time.Time) (*mapping, error) {
+	// O_NONBLOCK: a FIFO or device planted at the path must not block the
+	// open; its type is refused right after. O_NOFOLLOW: a symlink planted
+	// at the path is refused rather than followed.
+	fd, err := unix.Open(path, unix.O_RDWR|unix.O_NOFOLLOW|unix.O_CLOEXEC|unix.O_NONBLOCK, 0)
+	switch {
+	case err == unix.ELOOP:
+		return nil, ErrSymlink
+	case err == unix.EISDIR || err == unix.ENXIO:
+		// A directory, or a socket: not a sketch file.
+		return nil, fmt.Errorf("%w: %w", ErrCorrupt, err)
+	case err != nil:
+		return nil, err
+	}
+	m, err := attachOpened(fd, path, sp, o, deadline)
+	if err != nil {
+		unix.Close(fd)
+		return nil, err
+	}
+	m.path = path
+	m.dev, m.ino = fileID(fd)
+	return m, nil
+}
+
+func attachOpened(fd int, path string, sp spec, o options, deadline time.Time) (*mapping, error) {
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return nil, err
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFREG {
+		return nil, fmt.Errorf("%w: not a regular file", ErrCorrupt)
+	}
+	if err := checkOwner(path, &st, &o); err != nil {
+		return nil, err
+	}
+	if st.Size != 0 {
+		m, err := attachFd(fd, path, uint64(st.Size), sp)
+		if err == nil || !errors.Is(err, errNoMagic) {
+			return m, err
+		}
+	}
+	return adopt(fd, path, sp, o, deadline)
+}
+
+// adopt handles a file at the path that is empty or whose magic is zero:
+// it waits while another process initialises it, then attaches; when
+// nobody is, it initialises the file itself if it is the caller's, has no
+// other link, and is empty or all zero of the size the caller's shape
+// needs. Anything else with a zero magic holds part of a header.
+func adopt(fd int, path string, sp spec, o options, deadline time.Time) (*mapping, error) {
+	if done, err := lockOrPublished(fd, deadline); err != nil {
+		return nil, err
+	} else if done {
+		return attachFd(fd, path, fileSize(fd), sp)
 	}
 	defer unix.Flock(fd, unix.LOCK_UN)
-	if !created && !samePath(path, fd) {
-		return nil, true, nil
+	if !samePath(path, fd) {
+		return nil, errRetry
 	}
 	var st unix.Stat_t
 	if err := unix.Fstat(fd, &st); err != nil {
-		return nil, false, err
+		return nil, err
 	}
-	if st.Mode&unix.S_IFMT != unix.S_IFREG {
-		return nil, false, fmt.Errorf("%w: not a regular file", ErrCorrupt)
-	}
-	ours := st.Uid == uint32(os.Geteuid())
-	if st.Size == 0 {
-		// Ours from O_EXCL, or an empty file an interrupted create left.
-		if o.noCreate {
-			return nil, false, fmt.Errorf("%w: empty file", ErrCorrupt)
+	if st.Size != 0 {
+		// Someone may have finished between our look and the lock.
+		m, err := attachFd(fd, path, uint64(st.Size), sp)
+		if err == nil || !errors.Is(err, errNoMagic) {
+			return m, err
 		}
-		if !ours {
-			return nil, false, fmt.Errorf("%w: empty file owned by uid %d", ErrNotOwner, st.Uid)
+	}
+	// Nobody is initialising the file: it is ours to adopt, or debris.
+	if o.noCreate {
+		if st.Size == 0 {
+			return nil, fmt.Errorf("%w: empty file (an opener without WithoutCreate initialises it)", ErrCorrupt)
 		}
-		if !created {
-			if err := unix.Fchmod(fd, uint32(o.mode)); err != nil {
-				return nil, false, err
-			}
+		return nil, ErrInterruptedCreate
+	}
+	what := "empty file"
+	if st.Size != 0 {
+		need := newLayout(1, []entry{{kind: sp.kind, size: sp.size}}).fileSize
+		if uint64(st.Size) != need {
+			return nil, fmt.Errorf("%w (%d bytes with a zero magic; the requested shape needs %d)", ErrInterruptedCreate, st.Size, need)
 		}
-		m, err := initFile(fd, path, sp)
-		if err != nil && created {
-			// Nothing valid was ever published here: leave no debris.
-			removeIfSame(path, fd)
+		what = "all-zero file"
+	}
+	if st.Uid != uint32(os.Geteuid()) {
+		return nil, fmt.Errorf("%w: an %s owned by %s is not adopted", ErrNotOwner, what, describeUID(st.Uid))
+	}
+	if st.Nlink != 1 {
+		return nil, fmt.Errorf("%w: an %s with %d links is not adopted (another name could be someone else's file)", ErrHardLinked, what, st.Nlink)
+	}
+	if extra := uint32(st.Mode) & 0o777 &^ uint32(o.mode); extra&0o022 != 0 {
+		// Whoever could write it may hold a descriptor already, which the
+		// fchmod below would not take back.
+		return nil, fmt.Errorf("%w: an %s of mode %#o lets others write it, more than the requested mode %#o; they may hold it open already", ErrLooseMode, what, st.Mode&0o777, uint32(o.mode))
+	}
+	if st.Size != 0 {
+		zero, err := allZero(fd, st.Size, deadline)
+		if err != nil {
+			return nil, err
 		}
-		return m, false, err
-	}
-	m, err = attachFd(fd, path, uint64(st.Size), sp)
-	if err == nil || !errors.Is(err, errNoMagic) {
-		return m, false, err
-	}
-	// The magic is zero and we hold the lock, so nobody is writing the
-	// header: the file is a create that was interrupted.
-	zero, zerr := allZero(fd, st.Size)
-	if zerr != nil {
-		return nil, false, zerr
-	}
-	if !zero || o.noCreate {
-		return nil, false, ErrInterruptedCreate
-	}
-	need := newLayout(1, []entry{{kind: sp.kind, size: sp.size}}).fileSize
-	if uint64(st.Size) != need {
-		return nil, false, fmt.Errorf("%w (an all-zero file of %d bytes; the requested shape needs %d)", ErrInterruptedCreate, st.Size, need)
-	}
-	if !ours {
-		return nil, false, fmt.Errorf("%w: all-zero file owned by uid %d", ErrNotOwner, st.Uid)
+		if !zero {
+			return nil, ErrInterruptedCreate
+		}
 	}
 	if err := unix.Fchmod(fd, uint32(o.mode)); err != nil {
-		return nil, false, err
+		return nil, err
 	}
-	m, err = initFile(fd, path, sp)
-	return m, false, err
+	return initFile(fd, path, sp)
 }
 
-// lockFile takes the exclusive flock, polling so that the wait is bounded.
-func lockFile(fd int, deadline time.Time) error {
+// lockOrPublished takes the file's exclusive flock, or reports done when
+// the magic appears while another process holds it (the adopter finished).
+// The wait is bounded by deadline.
+func lockOrPublished(fd int, deadline time.Time) (done bool, err error) {
 	pause := 50 * time.Microsecond
 	for {
 		err := unix.Flock(fd, unix.LOCK_EX|unix.LOCK_NB)
 		switch err {
 		case nil:
-			return nil
+			return false, nil
 		case unix.EINTR:
 			continue
 		case unix.EWOULDBLOCK:
 		default:
-			return fmt.Errorf("flock: %w", err)
+			return false, fmt.Errorf("flock: %w", err)
+		}
+		if hasMagic(fd) {
+			return true, nil
 		}
 		if time.Now().After(deadline) {
-			return ErrTimeout
+			return false, ErrTimeout
 		}
 		time.Sleep(pause)
 		pause = min(2*pause, 5*time.Millisecond)
 	}
 }
+
+// hasMagic reports whether the file's magic has been published.
+func hasMagic(fd int) bool {
+	var b [8]byte
+	n, err := unix.Pread(fd, b[:], offMagic)
+	return err == nil && n == len(b) && native.Uint64(b[:]) != 0
+}
+
+func fileSize(fd int) uint64 {
+	var st unix.Stat_t
+	if unix.Fstat(fd, &st) != nil {
+		return 0
+	}
+	return uint64(st.Size)
+}
+
+func fileID(fd int) (dev, ino uint64) {
+	var st unix.Stat_t
+	if unix.Fstat(fd, &st) != nil {
+		return 0, 0
+	}
+	return uint64(st.Dev), st.Ino
+}
+
+// createPath builds a complete sketch file under no name and links it to
+// path. It returns an error wrapping fs.ErrExist when something got there
+// first; the caller then attaches to it.
+func createPath(path string, sp spec, o options) (*mapping, error) {
+	m, err := createAs(path, sp, o, true)
+	if errors.Is(err, errCannotLinkTmpfile) {
+		// The O_TMPFILE file could not be given a name (no /proc, and no
+		// capability to link by descriptor): build it under a private one.
+		m, err = createAs(path, sp, o, false)
+	}
+	return m, err
+}
+
+// errCannotLinkTmpfile means an O_TMPFILE file could not be linked by
+// either route.
+var errCannotLinkTmpfile = errors.New("cannot link an O_TMPFILE file here")
+
+func createAs(path string, sp spec, o options, tmpfile bool) (*mapping, error) {
+	tmp, err := newTempFile(path, o.mode, tmpfile)
+	if err != nil {
+		return nil, err
+	}
+	discard := func() {
+		unix.Close(tmp.fd)
+		if tmp.name != "" {
+			unix.Unlink(tmp.name)
+		}
+	}
+	// The umask must not apply: set the mode exactly, before anyone can
+	// see the file.
+	if err := unix.Fchmod(tmp.fd, uint32(o.mode)); err != nil {
+		discard()
+		return nil, err
+	}
+	m, err := initFile(tmp.fd, path, sp)
+	if err != nil {
+		discard()
+		return nil, err
+	}
+	if err := tmp.publish(path); err != nil {
+		m.res.drop()
+		discard()
+		return nil, err
+	}
+	m.path = path
+	m.dev, m.ino = fileID(tmp.fd)
+	return m, nil
+}
+
+// tempFile is a file being built before it is published at its path: an
+// O_TMPFILE file with no name, or, where the filesystem has none, a file
+// under a private name in the same directory.
+type tempFile struct {
+	fd   int
+	name string // "" for an O_TMPFILE file
+}
+
+func newTempFile(path string, mode os.FileMode, tmpfile bool) (tempFile, error) {
+	dir := filepath.Dir(path)
+	if tmpfile {
+		fd, err := unix.Open(dir, unix.O_TMPFILE|unix.O_RDWR|unix.O_CLOEXEC, uint32(mode))
+		switch err {
+		case nil:
+			return tempFile{fd: fd}, nil
+		case unix.EOPNOTSUPP, unix.EISDIR, unix.EINVAL:
+			// The filesystem has no O_TMPFILE: use a private name.
+		default:
+			return tempFile{}, err
+		}
+	}
+	for {
+		name := privateName(dir, ".tmp")
+		fd, err := unix.Open(name, unix.O_RDWR|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, uint32(mode))
+		if err == unix.EEXIST {
+			continue
+		}
+		if err != nil {
+			return tempFile{}, err
+		}
+		return tempFile{fd: fd, name: name}, nil
+	}
+}
+
+// privateName is a hidden name in dir that nobody else uses. It does not
+// repeat the sketch's own name, so that a long name still fits.
+func privateName(dir, suffix string) string {
+	var b [8]byte
+	rand.Read(b[:])
+	return filepath.Join(dir, ".sketch-"+strconv.FormatUint(binary.LittleEndian.Uint64(b[:]), 36)+suffix)
+}
+
+// publish links the complete file to path. link(2) never replaces what is
+// there: an existing path fails with EEXIST, which wraps fs.ErrExist.
+func (t tempFile) publish(path string) error {
+	if t.name != "" {
+		err := unix.Link(t.name, path)
+		unix.Unlink(t.name)
+		return err
+	}
+	// Linking a descriptor (AT_EMPTY_PATH) needs CAP_DAC_READ_SEARCH
+	// before Linux 6.10; the /proc/self/fd route works for everyone where
+	// /proc is mounted. When neither works, the caller starts again with a
+	// private name.
+	err := unix.Linkat(t.fd, "", unix.AT_FDCWD, path, unix.AT_EMPTY_PATH)
+	if err == unix.ENOENT || err == unix.EPERM || err == unix.EINVAL {
+		err = unix.Linkat(unix.AT_FDCWD, procFdPath(t.fd), unix.AT_FDCWD, path, unix.AT_SYMLINK_FOLLOW)
+		if err == unix.ENOENT || err == unix.EPERM || err == unix.EACCES {
+			if _, serr := os.Stat(filepath.Dir(path)); serr == nil {
+				return errCannotLinkTmpfile
+			}
+		}
+	}
+	return err
+}
+
+func procFdPath(fd int) string { return "/proc/self/fd/" + strconv.Itoa(fd) }
 
 // samePath reports whether fd is still the file at path.
 func samePath(path string, fd int) bool {
@@ -193,16 +355,16 @@ func samePath(path string, fd int) bool {
 	return a.Dev == b.Dev && a.Ino == b.Ino && a.Nlink > 0
 }
 
-func removeIfSame(path string, fd int) {
-	if samePath(path, fd) {
-		unix.Unlink(path)
-	}
-}
-
-func allZero(fd int, size int64) (bool, error) {
+// allZero reports whether the file's first size bytes are all zero. It
+// stops at the deadline (ErrTimeout): a huge sparse file must not hold an
+// opener for longer than it agreed to wait.
+func allZero(fd int, size int64, deadline time.Time) (bool, error) {
 	buf := make([]byte, 1<<16)
 	for off := int64(0); off < size; {
-		n, err := unix.Pread(fd, buf, off)
+		if time.Now().After(deadline) {
+			return false, fmt.Errorf("%w: reading the %d-byte all-zero candidate", ErrTimeout, size)
+		}
+		n, err := unix.Pread(fd, buf[:min(int64(len(buf)), size-off)], off)
 		if err == unix.EINTR {
 			continue
 		}
@@ -234,8 +396,8 @@ func initFile(fd int, name string, sp spec) (*mapping, error) {
 		seed = binary.LittleEndian.Uint64(b[:])
 	}
 	lay := newLayout(seed, []entry{{kind: sp.kind, size: sp.size, params: sp.params}})
-	if lay.fileSize > math.MaxInt {
-		return nil, fmt.Errorf("%w: %d bytes cannot be mapped on this platform", ErrInvalidConfig, lay.fileSize)
+	if lay.fileSize > maxFileSize || lay.fileSize > math.MaxInt {
+		return nil, fmt.Errorf("%w: %d bytes is more than a sketch file may have on this platform (%d)", ErrInvalidConfig, lay.fileSize, uint64(min(maxFileSize, math.MaxInt)))
 	}
 	if err := reserve(fd, lay.fileSize); err != nil {
 		unix.Ftruncate(fd, 0)
@@ -248,7 +410,7 @@ func initFile(fd int, name string, sp spec) (*mapping, error) {
 	}
 	encodeHeader(data, lay)
 	publishMagic(data)
-	return &mapping{name: name, lay: lay, ent: lay.entries[0], fd: fd, data: data}, nil
+	return newMapping(name, fd, data, lay, lay.entries[0]), nil
 }
 
 // reserve sizes the file and has the filesystem allocate its blocks now, so
@@ -285,8 +447,8 @@ func attachFd(fd int, name string, size uint64, sp spec) (*mapping, error) {
 	if size < headerSize {
 		return nil, fmt.Errorf("%w: %d bytes is shorter than a header", ErrCorrupt, size)
 	}
-	if size > 1<<48 || size > math.MaxInt {
-		return nil, fmt.Errorf("%w: %d bytes is larger than any sketch this platform can map", ErrCorrupt, size)
+	if size > maxFileSize || size > math.MaxInt {
+		return nil, fmt.Errorf("%w: %d bytes is more than a sketch file may have on this platform (%d)", ErrCorrupt, size, uint64(min(maxFileSize, math.MaxInt)))
 	}
 	data, err := unix.Mmap(fd, 0, int(size), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
 	if err != nil {
@@ -299,7 +461,7 @@ func attachFd(fd int, name string, size uint64, sp spec) (*mapping, error) {
 		var e entry
 		e, err = pickEntry(lay, sp)
 		if err == nil {
-			return &mapping{name: name, lay: lay, ent: e, fd: fd, data: data}, nil
+			return newMapping(name, fd, data, lay, e), nil
 		}
 	}
 	unix.Munmap(data)
@@ -309,7 +471,8 @@ func attachFd(fd int, name string, size uint64, sp spec) (*mapping, error) {
 // pickEntry finds the structure sp asks for in a standalone file.
 func pickEntry(lay layout, sp spec) (entry, error) {
 	if sp.seed != 0 && sp.seed != lay.seed {
-		return entry{}, fmt.Errorf("%w: seed %#x requested, file has %#x", ErrIncompatible, sp.seed, lay.seed)
+		// The seeds stay out of the message: the file's is a secret.
+		return entry{}, fmt.Errorf("%w: the config's seed is not the file's", ErrIncompatible)
 	}
 	if len(lay.entries) == 0 {
 		return entry{}, fmt.Errorf("%w: the directory is empty", ErrCorrupt)
@@ -319,14 +482,6 @@ func pickEntry(lay layout, sp spec) (entry, error) {
 		return entry{}, fmt.Errorf("%w: the file holds a %s, not a %s", ErrIncompatible, kindName(e.kind), kindName(sp.kind))
 	}
 	return e, sp.match(e)
-}
-
-func kindName(k uint32) string {
-	switch k {
-	case kindCountMin:
-		return "Count-Min sketch"
-	}
-	return fmt.Sprintf("structure of kind %d", k)
 }
 
 // createMemfd makes an anonymous file-backed sketch whose descriptor can be
@@ -342,7 +497,7 @@ func createMemfd(name string, sp spec) (*mapping, error) {
 	if err == nil {
 		_, err = unix.FcntlInt(uintptr(fd), unix.F_ADD_SEALS, unix.F_SEAL_SHRINK|unix.F_SEAL_GROW|unix.F_SEAL_SEAL)
 		if err != nil {
-			unmapAndClose(fd, m.data)
+			m.close()
 			return nil, fmt.Errorf("sketch: create %s: seal: %w", label, err)
 		}
 		return m, nil
@@ -374,6 +529,11 @@ func attachInherited(fd uintptr, sp spec) (*mapping, error) {
 		return nil, fmt.Errorf("sketch: attach %s: %w: the descriptor is not open for reading and writing", label, ErrInvalidArgument)
 	}
 	m, err := attachFd(dup, label, uint64(st.Size), sp)
+	if errors.Is(err, errNoMagic) {
+		// A descriptor is handed over after its creator initialised it,
+		// so a zero magic is a create that never finished.
+		err = ErrInterruptedCreate
+	}
 	if err != nil {
 		unix.Close(dup)
 		return nil, fmt.Errorf("sketch: attach %s: %w", label, err)
@@ -385,16 +545,30 @@ func dupCloexec(fd int) (int, error) {
 	return unix.FcntlInt(uintptr(fd), unix.F_DUPFD_CLOEXEC, 0)
 }
 
-func unmapAndClose(fd int, data []byte) error {
-	var err error
-	if data != nil {
-		err = unix.Munmap(data)
+func closeFd(fd int) error {
+	if fd < 0 {
+		return nil
 	}
-	if fd >= 0 {
-		if cerr := unix.Close(fd); err == nil {
-			err = cerr
-		}
+	return unix.Close(fd)
+}
+
+func unmap(data []byte) error {
+	if len(data) == 0 {
+		return nil
 	}
+	return unix.MunmapPtr(unsafe.Pointer(&data[0]), uintptr(len(data)))
+}
+
+// replaceWithPlaceholder maps private anonymous memory over data, at the
+// same addresses and in one step (MAP_FIXED), so the range never becomes
+// unmapped and no other mapping can be placed there. MAP_NORESERVE: the
+// placeholder costs address space only, until something writes to it.
+func replaceWithPlaceholder(data []byte) error {
+	if len(data) == 0 {
+		return nil
+	}
+	_, err := unix.MmapPtr(-1, 0, unsafe.Pointer(&data[0]), uintptr(len(data)),
+		unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS|unix.MAP_FIXED|unix.MAP_NORESERVE)
 	return err
 }
 
@@ -402,6 +576,50 @@ func unmapAndClose(fd int, data []byte) error {
 func isFileAt(path string, dev, ino uint64) bool {
 	var st unix.Stat_t
 	return unix.Lstat(path, &st) == nil && uint64(st.Dev) == dev && st.Ino == ino
+}
+
+// testHookBeforeUnlinkRename runs between removeFileAt's check and its
+// rename, so that a test can replace the file in that window.
+var testHookBeforeUnlinkRename func()
+
+// removeFileAt removes path if it still names the file (dev, ino), and
+// leaves a file that has replaced it alone. A check followed by unlink(2)
+// could delete a file that replaced ours in between, so the file is first
+// renamed aside, atomically and without replacing anything
+// (RENAME_NOREPLACE); then what was moved is checked, and removed if it is
+// ours or put back if it is not.
+func removeFileAt(path string, dev, ino uint64) error {
+	if !isFileAt(path, dev, ino) {
+		return nil // gone or replaced already
+	}
+	if testHookBeforeUnlinkRename != nil {
+		testHookBeforeUnlinkRename()
+	}
+	aside := privateName(filepath.Dir(path), ".unlink")
+	err := unix.Renameat2(unix.AT_FDCWD, path, unix.AT_FDCWD, aside, unix.RENAME_NOREPLACE)
+	switch {
+	case err == unix.ENOENT:
+		return nil
+	case err == unix.EINVAL || err == unix.ENOSYS:
+		// The filesystem cannot rename without replacing: check and
+		// remove, which can race a replacement between the two steps.
+		if isFileAt(path, dev, ino) {
+			if err := unix.Unlink(path); err != nil && err != unix.ENOENT {
+				return err
+			}
+		}
+		return nil
+	case err != nil:
+		return err
+	}
+	if isFileAt(aside, dev, ino) {
+		return unix.Unlink(aside)
+	}
+	// A newer file was at the path: put it back.
+	if err := unix.Renameat2(unix.AT_FDCWD, aside, unix.AT_FDCWD, path, unix.RENAME_NOREPLACE); err != nil {
+		return fmt.Errorf("the file at the path was replaced by another, which could not be put back (it is at %s): %w", aside, err)
+	}
+	return nil
 }
 
 func syncMapping(data []byte) error {

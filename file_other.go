@@ -20,8 +20,9 @@ func attachInherited(fd uintptr, sp spec) (*mapping, error) {
 	return nil, &os.PathError{Op: "sketch: attach", Path: "inherited descriptor", Err: ErrUnsupported}
 }
 
-func dupCloexec(fd int) (int, error)          { return -1, ErrUnsupported }
-func unmapAndClose(fd int, data []byte) error { return nil }
-func syncMapping(data []byte) error           { return ErrUnsupported }
-
-func isFileAt(path string, dev, ino uint64) bool { return false }
+func dupCloexec(fd int) (int, error)                  { return -1, ErrUnsupported }
+func closeFd(fd int) error                            { return nil }
+func unmap(data []byte) error                         { return nil }
+func replaceWithPlaceholder(data []byte) error        { return nil }
+func syncMapping(data []byte) error                   { return ErrUnsupported }
+func removeFileAt(path string, dev, ino uint64) error { return ErrUnsupported }

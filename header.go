@@ -67,6 +67,9 @@ const (
 	maxDirEntries = 4096
 	pageSize      = 4096
 	cacheLine     = 64
+	// maxFileSize is the largest file a sketch may have, at create and at
+	// attach alike: 256 TiB.
+	maxFileSize = 1 << 48
 
 	// Directory entry fields.
 	entKind     = 0
@@ -79,7 +82,8 @@ const (
 	entChecksum = 120
 )
 
-// Structure kinds stored in directory entries.
+// Structure kinds stored in directory entries; each structure's file
+// registers how to validate its own (registerKind).
 const (
 	kindCountMin uint32 = 1
 )
@@ -192,7 +196,7 @@ func decodeHeader(b []byte) (layout, error) {
 	switch {
 	case native.Uint32(b[offHdrSize:]) != headerSize:
 		return corrupt("header size %d, want %d", native.Uint32(b[offHdrSize:]), headerSize)
-	case l.fileSize != uint64(len(b)):
+	case l.fileSize != uint64(len(b)) || l.fileSize > maxFileSize:
 		return corrupt("header says %d bytes, file has %d", l.fileSize, len(b))
 	case native.Uint64(b[offFlags:]) != 0:
 		return corrupt("unknown feature flags %#x", native.Uint64(b[offFlags:]))
@@ -248,14 +252,40 @@ func decodeHeader(b []byte) (layout, error) {
 	return l, nil
 }
 
+// kindInfo is what the format knows of a structure kind: its name in
+// messages and how to check an entry's parameters against its region. Each
+// structure registers its own, so the format never names a structure.
+type kindInfo struct {
+	name     string
+	validate func(e entry) error
+}
+
+var kinds = map[uint32]kindInfo{}
+
+// registerKind makes a structure kind known to the format. Structures call
+// it from an init function in their own file.
+func registerKind(k uint32, info kindInfo) {
+	if _, dup := kinds[k]; dup {
+		panic(fmt.Sprintf("sketch: kind %d registered twice", k))
+	}
+	kinds[k] = info
+}
+
 // validateEntry checks a structure's parameters against its region.
 func validateEntry(e entry) error {
-	switch e.kind {
-	case kindCountMin:
-		return validateCountMinEntry(e)
-	default:
+	info, ok := kinds[e.kind]
+	if !ok {
 		return fmt.Errorf("unknown kind %d", e.kind)
 	}
+	return info.validate(e)
+}
+
+// kindName names a kind in messages.
+func kindName(k uint32) string {
+	if info, ok := kinds[k]; ok {
+		return info.name
+	}
+	return fmt.Sprintf("structure of kind %d", k)
 }
 
 // errNoMagic marks a file whose magic is still zero: either a create in

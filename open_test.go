@@ -722,8 +722,8 @@ func TestOpen_AllZero(t *testing.T) {
 			if c.Rows() != int(want) {
 				t.Errorf("Rows() = %d, want %d", c.Rows(), want)
 			}
-			if tc.cfg.Seed != 0 && c.Stats().Seed != tc.cfg.Seed {
-				t.Errorf("Seed = %#x, want %#x", c.Stats().Seed, tc.cfg.Seed)
+			if tc.cfg.Seed != 0 && c.Seed() != tc.cfg.Seed {
+				t.Errorf("Seed = %#x, want %#x", c.Seed(), tc.cfg.Seed)
 			}
 			otWorks(t, c)
 			c.AddString("kept")
@@ -920,13 +920,17 @@ func TestOpen_ErrNotOwner(t *testing.T) {
 			}
 		})
 	}
-	t.Run("valid sketch of another user", func(t *testing.T) {
-		path, _ := otMakeFile(t, otCfg)
+	t.Run("empty file of a trusted user", func(t *testing.T) {
+		// WithOwner trusts a user's sketches, but only the caller's own
+		// empty file is adopted.
+		path := tempPath(t, "cms")
+		if err := os.WriteFile(path, nil, 0o666); err != nil {
+			t.Fatal(err)
+		}
 		if err := os.Chown(path, nobody, nobody); err != nil {
 			t.Fatal(err)
 		}
-		c := mustOpen(t, path, otCfg)
-		otWorks(t, c)
+		otWantErr(t, otOpenErr(t, path, otCfg, WithOwner(nobody)), path, ErrNotOwner)
 	})
 }
 
@@ -1213,13 +1217,20 @@ func TestOpen_Unlink(t *testing.T) {
 }
 
 // FuzzOpen writes arbitrary bytes to a file and attaches to it with the
-// zero config: OpenCountMin must fail with a classified error naming the
-// file, or return a sketch whose every operation works.
+// zero config, plain, attach-only (WithoutCreate) or through a second hard
+// link: OpenCountMin must fail with a classified error naming the file, or
+// return a sketch whose every operation works; an empty or all-zero file
+// with another link is never initialised.
 func FuzzOpen(f *testing.F) {
 	_, valid := otMakeFile(f, otCfg)
+	add := func(b []byte, resum bool) {
+		for how := range byte(4) {
+			f.Add(b, resum, how)
+		}
+	}
 	seed := func(edit func(b []byte) []byte) {
-		f.Add(edit(bytes.Clone(valid)), false)
-		f.Add(edit(bytes.Clone(valid)), true)
+		add(edit(bytes.Clone(valid)), false)
+		add(edit(bytes.Clone(valid)), true)
 	}
 	seed(func(b []byte) []byte { return b })
 	seed(func(b []byte) []byte { clear(b[:8]); return b })
@@ -1238,24 +1249,38 @@ func FuzzOpen(f *testing.F) {
 	seed(func(b []byte) []byte { return b[:headerSize] })
 	seed(func(b []byte) []byte { return otConvert(b, native, otOther) })
 	seed(func(b []byte) []byte { otConvertField(b, 8, native, otOther); return b })
-	f.Add([]byte{}, false)
-	f.Add(make([]byte, headerSize), false)
-	f.Add(make([]byte, len(valid)), false)
+	// Zero magic with a header behind it; all zero at twice the size.
+	seed(func(b []byte) []byte { clear(b[:8]); return append(b, make([]byte, len(b))...) })
+	seed(func(b []byte) []byte { clear(b); return append(b, make([]byte, len(b))...) })
+	add([]byte{}, false)
+	add(make([]byte, headerSize), false)
+	add(make([]byte, len(valid)), false)
 
 	// With resum set, the target recomputes the header's and the directory
 	// entries' checksums before writing the file, so that mutations reach
-	// the structural checks instead of stopping at ErrChecksum.
-	f.Fuzz(func(t *testing.T, data []byte, resum bool) {
+	// the structural checks instead of stopping at ErrChecksum. how: bit 0
+	// opens with WithoutCreate, bit 1 through a second hard link.
+	f.Fuzz(func(t *testing.T, data []byte, resum bool, how byte) {
 		if resum {
 			data = otResumAll(bytes.Clone(data))
 		}
-		path := filepath.Join(t.TempDir(), "cms")
+		dir := t.TempDir()
+		path := filepath.Join(dir, "cms")
 		if err := os.WriteFile(path, data, 0o600); err != nil {
 			t.Fatal(err)
 		}
-		c, err := OpenCountMin(path, CountMinConfig{}, WithWaitTimeout(5*time.Second))
+		opts := []Option{WithWaitTimeout(5 * time.Second)}
+		if how&1 != 0 {
+			opts = append(opts, WithoutCreate())
+		}
+		if how&2 != 0 {
+			if err := os.Link(path, filepath.Join(dir, "other")); err != nil {
+				t.Fatal(err)
+			}
+		}
+		c, err := OpenCountMin(path, CountMinConfig{}, opts...)
 		if err != nil {
-			if !errors.Is(err, ErrCorrupt) && !errors.Is(err, ErrIncompatible) && !errors.Is(err, ErrNoSpace) {
+			if !errors.Is(err, ErrCorrupt) && !errors.Is(err, ErrIncompatible) && !errors.Is(err, ErrNoSpace) && !errors.Is(err, ErrHardLinked) {
 				t.Errorf("unclassified error: %v", err)
 			}
 			if !strings.Contains(err.Error(), path) {
@@ -1264,6 +1289,9 @@ func FuzzOpen(f *testing.F) {
 			return
 		}
 		defer c.Close()
+		if how&2 != 0 && (len(data) == 0 || native.Uint64(data) == 0) {
+			t.Errorf("a file with another link and no magic was initialised")
+		}
 		if err := otExercise(t, c); err != nil && !errors.Is(err, ErrInconsistent) {
 			t.Errorf("Check() on an opened sketch = %v", err)
 		}

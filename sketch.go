@@ -3,6 +3,7 @@ package sketch
 import (
 	"fmt"
 	"os"
+	"runtime"
 	"sync"
 	"time"
 )
@@ -14,6 +15,7 @@ type options struct {
 	mode        os.FileMode
 	waitTimeout time.Duration
 	noCreate    bool
+	owners      []uint32 // uids trusted beside the caller and root
 }
 
 func defaultOptions() options {
@@ -21,17 +23,19 @@ func defaultOptions() options {
 }
 
 // WithMode sets the permission bits of a file the call creates (or adopts:
-// an empty or all-zero file left by an interrupted create). The bits are
-// applied exactly, with fchmod, so the process umask does not apply. The
-// default is 0600, owner only; pass 0660 to share a sketch with a group.
-// Only permission bits (0777) are allowed. An existing sketch file keeps its
-// own mode.
+// an empty file prepared for it, or the all-zero file an interrupted
+// adoption left). The bits are applied exactly, so the process umask does
+// not apply. The default is 0600, owner only; pass 0660 to share a sketch
+// with a group. Only permission bits (0777) are allowed, and the owner must
+// keep read and write (0600), or the file could not be opened again. An
+// existing sketch file keeps its own mode.
 func WithMode(perm os.FileMode) Option {
 	return func(o *options) { o.mode = perm }
 }
 
 // WithWaitTimeout bounds how long Open waits for another process that is
-// creating the same file (default 10s); past it, Open fails with ErrTimeout.
+// initialising the same file (default 10s); past it, Open fails with
+// ErrTimeout. Attaching to a complete file never waits.
 func WithWaitTimeout(d time.Duration) Option {
 	return func(o *options) { o.waitTimeout = d }
 }
@@ -43,6 +47,26 @@ func WithoutCreate() Option {
 	return func(o *options) { o.noCreate = true }
 }
 
+// WithOwner trusts files owned by uid, beside the caller's own and root's.
+// By default Open refuses a sketch file owned by another user (ErrNotOwner),
+// because whoever owns the file can change its mode, rewrite it or truncate
+// it under every process that maps it, and a truncated mapping kills those
+// processes with SIGBUS. Give WithOwner when two service users share a
+// sketch on purpose; it may be given more than once.
+func WithOwner(uid int) Option {
+	return func(o *options) { o.owners = append(o.owners, uint32(uid)) }
+}
+
+// trusts reports whether uid was named with WithOwner.
+func (o *options) trusts(uid uint32) bool {
+	for _, u := range o.owners {
+		if u == uid {
+			return true
+		}
+	}
+	return false
+}
+
 func buildOptions(opts []Option) (options, error) {
 	o := defaultOptions()
 	for _, opt := range opts {
@@ -50,11 +74,18 @@ func buildOptions(opts []Option) (options, error) {
 			opt(&o)
 		}
 	}
-	if o.mode&^os.ModePerm != 0 {
-		return o, fmt.Errorf("%w: mode %v has bits other than permissions", ErrInvalidConfig, o.mode)
-	}
-	if o.waitTimeout <= 0 {
+	switch {
+	case o.mode&^os.ModePerm != 0:
+		return o, fmt.Errorf("%w: mode %#o has bits other than permissions (0777)", ErrInvalidConfig, uint32(o.mode))
+	case o.mode&0o600 != 0o600:
+		return o, fmt.Errorf("%w: mode %#o does not let the file's owner read and write it, so it could not be opened again", ErrInvalidConfig, uint32(o.mode))
+	case o.waitTimeout <= 0:
 		return o, fmt.Errorf("%w: wait timeout %v is not positive", ErrInvalidConfig, o.waitTimeout)
+	}
+	for _, u := range o.owners {
+		if int32(u) < 0 {
+			return o, fmt.Errorf("%w: owner uid %d is negative", ErrInvalidConfig, int32(u))
+		}
 	}
 	return o, nil
 }
@@ -81,11 +112,27 @@ type mapping struct {
 	dev, ino uint64
 	lay      layout
 	ent      entry // the structure this handle serves
+	data     []byte
+	res      *resources
+}
 
-	mu     sync.Mutex
-	fd     int
-	data   []byte
-	closed bool
+// resources are what a mapping holds from the kernel. They live apart from
+// the mapping so that a cleanup can release them once the mapping is
+// unreachable (runtime.AddCleanup must not keep its object alive).
+type resources struct {
+	mu      sync.Mutex
+	fd      int
+	data    []byte
+	closed  bool // Close ran: fd is closed, data is a placeholder
+	retired bool // the memory is unmapped for good
+}
+
+// newMapping wraps a validated mapping of fd. From here on the mapping owns
+// the descriptor and the memory.
+func newMapping(name string, fd int, data []byte, lay layout, ent entry) *mapping {
+	m := &mapping{name: name, lay: lay, ent: ent, data: data, res: &resources{fd: fd, data: data}}
+	runtime.AddCleanup(m, (*resources).release, m.res)
+	return m
 }
 
 // entryBytes returns the mapped region of the handle's structure.
@@ -97,29 +144,65 @@ func (m *mapping) errorf(op string, err error) error {
 	return fmt.Errorf("sketch: %s %s: %w", op, m.name, err)
 }
 
-// close unmaps and closes the descriptor; a second call does nothing.
+// close closes the descriptor and swaps the file's pages for a private
+// placeholder at the same addresses, instead of unmapping them: a call
+// that raced Close and still holds a pointer into the mapping then writes
+// to memory nobody reads, never into an unmapped page (a crash) nor into
+// another file mapped there later. The placeholder is released with the
+// mapping, once nothing can reach it. A second call does nothing.
 func (m *mapping) close() error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.closed {
+	r := m.res
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
 		return nil
 	}
-	m.closed = true
-	err := unmapAndClose(m.fd, m.data)
-	m.data, m.fd = nil, -1
+	r.closed = true
+	err := replaceWithPlaceholder(r.data)
+	if cerr := closeFd(r.fd); err == nil {
+		err = cerr
+	}
+	r.fd = -1
 	if err != nil {
 		return m.errorf("close", err)
 	}
 	return nil
 }
 
+// drop unmaps the memory of a mapping that was never handed out, and
+// leaves the descriptor to the caller.
+func (r *resources) drop() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	unmap(r.data)
+	r.retired, r.closed, r.fd, r.data = true, true, -1, nil
+}
+
+// release unmaps the memory and, for a mapping dropped without Close, closes
+// the descriptor. It runs as the mapping's cleanup.
+func (r *resources) release() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.retired {
+		return
+	}
+	r.retired = true
+	unmap(r.data)
+	if !r.closed {
+		closeFd(r.fd)
+		r.closed, r.fd = true, -1
+	}
+	r.data = nil
+}
+
 func (m *mapping) sync() error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.closed {
+	r := m.res
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
 		return m.errorf("sync", ErrClosed)
 	}
-	if err := syncMapping(m.data); err != nil {
+	if err := syncMapping(r.data); err != nil {
 		return m.errorf("sync", err)
 	}
 	return nil
@@ -127,12 +210,13 @@ func (m *mapping) sync() error {
 
 // file returns a duplicate of the descriptor, for a child process.
 func (m *mapping) file() (*os.File, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.closed {
+	r := m.res
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
 		return nil, m.errorf("file", ErrClosed)
 	}
-	fd, err := dupCloexec(m.fd)
+	fd, err := dupCloexec(r.fd)
 	if err != nil {
 		return nil, m.errorf("file", err)
 	}
@@ -143,10 +227,10 @@ func (m *mapping) file() (*os.File, error) {
 // A file already gone, or replaced by another, is left alone; a handle
 // without a path does nothing.
 func (m *mapping) unlink() error {
-	if m.path == "" || !isFileAt(m.path, m.dev, m.ino) {
+	if m.path == "" {
 		return nil
 	}
-	if err := os.Remove(m.path); err != nil && !os.IsNotExist(err) {
+	if err := removeFileAt(m.path, m.dev, m.ino); err != nil {
 		return fmt.Errorf("sketch: unlink %s: %w", m.path, err)
 	}
 	return nil
