@@ -1,10 +1,12 @@
 package sketch
 
 import (
+	"encoding/json"
 	"fmt"
 	"math"
 	"math/bits"
 	"os"
+	"strconv"
 	"sync/atomic"
 	"unsafe"
 )
@@ -65,6 +67,10 @@ type CountMin struct {
 	// load costs what a plain load does and no cache line moves between
 	// cores. The zero CountMin is closed.
 	open atomic.Bool
+	ro   bool // opened with ReadOnly: mutators return ErrReadOnly
+	// sealed is the file's sealed flag, set by Freeze in any process and
+	// loaded by every mutator.
+	sealed *uint32
 }
 
 // ClosedEstimate is what Estimate returns on a closed handle, and on a zero
@@ -89,28 +95,33 @@ type cmsCore interface {
 // CountMinStats describes a Count-Min sketch at one moment.
 type CountMinStats struct {
 	// Rows and Width are the shape: hash functions, counters per row.
-	Rows, Width int
+	Rows  int `json:"rows"`
+	Width int `json:"width"`
 	// Bytes is the size of the whole mapping (header and counters).
-	Bytes uint64
+	Bytes uint64 `json:"bytes"`
 	// Total is everything counted since the last reset (the largest row
 	// sum, so an add interrupted by a crash can only raise it).
-	Total uint64
+	Total uint64 `json:"total"`
 	// Adds is the number of add calls (a batch counts once per key). It is
 	// bumped after the counters, so an add cut short by a crash may be
 	// missing from it while present in some rows.
-	Adds uint64
+	Adds uint64 `json:"adds"`
 	// ErrorBound is the absolute error bound at the current total,
 	// ceil(e/Width · Total): an estimate is at most that much too high,
-	// with probability Confidence.
-	ErrorBound uint64
+	// with probability Confidence (for each key asked about).
+	ErrorBound uint64 `json:"error_bound"`
 	// ErrorRate is the effective ε, e/Width, which is at least as good as
 	// the rate the sketch was sized for.
-	ErrorRate float64
-	// Confidence is the effective 1-δ, 1 - e^-Rows.
-	Confidence float64
+	ErrorRate float64 `json:"error_rate"`
+	// Confidence is the effective 1-δ, 1 - e^-Rows, for one query.
+	Confidence float64 `json:"confidence"`
+	// Frozen is set when the file is sealed (Freeze).
+	Frozen bool `json:"frozen"`
+	// ReadOnly is set on a read-only view.
+	ReadOnly bool `json:"read_only"`
 	// Closed is set when the handle was closed; then Total and ErrorBound
 	// are ClosedEstimate and Adds is 0.
-	Closed bool
+	Closed bool `json:"closed"`
 }
 
 // SuggestCountMin returns the shape that gives estimates within
@@ -141,6 +152,18 @@ func suggestCountMin(errorRate, confidence float64) (rows, width int, err error)
 	return max(1, int(r)), nextPow2(int(w)), nil
 }
 
+// Bytes returns the size of the file (or memory) a sketch of this config
+// needs, header included, so that a config can be checked before it is
+// opened: SuggestCountMin(1e-9, 0.99) asks for 5 x 2^32 counters, 160 GiB.
+// A zero config asks for the default shape.
+func (cfg CountMinConfig) Bytes() (uint64, error) {
+	sp, err := cfg.spec()
+	if err != nil {
+		return 0, err
+	}
+	return newLayout(1, []entry{{kind: sp.kind, size: sp.size}}).fileSize, nil
+}
+
 func nextPow2(n int) int {
 	if n <= 1 {
 		return 1
@@ -154,6 +177,12 @@ func (cfg CountMinConfig) shape() (rows, width int, explicit bool, err error) {
 	if cfg.Rows != 0 || cfg.Width != 0 {
 		if cfg.ErrorRate != 0 || cfg.Confidence != 0 {
 			return 0, 0, false, fmt.Errorf("%w: give either ErrorRate/Confidence or Rows/Width, not both", ErrInvalidConfig)
+		}
+		if cfg.Width == 0 {
+			return 0, 0, false, fmt.Errorf("%w: Width is missing (give Rows and Width together, or size by ErrorRate)", ErrInvalidConfig)
+		}
+		if cfg.Rows == 0 {
+			return 0, 0, false, fmt.Errorf("%w: Rows is missing (give Rows and Width together, or size by ErrorRate)", ErrInvalidConfig)
 		}
 		if cfg.Rows < 1 || cfg.Rows > maxRows {
 			return 0, 0, false, fmt.Errorf("%w: rows %d is not in [1, %d]", ErrInvalidConfig, cfg.Rows, maxRows)
@@ -261,9 +290,14 @@ func OpenCountMin(path string, cfg CountMinConfig, opts ...Option) (*CountMin, e
 // file that lives as long as a descriptor or mapping of it does. Hand it to
 // a child process with File and exec.Cmd.ExtraFiles; the child attaches
 // with AttachCountMin. The memfd's size is sealed, so no holder can shrink
-// it under the others. name shows in /proc and in errors only.
-func NewCountMinMemfd(name string, cfg CountMinConfig) (*CountMin, error) {
-	sp, err := cfg.spec()
+// it under the others. name shows in /proc and in errors only. Options
+// about files on a path (WithMode, WithOwner) do not apply; ReadOnly is
+// refused (ErrInvalidConfig).
+func NewCountMinMemfd(name string, cfg CountMinConfig, opts ...Option) (*CountMin, error) {
+	sp, o, err := cfg.specOptions(opts)
+	if err == nil && o.readOnly {
+		err = fmt.Errorf("%w: a new sketch cannot be read-only", ErrInvalidConfig)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("sketch: create memfd:%s: %w", name, err)
 	}
@@ -274,21 +308,48 @@ func NewCountMinMemfd(name string, cfg CountMinConfig) (*CountMin, error) {
 	return newCountMin(m), nil
 }
 
-// AttachCountMin attaches to the Count-Min sketch behind a descriptor this
-// process inherited or received, such as fd 3 in a child started with
-// exec.Cmd.ExtraFiles. The descriptor must be open for reading and writing
-// (ErrInvalidArgument otherwise); it is duplicated, so it stays the
-// caller's to close. The file is validated as OpenCountMin does.
-func AttachCountMin(fd uintptr, cfg CountMinConfig) (*CountMin, error) {
+// NewCountMin creates a Count-Min sketch in memory, for one process: its
+// goroutines share it as they would a file's, and code that uses the
+// package runs its unit tests with it on any system. On Linux it is an
+// unnamed memfd (File still hands it to a child); elsewhere, plain memory.
+func NewCountMin(cfg CountMinConfig) (*CountMin, error) {
 	sp, err := cfg.spec()
 	if err != nil {
-		return nil, fmt.Errorf("sketch: attach fd %d: %w", fd, err)
+		return nil, fmt.Errorf("sketch: create in memory: %w", err)
 	}
-	m, err := attachInherited(fd, sp)
+	m, err := createInMemory(sp)
 	if err != nil {
 		return nil, err
 	}
 	return newCountMin(m), nil
+}
+
+// AttachCountMin attaches to the Count-Min sketch behind a descriptor this
+// process inherited or received, such as fd 3 in a child started with
+// exec.Cmd.ExtraFiles. The descriptor must be open for reading and writing
+// (ErrInvalidArgument otherwise), or for reading with ReadOnly; it is
+// duplicated, so it stays the caller's to close. The file is validated as
+// OpenCountMin does.
+func AttachCountMin(fd uintptr, cfg CountMinConfig, opts ...Option) (*CountMin, error) {
+	sp, o, err := cfg.specOptions(opts)
+	if err != nil {
+		return nil, fmt.Errorf("sketch: attach fd %d: %w", fd, err)
+	}
+	m, err := attachInherited(fd, sp, o)
+	if err != nil {
+		return nil, err
+	}
+	return newCountMin(m), nil
+}
+
+// specOptions resolves a config and options together.
+func (cfg CountMinConfig) specOptions(opts []Option) (spec, options, error) {
+	sp, err := cfg.spec()
+	if err != nil {
+		return sp, options{}, err
+	}
+	o, err := buildOptions(opts)
+	return sp, o, err
 }
 
 func newCountMin(m *mapping) *CountMin {
@@ -306,18 +367,44 @@ func newCountMin(m *mapping) *CountMin {
 			rowBytes: uintptr(width * 8),
 			prefetch: uint64(rows)*width*8 > l2Bytes(),
 		},
-		core: defaultCore,
+		core:   defaultCore,
+		ro:     m.readOnly,
+		sealed: sealedWord(m.data),
 	}
 	c.open.Store(true)
 	return c
 }
 
+// Freeze seals the file for good: from then on every mutator of every
+// handle on it, in every process, returns ErrFrozen, and a read-write open
+// of it is refused with ErrFrozen. A sealed file may be copied to another
+// host of the same byte order and opened there with ReadOnly (the
+// freeze-and-ship of the seed); a collector merges such copies. Adds are
+// lock-free, so an add that another process started just before Freeze
+// may still land after it returns: freeze once the writers have stopped
+// when the copy must be exact. Freeze flushes the file (Sync).
+func (c *CountMin) Freeze() error {
+	if err := c.refuse("freeze"); err != nil {
+		return err
+	}
+	if !atomic.CompareAndSwapUint32(c.sealed, 0, 1) {
+		return c.m.errorf("freeze", ErrFrozen)
+	}
+	return c.Sync()
+}
+
+// Frozen reports whether the file is sealed (Freeze).
+func (c *CountMin) Frozen() bool { return c.open.Load() && atomic.LoadUint32(c.sealed) != 0 }
+
+// ReadOnly reports whether the handle was opened with ReadOnly.
+func (c *CountMin) ReadOnly() bool { return c.ro }
+
 // Add counts key once and returns the sketch's new estimate for it: the
 // smallest of its counters after this add, so never below the true count.
 // It returns ErrClosed after Close.
 func (c *CountMin) Add(key []byte) (uint64, error) {
-	if !c.open.Load() {
-		return ClosedEstimate, c.closedErr("add")
+	if !c.open.Load() || c.ro || atomic.LoadUint32(c.sealed) != 0 {
+		return ClosedEstimate, c.refuse("add")
 	}
 	lo, hi := hashKey(key, c.l.seed)
 	return c.afterUse(c.l.addHashed(lo, hi, 1), "add")
@@ -327,8 +414,8 @@ func (c *CountMin) Add(key []byte) (uint64, error) {
 // at 2^63 rather than wrap. AddN with n == 0 counts nothing and returns the
 // current estimate.
 func (c *CountMin) AddN(key []byte, n uint64) (uint64, error) {
-	if !c.open.Load() {
-		return ClosedEstimate, c.closedErr("add")
+	if !c.open.Load() || c.ro || atomic.LoadUint32(c.sealed) != 0 {
+		return ClosedEstimate, c.refuse("add")
 	}
 	lo, hi := hashKey(key, c.l.seed)
 	if n == 0 {
@@ -339,8 +426,8 @@ func (c *CountMin) AddN(key []byte, n uint64) (uint64, error) {
 
 // AddString is Add for a string key, without converting it to a []byte.
 func (c *CountMin) AddString(key string) (uint64, error) {
-	if !c.open.Load() {
-		return ClosedEstimate, c.closedErr("add")
+	if !c.open.Load() || c.ro || atomic.LoadUint32(c.sealed) != 0 {
+		return ClosedEstimate, c.refuse("add")
 	}
 	lo, hi := hashString(key, c.l.seed)
 	return c.afterUse(c.l.addHashed(lo, hi, 1), "add")
@@ -363,8 +450,8 @@ func (c *CountMin) afterUse(est uint64, op string) (uint64, error) {
 // misses of several keys overlap and a key costs well under a single Add.
 // The add count moves once per 256 keys.
 func (c *CountMin) AddBatch(keys [][]byte, estimates []uint64) error {
-	if !c.open.Load() {
-		return c.closedErr("add")
+	if !c.open.Load() || c.ro || atomic.LoadUint32(c.sealed) != 0 {
+		return c.refuse("add")
 	}
 	if estimates != nil && len(estimates) != len(keys) {
 		return c.m.errorf("add", fmt.Errorf("%w: %d estimates for %d keys", ErrInvalidArgument, len(estimates), len(keys)))
@@ -446,8 +533,8 @@ func (c *CountMin) EstimateString(key string) uint64 {
 // that, rotate two sketches: add to one, estimate the sum of both, and
 // reset the older one at the turn.
 func (c *CountMin) Reset() error {
-	if !c.open.Load() {
-		return c.closedErr("reset")
+	if err := c.refuse("reset"); err != nil {
+		return err
 	}
 	// Go's clear outruns the C core's memset here (measured:
 	// BenchmarkCountMinReset), so both builds reset in Go.
@@ -492,10 +579,34 @@ func (c *CountMin) Stats() CountMinStats {
 	}
 	s.Adds = c.core.adds(&c.l)
 	s.ErrorBound = errorBound(s.Total, s.Width)
+	s.Frozen = atomic.LoadUint32(c.sealed) != 0
+	s.ReadOnly = c.ro
 	if !c.open.Load() {
 		s.Closed, s.Total, s.ErrorBound, s.Adds = true, ClosedEstimate, ClosedEstimate, 0
 	}
 	return s
+}
+
+// StatsVar returns the sketch's Stats as an expvar.Var (its String method
+// returns them as JSON, computed on each call), so that /debug/vars shows
+// the sketch with one line: expvar.Publish("requests", cms.StatsVar()).
+// The package does not import expvar, which would register its handler on
+// http.DefaultServeMux for every program that uses sketches.
+func (c *CountMin) StatsVar() StatsVar {
+	return StatsVar{func() any { return c.Stats() }}
+}
+
+// StatsVar is a structure's Stats as an expvar.Var: String returns them as
+// JSON.
+type StatsVar struct{ stats func() any }
+
+// String returns the current stats as a JSON object.
+func (v StatsVar) String() string {
+	b, err := json.Marshal(v.stats())
+	if err != nil {
+		return strconv.Quote(err.Error())
+	}
+	return string(b)
 }
 
 // errorBound is ceil(e/width · total), computed without losing a count to
@@ -650,6 +761,20 @@ func (c *CountMin) name() string {
 		return "(zero CountMin)"
 	}
 	return c.m.name
+}
+
+// refuse returns why a mutator may not run: the handle is closed (or the
+// zero CountMin), read-only, or the file is sealed; nil when it may.
+func (c *CountMin) refuse(op string) error {
+	switch {
+	case !c.open.Load():
+		return c.closedErr(op)
+	case c.ro:
+		return c.m.errorf(op, ErrReadOnly)
+	case atomic.LoadUint32(c.sealed) != 0:
+		return c.m.errorf(op, ErrFrozen)
+	}
+	return nil
 }
 
 func (c *CountMin) closedErr(op string) error {

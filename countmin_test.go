@@ -1,11 +1,14 @@
 package sketch
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
+	"math/bits"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -244,7 +247,63 @@ func testClosedHandle(t *testing.T, c *CountMin) {
 
 // withCore returns another handle on c's mapping that uses core.
 func (c *CountMin) withCore(core cmsCore) *CountMin {
-	v := &CountMin{m: c.m, l: c.l, core: core}
+	v := &CountMin{m: c.m, l: c.l, core: core, ro: c.ro, sealed: c.sealed}
 	v.open.Store(true)
 	return v
+}
+
+// TestCountMin_StatsVar: the expvar form is the Stats as JSON, with the
+// documented field names, and no seed.
+func TestCountMin_StatsVar(t *testing.T) {
+	c := mustOpen(t, tempPath(t, "cms"), CountMinConfig{Rows: 2, Width: 64, Seed: 77})
+	c.AddN([]byte("k"), 5)
+	var got map[string]any
+	if err := json.Unmarshal([]byte(c.StatsVar().String()), &got); err != nil {
+		t.Fatalf("StatsVar().String() is not JSON: %v", err)
+	}
+	want := map[string]any{"rows": 2.0, "width": 64.0, "total": 5.0, "adds": 1.0, "closed": false, "frozen": false, "read_only": false}
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("StatsVar %s = %v, want %v", k, got[k], v)
+		}
+	}
+	for _, k := range []string{"bytes", "error_bound", "error_rate", "confidence"} {
+		if _, ok := got[k]; !ok {
+			t.Errorf("StatsVar has no %s", k)
+		}
+	}
+	if len(got) != len(want)+4 {
+		t.Errorf("StatsVar has fields %v", got)
+	}
+}
+
+// TestCountMinConfig_Bytes: a config says what it costs before it is
+// opened, and a half-given shape says what is missing.
+func TestCountMinConfig_Bytes(t *testing.T) {
+	n, err := CountMinConfig{}.Bytes()
+	if err != nil || n < 5*4096*8 {
+		t.Errorf("default Bytes() = %d, %v", n, err)
+	}
+	c := mustOpen(t, tempPath(t, "cms"), CountMinConfig{})
+	if c.Stats().Bytes != n {
+		t.Errorf("Bytes() = %d, the file has %d", n, c.Stats().Bytes)
+	}
+	huge := CountMinConfig{ErrorRate: 1e-9, Confidence: 0.99} // 5 x 2^32 counters
+	n, err = huge.Bytes()
+	switch {
+	case bits.UintSize == 32:
+		if !errors.Is(err, ErrInvalidConfig) {
+			t.Errorf("Bytes of %+v on a 32-bit platform = %d, %v, want ErrInvalidConfig", huge, n, err)
+		}
+	case err != nil || n < 160<<30:
+		t.Errorf("Bytes of %+v = %d, %v, want over 160 GiB", huge, n, err)
+	}
+	for cfg, want := range map[CountMinConfig]string{
+		{Rows: 4}:  "Width is missing",
+		{Width: 8}: "Rows is missing",
+	} {
+		if _, err := cfg.Bytes(); !errors.Is(err, ErrInvalidConfig) || !strings.Contains(err.Error(), want) {
+			t.Errorf("Bytes of %+v = %v, want %q", cfg, err, want)
+		}
+	}
 }

@@ -215,6 +215,12 @@ func crossDir(t *testing.T) string {
 // and answers on out with "ok n" or "err n <error>". The child is killed
 // when ctx ends, and reads from out fail then too.
 func startCrossUser(t *testing.T, ctx context.Context, dir string) (h *helper, in, out *os.File) {
+	return startAsNobody(t, ctx, dir, "crossuser")
+}
+
+// startAsNobody starts the copy of the test binary in dir as nobody, in
+// the given role with the extra environment, talking through pipes.
+func startAsNobody(t *testing.T, ctx context.Context, dir, role string, env ...string) (h *helper, in, out *os.File) {
 	t.Helper()
 	inR, inW, err := os.Pipe()
 	if err != nil {
@@ -228,11 +234,12 @@ func startCrossUser(t *testing.T, ctx context.Context, dir string) (h *helper, i
 	if dl, ok := ctx.Deadline(); ok {
 		outR.SetReadDeadline(dl)
 	}
-	h = &helper{name: "nobody child", done: make(chan struct{})}
+	h = &helper{name: "nobody child (" + role + ")", done: make(chan struct{})}
 	h.cmd = exec.CommandContext(ctx, filepath.Join(dir, crossExe), "-test.run=^TestHelperProcess$")
 	h.cmd.Dir = dir
-	h.cmd.Env = append(os.Environ(), envRole+"=crossuser", envCrossDir+"="+dir,
+	h.cmd.Env = append(os.Environ(), envRole+"="+role, envCrossDir+"="+dir,
 		"GORACE="+strings.TrimSpace(os.Getenv("GORACE")+" atexit_sleep_ms=0"))
+	h.cmd.Env = append(h.cmd.Env, env...)
 	// Files, not buffers: the child reads and writes the pipes itself, and
 	// Wait does not close our ends under us.
 	h.cmd.Stdin, h.cmd.Stdout, h.cmd.Stderr = inR, outW, &h.stderr

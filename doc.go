@@ -14,6 +14,19 @@
 //	defer cms.Close()
 //	if seen, _ := cms.AddString(clientIP); seen > limit { ... }
 //
+// A [CountingBloom] answers "have I seen it at all", and can forget: m
+// 4-bit counters, sized by capacity and false-positive rate. "No" is exact
+// for every item added and not removed, whatever other processes do at the
+// same time. Its lookups take no lock; adds take the file's shared lock and
+// removes, clears, merges and freezes its exclusive one, a futex
+// reader/writer lock in the file that recovers from a holder killed with
+// SIGKILL within about 10 ms, by asking the kernel (an open-file-description
+// lock each handle holds), never by PID (docs/DESIGN.md).
+//
+// Every structure opens read-only ([ReadOnly]), seals for good ([CountMin.Freeze],
+// [CountingBloom.Freeze]) to ship a copy to other hosts, and lives in memory
+// for one process ([NewCountMin], [NewCountingBloom]).
+//
 // # Files and processes
 //
 // A sketch lives in a file (on tmpfs such as /dev/shm for speed, or on disk

@@ -91,6 +91,15 @@ var (
 	// ErrClosed means the sketch was used after Close.
 	ErrClosed = errors.New("sketch is closed")
 
+	// ErrReadOnly means a mutator was called on a handle opened with
+	// ReadOnly.
+	ErrReadOnly = errors.New("sketch is open read-only")
+
+	// ErrFrozen means the file was sealed by Freeze: every mutator of every
+	// handle, in every process, fails with it, and a read-write open is
+	// refused with it (open a sealed file with ReadOnly).
+	ErrFrozen = errors.New("sketch is frozen")
+
 	// ErrInconsistent is reported by Check when the counters break an
 	// invariant that concurrent use can break without damaging the file:
 	// for a Count-Min sketch, rows whose sums disagree. Adds that raced a

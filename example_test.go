@@ -1,6 +1,7 @@
 package sketch_test
 
 import (
+	"errors"
 	"fmt"
 	"log"
 	"os"
@@ -123,4 +124,95 @@ func ExampleCountMin_AddBatch() {
 	// Output:
 	// [1 1 2]
 	// 3
+}
+
+// A counting Bloom filter shared by every process that opens the file: add,
+// test and remove items; "no" is exact.
+func ExampleOpenCountingBloom() {
+	dir, _ := os.MkdirTemp("", "sketch-example")
+	defer os.RemoveAll(dir)
+
+	seen, err := sketch.OpenCountingBloom(filepath.Join(dir, "tokens.cbf"), sketch.CountingBloomConfig{
+		Capacity: 10_000, // items held at once
+		FPRate:   0.001,  // false-positive rate at that load
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer seen.Close()
+
+	isNew, _ := seen.AddString("token-1")
+	fmt.Println("new:", isNew)
+	isNew, _ = seen.AddString("token-1")
+	fmt.Println("new again:", isNew, "count:", seen.CountOfString("token-1"))
+	seen.RemoveString("token-1")
+	fmt.Println("after one remove:", seen.ContainsString("token-1"))
+	seen.RemoveString("token-1")
+	fmt.Println("after two:", seen.ContainsString("token-1"))
+	st := seen.Stats()
+	fmt.Printf("%d counters, %d hashes\n", st.Counters, st.Hashes)
+	// Output:
+	// new: true
+	// new again: false count: 2
+	// after one remove: true
+	// after two: false
+	// 262144 counters, 10 hashes
+}
+
+// Freeze seals a file for good; read-only views, here or on a copy shipped
+// to another host, read it without any lock.
+func ExampleCountingBloom_Freeze() {
+	dir, _ := os.MkdirTemp("", "sketch-example")
+	defer os.RemoveAll(dir)
+	path := filepath.Join(dir, "known.cbf")
+
+	known, err := sketch.OpenCountingBloom(path, sketch.CountingBloomConfig{Capacity: 1000})
+	if err != nil {
+		log.Fatal(err)
+	}
+	known.AddMany([][]byte{[]byte("alice"), []byte("bob")})
+	if err := known.Freeze(); err != nil {
+		log.Fatal(err)
+	}
+	_, err = known.AddString("carol")
+	fmt.Println("add after freeze:", errors.Is(err, sketch.ErrFrozen))
+	known.Close()
+
+	ro, err := sketch.OpenCountingBloom(path, sketch.CountingBloomConfig{}, sketch.ReadOnly())
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer ro.Close()
+	fmt.Println("alice:", ro.ContainsString("alice"), "frozen:", ro.Frozen())
+	// Output:
+	// add after freeze: true
+	// alice: true frozen: true
+}
+
+// An in-memory sketch serves one process's goroutines, and unit tests on
+// any system.
+func ExampleNewCountMin() {
+	cms, err := sketch.NewCountMin(sketch.CountMinConfig{Rows: 4, Width: 1024})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer cms.Close()
+	cms.AddN([]byte("k"), 3)
+	fmt.Println(cms.Estimate([]byte("k")))
+	// Output: 3
+}
+
+// StatsVar publishes a sketch's Stats on /debug/vars (expvar) in one line.
+func ExampleCountMin_StatsVar() {
+	cms, err := sketch.NewCountMin(sketch.CountMinConfig{Rows: 2, Width: 8})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer cms.Close()
+	cms.AddN([]byte("k"), 3)
+
+	// expvar.Publish("requests", cms.StatsVar()) serves this at /debug/vars:
+	fmt.Println(cms.StatsVar())
+	// Output:
+	// {"rows":2,"width":8,"bytes":20480,"total":3,"adds":1,"error_bound":2,"error_rate":0.33978522855738064,"confidence":0.8646647167633873,"frozen":false,"read_only":false,"closed":false}
 }

@@ -33,6 +33,9 @@ import (
 // exclusive flock, held by the adopter only; openers that find such a file
 // wait for its magic, bounded by the wait timeout.
 func openPath(path string, sp spec, o options) (*mapping, error) {
+	if o.readOnly {
+		return openReadOnly(path, sp, o)
+	}
 	fail := func(err error) (*mapping, error) {
 		return nil, fmt.Errorf("sketch: open %s: %w", path, err)
 	}
@@ -61,6 +64,10 @@ func openPath(path string, sp spec, o options) (*mapping, error) {
 		}
 	}
 }
+
+// errCannotCreate means a config that only attaches (a counting Bloom
+// filter's zero config) found nothing to attach to.
+var errCannotCreate = fmt.Errorf("%w: no sketch to attach to, and the config does not say what to create", ErrInvalidConfig)
 
 // errRetry means the file at the path changed while an opener looked at it.
 var errRetry = errors.New("the path changed while it was opened")
@@ -104,7 +111,7 @@ func attachOpened(fd int, path string, sp spec, o options, deadline time.Time) (
 		return nil, err
 	}
 	if st.Size != 0 {
-		m, err := attachFd(fd, path, uint64(st.Size), sp)
+		m, err := attachFd(fd, path, uint64(st.Size), sp, false)
 		if err == nil || !errors.Is(err, errNoMagic) {
 			return m, err
 		}
@@ -121,7 +128,7 @@ func adopt(fd int, path string, sp spec, o options, deadline time.Time) (*mappin
 	if done, err := lockOrPublished(fd, deadline); err != nil {
 		return nil, err
 	} else if done {
-		return attachFd(fd, path, fileSize(fd), sp)
+		return attachFd(fd, path, fileSize(fd), sp, false)
 	}
 	defer unix.Flock(fd, unix.LOCK_UN)
 	if !samePath(path, fd) {
@@ -133,7 +140,7 @@ func adopt(fd int, path string, sp spec, o options, deadline time.Time) (*mappin
 	}
 	if st.Size != 0 {
 		// Someone may have finished between our look and the lock.
-		m, err := attachFd(fd, path, uint64(st.Size), sp)
+		m, err := attachFd(fd, path, uint64(st.Size), sp, false)
 		if err == nil || !errors.Is(err, errNoMagic) {
 			return m, err
 		}
@@ -144,6 +151,9 @@ func adopt(fd int, path string, sp spec, o options, deadline time.Time) (*mappin
 			return nil, fmt.Errorf("%w: empty file (an opener without WithoutCreate initialises it)", ErrCorrupt)
 		}
 		return nil, ErrInterruptedCreate
+	}
+	if sp.size == 0 {
+		return nil, errCannotCreate
 	}
 	what := "empty file"
 	if st.Size != 0 {
@@ -233,6 +243,9 @@ func fileID(fd int) (dev, ino uint64) {
 // path. It returns an error wrapping fs.ErrExist when something got there
 // first; the caller then attaches to it.
 func createPath(path string, sp spec, o options) (*mapping, error) {
+	if sp.size == 0 {
+		return nil, errCannotCreate
+	}
 	m, err := createAs(path, sp, o, true)
 	if errors.Is(err, errCannotLinkTmpfile) {
 		// The O_TMPFILE file could not be given a name (no /proc, and no
@@ -387,17 +400,9 @@ func allZero(fd int, size int64, deadline time.Time) (bool, error) {
 // initFile sizes the file, reserving its blocks, writes the header and the
 // directory, and publishes the magic last.
 func initFile(fd int, name string, sp spec) (*mapping, error) {
-	seed := sp.seed
-	for seed == 0 {
-		var b [8]byte
-		if _, err := rand.Read(b[:]); err != nil {
-			return nil, err
-		}
-		seed = binary.LittleEndian.Uint64(b[:])
-	}
-	lay := newLayout(seed, []entry{{kind: sp.kind, size: sp.size, params: sp.params}})
-	if lay.fileSize > maxFileSize || lay.fileSize > math.MaxInt {
-		return nil, fmt.Errorf("%w: %d bytes is more than a sketch file may have on this platform (%d)", ErrInvalidConfig, lay.fileSize, uint64(min(maxFileSize, math.MaxInt)))
+	lay, err := sp.layout()
+	if err != nil {
+		return nil, err
 	}
 	if err := reserve(fd, lay.fileSize); err != nil {
 		unix.Ftruncate(fd, 0)
@@ -435,33 +440,36 @@ func reserve(fd int, size uint64) error {
 	}
 }
 
-// publishMagic stores the magic with release semantics: every header byte
-// written before it is visible to whoever sees the magic.
-func publishMagic(data []byte) {
-	atomic.StoreUint64((*uint64)(unsafe.Pointer(&data[offMagic])), fileMagic)
-}
-
 // attachFd maps a file of the given size and validates it against sp. On
 // success the mapping owns fd; on failure the caller still does.
-func attachFd(fd int, name string, size uint64, sp spec) (*mapping, error) {
+func attachFd(fd int, name string, size uint64, sp spec, readOnly bool) (*mapping, error) {
 	if size < headerSize {
 		return nil, fmt.Errorf("%w: %d bytes is shorter than a header", ErrCorrupt, size)
 	}
 	if size > maxFileSize || size > math.MaxInt {
 		return nil, fmt.Errorf("%w: %d bytes is more than a sketch file may have on this platform (%d)", ErrCorrupt, size, uint64(min(maxFileSize, math.MaxInt)))
 	}
-	data, err := unix.Mmap(fd, 0, int(size), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
+	prot := unix.PROT_READ | unix.PROT_WRITE
+	if readOnly {
+		prot = unix.PROT_READ
+	}
+	data, err := unix.Mmap(fd, 0, int(size), prot, unix.MAP_SHARED)
 	if err != nil {
 		return nil, fmt.Errorf("mmap %d bytes: %w", size, err)
 	}
 	// Read the magic with acquire semantics before anything it publishes.
 	_ = atomic.LoadUint64((*uint64)(unsafe.Pointer(&data[offMagic])))
 	lay, err := decodeHeader(data)
+	if err == nil && !readOnly && isSealed(data) {
+		err = fmt.Errorf("%w: a sealed file opens read-only only (ReadOnly)", ErrFrozen)
+	}
 	if err == nil {
 		var e entry
 		e, err = pickEntry(lay, sp)
 		if err == nil {
-			return newMapping(name, fd, data, lay, e), nil
+			m := newMapping(name, fd, data, lay, e)
+			m.readOnly = readOnly
+			return m, nil
 		}
 	}
 	unix.Munmap(data)
@@ -506,29 +514,48 @@ func createMemfd(name string, sp spec) (*mapping, error) {
 	return nil, fmt.Errorf("sketch: create %s: %w", label, err)
 }
 
+// createInMemory makes a structure for one process: an unnamed memfd, so
+// that it works like a file's (a child can still be handed it) and its
+// lock has liveness tokens.
+func createInMemory(sp spec) (*mapping, error) {
+	m, err := createMemfd("sketch", sp)
+	if err != nil {
+		return nil, err
+	}
+	m.name = "in-memory sketch"
+	return m, nil
+}
+
 // attachInherited attaches to a sketch through a descriptor this process
 // received (from exec.Cmd.ExtraFiles, say). The descriptor is duplicated,
 // so it stays the caller's to close.
-func attachInherited(fd uintptr, sp spec) (*mapping, error) {
+func attachInherited(fd uintptr, sp spec, o options) (*mapping, error) {
 	label := fmt.Sprintf("fd %d", fd)
+	fail := func(err error) (*mapping, error) {
+		return nil, fmt.Errorf("sketch: attach %s: %w", label, err)
+	}
 	dup, err := dupCloexec(int(fd))
 	if err != nil {
-		return nil, fmt.Errorf("sketch: attach %s: %w", label, err)
+		return fail(err)
 	}
 	var st unix.Stat_t
 	if err := unix.Fstat(dup, &st); err != nil {
 		unix.Close(dup)
-		return nil, fmt.Errorf("sketch: attach %s: %w", label, err)
+		return fail(err)
 	}
 	if st.Mode&unix.S_IFMT != unix.S_IFREG {
 		unix.Close(dup)
-		return nil, fmt.Errorf("sketch: attach %s: %w: not a regular file", label, ErrCorrupt)
+		return fail(fmt.Errorf("%w: not a regular file", ErrCorrupt))
 	}
-	if fl, err := unix.FcntlInt(uintptr(dup), unix.F_GETFL, 0); err != nil || fl&unix.O_ACCMODE != unix.O_RDWR {
+	fl, err := unix.FcntlInt(uintptr(dup), unix.F_GETFL, 0)
+	if err != nil || (fl&unix.O_ACCMODE != unix.O_RDWR && !(o.readOnly && fl&unix.O_ACCMODE == unix.O_RDONLY)) {
 		unix.Close(dup)
-		return nil, fmt.Errorf("sketch: attach %s: %w: the descriptor is not open for reading and writing", label, ErrInvalidArgument)
+		return fail(fmt.Errorf("%w: the descriptor is not open for reading and writing (ReadOnly attaches a read-only one)", ErrInvalidArgument))
 	}
-	m, err := attachFd(dup, label, uint64(st.Size), sp)
+	m, err := attachFd(dup, label, uint64(st.Size), sp, o.readOnly)
+	if m != nil {
+		m.sharedOFD = true
+	}
 	if errors.Is(err, errNoMagic) {
 		// A descriptor is handed over after its creator initialised it,
 		// so a zero magic is a create that never finished.
@@ -536,9 +563,109 @@ func attachInherited(fd uintptr, sp spec) (*mapping, error) {
 	}
 	if err != nil {
 		unix.Close(dup)
-		return nil, fmt.Errorf("sketch: attach %s: %w", label, err)
+		return fail(err)
 	}
 	return m, nil
+}
+
+// openReadOnly attaches to the file at path for reading only: O_RDONLY, a
+// PROT_READ mapping, no create, no adoption, no owner rule (a reader risks
+// only itself) and no lock. A file whose magic is not published yet is
+// waited for while someone initialises it (holds its flock), and is
+// ErrInterruptedCreate otherwise.
+func openReadOnly(path string, sp spec, o options) (*mapping, error) {
+	fail := func(err error) (*mapping, error) {
+		return nil, fmt.Errorf("sketch: open %s: %w", path, err)
+	}
+	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC|unix.O_NONBLOCK, 0)
+	switch {
+	case err == unix.ELOOP:
+		return fail(ErrSymlink)
+	case err == unix.EISDIR || err == unix.ENXIO:
+		return fail(fmt.Errorf("%w: %w", ErrCorrupt, err))
+	case err != nil:
+		return fail(err)
+	}
+	m, err := readOnlyOpened(fd, path, sp, o)
+	if err != nil {
+		unix.Close(fd)
+		return fail(err)
+	}
+	m.path = path
+	m.dev, m.ino = fileID(fd)
+	return m, nil
+}
+
+func readOnlyOpened(fd int, path string, sp spec, o options) (*mapping, error) {
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return nil, err
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFREG {
+		return nil, fmt.Errorf("%w: not a regular file", ErrCorrupt)
+	}
+	deadline := time.Now().Add(o.waitTimeout)
+	pause := 50 * time.Microsecond
+	for {
+		if hasMagic(fd) {
+			return attachFd(fd, path, fileSize(fd), sp, true)
+		}
+		// Someone initialising the file holds its flock; a shared one
+		// taken at once means nobody does.
+		err := unix.Flock(fd, unix.LOCK_SH|unix.LOCK_NB)
+		if err == nil {
+			unix.Flock(fd, unix.LOCK_UN)
+			if hasMagic(fd) {
+				continue
+			}
+			if fileSize(fd) == 0 {
+				return nil, fmt.Errorf("%w: empty file (not initialised yet)", ErrCorrupt)
+			}
+			return nil, ErrInterruptedCreate
+		}
+		if err != unix.EWOULDBLOCK && err != unix.EINTR {
+			return nil, fmt.Errorf("flock: %w", err)
+		}
+		if time.Now().After(deadline) {
+			return nil, ErrTimeout
+		}
+		time.Sleep(pause)
+		pause = min(2*pause, 5*time.Millisecond)
+	}
+}
+
+// joinLock gives the handle its part in the file's lock: a liveness token
+// and a reader slot. The token is taken on an open file description of the
+// handle's own, reopened through /proc/self/fd: one that File hands to a
+// child (a dup shares the description and its locks) would keep the token
+// alive after this process died. Without /proc a handle opened by path or
+// that created its memfd uses its own descriptor (then a child holding a
+// descriptor from File keeps this handle alive in the lock's eyes), and an
+// attached descriptor, which may share its description, cannot lock.
+func (m *mapping) joinLock() error {
+	r := m.res
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return m.errorf("lock", ErrClosed)
+	}
+	if m.lk != nil {
+		return nil
+	}
+	fd := r.fd
+	own, err := unix.Open(procFdPath(r.fd), unix.O_RDWR|unix.O_CLOEXEC, 0)
+	switch {
+	case err == nil:
+		r.tokenFd, fd = own, own
+	case m.sharedOFD:
+		return m.errorf("lock", fmt.Errorf("reopening the descriptor through /proc/self/fd, for a lock token of its own: %w", err))
+	}
+	lk, err := newFileLock(fd, m.data, int(m.lay.slots))
+	if err != nil {
+		return m.errorf("lock", err)
+	}
+	m.lk = lk
+	return nil
 }
 
 func dupCloexec(fd int) (int, error) {

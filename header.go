@@ -17,7 +17,8 @@ package sketch
 //	72      48    reserved, zero
 //	120     8     checksum: XXH3-64 of bytes [8, 120)
 //	128     4     directory entries in use (mutable, <= capacity)
-//	132     60    reserved for mutable state, zero
+//	132     4     sealed: 1 once Freeze ran (mutable, set once)
+//	136     56    reserved for mutable state, zero
 //	192     64    lock words (the futex rwlock)
 //	256     8*N   reader slots
 //	...     128*M directory entries
@@ -29,6 +30,8 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math/bits"
+	"sync/atomic"
+	"unsafe"
 
 	"github.com/zeebo/xxh3"
 )
@@ -56,6 +59,7 @@ const (
 	offReserved = 72
 	offChecksum = 120
 	offDirCount = 128
+	offSealed   = 132 // uint32: 1 once Freeze sealed the file
 
 	lockOff       = 192
 	lockSize      = 64
@@ -287,6 +291,21 @@ func kindName(k uint32) string {
 	}
 	return fmt.Sprintf("structure of kind %d", k)
 }
+
+// publishMagic stores the magic with release semantics: every header byte
+// written before it is visible to whoever sees the magic.
+func publishMagic(data []byte) {
+	atomic.StoreUint64((*uint64)(unsafe.Pointer(&data[offMagic])), fileMagic)
+}
+
+// isSealed reports whether Freeze sealed the file.
+func isSealed(data []byte) bool {
+	return atomic.LoadUint32((*uint32)(unsafe.Pointer(&data[offSealed]))) != 0
+}
+
+// sealedWord returns the sealed flag's word, for mutators that check it on
+// every call.
+func sealedWord(data []byte) *uint32 { return (*uint32)(unsafe.Pointer(&data[offSealed])) }
 
 // errNoMagic marks a file whose magic is still zero: either a create in
 // progress or one that was interrupted. Open classifies it.

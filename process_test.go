@@ -67,6 +67,22 @@ func TestHelperProcess(t *testing.T) {
 		err = childMemfd()
 	case "crossuser":
 		err = childCrossUser()
+	case "cbfadd":
+		err = childCBFAdd()
+	case "cbfloop":
+		err = childCBFLoop()
+	case "cbfrace":
+		err = childCBFRace()
+	case "freeze":
+		err = childFreeze()
+	case "readonlyview":
+		err = childReadOnlyView()
+	case "lockhold":
+		err = childLockHold()
+	case "lockspin":
+		err = childLockSpin()
+	case "lockcount":
+		err = childLockCount()
 	default:
 		err = fmt.Errorf("unknown role %q", role)
 	}

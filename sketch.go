@@ -1,7 +1,10 @@
 package sketch
 
 import (
+	"crypto/rand"
+	"encoding/binary"
 	"fmt"
+	"math"
 	"os"
 	"runtime"
 	"sync"
@@ -15,6 +18,7 @@ type options struct {
 	mode        os.FileMode
 	waitTimeout time.Duration
 	noCreate    bool
+	readOnly    bool
 	owners      []uint32 // uids trusted beside the caller and root
 }
 
@@ -45,6 +49,17 @@ func WithWaitTimeout(d time.Duration) Option {
 // Tools that inspect a sketch (the CLI's check) use it.
 func WithoutCreate() Option {
 	return func(o *options) { o.noCreate = true }
+}
+
+// ReadOnly opens a structure for reading only: the file is opened O_RDONLY
+// and mapped PROT_READ, nothing is created or adopted, and no lock is
+// taken, so it works on a file the caller may only read (0644, another
+// user's, a read-only filesystem) and on a sealed file (Freeze), while
+// other processes keep writing to a live one. The owner rule (WithOwner)
+// does not apply: a reader risks only itself. Every mutator of a
+// read-only handle returns ErrReadOnly.
+func ReadOnly() Option {
+	return func(o *options) { o.readOnly = true }
 }
 
 // WithOwner trusts files owned by uid, beside the caller's own and root's.
@@ -102,6 +117,24 @@ type spec struct {
 	match func(e entry) error
 }
 
+// layout lays out a new file for sp, drawing a random seed unless sp
+// names one.
+func (sp spec) layout() (layout, error) {
+	seed := sp.seed
+	for seed == 0 {
+		var b [8]byte
+		if _, err := rand.Read(b[:]); err != nil {
+			return layout{}, err
+		}
+		seed = binary.LittleEndian.Uint64(b[:])
+	}
+	lay := newLayout(seed, []entry{{kind: sp.kind, size: sp.size, params: sp.params}})
+	if lay.fileSize > maxFileSize || lay.fileSize > math.MaxInt {
+		return layout{}, fmt.Errorf("%w: %d bytes is more than a sketch file may have on this platform (%d)", ErrInvalidConfig, lay.fileSize, uint64(min(maxFileSize, math.MaxInt)))
+	}
+	return lay, nil
+}
+
 // mapping is one process's view of a sketch file: the descriptor, the
 // shared mapping and the validated layout. It is shared by every structure.
 type mapping struct {
@@ -114,6 +147,12 @@ type mapping struct {
 	ent      entry // the structure this handle serves
 	data     []byte
 	res      *resources
+	// sharedOFD is set when the descriptor may share its open file
+	// description with another handle (inherited, or a memfd passed on),
+	// so that the lock's token needs a descriptor of its own.
+	sharedOFD bool
+	lk        *fileLock // nil until a structure that locks joins the lock
+	readOnly  bool      // mapped PROT_READ from an O_RDONLY descriptor
 }
 
 // resources are what a mapping holds from the kernel. They live apart from
@@ -122,6 +161,7 @@ type mapping struct {
 type resources struct {
 	mu      sync.Mutex
 	fd      int
+	tokenFd int // a descriptor of the handle's own holding its lock token, or -1
 	data    []byte
 	closed  bool // Close ran: fd is closed, data is a placeholder
 	retired bool // the memory is unmapped for good
@@ -130,7 +170,7 @@ type resources struct {
 // newMapping wraps a validated mapping of fd. From here on the mapping owns
 // the descriptor and the memory.
 func newMapping(name string, fd int, data []byte, lay layout, ent entry) *mapping {
-	m := &mapping{name: name, lay: lay, ent: ent, data: data, res: &resources{fd: fd, data: data}}
+	m := &mapping{name: name, lay: lay, ent: ent, data: data, res: &resources{fd: fd, tokenFd: -1, data: data}}
 	runtime.AddCleanup(m, (*resources).release, m.res)
 	return m
 }
@@ -162,7 +202,8 @@ func (m *mapping) close() error {
 	if cerr := closeFd(r.fd); err == nil {
 		err = cerr
 	}
-	r.fd = -1
+	closeFd(r.tokenFd) // releases the lock token: others may recover the lock
+	r.fd, r.tokenFd = -1, -1
 	if err != nil {
 		return m.errorf("close", err)
 	}
@@ -190,7 +231,8 @@ func (r *resources) release() {
 	unmap(r.data)
 	if !r.closed {
 		closeFd(r.fd)
-		r.closed, r.fd = true, -1
+		closeFd(r.tokenFd)
+		r.closed, r.fd, r.tokenFd = true, -1, -1
 	}
 	r.data = nil
 }

@@ -58,4 +58,57 @@ void sk_cms_reset(uint64_t *cells, uint64_t *stripes, uint64_t mask, uint32_t ro
 
 void sk_noop(void);
 
+/* The file's reader/writer lock (lock.c), the protocol of lock_linux.go
+ * word for word (docs/DESIGN.md), so that a C batch can take the lock, do
+ * its updates and release it in one crossing while pure-Go processes take
+ * the same lock in Go. sk_lock is one handle's view of it; the Go side fills
+ * it from package sketch's fileLock (lock_c.go, through csrc/lock.go, which
+ * mirrors this layout: keep the three in sync). Every pointer is into the
+ * shared mapping, so one handle may lock in Go at one moment and in C at
+ * the next. */
+typedef struct {
+	uint32_t *state; /* the futex word of the lock */
+	uint32_t *drain; /* futex word of a writer waiting for readers */
+	uint32_t *hw;    /* one past the highest reader slot claimed */
+	uint64_t *slots; /* the reader-slot table, nslots words */
+	uint64_t *slot;  /* this handle's slot; NULL for a slotless handle */
+	uint32_t nslots;
+	uint32_t id;     /* this handle's token id */
+	int32_t fd;      /* holds the handle's token; asked about other tokens */
+} sk_lock;
+
+/* sk_lock_write takes the write lock, sleeping while others hold it and
+ * recovering it from a dead holder. The lock is per handle, not per thread. */
+void sk_lock_write(sk_lock *l);
+/* sk_unlock_write releases the write lock: 0, or -1 touching nothing when
+ * the lock is no longer this handle's (it was recovered from it as dead). */
+int sk_unlock_write(sk_lock *l);
+/* sk_lock_read and sk_unlock_read take and release the read lock; a
+ * slotless handle takes the write lock instead. */
+void sk_lock_read(sk_lock *l);
+void sk_unlock_read(sk_lock *l);
+
+/* Counting Bloom filter operations (cbf.c; keep in sync with
+ * countingbloom_core.go and the binding in cbf.go). words holds (mask+1)/8
+ * words of eight 4-bit counters: counter i is in byte i/2, the low nibble
+ * when i is even. Probe i of a key is (lo + i*(hi|1)) & mask. */
+#define SK_CBF_MAX 15      /* counters saturate here and stick */
+#define SK_CBF_FROZEN (-1) /* sk_cbf_add_many found the file sealed */
+#define SK_CBF_AHEAD 8     /* keys hashed and prefetched ahead */
+
+/* sk_cbf_add_many adds each key once and returns how many were new (one
+ * of their counters was zero), or SK_CBF_FROZEN, adding nothing, when
+ * *sealed is not zero. It takes lock's read lock around the batch when
+ * lock is not NULL (Linux only: elsewhere lock must be NULL); with NULL,
+ * the caller holds it. prefetch asks it to fetch SK_CBF_AHEAD keys ahead. */
+int64_t sk_cbf_add_many(uint32_t *words, const uint32_t *sealed, sk_lock *lock, uint64_t seed, uint64_t mask,
+			uint32_t k, int prefetch, const sk_key *keys, size_t count);
+/* sk_cbf_count_set returns how many counters are above zero. */
+uint64_t sk_cbf_count_set(const uint32_t *words, uint64_t nwords);
+/* sk_cbf_merge adds src (nwords native-endian words, any alignment) into
+ * words counter by counter, saturating; sk_cbf_clear zeroes words. The
+ * caller holds the write lock for both. */
+void sk_cbf_merge(uint32_t *words, const uint8_t *src, uint64_t nwords);
+void sk_cbf_clear(uint32_t *words, uint64_t nwords);
+
 #endif

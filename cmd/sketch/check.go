@@ -14,7 +14,7 @@ func runCheck(args []string) error {
 	if len(args) != 1 {
 		return errors.New("usage: sketch check FILE")
 	}
-	c, err := sketch.OpenCountMin(args[0], sketch.CountMinConfig{}, sketch.WithoutCreate())
+	c, err := sketch.OpenCountMin(args[0], sketch.CountMinConfig{}, sketch.ReadOnly())
 	if err != nil {
 		return err
 	}

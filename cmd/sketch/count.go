@@ -39,7 +39,7 @@ func runEstimate(args []string) error {
 	if len(args) < 2 {
 		return errors.New("usage: sketch estimate FILE KEY...")
 	}
-	c, err := sketch.OpenCountMin(args[0], sketch.CountMinConfig{}, sketch.WithoutCreate())
+	c, err := sketch.OpenCountMin(args[0], sketch.CountMinConfig{}, sketch.ReadOnly())
 	if err != nil {
 		return err
 	}

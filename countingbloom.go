@@ -1,0 +1,624 @@
+package sketch
+
+import (
+	"fmt"
+	"math"
+	"math/bits"
+	"os"
+	"runtime"
+	"sync/atomic"
+	"unsafe"
+)
+
+// CountingBloomConfig sizes a counting Bloom filter by what its users know:
+// how many items it holds at once and the false-positive rate wanted at
+// that load. The geometry follows: k = round(-log2 FPRate) hashes (1..32)
+// and m = the next power of two of Capacity·k/ln 2 counters (at least 64),
+// 4 bits each.
+//
+// Creating needs Capacity; the zero config only attaches to an existing
+// filter, whatever its geometry.
+type CountingBloomConfig struct {
+	// Capacity is how many items the filter is sized to hold.
+	Capacity uint64
+	// FPRate is the false-positive rate at Capacity, in (0, 1). Zero
+	// means DefaultFPRate.
+	FPRate float64
+	// Seed is the hash seed; zero means random at create and any on
+	// attach, as for CountMinConfig.
+	Seed uint64
+}
+
+// DefaultFPRate is the false-positive rate a Bloom filter is sized for
+// when its config leaves FPRate zero.
+const DefaultFPRate = 0.01
+
+const (
+	// kindCountingBloom is the directory kind of a counting Bloom filter.
+	// Parameters: capacity, the bits of the FP rate, m, k.
+	kindCountingBloom uint32 = 3
+
+	cbfMinCounters = 64
+	cbfMaxHashes   = 32
+	// cbfMaxCounters keeps the counter bytes mappable and a counter's
+	// index in a 32-bit word's reach on 32-bit platforms.
+	cbfMaxCounters = 1 << (31 + 16*(bits.UintSize/64))
+)
+
+func init() {
+	registerKind(kindCountingBloom, kindInfo{name: "counting Bloom filter", validate: validateCountingBloomEntry})
+}
+
+// cbfGeometry returns the counters and hashes for a capacity and rate.
+func cbfGeometry(capacity uint64, fpRate float64) (m uint64, k int, err error) {
+	if capacity < 1 {
+		return 0, 0, fmt.Errorf("%w: Capacity is missing (at least 1 to create a filter; the zero config only attaches)", ErrInvalidConfig)
+	}
+	if !(fpRate > 0 && fpRate < 1) {
+		return 0, 0, fmt.Errorf("%w: false-positive rate %v is not in (0, 1)", ErrInvalidConfig, fpRate)
+	}
+	k = int(math.Round(-math.Log2(fpRate)))
+	k = min(max(k, 1), cbfMaxHashes)
+	want := math.Ceil(float64(capacity) * float64(k) / math.Ln2)
+	if want > cbfMaxCounters {
+		return 0, 0, fmt.Errorf("%w: capacity %d at rate %v needs %.0f counters, more than %d", ErrInvalidConfig, capacity, fpRate, want, uint64(cbfMaxCounters))
+	}
+	m = max(uint64(nextPow2(int(want))), cbfMinCounters)
+	return m, k, nil
+}
+
+// countingBloomBytes is the region of m counters: the operation-count
+// stripes, then the counters, two to a byte.
+func countingBloomBytes(m uint64) uint64 { return stripesBytes + m/2 }
+
+func (cfg CountingBloomConfig) spec() (spec, error) {
+	sp := spec{kind: kindCountingBloom, seed: cfg.Seed}
+	fp := cfg.FPRate
+	if fp == 0 {
+		fp = DefaultFPRate
+	}
+	if cfg.Capacity == 0 {
+		if cfg.FPRate != 0 && !(cfg.FPRate > 0 && cfg.FPRate < 1) {
+			return spec{}, fmt.Errorf("%w: false-positive rate %v is not in (0, 1)", ErrInvalidConfig, cfg.FPRate)
+		}
+		// Attach only: size 0 tells the create path it cannot create.
+		sp.match = func(entry) error { return nil }
+		return sp, nil
+	}
+	m, k, err := cbfGeometry(cfg.Capacity, fp)
+	if err != nil {
+		return spec{}, err
+	}
+	sp.size = countingBloomBytes(m)
+	sp.params = [8]uint64{cfg.Capacity, math.Float64bits(fp), m, uint64(k)}
+	sp.match = func(e entry) error {
+		if e.params[2] != m || e.params[3] != uint64(k) {
+			return fmt.Errorf("%w: asked for %d counters and %d hashes, the file has %d and %d", ErrIncompatible, m, k, e.params[2], e.params[3])
+		}
+		return nil
+	}
+	return sp, nil
+}
+
+func validateCountingBloomEntry(e entry) error {
+	capacity, fp, m, k := e.params[0], math.Float64frombits(e.params[1]), e.params[2], e.params[3]
+	switch {
+	case capacity < 1:
+		return fmt.Errorf("counting Bloom capacity %d", capacity)
+	case !(fp > 0 && fp < 1):
+		return fmt.Errorf("counting Bloom false-positive rate %v", fp)
+	case m < cbfMinCounters || m > cbfMaxCounters || m&(m-1) != 0:
+		return fmt.Errorf("counting Bloom counters %d", m)
+	case k < 1 || k > cbfMaxHashes:
+		return fmt.Errorf("counting Bloom hashes %d", k)
+	case e.size != countingBloomBytes(m):
+		return fmt.Errorf("counting Bloom region of %d bytes, %d counters need %d", e.size, m, countingBloomBytes(m))
+	}
+	for _, p := range e.params[4:] {
+		if p != 0 {
+			return fmt.Errorf("unknown counting Bloom parameters")
+		}
+	}
+	return nil
+}
+
+// CountingBloom is a counting Bloom filter (Fan, Cao, Almeida and Broder,
+// "Summary Cache", 2000) in a shared mapping: m 4-bit counters, k per item.
+// Unlike a Bloom filter it can remove items and say how many times one was
+// added. "No" is exact: an item added and not removed is always found, in
+// every process, whatever runs at the same time; "yes" is wrong with
+// probability about FPRate at Capacity items. Counters saturate at 15 and
+// stick there.
+//
+// Contains, CountOf, Count and Stats take no lock. Add and AddMany take the
+// file's read lock (so many processes add at once), Remove, Clear, Merge
+// and Freeze its write lock; a process killed holding either is recovered
+// from within about 10 ms (docs/DESIGN.md).
+type CountingBloom struct {
+	m      *mapping
+	l      cbfLayout
+	core   cbfCore
+	open   atomic.Bool
+	ro     bool
+	sealed *uint32
+	lk     *fileLock // nil on a read-only handle
+	stripe int
+}
+
+// CountingBloomStats describes a counting Bloom filter at one moment.
+type CountingBloomStats struct {
+	Capacity    uint64  `json:"capacity"`     // items it was sized for
+	FPRate      float64 `json:"fp_rate"`      // false-positive rate at Capacity
+	Counters    uint64  `json:"counters"`     // m, a power of two
+	Hashes      int     `json:"hashes"`       // k
+	CountersSet uint64  `json:"counters_set"` // counters above zero
+	Count       float64 `json:"count"`        // estimated distinct items present (MaxFloat64 when full)
+	FillRatio   float64 `json:"fill_ratio"`   // CountersSet / Counters
+	Ops         uint64  `json:"ops"`          // write-path calls, in every process
+	Bytes       uint64  `json:"bytes"`        // the whole mapping
+	Frozen      bool    `json:"frozen"`       // sealed by Freeze
+	ReadOnly    bool    `json:"read_only"`    // this handle is a read-only view
+	Closed      bool    `json:"closed"`       // this handle was closed
+}
+
+// OpenCountingBloom opens the counting Bloom filter in the file at path,
+// creating it if it does not exist, as OpenCountMin does for a Count-Min
+// sketch (the same files, trust rules and options). An explicit config
+// must match the stored geometry (ErrIncompatible); the zero config
+// attaches to any, and cannot create.
+func OpenCountingBloom(path string, cfg CountingBloomConfig, opts ...Option) (*CountingBloom, error) {
+	sp, err := cfg.spec()
+	if err != nil {
+		return nil, fmt.Errorf("sketch: open %s: %w", path, err)
+	}
+	o, err := buildOptions(opts)
+	if err != nil {
+		return nil, fmt.Errorf("sketch: open %s: %w", path, err)
+	}
+	m, err := openPath(path, sp, o)
+	if err != nil {
+		return nil, err
+	}
+	return newCountingBloom(m)
+}
+
+// NewCountingBloomMemfd creates a counting Bloom filter in a new memfd, to
+// hand to child processes (File, AttachCountingBloom), as
+// NewCountMinMemfd does.
+func NewCountingBloomMemfd(name string, cfg CountingBloomConfig, opts ...Option) (*CountingBloom, error) {
+	sp, err := cfg.spec()
+	if err == nil && sp.size == 0 {
+		_, _, err = cbfGeometry(0, 0)
+	}
+	if err == nil {
+		var o options
+		if o, err = buildOptions(opts); err == nil && o.readOnly {
+			err = fmt.Errorf("%w: a new filter cannot be read-only", ErrInvalidConfig)
+		}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("sketch: create memfd:%s: %w", name, err)
+	}
+	m, err := createMemfd(name, sp)
+	if err != nil {
+		return nil, err
+	}
+	return newCountingBloom(m)
+}
+
+// NewCountingBloom creates a counting Bloom filter in memory, for one
+// process, as NewCountMin does.
+func NewCountingBloom(cfg CountingBloomConfig) (*CountingBloom, error) {
+	sp, err := cfg.spec()
+	if err == nil && sp.size == 0 {
+		_, _, err = cbfGeometry(0, 0)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("sketch: create in memory: %w", err)
+	}
+	m, err := createInMemory(sp)
+	if err != nil {
+		return nil, err
+	}
+	return newCountingBloom(m)
+}
+
+// AttachCountingBloom attaches to the counting Bloom filter behind a
+// descriptor this process inherited, as AttachCountMin does.
+func AttachCountingBloom(fd uintptr, cfg CountingBloomConfig, opts ...Option) (*CountingBloom, error) {
+	sp, err := cfg.spec()
+	if err != nil {
+		return nil, fmt.Errorf("sketch: attach fd %d: %w", fd, err)
+	}
+	o, err := buildOptions(opts)
+	if err != nil {
+		return nil, fmt.Errorf("sketch: attach fd %d: %w", fd, err)
+	}
+	m, err := attachInherited(fd, sp, o)
+	if err != nil {
+		return nil, err
+	}
+	return newCountingBloom(m)
+}
+
+func newCountingBloom(m *mapping) (*CountingBloom, error) {
+	region := m.entryBytes()
+	base := unsafe.Pointer(&region[0])
+	b := &CountingBloom{
+		m: m,
+		l: cbfLayout{
+			stripes: base,
+			words:   unsafe.Add(base, stripesBytes),
+			seed:    m.lay.seed,
+			mask:    m.ent.params[2] - 1,
+			k:       int(m.ent.params[3]),
+		},
+		core:   defaultCBFCore,
+		ro:     m.readOnly,
+		sealed: sealedWord(m.data),
+	}
+	if !m.readOnly {
+		if err := m.joinLock(); err != nil {
+			m.close()
+			return nil, err
+		}
+		b.lk = m.lk
+		b.stripe = lockStripe(m.lk)
+	}
+	b.open.Store(true)
+	return b, nil
+}
+
+// Add adds key and reports whether it was new: whether one of its counters
+// was zero before. isNew is exact when nothing else adds or removes the
+// same item at the same moment; a false positive reads as not new.
+func (b *CountingBloom) Add(key []byte) (isNew bool, err error) {
+	if err := b.refuse("add"); err != nil {
+		return false, err
+	}
+	h1, hi := hashKey(key, b.l.seed)
+	b.lk.rlock()
+	if atomic.LoadUint32(b.sealed) != 0 {
+		b.lk.runlock()
+		return false, b.m.errorf("add", ErrFrozen)
+	}
+	isNew = b.l.addHashed(h1, hi)
+	b.l.countOps(b.stripe)
+	b.lk.runlock()
+	return isNew, b.after("add")
+}
+
+// AddString is Add for a string key.
+func (b *CountingBloom) AddString(key string) (bool, error) {
+	return b.Add(unsafe.Slice(unsafe.StringData(key), len(key)))
+}
+
+// AddMany adds every key under one acquisition of the lock and returns how
+// many were new. In the cgo build a batch of 8 keys or more (on a filter
+// past the caches, 2 or more) goes to the C core, 256 keys a crossing,
+// fetching counters ahead on a filter larger than a quarter of L2; at 256
+// keys a key costs a fraction of a single Add.
+func (b *CountingBloom) AddMany(keys [][]byte) (added int, err error) {
+	if err := b.refuse("add"); err != nil {
+		return 0, err
+	}
+	added, frozen := b.core.addMany(&b.l, b.lk, b.sealed, keys)
+	if frozen {
+		return 0, b.m.errorf("add", ErrFrozen)
+	}
+	b.l.countOps(b.stripe)
+	runtime.KeepAlive(b)
+	return added, b.after("add")
+}
+
+// Contains reports whether key is probably in the filter. False is exact:
+// an item added and not removed is always found.
+func (b *CountingBloom) Contains(key []byte) bool {
+	if !b.open.Load() {
+		return true // a closed handle never claims an item is absent
+	}
+	h1, hi := hashKey(key, b.l.seed)
+	found := b.l.containsHashed(h1, hi)
+	return found || !b.open.Load()
+}
+
+// ContainsString is Contains for a string key.
+func (b *CountingBloom) ContainsString(key string) bool {
+	return b.Contains(unsafe.Slice(unsafe.StringData(key), len(key)))
+}
+
+// CountOf returns how many times key is stored (added minus removed), 0 to
+// 15: the smallest of its counters. Below 15 it is never under the truth
+// (collisions can only raise it); 15 means 15 or more. 0 means definitely
+// absent. A closed handle returns 15.
+func (b *CountingBloom) CountOf(key []byte) uint8 {
+	if !b.open.Load() {
+		return cbfMax
+	}
+	h1, hi := hashKey(key, b.l.seed)
+	n := b.l.countHashed(h1, hi)
+	if !b.open.Load() {
+		return cbfMax
+	}
+	return uint8(n)
+}
+
+// CountOfString is CountOf for a string key.
+func (b *CountingBloom) CountOfString(key string) uint8 {
+	return b.CountOf(unsafe.Slice(unsafe.StringData(key), len(key)))
+}
+
+// Remove takes one copy of key out, if the filter contains it, and reports
+// whether it did. Saturated counters stay at 15, so a saturated item
+// cannot be removed completely. Only remove items you added: removing one
+// that is a false positive lowers counters that other items need.
+func (b *CountingBloom) Remove(key []byte) (removed bool, err error) {
+	if err := b.refuse("remove"); err != nil {
+		return false, err
+	}
+	h1, hi := hashKey(key, b.l.seed)
+	b.lk.lock()
+	if atomic.LoadUint32(b.sealed) != 0 {
+		b.lk.unlock()
+		return false, b.m.errorf("remove", ErrFrozen)
+	}
+	removed = b.l.removeHashed(h1, hi)
+	b.l.countOps(b.stripe)
+	if err := b.lk.unlock(); err != nil {
+		return removed, b.m.errorf("remove", err)
+	}
+	return removed, b.after("remove")
+}
+
+// RemoveString is Remove for a string key.
+func (b *CountingBloom) RemoveString(key string) (bool, error) {
+	return b.Remove(unsafe.Slice(unsafe.StringData(key), len(key)))
+}
+
+// Clear empties the filter, under the write lock.
+func (b *CountingBloom) Clear() error {
+	return b.exclusive("clear", func() error {
+		b.core.clear(&b.l)
+		return nil
+	})
+}
+
+// Merge adds other's counters into b's, counter by counter, saturating at
+// 15: afterwards b contains every item either contained. The filters must
+// have the same geometry and seed (ErrIncompatible). other is copied under
+// its read lock, then b changes under its write lock; no lock is held
+// while the other is taken, so merging a filter into itself, or two
+// processes merging into each other at once, cannot deadlock.
+func (b *CountingBloom) Merge(other *CountingBloom) error {
+	if err := b.refuse("merge"); err != nil {
+		return err
+	}
+	if other == nil || !other.open.Load() {
+		return b.m.errorf("merge", fmt.Errorf("%w: the other filter is closed", ErrInvalidArgument))
+	}
+	if other.l.mask != b.l.mask || other.l.k != b.l.k || other.l.seed != b.l.seed {
+		return b.m.errorf("merge", fmt.Errorf("%w: %d counters and %d hashes against %d and %d, or another seed", ErrIncompatible, other.l.mask+1, other.l.k, b.l.mask+1, b.l.k))
+	}
+	snap := other.snapshot()
+	if !other.open.Load() {
+		return b.m.errorf("merge", fmt.Errorf("%w: the other filter was closed during the merge", ErrInvalidArgument))
+	}
+	return b.exclusive("merge", func() error {
+		b.core.merge(&b.l, snap)
+		return nil
+	})
+}
+
+// snapshot copies the counters under the read lock (a read-only handle,
+// which takes no lock, copies them as they are).
+func (b *CountingBloom) snapshot() []byte {
+	if b.lk != nil {
+		b.lk.rlock()
+		defer b.lk.runlock()
+	}
+	n := b.l.nwords()
+	snap := make([]byte, n*4)
+	for w := uint64(0); w < n; w++ {
+		native.PutUint32(snap[w*4:], atomic.LoadUint32((*uint32)(unsafe.Add(b.l.words, w*4))))
+	}
+	return snap
+}
+
+// Freeze seals the file for good, under the write lock: from then on every
+// mutator of every handle, in every process, returns ErrFrozen, and a
+// read-write open is refused with ErrFrozen. The file may then be copied
+// to hosts of the same byte order and opened there with ReadOnly. Freeze
+// flushes the file (Sync).
+func (b *CountingBloom) Freeze() error {
+	err := b.exclusive("freeze", func() error {
+		atomic.StoreUint32(b.sealed, 1)
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	return b.Sync()
+}
+
+// exclusive runs f under the write lock, unless the handle may not mutate
+// or the file is sealed, and counts the operation.
+func (b *CountingBloom) exclusive(op string, f func() error) error {
+	if err := b.refuse(op); err != nil {
+		return err
+	}
+	b.lk.lock()
+	if atomic.LoadUint32(b.sealed) != 0 {
+		b.lk.unlock()
+		return b.m.errorf(op, ErrFrozen)
+	}
+	err := f()
+	b.l.countOps(b.stripe)
+	if uerr := b.lk.unlock(); uerr != nil && err == nil {
+		err = uerr
+	}
+	if err != nil {
+		return b.m.errorf(op, err)
+	}
+	return b.after(op)
+}
+
+// Count estimates how many distinct items the filter holds,
+// -(m/k)·ln(1 - X/m) with X the counters above zero (Swamidass and Baldi,
+// 2007). It walks the counters.
+func (b *CountingBloom) Count() float64 {
+	if !b.open.Load() {
+		return math.Inf(1)
+	}
+	return b.count(b.core.countSet(&b.l))
+}
+
+func (b *CountingBloom) count(set uint64) float64 {
+	m, k := float64(b.l.mask+1), float64(b.l.k)
+	if set >= b.l.mask+1 {
+		return math.Inf(1)
+	}
+	return -m / k * math.Log1p(-float64(set)/m)
+}
+
+// Stats reports the filter's geometry and fill. It walks the counters.
+func (b *CountingBloom) Stats() CountingBloomStats {
+	s := CountingBloomStats{
+		Counters: b.l.mask + 1,
+		Hashes:   b.l.k,
+		ReadOnly: b.ro,
+	}
+	if b.m == nil || !b.open.Load() {
+		s.Closed = true
+		return s
+	}
+	s.Capacity = b.m.ent.params[0]
+	s.FPRate = math.Float64frombits(b.m.ent.params[1])
+	s.Bytes = b.m.lay.fileSize
+	s.CountersSet = b.core.countSet(&b.l)
+	s.Count = b.count(s.CountersSet)
+	if math.IsInf(s.Count, 1) {
+		s.Count = math.MaxFloat64 // every counter set; JSON has no infinity
+	}
+	s.FillRatio = float64(s.CountersSet) / float64(s.Counters)
+	s.Ops = b.l.ops()
+	s.Frozen = atomic.LoadUint32(b.sealed) != 0
+	if !b.open.Load() {
+		return CountingBloomStats{Counters: s.Counters, Hashes: s.Hashes, ReadOnly: b.ro, Closed: true}
+	}
+	return s
+}
+
+// StatsVar returns the filter's Stats as an expvar.Var, as
+// CountMin.StatsVar does: expvar.Publish("banned", cbf.StatsVar()).
+func (b *CountingBloom) StatsVar() StatsVar {
+	return StatsVar{func() any { return b.Stats() }}
+}
+
+// Capacity returns the number of items the filter was sized for.
+func (b *CountingBloom) Capacity() uint64 {
+	if b.m == nil {
+		return 0
+	}
+	return b.m.ent.params[0]
+}
+
+// Counters returns m, the number of 4-bit counters.
+func (b *CountingBloom) Counters() uint64 { return b.l.mask + 1 }
+
+// Hashes returns k, the counters per item.
+func (b *CountingBloom) Hashes() int { return b.l.k }
+
+// Frozen reports whether the file is sealed (Freeze).
+func (b *CountingBloom) Frozen() bool { return b.open.Load() && atomic.LoadUint32(b.sealed) != 0 }
+
+// ReadOnly reports whether the handle was opened with ReadOnly.
+func (b *CountingBloom) ReadOnly() bool { return b.ro }
+
+// Path returns the file's path, or "" for a memfd, an inherited
+// descriptor or an in-memory filter.
+func (b *CountingBloom) Path() string {
+	if b.m == nil {
+		return ""
+	}
+	return b.m.path
+}
+
+// File returns a duplicate of the filter's descriptor, for a child process
+// that attaches with AttachCountingBloom. The caller closes it.
+func (b *CountingBloom) File() (*os.File, error) {
+	if b.m == nil {
+		return nil, b.closedErr("file")
+	}
+	return b.m.file()
+}
+
+// Sync flushes the mapping to the file.
+func (b *CountingBloom) Sync() error {
+	if b.m == nil {
+		return b.closedErr("sync")
+	}
+	return b.m.sync()
+}
+
+// Unlink removes the filter's file from Path, as CountMin.Unlink does.
+func (b *CountingBloom) Unlink() error {
+	if b.m == nil {
+		return nil
+	}
+	return b.m.unlink()
+}
+
+// Close releases the descriptor, the lock's liveness token and the file's
+// pages; safe twice and while other goroutines use the handle, as
+// CountMin.Close is. A lock this handle held is recovered by the others.
+func (b *CountingBloom) Close() error {
+	if b == nil || b.m == nil {
+		return nil
+	}
+	b.open.Store(false)
+	return b.m.close()
+}
+
+// String describes the handle without its seed.
+func (b *CountingBloom) String() string {
+	state := ""
+	if !b.open.Load() {
+		state = ", closed"
+	}
+	return fmt.Sprintf("sketch.CountingBloom(%s, %d counters, %d hashes%s)", b.name(), b.l.mask+1, b.l.k, state)
+}
+
+// GoString is String, for %#v.
+func (b *CountingBloom) GoString() string { return b.String() }
+
+func (b *CountingBloom) name() string {
+	if b.m == nil {
+		return "(zero CountingBloom)"
+	}
+	return b.m.name
+}
+
+// refuse returns why a mutator may not run (closed, read-only, sealed).
+func (b *CountingBloom) refuse(op string) error {
+	switch {
+	case !b.open.Load():
+		return b.closedErr(op)
+	case b.ro:
+		return b.m.errorf(op, ErrReadOnly)
+	case atomic.LoadUint32(b.sealed) != 0:
+		return b.m.errorf(op, ErrFrozen)
+	}
+	return nil
+}
+
+// after reports a handle closed while its call ran.
+func (b *CountingBloom) after(op string) error {
+	if !b.open.Load() {
+		return b.closedErr(op)
+	}
+	return nil
+}
+
+func (b *CountingBloom) closedErr(op string) error {
+	return fmt.Errorf("sketch: %s %s: %w", op, b.name(), ErrClosed)
+}

@@ -1,0 +1,15 @@
+//go:build cgo && !purego && !linux
+
+package sketch
+
+import "github.com/shmsketch/sketch/csrc"
+
+// Keep in sync with countingbloom_c_linux.go.
+
+// cbfAddLocked adds at most csrc.Batch keys under the file's read lock,
+// taken in Go: the C lock (csrc/lock.c) is Linux-only.
+func cbfAddLocked(f *csrc.Filter, lk *fileLock, keys [][]byte) (added int, frozen bool) {
+	lk.rlock()
+	defer lk.runlock()
+	return f.AddMany(keys)
+}

@@ -1,0 +1,243 @@
+package sketch
+
+import (
+	"math/bits"
+	"sync/atomic"
+	"unsafe"
+)
+
+// The pure-Go core of the counting Bloom filter. It is always compiled: it
+// serves single keys in every build, everything in the pure-Go build, and
+// the parity suite runs it beside the C core. Keep in sync with
+// csrc/cbf.c.
+//
+// Counters are 4 bits, two to a byte: counter i is in byte i/2, the low
+// nibble when i is even. They are read and changed through the aligned
+// 32-bit word that holds them, with atomic loads and compare-and-swap, so
+// that a byte's two counters never overwrite each other.
+
+// cbfLayout locates a counting Bloom filter's words in the mapping.
+type cbfLayout struct {
+	words   unsafe.Pointer // m/8 uint32 words of 8 counters each
+	stripes unsafe.Pointer // stripeCount operation counters, one per cache line
+	seed    uint64
+	mask    uint64 // m - 1
+	k       int
+}
+
+// cbfMax is where a counter saturates: it sticks there, never incremented
+// nor decremented again, so that no item it counts can be lost.
+const cbfMax = 15
+
+// nibbleShift[j] is the bit position, in the 32-bit word loaded natively,
+// of the low nibble of the word's byte j.
+var nibbleShift = func() (s [4]uint) {
+	var probe uint32 = 0x03020100
+	b := (*[4]byte)(unsafe.Pointer(&probe))
+	for pos, j := range b {
+		s[j] = uint(8 * pos)
+	}
+	return s
+}()
+
+// cell returns the word holding counter i and the counter's bit position.
+func (l *cbfLayout) cell(i uint64) (*uint32, uint) {
+	w := (*uint32)(unsafe.Add(l.words, (i/8)*4))
+	return w, nibbleShift[(i/2)%4] + uint(i%2)*4
+}
+
+// get returns counter i.
+func (l *cbfLayout) get(i uint64) uint32 {
+	w, sh := l.cell(i)
+	return atomic.LoadUint32(w) >> sh & 0xf
+}
+
+// inc adds one to counter i unless it is saturated, and returns its value
+// before.
+func (l *cbfLayout) inc(i uint64) uint32 {
+	w, sh := l.cell(i)
+	for {
+		old := atomic.LoadUint32(w)
+		v := old >> sh & 0xf
+		if v == cbfMax || atomic.CompareAndSwapUint32(w, old, old+1<<sh) {
+			return v
+		}
+	}
+}
+
+// dec takes one from counter i unless it is saturated or zero.
+func (l *cbfLayout) dec(i uint64) {
+	w, sh := l.cell(i)
+	for {
+		old := atomic.LoadUint32(w)
+		v := old >> sh & 0xf
+		if v == cbfMax || v == 0 || atomic.CompareAndSwapUint32(w, old, old-1<<sh) {
+			return
+		}
+	}
+}
+
+// probe is the i-th counter of the key hashing to (h1, h2).
+func (l *cbfLayout) probe(h1, h2 uint64, i int) uint64 { return (h1 + uint64(i)*h2) & l.mask }
+
+// addHashed increments the key's k counters and reports whether one of
+// them was zero before: the key was not in the filter. It loads every
+// counter's word before the first compare-and-swap: a locked instruction
+// waits for the loads before it, so this way the k cache misses overlap
+// instead of following one another.
+func (l *cbfLayout) addHashed(h1, hi uint64) (isNew bool) {
+	h2 := hi | 1
+	l.touch(h1, h2)
+	for i := 0; i < l.k; i++ {
+		if l.inc(l.probe(h1, h2, i)) == 0 {
+			isNew = true
+		}
+	}
+	return isNew
+}
+
+// touch loads the words of the key's counters, so that their cache lines
+// are on their way together.
+func (l *cbfLayout) touch(h1, h2 uint64) uint32 {
+	var sink uint32
+	for i := 0; i < l.k; i++ {
+		w, _ := l.cell(l.probe(h1, h2, i))
+		sink += atomic.LoadUint32(w)
+	}
+	return sink
+}
+
+// containsHashed reports whether all the key's counters are above zero.
+func (l *cbfLayout) containsHashed(h1, hi uint64) bool {
+	h2 := hi | 1
+	for i := 0; i < l.k; i++ {
+		if l.get(l.probe(h1, h2, i)) == 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// countHashed returns the smallest of the key's counters.
+func (l *cbfLayout) countHashed(h1, hi uint64) uint32 {
+	h2 := hi | 1
+	n := uint32(cbfMax)
+	for i := 0; i < l.k && n > 0; i++ {
+		n = min(n, l.get(l.probe(h1, h2, i)))
+	}
+	return n
+}
+
+// removeHashed decrements the key's counters if all are above zero, and
+// reports whether it did. Callers hold the write lock: two removes of one
+// copy must not both pass the check.
+func (l *cbfLayout) removeHashed(h1, hi uint64) bool {
+	if !l.containsHashed(h1, hi) {
+		return false
+	}
+	h2 := hi | 1
+	for i := 0; i < l.k; i++ {
+		l.dec(l.probe(h1, h2, i))
+	}
+	return true
+}
+
+// countOps adds one to the operation count, in the handle's stripe.
+func (l *cbfLayout) countOps(stripe int) {
+	atomic.AddUint64((*uint64)(unsafe.Add(l.stripes, (stripe%stripeCount)*stripeBytes)), 1)
+}
+
+// ops sums the operation count's stripes.
+func (l *cbfLayout) ops() uint64 {
+	var sum uint64
+	for i := 0; i < stripeCount; i++ {
+		sum += atomic.LoadUint64((*uint64)(unsafe.Add(l.stripes, i*stripeBytes)))
+	}
+	return sum
+}
+
+// nwords is the number of 32-bit counter words.
+func (l *cbfLayout) nwords() uint64 { return (l.mask + 1) / 8 }
+
+// cbfCore is one implementation of the counting Bloom filter's batch and
+// whole-array operations; the Go core and (with cgo) the C core agree bit
+// for bit.
+type cbfCore interface {
+	name() string
+	// addMany adds every key under the read lock, unless the file is
+	// sealed (then it adds nothing and reports frozen), and returns how
+	// many keys were new.
+	addMany(l *cbfLayout, lk *fileLock, sealed *uint32, keys [][]byte) (added int, frozen bool)
+	// countSet returns how many counters are above zero.
+	countSet(l *cbfLayout) uint64
+	// merge adds src, another filter's counter bytes, into l's counters,
+	// saturating at cbfMax. The caller holds l's write lock.
+	merge(l *cbfLayout, src []byte)
+	// clear zeroes every counter. The caller holds the write lock.
+	clear(l *cbfLayout)
+}
+
+// cbfGo is the pure-Go core.
+type cbfGo struct{}
+
+func (cbfGo) name() string { return "purego" }
+
+func (cbfGo) addMany(l *cbfLayout, lk *fileLock, sealed *uint32, keys [][]byte) (int, bool) {
+	lk.rlock()
+	defer lk.runlock()
+	if atomic.LoadUint32(sealed) != 0 {
+		return 0, true
+	}
+	added := 0
+	for _, k := range keys {
+		h1, hi := hashKey(k, l.seed)
+		if l.addHashed(h1, hi) {
+			added++
+		}
+	}
+	return added, false
+}
+
+func (cbfGo) countSet(l *cbfLayout) uint64 {
+	var n uint64
+	for w := uint64(0); w < l.nwords(); w++ {
+		v := atomic.LoadUint32((*uint32)(unsafe.Add(l.words, w*4)))
+		// A nibble is set when any of its 4 bits is: fold each onto its
+		// low bit and count.
+		v = (v | v>>1 | v>>2 | v>>3) & 0x11111111
+		n += uint64(bits.OnesCount32(v))
+	}
+	return n
+}
+
+func (cbfGo) merge(l *cbfLayout, src []byte) {
+	for w := uint64(0); w < l.nwords(); w++ {
+		add := native.Uint32(src[w*4:])
+		if add == 0 {
+			continue
+		}
+		p := (*uint32)(unsafe.Add(l.words, w*4))
+		for {
+			old := atomic.LoadUint32(p)
+			if atomic.CompareAndSwapUint32(p, old, saturatingNibbleAdd(old, add)) {
+				break
+			}
+		}
+	}
+}
+
+// saturatingNibbleAdd adds two words of eight 4-bit counters counter by
+// counter, each sum capped at cbfMax.
+func saturatingNibbleAdd(a, b uint32) uint32 {
+	var r uint32
+	for sh := uint(0); sh < 32; sh += 4 {
+		r |= min(a>>sh&0xf+b>>sh&0xf, cbfMax) << sh
+	}
+	return r
+}
+
+func (cbfGo) clear(l *cbfLayout) {
+	for w := uint64(0); w < l.nwords(); w++ {
+		atomic.StoreUint32((*uint32)(unsafe.Add(l.words, w*4)), 0)
+	}
+}

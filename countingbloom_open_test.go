@@ -1,0 +1,121 @@
+//go:build linux
+
+package sketch
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// cbfMakeFile makes a small counting Bloom file with a few items and
+// returns its bytes.
+func cbfMakeFile(t testing.TB) []byte {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "cbf")
+	b, err := OpenCountingBloom(path, CountingBloomConfig{Capacity: 10, Seed: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"a", "b", "c"} {
+		b.AddString(k)
+	}
+	b.Close()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data
+}
+
+// TestCountingBloom_Corrupt: damaged counting Bloom entries are refused
+// with the sentinel that says what is wrong.
+func TestCountingBloom_Corrupt(t *testing.T) {
+	valid := cbfMakeFile(t)
+	for _, tc := range []struct {
+		name string
+		edit func(b []byte)
+		want error
+	}{
+		{"capacity zero", func(b []byte) { native.PutUint64(b[otDirOff+entParams:], 0); otResum(b) }, ErrCorrupt},
+		{"rate out of range", func(b []byte) { native.PutUint64(b[otDirOff+entParams+8:], 0x3ff0000000000000); otResum(b) }, ErrCorrupt},
+		{"counters not a power of two", func(b []byte) { native.PutUint64(b[otDirOff+entParams+16:], 1000); otResum(b) }, ErrCorrupt},
+		{"too many hashes", func(b []byte) { native.PutUint64(b[otDirOff+entParams+24:], 33); otResum(b) }, ErrCorrupt},
+		{"region too small", func(b []byte) { native.PutUint64(b[otDirOff+entParams+16:], 1<<20); otResum(b) }, ErrCorrupt},
+		{"entry checksum", func(b []byte) { b[otDirOff+entParams] ^= 1 }, ErrChecksum},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			data := bytes.Clone(valid)
+			tc.edit(data)
+			path := filepath.Join(t.TempDir(), "cbf")
+			if err := os.WriteFile(path, data, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			_, err := OpenCountingBloom(path, CountingBloomConfig{})
+			if !errors.Is(err, tc.want) || !strings.Contains(err.Error(), path) {
+				t.Errorf("OpenCountingBloom = %v, want %v naming the file", err, tc.want)
+			}
+		})
+	}
+	// A Count-Min file is not a counting Bloom filter, and the reverse.
+	path, _ := otMakeFile(t, otCfg)
+	if _, err := OpenCountingBloom(path, CountingBloomConfig{}); !errors.Is(err, ErrIncompatible) {
+		t.Errorf("OpenCountingBloom of a Count-Min file = %v, want ErrIncompatible", err)
+	}
+}
+
+// FuzzOpenCountingBloom writes arbitrary bytes, from a counting Bloom
+// file mutated anywhere (lock words and reader slots included), and opens
+// them as a counting Bloom filter: the open fails with a classified error,
+// or every operation works and returns, whatever state the lock words
+// were left in.
+func FuzzOpenCountingBloom(f *testing.F) {
+	valid := cbfMakeFile(f)
+	f.Add(valid, false)
+	f.Add(valid, true)
+	for _, off := range []int{lockStateOff, lockDrainOff, lockHWOff, slotsOff, slotsOff + 8, offSealed} {
+		b := bytes.Clone(valid)
+		for i := range 4 {
+			b[off+i] = 0xff
+		}
+		f.Add(b, false)
+	}
+	f.Add(valid[:len(valid)-64], true)
+	f.Fuzz(func(t *testing.T, data []byte, resum bool) {
+		if resum {
+			data = otResumAll(bytes.Clone(data))
+		}
+		path := filepath.Join(t.TempDir(), "cbf")
+		if err := os.WriteFile(path, data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		b, err := OpenCountingBloom(path, CountingBloomConfig{}, WithWaitTimeout(time.Second))
+		if err != nil {
+			if !errors.Is(err, ErrCorrupt) && !errors.Is(err, ErrIncompatible) && !errors.Is(err, ErrFrozen) && !errors.Is(err, ErrInvalidConfig) {
+				t.Errorf("unclassified error: %v", err)
+			}
+			return
+		}
+		defer b.Close()
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			b.AddString("x")
+			b.AddMany([][]byte{[]byte("y"), []byte("z")})
+			b.ContainsString("x")
+			b.CountOfString("y")
+			b.RemoveString("x")
+			b.Stats()
+			b.Clear()
+		}()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			t.Fatal("operations on an opened filter did not return within 10s")
+		}
+	})
+}

@@ -1,0 +1,471 @@
+package sketch
+
+import (
+	"bytes"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/zeebo/xxh3"
+)
+
+// The counting Bloom filter's parity suite, as parity_test.go is
+// Count-Min's: every core must do exactly what a plain model does, and the
+// cores given the same operations must leave byte-identical files.
+
+// cbfParityExtra are cores the parity suite runs beside cbfTestCores: the
+// C core made to serve every batch from C and fetch ahead on any filter,
+// where built.
+var cbfParityExtra []cbfCore
+
+// refCBF is the model: one uint8 per counter, the definition written out.
+type refCBF struct {
+	seed uint64
+	k    int
+	c    []uint8
+	ops  uint64 // write-path calls
+}
+
+func newRefCBF(m uint64, k int, seed uint64) *refCBF {
+	return &refCBF{seed: seed, k: k, c: make([]uint8, m)}
+}
+
+func (r *refCBF) probes(key []byte) []uint64 {
+	h := xxh3.Hash128Seed(key, r.seed)
+	p := make([]uint64, r.k)
+	for i := range p {
+		p[i] = (h.Lo + uint64(i)*(h.Hi|1)) % uint64(len(r.c))
+	}
+	return p
+}
+
+func (r *refCBF) add(key []byte) (isNew bool) {
+	for _, i := range r.probes(key) {
+		if r.c[i] == 0 {
+			isNew = true
+		}
+		if r.c[i] < 15 {
+			r.c[i]++
+		}
+	}
+	return isNew
+}
+
+func (r *refCBF) addMany(keys [][]byte) int {
+	n := 0
+	for _, k := range keys {
+		if r.add(k) {
+			n++
+		}
+	}
+	return n
+}
+
+func (r *refCBF) countOf(key []byte) uint8 {
+	n := uint8(15)
+	for _, i := range r.probes(key) {
+		n = min(n, r.c[i])
+	}
+	return n
+}
+
+func (r *refCBF) remove(key []byte) bool {
+	if r.countOf(key) == 0 {
+		return false
+	}
+	for _, i := range r.probes(key) {
+		if r.c[i] != 15 {
+			r.c[i]--
+		}
+	}
+	return true
+}
+
+func (r *refCBF) merge(o *refCBF) {
+	for i, v := range o.c {
+		r.c[i] = min(r.c[i]+v, 15)
+	}
+}
+
+func (r *refCBF) countSet() uint64 {
+	var n uint64
+	for _, v := range r.c {
+		if v > 0 {
+			n++
+		}
+	}
+	return n
+}
+
+// counterBytes is the model's counters as the file holds them: counter i
+// in byte i/2, the low nibble when i is even (docs/FORMAT.md).
+func (r *refCBF) counterBytes() []byte {
+	b := make([]byte, len(r.c)/2)
+	for i, v := range r.c {
+		b[i/2] |= v << (4 * (i % 2))
+	}
+	return b
+}
+
+// cbfParityFilters is one core's pair of files: the filter the operations
+// go to and the one merged into it.
+type cbfParityFilters struct {
+	core        cbfCore
+	main, other *CountingBloom
+}
+
+// cbfParityKey is key number b of a universe of 256; 0 is the empty key.
+func cbfParityKey(b byte) []byte {
+	if b == 0 {
+		return []byte{}
+	}
+	return []byte(fmt.Sprintf("cbf-%d", b))
+}
+
+// cbfBatchSizes are AddMany sizes around the C core's chunk (csrc.Batch,
+// 256) and its fetch-ahead ring (8).
+var cbfBatchSizes = [...]int{0, 1, 7, 8, 9, 255, 256, 257, 300, 511, 512, 513, 700}
+
+// cbfParityRun applies one operation sequence, decoded from ops, to the
+// model and to a pair of files per core, comparing every result, then the
+// counters with the model's and the files with each other.
+func cbfParityRun(t *testing.T, cfg CountingBloomConfig, ops []byte) {
+	t.Helper()
+	dir := t.TempDir()
+	var fs []cbfParityFilters
+	for _, core := range append(append([]cbfCore{}, cbfTestCores...), cbfParityExtra...) {
+		p := cbfParityFilters{core: core}
+		for _, f := range []**CountingBloom{&p.main, &p.other} {
+			name := "main"
+			if f == &p.other {
+				name = "other"
+			}
+			b, err := OpenCountingBloom(filepath.Join(dir, core.name()+"."+name+".cbf"), cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { b.Close() })
+			b.core = core
+			*f = b
+		}
+		fs = append(fs, p)
+	}
+	m, k := fs[0].main.Counters(), fs[0].main.Hashes()
+	ref, refOther := newRefCBF(m, k, cfg.Seed), newRefCBF(m, k, cfg.Seed)
+	batch := func(arg byte) [][]byte {
+		n := int(arg) % 48
+		if arg >= 192 {
+			n = cbfBatchSizes[int(arg)%len(cbfBatchSizes)]
+		}
+		keys := make([][]byte, n)
+		for j := range keys {
+			keys[j] = cbfParityKey(arg + byte(j*7))
+		}
+		return keys
+	}
+	for i := 0; i+1 < len(ops); i += 2 {
+		op, arg := ops[i], ops[i+1]
+		key := cbfParityKey(arg)
+		switch op % 10 {
+		case 0, 1:
+			want := ref.add(key)
+			ref.ops++
+			for _, f := range fs {
+				if got, err := f.main.Add(key); err != nil || got != want {
+					t.Fatalf("op %d: %s Add(%q) = %v, %v, want %v", i/2, f.core.name(), key, got, err, want)
+				}
+			}
+		case 2, 3:
+			keys := batch(arg)
+			want := ref.addMany(keys)
+			ref.ops++
+			for _, f := range fs {
+				if got, err := f.main.AddMany(keys); err != nil || got != want {
+					t.Fatalf("op %d: %s AddMany(%d keys from %q) = %d, %v, want %d", i/2, f.core.name(), len(keys), key, got, err, want)
+				}
+			}
+		case 4:
+			want := ref.remove(key)
+			ref.ops++
+			for _, f := range fs {
+				if got, err := f.main.Remove(key); err != nil || got != want {
+					t.Fatalf("op %d: %s Remove(%q) = %v, %v, want %v", i/2, f.core.name(), key, got, err, want)
+				}
+			}
+		case 5:
+			for _, k := range [][]byte{key, cbfParityKey(arg + 1), cbfParityKey(arg ^ 0xff)} {
+				want := ref.countOf(k)
+				for _, f := range fs {
+					if got := f.main.CountOf(k); got != want {
+						t.Fatalf("op %d: %s CountOf(%q) = %d, want %d", i/2, f.core.name(), k, got, want)
+					}
+					if got := f.main.Contains(k); got != (want > 0) {
+						t.Fatalf("op %d: %s Contains(%q) = %v, want %v", i/2, f.core.name(), k, got, want > 0)
+					}
+				}
+			}
+		case 6: // saturate: one key added 17 times in one batch, then removed
+			keys := make([][]byte, 17)
+			for j := range keys {
+				keys[j] = key
+			}
+			want := ref.addMany(keys)
+			wantRemoved := ref.remove(key)
+			ref.ops += 2
+			for _, f := range fs {
+				got, err := f.main.AddMany(keys)
+				if err != nil || got != want {
+					t.Fatalf("op %d: %s AddMany(17 x %q) = %d, %v, want %d", i/2, f.core.name(), key, got, err, want)
+				}
+				if got, err := f.main.Remove(key); err != nil || got != wantRemoved {
+					t.Fatalf("op %d: %s Remove(saturated %q) = %v, %v, want %v", i/2, f.core.name(), key, got, err, wantRemoved)
+				}
+				if got, want := f.main.CountOf(key), ref.countOf(key); got != want {
+					t.Fatalf("op %d: %s CountOf(saturated %q) = %d, want %d", i/2, f.core.name(), key, got, want)
+				}
+			}
+		case 7: // the other filter: a batch, or a single key
+			if arg%2 == 0 {
+				keys := batch(arg)
+				want := refOther.addMany(keys)
+				for _, f := range fs {
+					if got, err := f.other.AddMany(keys); err != nil || got != want {
+						t.Fatalf("op %d: %s other.AddMany(%d keys) = %d, %v, want %d", i/2, f.core.name(), len(keys), got, err, want)
+					}
+				}
+			} else {
+				want := refOther.add(key)
+				for _, f := range fs {
+					if got, err := f.other.Add(key); err != nil || got != want {
+						t.Fatalf("op %d: %s other.Add(%q) = %v, %v, want %v", i/2, f.core.name(), key, got, err, want)
+					}
+				}
+			}
+			refOther.ops++
+		case 8: // merge the other filter, or the filter itself; clear, rarely
+			switch {
+			case arg < 12:
+				clear(ref.c)
+				ref.ops++
+				for _, f := range fs {
+					if err := f.main.Clear(); err != nil {
+						t.Fatalf("op %d: %s Clear: %v", i/2, f.core.name(), err)
+					}
+				}
+			case arg < 20:
+				clear(refOther.c)
+				refOther.ops++
+				for _, f := range fs {
+					if err := f.other.Clear(); err != nil {
+						t.Fatalf("op %d: %s other.Clear: %v", i/2, f.core.name(), err)
+					}
+				}
+			case arg < 40:
+				ref.merge(&refCBF{c: append([]uint8(nil), ref.c...)})
+				ref.ops++
+				for _, f := range fs {
+					if err := f.main.Merge(f.main); err != nil {
+						t.Fatalf("op %d: %s Merge(itself): %v", i/2, f.core.name(), err)
+					}
+				}
+			default:
+				ref.merge(refOther)
+				ref.ops++
+				for _, f := range fs {
+					if err := f.main.Merge(f.other); err != nil {
+						t.Fatalf("op %d: %s Merge(other): %v", i/2, f.core.name(), err)
+					}
+				}
+			}
+		case 9: // whole-array walks
+			want := ref.countSet()
+			var count float64
+			for j, f := range fs {
+				st := f.main.Stats()
+				if st.CountersSet != want || st.Ops != ref.ops {
+					t.Fatalf("op %d: %s Stats() = %d counters set, %d ops, want %d, %d", i/2, f.core.name(), st.CountersSet, st.Ops, want, ref.ops)
+				}
+				if j == 0 {
+					count = f.main.Count()
+				} else if got := f.main.Count(); got != count {
+					t.Fatalf("op %d: %s Count() = %v, %s has %v", i/2, f.core.name(), got, fs[0].core.name(), count)
+				}
+			}
+		}
+	}
+	for _, f := range fs {
+		for _, c := range []struct {
+			name string
+			b    *CountingBloom
+			ref  *refCBF
+		}{{"main", f.main, ref}, {"other", f.other, refOther}} {
+			got := c.b.m.entryBytes()[stripesBytes:]
+			if !bytes.Equal(got, c.ref.counterBytes()) {
+				t.Fatalf("%s %s: the counters differ from the model's", f.core.name(), c.name)
+			}
+			if got := c.b.Stats(); got.Ops != c.ref.ops || got.CountersSet != c.ref.countSet() {
+				t.Fatalf("%s %s: Stats() = %d ops, %d counters set, want %d, %d", f.core.name(), c.name, got.Ops, got.CountersSet, c.ref.ops, c.ref.countSet())
+			}
+		}
+	}
+	// Same seed, same geometry, same operations: the whole files are equal.
+	for _, f := range fs[1:] {
+		for _, pair := range [][2]*CountingBloom{{fs[0].main, f.main}, {fs[0].other, f.other}} {
+			a, err1 := os.ReadFile(pair[0].Path())
+			b, err2 := os.ReadFile(pair[1].Path())
+			if err1 != nil || err2 != nil {
+				t.Fatal(err1, err2)
+			}
+			if !bytes.Equal(a, b) {
+				t.Fatalf("%s and %s differ after the same operations", pair[0].Path(), pair[1].Path())
+			}
+		}
+	}
+}
+
+// cbfParityShapes: one counter per key in 64 (heavy collisions, fast
+// saturation), k = 7 and k = 30 on small filters, and one past L2, where
+// the C core fetches ahead by itself.
+var cbfParityShapes = []CountingBloomConfig{
+	{Capacity: 1, FPRate: 0.5, Seed: 0x5eed},
+	{Capacity: 20, FPRate: 0.01, Seed: 0x5eed},
+	{Capacity: 1000, FPRate: 0.01, Seed: 7},
+	{Capacity: 100, FPRate: 1e-9, Seed: 8},
+	{Capacity: 1_000_000, FPRate: 0.01, Seed: 9},
+}
+
+// TestParityCountingBloom runs long random sequences on every shape.
+func TestParityCountingBloom(t *testing.T) {
+	for _, cfg := range cbfParityShapes {
+		t.Run(fmt.Sprintf("%dx%v", cfg.Capacity, cfg.FPRate), func(t *testing.T) {
+			r := rand.New(rand.NewPCG(cfg.Capacity, cfg.Seed))
+			ops := make([]byte, 20000)
+			for i := range ops {
+				ops[i] = byte(r.Uint32())
+			}
+			if cfg.Capacity >= 1_000_000 {
+				// 8 MiB a file: a merge, clear or walk takes milliseconds
+				// (much more under -race), so mostly adds.
+				ops = ops[:2000]
+				for i := 0; i < len(ops); i += 2 {
+					if ops[i]%10 >= 8 && i%64 != 0 {
+						ops[i] = 2
+					}
+				}
+			}
+			cbfParityRun(t, cfg, ops)
+		})
+	}
+}
+
+// TestParityCountingBloom_Frozen: on a sealed file every core's batch adds
+// nothing and says frozen, in one crossing and in chunks alike.
+func TestParityCountingBloom_Frozen(t *testing.T) {
+	dir := t.TempDir()
+	for _, core := range append(append([]cbfCore{}, cbfTestCores...), cbfParityExtra...) {
+		b, err := OpenCountingBloom(filepath.Join(dir, core.name()+".cbf"), CountingBloomConfig{Capacity: 100, Seed: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer b.Close()
+		b.core = core
+		if _, err := b.AddMany([][]byte{[]byte("a")}); err != nil {
+			t.Fatal(err)
+		}
+		before := append([]byte(nil), b.m.entryBytes()[stripesBytes:]...)
+		if err := b.Freeze(); err != nil {
+			t.Fatal(err)
+		}
+		for _, n := range []int{0, 1, 256, 257, 600} {
+			keys := make([][]byte, n)
+			for i := range keys {
+				keys[i] = cbfKey("frozen", i)
+			}
+			if added, frozen := core.addMany(&b.l, b.lk, b.sealed, keys); added != 0 || !frozen {
+				t.Errorf("%s: addMany(%d keys) on a sealed file = %d, %v, want 0, true", core.name(), n, added, frozen)
+			}
+		}
+		if !bytes.Equal(b.m.entryBytes()[stripesBytes:], before) {
+			t.Errorf("%s: a sealed file's counters changed", core.name())
+		}
+	}
+}
+
+// TestParityCountingBloom_AddManyWaits: every core's batch, in one
+// crossing or in chunks, waits for a writer and then adds: it takes the
+// read lock, and takes it in the same process-wide lock as Go does.
+func TestParityCountingBloom_AddManyWaits(t *testing.T) {
+	dir := t.TempDir()
+	for _, core := range append(append([]cbfCore{}, cbfTestCores...), cbfParityExtra...) {
+		b, err := OpenCountingBloom(filepath.Join(dir, core.name()+".cbf"), CountingBloomConfig{Capacity: 1000, Seed: 2})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer b.Close()
+		b.core = core
+		for _, n := range []int{1, 256, 257, 600} {
+			keys := make([][]byte, n)
+			for i := range keys {
+				keys[i] = cbfKey(fmt.Sprintf("wait%d", n), i)
+			}
+			before := append([]byte(nil), b.m.entryBytes()[stripesBytes:]...)
+			b.lk.lock()
+			done := make(chan int)
+			go func() {
+				added, err := b.AddMany(keys)
+				if err != nil {
+					t.Error(err)
+				}
+				done <- added
+			}()
+			select {
+			case added := <-done:
+				t.Fatalf("%s: AddMany(%d keys) = %d while the write lock was held", core.name(), n, added)
+			case <-time.After(50 * time.Millisecond):
+			}
+			if !bytes.Equal(b.m.entryBytes()[stripesBytes:], before) {
+				t.Fatalf("%s: AddMany(%d keys) changed counters under the write lock", core.name(), n)
+			}
+			if err := b.lk.unlock(); err != nil {
+				t.Fatal(err)
+			}
+			select {
+			case added := <-done:
+				if added == 0 {
+					t.Fatalf("%s: AddMany(%d keys) added none", core.name(), n)
+				}
+			case <-time.After(10 * time.Second):
+				t.Fatalf("%s: AddMany(%d keys) still waits after the unlock", core.name(), n)
+			}
+		}
+	}
+}
+
+// FuzzParityCountingBloom compares the cores and the model on arbitrary
+// sequences, on a small filter picked by the first byte (creating the
+// files is most of a run's time): 64 one-hash counters (collisions,
+// saturation), 128 with 7 hashes, 512 with 10, 16384 with 7.
+func FuzzParityCountingBloom(f *testing.F) {
+	f.Add([]byte{0, 0, 1, 1, 2, 2, 3, 3, 4, 5, 6, 6, 7, 7, 8, 9, 9})
+	f.Add([]byte{1, 2, 200, 2, 201, 2, 202, 9, 0, 4, 200, 8, 100, 9, 1})
+	f.Add([]byte{2, 6, 5, 6, 5, 4, 5, 5, 5, 7, 6, 8, 50, 8, 30, 9, 0, 8, 3})
+	f.Add([]byte{3, 3, 198, 7, 198, 8, 99, 8, 25, 6, 198, 9, 9})
+	shapes := []CountingBloomConfig{
+		{Capacity: 1, FPRate: 0.5, Seed: 0x5eed},
+		{Capacity: 10, FPRate: 0.01, Seed: 1},
+		{Capacity: 20, FPRate: 0.001, Seed: 3},
+		{Capacity: 1000, FPRate: 0.01, Seed: 7},
+	}
+	f.Fuzz(func(t *testing.T, ops []byte) {
+		if len(ops) == 0 {
+			return
+		}
+		if len(ops) > 4097 {
+			ops = ops[:4097]
+		}
+		cbfParityRun(t, shapes[int(ops[0])%len(shapes)], ops[1:])
+	})
+}

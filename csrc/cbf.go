@@ -1,0 +1,108 @@
+//go:build cgo && !purego
+
+package csrc
+
+// The binding to cbf.c, the counting Bloom filter in C. Keys reach C as in
+// csrc.go's batches: (address, length) pairs in a stack array. C keeps no
+// pointer after it returns and calls nothing in Go.
+
+/*
+#cgo noescape sk_cbf_add_many
+#cgo nocallback sk_cbf_add_many
+#cgo noescape sk_cbf_count_set
+#cgo nocallback sk_cbf_count_set
+#cgo noescape sk_cbf_merge
+#cgo nocallback sk_cbf_merge
+#cgo noescape sk_cbf_clear
+#cgo nocallback sk_cbf_clear
+#include "sketch.h"
+*/
+import "C"
+
+import "unsafe"
+
+// Filter locates a counting Bloom filter's words: Words holds (Mask+1)/8
+// uint32 words of eight 4-bit counters, Sealed is the file's sealed word.
+// Prefetch asks batches to hash and fetch keys ahead.
+type Filter struct {
+	Words, Sealed unsafe.Pointer
+	Seed, Mask    uint64
+	K             int
+	Prefetch      bool
+}
+
+func (f *Filter) words() *C.uint32_t  { return (*C.uint32_t)(f.Words) }
+func (f *Filter) nwords() C.uint64_t  { return C.uint64_t((f.Mask + 1) / 8) }
+func (f *Filter) sealed() *C.uint32_t { return (*C.uint32_t)(f.Sealed) }
+
+func (f *Filter) prefetch() C.int {
+	if f.Prefetch {
+		return 1
+	}
+	return 0
+}
+
+// AddMany adds each key once, Batch keys per crossing, and returns how
+// many were new. The caller holds the file's read lock; frozen reports a
+// sealed file (then nothing was added).
+func (f *Filter) AddMany(keys [][]byte) (added int, frozen bool) {
+	for base := 0; base < len(keys); base += Batch {
+		n, frozen := f.addChunk(keys[base:min(base+Batch, len(keys))], nil)
+		if frozen {
+			return added, true
+		}
+		added += n
+	}
+	return added, false
+}
+
+// smallChunk keys fit a small array: Go zeroes the key array on every
+// call, and at Batch keys that is 4 KiB, more than a small batch's adds.
+const smallChunk = 16
+
+// addChunk adds at most Batch keys in one crossing, under lock when it is
+// not nil (C takes and releases it).
+func (f *Filter) addChunk(chunk [][]byte, lock *C.sk_lock) (int, bool) {
+	if len(chunk) <= smallChunk {
+		var buf [smallChunk]cKey
+		return f.cross(buf[:len(chunk)], chunk, lock)
+	}
+	var buf [Batch]cKey
+	return f.cross(buf[:len(chunk)], chunk, lock)
+}
+
+// cross passes the keys through a pointer computed beforehand, as
+// csrc.go's batches do, so that buf stays on the stack.
+func (f *Filter) cross(buf []cKey, chunk [][]byte, lock *C.sk_lock) (int, bool) {
+	for i, k := range chunk {
+		buf[i] = cKey{n: uint64(len(k))}
+		if len(k) > 0 {
+			buf[i].p = uintptr(unsafe.Pointer(&k[0]))
+		}
+	}
+	var ckeys *C.sk_key
+	if len(buf) > 0 {
+		ckeys = (*C.sk_key)(unsafe.Pointer(&buf[0]))
+	}
+	n := C.sk_cbf_add_many(f.words(), f.sealed(), lock, C.uint64_t(f.Seed), C.uint64_t(f.Mask), C.uint32_t(f.K),
+		f.prefetch(), ckeys, C.size_t(len(chunk)))
+	if n == C.SK_CBF_FROZEN {
+		return 0, true
+	}
+	return int(n), false
+}
+
+// CountSet returns how many counters are above zero.
+func (f *Filter) CountSet() uint64 { return uint64(C.sk_cbf_count_set(f.words(), f.nwords())) }
+
+// Merge adds src, another filter's words as native-endian bytes, into the
+// counters, saturating. The caller holds the write lock.
+func (f *Filter) Merge(src []byte) {
+	if uint64(len(src)) < uint64(f.nwords())*4 {
+		panic("csrc: merge source shorter than the filter")
+	}
+	C.sk_cbf_merge(f.words(), (*C.uint8_t)(unsafe.Pointer(&src[0])), f.nwords())
+}
+
+// Clear zeroes every counter. The caller holds the write lock.
+func (f *Filter) Clear() { C.sk_cbf_clear(f.words(), f.nwords()) }

@@ -1,0 +1,266 @@
+//go:build cgo && !purego && linux
+
+/*
+ * lock.c: the file's reader/writer lock in C, for the C core's batches,
+ * which take it, update and release it in one crossing. It is the protocol
+ * of lock_linux.go word for word (docs/DESIGN.md draws the words), so a cgo
+ * process locking here and a pure-Go process locking in Go exclude each
+ * other and recover each other's dead holders. Keep in sync with
+ * lock_linux.go: same words, same order of atomics, same timeouts.
+ *
+ * Futex contract (futex(2)): FUTEX_WAIT sleeps only while the word still
+ * holds the value given, checked atomically with going to sleep, so a wake
+ * that follows a change is never lost; it may return spuriously, so every
+ * caller looks again in a loop. The private flag is never used: the words
+ * are shared between processes, which the kernel keys by file and offset.
+ */
+#define _GNU_SOURCE /* F_OFD_GETLK, syscall */
+#define _FILE_OFFSET_BITS 64 /* token bytes lie at 2^62 */
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <linux/futex.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "sketch.h"
+
+/* The state word; lock_linux.go's stW etc. */
+#define SK_W ((uint32_t)1 << 31)       /* a writer holds the lock or drains readers */
+#define SK_WPARKED ((uint32_t)1 << 30) /* a writer sleeps on state */
+#define SK_RTURN ((uint32_t)1 << 29)   /* readers' turn: writers hold off briefly */
+#define SK_RPARKED ((uint32_t)1 << 28) /* a reader sleeps on state */
+#define SK_OWNER ((uint32_t)0xffff)    /* the holder's token id + 1 */
+
+/* Liveness bytes start here, far past any file's data. */
+#define SK_TOKEN_BASE ((off_t)1 << 62)
+
+#define SK_NS 1000000000LL
+/* How long a waiter sleeps before it asks whether the holder is alive. */
+#define SK_PATIENCE (10 * 1000000LL)
+/* How long writers hold off after a writer let parked readers in. */
+#define SK_READERS_TURN (1 * 1000000LL)
+
+/* The words are plain integers for Go; C reaches them as atomics of the
+ * same size and alignment. Every access is sequentially consistent, as
+ * sync/atomic's are: the reader's slot add and state load, the writer's W
+ * store and slot loads, need it. */
+#define A32(p) ((_Atomic uint32_t *)(p))
+#define A64(p) ((_Atomic uint64_t *)(p))
+
+static int64_t sk_now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * SK_NS + ts.tv_nsec;
+}
+
+/* sk_futex_wait sleeps while *addr == val, until woken or for at most
+ * timeout ns (> 0). It returns true when the timeout expired. Interrupted
+ * sleeps resume with the time that is left. */
+static bool sk_futex_wait(uint32_t *addr, uint32_t val, int64_t timeout)
+{
+	int64_t deadline = sk_now() + timeout;
+	for (;;) {
+		int64_t left = deadline - sk_now();
+		if (left <= 0)
+			return true;
+		struct timespec ts = {.tv_sec = left / SK_NS, .tv_nsec = left % SK_NS};
+		if (syscall(SYS_futex, addr, (long)FUTEX_WAIT, (long)val, &ts, NULL, 0L) == 0)
+			return false;
+		switch (errno) {
+		case EINTR:
+			continue;
+		case ETIMEDOUT:
+			return true;
+		default: /* EAGAIN: the word was not val */
+			return false;
+		}
+	}
+}
+
+static void sk_futex_wake_all(uint32_t *addr)
+{
+	syscall(SYS_futex, addr, (long)FUTEX_WAKE, (long)INT_MAX, NULL, NULL, 0L);
+}
+
+/* sk_alive reports whether the handle with token id is open, in any
+ * process. An error from the kernel counts as alive: a live holder must
+ * never be taken for dead. */
+static bool sk_alive(const sk_lock *l, uint32_t id)
+{
+	struct flock lk = {.l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = SK_TOKEN_BASE + id, .l_len = 1};
+	int r;
+	do
+		r = fcntl(l->fd, F_OFD_GETLK, &lk);
+	while (r == -1 && errno == EINTR);
+	if (r == -1)
+		return true;
+	return lk.l_type != F_UNLCK;
+}
+
+/* sk_recover_writer clears W when its owner is dead: a token nobody holds,
+ * or no owner at all (a damaged word). An owner with this handle's id is a
+ * thread of this handle: a dead predecessor with the same id was recovered
+ * from when the handle joined the lock (newFileLock). */
+static void sk_recover_writer(sk_lock *l)
+{
+	uint32_t s = atomic_load(A32(l->state));
+	if (!(s & SK_W))
+		return;
+	uint32_t owner = s & SK_OWNER;
+	if (owner == 0) {
+		/* damaged: recover */
+	} else if (owner - 1 == l->id) {
+		return; /* a thread of this handle holds it */
+	} else if (sk_alive(l, owner - 1)) {
+		return;
+	}
+	if (atomic_compare_exchange_strong(A32(l->state), &s, s & (SK_WPARKED | SK_RPARKED))) {
+		sk_futex_wake_all(l->state);
+		atomic_fetch_add(A32(l->drain), 1);
+		sk_futex_wake_all(l->drain);
+	}
+}
+
+/* sk_sleep waits on the state word while it still reads s (with the
+ * parked bit set), for at most timeout ns. When it times out with the lock
+ * still held, it recovers the lock from a dead holder. */
+static void sk_sleep(sk_lock *l, uint32_t s, uint32_t parked, int64_t timeout)
+{
+	if (!(s & parked)) {
+		if (!atomic_compare_exchange_strong(A32(l->state), &s, s | parked))
+			return; /* the word changed: look again */
+		s |= parked;
+	}
+	if (sk_futex_wait(l->state, s, timeout))
+		sk_recover_writer(l);
+}
+
+/* sk_leave_slot takes one read lock off the handle's slot and, when a
+ * writer is waiting for readers to leave, wakes it. */
+static void sk_leave_slot(sk_lock *l)
+{
+	atomic_fetch_sub(A64(l->slot), 1);
+	if (atomic_load(A32(l->state)) & SK_W) {
+		atomic_fetch_add(A32(l->drain), 1);
+		sk_futex_wake_all(l->drain);
+	}
+}
+
+/* sk_next_pos returns the position of slot id+1 given that of slot id. */
+static uint32_t sk_next_pos(const sk_lock *l, uint32_t pos)
+{
+	if (l->nslots % 8 != 0)
+		return pos + 1;
+	pos += 8;
+	if (pos >= l->nslots)
+		pos -= l->nslots - 1;
+	return pos;
+}
+
+/* sk_drain_readers waits until no slot counts a read lock, clearing the
+ * slots of readers that died. */
+static void sk_drain_readers(sk_lock *l)
+{
+	uint32_t hw = atomic_load(A32(l->hw));
+	if (hw > l->nslots)
+		hw = l->nslots;
+	/* Slots are spread so that the first n/8 handles each count on a
+	 * cache line of their own: slot id is at (id mod n/8)*8 + id div (n/8)
+	 * (lock_linux.go's slotAt). pos walks that in id order without the
+	 * divisions, which cost more than the rest of an uncontended lock. */
+	uint32_t pos = 0;
+	for (uint32_t id = 0; id < hw; id++, pos = sk_next_pos(l, pos)) {
+		uint64_t *slot = l->slots + pos;
+		for (;;) {
+			uint64_t v = atomic_load(A64(slot));
+			if ((uint32_t)v == 0)
+				break;
+			uint32_t d = atomic_load(A32(l->drain));
+			if ((uint32_t)atomic_load(A64(slot)) == 0)
+				break;
+			if (sk_futex_wait(l->drain, d, SK_PATIENCE) && id != l->id && !sk_alive(l, id)) {
+				/* Same generation only: a new handle that took the id
+				 * since has reset the slot, and its count is live. */
+				atomic_compare_exchange_strong(A64(slot), &v, v & ~(uint64_t)UINT32_MAX);
+			}
+		}
+	}
+}
+
+void sk_lock_write(sk_lock *l)
+{
+	uint32_t me = l->id + 1;
+	bool turn = false;
+	int64_t turn_since = 0;
+	for (;;) {
+		uint32_t s = atomic_load(A32(l->state));
+		if (s & SK_W) {
+			sk_sleep(l, s, SK_WPARKED, SK_PATIENCE);
+			continue;
+		}
+		if (s & SK_RTURN) {
+			/* Parked readers were let in: give them a moment first. */
+			if (!turn) {
+				turn = true;
+				turn_since = sk_now();
+			}
+			int64_t left = SK_READERS_TURN - (sk_now() - turn_since);
+			if (left > 0) {
+				sk_sleep(l, s, SK_WPARKED, left);
+				continue;
+			}
+		}
+		if (atomic_compare_exchange_strong(A32(l->state), &s,
+						   (s & (SK_WPARKED | SK_RPARKED)) | SK_W | me))
+			break;
+	}
+	sk_drain_readers(l);
+}
+
+int sk_unlock_write(sk_lock *l)
+{
+	uint32_t me = l->id + 1;
+	for (;;) {
+		uint32_t s = atomic_load(A32(l->state));
+		if (!(s & SK_W) || (s & SK_OWNER) != me)
+			return -1;
+		uint32_t next = (s & SK_RPARKED) ? SK_RTURN : 0;
+		if (atomic_compare_exchange_strong(A32(l->state), &s, next)) {
+			if (s & (SK_WPARKED | SK_RPARKED))
+				sk_futex_wake_all(l->state);
+			return 0;
+		}
+	}
+}
+
+void sk_lock_read(sk_lock *l)
+{
+	if (l->slot == NULL) {
+		sk_lock_write(l);
+		return;
+	}
+	for (;;) {
+		atomic_fetch_add(A64(l->slot), 1);
+		uint32_t s = atomic_load(A32(l->state));
+		if (!(s & SK_W))
+			return;
+		/* A writer holds the lock or waits for readers: back off. */
+		sk_leave_slot(l);
+		sk_sleep(l, s, SK_RPARKED, SK_PATIENCE);
+	}
+}
+
+void sk_unlock_read(sk_lock *l)
+{
+	if (l->slot == NULL) {
+		sk_unlock_write(l);
+		return;
+	}
+	sk_leave_slot(l);
+}

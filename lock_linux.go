@@ -1,0 +1,351 @@
+package sketch
+
+// The reader/writer lock in a sketch file's lock region, shared by every
+// process that maps the file. docs/DESIGN.md describes the protocol;
+// csrc/lock.c implements it word for word for the C core's batches, so a
+// cgo process and a pure-Go process exclude each other. Keep in sync with
+// csrc/lock.c.
+//
+// The state word (offset 192), drawn:
+//
+//	 31   30       29     28       27..16   15..0
+//	+---+--------+------+--------+--------+----------------+
+//	| W | WPARKED| RTURN| RPARKED| 0      | OWNER (id + 1) |
+//	+---+--------+------+--------+--------+----------------+
+//
+// Readers count in their handle's slot of the reader-slot table and back
+// off while W is set; a writer sets W, then waits for every slot to drain.
+// Liveness is an OFD lock on byte tokenBase+id that each read-write handle
+// holds while it is open: the kernel drops it when the process dies.
+
+import (
+	"errors"
+	"io"
+	"math"
+	"sync/atomic"
+	"time"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+const (
+	lockStateOff = lockOff     // uint32: the futex word of the lock
+	lockDrainOff = lockOff + 4 // uint32: futex word of a writer waiting for readers
+	lockHWOff    = lockOff + 8 // uint32: one past the highest slot id claimed
+
+	stW       uint32 = 1 << 31 // a writer holds the lock or drains readers
+	stWParked uint32 = 1 << 30 // a writer sleeps on state
+	stRTurn   uint32 = 1 << 29 // readers' turn: writers hold off briefly
+	stRParked uint32 = 1 << 28 // a reader sleeps on state
+	stOwner   uint32 = 0xffff  // the holder's token id + 1
+
+	// tokenBase is where the liveness bytes start: far past any file, so
+	// no lock there ever covers data.
+	tokenBase = 1 << 62
+	// maxTokens bounds the handles of one file (OWNER has 16 bits).
+	maxTokens = 0xffff
+
+	// lockPatience is how long a waiter sleeps before it asks the kernel
+	// whether the holder is alive.
+	lockPatience = 10 * time.Millisecond
+	// readersTurn is how long writers hold off after a writer let parked
+	// readers in.
+	readersTurn = time.Millisecond
+
+	wakeAll = math.MaxInt32
+)
+
+// errLockLost means a write unlock found the lock no longer this handle's:
+// it had been taken for dead (its descriptor was closed) and recovered.
+var errLockLost = errors.New("the write lock was lost: another process recovered it")
+
+// fileLock is one handle's part in the file's lock.
+type fileLock struct {
+	fd     int // holds the handle's token; asked about other tokens
+	id     int
+	state  *uint32
+	drain  *uint32
+	hw     *uint32
+	slots  unsafe.Pointer // the reader-slot table
+	nslots int
+	slot   *uint64 // this handle's slot; nil for a slotless handle
+}
+
+// newFileLock takes a token on fd (which must be this handle's own open
+// file description) and claims the handle's reader slot, if it gets one.
+func newFileLock(fd int, data []byte, nslots int) (*fileLock, error) {
+	id, err := takeToken(fd)
+	if err != nil {
+		return nil, err
+	}
+	base := unsafe.Pointer(&data[0])
+	l := &fileLock{
+		fd:     fd,
+		id:     id,
+		state:  (*uint32)(unsafe.Add(base, lockStateOff)),
+		drain:  (*uint32)(unsafe.Add(base, lockDrainOff)),
+		hw:     (*uint32)(unsafe.Add(base, lockHWOff)),
+		slots:  unsafe.Add(base, slotsOff),
+		nslots: nslots,
+	}
+	if id < nslots {
+		l.slot = l.slotAt(id)
+		// Whatever a dead predecessor with this id left is discarded, and
+		// the new generation makes a recovering writer's compare-and-swap
+		// on the old value fail.
+		for {
+			v := atomic.LoadUint64(l.slot)
+			if atomic.CompareAndSwapUint64(l.slot, v, (v>>32+1)<<32) {
+				break
+			}
+		}
+		for {
+			hw := atomic.LoadUint32(l.hw)
+			if hw > uint32(id) || atomic.CompareAndSwapUint32(l.hw, hw, uint32(id)+1) {
+				break
+			}
+		}
+	}
+	// A write lock under this id was left by a dead predecessor that had
+	// it (this handle has locked nothing yet): recover it now, so that
+	// later an owner with this id is always one of this handle's
+	// goroutines.
+	for {
+		s := atomic.LoadUint32(l.state)
+		if s&stW == 0 || s&stOwner != uint32(id+1) {
+			break
+		}
+		if atomic.CompareAndSwapUint32(l.state, s, s&(stWParked|stRParked)) {
+			futexWake(l.state, wakeAll)
+			atomic.AddUint32(l.drain, 1)
+			futexWake(l.drain, wakeAll)
+			break
+		}
+	}
+	return l, nil
+}
+
+// takeToken takes the lowest free token id on fd: an OFD write lock on one
+// byte at tokenBase+id, held until fd is closed.
+func takeToken(fd int) (int, error) {
+	for id := 0; id < maxTokens; id++ {
+		lk := unix.Flock_t{Type: unix.F_WRLCK, Whence: io.SeekStart, Start: tokenBase + int64(id), Len: 1}
+		err := unix.FcntlFlock(uintptr(fd), unix.F_OFD_SETLK, &lk)
+		switch err {
+		case nil:
+			return id, nil
+		case unix.EAGAIN, unix.EACCES:
+			continue
+		case unix.EINTR:
+			id--
+			continue
+		default:
+			return -1, err
+		}
+	}
+	return -1, errors.New("more than 65535 handles on one file")
+}
+
+// slotAt returns slot id's word. Slots are spread so that the first n/8
+// handles each count on a cache line of their own.
+func (l *fileLock) slotAt(id int) *uint64 {
+	pos := id
+	if l.nslots%8 == 0 {
+		lines := l.nslots / 8
+		pos = id%lines*8 + id/lines
+	}
+	return (*uint64)(unsafe.Add(l.slots, pos*slotSize))
+}
+
+// nextPos returns the position of the slot after the one at pos, in id
+// order: slotAt(id+1) given pos = slotAt(id).
+func (l *fileLock) nextPos(pos int) int {
+	if l.nslots%8 != 0 {
+		return pos + 1
+	}
+	if pos += 8; pos >= l.nslots {
+		pos -= l.nslots - 1
+	}
+	return pos
+}
+
+// alive reports whether the handle with token id is open, in any process.
+// An error from the kernel counts as alive: a live holder must never be
+// taken for dead.
+func (l *fileLock) alive(id int) bool {
+	lk := unix.Flock_t{Type: unix.F_WRLCK, Whence: io.SeekStart, Start: tokenBase + int64(id), Len: 1}
+	if err := unix.FcntlFlock(uintptr(l.fd), unix.F_OFD_GETLK, &lk); err != nil {
+		return true
+	}
+	return lk.Type != unix.F_UNLCK
+}
+
+// rlock takes the read lock. A slotless handle takes the write lock.
+func (l *fileLock) rlock() {
+	if l.slot == nil {
+		l.lock()
+		return
+	}
+	for {
+		atomic.AddUint64(l.slot, 1)
+		s := atomic.LoadUint32(l.state)
+		if s&stW == 0 {
+			return
+		}
+		// A writer holds the lock or waits for readers: back off.
+		l.leaveSlot()
+		l.sleep(s, stRParked, lockPatience)
+	}
+}
+
+// runlock releases the read lock.
+func (l *fileLock) runlock() {
+	if l.slot == nil {
+		l.unlock()
+		return
+	}
+	l.leaveSlot()
+}
+
+// leaveSlot takes one read lock off the handle's slot and, when a writer
+// is waiting for readers to leave, wakes it.
+func (l *fileLock) leaveSlot() {
+	atomic.AddUint64(l.slot, ^uint64(0))
+	if atomic.LoadUint32(l.state)&stW != 0 {
+		atomic.AddUint32(l.drain, 1)
+		futexWake(l.drain, wakeAll)
+	}
+}
+
+// lock takes the write lock: it claims W, then waits for the readers.
+func (l *fileLock) lock() {
+	// The uncontended case is one compare-and-swap from a state with no
+	// bit set at all.
+	if !atomic.CompareAndSwapUint32(l.state, 0, stW|uint32(l.id+1)) {
+		l.claimSlow()
+	}
+	l.drainReaders()
+}
+
+// claimSlow claims W when the state has bits set: a holder, sleepers, or
+// the readers' turn.
+func (l *fileLock) claimSlow() {
+	me := uint32(l.id + 1)
+	var turnSince time.Time
+	for {
+		s := atomic.LoadUint32(l.state)
+		if s&stW != 0 {
+			l.sleep(s, stWParked, lockPatience)
+			continue
+		}
+		if s&stRTurn != 0 {
+			// Parked readers were let in: give them a moment first.
+			if turnSince.IsZero() {
+				turnSince = time.Now()
+			}
+			if left := readersTurn - time.Since(turnSince); left > 0 {
+				l.sleep(s, stWParked, left)
+				continue
+			}
+		}
+		if atomic.CompareAndSwapUint32(l.state, s, s&(stWParked|stRParked)|stW|me) {
+			return
+		}
+	}
+}
+
+// drainReaders waits until no slot counts a read lock, clearing the slots
+// of readers that died.
+func (l *fileLock) drainReaders() {
+	hw := min(int(atomic.LoadUint32(l.hw)), l.nslots)
+	// pos walks slotAt(id) without its divisions, which cost more than
+	// the rest of an uncontended lock.
+	for id, pos := 0, 0; id < hw; id, pos = id+1, l.nextPos(pos) {
+		slot := (*uint64)(unsafe.Add(l.slots, pos*slotSize))
+		for {
+			v := atomic.LoadUint64(slot)
+			if uint32(v) == 0 {
+				break
+			}
+			d := atomic.LoadUint32(l.drain)
+			if uint32(atomic.LoadUint64(slot)) == 0 {
+				break
+			}
+			if futexWait(l.drain, d, lockPatience) == errFutexTimeout && id != l.id && !l.alive(id) {
+				// Same generation only: a new handle that took the id since
+				// has reset the slot, and its count is live.
+				atomic.CompareAndSwapUint64(slot, v, v&^math.MaxUint32)
+			}
+		}
+	}
+}
+
+// unlock releases the write lock. It fails, touching nothing, when the
+// lock is no longer this handle's.
+func (l *fileLock) unlock() error {
+	me := uint32(l.id + 1)
+	if atomic.CompareAndSwapUint32(l.state, stW|me, 0) {
+		return nil // nobody parked, no readers' turn
+	}
+	for {
+		s := atomic.LoadUint32(l.state)
+		if s&stW == 0 || s&stOwner != me {
+			return errLockLost
+		}
+		next := uint32(0)
+		if s&stRParked != 0 {
+			next = stRTurn
+		}
+		if atomic.CompareAndSwapUint32(l.state, s, next) {
+			if s&(stWParked|stRParked) != 0 {
+				futexWake(l.state, wakeAll)
+			}
+			return nil
+		}
+	}
+}
+
+// sleep waits on the state word while it still reads s (with the parked
+// bit set), for at most timeout. When it times out with the lock still
+// held, it asks whether the holder is alive and recovers the lock from a
+// dead one.
+func (l *fileLock) sleep(s, parked uint32, timeout time.Duration) {
+	if s&parked == 0 {
+		if !atomic.CompareAndSwapUint32(l.state, s, s|parked) {
+			return // the word changed: look again
+		}
+		s |= parked
+	}
+	if futexWait(l.state, s, timeout) == errFutexTimeout {
+		l.recoverWriter()
+	}
+}
+
+// recoverWriter clears W when its owner is dead: a token nobody holds, or
+// no owner at all (a damaged word). An owner with this handle's id is a
+// goroutine of this handle: a dead predecessor with the same id was
+// recovered from when the handle joined (newFileLock).
+func (l *fileLock) recoverWriter() {
+	s := atomic.LoadUint32(l.state)
+	if s&stW == 0 {
+		return
+	}
+	owner := s & stOwner
+	switch {
+	case owner == 0:
+	case int(owner-1) == l.id:
+		return // a goroutine of this handle holds it
+	case l.alive(int(owner - 1)):
+		return
+	}
+	if atomic.CompareAndSwapUint32(l.state, s, s&(stWParked|stRParked)) {
+		futexWake(l.state, wakeAll)
+		atomic.AddUint32(l.drain, 1)
+		futexWake(l.drain, wakeAll)
+	}
+}
+
+// lockStripe picks a handle's stripe of an operation counter: its token id,
+// so that handles, and so processes, count on cache lines of their own.
+func lockStripe(l *fileLock) int { return l.id }

@@ -1,0 +1,38 @@
+//go:build !linux
+
+package sketch
+
+import "sync"
+
+// Elsewhere than Linux a structure lives in plain memory of one process
+// (createInMemory), so its lock needs no futex and no liveness tokens: a
+// sync.RWMutex with the same methods serves.
+type fileLock struct {
+	mu sync.RWMutex
+}
+
+func (l *fileLock) rlock()   { l.mu.RLock() }
+func (l *fileLock) runlock() { l.mu.RUnlock() }
+func (l *fileLock) lock()    { l.mu.Lock() }
+
+func (l *fileLock) unlock() error {
+	l.mu.Unlock()
+	return nil
+}
+
+// joinLock gives the handle its in-process lock.
+func (m *mapping) joinLock() error {
+	r := m.res
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return m.errorf("lock", ErrClosed)
+	}
+	if m.lk == nil {
+		m.lk = &fileLock{}
+	}
+	return nil
+}
+
+// lockStripe picks a handle's stripe of an operation counter.
+func lockStripe(l *fileLock) int { return 0 }
