@@ -454,3 +454,24 @@ func BenchmarkMutexMap(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkCountMinTotal is Total and ErrorBound, which read the add
+// count's 64 stripes, beside Stats, which walks the grid.
+func BenchmarkCountMinTotal(b *testing.B) {
+	c := benchSketch(b, benchDefaultShape)
+	b.Run("Total", func(b *testing.B) {
+		for i := 0; i < b.N; i++ {
+			benchSink.Add(c.Total())
+		}
+	})
+	b.Run("ErrorBound", func(b *testing.B) {
+		for i := 0; i < b.N; i++ {
+			benchSink.Add(c.ErrorBound())
+		}
+	})
+	b.Run("Stats", func(b *testing.B) {
+		for i := 0; i < b.N; i++ {
+			benchSink.Add(c.Stats().Total)
+		}
+	})
+}

@@ -63,10 +63,10 @@ func hashString(key string, seed uint64) (lo, hi uint64) {
 
 // addHashed counts n for the key hashing to (lo, hi) and returns the
 // minimum of the counters after its own increments: one atomic add per
-// row, nothing to roll back; then counts the add.
+// row, nothing to roll back; then adds n to the add count.
 func (l *cmsLayout) addHashed(lo, hi, n uint64) uint64 {
 	est := l.addCells(lo, hi, n)
-	l.countAdds(lo, 1)
+	l.countAdds(lo, n)
 	return est
 }
 
@@ -84,9 +84,10 @@ func (l *cmsLayout) addCells(lo, hi, n uint64) uint64 {
 	return est
 }
 
-// countAdds adds k to the add count, in the stripe picked by h1's top bits.
+// countAdds adds k, what was counted, to the add count, in the stripe
+// picked by h1's top bits, saturating as a counter does.
 func (l *cmsLayout) countAdds(lo, k uint64) {
-	atomic.AddUint64((*uint64)(unsafe.Add(l.stripes, (lo>>stripeShift)*stripeBytes)), k)
+	addCell((*uint64)(unsafe.Add(l.stripes, (lo>>stripeShift)*stripeBytes)), k)
 }
 
 // addCell adds n to one counter, saturating at maxCount, and returns the
@@ -209,7 +210,7 @@ func (l *cmsLayout) addChunk(keys [][]byte, n uint64, est []uint64) {
 			}
 		}
 	}
-	l.countAdds(first, uint64(len(keys)))
+	l.countAdds(first, uint64(len(keys))*n)
 }
 
 // estimateBatch is a plain loop: estimates only load, and the CPU already
@@ -252,6 +253,19 @@ func (goCore) adds(l *cmsLayout) uint64 {
 		sum += atomic.LoadUint64((*uint64)(unsafe.Add(l.stripes, i*stripeBytes)))
 	}
 	return sum
+}
+
+// addCount sums the add count's stripes, saturating at maxCount.
+func (l *cmsLayout) addCount() uint64 {
+	var sum uint64
+	for i := uintptr(0); i < stripeCount; i++ {
+		var carry uint64
+		sum, carry = bits.Add64(sum, atomic.LoadUint64((*uint64)(unsafe.Add(l.stripes, i*stripeBytes))), 0)
+		if carry != 0 {
+			return maxCount
+		}
+	}
+	return min(sum, maxCount)
 }
 
 // reset zeroes every counter and the add count. It is not atomic (the

@@ -396,8 +396,11 @@ func (b *CountingBloom) Merge(other *CountingBloom) error {
 	if other == nil || !other.open.Load() {
 		return b.m.errorf("merge", fmt.Errorf("%w: the other filter is closed", ErrInvalidArgument))
 	}
-	if other.l.mask != b.l.mask || other.l.k != b.l.k || other.l.seed != b.l.seed {
-		return b.m.errorf("merge", fmt.Errorf("%w: %d counters and %d hashes against %d and %d, or another seed", ErrIncompatible, other.l.mask+1, other.l.k, b.l.mask+1, b.l.k))
+	if other.l.mask != b.l.mask || other.l.k != b.l.k {
+		return b.m.errorf("merge", fmt.Errorf("%w: %d counters and %d hashes against %d and %d", ErrIncompatible, other.l.mask+1, other.l.k, b.l.mask+1, b.l.k))
+	}
+	if other.l.seed != b.l.seed {
+		return b.m.errorf("merge", fmt.Errorf("%w: the filters hash with different seeds", ErrIncompatible))
 	}
 	snap := other.snapshot()
 	if !other.open.Load() {

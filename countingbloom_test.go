@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"math"
 	"math/rand/v2"
 	"path/filepath"
@@ -257,8 +258,8 @@ func TestCountingBloom_Views(t *testing.T) {
 		t.Errorf("read-only view of the frozen filter: Frozen %v", ro.Frozen())
 	}
 	// The zero config attaches but cannot create.
-	if _, err := OpenCountingBloom(filepath.Join(t.TempDir(), "new"), CountingBloomConfig{}); !errors.Is(err, ErrInvalidConfig) {
-		t.Errorf("zero config on a missing file = %v, want ErrInvalidConfig", err)
+	if _, err := OpenCountingBloom(filepath.Join(t.TempDir(), "new"), CountingBloomConfig{}); !errors.Is(err, ErrInvalidConfig) || !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("zero config on a missing file = %v, want ErrInvalidConfig and fs.ErrNotExist", err)
 	}
 	if _, err := OpenCountingBloom(path+"2", CountingBloomConfig{Capacity: 1000}); err != nil {
 		t.Fatal(err)

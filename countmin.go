@@ -102,9 +102,10 @@ type CountMinStats struct {
 	// Total is everything counted since the last reset (the largest row
 	// sum, so an add interrupted by a crash can only raise it).
 	Total uint64 `json:"total"`
-	// Adds is the number of add calls (a batch counts once per key). It is
-	// bumped after the counters, so an add cut short by a crash may be
-	// missing from it while present in some rows.
+	// Adds is what the add count holds: the total of every completed add
+	// (n for AddN), kept in 64 cache-line stripes and moved after the
+	// counters, so it trails Total by the adds running now or cut short by
+	// a crash. Total() returns it without walking the grid.
 	Adds uint64 `json:"adds"`
 	// ErrorBound is the absolute error bound at the current total,
 	// ceil(e/Width · Total): an estimate is at most that much too high,
@@ -502,7 +503,7 @@ const minCoreBatch = 4
 
 // Estimate returns the sketch's estimate of how often key was counted: the
 // smallest of its counters. It is never below the true count, and exceeds
-// it by more than Stats().ErrorBound with probability at most
+// it by more than ErrorBound() with probability at most
 // 1-Confidence. After Close it returns ClosedEstimate, which no count
 // can equal.
 func (c *CountMin) Estimate(key []byte) uint64 {
@@ -587,6 +588,34 @@ func (c *CountMin) Stats() CountMinStats {
 	return s
 }
 
+// Total returns everything counted since the last reset, from the add
+// count: 64 cache lines, not a grid walk, so a rate limiter can ask on
+// every request. It trails Stats().Total by the adds running at this
+// moment (each moves its counters first), and saturates at 2^63. After
+// Close it returns ClosedEstimate.
+func (c *CountMin) Total() uint64 {
+	if !c.open.Load() {
+		return ClosedEstimate
+	}
+	t := c.l.addCount()
+	if !c.open.Load() {
+		return ClosedEstimate
+	}
+	return t
+}
+
+// ErrorBound returns the absolute error bound at Total(), ceil(e/Width ·
+// Total()): an estimate exceeds the true count by more than this with
+// probability at most 1-Confidence, for each key asked about. As cheap as
+// Total. After Close it returns ClosedEstimate.
+func (c *CountMin) ErrorBound() uint64 {
+	t := c.Total()
+	if t == ClosedEstimate {
+		return ClosedEstimate
+	}
+	return errorBound(t, int(c.l.mask+1))
+}
+
 // StatsVar returns the sketch's Stats as an expvar.Var (its String method
 // returns them as JSON, computed on each call), so that /debug/vars shows
 // the sketch with one line: expvar.Publish("requests", cms.StatsVar()).
@@ -645,8 +674,12 @@ func (c *CountMin) Check() error {
 		return c.m.errorf("check", fmt.Errorf("%w: the header changed under the mapping", ErrCorrupt))
 	}
 	sums := make([]uint64, c.l.rows)
+	var adds uint64
 	for try := 0; ; try++ {
 		gen := c.l.resets()
+		// The add count moves after the counters: read before the rows,
+		// it never exceeds them unless something but an add changed them.
+		adds = c.l.addCount()
 		saturated := c.core.rowSums(&c.l, sums)
 		if c.l.resets() != gen && try < 3 {
 			continue // a Reset ran during the walk: walk again
@@ -659,14 +692,14 @@ func (c *CountMin) Check() error {
 	if !c.open.Load() {
 		return c.closedErr("check")
 	}
-	return c.rowFinding(sums)
+	return c.rowFinding(sums, adds)
 }
 
 // rowFinding classifies row sums that disagree: a prefix of rows counting
 // more is an add cut short (ErrTornAdd); sums that only rise from the
 // first row to the last are what adds racing a Reset leave (see
 // resetTracked).
-func (c *CountMin) rowFinding(sums []uint64) error {
+func (c *CountMin) rowFinding(sums []uint64, adds uint64) error {
 	lo, hi := sums[0], sums[0]
 	rising := true
 	for i, v := range sums {
@@ -676,6 +709,9 @@ func (c *CountMin) rowFinding(sums []uint64) error {
 		}
 	}
 	if lo == hi {
+		if adds > lo {
+			return c.m.errorf("check", fmt.Errorf("%w: the add count holds %d, %d more than every row: adds that raced a Reset (their count survived it, their counters did not); the file is not damaged, and a Reset with no adds running clears this", ErrInconsistent, adds, adds-lo))
+		}
 		return nil
 	}
 	diff := fmt.Sprintf("row sums range from %d to %d, a difference of %d", lo, hi, hi-lo)

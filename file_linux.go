@@ -67,7 +67,7 @@ func openPath(path string, sp spec, o options) (*mapping, error) {
 
 // errCannotCreate means a config that only attaches (a counting Bloom
 // filter's zero config) found nothing to attach to.
-var errCannotCreate = fmt.Errorf("%w: no sketch to attach to, and the config does not say what to create", ErrInvalidConfig)
+var errCannotCreate = fmt.Errorf("%w: no sketch to attach to (%w), and the config does not say what to create", ErrInvalidConfig, fs.ErrNotExist)
 
 // errRetry means the file at the path changed while an opener looked at it.
 var errRetry = errors.New("the path changed while it was opened")
@@ -411,6 +411,9 @@ func initFile(fd int, name string, sp spec) (*mapping, error) {
 	data, err := unix.Mmap(fd, 0, int(lay.fileSize), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
 	if err != nil {
 		unix.Ftruncate(fd, 0)
+		if err == unix.ENOMEM {
+			return nil, fmt.Errorf("%w: mmap %d bytes: %w (more than this process may map; the config's Bytes method says what a shape needs)", ErrInvalidConfig, lay.fileSize, err)
+		}
 		return nil, fmt.Errorf("mmap %d bytes: %w", lay.fileSize, err)
 	}
 	encodeHeader(data, lay)
@@ -496,6 +499,16 @@ func pickEntry(lay layout, sp spec) (entry, error) {
 // handed to child processes. Its size is sealed, so no holder of the
 // descriptor can shrink it under the others' mappings.
 func createMemfd(name string, sp spec) (*mapping, error) {
+	// A memfd lives in the kernel's internal tmpfs, which has no size
+	// limit: reserving more than the machine's memory would end in the
+	// OOM killer, not in an error.
+	size := newLayout(1, []entry{{kind: sp.kind, size: sp.size}}).fileSize
+	var si unix.Sysinfo_t
+	if unix.Sysinfo(&si) == nil {
+		if ram := uint64(si.Totalram) * uint64(si.Unit); size > ram {
+			return nil, fmt.Errorf("sketch: create memfd:%s: %w: %d bytes is more than this machine's memory (%d)", name, ErrNoSpace, size, ram)
+		}
+	}
 	label := "memfd:" + name
 	fd, err := unix.MemfdCreate(name, unix.MFD_CLOEXEC|unix.MFD_ALLOW_SEALING)
 	if err != nil {

@@ -181,6 +181,28 @@ func (l *fileLock) alive(id int) bool {
 	return lk.Type != unix.F_UNLCK
 }
 
+// testHookRecovering runs while recoverWriter holds a dead holder's token,
+// before its compare-and-swap.
+var testHookRecovering func(dead int)
+
+// holdToken takes token id's byte on this handle's descriptor, which
+// succeeds only while no handle holds it.
+func (l *fileLock) holdToken(id int) bool {
+	lk := unix.Flock_t{Type: unix.F_WRLCK, Whence: io.SeekStart, Start: tokenBase + int64(id), Len: 1}
+	for {
+		err := unix.FcntlFlock(uintptr(l.fd), unix.F_OFD_SETLK, &lk)
+		if err != unix.EINTR {
+			return err == nil
+		}
+	}
+}
+
+// releaseToken gives back a byte holdToken took.
+func (l *fileLock) releaseToken(id int) {
+	lk := unix.Flock_t{Type: unix.F_UNLCK, Whence: io.SeekStart, Start: tokenBase + int64(id), Len: 1}
+	unix.FcntlFlock(uintptr(l.fd), unix.F_OFD_SETLK, &lk)
+}
+
 // rlock takes the read lock. A slotless handle takes the write lock.
 func (l *fileLock) rlock() {
 	if l.slot == nil {
@@ -336,8 +358,20 @@ func (l *fileLock) recoverWriter() {
 	case owner == 0:
 	case int(owner-1) == l.id:
 		return // a goroutine of this handle holds it
-	case l.alive(int(owner - 1)):
-		return
+	default:
+		// Hold the dead holder's token byte while recovering: otherwise a
+		// new handle could take its id, join, and lock under the same
+		// OWNER between the check and the compare-and-swap, which would
+		// then see the word it expects and wipe a live lock. Taking the
+		// byte is also the liveness check: it fails while anyone holds it.
+		dead := int(owner - 1)
+		if !l.holdToken(dead) {
+			return
+		}
+		defer l.releaseToken(dead)
+		if testHookRecovering != nil {
+			testHookRecovering(dead)
+		}
 	}
 	if atomic.CompareAndSwapUint32(l.state, s, s&(stWParked|stRParked)) {
 		futexWake(l.state, wakeAll)

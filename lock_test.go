@@ -531,3 +531,34 @@ func TestLock_SlotPositions(t *testing.T) {
 		}
 	}
 }
+
+// TestLock_RecoveryHoldsDeadToken: while a waiter recovers the lock of a
+// dead holder, no new handle can take the dead holder's id, join and lock
+// under the same owner, which the recovery would then wipe.
+func TestLock_RecoveryHoldsDeadToken(t *testing.T) {
+	path := tempPath(t, "cms")
+	a, la := lockHandle(t, path)
+	_, waiter := lockHandle(t, path)
+	la.lock()
+	dead := la.id
+	closeFd(a.m.res.tokenFd) // A dies holding the lock
+	a.m.res.tokenFd = -1
+	var newcomer *fileLock
+	testHookRecovering = func(id int) {
+		if id != dead {
+			t.Errorf("recovering id %d, want the dead holder's %d", id, dead)
+		}
+		_, newcomer = lockHandle(t, path)
+	}
+	defer func() { testHookRecovering = nil }()
+	mustAcquire(t, waiter.lock, 10*time.Second)
+	if newcomer == nil {
+		t.Fatal("the recovery did not run")
+	}
+	if newcomer.id == dead {
+		t.Errorf("a new handle took the dead holder's id %d during its recovery", dead)
+	}
+	if err := waiter.unlock(); err != nil {
+		t.Errorf("the recovering waiter's unlock: %v", err)
+	}
+}

@@ -49,18 +49,28 @@ func (r *refCMS) cols(key []byte) []uint64 {
 
 func (r *refCMS) add(key []byte, n uint64) uint64 {
 	est := r.addCells(key, n)
-	r.stripes[xxh3.Hash128Seed(key, r.seed).Lo>>58]++
+	r.countAdds(key, n)
 	return est
 }
 
+// countAdds adds n to key's stripe, saturating as a counter does.
+func (r *refCMS) countAdds(key []byte, n uint64) {
+	s := &r.stripes[xxh3.Hash128Seed(key, r.seed).Lo>>58]
+	if n >= maxCount-min(*s, maxCount) {
+		*s = maxCount
+	} else {
+		*s += n
+	}
+}
+
 // addBatch is a batch: the add count moves once per chunk of batchChunk
-// keys, by the chunk's size, at its first key's stripe.
+// keys, by what the chunk counted, at its first key's stripe.
 func (r *refCMS) addBatch(keys [][]byte, n uint64) []uint64 {
 	est := make([]uint64, len(keys))
 	for i, k := range keys {
 		est[i] = r.addCells(k, n)
 		if i%batchChunk == 0 {
-			r.stripes[xxh3.Hash128Seed(k, r.seed).Lo>>58] += uint64(min(batchChunk, len(keys)-i))
+			r.countAdds(k, uint64(min(batchChunk, len(keys)-i))*n)
 		}
 	}
 	return est

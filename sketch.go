@@ -56,8 +56,9 @@ func WithoutCreate() Option {
 // taken, so it works on a file the caller may only read (0644, another
 // user's, a read-only filesystem) and on a sealed file (Freeze), while
 // other processes keep writing to a live one. The owner rule (WithOwner)
-// does not apply: a reader risks only itself. Every mutator of a
-// read-only handle returns ErrReadOnly.
+// does not apply: a reader risks only itself (though whoever can truncate
+// the file can still kill it with SIGBUS, as for any mapping). Every
+// mutator of a read-only handle returns ErrReadOnly.
 func ReadOnly() Option {
 	return func(o *options) { o.readOnly = true }
 }

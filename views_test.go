@@ -8,6 +8,7 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
+	"math/bits"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -236,5 +237,25 @@ func TestNewCountMin(t *testing.T) {
 	}
 	if _, err := NewCountMinMemfd("x", CountMinConfig{}, ReadOnly()); !errors.Is(err, ErrInvalidConfig) {
 		t.Errorf("NewCountMinMemfd with ReadOnly = %v, want ErrInvalidConfig", err)
+	}
+}
+
+// TestNewCountingBloom_TooLarge: an in-memory or memfd structure larger
+// than the machine's memory is refused with ErrNoSpace, not handed to the
+// OOM killer.
+func TestNewCountingBloom_TooLarge(t *testing.T) {
+	huge := CountingBloomConfig{Capacity: 1 << 40} // 2^44 counters, 8 TiB
+	// On a 32-bit platform the geometry itself is refused.
+	if _, err := NewCountingBloom(huge); !errors.Is(err, ErrNoSpace) && !errors.Is(err, ErrInvalidConfig) {
+		t.Errorf("NewCountingBloom(%+v) = %v, want ErrNoSpace", huge, err)
+	}
+	if _, err := NewCountingBloomMemfd("huge", huge); !errors.Is(err, ErrNoSpace) && !errors.Is(err, ErrInvalidConfig) {
+		t.Errorf("NewCountingBloomMemfd(%+v) = %v, want ErrNoSpace", huge, err)
+	}
+	if bits.UintSize == 64 {
+		huge := CountMinConfig{Rows: 64, Width: 1 << (bits.UintSize - 28)} // 2^36 a row, 2^45 bytes
+		if _, err := NewCountMin(huge); !errors.Is(err, ErrNoSpace) {
+			t.Errorf("NewCountMin of 2^45 bytes = %v, want ErrNoSpace", err)
+		}
 	}
 }

@@ -56,10 +56,11 @@ static inline uint64_t sk_add_cells(uint64_t *cells, uint64_t mask, uint32_t row
 	return est;
 }
 
-/* sk_count_adds adds k to the add count, in the stripe picked by h1's top bits. */
+/* sk_count_adds adds k, what was counted, to the add count, in the stripe
+ * picked by h1's top bits, saturating as a counter does. */
 static inline void sk_count_adds(uint64_t *stripes, uint64_t lo, uint64_t k)
 {
-	atomic_fetch_add_explicit(SK_ATOMIC(&stripes[(lo >> 58) * SK_STRIPE_WORDS]), k, memory_order_seq_cst);
+	sk_add_cell(&stripes[(lo >> 58) * SK_STRIPE_WORDS], k);
 }
 
 static inline uint64_t sk_estimate_hashed(const uint64_t *cells, uint64_t mask, uint32_t rows, sk_u128 h)
@@ -95,7 +96,7 @@ uint64_t sk_cms_add(uint64_t *cells, uint64_t *stripes, uint64_t seed, uint64_t 
 	sk_u128 h;
 	sk_xxh3_128(key, len, seed, &h);
 	uint64_t est = sk_add_cells(cells, mask, rows, h, n);
-	sk_count_adds(stripes, h.lo, 1);
+	sk_count_adds(stripes, h.lo, n);
 	return est;
 }
 
@@ -126,7 +127,7 @@ void sk_cms_add_batch(uint64_t *cells, uint64_t *stripes, uint64_t seed, uint64_
 			if (est)
 				est[i] = v;
 		}
-		sk_count_adds(stripes, first.lo, count);
+		sk_count_adds(stripes, first.lo, count * n);
 		return;
 	}
 	sk_u128 ring[SK_AHEAD];
@@ -146,7 +147,7 @@ void sk_cms_add_batch(uint64_t *cells, uint64_t *stripes, uint64_t seed, uint64_
 		if (est)
 			est[i] = v;
 	}
-	sk_count_adds(stripes, first.lo, count);
+	sk_count_adds(stripes, first.lo, count * n);
 }
 
 void sk_cms_estimate_batch(const uint64_t *cells, uint64_t seed, uint64_t mask, uint32_t rows,

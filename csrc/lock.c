@@ -103,6 +103,18 @@ static bool sk_alive(const sk_lock *l, uint32_t id)
 	return lk.l_type != F_UNLCK;
 }
 
+/* sk_token takes (F_WRLCK) or gives back (F_UNLCK) token id's byte on
+ * this handle's descriptor; taking succeeds only while no handle holds it. */
+static bool sk_token(const sk_lock *l, uint32_t id, short type)
+{
+	struct flock lk = {.l_type = type, .l_whence = SEEK_SET, .l_start = SK_TOKEN_BASE + id, .l_len = 1};
+	int r;
+	do
+		r = fcntl(l->fd, F_OFD_SETLK, &lk);
+	while (r == -1 && errno == EINTR);
+	return r == 0;
+}
+
 /* sk_recover_writer clears W when its owner is dead: a token nobody holds,
  * or no owner at all (a damaged word). An owner with this handle's id is a
  * thread of this handle: a dead predecessor with the same id was recovered
@@ -113,18 +125,27 @@ static void sk_recover_writer(sk_lock *l)
 	if (!(s & SK_W))
 		return;
 	uint32_t owner = s & SK_OWNER;
+	bool held = false;
 	if (owner == 0) {
 		/* damaged: recover */
 	} else if (owner - 1 == l->id) {
 		return; /* a thread of this handle holds it */
-	} else if (sk_alive(l, owner - 1)) {
-		return;
+	} else {
+		/* Hold the dead holder's token byte while recovering, so that no
+		 * new handle can take its id and lock under the same OWNER
+		 * before the compare-and-swap (lock_linux.go's recoverWriter).
+		 * Taking it is also the liveness check. */
+		if (!sk_token(l, owner - 1, F_WRLCK))
+			return;
+		held = true;
 	}
 	if (atomic_compare_exchange_strong(A32(l->state), &s, s & (SK_WPARKED | SK_RPARKED))) {
 		sk_futex_wake_all(l->state);
 		atomic_fetch_add(A32(l->drain), 1);
 		sk_futex_wake_all(l->drain);
 	}
+	if (held)
+		sk_token(l, owner - 1, F_UNLCK);
 }
 
 /* sk_sleep waits on the state word while it still reads s (with the

@@ -29,6 +29,6 @@ func runCheck(args []string) error {
 
 func printStats(s sketch.CountMinStats) {
 	fmt.Printf("shape       %d x %d (%d bytes mapped)\n", s.Rows, s.Width, s.Bytes)
-	fmt.Printf("total       %d in %d adds\n", s.Total, s.Adds)
+	fmt.Printf("total       %d (add count %d)\n", s.Total, s.Adds)
 	fmt.Printf("error bound %d (ε %.6f, confidence %.4f)\n", s.ErrorBound, s.ErrorRate, s.Confidence)
 }

@@ -57,7 +57,7 @@ func newSketch(t *testing.T) string {
 func TestCheck(t *testing.T) {
 	path := newSketch(t)
 	out, code := run(t, "check", path)
-	if code != 0 || !strings.Contains(out, "ok") || !strings.Contains(out, "total       41 in 1 adds") {
+	if code != 0 || !strings.Contains(out, "ok") || !strings.Contains(out, "total       41 (add count 41)") {
 		t.Fatalf("sketch check on a good file: exit %d, output:\n%s", code, out)
 	}
 
