@@ -146,7 +146,8 @@ func benchRWMap() *rwMap {
 
 // withCore returns another handle on b's mapping and lock that uses core.
 func (b *CountingBloom) withCore(core cbfCore) *CountingBloom {
-	v := &CountingBloom{m: b.m, l: b.l, core: core, ro: b.ro, sealed: b.sealed, lk: b.lk, stripe: b.stripe}
+	v := &CountingBloom{l: b.l, core: core, lk: b.lk, stripe: b.stripe}
+	v.init(b.m)
 	v.open.Store(true)
 	return v
 }

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"math"
 	"math/bits"
-	"os"
 	"runtime"
 	"sync/atomic"
 	"unsafe"
@@ -52,7 +51,7 @@ func init() {
 // cbfGeometry returns the counters and hashes for a capacity and rate.
 func cbfGeometry(capacity uint64, fpRate float64) (m uint64, k int, err error) {
 	if capacity < 1 {
-		return 0, 0, fmt.Errorf("%w: Capacity is missing (at least 1 to create a filter; the zero config only attaches)", ErrInvalidConfig)
+		return 0, 0, errNoCapacity
 	}
 	if !(fpRate > 0 && fpRate < 1) {
 		return 0, 0, fmt.Errorf("%w: false-positive rate %v is not in (0, 1)", ErrInvalidConfig, fpRate)
@@ -70,6 +69,18 @@ func cbfGeometry(capacity uint64, fpRate float64) (m uint64, k int, err error) {
 // countingBloomBytes is the region of m counters: the operation-count
 // stripes, then the counters, two to a byte.
 func countingBloomBytes(m uint64) uint64 { return stripesBytes + m/2 }
+
+// errNoCapacity refuses to create a filter from a config without Capacity.
+var errNoCapacity = fmt.Errorf("%w: Capacity is missing (at least 1 to create a filter; the zero config only attaches)", ErrInvalidConfig)
+
+// createSpec is spec for the constructors that always create: the zero
+// config, which only attaches, is refused.
+func (cfg CountingBloomConfig) createSpec() (spec, error) {
+	if cfg.Capacity == 0 {
+		return spec{}, errNoCapacity
+	}
+	return cfg.spec()
+}
 
 func (cfg CountingBloomConfig) spec() (spec, error) {
 	sp := spec{kind: kindCountingBloom, seed: cfg.Seed}
@@ -135,12 +146,9 @@ func validateCountingBloomEntry(e entry) error {
 // and Freeze its write lock; a process killed holding either is recovered
 // from within about 10 ms (docs/DESIGN.md).
 type CountingBloom struct {
-	m      *mapping
+	handle
 	l      cbfLayout
 	core   cbfCore
-	open   atomic.Bool
-	ro     bool
-	sealed *uint32
 	lk     *fileLock // nil on a read-only handle
 	stripe int
 }
@@ -186,10 +194,7 @@ func OpenCountingBloom(path string, cfg CountingBloomConfig, opts ...Option) (*C
 // hand to child processes (File, AttachCountingBloom), as
 // NewCountMinMemfd does.
 func NewCountingBloomMemfd(name string, cfg CountingBloomConfig, opts ...Option) (*CountingBloom, error) {
-	sp, err := cfg.spec()
-	if err == nil && sp.size == 0 {
-		_, _, err = cbfGeometry(0, 0)
-	}
+	sp, err := cfg.createSpec()
 	if err == nil {
 		var o options
 		if o, err = buildOptions(opts); err == nil && o.readOnly {
@@ -209,10 +214,7 @@ func NewCountingBloomMemfd(name string, cfg CountingBloomConfig, opts ...Option)
 // NewCountingBloom creates a counting Bloom filter in memory, for one
 // process, as NewCountMin does.
 func NewCountingBloom(cfg CountingBloomConfig) (*CountingBloom, error) {
-	sp, err := cfg.spec()
-	if err == nil && sp.size == 0 {
-		_, _, err = cbfGeometry(0, 0)
-	}
+	sp, err := cfg.createSpec()
 	if err != nil {
 		return nil, fmt.Errorf("sketch: create in memory: %w", err)
 	}
@@ -245,7 +247,6 @@ func newCountingBloom(m *mapping) (*CountingBloom, error) {
 	region := m.entryBytes()
 	base := unsafe.Pointer(&region[0])
 	b := &CountingBloom{
-		m: m,
 		l: cbfLayout{
 			stripes: base,
 			words:   unsafe.Add(base, stripesBytes),
@@ -253,10 +254,9 @@ func newCountingBloom(m *mapping) (*CountingBloom, error) {
 			mask:    m.ent.params[2] - 1,
 			k:       int(m.ent.params[3]),
 		},
-		core:   defaultCBFCore,
-		ro:     m.readOnly,
-		sealed: sealedWord(m.data),
+		core: defaultCBFCore,
 	}
+	b.init(m)
 	if !m.readOnly {
 		if err := m.joinLock(); err != nil {
 			m.close()
@@ -531,55 +531,14 @@ func (b *CountingBloom) Counters() uint64 { return b.l.mask + 1 }
 // Hashes returns k, the counters per item.
 func (b *CountingBloom) Hashes() int { return b.l.k }
 
-// Frozen reports whether the file is sealed (Freeze).
-func (b *CountingBloom) Frozen() bool { return b.open.Load() && atomic.LoadUint32(b.sealed) != 0 }
-
-// ReadOnly reports whether the handle was opened with ReadOnly.
-func (b *CountingBloom) ReadOnly() bool { return b.ro }
-
-// Path returns the file's path, or "" for a memfd, an inherited
-// descriptor or an in-memory filter.
-func (b *CountingBloom) Path() string {
-	if b.m == nil {
-		return ""
-	}
-	return b.m.path
-}
-
-// File returns a duplicate of the filter's descriptor, for a child process
-// that attaches with AttachCountingBloom. The caller closes it.
-func (b *CountingBloom) File() (*os.File, error) {
-	if b.m == nil {
-		return nil, b.closedErr("file")
-	}
-	return b.m.file()
-}
-
-// Sync flushes the mapping to the file.
-func (b *CountingBloom) Sync() error {
-	if b.m == nil {
-		return b.closedErr("sync")
-	}
-	return b.m.sync()
-}
-
-// Unlink removes the filter's file from Path, as CountMin.Unlink does.
-func (b *CountingBloom) Unlink() error {
-	if b.m == nil {
-		return nil
-	}
-	return b.m.unlink()
-}
-
 // Close releases the descriptor, the lock's liveness token and the file's
 // pages; safe twice and while other goroutines use the handle, as
 // CountMin.Close is. A lock this handle held is recovered by the others.
 func (b *CountingBloom) Close() error {
-	if b == nil || b.m == nil {
+	if b == nil {
 		return nil
 	}
-	b.open.Store(false)
-	return b.m.close()
+	return b.close()
 }
 
 // String describes the handle without its seed.
@@ -593,35 +552,3 @@ func (b *CountingBloom) String() string {
 
 // GoString is String, for %#v.
 func (b *CountingBloom) GoString() string { return b.String() }
-
-func (b *CountingBloom) name() string {
-	if b.m == nil {
-		return "(zero CountingBloom)"
-	}
-	return b.m.name
-}
-
-// refuse returns why a mutator may not run (closed, read-only, sealed).
-func (b *CountingBloom) refuse(op string) error {
-	switch {
-	case !b.open.Load():
-		return b.closedErr(op)
-	case b.ro:
-		return b.m.errorf(op, ErrReadOnly)
-	case atomic.LoadUint32(b.sealed) != 0:
-		return b.m.errorf(op, ErrFrozen)
-	}
-	return nil
-}
-
-// after reports a handle closed while its call ran.
-func (b *CountingBloom) after(op string) error {
-	if !b.open.Load() {
-		return b.closedErr(op)
-	}
-	return nil
-}
-
-func (b *CountingBloom) closedErr(op string) error {
-	return fmt.Errorf("sketch: %s %s: %w", op, b.name(), ErrClosed)
-}

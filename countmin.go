@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math"
 	"math/bits"
-	"os"
 	"strconv"
 	"sync/atomic"
 	"unsafe"
@@ -59,18 +58,9 @@ const (
 // have landed in some rows of the file and not others, as a killed
 // process's add would (Check reports ErrTornAdd; nothing needs repair).
 type CountMin struct {
-	m    *mapping
+	handle
 	l    cmsLayout
 	core cmsCore // serves batches and whole-array walks
-	// open is set by the constructors and cleared by Close. Every call
-	// loads it: a word of this handle that only Close writes, so the
-	// load costs what a plain load does and no cache line moves between
-	// cores. The zero CountMin is closed.
-	open atomic.Bool
-	ro   bool // opened with ReadOnly: mutators return ErrReadOnly
-	// sealed is the file's sealed flag, set by Freeze in any process and
-	// loaded by every mutator.
-	sealed *uint32
 }
 
 // ClosedEstimate is what Estimate returns on a closed handle, and on a zero
@@ -358,7 +348,6 @@ func newCountMin(m *mapping) *CountMin {
 	rows, width := int(m.ent.params[0]), m.ent.params[1]
 	base := unsafe.Pointer(&region[0])
 	c := &CountMin{
-		m: m,
 		l: cmsLayout{
 			stripes:  base,
 			cells:    unsafe.Add(base, stripesBytes),
@@ -368,10 +357,9 @@ func newCountMin(m *mapping) *CountMin {
 			rowBytes: uintptr(width * 8),
 			prefetch: uint64(rows)*width*8 > l2Bytes(),
 		},
-		core:   defaultCore,
-		ro:     m.readOnly,
-		sealed: sealedWord(m.data),
+		core: defaultCore,
 	}
+	c.init(m)
 	c.open.Store(true)
 	return c
 }
@@ -393,12 +381,6 @@ func (c *CountMin) Freeze() error {
 	}
 	return c.Sync()
 }
-
-// Frozen reports whether the file is sealed (Freeze).
-func (c *CountMin) Frozen() bool { return c.open.Load() && atomic.LoadUint32(c.sealed) != 0 }
-
-// ReadOnly reports whether the handle was opened with ReadOnly.
-func (c *CountMin) ReadOnly() bool { return c.ro }
 
 // Add counts key once and returns the sketch's new estimate for it: the
 // smallest of its counters after this add, so never below the true count.
@@ -724,47 +706,6 @@ func (c *CountMin) rowFinding(sums []uint64, adds uint64) error {
 	return c.m.errorf("check", fmt.Errorf("%w: %s; the file is not damaged: every estimate stays an upper bound but that of the key whose add was cut, and a Reset clears this", ErrTornAdd, diff))
 }
 
-// Path returns the file's path, or "" for a memfd or inherited descriptor.
-func (c *CountMin) Path() string {
-	if c.m == nil {
-		return ""
-	}
-	return c.m.path
-}
-
-// File returns a duplicate of the sketch's descriptor, for a child process
-// (exec.Cmd.ExtraFiles) that attaches with AttachCountMin. The caller owns
-// it and closes it.
-func (c *CountMin) File() (*os.File, error) {
-	if c.m == nil {
-		return nil, c.closedErr("file")
-	}
-	return c.m.file()
-}
-
-// Sync flushes the mapping to the file and reports a write error, such as
-// a full disk on a filesystem that allocates at writeback.
-func (c *CountMin) Sync() error {
-	if c.m == nil {
-		return c.closedErr("sync")
-	}
-	return c.m.sync()
-}
-
-// Unlink removes the sketch's file from Path. The sketch stays usable
-// through this handle and every other mapping; new opens of the path create
-// a new one. A file already gone is not an error, and a sketch without a
-// path does nothing. A file that has replaced this one at the path is left
-// alone: Unlink renames the path aside, checks that it moved this sketch's
-// file, and puts it back otherwise (on a filesystem that cannot rename
-// without replacing, it checks and removes, which a replacement can race).
-func (c *CountMin) Unlink() error {
-	if c.m == nil {
-		return nil
-	}
-	return c.m.unlink()
-}
-
 // Close releases the descriptor and the file's pages. It is safe to call
 // twice, and while other goroutines use the handle: calls that started
 // before it finish on memory that stays mapped (a private placeholder at
@@ -772,11 +713,10 @@ func (c *CountMin) Unlink() error {
 // an unmapped page or on another file mapped later; calls after it return
 // ErrClosed, and Estimate returns ClosedEstimate.
 func (c *CountMin) Close() error {
-	if c == nil || c.m == nil {
+	if c == nil {
 		return nil
 	}
-	c.open.Store(false)
-	return c.m.close()
+	return c.close()
 }
 
 // String describes the handle without its seed, which is secret: fmt's
@@ -791,28 +731,3 @@ func (c *CountMin) String() string {
 
 // GoString is String, for %#v.
 func (c *CountMin) GoString() string { return c.String() }
-
-func (c *CountMin) name() string {
-	if c.m == nil {
-		return "(zero CountMin)"
-	}
-	return c.m.name
-}
-
-// refuse returns why a mutator may not run: the handle is closed (or the
-// zero CountMin), read-only, or the file is sealed; nil when it may.
-func (c *CountMin) refuse(op string) error {
-	switch {
-	case !c.open.Load():
-		return c.closedErr(op)
-	case c.ro:
-		return c.m.errorf(op, ErrReadOnly)
-	case atomic.LoadUint32(c.sealed) != 0:
-		return c.m.errorf(op, ErrFrozen)
-	}
-	return nil
-}
-
-func (c *CountMin) closedErr(op string) error {
-	return fmt.Errorf("sketch: %s %s: %w", op, c.name(), ErrClosed)
-}

@@ -247,7 +247,8 @@ func testClosedHandle(t *testing.T, c *CountMin) {
 
 // withCore returns another handle on c's mapping that uses core.
 func (c *CountMin) withCore(core cmsCore) *CountMin {
-	v := &CountMin{m: c.m, l: c.l, core: core, ro: c.ro, sealed: c.sealed}
+	v := &CountMin{l: c.l, core: core}
+	v.init(c.m)
 	v.open.Store(true)
 	return v
 }

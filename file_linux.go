@@ -65,6 +65,22 @@ func openPath(path string, sp spec, o options) (*mapping, error) {
 	}
 }
 
+// openExisting opens the file at path with access mode (O_RDWR or
+// O_RDONLY). O_NOFOLLOW: a symlink planted at the path is refused
+// (ErrSymlink) rather than followed. O_NONBLOCK: a FIFO or device planted
+// there must not block the open; its type is refused after it.
+func openExisting(path string, access int) (int, error) {
+	fd, err := unix.Open(path, access|unix.O_NOFOLLOW|unix.O_CLOEXEC|unix.O_NONBLOCK, 0)
+	switch {
+	case err == unix.ELOOP:
+		return -1, ErrSymlink
+	case err == unix.EISDIR || err == unix.ENXIO:
+		// A directory, or a socket: not a sketch file.
+		return -1, fmt.Errorf("%w: %w", ErrCorrupt, err)
+	}
+	return fd, err
+}
+
 // errCannotCreate means a config that only attaches (a counting Bloom
 // filter's zero config) found nothing to attach to.
 var errCannotCreate = fmt.Errorf("%w: no sketch to attach to (%w), and the config does not say what to create", ErrInvalidConfig, fs.ErrNotExist)
@@ -76,17 +92,8 @@ var errRetry = errors.New("the path changed while it was opened")
 // someone the caller trusts, and attaches to it, adopting it first when it
 // is empty or all zero and the caller may.
 func attachPath(path string, sp spec, o options, deadline time.Time) (*mapping, error) {
-	// O_NONBLOCK: a FIFO or device planted at the path must not block the
-	// open; its type is refused right after. O_NOFOLLOW: a symlink planted
-	// at the path is refused rather than followed.
-	fd, err := unix.Open(path, unix.O_RDWR|unix.O_NOFOLLOW|unix.O_CLOEXEC|unix.O_NONBLOCK, 0)
-	switch {
-	case err == unix.ELOOP:
-		return nil, ErrSymlink
-	case err == unix.EISDIR || err == unix.ENXIO:
-		// A directory, or a socket: not a sketch file.
-		return nil, fmt.Errorf("%w: %w", ErrCorrupt, err)
-	case err != nil:
+	fd, err := openExisting(path, unix.O_RDWR)
+	if err != nil {
 		return nil, err
 	}
 	m, err := attachOpened(fd, path, sp, o, deadline)
@@ -590,13 +597,8 @@ func openReadOnly(path string, sp spec, o options) (*mapping, error) {
 	fail := func(err error) (*mapping, error) {
 		return nil, fmt.Errorf("sketch: open %s: %w", path, err)
 	}
-	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC|unix.O_NONBLOCK, 0)
-	switch {
-	case err == unix.ELOOP:
-		return fail(ErrSymlink)
-	case err == unix.EISDIR || err == unix.ENXIO:
-		return fail(fmt.Errorf("%w: %w", ErrCorrupt, err))
-	case err != nil:
+	fd, err := openExisting(path, unix.O_RDONLY)
+	if err != nil {
 		return fail(err)
 	}
 	m, err := readOnlyOpened(fd, path, sp, o)

@@ -1,0 +1,121 @@
+package sketch
+
+import (
+	"fmt"
+	"os"
+	"sync/atomic"
+)
+
+// handle is what every structure's handle holds beside its own layout: the
+// mapping, whether the handle is open and read-only, and the file's sealed
+// word; and the methods that are the same for every structure.
+type handle struct {
+	m *mapping
+	// open is set by the constructors and cleared by Close. Every call
+	// loads it: a word of this handle that only Close writes, so the load
+	// costs what a plain load does and no cache line moves between cores.
+	// The zero handle is closed.
+	open atomic.Bool
+	ro   bool // opened with ReadOnly: mutators return ErrReadOnly
+	// sealed is the file's sealed word, set by Freeze in any process and
+	// loaded by every mutator.
+	sealed *uint32
+}
+
+// init fills the handle from its mapping; the constructor opens it last.
+func (h *handle) init(m *mapping) {
+	h.m, h.ro, h.sealed = m, m.readOnly, sealedWord(m.data)
+}
+
+// Path returns the file's path, or "" for a memfd, an inherited
+// descriptor or an in-memory structure.
+func (h *handle) Path() string {
+	if h.m == nil {
+		return ""
+	}
+	return h.m.path
+}
+
+// File returns a duplicate of the structure's descriptor, for a child
+// process (exec.Cmd.ExtraFiles) that attaches with the structure's Attach
+// function (AttachCountMin, AttachCountingBloom). The caller owns it and
+// closes it.
+func (h *handle) File() (*os.File, error) {
+	if h.m == nil {
+		return nil, h.closedErr("file")
+	}
+	return h.m.file()
+}
+
+// Sync flushes the mapping to the file and reports a write error, such as
+// a full disk on a filesystem that allocates at writeback.
+func (h *handle) Sync() error {
+	if h.m == nil {
+		return h.closedErr("sync")
+	}
+	return h.m.sync()
+}
+
+// Unlink removes the structure's file from Path. The structure stays
+// usable through this handle and every other mapping; new opens of the
+// path create a new one. A file already gone is not an error, and a
+// structure without a path does nothing. A file that has replaced this one
+// at the path is left alone: Unlink renames the path aside, checks that it
+// moved this structure's file, and puts it back otherwise (on a filesystem
+// that cannot rename without replacing, it checks and removes, which a
+// replacement can race).
+func (h *handle) Unlink() error {
+	if h.m == nil {
+		return nil
+	}
+	return h.m.unlink()
+}
+
+// Frozen reports whether the file is sealed (Freeze).
+func (h *handle) Frozen() bool { return h.open.Load() && atomic.LoadUint32(h.sealed) != 0 }
+
+// ReadOnly reports whether the handle was opened with ReadOnly.
+func (h *handle) ReadOnly() bool { return h.ro }
+
+// close is Close for every structure: calls after it report the handle
+// closed, and the mapping swaps its pages for a placeholder (mapping.close).
+func (h *handle) close() error {
+	if h.m == nil {
+		return nil
+	}
+	h.open.Store(false)
+	return h.m.close()
+}
+
+func (h *handle) name() string {
+	if h.m == nil {
+		return "(zero value)"
+	}
+	return h.m.name
+}
+
+// refuse returns why a mutator may not run: the handle is closed (or the
+// zero value), read-only, or the file is sealed; nil when it may.
+func (h *handle) refuse(op string) error {
+	switch {
+	case !h.open.Load():
+		return h.closedErr(op)
+	case h.ro:
+		return h.m.errorf(op, ErrReadOnly)
+	case atomic.LoadUint32(h.sealed) != 0:
+		return h.m.errorf(op, ErrFrozen)
+	}
+	return nil
+}
+
+// after reports a handle closed while its call ran.
+func (h *handle) after(op string) error {
+	if !h.open.Load() {
+		return h.closedErr(op)
+	}
+	return nil
+}
+
+func (h *handle) closedErr(op string) error {
+	return fmt.Errorf("sketch: %s %s: %w", op, h.name(), ErrClosed)
+}
