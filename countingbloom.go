@@ -45,7 +45,14 @@ const (
 )
 
 func init() {
-	registerKind(kindCountingBloom, kindInfo{name: "counting Bloom filter", validate: validateCountingBloomEntry})
+	registerKind(kindCountingBloom, kindInfo{
+		name:     "counting Bloom filter",
+		kind:     KindCountingBloom,
+		validate: validateCountingBloomEntry,
+		config: func(e entry) any {
+			return CountingBloomConfig{Capacity: e.params[0], FPRate: math.Float64frombits(e.params[1])}
+		},
+	})
 }
 
 // cbfGeometry returns the counters and hashes for a capacity and rate.

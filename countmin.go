@@ -223,7 +223,14 @@ func (cfg CountMinConfig) spec() (spec, error) {
 }
 
 func init() {
-	registerKind(kindCountMin, kindInfo{name: "Count-Min sketch", validate: validateCountMinEntry})
+	registerKind(kindCountMin, kindInfo{
+		name:     "Count-Min sketch",
+		kind:     KindCountMin,
+		validate: validateCountMinEntry,
+		config: func(e entry) any {
+			return CountMinConfig{Rows: int(e.params[0]), Width: int(e.params[1])}
+		},
+	})
 }
 
 func validateCountMinEntry(e entry) error {
@@ -652,7 +659,7 @@ func (c *CountMin) Check() error {
 	if err != nil {
 		return c.m.errorf("check", err)
 	}
-	if lay.seed != c.l.seed || len(lay.entries) == 0 || lay.entries[0] != c.m.ent {
+	if lay.seed != c.l.seed || !lay.holds(c.m.ent) {
 		return c.m.errorf("check", fmt.Errorf("%w: the header changed under the mapping", ErrCorrupt))
 	}
 	sums := make([]uint64, c.l.rows)

@@ -84,6 +84,11 @@ var (
 	// not initialised when the wait timeout ran out: another process was
 	// adopting it, or held its flock (anyone who can read a file can).
 	ErrTimeout = errors.New("timed out waiting for an empty or incomplete file to be initialised")
+
+	// ErrArenaFull means an arena has no room left for a new structure:
+	// its data or its directory is used up. The message says what was
+	// asked and what is left.
+	ErrArenaFull = errors.New("arena is full")
 )
 
 // Errors returned by operations on an open sketch.

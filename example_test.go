@@ -216,3 +216,38 @@ func ExampleCountMin_StatsVar() {
 	// Output:
 	// {"rows":2,"width":8,"bytes":20480,"total":3,"adds":3,"error_bound":2,"error_rate":0.33978522855738064,"confidence":0.8646647167633873,"frozen":false,"read_only":false,"closed":false}
 }
+
+// A gateway keeps its structures in one arena: every worker opens the
+// same file and asks for each structure by name; the first to ask creates
+// it, the rest attach.
+func ExampleOpenArena() {
+	dir, _ := os.MkdirTemp("", "sketch-example")
+	defer os.RemoveAll(dir)
+
+	arena, err := sketch.OpenArena(filepath.Join(dir, "gateway.arena"), 16<<20)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer arena.Close()
+	clients, err := arena.CountMin("requests-per-client", sketch.CountMinConfig{ErrorRate: 0.001})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer clients.Close()
+	banned, err := arena.CountingBloom("banned-keys", sketch.CountingBloomConfig{Capacity: 10_000})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer banned.Close()
+
+	clients.AddString("192.0.2.1")
+	banned.AddString("key-123")
+	for _, e := range arena.List() {
+		fmt.Printf("%s: %s, %d bytes\n", e.Name, e.Kind, e.Bytes)
+	}
+	fmt.Println("key-123 banned:", banned.ContainsString("key-123"))
+	// Output:
+	// requests-per-client: countmin, 167936 bytes
+	// banned-keys: countingbloom, 69632 bytes
+	// key-123 banned: true
+}

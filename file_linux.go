@@ -81,10 +81,6 @@ func openExisting(path string, access int) (int, error) {
 	return fd, err
 }
 
-// errCannotCreate means a config that only attaches (a counting Bloom
-// filter's zero config) found nothing to attach to.
-var errCannotCreate = fmt.Errorf("%w: no sketch to attach to (%w), and the config does not say what to create", ErrInvalidConfig, fs.ErrNotExist)
-
 // errRetry means the file at the path changed while an opener looked at it.
 var errRetry = errors.New("the path changed while it was opened")
 
@@ -164,7 +160,7 @@ func adopt(fd int, path string, sp spec, o options, deadline time.Time) (*mappin
 	}
 	what := "empty file"
 	if st.Size != 0 {
-		need := newLayout(1, []entry{{kind: sp.kind, size: sp.size}}).fileSize
+		need := sp.fileSize()
 		if uint64(st.Size) != need {
 			return nil, fmt.Errorf("%w (%d bytes with a zero magic; the requested shape needs %d)", ErrInterruptedCreate, st.Size, need)
 		}
@@ -425,7 +421,7 @@ func initFile(fd int, name string, sp spec) (*mapping, error) {
 	}
 	encodeHeader(data, lay)
 	publishMagic(data)
-	return newMapping(name, fd, data, lay, lay.entries[0]), nil
+	return newMapping(name, fd, data, lay, lay.first()), nil
 }
 
 // reserve sizes the file and has the filesystem allocate its blocks now, so
@@ -486,22 +482,6 @@ func attachFd(fd int, name string, size uint64, sp spec, readOnly bool) (*mappin
 	return nil, err
 }
 
-// pickEntry finds the structure sp asks for in a standalone file.
-func pickEntry(lay layout, sp spec) (entry, error) {
-	if sp.seed != 0 && sp.seed != lay.seed {
-		// The seeds stay out of the message: the file's is a secret.
-		return entry{}, fmt.Errorf("%w: the config's seed is not the file's", ErrIncompatible)
-	}
-	if len(lay.entries) == 0 {
-		return entry{}, fmt.Errorf("%w: the directory is empty", ErrCorrupt)
-	}
-	e := lay.entries[0]
-	if e.kind != sp.kind {
-		return entry{}, fmt.Errorf("%w: the file holds a %s, not a %s", ErrIncompatible, kindName(e.kind), kindName(sp.kind))
-	}
-	return e, sp.match(e)
-}
-
 // createMemfd makes an anonymous file-backed sketch whose descriptor can be
 // handed to child processes. Its size is sealed, so no holder of the
 // descriptor can shrink it under the others' mappings.
@@ -509,7 +489,7 @@ func createMemfd(name string, sp spec) (*mapping, error) {
 	// A memfd lives in the kernel's internal tmpfs, which has no size
 	// limit: reserving more than the machine's memory would end in the
 	// OOM killer, not in an error.
-	size := newLayout(1, []entry{{kind: sp.kind, size: sp.size}}).fileSize
+	size := sp.fileSize()
 	var si unix.Sysinfo_t
 	if unix.Sysinfo(&si) == nil {
 		if ram := uint64(si.Totalram) * uint64(si.Unit); size > ram {
@@ -661,10 +641,15 @@ func (m *mapping) joinLock() error {
 	r := m.res
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.closed {
+	if m.closed {
 		return m.errorf("lock", ErrClosed)
 	}
 	if m.lk != nil {
+		return nil
+	}
+	if r.lk != nil {
+		// Another structure of the arena joined for this process.
+		m.lk = r.lk
 		return nil
 	}
 	fd := r.fd
@@ -679,7 +664,7 @@ func (m *mapping) joinLock() error {
 	if err != nil {
 		return m.errorf("lock", err)
 	}
-	m.lk = lk
+	m.lk, r.lk = lk, lk
 	return nil
 }
 

@@ -36,7 +36,7 @@ func createInMemory(sp spec) (*mapping, error) {
 	data := unsafe.Slice((*byte)(unsafe.Pointer(&words[0])), lay.fileSize)
 	encodeHeader(data, lay)
 	publishMagic(data)
-	return newMapping("in-memory sketch", -1, data, lay, lay.entries[0]), nil
+	return newMapping("in-memory sketch", -1, data, lay, lay.first()), nil
 }
 
 func dupCloexec(fd int) (int, error)                  { return -1, ErrUnsupported }

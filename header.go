@@ -9,7 +9,7 @@ package sketch
 //	12      4     header size (the fixed part, 128)
 //	16      8     file size (must equal the file's size on attach)
 //	24      8     hash seed
-//	32      8     feature flags (0 in version 1)
+//	32      8     feature flags (flagArena, or 0)
 //	40      4+4   lock region offset, size
 //	48      4+4   reader-slot table offset, slot count
 //	56      4+4   directory offset, capacity in entries
@@ -27,6 +27,7 @@ package sketch
 // Everything is native-endian: the counters are used with atomics.
 
 import (
+	"bytes"
 	"encoding/binary"
 	"fmt"
 	"math/bits"
@@ -61,6 +62,10 @@ const (
 	offDirCount = 128
 	offSealed   = 132 // uint32: 1 once Freeze sealed the file
 
+	// flagArena marks an arena: a file whose directory grows, one named
+	// structure per entry. A file without it holds one unnamed structure.
+	flagArena uint64 = 1
+
 	lockOff       = 192
 	lockSize      = 64
 	slotsOff      = 256
@@ -84,6 +89,10 @@ const (
 	entName     = 88
 	entNameSize = 32
 	entChecksum = 120
+
+	// MaxNameLen is the longest name of a structure in an arena, in bytes:
+	// the directory entry keeps 32 bytes for it, the last always NUL.
+	MaxNameLen = entNameSize - 1
 )
 
 // Structure kinds stored in directory entries; each structure's file
@@ -98,6 +107,7 @@ var native = binary.NativeEndian
 type layout struct {
 	fileSize uint64
 	seed     uint64
+	flags    uint64
 	slots    uint32
 	dirOff   uint32
 	dirCap   uint32
@@ -131,6 +141,49 @@ func newLayout(seed uint64, entries []entry) layout {
 	return l
 }
 
+// newArenaLayout lays out an arena of size bytes (rounded up to a page)
+// with an empty directory: a slot per 4096 bytes, at least 16 and at most
+// maxDirEntries, so that small structures do not run out of entries before
+// they run out of room.
+func newArenaLayout(seed, size uint64) layout {
+	l := layout{seed: seed, flags: flagArena, slots: defaultSlots, dirOff: slotsOff + defaultSlots*slotSize}
+	l.dirCap = uint32(min(max(size/pageSize, 16), maxDirEntries))
+	l.dataOff = roundUp(uint64(l.dirOff)+uint64(l.dirCap)*entrySize, pageSize)
+	l.fileSize = max(roundUp(size, pageSize), l.dataOff+pageSize)
+	return l
+}
+
+// first returns the file's first entry, or the zero entry of an empty
+// arena.
+func (l layout) first() entry {
+	if len(l.entries) == 0 {
+		return entry{}
+	}
+	return l.entries[0]
+}
+
+// holds reports whether e is one of the file's entries, unchanged.
+func (l layout) holds(e entry) bool {
+	for _, have := range l.entries {
+		if have == e {
+			return true
+		}
+	}
+	return false
+}
+
+// isArena reports whether the file is an arena.
+func (l layout) isArena() bool { return l.flags&flagArena != 0 }
+
+// end returns where the last structure's region ends: the next region
+// starts at or after it.
+func (l layout) end() uint64 {
+	if n := len(l.entries); n > 0 {
+		return l.entries[n-1].off + l.entries[n-1].size
+	}
+	return l.dataOff
+}
+
 // encodeHeader writes everything but the magic into b, which must be zero
 // and at least l.dataOff long. The caller publishes the magic last.
 func encodeHeader(b []byte, l layout) {
@@ -138,6 +191,7 @@ func encodeHeader(b []byte, l layout) {
 	native.PutUint32(b[offHdrSize:], headerSize)
 	native.PutUint64(b[offFileSize:], l.fileSize)
 	native.PutUint64(b[offSeed:], l.seed)
+	native.PutUint64(b[offFlags:], l.flags)
 	native.PutUint32(b[offLockOff:], lockOff)
 	native.PutUint32(b[offLockSize:], lockSize)
 	native.PutUint32(b[offSlotsOff:], slotsOff)
@@ -193,6 +247,7 @@ func decodeHeader(b []byte) (layout, error) {
 	}
 	l.fileSize = native.Uint64(b[offFileSize:])
 	l.seed = native.Uint64(b[offSeed:])
+	l.flags = native.Uint64(b[offFlags:])
 	l.slots = native.Uint32(b[offSlotsN:])
 	l.dirOff = native.Uint32(b[offDirOff:])
 	l.dirCap = native.Uint32(b[offDirCap:])
@@ -202,8 +257,8 @@ func decodeHeader(b []byte) (layout, error) {
 		return corrupt("header size %d, want %d", native.Uint32(b[offHdrSize:]), headerSize)
 	case l.fileSize != uint64(len(b)) || l.fileSize > maxFileSize:
 		return corrupt("header says %d bytes, file has %d", l.fileSize, len(b))
-	case native.Uint64(b[offFlags:]) != 0:
-		return corrupt("unknown feature flags %#x", native.Uint64(b[offFlags:]))
+	case l.flags&^flagArena != 0:
+		return corrupt("unknown feature flags %#x", l.flags)
 	case native.Uint32(b[offLockOff:]) != lockOff || native.Uint32(b[offLockSize:]) != lockSize:
 		return corrupt("lock region at %d+%d, want %d+%d", native.Uint32(b[offLockOff:]), native.Uint32(b[offLockSize:]), lockOff, lockSize)
 	case native.Uint32(b[offSlotsOff:]) != slotsOff || l.slots == 0 || l.slots > maxSlots:
@@ -222,46 +277,80 @@ func decodeHeader(b []byte) (layout, error) {
 	if n > l.dirCap {
 		return corrupt("%d directory entries, capacity %d", n, l.dirCap)
 	}
-	end := l.dataOff // structures are laid out in order, without overlap
+	if !l.isArena() && n != 1 {
+		return corrupt("%d directory entries in a file that is not an arena", n)
+	}
 	for i := uint32(0); i < n; i++ {
-		eb := b[uint64(l.dirOff)+uint64(i)*entrySize:][:entrySize]
-		if xxh3.Hash(eb[:entChecksum]) != native.Uint64(eb[entChecksum:]) {
-			return l, fmt.Errorf("%w: directory entry %d", ErrChecksum, i)
+		e, err := l.decodeEntry(b, i)
+		if err != nil {
+			return layout{}, err
 		}
-		e := entry{
-			kind: native.Uint32(eb[entKind:]),
-			off:  native.Uint64(eb[entOff:]),
-			size: native.Uint64(eb[entSize:]),
-		}
-		for j := range e.params {
-			e.params[j] = native.Uint64(eb[entParams+8*j:])
-		}
-		name := eb[entName : entName+entNameSize]
-		for len(name) > 0 && name[len(name)-1] == 0 {
-			name = name[:len(name)-1]
-		}
-		e.name = string(name)
-		if e.off < end || e.off%cacheLine != 0 || e.size > l.fileSize || e.off > l.fileSize-e.size {
-			return corrupt("entry %d at %d+%d does not fit in [%d, %d)", i, e.off, e.size, end, l.fileSize)
-		}
-		if native.Uint32(eb[entFlags:]) != 0 {
-			return corrupt("entry %d has unknown flags", i)
-		}
-		if err := validateEntry(e); err != nil {
-			return corrupt("entry %d: %v", i, err)
-		}
-		end = e.off + e.size
 		l.entries = append(l.entries, e)
 	}
 	return l, nil
+}
+
+// decodeEntry validates directory entry i of b, the whole mapped file,
+// against l, which holds the entries before it, and returns it. The region
+// must lie inside the file after the previous entry's: regions are handed
+// out in directory order and never overlap. In an arena the name must be
+// 1 to MaxNameLen bytes, NUL-padded, and not used by an earlier entry.
+func (l layout) decodeEntry(b []byte, i uint32) (entry, error) {
+	corrupt := func(format string, args ...any) (entry, error) {
+		return entry{}, fmt.Errorf("%w: entry %d: "+format, append([]any{ErrCorrupt, i}, args...)...)
+	}
+	eb := b[uint64(l.dirOff)+uint64(i)*entrySize:][:entrySize]
+	if xxh3.Hash(eb[:entChecksum]) != native.Uint64(eb[entChecksum:]) {
+		return entry{}, fmt.Errorf("%w: directory entry %d", ErrChecksum, i)
+	}
+	e := entry{
+		kind: native.Uint32(eb[entKind:]),
+		off:  native.Uint64(eb[entOff:]),
+		size: native.Uint64(eb[entSize:]),
+	}
+	for j := range e.params {
+		e.params[j] = native.Uint64(eb[entParams+8*j:])
+	}
+	name := eb[entName : entName+entNameSize]
+	nameLen := bytes.IndexByte(name, 0)
+	switch {
+	case nameLen < 0:
+		return corrupt("name has no terminating NUL")
+	case bytes.IndexFunc(name[nameLen:], func(r rune) bool { return r != 0 }) >= 0:
+		return corrupt("name has bytes after its NUL")
+	case l.isArena() && nameLen == 0:
+		return corrupt("no name in an arena")
+	case !l.isArena() && nameLen != 0:
+		return corrupt("a name outside an arena")
+	}
+	e.name = string(name[:nameLen])
+	if end := l.end(); e.off < end || e.off%cacheLine != 0 || e.size == 0 || e.size > l.fileSize || e.off > l.fileSize-e.size {
+		return corrupt("region %d+%d does not fit in [%d, %d)", e.off, e.size, end, l.fileSize)
+	}
+	if native.Uint32(eb[entFlags:]) != 0 {
+		return corrupt("unknown flags")
+	}
+	if err := validateEntry(e); err != nil {
+		return corrupt("%v", err)
+	}
+	for _, prev := range l.entries {
+		if prev.name == e.name && l.isArena() {
+			return corrupt("name %q is used twice", e.name)
+		}
+	}
+	return e, nil
 }
 
 // kindInfo is what the format knows of a structure kind: its name in
 // messages and how to check an entry's parameters against its region. Each
 // structure registers its own, so the format never names a structure.
 type kindInfo struct {
-	name     string
+	name     string // in messages: "Count-Min sketch"
+	kind     Kind   // in listings and the command line: "countmin"
 	validate func(e entry) error
+	// config returns the structure's config as stored in the entry (a
+	// CountMinConfig for a Count-Min sketch, and so on), for listings.
+	config func(e entry) any
 }
 
 var kinds = map[uint32]kindInfo{}

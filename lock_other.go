@@ -25,12 +25,13 @@ func (m *mapping) joinLock() error {
 	r := m.res
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.closed {
+	if m.closed {
 		return m.errorf("lock", ErrClosed)
 	}
-	if m.lk == nil {
-		m.lk = &fileLock{}
+	if r.lk == nil {
+		r.lk = &fileLock{}
 	}
+	m.lk = r.lk
 	return nil
 }
 

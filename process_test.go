@@ -83,6 +83,10 @@ func TestHelperProcess(t *testing.T) {
 		err = childLockSpin()
 	case "lockcount":
 		err = childLockCount()
+	case "arenarace":
+		err = childArenaRace()
+	case "arenakill":
+		err = childArenaKill()
 	default:
 		err = fmt.Errorf("unknown role %q", role)
 	}

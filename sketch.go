@@ -4,6 +4,7 @@ import (
 	"crypto/rand"
 	"encoding/binary"
 	"fmt"
+	"io/fs"
 	"math"
 	"os"
 	"runtime"
@@ -20,6 +21,7 @@ type options struct {
 	noCreate    bool
 	readOnly    bool
 	owners      []uint32 // uids trusted beside the caller and root
+	seed        uint64   // an arena's hash seed at create (WithSeed)
 }
 
 func defaultOptions() options {
@@ -73,6 +75,15 @@ func WithOwner(uid int) Option {
 	return func(o *options) { o.owners = append(o.owners, uint32(uid)) }
 }
 
+// WithSeed sets the hash seed of an arena the call creates (OpenArena,
+// NewArena, NewArenaMemfd); every structure in the arena hashes with it.
+// Arenas that are to be merged across hosts need the same seed. Zero, the
+// default, draws a random one. A standalone structure takes its seed from
+// its config instead; there WithSeed does nothing.
+func WithSeed(seed uint64) Option {
+	return func(o *options) { o.seed = seed }
+}
+
 // trusts reports whether uid was named with WithOwner.
 func (o *options) trusts(uid uint32) bool {
 	for _, u := range o.owners {
@@ -116,6 +127,21 @@ type spec struct {
 	// match reports whether a stored entry is what the caller asked for,
 	// with an error wrapping ErrIncompatible when it is not.
 	match func(e entry) error
+	// arena asks for an arena: size is then the whole file's, and the
+	// file is created with an empty directory.
+	arena bool
+}
+
+// errCannotCreate means a config that only attaches (a counting Bloom
+// filter's zero config) found nothing to attach to.
+var errCannotCreate = fmt.Errorf("%w: no sketch to attach to (%w), and the config does not say what to create", ErrInvalidConfig, fs.ErrNotExist)
+
+// fileSize returns the size of the file a create lays out for sp.
+func (sp spec) fileSize() uint64 {
+	if sp.arena {
+		return newArenaLayout(1, sp.size).fileSize
+	}
+	return newLayout(1, []entry{{kind: sp.kind, size: sp.size}}).fileSize
 }
 
 // layout lays out a new file for sp, drawing a random seed unless sp
@@ -130,6 +156,9 @@ func (sp spec) layout() (layout, error) {
 		seed = binary.LittleEndian.Uint64(b[:])
 	}
 	lay := newLayout(seed, []entry{{kind: sp.kind, size: sp.size, params: sp.params}})
+	if sp.arena {
+		lay = newArenaLayout(seed, sp.size)
+	}
 	if lay.fileSize > maxFileSize || lay.fileSize > math.MaxInt {
 		return layout{}, fmt.Errorf("%w: %d bytes is more than a sketch file may have on this platform (%d)", ErrInvalidConfig, lay.fileSize, uint64(min(maxFileSize, math.MaxInt)))
 	}
@@ -154,26 +183,58 @@ type mapping struct {
 	sharedOFD bool
 	lk        *fileLock // nil until a structure that locks joins the lock
 	readOnly  bool      // mapped PROT_READ from an O_RDONLY descriptor
+	// closed is set by this mapping's close (under res.mu): each mapping
+	// gives up its reference once.
+	closed bool
 }
 
 // resources are what a mapping holds from the kernel. They live apart from
 // the mapping so that a cleanup can release them once the mapping is
 // unreachable (runtime.AddCleanup must not keep its object alive).
+//
+// The structures of an arena share one mapping's resources: each handle
+// has a mapping of its own (its entry, its open state) that refers to
+// them. refs counts the mappings not closed yet, live the ones still
+// reachable; the file's pages are swapped for a placeholder when the last
+// reference is closed, and unmapped when the last mapping is unreachable.
 type resources struct {
 	mu      sync.Mutex
 	fd      int
 	tokenFd int // a descriptor of the handle's own holding its lock token, or -1
 	data    []byte
-	closed  bool // Close ran: fd is closed, data is a placeholder
+	lk      *fileLock // the process's part in the file's lock, once joined
+	refs    int
+	live    int
+	closed  bool // every reference closed: fd is closed, data is a placeholder
 	retired bool // the memory is unmapped for good
 }
 
 // newMapping wraps a validated mapping of fd. From here on the mapping owns
 // the descriptor and the memory.
 func newMapping(name string, fd int, data []byte, lay layout, ent entry) *mapping {
-	m := &mapping{name: name, lay: lay, ent: ent, data: data, res: &resources{fd: fd, tokenFd: -1, data: data}}
-	runtime.AddCleanup(m, (*resources).release, m.res)
+	m := &mapping{name: name, lay: lay, ent: ent, data: data, res: &resources{fd: fd, tokenFd: -1, data: data, refs: 1, live: 1}}
+	runtime.AddCleanup(m, (*resources).unref, m.res)
 	return m
+}
+
+// derive returns a mapping of the same file for the structure of entry e
+// (an arena's), sharing m's resources, or ErrClosed once m is closed.
+func (m *mapping) derive(e entry, name string) (*mapping, error) {
+	r := m.res
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if m.closed {
+		return nil, m.errorf("open "+name, ErrClosed)
+	}
+	r.refs++
+	r.live++
+	d := &mapping{
+		name: m.name + ":" + name, path: m.path, dev: m.dev, ino: m.ino,
+		lay: m.lay, ent: e, data: m.data, res: r,
+		sharedOFD: m.sharedOFD, lk: r.lk, readOnly: m.readOnly,
+	}
+	runtime.AddCleanup(d, (*resources).unref, r)
+	return d, nil
 }
 
 // entryBytes returns the mapped region of the handle's structure.
@@ -195,7 +256,12 @@ func (m *mapping) close() error {
 	r := m.res
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.closed {
+	if m.closed {
+		return nil
+	}
+	m.closed = true
+	if r.refs--; r.refs > 0 || r.closed {
+		// Other structures of the arena still use the file.
 		return nil
 	}
 	r.closed = true
@@ -220,12 +286,13 @@ func (r *resources) drop() {
 	r.retired, r.closed, r.fd, r.data = true, true, -1, nil
 }
 
-// release unmaps the memory and, for a mapping dropped without Close, closes
-// the descriptor. It runs as the mapping's cleanup.
-func (r *resources) release() {
+// unref runs as a mapping's cleanup, once it is unreachable: the last one
+// unmaps the memory and, when the mappings were dropped without Close,
+// closes the descriptors.
+func (r *resources) unref() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.retired {
+	if r.live--; r.live > 0 || r.retired {
 		return
 	}
 	r.retired = true
@@ -242,7 +309,7 @@ func (m *mapping) sync() error {
 	r := m.res
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.closed {
+	if m.closed {
 		return m.errorf("sync", ErrClosed)
 	}
 	if err := syncMapping(r.data); err != nil {
@@ -256,7 +323,7 @@ func (m *mapping) file() (*os.File, error) {
 	r := m.res
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.closed {
+	if m.closed {
 		return nil, m.errorf("file", ErrClosed)
 	}
 	fd, err := dupCloexec(r.fd)
@@ -277,4 +344,29 @@ func (m *mapping) unlink() error {
 		return fmt.Errorf("sketch: unlink %s: %w", m.path, err)
 	}
 	return nil
+}
+
+// pickEntry finds the structure sp asks for in a file: its only entry, or,
+// for an arena, none (the arena finds its structures by name).
+func pickEntry(lay layout, sp spec) (entry, error) {
+	if sp.seed != 0 && sp.seed != lay.seed {
+		// The seeds stay out of the message: the file's is a secret.
+		return entry{}, fmt.Errorf("%w: the config's seed is not the file's", ErrIncompatible)
+	}
+	switch {
+	case sp.arena && !lay.isArena():
+		return entry{}, fmt.Errorf("%w: the file holds a %s, not an arena", ErrIncompatible, kindName(lay.entries[0].kind))
+	case sp.arena:
+		if sp.size != 0 && newArenaLayout(1, sp.size).fileSize != lay.fileSize {
+			return entry{}, fmt.Errorf("%w: asked for an arena of %d bytes, the file has %d (an arena's size is fixed at create; 0 attaches to any)", ErrIncompatible, sp.size, lay.fileSize)
+		}
+		return entry{}, nil
+	case lay.isArena():
+		return entry{}, fmt.Errorf("%w: the file is an arena; open it with OpenArena and ask for the %s by name", ErrIncompatible, kindName(sp.kind))
+	}
+	e := lay.entries[0]
+	if e.kind != sp.kind {
+		return entry{}, fmt.Errorf("%w: the file holds a %s, not a %s", ErrIncompatible, kindName(e.kind), kindName(sp.kind))
+	}
+	return e, sp.match(e)
 }

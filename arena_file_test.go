@@ -1,0 +1,249 @@
+//go:build linux
+
+package sketch
+
+import (
+	"bytes"
+	"errors"
+	"math"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/zeebo/xxh3"
+)
+
+// arMakeFile makes an arena of 256 KiB with three structures and returns
+// its bytes.
+func arMakeFile(t testing.TB) []byte {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "arena")
+	a, err := OpenArena(path, 256<<10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"one", "two"} {
+		c, err := a.CountMin(name, CountMinConfig{Rows: 2, Width: 64})
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.AddString("k")
+		c.Close()
+	}
+	b, err := a.CountingBloom("three", CountingBloomConfig{Capacity: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.AddString("k")
+	b.Close()
+	a.Close()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data
+}
+
+// arEntry returns directory entry i of an arena file's bytes.
+func arEntry(b []byte, i int) []byte {
+	return b[int(native.Uint32(b[offDirOff:]))+i*entrySize:][:entrySize]
+}
+
+func arResumEntry(eb []byte) {
+	native.PutUint64(eb[entChecksum:], xxh3.Hash(eb[:entChecksum]))
+}
+
+// TestArena_CraftedFiles breaks a valid arena in the ways a hand-made
+// file could and wants ErrCorrupt (or the sentinel wrapping it) at open.
+func TestArena_CraftedFiles(t *testing.T) {
+	valid := arMakeFile(t)
+	for _, tc := range []struct {
+		name string
+		edit func(b []byte)
+		want error
+	}{
+		{"count above capacity", func(b []byte) { native.PutUint32(b[offDirCount:], native.Uint32(b[offDirCap:])+1) }, ErrCorrupt},
+		{"count covers an unwritten entry", func(b []byte) { native.PutUint32(b[offDirCount:], 4) }, ErrChecksum},
+		{"entry past the end", func(b []byte) {
+			eb := arEntry(b, 2)
+			native.PutUint64(eb[entOff:], uint64(len(b)))
+			arResumEntry(eb)
+		}, ErrCorrupt},
+		{"overlapping entries", func(b []byte) {
+			eb := arEntry(b, 1)
+			native.PutUint64(eb[entOff:], native.Uint64(arEntry(b, 0)[entOff:])+64)
+			arResumEntry(eb)
+		}, ErrCorrupt},
+		{"length that wraps", func(b []byte) {
+			eb := arEntry(b, 2)
+			native.PutUint64(eb[entSize:], math.MaxUint64-native.Uint64(eb[entOff:])+64)
+			arResumEntry(eb)
+		}, ErrCorrupt},
+		{"name without terminator", func(b []byte) {
+			eb := arEntry(b, 0)
+			copy(eb[entName:entName+entNameSize], bytes.Repeat([]byte("n"), entNameSize))
+			arResumEntry(eb)
+		}, ErrCorrupt},
+		{"bytes after the name's NUL", func(b []byte) {
+			eb := arEntry(b, 0)
+			eb[entName+10] = 'x'
+			arResumEntry(eb)
+		}, ErrCorrupt},
+		{"empty name", func(b []byte) {
+			eb := arEntry(b, 0)
+			clear(eb[entName : entName+entNameSize])
+			arResumEntry(eb)
+		}, ErrCorrupt},
+		{"name used twice", func(b []byte) {
+			eb := arEntry(b, 1)
+			copy(eb[entName:entName+entNameSize], arEntry(b, 0)[entName:entName+entNameSize])
+			arResumEntry(eb)
+		}, ErrCorrupt},
+		{"unknown flag", func(b []byte) {
+			native.PutUint64(b[offFlags:], flagArena|2)
+			native.PutUint64(b[offChecksum:], xxh3.Hash(b[offVersion:offChecksum]))
+		}, ErrCorrupt},
+		{"entry's checksum", func(b []byte) { arEntry(b, 1)[entParams] ^= 1 }, ErrChecksum},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := bytes.Clone(valid)
+			tc.edit(b)
+			path := filepath.Join(t.TempDir(), "arena")
+			if err := os.WriteFile(path, b, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			for _, opts := range [][]Option{nil, {ReadOnly()}} {
+				a, err := OpenArena(path, 0, opts...)
+				if !errors.Is(err, tc.want) {
+					t.Errorf("OpenArena(%v) = %v, want %v", opts, err, tc.want)
+				}
+				if a != nil {
+					a.Close()
+				}
+			}
+		})
+	}
+}
+
+// TestArena_EntriesChangedAfterAttach raises the entry count under an
+// attached handle, the way a hostile or broken writer could: the new
+// entries are validated before use and a bad one is refused, never
+// followed.
+func TestArena_EntriesChangedAfterAttach(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "arena")
+	if err := os.WriteFile(path, arMakeFile(t), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	a := mustOpenArena(t, path, 0)
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	dirOff := int64(slotsOff + defaultSlots*slotSize)
+	count := func(n uint32) {
+		var w [4]byte
+		native.PutUint32(w[:], n)
+		if _, err := f.WriteAt(w[:], offDirCount); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// An entry whose region runs past the end, with a good checksum.
+	eb := make([]byte, entrySize)
+	native.PutUint32(eb[entKind:], kindCountMin)
+	native.PutUint64(eb[entOff:], 256<<10)
+	native.PutUint64(eb[entSize:], countMinBytes(1, 1))
+	native.PutUint64(eb[entParams:], 1)
+	native.PutUint64(eb[entParams+8:], 1)
+	copy(eb[entName:], "evil")
+	arResumEntry(eb)
+	if _, err := f.WriteAt(eb, dirOff+3*entrySize); err != nil {
+		t.Fatal(err)
+	}
+	count(4)
+	if _, err := a.CountMin("evil", CountMinConfig{}); !errors.Is(err, ErrCorrupt) {
+		t.Errorf("an appended entry past the end: %v, want ErrCorrupt", err)
+	}
+	if _, err := a.CountMin("new", arCMS); !errors.Is(err, ErrCorrupt) {
+		t.Errorf("create behind a bad entry: %v, want ErrCorrupt", err)
+	}
+	count(math.MaxUint32)
+	if _, err := a.CountMin("one", CountMinConfig{}); !errors.Is(err, ErrCorrupt) {
+		t.Errorf("an entry count past the capacity: %v, want ErrCorrupt", err)
+	}
+	if got := len(a.List()); got != 3 {
+		t.Errorf("List() has %d entries, want the 3 validated ones", got)
+	}
+	count(3)
+	c, err := a.CountMin("one", CountMinConfig{})
+	if err != nil {
+		t.Fatalf("the validated entries still open: %v", err)
+	}
+	if got := c.EstimateString("k"); got != 1 {
+		t.Errorf("Estimate(k) = %d, want 1", got)
+	}
+	c.Close()
+}
+
+// FuzzOpenArena opens arbitrary bytes as an arena and uses what opens:
+// any input gives a classified error or a working arena, never a panic.
+func FuzzOpenArena(f *testing.F) {
+	valid := arMakeFile(f)
+	f.Add(valid, false)
+	f.Add(valid, true)
+	for _, edit := range []func(b []byte){
+		func(b []byte) { native.PutUint32(b[offDirCount:], 4) },
+		func(b []byte) { native.PutUint32(b[offDirCount:], 1000) },
+		func(b []byte) { native.PutUint64(arEntry(b, 2)[entOff:], uint64(len(b))) },
+		func(b []byte) { native.PutUint64(arEntry(b, 1)[entSize:], math.MaxUint64) },
+		func(b []byte) { copy(arEntry(b, 0)[entName:], bytes.Repeat([]byte{'n'}, entNameSize)) },
+		func(b []byte) { native.PutUint64(b[offFlags:], 0) },
+		func(b []byte) { native.PutUint32(b[offDirCap:], 1) },
+	} {
+		b := bytes.Clone(valid)
+		edit(b)
+		f.Add(b, true)
+	}
+	f.Add(valid[:len(valid)/2], true)
+	f.Fuzz(func(t *testing.T, data []byte, resum bool) {
+		if resum {
+			data = otResumAll(bytes.Clone(data))
+		}
+		path := filepath.Join(t.TempDir(), "arena")
+		if err := os.WriteFile(path, data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		a, err := OpenArena(path, 0, WithWaitTimeout(time.Second))
+		if err != nil {
+			if !errors.Is(err, ErrCorrupt) && !errors.Is(err, ErrIncompatible) && !errors.Is(err, ErrFrozen) && !errors.Is(err, ErrInvalidConfig) {
+				t.Errorf("unclassified error: %v", err)
+			}
+			return
+		}
+		defer a.Close()
+		a.List()
+		a.Stats()
+		for _, e := range a.List() {
+			switch e.Kind {
+			case KindCountMin:
+				if c, err := a.CountMin(e.Name, CountMinConfig{}); err == nil {
+					c.AddString("x")
+					c.EstimateString("x")
+					c.Check()
+					c.Close()
+				}
+			case KindCountingBloom:
+				if b, err := a.CountingBloom(e.Name, CountingBloomConfig{}); err == nil {
+					b.AddString("x")
+					b.Stats()
+					b.Close()
+				}
+			}
+		}
+		if c, err := a.CountMin("fuzz-new", CountMinConfig{Rows: 1, Width: 8}); err == nil {
+			c.AddString("y")
+			c.Close()
+		}
+	})
+}

@@ -1,0 +1,372 @@
+//go:build linux
+
+package sketch
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func mustOpenArena(t testing.TB, path string, size int64, opts ...Option) *Arena {
+	t.Helper()
+	a, err := OpenArena(path, size, opts...)
+	if err != nil {
+		t.Fatalf("OpenArena(%s, %d): %v", path, size, err)
+	}
+	t.Cleanup(func() { a.Close() })
+	return a
+}
+
+var (
+	arCMS = CountMinConfig{Rows: 4, Width: 1024}
+	arCBF = CountingBloomConfig{Capacity: 1000, FPRate: 0.01}
+)
+
+// TestArena_GatewayStructures is the gateway of the docs: one arena, a
+// sketch of requests per client and a counting filter of banned keys;
+// a second handle (another worker) finds both by name and sees the adds.
+func TestArena_GatewayStructures(t *testing.T) {
+	path := tempPath(t, "arena")
+	a := mustOpenArena(t, path, 1<<20)
+	c, err := a.CountMin("clients", arCMS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	b, err := a.CountingBloom("banned", arCBF)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	for range 3 {
+		c.AddString("10.0.0.1")
+	}
+	b.AddString("evil")
+
+	w := mustOpenArena(t, path, 0)
+	c2, err := w.CountMin("clients", CountMinConfig{}) // zero config: whatever is stored
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c2.Close()
+	if got := c2.EstimateString("10.0.0.1"); got != 3 {
+		t.Errorf("second handle: Estimate(10.0.0.1) = %d, want 3", got)
+	}
+	if est, _ := c2.AddString("10.0.0.1"); est != 4 {
+		t.Errorf("second handle: AddString = %d, want 4", est)
+	}
+	if got := c.EstimateString("10.0.0.1"); got != 4 {
+		t.Errorf("first handle: Estimate = %d, want 4", got)
+	}
+	b2, err := w.CountingBloom("banned", CountingBloomConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b2.Close()
+	if !b2.ContainsString("evil") || b2.ContainsString("good") {
+		t.Errorf("second handle: Contains(evil) = %v, Contains(good) = %v", b2.ContainsString("evil"), b2.ContainsString("good"))
+	}
+	cbfBytes := countingBloomBytes(b.Counters())
+	want := []ArenaEntry{
+		{Name: "clients", Kind: KindCountMin, Bytes: countMinBytes(4, 1024), Config: CountMinConfig{Rows: 4, Width: 1024}},
+		{Name: "banned", Kind: KindCountingBloom, Bytes: cbfBytes, Config: CountingBloomConfig{Capacity: 1000, FPRate: 0.01}},
+	}
+	got := w.List()
+	for i := range got {
+		if got[i].Offset%64 != 0 {
+			t.Errorf("%s at offset %d, not 64-byte aligned", got[i].Name, got[i].Offset)
+		}
+		if i > 0 && got[i].Offset < got[i-1].Offset+got[i-1].Bytes {
+			t.Errorf("%s at %d overlaps %s ending at %d", got[i].Name, got[i].Offset, got[i-1].Name, got[i-1].Offset+got[i-1].Bytes)
+		}
+		got[i].Offset = 0
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("List() (-want +got):\n%s", diff)
+	}
+	st := w.Stats()
+	if st.Entries != 2 || st.Size != 1<<20 || st.Used+st.Free != st.Size || st.Capacity != 256 {
+		t.Errorf("Stats() = %+v", st)
+	}
+	if !strings.Contains(c2.String(), "clients") || strings.Contains(fmt.Sprint(c2), fmt.Sprint(c2.Seed())) {
+		t.Errorf("String() = %q: want the name and no seed", c2.String())
+	}
+}
+
+func TestArena_ErrIncompatible(t *testing.T) {
+	path := tempPath(t, "arena")
+	a := mustOpenArena(t, path, 1<<20)
+	if _, err := a.CountMin("x", arCMS); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		open func() error
+		want string
+	}{
+		{"other kind", func() error { _, err := a.CountingBloom("x", arCBF); return err }, "holds a Count-Min sketch, not a counting Bloom filter"},
+		{"other shape", func() error { _, err := a.CountMin("x", CountMinConfig{Rows: 2, Width: 1024}); return err }, "asked for 2 x 1024 counters, the file has 4 x 1024"},
+		{"other seed", func() error { _, err := a.CountMin("x", CountMinConfig{Rows: 4, Width: 1024, Seed: 1}); return err }, "seed is not the arena's"},
+		{"standalone open", func() error { _, err := OpenCountMin(path, arCMS); return err }, "is an arena; open it with OpenArena"},
+		{"other size", func() error { _, err := OpenArena(path, 2<<20); return err }, "arena of 2097152 bytes, the file has 1048576"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := tc.open()
+			if !errors.Is(err, ErrIncompatible) || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("got %v, want ErrIncompatible saying %q", err, tc.want)
+			}
+		})
+	}
+	standalone := tempPath(t, "cms")
+	mustOpen(t, standalone, arCMS)
+	if _, err := OpenArena(standalone, 1<<20); !errors.Is(err, ErrIncompatible) || !strings.Contains(err.Error(), "not an arena") {
+		t.Errorf("OpenArena on a standalone sketch: %v, want ErrIncompatible", err)
+	}
+}
+
+func TestArena_Names(t *testing.T) {
+	a := mustOpenArena(t, tempPath(t, "arena"), 1<<20)
+	long := strings.Repeat("n", MaxNameLen)
+	if c, err := a.CountMin(long, arCMS); err != nil {
+		t.Errorf("name of MaxNameLen bytes: %v", err)
+	} else {
+		c.Close()
+	}
+	for _, name := range []string{"", long + "x", "a\x00b"} {
+		if _, err := a.CountMin(name, arCMS); !errors.Is(err, ErrInvalidArgument) {
+			t.Errorf("CountMin(%q) = %v, want ErrInvalidArgument", name, err)
+		}
+	}
+	if got := a.List(); len(got) != 1 || got[0].Name != long {
+		t.Errorf("List() = %+v, want only the long name", got)
+	}
+}
+
+func TestArena_ErrArenaFull(t *testing.T) {
+	a := mustOpenArena(t, tempPath(t, "arena"), 64<<10)
+	cfg := CountMinConfig{Rows: 1, Width: 512} // 8 KiB with its stripes
+	var n int
+	var err error
+	for n = 0; n < 100; n++ {
+		var c *CountMin
+		if c, err = a.CountMin(fmt.Sprint("s", n), cfg); err != nil {
+			break
+		}
+		c.Close()
+	}
+	st := a.Stats()
+	if !errors.Is(err, ErrArenaFull) || !strings.Contains(err.Error(), fmt.Sprintf("needs %d bytes, %d are left", countMinBytes(1, 512), st.Free)) {
+		t.Fatalf("after %d structures: %v, want ErrArenaFull saying what is left (%+v)", n, err, st)
+	}
+	if st.Entries != n || st.Free >= countMinBytes(1, 512) {
+		t.Errorf("Stats() = %+v after %d structures", st, n)
+	}
+	// What still fits is still given.
+	small := CountMinConfig{Rows: 1, Width: 1}
+	if st.Free >= countMinBytes(1, 1)+64 {
+		if _, err := a.CountMin("small", small); err != nil {
+			t.Errorf("a structure that fits: %v", err)
+		}
+	}
+}
+
+// TestArena_CloseOrder closes the arena before and after its structures.
+func TestArena_CloseOrder(t *testing.T) {
+	path := tempPath(t, "arena")
+	a := mustOpenArena(t, path, 1<<20)
+	c, err := a.CountMin("c", arCMS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := a.CountingBloom("b", arCBF)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Close(); err != nil {
+		t.Errorf("second Close: %v", err)
+	}
+	if _, err := a.CountMin("d", arCMS); !errors.Is(err, ErrClosed) {
+		t.Errorf("CountMin after the arena's Close: %v, want ErrClosed", err)
+	}
+	// The structures outlive the arena's handle.
+	if est, err := c.AddString("k"); est != 1 || err != nil {
+		t.Errorf("Add after the arena's Close = %d, %v", est, err)
+	}
+	if _, err := b.AddString("k"); err != nil || !b.ContainsString("k") {
+		t.Errorf("counting filter after the arena's Close: %v", err)
+	}
+	c.Close()
+	if got := c.EstimateString("k"); got != ClosedEstimate {
+		t.Errorf("Estimate after Close = %d, want ClosedEstimate", got)
+	}
+	// The filter still works after its sibling closed.
+	if !b.ContainsString("k") {
+		t.Error("the counting filter lost its key when its sibling closed")
+	}
+	b.Close()
+
+	// Structures closed first, then the arena.
+	a2 := mustOpenArena(t, path, 0)
+	c2, err := a2.CountMin("c", CountMinConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := c2.EstimateString("k"); got != 1 {
+		t.Errorf("reopened: Estimate = %d, want 1", got)
+	}
+	c2.Close()
+	if got := len(a2.List()); got != 2 {
+		t.Errorf("List after a structure closed: %d entries, want 2", got)
+	}
+	if err := a2.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestArena_ReadOnlyAndFrozen(t *testing.T) {
+	path := tempPath(t, "arena")
+	a := mustOpenArena(t, path, 1<<20)
+	c, err := a.CountMin("c", arCMS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.AddString("k")
+
+	ro := mustOpenArena(t, path, 0, ReadOnly())
+	rc, err := ro.CountMin("c", CountMinConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := rc.EstimateString("k"); got != 1 {
+		t.Errorf("read-only view: Estimate = %d, want 1", got)
+	}
+	if _, err := rc.AddString("k"); !errors.Is(err, ErrReadOnly) {
+		t.Errorf("read-only view: Add = %v, want ErrReadOnly", err)
+	}
+	if _, err := ro.CountMin("missing", arCMS); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("read-only arena, new name: %v, want fs.ErrNotExist", err)
+	}
+	if err := ro.Freeze(); !errors.Is(err, ErrReadOnly) {
+		t.Errorf("Freeze of a read-only arena: %v, want ErrReadOnly", err)
+	}
+
+	if err := a.Freeze(); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Freeze(); !errors.Is(err, ErrFrozen) {
+		t.Errorf("second Freeze: %v, want ErrFrozen", err)
+	}
+	if _, err := c.AddString("k"); !errors.Is(err, ErrFrozen) {
+		t.Errorf("Add in a frozen arena: %v, want ErrFrozen", err)
+	}
+	if _, err := a.CountMin("new", arCMS); !errors.Is(err, ErrFrozen) {
+		t.Errorf("create in a frozen arena: %v, want ErrFrozen", err)
+	}
+	if _, err := OpenArena(path, 0); !errors.Is(err, ErrFrozen) {
+		t.Errorf("read-write open of a frozen arena: %v, want ErrFrozen", err)
+	}
+	if !ro.Stats().Frozen || !rc.Frozen() {
+		t.Error("the read-only view does not see the freeze")
+	}
+}
+
+func TestArena_Memfd(t *testing.T) {
+	a, err := NewArenaMemfd("arena", 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	c, err := a.CountMin("c", arCMS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.AddN([]byte("k"), 5)
+	f, err := a.File()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	b, err := AttachArena(f.Fd())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	c2, err := b.CountMin("c", arCMS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c2.Close()
+	if got := c2.Estimate([]byte("k")); got != 5 {
+		t.Errorf("through the attached descriptor: Estimate = %d, want 5", got)
+	}
+	if _, err := b.CountingBloom("f", arCBF); err != nil {
+		t.Errorf("create through the attached descriptor: %v", err)
+	}
+	if got := len(a.List()); got != 2 {
+		t.Errorf("the creator lists %d entries, want 2", got)
+	}
+
+	mem, err := NewArena(256 << 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mem.Close()
+	if _, err := mem.CountingBloom("f", arCBF); err != nil {
+		t.Errorf("in-memory arena: %v", err)
+	}
+	for _, size := range []int64{0, -1} {
+		if _, err := NewArena(size); !errors.Is(err, ErrInvalidConfig) {
+			t.Errorf("NewArena(%d) = %v, want ErrInvalidConfig", size, err)
+		}
+	}
+	if _, err := OpenArena(tempPath(t, "none"), 0); !errors.Is(err, ErrInvalidConfig) {
+		t.Errorf("OpenArena of a missing file with size 0 = %v, want ErrInvalidConfig", err)
+	}
+}
+
+func TestArena_WithSeed(t *testing.T) {
+	dir := t.TempDir()
+	var seeds []uint64
+	for _, name := range []string{"a", "b"} {
+		a := mustOpenArena(t, dir+"/"+name, 1<<20, WithSeed(42))
+		c, err := a.CountMin("c", arCMS)
+		if err != nil {
+			t.Fatal(err)
+		}
+		seeds = append(seeds, c.Seed())
+		c.Close()
+	}
+	if seeds[0] != 42 || seeds[1] != 42 {
+		t.Errorf("seeds %v, want 42 twice", seeds)
+	}
+	if _, err := OpenArena(dir+"/a", 0, WithSeed(43)); !errors.Is(err, ErrIncompatible) {
+		t.Errorf("attach with another seed: %v, want ErrIncompatible", err)
+	}
+}
+
+func TestArena_StandaloneHandlesUnchanged(t *testing.T) {
+	// A standalone file's directory holds exactly one unnamed entry.
+	path := tempPath(t, "cms")
+	mustOpen(t, path, arCMS)
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lay, err := decodeHeader(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if lay.isArena() || len(lay.entries) != 1 || lay.entries[0].name != "" {
+		t.Errorf("standalone layout: arena %v, entries %+v", lay.isArena(), lay.entries)
+	}
+}
