@@ -15,11 +15,13 @@ func grid(l *cmsLayout) *csrc.Grid {
 	return &csrc.Grid{Cells: l.cells, Stripes: l.stripes, Seed: l.seed, Mask: l.mask, Rows: l.rows, Prefetch: l.prefetch}
 }
 
-func (cCore) add(l *cmsLayout, key []byte, n uint64) uint64 { return grid(l).Add(key, n) }
-func (cCore) estimate(l *cmsLayout, key []byte) uint64      { return grid(l).Estimate(key) }
+func (cCore) add(l *cmsLayout, key []byte, n uint64) uint64 {
+	return grid(l).Add(key, n, l.stripe())
+}
+func (cCore) estimate(l *cmsLayout, key []byte) uint64 { return grid(l).Estimate(key) }
 
 func (cCore) addBatch(l *cmsLayout, keys [][]byte, n uint64, est []uint64) {
-	grid(l).AddBatch(keys, n, est)
+	grid(l).AddBatch(keys, n, est, l.stripe())
 }
 
 func (cCore) estimateBatch(l *cmsLayout, keys [][]byte, est []uint64) {
@@ -37,7 +39,7 @@ func cHash128(key []byte, seed uint64) (lo, hi uint64) { return csrc.Hash128(key
 func emptyCall() { csrc.Noop() }
 
 // The C core takes one add-count chunk per crossing: the two sizes must be
-// equal for the cores to leave the same stripes (a compile-time check).
+// equal for the cores to move the add count alike (a compile-time check).
 var (
 	_ [csrc.Batch - batchChunk]struct{}
 	_ [batchChunk - csrc.Batch]struct{}

@@ -18,6 +18,7 @@ type cmsLayout struct {
 	cells    unsafe.Pointer // rows x width uint64 counters, row-major
 	stripes  unsafe.Pointer // stripeCount add counters, one per cache line
 	seed     uint64
+	salt     uint64 // the handle's own, random: mixed into stripe
 	mask     uint64 // width - 1
 	rows     int
 	rowBytes uintptr
@@ -38,16 +39,14 @@ const (
 	stripeCount  = 64
 	stripeBytes  = cacheLine
 	stripesBytes = stripeCount * stripeBytes
-	// stripeShift picks a stripe from the top bits of h1, so that adds of
-	// different keys bump different cache lines and the add count is not a
-	// hot shared word.
+	// stripeShift keeps the top 6 bits of a hash: a stripe index.
 	stripeShift = 64 - 6
 	// batchAhead is how many keys a batch hashes and fetches ahead.
 	batchAhead = 8
 	// batchChunk is how many keys a batch counts in one add-count update:
-	// the chunk's size goes to the stripe of its first key, one atomic add
-	// for the chunk instead of one a key. The C core takes one chunk per
-	// crossing (csrc.Batch), so both cores leave the same stripes.
+	// one atomic add for the chunk instead of one a key. The C core takes
+	// one chunk per crossing (csrc.Batch), so both cores move the add count
+	// alike.
 	batchChunk = 256
 )
 
@@ -66,7 +65,7 @@ func hashString(key string, seed uint64) (lo, hi uint64) {
 // row, nothing to roll back; then adds n to the add count.
 func (l *cmsLayout) addHashed(lo, hi, n uint64) uint64 {
 	est := l.addCells(lo, hi, n)
-	l.countAdds(lo, n)
+	l.countAdds(n)
 	return est
 }
 
@@ -84,10 +83,24 @@ func (l *cmsLayout) addCells(lo, hi, n uint64) uint64 {
 	return est
 }
 
-// countAdds adds k, what was counted, to the add count, in the stripe
-// picked by h1's top bits, saturating as a counter does.
-func (l *cmsLayout) countAdds(lo, k uint64) {
-	addCell((*uint64)(unsafe.Add(l.stripes, (lo>>stripeShift)*stripeBytes)), k)
+// countAdds adds k, what was counted, to the add count, in the calling
+// goroutine's stripe, saturating as a counter does.
+func (l *cmsLayout) countAdds(k uint64) {
+	addCell((*uint64)(l.stripe()), k)
+}
+
+// stripe returns the add-count stripe for the calling goroutine. The add
+// count is the sum of the stripes, so which one an add moves is free; what
+// matters is that two cores adding at once move different cache lines,
+// or the add count would be the one line they both write. The stripe is
+// picked from the goroutine's stack address (stacks are distinct
+// allocations of at least 8 KiB, so two goroutines differ) mixed with the
+// handle's random salt (processes map their stacks at the same addresses).
+func (l *cmsLayout) stripe() unsafe.Pointer {
+	var here byte
+	sp := uint64(uintptr(unsafe.Pointer(&here))) >> 13
+	i := ((sp ^ l.salt) * 0x9E3779B97F4A7C15) >> stripeShift
+	return unsafe.Add(l.stripes, uintptr(i)*stripeBytes)
 }
 
 // addCell adds n to one counter, saturating at maxCount, and returns the
@@ -180,12 +193,11 @@ func (goCore) addBatch(l *cmsLayout, keys [][]byte, n uint64, est []uint64) {
 }
 
 // addChunk counts one chunk of a batch: the keys' counters, then the
-// chunk's size in the add count, at the first key's stripe.
+// chunk's size in the add count.
 func (l *cmsLayout) addChunk(keys [][]byte, n uint64, est []uint64) {
 	if len(keys) == 0 {
 		return
 	}
-	first, _ := hashKey(keys[0], l.seed)
 	if !l.prefetch {
 		for i, k := range keys {
 			lo, hi := hashKey(k, l.seed)
@@ -210,7 +222,7 @@ func (l *cmsLayout) addChunk(keys [][]byte, n uint64, est []uint64) {
 			}
 		}
 	}
-	l.countAdds(first, uint64(len(keys))*n)
+	l.countAdds(uint64(len(keys)) * n)
 }
 
 // estimateBatch is a plain loop: estimates only load, and the CPU already
@@ -247,13 +259,7 @@ func (goCore) rowSums(l *cmsLayout, sums []uint64) (saturated bool) {
 	return seen >= maxCount
 }
 
-func (goCore) adds(l *cmsLayout) uint64 {
-	var sum uint64
-	for i := uintptr(0); i < stripeCount; i++ {
-		sum += atomic.LoadUint64((*uint64)(unsafe.Add(l.stripes, i*stripeBytes)))
-	}
-	return sum
-}
+func (goCore) adds(l *cmsLayout) uint64 { return l.addCount() }
 
 // addCount sums the add count's stripes, saturating at maxCount.
 func (l *cmsLayout) addCount() uint64 {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/bits"
+	"math/rand/v2"
 	"strconv"
 	"sync/atomic"
 	"unsafe"
@@ -359,6 +360,7 @@ func newCountMin(m *mapping) *CountMin {
 			stripes:  base,
 			cells:    unsafe.Add(base, stripesBytes),
 			seed:     m.lay.seed,
+			salt:     rand.Uint64(),
 			mask:     width - 1,
 			rows:     rows,
 			rowBytes: uintptr(width * 8),

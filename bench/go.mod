@@ -5,13 +5,13 @@ go 1.26.0
 require (
 	github.com/shmsketch/sketch v0.0.0-00010101000000-000000000000
 	github.com/tylertreat/BoomFilters v0.0.0-20251001182300-5b3723cc64ae
+	github.com/zeebo/xxh3 v1.1.0
+	golang.org/x/sys v0.50.0
 )
 
 require (
 	github.com/d4l3k/messagediff v1.2.1 // indirect
 	github.com/klauspost/cpuid/v2 v2.2.10 // indirect
-	github.com/zeebo/xxh3 v1.1.0 // indirect
-	golang.org/x/sys v0.50.0 // indirect
 )
 
 replace github.com/shmsketch/sketch => ../

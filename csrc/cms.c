@@ -56,12 +56,6 @@ static inline uint64_t sk_add_cells(uint64_t *cells, uint64_t mask, uint32_t row
 	return est;
 }
 
-/* sk_count_adds adds k, what was counted, to the add count, in the stripe
- * picked by h1's top bits, saturating as a counter does. */
-static inline void sk_count_adds(uint64_t *stripes, uint64_t lo, uint64_t k)
-{
-	sk_add_cell(&stripes[(lo >> 58) * SK_STRIPE_WORDS], k);
-}
 
 static inline uint64_t sk_estimate_hashed(const uint64_t *cells, uint64_t mask, uint32_t rows, sk_u128 h)
 {
@@ -90,13 +84,15 @@ static inline __attribute__((always_inline)) void sk_prefetch_hashed(const uint6
 	}
 }
 
-uint64_t sk_cms_add(uint64_t *cells, uint64_t *stripes, uint64_t seed, uint64_t mask, uint32_t rows,
+/* stripe is the add-count stripe the caller picked (core_go.go's stripe):
+ * the add count is the sum of the stripes, so which one moves is free. */
+uint64_t sk_cms_add(uint64_t *cells, uint64_t *stripe, uint64_t seed, uint64_t mask, uint32_t rows,
 		    const uint8_t *key, size_t len, uint64_t n)
 {
 	sk_u128 h;
 	sk_xxh3_128(key, len, seed, &h);
 	uint64_t est = sk_add_cells(cells, mask, rows, h, n);
-	sk_count_adds(stripes, h.lo, n);
+	sk_add_cell(stripe, n);
 	return est;
 }
 
@@ -109,16 +105,14 @@ uint64_t sk_cms_estimate(const uint64_t *cells, uint64_t seed, uint64_t mask, ui
 }
 
 /* A batch is one chunk (core_go.go's batchChunk): its keys' counters, then
- * count in the add count at the first key's stripe. Over a grid larger than
+ * count in the add count, at the stripe the caller picked. Over a grid larger than
  * the caches it hashes SK_AHEAD keys ahead and prefetches their cells, so
  * the cache misses of several keys overlap. */
-void sk_cms_add_batch(uint64_t *cells, uint64_t *stripes, uint64_t seed, uint64_t mask, uint32_t rows,
+void sk_cms_add_batch(uint64_t *cells, uint64_t *stripe, uint64_t seed, uint64_t mask, uint32_t rows,
 		      int prefetch, const sk_key *keys, size_t count, uint64_t n, uint64_t *est)
 {
 	if (count == 0)
 		return;
-	sk_u128 first;
-	sk_xxh3_128(keys[0].p, keys[0].n, seed, &first);
 	if (!prefetch) {
 		for (size_t i = 0; i < count; i++) {
 			sk_u128 h;
@@ -127,7 +121,7 @@ void sk_cms_add_batch(uint64_t *cells, uint64_t *stripes, uint64_t seed, uint64_
 			if (est)
 				est[i] = v;
 		}
-		sk_count_adds(stripes, first.lo, count * n);
+		sk_add_cell(stripe, count * n);
 		return;
 	}
 	sk_u128 ring[SK_AHEAD];
@@ -147,7 +141,7 @@ void sk_cms_add_batch(uint64_t *cells, uint64_t *stripes, uint64_t seed, uint64_
 		if (est)
 			est[i] = v;
 	}
-	sk_count_adds(stripes, first.lo, count * n);
+	sk_add_cell(stripe, count * n);
 }
 
 void sk_cms_estimate_batch(const uint64_t *cells, uint64_t seed, uint64_t mask, uint32_t rows,
@@ -192,12 +186,16 @@ int sk_cms_row_sums(const uint64_t *cells, uint64_t mask, uint32_t rows, uint64_
 	return saturated;
 }
 
+/* sk_cms_adds sums the stripes, saturating at SK_MAX_COUNT as a counter
+ * does. */
 uint64_t sk_cms_adds(const uint64_t *stripes)
 {
 	uint64_t sum = 0;
-	for (int i = 0; i < SK_STRIPES; i++)
-		sum += atomic_load_explicit(SK_ATOMIC(&stripes[i * SK_STRIPE_WORDS]), memory_order_relaxed);
-	return sum;
+	for (int i = 0; i < SK_STRIPES; i++) {
+		uint64_t v = atomic_load_explicit(SK_ATOMIC(&stripes[i * SK_STRIPE_WORDS]), memory_order_relaxed);
+		sum = sum + v < sum ? UINT64_MAX : sum + v;
+	}
+	return sum < SK_MAX_COUNT ? sum : SK_MAX_COUNT;
 }
 
 /* sk_cms_reset is not atomic (the package documents that): plain aligned

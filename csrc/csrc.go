@@ -83,9 +83,10 @@ func Hash128(key []byte, seed uint64) (lo, hi uint64) {
 	return uint64(out.lo), uint64(out.hi)
 }
 
-// Add counts key n times and returns its new estimate.
-func (g *Grid) Add(key []byte, n uint64) uint64 {
-	return uint64(C.sk_cms_add(g.cells(), g.stripes(), C.uint64_t(g.Seed), C.uint64_t(g.Mask), C.uint32_t(g.Rows),
+// Add counts key n times, and n in the add-count stripe at stripe, and
+// returns the key's new estimate.
+func (g *Grid) Add(key []byte, n uint64, stripe unsafe.Pointer) uint64 {
+	return uint64(C.sk_cms_add(g.cells(), (*C.uint64_t)(stripe), C.uint64_t(g.Seed), C.uint64_t(g.Mask), C.uint32_t(g.Rows),
 		keyPtr(key), C.size_t(len(key)), C.uint64_t(n)))
 }
 
@@ -108,9 +109,10 @@ func fillKeys(buf *[Batch]cKey, keys [][]byte) {
 // &buf[0] in the call, cgo would box the whole array to check it, and
 // allocate.
 
-// AddBatch counts each key n times; est, if not nil, receives each key's
-// estimate right after its add.
-func (g *Grid) AddBatch(keys [][]byte, n uint64, est []uint64) {
+// AddBatch counts each key n times, and what it counted in the add-count
+// stripe at stripe; est, if not nil, receives each key's estimate right
+// after its add.
+func (g *Grid) AddBatch(keys [][]byte, n uint64, est []uint64, stripe unsafe.Pointer) {
 	var buf [Batch]cKey
 	ckeys := (*C.sk_key)(unsafe.Pointer(&buf))
 	for base := 0; base < len(keys); base += Batch {
@@ -120,7 +122,7 @@ func (g *Grid) AddBatch(keys [][]byte, n uint64, est []uint64) {
 		if est != nil {
 			out = (*C.uint64_t)(unsafe.Pointer(&est[base]))
 		}
-		C.sk_cms_add_batch(g.cells(), g.stripes(), C.uint64_t(g.Seed), C.uint64_t(g.Mask), C.uint32_t(g.Rows),
+		C.sk_cms_add_batch(g.cells(), (*C.uint64_t)(stripe), C.uint64_t(g.Seed), C.uint64_t(g.Mask), C.uint32_t(g.Rows),
 			g.prefetch(), ckeys, C.size_t(len(chunk)), C.uint64_t(n), out)
 	}
 }
@@ -145,7 +147,7 @@ func (g *Grid) RowSums(sums []uint64) bool {
 	return C.sk_cms_row_sums(g.cells(), C.uint64_t(g.Mask), C.uint32_t(g.Rows), out) != 0
 }
 
-// Adds returns the sum of the add-count stripes.
+// Adds returns the sum of the add-count stripes, saturating at 2^63.
 func (g *Grid) Adds() uint64 { return uint64(C.sk_cms_adds(g.stripes())) }
 
 // Reset zeroes every counter and stripe, one word at a time.
