@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"errors"
 	"fmt"
@@ -17,46 +16,50 @@ const batchKeys = 4096
 
 // keyReader reads keys from standard input, one a line, in batches: lines
 // end in "\n" (a "\r" before it is dropped), and empty lines are skipped.
-// Weighted lines are KEY<TAB>N. The keys of a batch point into a buffer
-// of the reader's, valid until the next call.
+// Weighted lines are KEY<TAB>N. The keys of a batch point into the
+// reader's buffer, valid until the next call: no key is copied.
 type keyReader struct {
-	r        *bufio.Reader
-	weighted bool
-	line     int
-	buf      []byte
-	keys     [][]byte
-	weights  []uint64
-	long     []byte // a line longer than r's buffer, being put together
+	r          io.Reader
+	weighted   bool
+	line       int
+	buf        []byte
+	start, end int // unread input is buf[start:end]
+	eof        bool
+	keys       [][]byte
+	weights    []uint64
 }
 
 func newKeyReader(r io.Reader, weighted bool) *keyReader {
-	return &keyReader{r: bufio.NewReaderSize(r, 1<<20), weighted: weighted, buf: make([]byte, 0, 1<<20)}
+	return &keyReader{r: r, weighted: weighted, buf: make([]byte, 1<<20)}
 }
 
 // next returns the next batch; io.EOF when there is none.
 func (kr *keyReader) next() (keys [][]byte, weights []uint64, err error) {
-	kr.buf, kr.keys, kr.weights = kr.buf[:0], kr.keys[:0], kr.weights[:0]
+	kr.keys, kr.weights = kr.keys[:0], kr.weights[:0]
 	for len(kr.keys) < batchKeys {
-		line, err := kr.r.ReadSlice('\n')
-		if errors.Is(err, bufio.ErrBufferFull) {
-			kr.long = append(kr.long, line...)
+		if i := bytes.IndexByte(kr.buf[kr.start:kr.end], '\n'); i >= 0 {
+			line := kr.buf[kr.start : kr.start+i]
+			kr.start += i + 1
+			if err := kr.take(line); err != nil {
+				return nil, nil, err
+			}
 			continue
 		}
-		if kr.long != nil {
-			line = append(kr.long, line...)
-			kr.long = nil
-		}
-		if err != nil && !errors.Is(err, io.EOF) {
-			return nil, nil, fmt.Errorf("reading standard input: %w", err)
-		}
-		if len(line) > 0 {
-			kr.line++
-			if perr := kr.take(line); perr != nil {
-				return nil, nil, perr
+		if kr.eof {
+			if kr.start < kr.end { // a last line without its newline
+				line := kr.buf[kr.start:kr.end]
+				kr.start = kr.end
+				if err := kr.take(line); err != nil {
+					return nil, nil, err
+				}
 			}
-		}
-		if err != nil { // EOF
 			break
+		}
+		if len(kr.keys) > 0 {
+			break // refilling would move the bytes under these keys
+		}
+		if err := kr.fill(); err != nil {
+			return nil, nil, err
 		}
 	}
 	if len(kr.keys) == 0 {
@@ -68,10 +71,36 @@ func (kr *keyReader) next() (keys [][]byte, weights []uint64, err error) {
 	return kr.keys, kr.weights, nil
 }
 
-// take adds one line to the batch.
+// fill moves the unread input to the front of the buffer (growing it for
+// a line longer than it) and reads more after it.
+func (kr *keyReader) fill() error {
+	n := copy(kr.buf, kr.buf[kr.start:kr.end])
+	kr.start, kr.end = 0, n
+	if kr.end == len(kr.buf) {
+		kr.buf = append(kr.buf, make([]byte, len(kr.buf))...)
+	}
+	for {
+		n, err := kr.r.Read(kr.buf[kr.end:])
+		kr.end += n
+		if errors.Is(err, io.EOF) {
+			kr.eof = true
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("reading standard input: %w", err)
+		}
+		if n > 0 {
+			return nil
+		}
+	}
+}
+
+// take adds one line, without its newline, to the batch.
 func (kr *keyReader) take(line []byte) error {
-	line = bytes.TrimSuffix(line, []byte{'\n'})
-	line = bytes.TrimSuffix(line, []byte{'\r'})
+	kr.line++
+	if n := len(line); n > 0 && line[n-1] == '\r' {
+		line = line[:n-1]
+	}
 	if len(line) == 0 {
 		return nil
 	}
@@ -87,13 +116,7 @@ func (kr *keyReader) take(line []byte) error {
 		kr.weights = append(kr.weights, n)
 		line = line[:i]
 	}
-	if len(kr.buf)+len(line) > cap(kr.buf) {
-		// The batch's earlier keys keep the old buffer.
-		kr.buf = make([]byte, 0, max(cap(kr.buf), len(line)))
-	}
-	start := len(kr.buf)
-	kr.buf = append(kr.buf, line...)
-	kr.keys = append(kr.keys, kr.buf[start:len(kr.buf):len(kr.buf)])
+	kr.keys = append(kr.keys, line[:len(line):len(line)])
 	return nil
 }
 
