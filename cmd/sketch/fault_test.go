@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"os/exec"
 	"strings"
 	"syscall"
@@ -77,4 +78,51 @@ func TestCheck_KillAdd(t *testing.T) {
 		t.Logf("iteration %d: killed after %d adds; check exit %d", iter, adds, r.code)
 	}
 	t.Logf("%d of 3 kills tore an add", torn)
+}
+
+// TestAdd_Interrupt: an interrupt stops add between batches: it exits 1
+// saying how many keys it counted, and they are all counted, whole.
+func TestAdd_Interrupt(t *testing.T) {
+	path := create(t, "c.cms", "--rows", "4", "--width", "4096")
+	cmd := exec.Command(bin, "add", path)
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	lines := []byte(strings.Repeat("k\n", 4096))
+	c, err := sketch.OpenCountMin(path, sketch.CountMinConfig{}, sketch.ReadOnly())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	signalled := false
+	for done := false; !done; {
+		select {
+		case err = <-exited:
+			done = true
+		default:
+			in.Write(lines) // fails once add has stopped reading
+			if !signalled && c.Total() > 100_000 {
+				cmd.Process.Signal(syscall.SIGINT)
+				signalled = true
+			}
+		}
+	}
+	in.Close()
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 1 || !strings.Contains(stderr.String(), "interrupted after ") {
+		t.Fatalf("add after an interrupt: %v, %q; want exit 1 saying it was interrupted", err, stderr.String())
+	}
+	var n uint64
+	fmt.Sscanf(stderr.String()[strings.Index(stderr.String(), "interrupted after "):], "interrupted after %d keys", &n)
+	if st := c.Stats(); st.Total != n || st.Adds != n || c.EstimateString("k") != n {
+		t.Errorf("after an interrupt at %d keys: total %d, adds %d, estimate %d", n, st.Total, st.Adds, c.EstimateString("k"))
+	}
+	sk(t, "check", path).ok(t, "check after an interrupted add")
 }
