@@ -101,7 +101,10 @@ func checkFile(path string) checkResult {
 		interrupted(fmt.Sprintf("%s, which is not damage and needs no repair (%v)", what, err))
 	}
 	l := fi.Lock
-	if l.Writer && !l.WriterAlive {
+	switch {
+	case l.Writer && l.WriterToken < 0:
+		interrupted("the lock is marked held with no owner (a damaged lock word); the next contender clears it")
+	case l.Writer && !l.WriterAlive:
 		interrupted(fmt.Sprintf("the lock is held by handle %d, which is dead: a writer was killed holding it; the next contender recovers it", l.WriterToken))
 	}
 	if l.DeadReaderSlots > 0 {
