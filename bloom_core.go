@@ -55,60 +55,80 @@ const (
 	bloomSeenOff  = 8
 )
 
+// bloomProbePow[i] is bloomProbeMul^i: x_i = h2·bloomProbePow[i], so that
+// the k multiplies run side by side instead of one after another.
+var bloomProbePow = func() (p [bloomMaxHashes]uint64) {
+	x := uint64(1)
+	for i := range p {
+		p[i] = x
+		x *= bloomProbeMul
+	}
+	return p
+}()
+
 // bloomMasks is a key's bits as one mask per word of its block.
 type bloomMasks [bloomBlockWords]uint64
 
-// locate returns the key's block and its bits.
-func (l *bloomLayout) locate(h1, hi uint64) (unsafe.Pointer, bloomMasks) {
+// block returns the key's block.
+func (l *bloomLayout) block(h1 uint64) unsafe.Pointer {
 	blk, _ := bits.Mul64(h1, l.blocks)
-	var m bloomMasks
-	x := hi | 1
-	for i := 0; i < l.k; i++ {
-		j := x >> bloomProbeShift
+	return unsafe.Add(l.words, blk*bloomBlockBytes)
+}
+
+// masks returns the key's bits as one mask per word of its block.
+func (l *bloomLayout) masks(hi uint64) (m bloomMasks) {
+	h2 := hi | 1
+	for _, p := range bloomProbePow[:l.k] {
+		j := h2 * p >> bloomProbeShift
 		m[j>>6] |= 1 << (j & 63)
-		x *= bloomProbeMul
 	}
-	return unsafe.Add(l.words, blk*bloomBlockBytes), m
+	return m
+}
+
+// missing returns 0 when every bit of the key is set in the block. It
+// loads the probes' words one by one (all in the block's cache line)
+// rather than building masks: an array indexed by random words lives in
+// memory, and its stores and reloads cost more than the loads.
+func (l *bloomLayout) missing(blk unsafe.Pointer, hi uint64) uint64 {
+	h2 := hi | 1
+	var miss uint64
+	for _, p := range bloomProbePow[:l.k] {
+		j := h2 * p >> bloomProbeShift
+		miss |= ^atomic.LoadUint64((*uint64)(unsafe.Add(blk, j>>6*8))) >> (j & 63)
+	}
+	return miss & 1
 }
 
 // addHashed sets the key's bits and reports whether every one was already
-// set: whether this call changed no bit. A word whose bits are all set is
-// only loaded, so adding a known key writes nothing and moves no cache
-// line away from other processes' readers.
+// set: whether this call changed no bit. It first checks, without a
+// branch a probe: a known key writes nothing and moves no cache line away
+// from other processes' readers. Then each word that lacks a bit gets one
+// atomic OR; a bit another process set meanwhile is not this call's
+// change.
 func (l *bloomLayout) addHashed(h1, hi uint64) (already bool) {
-	blk, m := l.locate(h1, hi)
+	blk := l.block(h1)
+	if l.missing(blk, hi) == 0 {
+		return true
+	}
 	already = true
-	for w, mask := range m {
-		if mask == 0 {
-			continue
-		}
+	for w, mask := range l.masks(hi) {
 		p := (*uint64)(unsafe.Add(blk, w*8))
-		if atomic.LoadUint64(p)&mask == mask {
-			continue
-		}
-		if atomic.OrUint64(p, mask)&mask != mask {
+		if lack := mask &^ atomic.LoadUint64(p); lack != 0 && atomic.OrUint64(p, lack)&lack != lack {
 			already = false
 		}
 	}
 	return already
 }
 
-// checkHashed reports whether every bit of the key is set. The block is
-// one cache line: loading all eight words costs what loading one does.
+// checkHashed reports whether every bit of the key is set.
 func (l *bloomLayout) checkHashed(h1, hi uint64) bool {
-	blk, m := l.locate(h1, hi)
-	var missing uint64
-	for w, mask := range m {
-		missing |= mask &^ atomic.LoadUint64((*uint64)(unsafe.Add(blk, w*8)))
-	}
-	return missing == 0
+	return l.missing(l.block(h1), hi) == 0
 }
 
 // touch loads the first word of the key's block, so that its cache line
 // is on its way while the next keys hash.
 func (l *bloomLayout) touch(h1 uint64) uint64 {
-	blk, _ := bits.Mul64(h1, l.blocks)
-	return atomic.LoadUint64((*uint64)(unsafe.Add(l.words, blk*bloomBlockBytes)))
+	return atomic.LoadUint64((*uint64)(l.block(h1)))
 }
 
 // count adds added and seen to the handle's stripe line.

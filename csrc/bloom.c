@@ -17,54 +17,70 @@
 #define SK_CA64(p) ((const _Atomic uint64_t *)(p))
 
 /* sk_bloom_block returns the key's block: the high word of lo * blocks. */
-static inline uint64_t sk_bloom_block(uint64_t blocks, sk_u128 h)
+static inline uint64_t *sk_bloom_block(uint64_t *words, uint64_t blocks, sk_u128 h)
 {
 	uint64_t blk;
 	(void)sk_xxh_mul128(h.lo, blocks, &blk);
-	return blk;
+	return words + blk * SK_BLOOM_WORDS;
 }
 
-/* sk_bloom_masks sets m[w] to the key's bits in word w of its block:
- * probe i is bit x_i >> 55, x_0 = hi | 1, x_(i+1) = x_i * SK_BLOOM_MUL. */
-static inline void sk_bloom_masks(uint32_t k, sk_u128 h, uint64_t m[SK_BLOOM_WORDS])
+/* sk_bloom_pow[i] is SK_BLOOM_MUL^i, so that probe i is bit
+ * ((hi | 1) * sk_bloom_pow[i]) >> 55 and the k multiplies run side by
+ * side: Go's bloomProbePow. Filled once, before any batch (sk_bloom_init). */
+static uint64_t sk_bloom_pow[SK_BLOOM_MAX_HASHES];
+
+static inline uint64_t sk_bloom_probe(uint64_t h2, uint32_t i)
 {
-	uint64_t x = h.hi | 1;
-	memset(m, 0, SK_BLOOM_WORDS * sizeof m[0]);
+	return (h2 * sk_bloom_pow[i]) >> 55;
+}
+
+/* sk_bloom_missing returns 0 when every bit of the key is set in blk,
+ * loading each probe's word (all in one cache line), as Go's missing. */
+static inline uint64_t sk_bloom_missing(const uint64_t *blk, uint32_t k, uint64_t h2)
+{
+	uint64_t miss = 0;
 	for (uint32_t i = 0; i < k; i++) {
-		uint64_t j = x >> 55;
-		m[j >> 6] |= (uint64_t)1 << (j & 63);
-		x *= SK_BLOOM_MUL;
+		uint64_t j = sk_bloom_probe(h2, i);
+		miss |= ~atomic_load_explicit(SK_CA64(&blk[j >> 6]), memory_order_relaxed) >> (j & 63);
 	}
+	return miss & 1;
 }
 
 /* sk_bloom_add_hashed sets the key's bits and returns 1 when every one was
- * already set (the call changed nothing). */
+ * already set (the call changed nothing): Go's addHashed, which says why
+ * it checks first and then ORs each word that lacks a bit. */
 static inline int sk_bloom_add_hashed(uint64_t *words, uint64_t blocks, uint32_t k, sk_u128 h)
 {
-	uint64_t *blk = words + sk_bloom_block(blocks, h) * SK_BLOOM_WORDS;
-	uint64_t m[SK_BLOOM_WORDS];
-	sk_bloom_masks(k, h, m);
+	uint64_t *blk = sk_bloom_block(words, blocks, h);
+	uint64_t h2 = h.hi | 1;
+	if (sk_bloom_missing(blk, k, h2) == 0)
+		return 1;
+	uint64_t m[SK_BLOOM_WORDS] = {0};
+	for (uint32_t i = 0; i < k; i++) {
+		uint64_t j = sk_bloom_probe(h2, i);
+		m[j >> 6] |= (uint64_t)1 << (j & 63);
+	}
 	int already = 1;
 	for (int w = 0; w < SK_BLOOM_WORDS; w++) {
-		if (m[w] == 0)
-			continue;
-		if ((atomic_load_explicit(SK_CA64(&blk[w]), memory_order_relaxed) & m[w]) == m[w])
-			continue;
-		if ((atomic_fetch_or_explicit(SK_A64(&blk[w]), m[w], memory_order_seq_cst) & m[w]) != m[w])
+		uint64_t lack = m[w] & ~atomic_load_explicit(SK_CA64(&blk[w]), memory_order_relaxed);
+		if (lack != 0 && (atomic_fetch_or_explicit(SK_A64(&blk[w]), lack, memory_order_seq_cst) & lack) != lack)
 			already = 0;
 	}
 	return already;
 }
 
-static inline int sk_bloom_check_hashed(const uint64_t *words, uint64_t blocks, uint32_t k, sk_u128 h)
+static inline int sk_bloom_check_hashed(uint64_t *words, uint64_t blocks, uint32_t k, sk_u128 h)
 {
-	const uint64_t *blk = words + sk_bloom_block(blocks, h) * SK_BLOOM_WORDS;
-	uint64_t m[SK_BLOOM_WORDS];
-	sk_bloom_masks(k, h, m);
-	uint64_t missing = 0;
-	for (int w = 0; w < SK_BLOOM_WORDS; w++)
-		missing |= m[w] & ~atomic_load_explicit(SK_CA64(&blk[w]), memory_order_relaxed);
-	return missing == 0;
+	return sk_bloom_missing(sk_bloom_block(words, blocks, h), k, h.hi | 1) == 0;
+}
+
+void sk_bloom_init(void)
+{
+	uint64_t x = 1;
+	for (int i = 0; i < SK_BLOOM_MAX_HASHES; i++) {
+		sk_bloom_pow[i] = x;
+		x *= SK_BLOOM_MUL;
+	}
 }
 
 /* With prefetch (asked for on filters that do not stay in cache) a batch
@@ -72,10 +88,10 @@ static inline int sk_bloom_check_hashed(const uint64_t *words, uint64_t blocks, 
  * line a key, so that several keys' misses overlap. always_inline, as in
  * cms.c: a helper whose only effect is __builtin_prefetch is otherwise
  * judged to do nothing. */
-static inline __attribute__((always_inline)) void sk_bloom_prefetch(const uint64_t *words, uint64_t blocks,
-								     sk_u128 h, int write)
+static inline __attribute__((always_inline)) void sk_bloom_prefetch(uint64_t *words, uint64_t blocks, sk_u128 h,
+								     int write)
 {
-	const uint64_t *blk = words + sk_bloom_block(blocks, h) * SK_BLOOM_WORDS;
+	const uint64_t *blk = sk_bloom_block(words, blocks, h);
 	if (write)
 		__builtin_prefetch(blk, 1, 3);
 	else
@@ -118,7 +134,7 @@ uint64_t sk_bloom_add_many(uint64_t *words, uint64_t seed, uint64_t blocks, uint
 	return added;
 }
 
-uint64_t sk_bloom_check_many(const uint64_t *words, uint64_t seed, uint64_t blocks, uint32_t k, int prefetch,
+uint64_t sk_bloom_check_many(uint64_t *words, uint64_t seed, uint64_t blocks, uint32_t k, int prefetch,
 			     const sk_key *keys, size_t count, uint8_t *out)
 {
 	uint64_t found = 0;

@@ -17,6 +17,8 @@ import "C"
 
 import "unsafe"
 
+func init() { C.sk_bloom_init() }
+
 // Bloom locates a Bloom filter's bits: Words holds Blocks x 8 uint64
 // words. Prefetch asks batches to hash and fetch keys ahead.
 type Bloom struct {

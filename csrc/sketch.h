@@ -119,6 +119,11 @@ void sk_cbf_clear(uint32_t *words, uint64_t nwords);
 #define SK_BLOOM_WORDS 8 /* a block: 512 bits, one cache line */
 #define SK_BLOOM_MUL UINT64_C(0x9e3779b97f4a7c15)
 #define SK_BLOOM_AHEAD 8 /* keys hashed and prefetched ahead */
+#define SK_BLOOM_MAX_HASHES 32
+
+/* sk_bloom_init fills the probe multipliers; call it once before any
+ * batch. */
+void sk_bloom_init(void);
 
 /* sk_bloom_add_many adds each key and returns how many set at least one
  * bit; already, when not NULL, receives 1 for a key whose bits were all
@@ -127,7 +132,7 @@ void sk_cbf_clear(uint32_t *words, uint64_t nwords);
  * fetch SK_BLOOM_AHEAD keys' blocks ahead. */
 uint64_t sk_bloom_add_many(uint64_t *words, uint64_t seed, uint64_t blocks, uint32_t k, int prefetch,
 			   const sk_key *keys, size_t count, uint8_t *already);
-uint64_t sk_bloom_check_many(const uint64_t *words, uint64_t seed, uint64_t blocks, uint32_t k, int prefetch,
+uint64_t sk_bloom_check_many(uint64_t *words, uint64_t seed, uint64_t blocks, uint32_t k, int prefetch,
 			     const sk_key *keys, size_t count, uint8_t *out);
 
 #endif
