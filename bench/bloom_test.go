@@ -68,6 +68,13 @@ func BenchmarkBloomAdd(b *testing.B) {
 			}
 		}
 	})
+	b.Run("bitsandblooms-noanswer", func(b *testing.B) {
+		// Add, which does not say whether the key was there.
+		b.ReportAllocs()
+		for i := 0; i < b.N; i++ {
+			theirs.Add(keys[i&mask])
+		}
+	})
 	b.Run("mutexmap", func(b *testing.B) {
 		b.ReportAllocs()
 		for i := 0; i < b.N; i++ {
