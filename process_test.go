@@ -83,6 +83,8 @@ func TestHelperProcess(t *testing.T) {
 		err = childLockSpin()
 	case "lockcount":
 		err = childLockCount()
+	case "mergepart":
+		err = childMergePart()
 	default:
 		err = fmt.Errorf("unknown role %q", role)
 	}
