@@ -321,12 +321,14 @@ func satAdd(a, b uint64) uint64 {
 }
 
 // add counts n for the key hashing to (lo, hi) in the current period and
-// returns its estimate over the window, and the window's last period.
-func (w *CountMinWindow) add(lo, hi, n uint64) (est, p uint64, err error) {
+// returns its estimate over the window, the period the add went to and
+// the window's last period (later than the add's when the period turned
+// during the call).
+func (w *CountMinWindow) add(lo, hi, n uint64) (est, addP, winP uint64, err error) {
 	c := &w.ctl
 	p, s, err := c.use()
 	if err != nil {
-		return ClosedEstimate, 0, err
+		return ClosedEstimate, 0, 0, err
 	}
 	if n == 0 {
 		est = w.slots[s].estimateHashed(lo, hi)
@@ -344,28 +346,28 @@ func (w *CountMinWindow) add(lo, hi, n uint64) (est, p uint64, err error) {
 		wd := atomic.LoadUint64(wp)
 		if wd != heldWord(q) {
 			if wordAfter(wd, p+1) {
-				return w.estimateSlow(lo, hi)
+				return w.estimateSlow(lo, hi, p)
 			}
 			continue
 		}
 		v := w.slots[t].estimateHashed(lo, hi)
 		if atomic.LoadUint64(wp) != wd {
-			return w.estimateSlow(lo, hi)
+			return w.estimateSlow(lo, hi, p)
 		}
 		est = satAdd(est, v)
 	}
 	if !c.held(s, p) {
-		return w.estimateSlow(lo, hi)
+		return w.estimateSlow(lo, hi, p)
 	}
-	return est, p, nil
+	return est, p, p, nil
 }
 
-// estimateSlow is estimate after a turn seen mid-read: the clock is read
-// again first.
-func (w *CountMinWindow) estimateSlow(lo, hi uint64) (uint64, uint64, error) {
+// estimateSlow finishes an add to period addP that saw a turn mid-read:
+// the clock is read again, and the estimate taken for the new window.
+func (w *CountMinWindow) estimateSlow(lo, hi, addP uint64) (uint64, uint64, uint64, error) {
 	w.ctl.refresh()
 	est, p := w.estimate(lo, hi)
-	return est, p, nil
+	return est, addP, p, nil
 }
 
 // estimate returns the key's estimate over the window, and the window's
@@ -415,7 +417,7 @@ func (w *CountMinWindow) Add(key []byte) (uint64, error) {
 		return ClosedEstimate, w.refuse("add")
 	}
 	lo, hi := hashKey(key, w.slots[0].seed)
-	est, _, err := w.add(lo, hi, 1)
+	est, _, _, err := w.add(lo, hi, 1)
 	return w.afterUse(est, err, "add")
 }
 
@@ -426,7 +428,7 @@ func (w *CountMinWindow) AddN(key []byte, n uint64) (uint64, error) {
 		return ClosedEstimate, w.refuse("add")
 	}
 	lo, hi := hashKey(key, w.slots[0].seed)
-	est, _, err := w.add(lo, hi, n)
+	est, _, _, err := w.add(lo, hi, n)
 	return w.afterUse(est, err, "add")
 }
 
@@ -436,7 +438,7 @@ func (w *CountMinWindow) AddString(key string) (uint64, error) {
 		return ClosedEstimate, w.refuse("add")
 	}
 	lo, hi := hashString(key, w.slots[0].seed)
-	est, _, err := w.add(lo, hi, 1)
+	est, _, _, err := w.add(lo, hi, 1)
 	return w.afterUse(est, err, "add")
 }
 

@@ -130,11 +130,11 @@ func TestCountMinWindow_ClockExact(t *testing.T) {
 	for i := 0; time.Now().Before(deadline); i++ {
 		k := fmt.Sprintf("k%d", i%50)
 		lo, hi := hashString(k, w.slots[0].seed)
-		est, p, err := w.add(lo, hi, 1)
+		est, addP, p, err := w.add(lo, hi, 1)
 		if err != nil {
 			t.Fatal(err)
 		}
-		ref.add(p, k, 1)
+		ref.add(addP, k, 1)
 		periods[p] = true
 		if want := ref.over(k, w.ctl.first(p), p); est != want {
 			t.Fatalf("period %d: Add(%q) = %d, want %d", p, k, est, want)

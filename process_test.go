@@ -85,6 +85,10 @@ func TestHelperProcess(t *testing.T) {
 		err = childLockCount()
 	case "mergepart":
 		err = childMergePart()
+	case "winadd":
+		err = childWinAdd()
+	case "winclear":
+		err = childWinClear()
 	default:
 		err = fmt.Errorf("unknown role %q", role)
 	}
