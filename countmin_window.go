@@ -330,31 +330,39 @@ func (w *CountMinWindow) add(lo, hi, n uint64) (est, addP, winP uint64, err erro
 	if err != nil {
 		return ClosedEstimate, 0, 0, err
 	}
-	if n == 0 {
-		est = w.slots[s].estimateHashed(lo, hi)
-	} else {
-		est = w.slots[s].addHashed(lo, hi, n)
-	}
-	// The rest of the window, newest first, each slot read between two
-	// loads of its word: a word that changed, or names a period past
+	// The rest of the window first, newest first, each slot read between
+	// two loads of its word: a word that changed, or names a period past
 	// p+1, means another process turned the period meanwhile, and the
-	// estimate is taken again for the new window.
+	// estimate is taken again for the new window. Reading before the add
+	// lets these loads' cache misses overlap the add's, which the atomic
+	// adds would otherwise wait for.
 	q, t, first := p, s, c.first(p)
+	turned := false
 	for q > first {
 		q, t = q-1, c.prevSlot(t)
 		wp := c.word(t)
 		wd := atomic.LoadUint64(wp)
 		if wd != heldWord(q) {
 			if wordAfter(wd, p+1) {
-				return w.estimateSlow(lo, hi, p)
+				turned = true
+				break
 			}
 			continue
 		}
 		v := w.slots[t].estimateHashed(lo, hi)
 		if atomic.LoadUint64(wp) != wd {
-			return w.estimateSlow(lo, hi, p)
+			turned = true
+			break
 		}
 		est = satAdd(est, v)
+	}
+	if n == 0 {
+		est = satAdd(est, w.slots[s].estimateHashed(lo, hi))
+	} else {
+		est = satAdd(est, w.slots[s].addHashed(lo, hi, n))
+	}
+	if turned {
+		return w.estimateSlow(lo, hi, p)
 	}
 	if !c.held(s, p) {
 		return w.estimateSlow(lo, hi, p)

@@ -223,12 +223,17 @@ func (c *windowCtl) stop() {
 	})
 }
 
-func (c *windowCtl) word(s uint64) *uint64    { return (*uint64)(unsafe.Add(c.words, s*8)) }
-func (c *windowCtl) epochWord() *uint64       { return (*uint64)(unsafe.Add(c.ctl, wcEpoch)) }
-func (c *windowCtl) latestWord() *uint64      { return (*uint64)(unsafe.Add(c.ctl, wcLatest)) }
-func (c *windowCtl) frozenWord() *uint64      { return (*uint64)(unsafe.Add(c.ctl, wcFrozen)) }
-func (c *windowCtl) held(s, p uint64) bool    { return atomic.LoadUint64(c.word(s)) == heldWord(p) }
-func (c *windowCtl) prevSlot(s uint64) uint64 { return (s + c.n - 1) % c.n }
+func (c *windowCtl) word(s uint64) *uint64 { return (*uint64)(unsafe.Add(c.words, s*8)) }
+func (c *windowCtl) epochWord() *uint64    { return (*uint64)(unsafe.Add(c.ctl, wcEpoch)) }
+func (c *windowCtl) latestWord() *uint64   { return (*uint64)(unsafe.Add(c.ctl, wcLatest)) }
+func (c *windowCtl) frozenWord() *uint64   { return (*uint64)(unsafe.Add(c.ctl, wcFrozen)) }
+func (c *windowCtl) held(s, p uint64) bool { return atomic.LoadUint64(c.word(s)) == heldWord(p) }
+func (c *windowCtl) prevSlot(s uint64) uint64 {
+	if s == 0 {
+		return c.n - 1
+	}
+	return s - 1
+}
 
 // slotOf returns the slot of period p, p mod (Keep+1).
 func (c *windowCtl) slotOf(p uint64) uint64 {
