@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -494,5 +495,65 @@ func TestCountMinWindow_Format(t *testing.T) {
 	}
 	if adds != 1 || cells != 2 {
 		t.Errorf("slot 0 holds %d adds in its stripes and %d in its cells, want 1 and 2", adds, cells)
+	}
+}
+
+// TestCountMinWindow_Corrupt: damaged window entries are refused with the
+// sentinel that says what is wrong.
+func TestCountMinWindow_Corrupt(t *testing.T) {
+	win := Window{Keep: 2}
+	cfg := CountMinConfig{Rows: 2, Width: 8}
+	src := tempPath(t, "win")
+	w := mustOpenWindow(t, src, win, cfg)
+	w.AddString("a")
+	w.Close()
+	valid, err := os.ReadFile(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	param := func(i int, v uint64) func(b []byte) {
+		return func(b []byte) { native.PutUint64(b[otDirOff+entParams+8*i:], v); otResum(b) }
+	}
+	for _, tc := range []struct {
+		name string
+		edit func(b []byte)
+		want error
+	}{
+		{"keep zero", param(3, 0), ErrCorrupt},
+		{"keep too large", param(3, MaxWindowKeep+1), ErrCorrupt},
+		{"keep of another region", param(3, 3), ErrCorrupt},
+		{"period under a millisecond", param(2, 1000), ErrCorrupt},
+		{"width not a power of two", param(1, 6), ErrCorrupt},
+		{"unknown parameter", param(4, 1), ErrCorrupt},
+		{"entry checksum", func(b []byte) { b[otDirOff+entParams+24] ^= 1 }, ErrChecksum},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			data := bytes.Clone(valid)
+			tc.edit(data)
+			path := tempPath(t, "win")
+			if err := os.WriteFile(path, data, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			_, err := OpenCountMinWindow(path, win, CountMinConfig{})
+			if !errors.Is(err, tc.want) || !strings.Contains(err.Error(), path) {
+				t.Errorf("OpenCountMinWindow = %v, want %v naming the file", err, tc.want)
+			}
+		})
+	}
+}
+
+// TestCountMinWindow_GarbageSlotWords: slot words that name periods far in
+// the future (a damaged or crafted file) make adds fail with ErrCorrupt and
+// estimates answer, rather than loop.
+func TestCountMinWindow_GarbageSlotWords(t *testing.T) {
+	w := mustOpenWindow(t, tempPath(t, "win"), Window{Keep: 2}, winCfg)
+	for s := range uint64(3) {
+		atomic.StoreUint64(w.ctl.word(s), heldWord(maxPeriod))
+	}
+	if _, err := w.AddString("k"); !errors.Is(err, ErrCorrupt) {
+		t.Errorf("Add = %v, want ErrCorrupt", err)
+	}
+	if got := w.EstimateString("k"); got != 0 {
+		t.Errorf("Estimate = %d, want 0", got)
 	}
 }
