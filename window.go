@@ -165,10 +165,11 @@ type windowCtl struct {
 	lk   *fileLock // nil on a read-only handle
 	me   int       // this handle's token id
 	// clear empties slot s for a new period; the caller owns the slot.
-	clear func(s uint64)
-	open  *atomic.Bool
-	done  chan struct{} // closed by Close: ahead clears stop waiting
-	once  sync.Once
+	clear  func(s uint64)
+	open   *atomic.Bool
+	sealed *uint32       // the file's sealed word: a frozen file is not cleared
+	done   chan struct{} // closed by Close: ahead clears stop waiting
+	once   sync.Once
 }
 
 // errStale means the caller's period is out of date: a slot already serves
@@ -193,14 +194,14 @@ var testHookWindowClear func(s, p uint64)
 
 // init points the control at the region's first bytes. lk is nil for a
 // read-only handle.
-func (c *windowCtl) init(region unsafe.Pointer, w Window, lk *fileLock, open *atomic.Bool, clear func(s uint64)) {
+func (c *windowCtl) init(region unsafe.Pointer, w Window, lk *fileLock, open *atomic.Bool, sealed *uint32, clear func(s uint64)) {
 	c.ctl = region
 	c.words = unsafe.Add(region, wcWords)
 	c.keep = uint64(w.Keep)
 	c.n = c.keep + 1
 	c.period = int64(w.Period)
 	c.mine = make([]atomic.Bool, c.n)
-	c.lk, c.open, c.clear = lk, open, clear
+	c.lk, c.open, c.sealed, c.clear = lk, open, sealed, clear
 	c.done = make(chan struct{})
 	if lk != nil {
 		c.me = tokenID(lk)
@@ -446,8 +447,8 @@ func (c *windowCtl) ahead(next uint64) {
 			return
 		}
 	}
-	if !c.open.Load() || c.current() >= next {
-		return // closed, or the period turned: writers prepare the slot
+	if !c.open.Load() || atomic.LoadUint32(c.sealed) != 0 || c.current() >= next {
+		return // closed, frozen, or the period turned: writers prepare the slot
 	}
 	c.prepare(next, false)
 }
