@@ -476,8 +476,7 @@ func TestFreezeResetMergeRm(t *testing.T) {
 		t.Errorf("query after reset: %q", out)
 	}
 
-	// Counting Bloom filters of one seed merge; Count-Min merge is not in
-	// this build.
+	// Counting Bloom filters of one seed merge.
 	a := create(t, "a.cbf", "--kind", "countingbloom", "--capacity", "1000", "--seed", "9")
 	b := create(t, "b.cbf", "--kind", "countingbloom", "--capacity", "1000", "--seed", "9")
 	c := create(t, "c.cbf", "--kind", "countingbloom", "--capacity", "1000", "--seed", "9")
@@ -489,8 +488,8 @@ func TestFreezeResetMergeRm(t *testing.T) {
 	if out := sk(t, "query", a, "x", "y", "z", "w").ok(t, "query"); out != "x\t1\ny\t2\nz\t1\nw\t0\n" {
 		t.Errorf("query after merge: %q", out)
 	}
-	if r := sk(t, "merge", other, path); r.code != 1 || !strings.Contains(r.stderr, "merge") {
-		t.Errorf("merge of Count-Min sketches: exit %d, %q", r.code, r.stderr)
+	if r := sk(t, "merge", other, path); r.code != 1 || !strings.Contains(r.stderr, "seed") {
+		t.Errorf("merge of Count-Min sketches of other seeds: exit %d, %q", r.code, r.stderr)
 	}
 	if r := sk(t, "merge", a, other); r.code != 1 || !strings.Contains(r.stderr, "Count-Min") {
 		t.Errorf("merge of a Count-Min into a counting Bloom filter: exit %d, %q", r.code, r.stderr)
