@@ -301,26 +301,10 @@ func TestStats_Text(t *testing.T) {
 	}
 }
 
-// tearAdd adds one to the first counter of the first row only, which is
-// what a writer killed after its first row leaves.
+// tearAdd is tearAddAt of a standalone file's sketch.
 func tearAdd(t *testing.T, path string) {
 	t.Helper()
-	fi, err := sketch.Inspect(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	f, err := os.OpenFile(path, os.O_RDWR, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	off := int64(fi.Entries[0].Offset) + 4096 // past the add-count stripes
-	var b [8]byte
-	f.ReadAt(b[:], off)
-	binary.NativeEndian.PutUint64(b[:], binary.NativeEndian.Uint64(b[:])+1)
-	if _, err := f.WriteAt(b[:], off); err != nil {
-		t.Fatal(err)
-	}
+	tearAddAt(t, path, 0)
 }
 
 type checkOut struct {
