@@ -590,10 +590,12 @@ func TestWatch_Interrupt(t *testing.T) {
 }
 
 // TestDemo runs the demo small: worker processes, the live view, the
-// final comparison with exact counts and the check.
+// final comparison with exact counts, the Bloom filter's false positives
+// and the check.
 func TestDemo(t *testing.T) {
 	out := sk(t, "demo", "--procs", "3", "--adds", "30000").ok(t, "demo")
-	for _, want := range []string{"adds/s across all processes", "estimates below the truth: 0 of", "estimates within the error bar:", "check: ok", "total 90000 (exact 90000), 90000 adds"} {
+	for _, want := range []string{"requests/s across all processes", "estimates below the truth: 0 of", "estimates within the error bar:",
+		"total in the window 90000 (exact 90000)", "request ids: 90000, all distinct", "check: ok"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("demo: no %q in\n%s", want, out)
 		}
@@ -601,13 +603,41 @@ func TestDemo(t *testing.T) {
 	if strings.Contains(out, "\x1b[") {
 		t.Errorf("demo to a pipe redrew in place:\n%q", out)
 	}
+	// Every id is distinct: what the filter called seen are false
+	// positives, far fewer than 1% of 90000 in a filter sized for them.
+	var fps int
+	if i := strings.Index(out, "the filter called "); i < 0 {
+		t.Errorf("demo: no false positives reported in\n%s", out)
+	} else if _, err := fmt.Sscan(out[i+len("the filter called "):], &fps); err != nil || fps > 900 {
+		t.Errorf("demo: %d ids called seen before (%v), want under 1%% of 90000", fps, err)
+	}
 	// It removes the file it made: its first line names it.
 	first := strings.SplitN(out, "\n", 2)[0]
-	made := strings.TrimSuffix(strings.Fields(first)[1], ":")
+	made := strings.TrimSuffix(strings.Fields(first)[1], ",")
 	if _, err := os.Lstat(made); !os.IsNotExist(err) {
 		t.Errorf("demo left %s behind (%v)", made, err)
 	}
 	if _, err := os.Lstat(filepath.Dir(made)); !os.IsNotExist(err) {
 		t.Errorf("demo left %s behind (%v)", filepath.Dir(made), err)
+	}
+}
+
+// TestDemo_WindowTurns runs the demo long enough for the window to turn
+// past its first periods: the comparison still holds for the periods it
+// covers.
+func TestDemo_WindowTurns(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs for 3 seconds")
+	}
+	// The workers stop at the deadline, 3s on: the window has turned 3
+	// times at least, so keeping 3 it no longer covers period 0.
+	out := sk(t, "demo", "--procs", "1", "--adds", "1000000000", "--duration", "3s").ok(t, "demo")
+	for _, want := range []string{"window: periods ", "estimates below the truth: 0 of", "check: ok", "covers periods "} {
+		if !strings.Contains(out, want) {
+			t.Errorf("demo: no %q in\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "covers periods 0-") {
+		t.Errorf("after 3s of 1s periods, keeping 3, the window still covers the first period:\n%s", out)
 	}
 }
