@@ -113,7 +113,7 @@ func (s *countMinWindow) summary() string {
 
 func (s *countMinWindow) sample() sample {
 	st := s.w.Stats()
-	return sample{Total: st.Total, ErrorBound: &st.ErrorBound, Current: &st.Current, Oldest: &st.Oldest, Frozen: st.Frozen, what: "adds in the window"}
+	return sample{Total: st.Total, ErrorBound: &st.ErrorBound, Current: &st.Current, Oldest: &st.Oldest, Frozen: st.Frozen, what: "window adds"}
 }
 
 func (s *countMinWindow) rotate() error { return s.w.Rotate() }
