@@ -594,8 +594,11 @@ func TestWatch_Interrupt(t *testing.T) {
 // and the check.
 func TestDemo(t *testing.T) {
 	out := sk(t, "demo", "--procs", "3", "--adds", "30000").ok(t, "demo")
+	// How much of the stream the window still covers depends on how long
+	// the run took; the demo itself fails unless its total is what the
+	// workers counted in its periods.
 	for _, want := range []string{"requests/s across all processes", "estimates below the truth: 0 of", "estimates within the error bar:",
-		"total in the window 90000 (exact 90000)", "request ids: 90000, all distinct", "check: ok"} {
+		"total in the window ", "request ids: 90000, all distinct", "check: ok"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("demo: no %q in\n%s", want, out)
 		}
@@ -629,9 +632,10 @@ func TestDemo_WindowTurns(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs for 3 seconds")
 	}
-	// The workers stop at the deadline, 3s on: the window has turned 3
-	// times at least, so keeping 3 it no longer covers period 0.
-	out := sk(t, "demo", "--procs", "1", "--adds", "1000000000", "--duration", "3s").ok(t, "demo")
+	// The worker stops at the deadline, 3s on (20M requests take longer):
+	// the window has turned 3 times at least, so keeping 3 it no longer
+	// covers period 0.
+	out := sk(t, "demo", "--procs", "1", "--adds", "20000000", "--duration", "3s").ok(t, "demo")
 	for _, want := range []string{"window: periods ", "estimates below the truth: 0 of", "check: ok", "covers periods "} {
 		if !strings.Contains(out, want) {
 			t.Errorf("demo: no %q in\n%s", want, out)

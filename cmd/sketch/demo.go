@@ -114,7 +114,9 @@ func runDemo(procs, adds int, duration time.Duration, path string) error {
 	if err != nil {
 		return err
 	}
-	capacity := uint64(procs) * uint64(adds)
+	// The filter is sized for every request, up to what ten seconds at
+	// full speed serve: past it its rate climbs, and the demo says so.
+	capacity := min(uint64(procs)*uint64(adds), 1<<26)
 	// A Bloom filter at 1% takes about 1.3 bytes a key; the file is
 	// sparse, so the slack costs nothing.
 	size := int64(uint64(demoWindowCfg.Keep+1)*slot + 2*capacity + 1<<20)
@@ -369,6 +371,8 @@ func (v *demoView) final(ex *demoExact, path string) error {
 	switch {
 	case low != 0:
 		return errors.New("the window under-counted")
+	case ws.Total < sumLow || ws.Total > sumUp:
+		return fmt.Errorf("the window's total %d is not what the workers counted in its periods (%d to %d)", ws.Total, sumLow, sumUp)
 	case bs.Added+bs.Seen != reqs || bs.Seen != ex.seen:
 		return fmt.Errorf("the filter counted %d adds, %d seen; the workers %d, %d", bs.Added+bs.Seen, bs.Seen, reqs, ex.seen)
 	}
