@@ -25,6 +25,9 @@ type FileInfo struct {
 	DataOffset    uint64      `json:"data_offset"` // where the first structure's region may start
 	// Sealed is set once Freeze ran: read-write opens are refused.
 	Sealed bool `json:"sealed"`
+	// Arena is set for an arena (OpenArena): its entries are named and
+	// its directory grows. A standalone file has exactly one entry.
+	Arena bool `json:"arena"`
 	// ReaderSlots is the size of the lock's reader-slot table;
 	// DirectoryCapacity the entries the directory has room for.
 	ReaderSlots       uint32      `json:"reader_slots"`
@@ -39,8 +42,8 @@ type FileInfo struct {
 
 // EntryInfo is one directory entry: a structure in the file.
 type EntryInfo struct {
-	// Kind names the structure: "countmin" (a Count-Min sketch) or
-	// "countingbloom" (a counting Bloom filter).
+	// Kind names the structure as Kind does: "countmin",
+	// "countingbloom", "bloom", "countminwindow".
 	Kind string `json:"kind"`
 	// Description is the kind's name in prose, as messages use it.
 	Description string `json:"description"`
@@ -50,8 +53,11 @@ type EntryInfo struct {
 	Bytes  uint64 `json:"bytes"`  // of the region
 	// Params are the kind's parameters, decoded: "rows" and "width" for a
 	// Count-Min sketch; "capacity", "fp_rate", "counters" and "hashes" for
-	// a counting Bloom filter. Every parameter the format allows is exact
-	// in a float64.
+	// a counting Bloom filter; "capacity", "fp_rate", "bits" and "hashes"
+	// for a Bloom filter; "rows", "width", "period_ns" (0: turned by
+	// Rotate only) and "keep" for a Count-Min window. Every parameter the
+	// format allows is exact in a float64, but for periods longer than
+	// 2^53 ns (104 days), which are rounded.
 	Params map[string]float64 `json:"params"`
 }
 
@@ -106,22 +112,33 @@ func (fi FileInfo) GoString() string { return fi.String() }
 
 // entryInfo decodes a validated entry's parameters by its kind.
 func entryInfo(e entry) EntryInfo {
-	ei := EntryInfo{Description: kindName(e.kind), Name: e.name, Offset: e.off, Bytes: e.size}
+	ei := EntryInfo{Kind: string(kinds[e.kind].kind), Description: kindName(e.kind), Name: e.name, Offset: e.off, Bytes: e.size}
+	p := e.params
 	switch e.kind {
 	case kindCountMin:
-		ei.Kind = "countmin"
-		ei.Params = map[string]float64{"rows": float64(e.params[0]), "width": float64(e.params[1])}
-	case kindCountingBloom:
-		ei.Kind = "countingbloom"
+		ei.Params = map[string]float64{"rows": float64(p[0]), "width": float64(p[1])}
+	case kindBloom:
 		ei.Params = map[string]float64{
-			"capacity": float64(e.params[0]),
-			"fp_rate":  math.Float64frombits(e.params[1]),
-			"counters": float64(e.params[2]),
-			"hashes":   float64(e.params[3]),
+			"capacity": float64(p[0]),
+			"fp_rate":  math.Float64frombits(p[1]),
+			"bits":     float64(p[2] * bloomBlockBits),
+			"hashes":   float64(p[3]),
 		}
+	case kindCountingBloom:
+		ei.Params = map[string]float64{
+			"capacity": float64(p[0]),
+			"fp_rate":  math.Float64frombits(p[1]),
+			"counters": float64(p[2]),
+			"hashes":   float64(p[3]),
+		}
+	case kindCountMinWindow:
+		ei.Params = map[string]float64{"rows": float64(p[0]), "width": float64(p[1]), "period_ns": float64(p[2]), "keep": float64(p[3])}
 	default:
 		// validateEntry knows every kind this build has: a kind that got
-		// here has no case above yet.
+		// here has no case above yet (the Bloom window's goes here).
+		ei.Params = map[string]float64{}
+	}
+	if ei.Kind == "" {
 		ei.Kind = fmt.Sprintf("kind%d", e.kind)
 	}
 	return ei

@@ -77,6 +77,7 @@ func inspect(path string) (FileInfo, error) {
 		HeaderBytes:       headerSize,
 		DataOffset:        lay.dataOff,
 		Sealed:            isSealed(data),
+		Arena:             lay.isArena(),
 		ReaderSlots:       lay.slots,
 		DirectoryCapacity: lay.dirCap,
 		Seed:              lay.seed,

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 )
@@ -170,5 +171,67 @@ func TestInspect_Errors(t *testing.T) {
 				t.Errorf("Inspect(%s) = %v, want %v naming the file", tc.path, err, tc.want)
 			}
 		})
+	}
+}
+
+// TestInspect_Arena: an arena's entries, each kind's parameters decoded.
+func TestInspect_Arena(t *testing.T) {
+	path := tempPath(t, "arena")
+	a, err := OpenArena(path, 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	c, err := a.CountMin("cms", CountMinConfig{Rows: 3, Width: 256})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	b, err := a.Bloom("seen", BloomConfig{Capacity: 5000, FPRate: 0.001})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	cb, err := a.CountingBloom("cbf", CountingBloomConfig{Capacity: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cb.Close()
+	w, err := a.CountMinWindow("win", Window{Period: 1500 * time.Millisecond, Keep: 3}, CountMinConfig{Rows: 2, Width: 128})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	fi := mustInspect(t, path)
+	if !fi.Arena || fi.Bytes != 1<<20 {
+		t.Errorf("Inspect: arena %v, %d bytes; want an arena of %d", fi.Arena, fi.Bytes, 1<<20)
+	}
+	type got struct {
+		Name, Kind string
+		Params     map[string]float64
+	}
+	var gots []got
+	for _, e := range fi.Entries {
+		gots = append(gots, got{e.Name, e.Kind, e.Params})
+	}
+	want := []got{
+		{"cms", "countmin", map[string]float64{"rows": 3, "width": 256}},
+		{"seen", "bloom", map[string]float64{"capacity": 5000, "fp_rate": 0.001, "bits": float64(b.Bits()), "hashes": float64(b.Hashes())}},
+		{"cbf", "countingbloom", map[string]float64{"capacity": 100, "fp_rate": DefaultFPRate, "counters": float64(cb.Counters()), "hashes": float64(cb.Hashes())}},
+		{"win", "countminwindow", map[string]float64{"rows": 2, "width": 128, "period_ns": 1.5e9, "keep": 3}},
+	}
+	if diff := cmp.Diff(want, gots); diff != "" {
+		t.Errorf("Inspect entries (-want +got):\n%s", diff)
+	}
+	for i, e := range fi.Entries {
+		if e.Description == "" || e.Bytes == 0 || (i > 0 && e.Offset < fi.Entries[i-1].Offset+fi.Entries[i-1].Bytes) {
+			t.Errorf("entry %d: %+v", i, e)
+		}
+	}
+	// A standalone file is not an arena.
+	alone := tempPath(t, "cms")
+	mustOpen(t, alone, CountMinConfig{Rows: 1, Width: 64})
+	if mustInspect(t, alone).Arena {
+		t.Error("Inspect of a standalone Count-Min sketch: Arena = true")
 	}
 }

@@ -18,14 +18,17 @@ var addCmd = &command{
 	summary: "count keys: from the arguments, or one a line from standard input",
 	details: `
 Add counts each KEY (-n times) in the structure and prints its new answer:
-a Count-Min sketch's estimate with its error bar, a counting Bloom
-filter's count. With no KEY, or "-", it reads one key a line from standard
+a Count-Min sketch's estimate with its error bar (a Count-Min window's
+over the window), a counting Bloom filter's count, or whether a Bloom
+filter had the key before ("added" or "probably present before"; -n
+changes nothing in a set). With no KEY, or "-", it reads one key a line from standard
 input, in batches (empty lines are skipped), and prints how many it added;
 with --weighted, each line is KEY<TAB>N and counts KEY N times (a counting
 Bloom filter adds it N times, up to the 15 where its counters stick).
 While it reads, standard error shows keys, keys/s and the time elapsed,
 when it is a terminal. An interrupt stops it after the batch in hand.`,
 	example: `sketch add /dev/shm/clients.cms 192.0.2.1 192.0.2.7
+sketch add /dev/shm/web.arena:seen req-81f3
 cut -d' ' -f1 access.log | sketch add /dev/shm/clients.cms
 printf 'alice\t5\nbob\t2\n' | sketch add --weighted /dev/shm/clients.cms`,
 	setup: func(fs *flag.FlagSet) func([]string) error {
@@ -52,16 +55,12 @@ printf 'alice\t5\nbob\t2\n' | sketch add --weighted /dev/shm/clients.cms`,
 			if fromStdin {
 				return addStdin(s, t, *weighted, *jsonOut)
 			}
-			var weights []uint64
-			if *n != 1 {
-				weights = []uint64{*n}
-			}
 			for _, k := range keys {
-				key := [][]byte{[]byte(k)}
-				if err := s.add(key, weights); err != nil {
+				a, err := s.addKey([]byte(k), *n)
+				if err != nil {
 					return err
 				}
-				printAnswer(s.query(key)[0], k, *jsonOut)
+				printAnswer(a, k, *jsonOut)
 			}
 			return nil
 		}

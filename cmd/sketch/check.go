@@ -14,9 +14,9 @@ var checkCmd = &command{
 	summary: "verify a file: exit 0 sound, 1 corrupt, 3 an add cut short",
 	details: `
 Check verifies the whole file without changing it: the header and its
-checksum, the directory, every structure's parameters and place, and what
-each structure can check of its counters (a Count-Min sketch's rows must
-all sum to the same total). It exits 0 when the file is sound; 1 when it
+checksum, the directory, every structure's parameters and place (each of
+an arena's), and what each structure can check of its counters (a
+Count-Min sketch's rows must all sum to the same total). It exits 0 when the file is sound; 1 when it
 is corrupt or cannot be read; 3 when the only findings are operations cut
 short, which are not damage and need no repair: an add torn by a killed
 writer (some rows counted it, the rest not), adds that raced a reset, or
@@ -80,23 +80,46 @@ func checkFile(path string) checkResult {
 	if err != nil {
 		return fail(err)
 	}
-	s, err := openEntry(path, fi.Entries[0].Kind, []sketch.Option{sketch.ReadOnly()})
-	if err != nil {
-		return fail(err)
-	}
-	defer s.Close()
-	r.what = s.describe()
 	interrupted := func(msg string) {
 		r.Status, r.ExitCode = "interrupted", exitTorn
 		r.Findings = append(r.Findings, msg)
 	}
-	if err := s.check(); err != nil {
+	// Every structure: the one of a standalone file, or each of an arena's.
+	places := []place{{path: path, opts: fileOpts(false)}}
+	if fi.Arena {
+		a, err := sketch.OpenArena(path, 0, sketch.ReadOnly())
+		if err != nil {
+			return fail(err)
+		}
+		defer a.Close()
+		r.what = arenaDescription(a.Stats())
+		places = places[:0]
+		for _, e := range fi.Entries {
+			places = append(places, place{path: path, arena: a, name: e.Name})
+		}
+	}
+	for i, p := range places {
+		s, err := openEntry(p, sketch.Kind(fi.Entries[i].Kind))
+		if err != nil {
+			return fail(err)
+		}
+		if !fi.Arena {
+			r.what = s.describe()
+		}
+		err = s.check()
+		s.Close()
+		if err == nil {
+			continue
+		}
 		if !errors.Is(err, sketch.ErrInconsistent) {
 			return fail(err)
 		}
 		what := "counters that disagree, left by adds that raced a reset"
 		if errors.Is(err, sketch.ErrTornAdd) {
 			what = "a torn add: a writer was killed (or closed) part way through an add"
+		}
+		if fi.Arena {
+			what = p.name + ": " + what
 		}
 		interrupted(fmt.Sprintf("%s, which is not damage and needs no repair (%v)", what, err))
 	}

@@ -301,26 +301,10 @@ func TestStats_Text(t *testing.T) {
 	}
 }
 
-// tearAdd adds one to the first counter of the first row only, which is
-// what a writer killed after its first row leaves.
+// tearAdd is tearAddAt of a standalone file's sketch.
 func tearAdd(t *testing.T, path string) {
 	t.Helper()
-	fi, err := sketch.Inspect(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	f, err := os.OpenFile(path, os.O_RDWR, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	off := int64(fi.Entries[0].Offset) + 4096 // past the add-count stripes
-	var b [8]byte
-	f.ReadAt(b[:], off)
-	binary.NativeEndian.PutUint64(b[:], binary.NativeEndian.Uint64(b[:])+1)
-	if _, err := f.WriteAt(b[:], off); err != nil {
-		t.Fatal(err)
-	}
+	tearAddAt(t, path, 0)
 }
 
 type checkOut struct {
@@ -476,8 +460,7 @@ func TestFreezeResetMergeRm(t *testing.T) {
 		t.Errorf("query after reset: %q", out)
 	}
 
-	// Counting Bloom filters of one seed merge; Count-Min merge is not in
-	// this build.
+	// Counting Bloom filters of one seed merge.
 	a := create(t, "a.cbf", "--kind", "countingbloom", "--capacity", "1000", "--seed", "9")
 	b := create(t, "b.cbf", "--kind", "countingbloom", "--capacity", "1000", "--seed", "9")
 	c := create(t, "c.cbf", "--kind", "countingbloom", "--capacity", "1000", "--seed", "9")
@@ -489,8 +472,8 @@ func TestFreezeResetMergeRm(t *testing.T) {
 	if out := sk(t, "query", a, "x", "y", "z", "w").ok(t, "query"); out != "x\t1\ny\t2\nz\t1\nw\t0\n" {
 		t.Errorf("query after merge: %q", out)
 	}
-	if r := sk(t, "merge", other, path); r.code != 1 || !strings.Contains(r.stderr, "merge") {
-		t.Errorf("merge of Count-Min sketches: exit %d, %q", r.code, r.stderr)
+	if r := sk(t, "merge", other, path); r.code != 1 || !strings.Contains(r.stderr, "seed") {
+		t.Errorf("merge of Count-Min sketches of other seeds: exit %d, %q", r.code, r.stderr)
 	}
 	if r := sk(t, "merge", a, other); r.code != 1 || !strings.Contains(r.stderr, "Count-Min") {
 		t.Errorf("merge of a Count-Min into a counting Bloom filter: exit %d, %q", r.code, r.stderr)
@@ -607,10 +590,15 @@ func TestWatch_Interrupt(t *testing.T) {
 }
 
 // TestDemo runs the demo small: worker processes, the live view, the
-// final comparison with exact counts and the check.
+// final comparison with exact counts, the Bloom filter's false positives
+// and the check.
 func TestDemo(t *testing.T) {
 	out := sk(t, "demo", "--procs", "3", "--adds", "30000").ok(t, "demo")
-	for _, want := range []string{"adds/s across all processes", "estimates below the truth: 0 of", "estimates within the error bar:", "check: ok", "total 90000 (exact 90000), 90000 adds"} {
+	// How much of the stream the window still covers depends on how long
+	// the run took; the demo itself fails unless its total is what the
+	// workers counted in its periods.
+	for _, want := range []string{"requests/s across all processes", "estimates below the truth: 0 of", "estimates within the error bar:",
+		"total in the window ", "request ids: 90000, all distinct", "check: ok"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("demo: no %q in\n%s", want, out)
 		}
@@ -618,13 +606,42 @@ func TestDemo(t *testing.T) {
 	if strings.Contains(out, "\x1b[") {
 		t.Errorf("demo to a pipe redrew in place:\n%q", out)
 	}
+	// Every id is distinct: what the filter called seen are false
+	// positives, far fewer than 1% of 90000 in a filter sized for them.
+	var fps int
+	if i := strings.Index(out, "the filter called "); i < 0 {
+		t.Errorf("demo: no false positives reported in\n%s", out)
+	} else if _, err := fmt.Sscan(out[i+len("the filter called "):], &fps); err != nil || fps > 900 {
+		t.Errorf("demo: %d ids called seen before (%v), want under 1%% of 90000", fps, err)
+	}
 	// It removes the file it made: its first line names it.
 	first := strings.SplitN(out, "\n", 2)[0]
-	made := strings.TrimSuffix(strings.Fields(first)[1], ":")
+	made := strings.TrimSuffix(strings.Fields(first)[1], ",")
 	if _, err := os.Lstat(made); !os.IsNotExist(err) {
 		t.Errorf("demo left %s behind (%v)", made, err)
 	}
 	if _, err := os.Lstat(filepath.Dir(made)); !os.IsNotExist(err) {
 		t.Errorf("demo left %s behind (%v)", filepath.Dir(made), err)
+	}
+}
+
+// TestDemo_WindowTurns runs the demo long enough for the window to turn
+// past its first periods: the comparison still holds for the periods it
+// covers.
+func TestDemo_WindowTurns(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs for 3 seconds")
+	}
+	// The worker stops at the deadline, 3s on (20M requests take longer):
+	// the window has turned 3 times at least, so keeping 3 it no longer
+	// covers period 0.
+	out := sk(t, "demo", "--procs", "1", "--adds", "20000000", "--duration", "3s").ok(t, "demo")
+	for _, want := range []string{"window: periods ", "estimates below the truth: 0 of", "check: ok", "covers periods "} {
+		if !strings.Contains(out, want) {
+			t.Errorf("demo: no %q in\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "covers periods 0-") {
+		t.Errorf("after 3s of 1s periods, keeping 3, the window still covers the first period:\n%s", out)
 	}
 }

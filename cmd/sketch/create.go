@@ -1,99 +1,256 @@
 package main
 
 import (
+	"errors"
 	"flag"
 	"fmt"
+	"io/fs"
+	"math"
 	"os"
 	"strconv"
+	"strings"
 
 	"github.com/shmsketch/sketch"
 )
 
+// createKinds are the kinds create makes, with the sizing flags of each.
+var createKinds = map[string][]string{
+	string(sketch.KindCountMin):       {"error", "confidence", "rows", "width"},
+	string(sketch.KindBloom):          {"capacity", "fp-rate"},
+	string(sketch.KindCountingBloom):  {"capacity", "fp-rate"},
+	string(sketch.KindCountMinWindow): {"error", "confidence", "rows", "width", "period", "keep"},
+	// A Bloom window is a kind here too, with a case in makeStructure.
+	"arena": {"size"},
+}
+
+const kindList = "countmin, bloom, countingbloom, countminwindow or arena"
+
 var createCmd = &command{
 	name:    "create",
-	args:    "FILE --kind countmin|countingbloom [SIZING]",
-	summary: "create a sketch file",
+	args:    "FILE[:NAME] --kind countmin|bloom|countingbloom|countminwindow|arena [SIZING]",
+	summary: "create a sketch file, an arena, or a structure in an arena",
 	details: `
 Create makes a new sketch file and prints what it made: its shape, its
 size, and its error or false-positive figures. It refuses a path that
 exists. Size a Count-Min sketch (the default kind) by --error and
---confidence (or --rows and --width), a counting Bloom filter by
---capacity and --fp-rate. The file gets mode 0600 unless --mode says
-otherwise, and a random hash seed unless --seed gives one (files to be
-merged need the same seed, and so the same --seed).`,
+--confidence (or --rows and --width); a Bloom filter or a counting Bloom
+filter by --capacity and --fp-rate; a Count-Min window by the Count-Min
+sizing and --keep K periods of --period D (0: periods turn only on
+sketch rotate); an arena by --size, the bytes of its file (K, M and G
+suffixes are KiB, MiB and GiB).
+
+FILE:NAME makes a structure named NAME in the existing arena FILE (from
+create FILE --kind arena), refusing a name it has; it hashes with the
+arena's seed. A new file gets mode 0600 unless --mode says otherwise, and
+a random hash seed unless --seed gives one (files to be merged need the
+same seed, and so the same --seed).`,
 	example: `sketch create /dev/shm/clients.cms --error 0.001 --confidence 0.99
-sketch create /dev/shm/banned.cbf --kind countingbloom --capacity 1000000 --fp-rate 0.01 --mode 0640`,
+sketch create /dev/shm/banned.cbf --kind countingbloom --capacity 1000000 --fp-rate 0.01 --mode 0640
+sketch create /dev/shm/web.arena --kind arena --size 64M
+sketch create /dev/shm/web.arena:seen --kind bloom --capacity 1000000 --fp-rate 0.001
+sketch create /dev/shm/web.arena:clients --kind countminwindow --period 1m --keep 5 --error 0.001`,
 	setup: func(fs *flag.FlagSet) func([]string) error {
-		kind := fs.String("kind", "countmin", "`KIND` to create: countmin or countingbloom")
-		errRate := fs.Float64("error", 0, "countmin: error rate ε, in (0, 1) (default 0.001): estimates are high by at most ε·total")
-		conf := fs.Float64("confidence", 0, "countmin: confidence of the error bound, in (0, 1) (default 0.99)")
-		rows := fs.Int("rows", 0, "countmin: rows, instead of --error and --confidence")
-		width := fs.Int("width", 0, "countmin: counters a row (rounded up to a power of two), with --rows")
-		capacity := fs.Uint64("capacity", 0, "countingbloom: items it is sized to hold (required)")
-		fpRate := fs.Float64("fp-rate", 0, "countingbloom: false-positive rate at capacity, in (0, 1) (default 0.01)")
-		mode := fs.String("mode", "0600", "permission bits of the new file, in octal")
-		seed := fs.Uint64("seed", 0, "hash seed (default random); keep it secret")
+		kind := fs.String("kind", "countmin", "`KIND` to create: "+kindList)
+		errRate := fs.Float64("error", 0, "countmin, countminwindow: error rate ε, in (0, 1) (default 0.001): estimates are high by at most ε·total")
+		conf := fs.Float64("confidence", 0, "countmin, countminwindow: confidence of the error bound, in (0, 1) (default 0.99)")
+		rows := fs.Int("rows", 0, "countmin, countminwindow: rows, instead of --error and --confidence")
+		width := fs.Int("width", 0, "countmin, countminwindow: counters a row (rounded up to a power of two), with --rows")
+		capacity := fs.Uint64("capacity", 0, "bloom, countingbloom: keys it is sized to hold (required)")
+		fpRate := fs.Float64("fp-rate", 0, "bloom, countingbloom: false-positive rate at capacity, in (0, 1) (default 0.01)")
+		period := fs.Duration("period", 0, "countminwindow: length of a period, at least 1ms (default 0: turned by sketch rotate only)")
+		keep := fs.Int("keep", 0, fmt.Sprintf("countminwindow: periods an answer covers, the current one included, 1 to %d (required)", sketch.MaxWindowKeep))
+		size := fs.String("size", "", "arena: `BYTES` of the file, with an optional K, M or G (required)")
+		mode := fs.String("mode", "0600", "permission bits of a new file, in octal")
+		seed := fs.Uint64("seed", 0, "hash seed of a new file (default random); keep it secret")
 		jsonOut := fs.Bool("json", false, `print JSON: {"file", "kind", "description", "bytes", "stats"}`)
 		return func(args []string) error {
 			if len(args) != 1 {
-				return usageError("want one FILE")
+				return usageError("want one FILE[:NAME]")
 			}
 			t, err := parseTarget(args[0])
 			if err != nil {
 				return err
 			}
-			if t.name != "" {
-				return usageError("%s: FILE:NAME creates a structure in an arena, and this build has no arenas", t)
-			}
 			perm, err := strconv.ParseUint(*mode, 8, 32)
 			if err != nil {
 				return usageError("--mode %q is not an octal mode", *mode)
 			}
-			if *kind != "countmin" && *kind != "countingbloom" {
-				return usageError("--kind %q: this build makes countmin or countingbloom", *kind)
+			sizing, ok := createKinds[*kind]
+			if !ok {
+				return usageError("--kind %q: this build makes %s", *kind, kindList)
 			}
-			// A sizing flag of another kind is a mistake, not something to ignore.
-			sizes := map[string]string{"error": "countmin", "confidence": "countmin", "rows": "countmin", "width": "countmin", "capacity": "countingbloom", "fp-rate": "countingbloom"}
+			// A flag that does not apply is a mistake, not something to ignore.
 			var bad error
 			fs.Visit(func(f *flag.Flag) {
-				if k, ok := sizes[f.Name]; ok && k != *kind && bad == nil {
-					bad = usageError("--%s sizes a %s, not a %s", f.Name, k, *kind)
+				switch {
+				case bad != nil:
+				case t.name != "" && (f.Name == "mode" || f.Name == "seed"):
+					bad = usageError("--%s: %s is made in the arena %s, whose file has its mode and seed", f.Name, t, t.path)
+				case isSizing(f.Name) && !contains(sizing, f.Name):
+					bad = usageError("--%s does not size a %s", f.Name, *kind)
 				}
 			})
 			if bad != nil {
 				return bad
 			}
+			flags := createFlags{
+				kind: *kind, cms: sketch.CountMinConfig{ErrorRate: *errRate, Confidence: *conf, Rows: *rows, Width: *width},
+				capacity: *capacity, fpRate: *fpRate, window: sketch.Window{Period: *period, Keep: *keep},
+			}
+			if err := flags.validate(); err != nil {
+				return err
+			}
+			if t.name != "" {
+				return createInArena(t, flags, *jsonOut)
+			}
 			if _, err := os.Lstat(t.path); err == nil {
 				return fmt.Errorf("%s exists; remove it first (sketch rm %s), or use it as it is", t.path, t.path)
 			}
 			opts := []sketch.Option{sketch.WithMode(os.FileMode(perm))}
-			var s structure
-			switch *kind {
-			case "countmin":
-				cfg := sketch.CountMinConfig{ErrorRate: *errRate, Confidence: *conf, Rows: *rows, Width: *width, Seed: *seed}
-				c, err := sketch.OpenCountMin(t.path, cfg, opts...)
+			if *kind == "arena" {
+				n, err := parseSize(*size)
 				if err != nil {
 					return err
 				}
-				s = &countMin{c}
-			case "countingbloom":
-				if *capacity == 0 {
-					return usageError("a counting Bloom filter needs --capacity")
-				}
-				cfg := sketch.CountingBloomConfig{Capacity: *capacity, FPRate: *fpRate, Seed: *seed}
-				b, err := sketch.OpenCountingBloom(t.path, cfg, opts...)
+				a, err := sketch.OpenArena(t.path, n, append(opts, sketch.WithSeed(*seed))...)
 				if err != nil {
 					return err
 				}
-				s = &countingBloom{b}
+				defer a.Close()
+				return printArenaCreated(t.path, a, *jsonOut)
+			}
+			flags.cms.Seed, flags.seed = *seed, *seed
+			s, err := makeStructure(place{path: t.path, opts: opts}, flags)
+			if err != nil {
+				return err
 			}
 			defer s.Close()
-			return printCreated(t.path, s, *jsonOut)
+			return printCreated(t.String(), s, 0, *jsonOut)
 		}
 	},
 }
 
-func printCreated(path string, s structure, jsonOut bool) error {
+// createFlags are the sizing flags of create.
+type createFlags struct {
+	kind     string
+	cms      sketch.CountMinConfig
+	capacity uint64
+	fpRate   float64
+	window   sketch.Window
+	seed     uint64
+}
+
+func (f createFlags) validate() error {
+	switch f.kind {
+	case string(sketch.KindBloom):
+		if f.capacity == 0 {
+			return usageError("a Bloom filter needs --capacity")
+		}
+	case string(sketch.KindCountingBloom):
+		if f.capacity == 0 {
+			return usageError("a counting Bloom filter needs --capacity")
+		}
+	case string(sketch.KindCountMinWindow):
+		if f.window.Keep == 0 {
+			return usageError("a Count-Min window needs --keep (and --period, or it turns only on sketch rotate)")
+		}
+	}
+	return nil
+}
+
+// makeStructure makes the structure of f's kind at p.
+func makeStructure(p place, f createFlags) (structure, error) {
+	switch f.kind {
+	case string(sketch.KindCountMin):
+		return p.countMin(f.cms)
+	case string(sketch.KindBloom):
+		return p.bloom(sketch.BloomConfig{Capacity: f.capacity, FPRate: f.fpRate, Seed: f.seed})
+	case string(sketch.KindCountingBloom):
+		return p.countingBloom(sketch.CountingBloomConfig{Capacity: f.capacity, FPRate: f.fpRate, Seed: f.seed})
+	case string(sketch.KindCountMinWindow):
+		return p.countMinWindow(f.window, f.cms)
+	}
+	return nil, usageError("an arena holds structures, not arenas")
+}
+
+// createInArena makes the structure t names in the arena at t.path.
+func createInArena(t target, f createFlags, jsonOut bool) error {
+	if f.kind == "arena" {
+		return usageError("%s: an arena holds structures, not arenas", t)
+	}
+	a, err := sketch.OpenArena(t.path, 0, sketch.WithoutCreate())
+	if errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("%w; make the arena first: sketch create %s --kind arena --size BYTES", err, t.path)
+	}
+	if err != nil {
+		return err
+	}
+	defer a.Close()
+	for _, e := range a.List() {
+		if e.Name == t.name {
+			return fmt.Errorf("%s exists: the arena has a %s named %q", t, e.Kind, t.name)
+		}
+	}
+	s, err := makeStructure(place{path: t.path, arena: a, name: t.name}, f)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	for _, e := range a.List() {
+		if e.Name == t.name {
+			return printCreated(t.String(), s, e.Bytes, jsonOut)
+		}
+	}
+	return fmt.Errorf("%s: made, but the arena does not list it", t)
+}
+
+func isSizing(name string) bool {
+	for _, flags := range createKinds {
+		if contains(flags, name) {
+			return true
+		}
+	}
+	return false
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// parseSize parses a byte count with an optional K, M or G (powers of
+// 1024).
+func parseSize(s string) (int64, error) {
+	if s == "" {
+		return 0, usageError("an arena needs --size")
+	}
+	mult := int64(1)
+	switch strings.ToUpper(s[len(s)-1:]) {
+	case "K":
+		mult = 1 << 10
+	case "M":
+		mult = 1 << 20
+	case "G":
+		mult = 1 << 30
+	}
+	digits := s
+	if mult > 1 {
+		digits = s[:len(s)-1]
+	}
+	n, err := strconv.ParseInt(digits, 10, 64)
+	if err != nil || n <= 0 || n > math.MaxInt64/mult {
+		return 0, usageError("--size %q is not a positive number of bytes (K, M and G allowed)", s)
+	}
+	return n * mult, nil
+}
+
+// printCreated says what create made; bytes is the region of a structure
+// in an arena, 0 for a standalone file, whose size its stats give.
+func printCreated(what string, s structure, region uint64, jsonOut bool) error {
 	_, js := s.stats()
 	var bytes uint64
 	var figures string
@@ -101,19 +258,47 @@ func printCreated(path string, s structure, jsonOut bool) error {
 	case sketch.CountMinStats:
 		bytes = st.Bytes
 		figures = fmt.Sprintf("estimates are high by at most %s of the total, with %s confidence", percent(st.ErrorRate), percent(st.Confidence))
+	case sketch.BloomStats:
+		bytes = st.Bytes
+		figures = fmt.Sprintf("false positives about %s at %d keys, more past it", percent(st.FPRate), st.Capacity)
 	case sketch.CountingBloomStats:
 		bytes = st.Bytes
 		figures = fmt.Sprintf("false positives about %s at %d items; 4-bit counters stick at 15", percent(st.FPRate), st.Capacity)
+	case sketch.CountMinWindowStats:
+		bytes = st.Bytes
+		figures = fmt.Sprintf("answers cover %s; estimates are high by at most %s of the window's total, with %s confidence",
+			windowText(sketch.Window{Period: st.Period, Keep: st.Keep}), percent(math.E/float64(st.Width)), percent(1-math.Exp(-float64(st.Rows))))
+	}
+	if region != 0 {
+		bytes = region
 	}
 	if jsonOut {
-		return printJSON(stdout, struct {
-			File        string `json:"file"`
-			Kind        string `json:"kind"`
-			Description string `json:"description"`
-			Bytes       uint64 `json:"bytes"`
-			Stats       any    `json:"stats"`
-		}{path, s.kind(), s.describe(), bytes, js})
+		return printJSON(stdout, createdJSON{what, s.kind(), s.describe(), bytes, js})
 	}
-	fmt.Fprintf(stdout, "created %s: %s, %d bytes\n  %s\n", path, s.describe(), bytes, figures)
+	fmt.Fprintf(stdout, "created %s: %s, %d bytes\n  %s\n", what, s.describe(), bytes, figures)
 	return nil
+}
+
+// createdJSON is create --json.
+type createdJSON struct {
+	File        string `json:"file"`
+	Kind        string `json:"kind"`
+	Description string `json:"description"`
+	Bytes       uint64 `json:"bytes"`
+	Stats       any    `json:"stats"`
+}
+
+func printArenaCreated(path string, a *sketch.Arena, jsonOut bool) error {
+	st := a.Stats()
+	desc := arenaDescription(st)
+	if jsonOut {
+		return printJSON(stdout, createdJSON{path, "arena", desc, st.Size, st})
+	}
+	fmt.Fprintf(stdout, "created %s: %s\n  %d bytes free; add structures with sketch create %s:NAME --kind ...\n", path, desc, st.Free, path)
+	return nil
+}
+
+// arenaDescription says what an arena is, in a few words.
+func arenaDescription(st sketch.ArenaStats) string {
+	return fmt.Sprintf("arena of %d bytes, %d of %d structures", st.Size, st.Entries, st.Capacity)
 }

@@ -1,28 +1,36 @@
 // Command sketch creates, feeds, queries and checks shared sketch files
 // from the shell, against the live file that other processes are writing.
 //
-//	sketch create FILE [--kind countmin|countingbloom] [--error E --confidence C | --rows R --width W | --capacity N --fp-rate P] [--mode 0600] [--seed S]
+//	sketch create FILE[:NAME] [--kind countmin|bloom|countingbloom|countminwindow|arena] [SIZING] [--mode 0600] [--seed S]
+//	    SIZING: --error E --confidence C | --rows R --width W (countmin, countminwindow);
+//	    --capacity N --fp-rate P (bloom, countingbloom); --period D --keep K (countminwindow); --size N (arena)
 //	sketch add FILE[:NAME] [KEY...]        count keys; none or "-": one a line from standard input (--weighted: KEY<TAB>N)
-//	sketch query FILE[:NAME] [KEY...]      estimates with error bars, counts; --top N of candidates from standard input
-//	sketch stats FILE[:NAME]               everything Stats reports
+//	sketch query FILE[:NAME] [KEY...]      estimates with error bars, presence, counts; --top N of candidates from standard input
+//	sketch stats FILE[:NAME]               everything Stats reports; an arena's, a row a structure
 //	sketch inspect FILE                    header, directory, lock state (--show-seed for the secret seed)
 //	sketch check FILE                      verify: exit 0 sound, 1 corrupt or unreadable, 3 an operation cut short
 //	sketch watch FILE[:NAME]               a live view until interrupted
-//	sketch freeze FILE[:NAME]              seal for good
+//	sketch freeze FILE[:NAME]              seal for good (an arena whole)
 //	sketch reset FILE[:NAME]               forget everything
+//	sketch rotate FILE[:NAME]              turn a window's period now
 //	sketch merge DST SRC...                merge structures of one kind, shape and seed
-//	sketch rm FILE                         remove a sketch file (and nothing else)
-//	sketch demo                            several processes count one stream into one sketch
+//	sketch rm FILE                         remove a sketch file or an arena (and nothing else)
+//	sketch demo                            several processes serve one stream into one shared arena
 //	sketch version                         also --version
 //
 // "sketch help CMD", "sketch CMD -h" and "sketch CMD --help" print a
 // command's usage with an example. Flags may come before or after the
 // arguments; "--" ends them.
 //
+// FILE:NAME addresses the structure NAME in the arena FILE ("sketch create
+// FILE --kind arena --size 64M" makes one, "sketch create FILE:NAME --kind
+// ..." a structure in it); FILE:NAME on a file that is not an arena, and an
+// arena's FILE alone where a structure is needed, are usage errors. stats,
+// freeze, check, inspect and rm take a whole arena as FILE.
+//
 // Commands that only read (query, stats, inspect, check, watch, and the
 // sources of merge) open the file read-only: they work on a file the user
-// may only read, while its writers go on. FILE:NAME will address a
-// structure in an arena; a file that is not one is a usage error.
+// may only read, while its writers go on.
 //
 // # Exit status
 //
@@ -37,35 +45,52 @@
 // --json prints data as JSON with these field names, which are stable:
 //
 //   - create: {"file", "kind", "description", "bytes", "stats"}, where
-//     "stats" is what stats gives for the structure.
+//     "stats" is what stats gives for the structure, "bytes" the file's
+//     size, or the region's of a structure in an arena. An arena's "stats"
+//     is the library's ArenaStats ("size", "used", "free", "entries",
+//     "capacity", "frozen", "read_only", "closed").
 //   - add with keys, query: JSON Lines, one object a key. A Count-Min
-//     sketch: {"key", "estimate", "low"} (the true count is in [low,
-//     estimate] with the sketch's confidence, and never above estimate). A
-//     counting Bloom filter: {"key", "count", "present"}.
+//     sketch or window: {"key", "estimate", "low"} (the true count is in
+//     [low, estimate] with the sketch's confidence, and never above
+//     estimate; a window's over the periods it covers). A Bloom filter:
+//     {"key", "present"} (false is exact), and from add "already" (every
+//     bit was set before: probably added before). A counting Bloom
+//     filter: {"key", "count", "present"}.
 //   - add from standard input: {"file", "keys", "total", "seconds",
-//     "keys_per_second"}; "total" is everything counted (Count-Min) or
-//     the write operations (counting Bloom).
+//     "keys_per_second"}; "total" is watch's.
 //   - stats: {"file", "structures": [{"name", "kind", "description",
-//     "stats"}]}, one element a structure. "stats" is the library's
+//     "stats"}]}, one element a structure (every structure of an arena),
+//     and for an arena "arena", its ArenaStats. "stats" is the library's
 //     CountMinStats ("rows", "width", "bytes", "total", "adds",
 //     "error_bound", "error_rate", "confidence", "frozen", "read_only",
-//     "closed") or CountingBloomStats ("capacity", "fp_rate", "counters",
-//     "hashes", "counters_set", "count", "fill_ratio", "ops", "bytes",
-//     "frozen", "read_only", "closed").
+//     "closed"), BloomStats ("bits", "hashes", "capacity", "fp_rate",
+//     "set", "fill", "estimated", "added", "seen", "bytes", "frozen",
+//     "read_only", "closed"), CountingBloomStats ("capacity", "fp_rate",
+//     "counters", "hashes", "counters_set", "count", "fill_ratio", "ops",
+//     "bytes", "frozen", "read_only", "closed") or CountMinWindowStats
+//     ("rows", "width", "period" in nanoseconds, "keep", "current",
+//     "oldest", "start", "rotations", "total", "error_bound", "slots":
+//     [{"state", "period", "total", "adds"}], "bytes", "frozen",
+//     "read_only", "closed"). A structure's "bytes" is its whole file's.
 //   - inspect: the library's FileInfo: {"path", "format_version",
 //     "byte_order", "bytes", "mode", "uid", "gid", "header_bytes",
-//     "data_offset", "sealed", "reader_slots", "directory_capacity",
-//     "entries": [{"kind", "description", "name", "offset", "bytes",
-//     "params"}], "lock": {"writer", "writer_token", "writer_alive",
-//     "writers_parked", "readers_parked", "readers_turn", "slots_claimed",
-//     "readers", "reader_slots", "dead_reader_slots", "handles"}}, and
-//     "seed" only with --show-seed.
+//     "data_offset", "sealed", "arena", "reader_slots",
+//     "directory_capacity", "entries": [{"kind", "description", "name",
+//     "offset", "bytes", "params"}], "lock": {"writer", "writer_token",
+//     "writer_alive", "writers_parked", "readers_parked", "readers_turn",
+//     "slots_claimed", "readers", "reader_slots", "dead_reader_slots",
+//     "handles"}}, and "seed" only with --show-seed.
 //   - check: {"file", "status": "ok" | "interrupted" | "corrupt",
 //     "findings": [...], "exit_code"}.
 //   - watch: JSON Lines, one an interval: {"time", "file", "kind",
-//     "per_second", "total", "error_bound" (Count-Min) or "fill" and
-//     "count" (counting Bloom), "frozen", "lock"} ("lock" as inspect's).
+//     "per_second", "total", "frozen", "lock"} ("lock" as inspect's) and
+//     what the kind has of "error_bound" (Count-Min sketch and window),
+//     "fill" and "count" (Bloom and counting Bloom filters), "current" and
+//     "oldest" (a window's periods). "total" is everything counted
+//     (Count-Min), the adds (Bloom), the write operations (counting
+//     Bloom), or what the periods a window covers counted.
 //   - version: {"version", "backend", "go", "format_version"}.
 //
-// Kinds are named "countmin" and "countingbloom".
+// Kinds are named "countmin", "bloom", "countingbloom" and
+// "countminwindow"; create also makes an "arena".
 package main

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/shmsketch/sketch"
 )
@@ -15,8 +16,8 @@ var inspectCmd = &command{
 	summary: "print a file's header, directory and lock state",
 	details: `
 Inspect prints what the file's header says (format version, byte order,
-sizes, the sealed flag), its directory (each structure's kind, name, place
-and parameters) and the state of its lock: whether a writer holds it, by
+sizes, the sealed flag, whether it is an arena), its directory (each
+structure's kind, name in an arena, place and parameters) and the state of its lock: whether a writer holds it, by
 which handle (token) and whether that handle is alive, the reader slots in
 use and those of dead readers. It opens the file read-only and takes no
 lock. The hash seed is secret, since whoever knows it can craft keys that
@@ -65,6 +66,7 @@ func printInspect(fi sketch.FileInfo, showSeed bool) {
 		{"mode", fmt.Sprintf("%#o, owner uid %d, gid %d", uint32(fi.Mode), fi.UID, fi.GID)},
 		{"header", fmt.Sprintf("%d bytes; data from offset %d", fi.HeaderBytes, fi.DataOffset)},
 		{"sealed", yesNo(fi.Sealed) + map[bool]string{true: " (frozen: read-only opens only)", false: ""}[fi.Sealed]},
+		{"arena", yesNo(fi.Arena) + map[bool]string{true: " (named structures; FILE:NAME addresses one)", false: ""}[fi.Arena]},
 		{"directory", fmt.Sprintf("%d of %d entries", len(fi.Entries), fi.DirectoryCapacity)},
 	}
 	if showSeed {
@@ -72,18 +74,21 @@ func printInspect(fi sketch.FileInfo, showSeed bool) {
 	}
 	printTable(stdout, rows)
 	fmt.Fprintln(stdout, "\nstructures:")
+	cols := [][]string{{"  #", "KIND", "NAME", "OFFSET", "BYTES", "PARAMETERS"}}
 	for i, e := range fi.Entries {
 		name := e.Name
 		if name == "" {
 			name = "-"
 		}
-		fmt.Fprintf(stdout, "  %d  %-14s %-8s offset %d, %d bytes  %s\n", i, e.Kind, name, e.Offset, e.Bytes, params(e.Params))
+		cols = append(cols, []string{fmt.Sprintf("  %d", i), e.Kind, name, fmt.Sprint(e.Offset), fmt.Sprint(e.Bytes), params(e.Params)})
 	}
+	printColumns(stdout, cols)
 	fmt.Fprintln(stdout, "\nlock:")
 	printTable(stdout, lockRows(fi.Lock, fi.ReaderSlots))
 }
 
-// params formats a structure's parameters in name order.
+// params formats a structure's parameters in name order; a period in
+// nanoseconds as a duration.
 func params(p map[string]float64) string {
 	names := make([]string, 0, len(p))
 	for n := range p {
@@ -94,6 +99,10 @@ func params(p map[string]float64) string {
 	for i, n := range names {
 		if i > 0 {
 			b.WriteByte(' ')
+		}
+		if n == "period_ns" {
+			fmt.Fprintf(&b, "period=%v", time.Duration(p[n]))
+			continue
 		}
 		fmt.Fprintf(&b, "%s=%v", n, p[n])
 	}

@@ -9,6 +9,22 @@ import (
 // countingBloom is a counting Bloom filter to the commands.
 type countingBloom struct{ b *sketch.CountingBloom }
 
+// countingBloom opens (or, with a Capacity, makes) the counting Bloom
+// filter at p.
+func (p place) countingBloom(cfg sketch.CountingBloomConfig) (structure, error) {
+	var b *sketch.CountingBloom
+	var err error
+	if p.arena != nil {
+		b, err = p.arena.CountingBloom(p.name, cfg)
+	} else {
+		b, err = sketch.OpenCountingBloom(p.path, cfg, p.opts...)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &countingBloom{b}, nil
+}
+
 func (s *countingBloom) Close() error { return s.b.Close() }
 func (s *countingBloom) kind() string { return "countingbloom" }
 
@@ -33,6 +49,15 @@ func (s *countingBloom) add(keys [][]byte, weights []uint64) error {
 		}
 	}
 	return nil
+}
+
+func (s *countingBloom) addKey(key []byte, n uint64) (answer, error) {
+	for n = min(n, cbfSaturated); n > 0; n-- {
+		if _, err := s.b.Add(key); err != nil {
+			return nil, err
+		}
+	}
+	return s.query([][]byte{key})[0], nil
 }
 
 // cbfAnswer is how many times a key is in a counting Bloom filter (added
@@ -73,6 +98,11 @@ func (s *countingBloom) stats() ([][2]string, any) {
 		{"operations", fmt.Sprint(st.Ops)},
 		{"frozen", yesNo(st.Frozen)},
 	}, st
+}
+
+func (s *countingBloom) summary() string {
+	st := s.b.Stats()
+	return fmt.Sprintf("about %.0f items, fill %s", st.Count, percent(st.FillRatio))
 }
 
 func (s *countingBloom) sample() sample {

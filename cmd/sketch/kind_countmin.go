@@ -9,6 +9,21 @@ import (
 // countMin is a Count-Min sketch to the commands.
 type countMin struct{ c *sketch.CountMin }
 
+// countMin opens (or, with an explicit cfg, makes) the Count-Min sketch at p.
+func (p place) countMin(cfg sketch.CountMinConfig) (structure, error) {
+	var c *sketch.CountMin
+	var err error
+	if p.arena != nil {
+		c, err = p.arena.CountMin(p.name, cfg)
+	} else {
+		c, err = sketch.OpenCountMin(p.path, cfg, p.opts...)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &countMin{c}, nil
+}
+
 func (s *countMin) Close() error { return s.c.Close() }
 func (s *countMin) kind() string { return "countmin" }
 
@@ -28,12 +43,24 @@ func (s *countMin) add(keys [][]byte, weights []uint64) error {
 	return nil
 }
 
+func (s *countMin) addKey(key []byte, n uint64) (answer, error) {
+	est, err := s.c.AddN(key, n)
+	if err != nil {
+		return nil, err
+	}
+	return newCMSAnswer(key, est, s.c.ErrorBound()), nil
+}
+
 // cmsAnswer is a Count-Min estimate with its error bar: the true count is
 // between Low and Estimate, with the sketch's confidence.
 type cmsAnswer struct {
 	Key      string `json:"key"`
 	Estimate uint64 `json:"estimate"`
 	Low      uint64 `json:"low"`
+}
+
+func newCMSAnswer(key []byte, est, bound uint64) cmsAnswer {
+	return cmsAnswer{Key: string(key), Estimate: est, Low: est - min(est, bound)}
 }
 
 func (a cmsAnswer) text() string {
@@ -47,7 +74,7 @@ func (s *countMin) query(keys [][]byte) []answer {
 	bound := s.c.ErrorBound()
 	out := make([]answer, len(keys))
 	for i, k := range keys {
-		out[i] = cmsAnswer{Key: string(k), Estimate: est[i], Low: est[i] - min(est[i], bound)}
+		out[i] = newCMSAnswer(k, est[i], bound)
 	}
 	return out
 }
@@ -67,6 +94,11 @@ func (s *countMin) stats() ([][2]string, any) {
 	}, st
 }
 
+func (s *countMin) summary() string {
+	st := s.c.Stats()
+	return fmt.Sprintf("total %d, error bound %d", st.Total, st.ErrorBound)
+}
+
 func (s *countMin) sample() sample {
 	t := s.c.Total()
 	b := s.c.ErrorBound()
@@ -79,6 +111,9 @@ func (s *countMin) freeze() error { return s.c.Freeze() }
 func (s *countMin) unlink() error { return s.c.Unlink() }
 
 func (s *countMin) merge(src structure) error {
-	// (*CountMin).Merge is not in this build yet.
-	return errNotSupported("merge in this build", "Count-Min sketch")
+	o, ok := src.(*countMin)
+	if !ok {
+		return fmt.Errorf("cannot merge a %s into a Count-Min sketch", src.describe())
+	}
+	return s.c.Merge(o.c)
 }

@@ -78,3 +78,25 @@ func rate(r float64) string {
 	}
 	return fmt.Sprintf("%.0f", r)
 }
+
+// printColumns writes rows as aligned columns, the last one unpadded.
+func printColumns(w io.Writer, rows [][]string) {
+	var widths []int
+	for _, r := range rows {
+		for i, c := range r {
+			if i == len(widths) {
+				widths = append(widths, 0)
+			}
+			widths[i] = max(widths[i], len(c))
+		}
+	}
+	for _, r := range rows {
+		for i, c := range r {
+			if i == len(r)-1 {
+				fmt.Fprintln(w, c)
+			} else {
+				fmt.Fprintf(w, "%-*s  ", widths[i], c)
+			}
+		}
+	}
+}

@@ -12,7 +12,10 @@ var resetCmd = &command{
 	details: `
 Reset forgets everything, in every process: a Count-Min sketch's Reset (not
 atomic: adds racing it may survive in some rows, which check reports), a
-counting Bloom filter's Clear (under its write lock).`,
+Bloom filter's Reset (not atomic either), a counting Bloom filter's Clear
+(under its write lock). A Count-Min window has none: its periods leave it
+by themselves, and rotate turns one now. An arena is reset a structure at
+a time (FILE:NAME).`,
 	example: `sketch reset /dev/shm/clients.cms`,
 	setup: func(fs *flag.FlagSet) func([]string) error {
 		return func(args []string) error {
@@ -25,7 +28,7 @@ counting Bloom filter's Clear (under its write lock).`,
 			}
 			defer s.Close()
 			if err := s.reset(); err != nil {
-				return err
+				return nameTarget(t, err)
 			}
 			fmt.Fprintf(stdout, "reset %s (%s)\n", t, s.describe())
 			return nil

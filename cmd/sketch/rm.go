@@ -10,7 +10,8 @@ var rmCmd = &command{
 	args:    "FILE",
 	summary: "remove a sketch file; processes that have it open keep it",
 	details: `
-Rm removes the sketch file at FILE, and only a valid sketch file (anything
+Rm removes the sketch file at FILE, an arena with every structure in it,
+and only a valid sketch file (anything
 else is left alone: remove it with rm(1) if you mean to). Processes that
 have it open keep using it; new opens of the path create a new one. A file
 that replaces it at the path while rm runs is never removed.`,
@@ -27,15 +28,22 @@ that replaces it at the path while rm runs is never removed.`,
 			if t.name != "" {
 				return usageError("rm removes a whole file: give FILE, not %s", t)
 			}
-			s, err := openTarget(t, false)
+			s, a, err := openWhole(t, false)
 			if err != nil {
 				return fmt.Errorf("%w (not removed)", err)
 			}
-			defer s.Close()
-			if err := s.unlink(); err != nil {
+			what := ""
+			if a != nil {
+				defer a.Close()
+				err, what = a.Unlink(), arenaDescription(a.Stats())
+			} else {
+				defer s.Close()
+				err, what = s.unlink(), s.describe()
+			}
+			if err != nil {
 				return err
 			}
-			fmt.Fprintf(stdout, "removed %s (%s)\n", t.path, s.describe())
+			fmt.Fprintf(stdout, "removed %s (%s)\n", t.path, what)
 			return nil
 		}
 	},

@@ -11,7 +11,8 @@ import (
 
 // The one place that knows which structures exist: FILE[:NAME] parsing,
 // and opening a file as whatever structure it holds. A new structure is a
-// case in openEntry and a type implementing structure.
+// case in openEntry, a type implementing structure in its kind_*.go file,
+// and a --kind in create.go.
 
 // target is a FILE[:NAME] argument.
 type target struct {
@@ -57,11 +58,16 @@ type structure interface {
 	// add counts each key once, or weights[i] times when weights is not
 	// nil.
 	add(keys [][]byte, weights []uint64) error
+	// addKey counts key n times and returns the answer add prints.
+	addKey(key []byte, n uint64) (answer, error)
 	// query answers each key; the answers' JSON and text are the kind's.
 	query(keys [][]byte) []answer
 	// stats returns the rows of the stats table and the JSON value (the
 	// library's Stats).
 	stats() (rows [][2]string, js any)
+	// summary is the structure's state in a few words: its row in an
+	// arena's stats.
+	summary() string
 	// sample is what watch shows of it at one moment.
 	sample() sample
 	// check verifies what the open did not: nil when sound, an error
@@ -82,54 +88,128 @@ type answer interface {
 	weight() uint64
 }
 
+// rotator is a windowed structure: rotate turns its period now.
+type rotator interface {
+	rotate() error
+}
+
 // sample is what watch shows: a total that grows with the structure's
 // writes, and what the kind adds to it.
 type sample struct {
-	Total      uint64   `json:"total"` // Count-Min: everything counted; counting Bloom: write operations
+	// Total is everything counted (Count-Min), the adds (Bloom), the write
+	// operations (counting Bloom), or what the periods a window covers
+	// counted, which drops as old periods leave it.
+	Total      uint64   `json:"total"`
 	ErrorBound *uint64  `json:"error_bound,omitempty"`
-	Fill       *float64 `json:"fill,omitempty"`  // counting Bloom: counters set / counters
-	Count      *float64 `json:"count,omitempty"` // counting Bloom: estimated items present
-	Frozen     bool     `json:"frozen"`
-	what       string   // what Total counts, for the text view
+	Fill       *float64 `json:"fill,omitempty"`  // Bloom: bits set / bits; counting Bloom: counters set / counters
+	Count      *float64 `json:"count,omitempty"` // Bloom, counting Bloom: estimated keys present
+	// Current and Oldest are a window's periods: it covers Oldest to
+	// Current.
+	Current *uint64 `json:"current,omitempty"`
+	Oldest  *uint64 `json:"oldest,omitempty"`
+	Frozen  bool    `json:"frozen"`
+	what    string  // what Total counts, for the text view
 }
 
-// openTarget opens the structure t names: read-only, or read-write (an
-// existing file only; create makes new ones). An error names the file.
+// place is where a structure is opened or made: a standalone file, or a
+// name in an arena. Each kind's file opens its kind at a place.
+type place struct {
+	path  string
+	opts  []sketch.Option // a standalone file's
+	arena *sketch.Arena   // nil for a standalone file
+	name  string
+}
+
+// fileOpts are the options that open an existing file: read-only, or
+// read-write without creating (create makes new ones).
+func fileOpts(readWrite bool) []sketch.Option {
+	if readWrite {
+		return []sketch.Option{sketch.WithoutCreate()}
+	}
+	return []sketch.Option{sketch.ReadOnly()}
+}
+
+// openTarget opens the structure t names. A whole arena is a usage error:
+// the commands that take one use openWhole.
 func openTarget(t target, readWrite bool) (structure, error) {
+	s, a, err := openWhole(t, readWrite)
+	if a != nil {
+		names := arenaNames(a)
+		a.Close()
+		return nil, &exitError{exitUsage, fmt.Errorf("%s is an arena of %d structures%s: name one as %s:NAME", t.path, len(names), listNames(names), t.path)}
+	}
+	return s, err
+}
+
+// openWhole opens what t names: a structure, or (FILE alone naming an
+// arena) the whole arena. Exactly one of s and a is not nil without an
+// error.
+func openWhole(t target, readWrite bool) (s structure, a *sketch.Arena, err error) {
 	fi, err := sketch.Inspect(t.path)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	if t.name != "" {
-		return nil, &exitError{exitUsage, fmt.Errorf("%s: FILE:NAME addresses a structure in an arena; %s holds a %s, not an arena", t, t.path, fi.Entries[0].Description)}
+	switch {
+	case !fi.Arena && t.name != "":
+		return nil, nil, &exitError{exitUsage, fmt.Errorf("%s: FILE:NAME addresses a structure in an arena; %s holds a %s, not an arena", t, t.path, fi.Entries[0].Description)}
+	case !fi.Arena:
+		s, err = openEntry(place{path: t.path, opts: fileOpts(readWrite)}, sketch.Kind(fi.Entries[0].Kind))
+		return s, nil, err
 	}
-	if len(fi.Entries) != 1 {
-		return nil, fmt.Errorf("%s holds %d structures; name one as %s:NAME", t.path, len(fi.Entries), t.path)
+	a, err = sketch.OpenArena(t.path, 0, fileOpts(readWrite)...)
+	if err != nil || t.name == "" {
+		return nil, a, err
 	}
-	opts := []sketch.Option{sketch.WithoutCreate()}
-	if !readWrite {
-		opts = []sketch.Option{sketch.ReadOnly()}
+	// The structure keeps the file mapped: the arena's handle can go.
+	defer a.Close()
+	for _, e := range a.List() {
+		if e.Name == t.name {
+			s, err = openEntry(place{path: t.path, arena: a, name: t.name}, e.Kind)
+			return s, nil, err
+		}
 	}
-	return openEntry(t.path, fi.Entries[0].Kind, opts)
+	has := "it is empty"
+	if names := arenaNames(a); len(names) > 0 {
+		has = "it has " + strings.Join(names, ", ")
+	}
+	return nil, nil, fmt.Errorf("%s: the arena %s has no structure named %q (%s)", t, t.path, t.name, has)
 }
 
-// openEntry opens the file at path as the given kind.
-func openEntry(path, kind string, opts []sketch.Option) (structure, error) {
+// openEntry opens the structure of the given kind at p. The one place
+// that lists the kinds a file may hold.
+func openEntry(p place, kind sketch.Kind) (structure, error) {
 	switch kind {
-	case "countmin":
-		c, err := sketch.OpenCountMin(path, sketch.CountMinConfig{}, opts...)
-		if err != nil {
-			return nil, err
-		}
-		return &countMin{c}, nil
-	case "countingbloom":
-		b, err := sketch.OpenCountingBloom(path, sketch.CountingBloomConfig{}, opts...)
-		if err != nil {
-			return nil, err
-		}
-		return &countingBloom{b}, nil
+	case sketch.KindCountMin:
+		return p.countMin(sketch.CountMinConfig{})
+	case sketch.KindBloom:
+		return p.bloom(sketch.BloomConfig{})
+	case sketch.KindCountingBloom:
+		return p.countingBloom(sketch.CountingBloomConfig{})
+	case sketch.KindCountMinWindow:
+		return p.countMinWindow(sketch.Window{}, sketch.CountMinConfig{})
+		// A Bloom window is a case here, and a kind_bloomwindow.go.
 	}
-	return nil, fmt.Errorf("%s holds a structure this build does not know (%s)", path, kind)
+	where := p.path
+	if p.arena != nil {
+		where += ":" + p.name
+	}
+	return nil, fmt.Errorf("%s holds a structure this build does not know (%s)", where, kind)
+}
+
+func arenaNames(a *sketch.Arena) []string {
+	var names []string
+	for _, e := range a.List() {
+		names = append(names, e.Name)
+	}
+	return names
+}
+
+// listNames is " (a, b, c)" for messages; "" for none.
+func listNames(names []string) string {
+	if len(names) == 0 {
+		return ""
+	}
+	return " (" + strings.Join(names, ", ") + ")"
 }
 
 // openTargetArg parses and opens a FILE[:NAME] argument.
@@ -142,9 +222,21 @@ func openTargetArg(arg string, readWrite bool) (structure, target, error) {
 	return s, t, err
 }
 
-// errNotSupported reports an operation a structure does not have.
-func errNotSupported(op, what string) error {
-	return fmt.Errorf("a %s has no %s", what, op)
+// unsupportedError reports an operation a structure does not have.
+type unsupportedError struct{ op, what string }
+
+func (e *unsupportedError) Error() string { return fmt.Sprintf("a %s has no %s", e.what, e.op) }
+
+func errNotSupported(op, what string) error { return &unsupportedError{op, what} }
+
+// nameTarget puts the target in front of err when err does not come from
+// the library, whose errors name the file.
+func nameTarget(t target, err error) error {
+	var ue *unsupportedError
+	if errors.As(err, &ue) {
+		return fmt.Errorf("%s: %w", t, err)
+	}
+	return err
 }
 
 // isFrozen reports whether err says the file is sealed.

@@ -20,16 +20,19 @@ var watchCmd = &command{
 	details: `
 Watch shows the structure live, every interval, until interrupted: adds (or
 operations) per second across every process, the total, a Count-Min
-sketch's error bound or a counting Bloom filter's fill and estimated items,
-whether it is frozen, and the state of the file's lock. On a terminal the
+sketch's error bound, a Bloom or counting Bloom filter's fill and
+estimated keys, a Count-Min window's periods, total and error bound (its
+total drops as periods leave it: the rate shows 0 then), whether it is
+frozen, and the state of the file's lock. On a terminal the
 view is redrawn in place; otherwise it prints one line an interval. It
 opens the file read-only.`,
 	example: `sketch watch /dev/shm/clients.cms
+sketch watch /dev/shm/web.arena:clients
 sketch watch --interval 10s --json /dev/shm/clients.cms >> clients.log`,
 	setup: func(fs *flag.FlagSet) func([]string) error {
 		interval := fs.Duration("interval", time.Second, "time between samples")
 		n := fs.Int("count", 0, "stop after `N` samples (0: until interrupted)")
-		jsonOut := fs.Bool("json", false, `print JSON Lines: {"time", "file", "kind", "per_second", "total", "error_bound" or "fill" and "count", "frozen", "lock"}`)
+		jsonOut := fs.Bool("json", false, `print JSON Lines: {"time", "file", "kind", "per_second", "total", "error_bound", "fill", "count", "current", "oldest" (those the kind has), "frozen", "lock"}`)
 		return func(args []string) error {
 			if len(args) != 1 {
 				return usageError("want one FILE[:NAME]")
@@ -114,6 +117,9 @@ func (w *watcher) show(l watchLine, lockErr error) error {
 	rows := [][2]string{
 		{l.what + "/s", rate(l.PerSecond)},
 		{"total " + l.what, count(l.Total)},
+	}
+	if l.Current != nil && l.Oldest != nil {
+		rows = append(rows, [2]string{"periods", fmt.Sprintf("%d-%d", *l.Oldest, *l.Current)})
 	}
 	if l.ErrorBound != nil {
 		rows = append(rows, [2]string{"error bound", count(*l.ErrorBound) + " (each estimate is at most this high)"})

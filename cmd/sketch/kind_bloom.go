@@ -1,0 +1,136 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/shmsketch/sketch"
+)
+
+// bloom is a Bloom filter to the commands.
+type bloom struct{ b *sketch.Bloom }
+
+// bloom opens (or, with a Capacity, makes) the Bloom filter at p.
+func (p place) bloom(cfg sketch.BloomConfig) (structure, error) {
+	var b *sketch.Bloom
+	var err error
+	if p.arena != nil {
+		b, err = p.arena.Bloom(p.name, cfg)
+	} else {
+		b, err = sketch.OpenBloom(p.path, cfg, p.opts...)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &bloom{b}, nil
+}
+
+func (s *bloom) Close() error { return s.b.Close() }
+func (s *bloom) kind() string { return string(sketch.KindBloom) }
+
+func (s *bloom) describe() string {
+	return fmt.Sprintf("Bloom filter, %d bits, %d hashes", s.b.Bits(), s.b.Hashes())
+}
+
+// add adds each key; a weight changes nothing, since a set holds a key
+// once.
+func (s *bloom) add(keys [][]byte, weights []uint64) error {
+	return s.b.AddBatch(keys, nil)
+}
+
+func (s *bloom) addKey(key []byte, n uint64) (answer, error) {
+	already, err := s.b.Add(key)
+	if err != nil {
+		return nil, err
+	}
+	return bloomAnswer{Key: string(key), Present: true, Already: &already}, nil
+}
+
+// bloomAnswer is whether a key is in a Bloom filter: false is exact, true
+// probable. Add's answer says too whether the key was there before it.
+type bloomAnswer struct {
+	Key     string `json:"key"`
+	Present bool   `json:"present"`
+	// Already is add's: every bit of the key was set before (probably
+	// added before); false means this add was its first.
+	Already *bool `json:"already,omitempty"`
+}
+
+func (a bloomAnswer) text() string {
+	switch {
+	case a.Already != nil && *a.Already:
+		return "probably present before"
+	case a.Already != nil:
+		return "added"
+	case a.Present:
+		return "probably present"
+	}
+	return "definitely absent"
+}
+
+func (a bloomAnswer) weight() uint64 {
+	if a.Present {
+		return 1
+	}
+	return 0
+}
+
+func (s *bloom) query(keys [][]byte) []answer {
+	in := make([]bool, len(keys))
+	s.b.CheckBatch(keys, in) // a closed handle answers present: never a false "absent"
+	out := make([]answer, len(keys))
+	for i, k := range keys {
+		out[i] = bloomAnswer{Key: string(k), Present: in[i]}
+	}
+	return out
+}
+
+func (s *bloom) stats() ([][2]string, any) {
+	st := s.b.Stats()
+	return [][2]string{
+		{"kind", "Bloom filter"},
+		{"capacity", fmt.Sprint(st.Capacity)},
+		{"fp rate", fmt.Sprintf("%g at capacity", st.FPRate)},
+		{"shape", fmt.Sprintf("%d bits, %d hashes", st.Bits, st.Hashes)},
+		{"bytes", fmt.Sprint(st.Bytes)},
+		{"bits set", fmt.Sprint(st.Set)},
+		{"fill", percent(st.Fill) + " (about 50% at capacity)"},
+		{"keys (estimated)", estimated(st.Estimated)},
+		{"added", fmt.Sprintf("%d (adds that set a bit: new keys)", st.Added)},
+		{"seen", fmt.Sprintf("%d (adds that found every bit set: repeats or false positives)", st.Seen)},
+		{"frozen", yesNo(st.Frozen)},
+	}, st
+}
+
+// estimated formats an estimated key count; a saturated filter's is
+// MaxFloat64.
+func estimated(n float64) string {
+	if n > 1e18 {
+		return "every bit is set: the filter is full"
+	}
+	return fmt.Sprintf("%.0f", n)
+}
+
+func (s *bloom) summary() string {
+	st := s.b.Stats()
+	return fmt.Sprintf("about %s keys, fill %s", estimated(st.Estimated), percent(st.Fill))
+}
+
+func (s *bloom) sample() sample {
+	st := s.b.Stats()
+	return sample{Total: st.Added + st.Seen, Fill: &st.Fill, Count: &st.Estimated, Frozen: st.Frozen, what: "adds"}
+}
+
+// check has nothing to add to the open's validation: any bit pattern is a
+// valid filter.
+func (s *bloom) check() error  { return nil }
+func (s *bloom) reset() error  { return s.b.Reset() }
+func (s *bloom) freeze() error { return s.b.Freeze() }
+func (s *bloom) unlink() error { return s.b.Unlink() }
+
+func (s *bloom) merge(src structure) error {
+	o, ok := src.(*bloom)
+	if !ok {
+		return fmt.Errorf("cannot merge a %s into a Bloom filter", src.describe())
+	}
+	return s.b.Merge(o.b)
+}
