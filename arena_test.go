@@ -9,6 +9,7 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 )
@@ -428,5 +429,55 @@ func TestArena_CountMinWindow(t *testing.T) {
 	got := b.List()
 	if len(got) != 1 || got[0].Kind != KindCountMinWindow || got[0].Config != (CountMinWindowConfig{Window: Window{Keep: 2}, CountMin: CountMinConfig{Rows: 4, Width: 1024}}) {
 		t.Errorf("List() = %+v", got)
+	}
+}
+
+// TestArena_FreezeHoldsWindows seals an arena through the arena: a
+// clock-driven window in it must keep answering for the periods it had,
+// not empty as the clock moves on.
+func TestArena_FreezeHoldsWindows(t *testing.T) {
+	a := mustOpenArena(t, tempPath(t, "arena"), 4<<20)
+	w, err := a.CountMinWindow("rate", Window{Period: 20 * time.Millisecond, Keep: 2}, arCMS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	w.AddN([]byte("k"), 5)
+	if err := a.Freeze(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(100 * time.Millisecond) // five periods
+	if got := w.EstimateString("k"); got != 5 {
+		t.Errorf("Estimate after the arena froze and five periods passed = %d, want 5", got)
+	}
+}
+
+// TestConfigBytes: each config's Bytes is the size of the standalone file
+// it makes.
+func TestConfigBytes(t *testing.T) {
+	dir := t.TempDir()
+	check := func(name string, want uint64, err error, open func(string) error) {
+		t.Helper()
+		if err != nil {
+			t.Fatalf("%s: Bytes: %v", name, err)
+		}
+		path := dir + "/" + name
+		if err := open(path); err != nil {
+			t.Fatal(err)
+		}
+		st, err := os.Stat(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if uint64(st.Size()) != want {
+			t.Errorf("%s: Bytes() = %d, the file has %d", name, want, st.Size())
+		}
+	}
+	n, err := arBloom.Bytes()
+	check("bloom", n, err, func(p string) error { b, err := OpenBloom(p, arBloom); b.Close(); return err })
+	n, err = arCBF.Bytes()
+	check("cbf", n, err, func(p string) error { b, err := OpenCountingBloom(p, arCBF); b.Close(); return err })
+	if _, err := (BloomConfig{}).Bytes(); !errors.Is(err, ErrInvalidConfig) {
+		t.Errorf("zero BloomConfig.Bytes: %v, want ErrInvalidConfig", err)
 	}
 }

@@ -152,6 +152,17 @@ func bloomGeometry(capacity uint64, fpRate float64) (blocks uint64, k int, err e
 // then the bits.
 func bloomBytes(blocks uint64) uint64 { return stripesBytes + blocks*bloomBlockBytes }
 
+// Bytes returns the size of the file (or memory) a filter of this config
+// needs, header included, as CountMinConfig.Bytes does. The config must
+// name a Capacity.
+func (cfg BloomConfig) Bytes() (uint64, error) {
+	sp, err := cfg.createSpec()
+	if err != nil {
+		return 0, err
+	}
+	return sp.fileSize(), nil
+}
+
 // createSpec is spec for the constructors that always create: the zero
 // config, which only attaches, is refused.
 func (cfg BloomConfig) createSpec() (spec, error) {

@@ -89,6 +89,17 @@ func (cfg CountingBloomConfig) createSpec() (spec, error) {
 	return cfg.spec()
 }
 
+// Bytes returns the size of the file (or memory) a filter of this config
+// needs, header included, as CountMinConfig.Bytes does. The config must
+// name a Capacity.
+func (cfg CountingBloomConfig) Bytes() (uint64, error) {
+	sp, err := cfg.createSpec()
+	if err != nil {
+		return 0, err
+	}
+	return sp.fileSize(), nil
+}
+
 func (cfg CountingBloomConfig) spec() (spec, error) {
 	sp := spec{kind: kindCountingBloom, seed: cfg.Seed}
 	fp := cfg.FPRate

@@ -147,7 +147,9 @@ func suggestCountMin(errorRate, confidence float64) (rows, width int, err error)
 // Bytes returns the size of the file (or memory) a sketch of this config
 // needs, header included, so that a config can be checked before it is
 // opened: SuggestCountMin(1e-9, 0.99) asks for 5 x 2^32 counters, 160 GiB.
-// A zero config asks for the default shape.
+// A zero config asks for the default shape. In an arena the structure
+// takes this less the file's header and directory (12 KiB with a
+// standalone file's directory).
 func (cfg CountMinConfig) Bytes() (uint64, error) {
 	sp, err := cfg.spec()
 	if err != nil {

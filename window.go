@@ -268,10 +268,15 @@ func (c *windowCtl) current() uint64 {
 }
 
 // currentRead is current for reads: a frozen window stays at the period
-// it was frozen in.
+// it was frozen in. A file sealed without the window's own Freeze (an
+// arena's, or another structure's in it) stays at the last period any
+// process turned to: the clock must not empty a window nobody can write.
 func (c *windowCtl) currentRead() uint64 {
 	if f := atomic.LoadUint64(c.frozenWord()); f != 0 {
 		return f - 1
+	}
+	if c.clk != nil && atomic.LoadUint32(c.sealed) != 0 {
+		return atomic.LoadUint64(c.latestWord())
 	}
 	return c.current()
 }
