@@ -10,8 +10,9 @@
 #             as root with apt-get (.ci/install-deps; otherwise it says what
 #             it could not install, and passes)
 # make bench  the benchmarks, both cores beside a sync.Mutex+map baseline
-# make demo   several processes counting one stream into one shared sketch;
-#             needs only Go (without a C compiler Go builds it without cgo)
+# make demo   several processes counting one stream into one shared arena (a
+#             Count-Min window and a Bloom filter); needs only Go (without a
+#             C compiler Go builds it without cgo)
 
 GO      ?= go
 PKG     := ./...
