@@ -771,8 +771,12 @@ func (w *BloomWindow) Stats() BloomWindowStats {
 		sl.Set = l.countSet()
 		sl.Fill = float64(sl.Set) / float64(s.Bits)
 		sl.Estimated = bloomEstimate(l, sl.Set)
-		sl.Rate = 1
-		if sl.Estimated != math.MaxFloat64 {
+		switch {
+		case sl.Set == 0:
+			sl.Rate = 0
+		case sl.Estimated == math.MaxFloat64:
+			sl.Rate = 1
+		default:
 			sl.Rate = bloomFP(sl.Estimated/float64(l.blocks), l.k)
 		}
 		sl.Added, sl.Seen = l.counts()
