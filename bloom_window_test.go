@@ -109,7 +109,7 @@ func bwinSetCores(w *BloomWindow, core bloomCore) {
 // each slot as the model does.
 func TestBloomWindow_RotateExact(t *testing.T) {
 	for _, core := range bloomTestCores {
-		for _, keep := range []int{1, 2, 3, 5} {
+		for _, keep := range []int{1, 2, 3, 5, 9} {
 			t.Run(fmt.Sprintf("%s/keep=%d", core.name(), keep), func(t *testing.T) {
 				w := mustOpenBloomWindow(t, tempPath(t, "bwin"), Window{Keep: keep}, bwinCfg)
 				bwinSetCores(w, core)
