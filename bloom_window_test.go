@@ -899,3 +899,47 @@ func TestBloomWindow_GarbageSlotWords(t *testing.T) {
 	}
 	w.CheckBatch([][]byte{[]byte("k")}, make([]bool, 1))
 }
+
+// TestBloomWindow_MemfdAttach: a window in a memfd, attached through a
+// duplicate of its descriptor with the zero Window and config, is the
+// same window: a turn through one is a turn for the other. Another window
+// is refused.
+func TestBloomWindow_MemfdAttach(t *testing.T) {
+	win := Window{Keep: 2}
+	w, err := NewBloomWindowMemfd("bwin", win, bwinCfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	w.AddString("k")
+	attach := func(aw Window, cfg BloomConfig) (*BloomWindow, error) {
+		f, err := w.File()
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		return AttachBloomWindow(f.Fd(), aw, cfg)
+	}
+	a, err := attach(Window{}, BloomConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	if !a.CheckString("k") || a.Window() != win || a.Path() != "" {
+		t.Errorf("attached: Check(k) = %v, Window() = %+v, Path() = %q", a.CheckString("k"), a.Window(), a.Path())
+	}
+	if err := a.Rotate(); err != nil {
+		t.Fatal(err)
+	}
+	if already, _ := w.AddString("k"); !already || w.Current() != 1 {
+		t.Errorf("after the attached handle's Rotate: Add(k) = %v at period %d, want true at 1", already, w.Current())
+	}
+	for _, tc := range []struct {
+		w   Window
+		cfg BloomConfig
+	}{{Window{Keep: 3}, BloomConfig{}}, {Window{}, BloomConfig{Capacity: 10}}, {win, BloomConfig{Capacity: 4000, FPRate: 0.01, Seed: 1}}} {
+		if _, err := attach(tc.w, tc.cfg); !errors.Is(err, ErrIncompatible) {
+			t.Errorf("AttachBloomWindow(%+v, %+v) = %v, want ErrIncompatible", tc.w, tc.cfg, err)
+		}
+	}
+}
