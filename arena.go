@@ -20,6 +20,8 @@ const (
 	KindCountingBloom Kind = "countingbloom"
 	// KindCountMinWindow is a Count-Min window (CountMinWindow).
 	KindCountMinWindow Kind = "countminwindow"
+	// KindBloomWindow is a Bloom window (BloomWindow).
+	KindBloomWindow Kind = "bloomwindow"
 )
 
 // An Arena is one file holding many named structures: Count-Min sketches
@@ -215,6 +217,22 @@ func (a *Arena) CountMinWindow(name string, w Window, cfg CountMinConfig) (*Coun
 		return nil, err
 	}
 	return newCountMinWindow(m)
+}
+
+// BloomWindow returns the Bloom window named name, creating it with w and
+// cfg if the arena has none of that name, as CountMin does. The zero
+// Window only attaches, to whatever window is stored, and so does a cfg
+// without Capacity.
+func (a *Arena) BloomWindow(name string, w Window, cfg BloomConfig) (*BloomWindow, error) {
+	sp, err := bloomWindowSpec(w, cfg)
+	if err != nil {
+		return nil, a.errorf("open", name, err)
+	}
+	m, err := a.structure(name, sp)
+	if err != nil {
+		return nil, err
+	}
+	return newBloomWindow(m)
 }
 
 // CountingBloom returns the counting Bloom filter named name, creating it

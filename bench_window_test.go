@@ -157,3 +157,172 @@ func BenchmarkCountMinWindowRotate(b *testing.B) {
 		}
 	}
 }
+
+// Benchmarks of the Bloom window beside a plain Bloom filter of the same
+// size, in the same run, so that the ratios come from one run:
+//
+//	go test -run='^$' -bench='BloomWindow' -count=5 -benchtime=200ms . | tee bwindow.txt
+//	CGO_ENABLED=0 go test -run='^$' -bench='BloomWindow' -count=5 -benchtime=200ms . | tee -a bwindow.txt
+//
+// Names are BenchmarkBloomWindow<Op>/[<core>/]<size>/<structure>: size the
+// bits of one filter (1% for 10k keys: in cache; for 1M: past L2),
+// structure plain (a Bloom) or keep=2 (a window of two periods of an
+// hour). The plain filter holds the uniform stream's first half; the
+// window its first quarter in the previous period and its second quarter
+// in the current one, so half the keys are in either, and an absent key
+// costs the window a check of both slots. Single keys are served in Go in
+// both builds; batches by each core. ns/op is per key.
+
+// benchBloomPair returns a new plain filter and window of one capacity,
+// filled as above, with the plain filter's seed.
+func benchBloomPair(b *testing.B, capacity uint64) (*Bloom, *BloomWindow) {
+	_, u, _ := benchStreams()
+	cfg := BloomConfig{Capacity: capacity, FPRate: 0.01, Seed: benchSeed}
+	f, err := NewBloom(cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { f.Close() })
+	w, err := NewBloomWindowMemfd("bench-bloom-window", Window{Period: time.Hour, Keep: 2}, cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { w.Close() })
+	n := len(u.bytes)
+	for i := range 3 { // every slot touched: no benchmark pays the page faults
+		if err := w.Rotate(); err != nil {
+			b.Fatal(err)
+		}
+		if err := w.AddBatch(u.bytes[i*n/4:(i+1)*n/4], nil); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if err := f.AddBatch(u.bytes[:n/2], nil); err != nil {
+		b.Fatal(err)
+	}
+	return f, w
+}
+
+// forBloomWindowSizes runs plain and window sub-benchmarks per size over
+// the uniform stream.
+func forBloomWindowSizes(b *testing.B, plain func(b *testing.B, f *Bloom, keys [][]byte), window func(b *testing.B, w *BloomWindow, keys [][]byte)) {
+	_, u, _ := benchStreams()
+	for _, capacity := range []uint64{10_000, 1_000_000} {
+		f, w := benchBloomPair(b, capacity)
+		b.Run(bloomBenchName(f), func(b *testing.B) {
+			b.Run("plain", func(b *testing.B) { plain(b, f, u.bytes) })
+			b.Run("keep=2", func(b *testing.B) { window(b, w, u.bytes) })
+		})
+	}
+}
+
+// BenchmarkBloomWindowAdd is Add, which answers for the window: a key the
+// current slot lacks is looked for in the previous one.
+func BenchmarkBloomWindowAdd(b *testing.B) {
+	forBloomWindowSizes(b, func(b *testing.B, f *Bloom, keys [][]byte) {
+		b.ReportAllocs()
+		mask, n := len(keys)-1, 0
+		for i := 0; b.Loop(); i++ {
+			if a, _ := f.Add(keys[i&mask]); a {
+				n++
+			}
+		}
+		benchSink.Add(uint64(n))
+	}, func(b *testing.B, w *BloomWindow, keys [][]byte) {
+		b.ReportAllocs()
+		mask, n := len(keys)-1, 0
+		for i := 0; b.Loop(); i++ {
+			if a, _ := w.Add(keys[i&mask]); a {
+				n++
+			}
+		}
+		benchSink.Add(uint64(n))
+	})
+}
+
+// BenchmarkBloomWindowCheck is Check: up to both slots for the window.
+func BenchmarkBloomWindowCheck(b *testing.B) {
+	forBloomWindowSizes(b, func(b *testing.B, f *Bloom, keys [][]byte) {
+		b.ReportAllocs()
+		mask, n := len(keys)-1, 0
+		for i := 0; b.Loop(); i++ {
+			if f.Check(keys[i&mask]) {
+				n++
+			}
+		}
+		benchSink.Add(uint64(n))
+	}, func(b *testing.B, w *BloomWindow, keys [][]byte) {
+		b.ReportAllocs()
+		mask, n := len(keys)-1, 0
+		for i := 0; b.Loop(); i++ {
+			if w.Check(keys[i&mask]) {
+				n++
+			}
+		}
+		benchSink.Add(uint64(n))
+	})
+}
+
+// benchBloomBatches calls op on batches of benchBatch keys until b.N keys
+// are done.
+func benchBloomBatches(b *testing.B, keys [][]byte, op func(keys [][]byte)) {
+	b.ReportAllocs()
+	for done, pos := 0, 0; done < b.N; {
+		n := min(benchBatch, b.N-done)
+		if pos+n > len(keys) {
+			pos = 0
+		}
+		op(keys[pos : pos+n])
+		pos += n
+		done += n
+	}
+}
+
+// BenchmarkBloomWindowAddBatch is AddBatch with answers, through each
+// core.
+func BenchmarkBloomWindowAddBatch(b *testing.B) {
+	out := make([]bool, benchBatch)
+	for _, core := range bloomTestCores {
+		b.Run(bloomCoreName(core), func(b *testing.B) {
+			forBloomWindowSizes(b, func(b *testing.B, f *Bloom, keys [][]byte) {
+				f = f.withCore(core)
+				benchBloomBatches(b, keys, func(k [][]byte) { f.AddBatch(k, out[:len(k)]) })
+			}, func(b *testing.B, w *BloomWindow, keys [][]byte) {
+				old := w.core
+				w.core = core
+				defer func() { w.core = old }()
+				benchBloomBatches(b, keys, func(k [][]byte) { w.AddBatch(k, out[:len(k)]) })
+			})
+		})
+	}
+}
+
+// BenchmarkBloomWindowCheckBatch is CheckBatch, through each core.
+func BenchmarkBloomWindowCheckBatch(b *testing.B) {
+	out := make([]bool, benchBatch)
+	for _, core := range bloomTestCores {
+		b.Run(bloomCoreName(core), func(b *testing.B) {
+			forBloomWindowSizes(b, func(b *testing.B, f *Bloom, keys [][]byte) {
+				f = f.withCore(core)
+				benchBloomBatches(b, keys, func(k [][]byte) { f.CheckBatch(k, out[:len(k)]) })
+			}, func(b *testing.B, w *BloomWindow, keys [][]byte) {
+				old := w.core
+				w.core = core
+				defer func() { w.core = old }()
+				benchBloomBatches(b, keys, func(k [][]byte) { w.CheckBatch(k, out[:len(k)]) })
+			})
+		})
+	}
+}
+
+// BenchmarkBloomWindowRotate is one turn: the epoch moves and the spare
+// slot (1% for 1M keys: 1.2 MiB) is cleared.
+func BenchmarkBloomWindowRotate(b *testing.B) {
+	_, w := benchBloomPair(b, 1_000_000)
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := w.Rotate(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

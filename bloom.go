@@ -207,7 +207,25 @@ func (cfg BloomConfig) spec() (spec, error) {
 }
 
 func validateBloomEntry(e entry) error {
-	capacity, fp, blocks, k := e.params[0], math.Float64frombits(e.params[1]), e.params[2], e.params[3]
+	blocks := e.params[2]
+	if err := validateBloomParams(e.params[0], e.params[1], blocks, e.params[3]); err != nil {
+		return err
+	}
+	if e.size != bloomBytes(blocks) {
+		return fmt.Errorf("Bloom region of %d bytes, %d blocks need %d", e.size, blocks, bloomBytes(blocks))
+	}
+	for _, p := range e.params[4:] {
+		if p != 0 {
+			return fmt.Errorf("unknown Bloom parameters")
+		}
+	}
+	return nil
+}
+
+// validateBloomParams checks a stored filter's words 0 to 3 (kind 2's;
+// the Bloom window's slots have the same).
+func validateBloomParams(capacity, fpBits, blocks, k uint64) error {
+	fp := math.Float64frombits(fpBits)
 	switch {
 	case capacity < 1:
 		return fmt.Errorf("Bloom capacity %d", capacity)
@@ -217,13 +235,6 @@ func validateBloomEntry(e entry) error {
 		return fmt.Errorf("Bloom blocks %d", blocks)
 	case k < 1 || k > bloomMaxHashes:
 		return fmt.Errorf("Bloom hashes %d", k)
-	case e.size != bloomBytes(blocks):
-		return fmt.Errorf("Bloom region of %d bytes, %d blocks need %d", e.size, blocks, bloomBytes(blocks))
-	}
-	for _, p := range e.params[4:] {
-		if p != 0 {
-			return fmt.Errorf("unknown Bloom parameters")
-		}
 	}
 	return nil
 }
@@ -594,13 +605,16 @@ func (b *Bloom) closedStats(s BloomStats) BloomStats {
 
 // estimate inverts the expected fill of a blocked filter holding n keys,
 // 1 - exp(-(n/B)·(1 - (1-1/512)^k)).
-func (b *Bloom) estimate(set uint64) float64 {
-	m := b.l.blocks * bloomBlockBits
+func (b *Bloom) estimate(set uint64) float64 { return bloomEstimate(&b.l, set) }
+
+// bloomEstimate is Bloom.estimate for the filter at l.
+func bloomEstimate(l *bloomLayout, set uint64) float64 {
+	m := l.blocks * bloomBlockBits
 	if set >= m {
 		return math.MaxFloat64 // every bit set; JSON has no infinity
 	}
-	perKey := 1 - powInt(1-1.0/bloomBlockBits, b.l.k)
-	return -float64(b.l.blocks) * math.Log1p(-float64(set)/float64(m)) / perKey
+	perKey := 1 - powInt(1-1.0/bloomBlockBits, l.k)
+	return -float64(l.blocks) * math.Log1p(-float64(set)/float64(m)) / perKey
 }
 
 // StatsVar returns the filter's Stats as an expvar.Var, as

@@ -97,6 +97,10 @@ func TestHelperProcess(t *testing.T) {
 		err = childWinAdd()
 	case "winclear":
 		err = childWinClear()
+	case "bwinadd":
+		err = childBloomWinAdd()
+	case "bwinclear":
+		err = childBloomWinClear()
 	default:
 		err = fmt.Errorf("unknown role %q", role)
 	}

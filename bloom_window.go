@@ -1,0 +1,831 @@
+package sketch
+
+import (
+	"fmt"
+	"math"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+	"unsafe"
+)
+
+// kindBloomWindow is the directory kind of a Bloom window. Parameters:
+// capacity, the bits of the false-positive rate, blocks, k (as kind 2's),
+// the period in nanoseconds (0: Rotate only), keep.
+const kindBloomWindow uint32 = 5
+
+func init() {
+	registerKind(kindBloomWindow, kindInfo{
+		name:     "Bloom window",
+		kind:     KindBloomWindow,
+		validate: validateBloomWindowEntry,
+		config: func(e entry) any {
+			return BloomWindowConfig{
+				Window: Window{Period: time.Duration(e.params[4]), Keep: int(e.params[5])},
+				Bloom:  BloomConfig{Capacity: e.params[0], FPRate: math.Float64frombits(e.params[1])},
+			}
+		},
+	})
+}
+
+// BloomWindowConfig is a Bloom window's config as an arena lists it
+// (ArenaEntry.Config): its window and the size of each period's filter.
+type BloomWindowConfig struct {
+	Window Window      `json:"window"`
+	Bloom  BloomConfig `json:"bloom"`
+}
+
+// bloomWindowBytes is the region of a Bloom window: the control words,
+// then keep+1 slots, each a whole Bloom region (kind 2's layout, a
+// multiple of 64 bytes already).
+func bloomWindowBytes(blocks uint64, keep int) uint64 {
+	return windowControlBytes(keep) + uint64(keep+1)*bloomBytes(blocks)
+}
+
+// bloomWindowCreateSpec is bloomWindowSpec for the constructors that
+// always create: the zero Window and a config without Capacity, which
+// only attach, are refused.
+func bloomWindowCreateSpec(w Window, cfg BloomConfig) (spec, error) {
+	if err := w.validate(); err != nil {
+		return spec{}, err
+	}
+	if cfg.Capacity == 0 {
+		return spec{}, errNoCapacity
+	}
+	return bloomWindowSpec(w, cfg)
+}
+
+// bloomWindowSpec asks for a Bloom window. The zero Window attaches to
+// whatever window is stored, and a config without Capacity to whatever
+// filters; either one cannot create (size 0).
+func bloomWindowSpec(w Window, cfg BloomConfig) (spec, error) {
+	bsp, err := cfg.spec()
+	if err != nil {
+		return spec{}, err
+	}
+	// The filters' words are kind 2's words 0 to 3: a Bloom filter's
+	// match decides, with the same tolerance for the file's own config.
+	matchBloom := func(e entry) error {
+		var be entry
+		copy(be.params[:4], e.params[:4])
+		return bsp.match(be)
+	}
+	sp := spec{kind: kindBloomWindow, seed: cfg.Seed, match: matchBloom}
+	if w == (Window{}) {
+		return sp, nil
+	}
+	if err := w.validate(); err != nil {
+		return spec{}, err
+	}
+	sp.match = func(e entry) error {
+		if e.params[4] != uint64(w.Period) || e.params[5] != uint64(w.Keep) {
+			have := Window{Period: time.Duration(e.params[4]), Keep: int(e.params[5])}
+			return fmt.Errorf("%w: asked for a window of %v, the file has %v", ErrIncompatible, w, have)
+		}
+		return matchBloom(e)
+	}
+	if cfg.Capacity == 0 {
+		return sp, nil
+	}
+	// At most 2^40 blocks a slot and 257 slots: no overflow.
+	blocks := bsp.params[2]
+	size := bloomWindowBytes(blocks, w.Keep)
+	if size > maxFileSize-pageSize*4 {
+		return spec{}, fmt.Errorf("%w: %d slots of %d bits need %d bytes, more than a sketch file may have (%d)", ErrInvalidConfig, w.Keep+1, blocks*bloomBlockBits, size, uint64(maxFileSize))
+	}
+	sp.size = size
+	sp.params = [8]uint64{bsp.params[0], bsp.params[1], blocks, bsp.params[3], uint64(w.Period), uint64(w.Keep)}
+	return sp, nil
+}
+
+func validateBloomWindowEntry(e entry) error {
+	if err := validateBloomParams(e.params[0], e.params[1], e.params[2], e.params[3]); err != nil {
+		return fmt.Errorf("window: %w", err)
+	}
+	blocks, period, keep := e.params[2], e.params[4], e.params[5]
+	if err := validateWindowParams(period, keep); err != nil {
+		return err
+	}
+	if want := bloomWindowBytes(blocks, int(keep)); e.size != want {
+		return fmt.Errorf("Bloom window region of %d bytes, %d slots of %d blocks need %d", e.size, keep+1, blocks, want)
+	}
+	for _, p := range e.params[6:] {
+		if p != 0 {
+			return fmt.Errorf("unknown Bloom window parameters")
+		}
+	}
+	return nil
+}
+
+// BloomWindow is a Bloom filter over a sliding window of time, in a shared
+// mapping: it answers whether a key was added in the last Keep periods, the
+// current one included, and forgets older periods by itself. It replaces
+// the two filters a caller would otherwise swap and reset: the rotation
+// is in the file, so every process agrees which filter is current and
+// exactly one clears the spare. Any number of goroutines and processes add
+// and check at once, lock-free.
+//
+// The file holds Keep+1 Bloom filters (slots), each sized by the
+// BloomConfig for one period's keys, and the window's control words
+// (window.go; docs/DESIGN.md, "Windows"). Every process computes the same
+// current period, from the clock or from the Rotate count stored in the
+// file, and adds to that period's slot; Check asks the Keep slots of the
+// window. The spare slot is cleared for the next period while the others
+// serve, by the one process that wins it; a process killed while it
+// clears is taken over by the next one that needs the slot.
+//
+// Check's false is exact for the periods covered: a key added in any of
+// the last Keep periods, before Check started, in any process, is found.
+// A key added only in periods that have left the window, or never, is
+// found with the false-positive rate of the Keep filters asked: about
+// 1 - (1-r_1)·…·(1-r_Keep), each r_i its filter's rate at its load, so at
+// most about Keep·FPRate while each period holds at most Capacity keys
+// (size FPRate as the target divided by Keep). An add made at the very
+// moment of a turn by a process that had not seen it yet lands in the old
+// period, as CountMinWindow's do.
+//
+// Calls after Close return ErrClosed; Check then answers true, never
+// claiming a key is absent.
+type BloomWindow struct {
+	handle
+	ctl    windowCtl
+	slots  []bloomLayout
+	core   bloomCore // serves batches
+	stripe int       // this handle's stripe of each slot's counts
+	win    Window
+}
+
+// BloomWindowStats describes a Bloom window at one moment.
+type BloomWindowStats struct {
+	// Bits, Hashes, Capacity and FPRate are each slot's, as BloomStats
+	// has them: a slot holds one period's keys.
+	Bits     uint64  `json:"bits"`
+	Hashes   int     `json:"hashes"`
+	Capacity uint64  `json:"capacity"`
+	FPRate   float64 `json:"fp_rate"`
+	// Period and Keep are the window's.
+	Period time.Duration `json:"period"`
+	Keep   int           `json:"keep"`
+	// Current is the period adds go to now, and Oldest the first period
+	// Check covers: it covers Oldest to Current.
+	Current uint64 `json:"current"`
+	Oldest  uint64 `json:"oldest"`
+	// Start is when the current period started by the clock (Period > 0
+	// and no Rotate), else zero.
+	Start time.Time `json:"start,omitempty"`
+	// Rotations is how many times Rotate turned the period.
+	Rotations uint64 `json:"rotations"`
+	// CheckRate is the modelled rate at which Check finds a key never
+	// added in the periods covered: 1 - Π(1 - Rate) over their slots.
+	CheckRate float64 `json:"check_rate"`
+	// Slots describes each slot.
+	Slots []BloomWindowSlotStats `json:"slots"`
+	// Bytes is the size of the whole mapping.
+	Bytes    uint64 `json:"bytes"`
+	Frozen   bool   `json:"frozen"`
+	ReadOnly bool   `json:"read_only"`
+	// Closed is set when the handle was closed; then CheckRate is 1 and
+	// no slot is listed.
+	Closed bool `json:"closed"`
+}
+
+// BloomWindowSlotStats describes one slot of a Bloom window.
+type BloomWindowSlotStats struct {
+	// State is "current", "window", "next", "expired", "clearing" or
+	// "empty", as WindowSlotStats has it.
+	State string `json:"state"`
+	// Period is the period the slot holds, or is cleared for.
+	Period uint64 `json:"period"`
+	// Set, Fill and Estimated are BloomStats' for the slot's filter: Fill
+	// near one half means the period reached Capacity.
+	Set       uint64  `json:"set"`
+	Fill      float64 `json:"fill"`
+	Estimated float64 `json:"estimated"`
+	// Rate is the filter's modelled false-positive rate at the estimated
+	// load (1 when every bit is set).
+	Rate float64 `json:"rate"`
+	// Added and Seen count the adds to the slot that set a bit and that
+	// found every bit already set in it.
+	Added uint64 `json:"added"`
+	Seen  uint64 `json:"seen"`
+}
+
+// OpenBloomWindow opens the Bloom window in the file at path, creating it
+// if it does not exist, as OpenBloom does for a Bloom filter (the same
+// files, trust rules and options). cfg sizes each period's filter. w must
+// be the stored window (ErrIncompatible otherwise), and a cfg with a
+// Capacity must size the stored filters; the zero Window attaches to any
+// window and a cfg without Capacity to any filters, and neither can
+// create. A window's Keep must be 1 to MaxWindowKeep and its Period 0 or
+// at least a millisecond (ErrInvalidConfig).
+func OpenBloomWindow(path string, w Window, cfg BloomConfig, opts ...Option) (*BloomWindow, error) {
+	sp, err := bloomWindowSpec(w, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("sketch: open %s: %w", path, err)
+	}
+	o, err := buildOptions(opts)
+	if err != nil {
+		return nil, fmt.Errorf("sketch: open %s: %w", path, err)
+	}
+	m, err := openPath(path, sp, o)
+	if err != nil {
+		return nil, err
+	}
+	return newBloomWindow(m)
+}
+
+// NewBloomWindowMemfd creates a Bloom window in a new memfd, to hand to
+// child processes (File, AttachBloomWindow), as NewBloomMemfd does. It
+// needs a whole Window and a Capacity.
+func NewBloomWindowMemfd(name string, w Window, cfg BloomConfig, opts ...Option) (*BloomWindow, error) {
+	sp, err := bloomWindowCreateSpec(w, cfg)
+	if err == nil {
+		var o options
+		if o, err = buildOptions(opts); err == nil && o.readOnly {
+			err = fmt.Errorf("%w: a new window cannot be read-only", ErrInvalidConfig)
+		}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("sketch: create memfd:%s: %w", name, err)
+	}
+	m, err := createMemfd(name, sp)
+	if err != nil {
+		return nil, err
+	}
+	return newBloomWindow(m)
+}
+
+// NewBloomWindow creates a Bloom window in memory, for one process, as
+// NewBloom does. It needs a whole Window and a Capacity.
+func NewBloomWindow(w Window, cfg BloomConfig) (*BloomWindow, error) {
+	sp, err := bloomWindowCreateSpec(w, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("sketch: create in memory: %w", err)
+	}
+	m, err := createInMemory(sp)
+	if err != nil {
+		return nil, err
+	}
+	return newBloomWindow(m)
+}
+
+// AttachBloomWindow attaches to the Bloom window behind a descriptor this
+// process inherited, as AttachBloom does.
+func AttachBloomWindow(fd uintptr, w Window, cfg BloomConfig, opts ...Option) (*BloomWindow, error) {
+	sp, err := bloomWindowSpec(w, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("sketch: attach fd %d: %w", fd, err)
+	}
+	o, err := buildOptions(opts)
+	if err != nil {
+		return nil, fmt.Errorf("sketch: attach fd %d: %w", fd, err)
+	}
+	m, err := attachInherited(fd, sp, o)
+	if err != nil {
+		return nil, err
+	}
+	return newBloomWindow(m)
+}
+
+// newBloomWindow builds the handle for the window at m.ent. A read-write
+// handle joins the file's lock: its liveness token names it in the slots
+// it clears, and picks its stripe of each slot's counts.
+func newBloomWindow(m *mapping) (*BloomWindow, error) {
+	region := m.entryBytes()
+	base := unsafe.Pointer(&region[0])
+	blocks, k := m.ent.params[2], int(m.ent.params[3])
+	win := Window{Period: time.Duration(m.ent.params[4]), Keep: int(m.ent.params[5])}
+	w := &BloomWindow{core: defaultBloomCore, win: win}
+	w.init(m)
+	ctl := windowControlBytes(win.Keep)
+	slot := bloomBytes(blocks)
+	for i := range win.Keep + 1 {
+		sb := unsafe.Add(base, ctl+uint64(i)*slot)
+		w.slots = append(w.slots, bloomLayout{
+			stripes:  sb,
+			words:    unsafe.Add(sb, stripesBytes),
+			seed:     m.lay.seed,
+			blocks:   blocks,
+			k:        k,
+			prefetch: blocks*bloomBlockBytes > l2Bytes()/4,
+		})
+	}
+	var lk *fileLock
+	if !m.readOnly {
+		if err := m.joinLock(); err != nil {
+			m.close()
+			return nil, err
+		}
+		lk = m.lk
+		w.stripe = lockStripe(lk)
+	}
+	w.ctl.init(base, win, lk, &w.open, w.sealed, w.clearSlot)
+	if w.ctl.clk != nil {
+		// A handle dropped without Close stops its clock's timer.
+		runtime.AddCleanup(w, (*windowClock).stop, w.ctl.clk)
+	}
+	w.open.Store(true)
+	return w, nil
+}
+
+// clearSlot empties slot s for a new period, bits and counts, as
+// CountMinWindow.clearSlot does: the Bloom reset's plain stores where
+// stores become visible in program order, an atomic store a word
+// elsewhere.
+func (w *BloomWindow) clearSlot(s uint64) {
+	l := &w.slots[s]
+	if plainClears {
+		l.reset()
+		return
+	}
+	for i := uint64(0); i < l.nwords(); i++ {
+		atomic.StoreUint64(l.word(i), 0)
+	}
+	for i := uintptr(0); i < stripeCount; i++ {
+		line := unsafe.Add(l.stripes, i*stripeBytes)
+		atomic.StoreUint64((*uint64)(unsafe.Add(line, bloomAddedOff)), 0)
+		atomic.StoreUint64((*uint64)(unsafe.Add(line, bloomSeenOff)), 0)
+	}
+}
+
+// mayAdd is refuse's fast path: nil when a mutator may run.
+func (w *BloomWindow) mayAdd(op string) error {
+	if !w.open.Load() || w.ro || atomic.LoadUint32(w.sealed) != 0 {
+		return w.refuse(op)
+	}
+	return nil
+}
+
+// add adds the key hashing to (lo, hi) to the current period and reports
+// whether it was in the window before, and the period the add went to.
+// The current slot is checked first (its block's line is then on its
+// way); a key it lacks is looked for in the earlier periods before the
+// atomic ORs, so that those slots' cache misses overlap the current one's.
+func (w *BloomWindow) add(lo, hi uint64) (already bool, addP uint64, err error) {
+	p, s, err := w.ctl.use()
+	if err != nil {
+		return false, 0, err
+	}
+	cur := &w.slots[s]
+	if cur.missing(cur.block(lo), hi) == 0 {
+		cur.count(w.stripe, 0, 1)
+		return true, p, nil
+	}
+	found := w.inEarlier(lo, hi, p, s)
+	a := cur.addHashed(lo, hi)
+	if a {
+		cur.count(w.stripe, 0, 1)
+	} else {
+		cur.count(w.stripe, 1, 0)
+	}
+	return a || found, p, nil
+}
+
+// inEarlier reports whether the key is in a slot of the window's periods
+// before p (whose slot is s), newest first. A slot is asked only while its
+// word says it holds its period. When a word changed under the read, or a
+// skipped one names a period after p+1, the window turned meanwhile: the
+// slots not asked yet are left out, so that the answer errs towards
+// "new", as two processes adding one new key at once do.
+func (w *BloomWindow) inEarlier(lo, hi, p, s uint64) bool {
+	c := &w.ctl
+	q, t, first := p, s, c.first(p)
+	for q > first {
+		q, t = q-1, c.prevSlot(t)
+		wp := c.word(t)
+		wd := atomic.LoadUint64(wp)
+		if wd != heldWord(q) {
+			if wordAfter(wd, p+1) {
+				return false
+			}
+			continue
+		}
+		if w.slots[t].checkHashed(lo, hi) {
+			return true
+		}
+		if atomic.LoadUint64(wp) != wd {
+			return false
+		}
+	}
+	return false
+}
+
+// Add adds key to the current period and reports whether it was already
+// in the window: true when every one of its bits was already set in the
+// current period's filter, or when the filter of an earlier period of the
+// window has the key (what Check would have answered just before, up to
+// the current filter's own bits). Either way the key is now in the
+// current period, so it stays in the window for Keep more periods. False
+// means this call set a bit in the current filter and no earlier period
+// has the key. As with Bloom.Add, two processes adding one new key at
+// once may both be told false, and so may an add that meets a turn of the
+// period; what must happen once needs a lock. On error (closed,
+// read-only, frozen, or the current slot's clear did not finish) it adds
+// nothing and returns false.
+func (w *BloomWindow) Add(key []byte) (already bool, err error) {
+	if err := w.mayAdd("add"); err != nil {
+		return false, err
+	}
+	lo, hi := hashKey(key, w.slots[0].seed)
+	already, _, err = w.add(lo, hi)
+	return w.afterAdd(already, err)
+}
+
+// AddString is Add for a string key, without converting it to a []byte.
+func (w *BloomWindow) AddString(key string) (already bool, err error) {
+	if err := w.mayAdd("add"); err != nil {
+		return false, err
+	}
+	lo, hi := hashString(key, w.slots[0].seed)
+	already, _, err = w.add(lo, hi)
+	return w.afterAdd(already, err)
+}
+
+// afterAdd passes an add's answer on, unless the call failed or Close ran
+// meanwhile.
+func (w *BloomWindow) afterAdd(already bool, err error) (bool, error) {
+	if !w.open.Load() {
+		return false, w.closedErr("add")
+	}
+	if err != nil {
+		return false, w.m.errorf("add", err)
+	}
+	return already, nil
+}
+
+// AddBatch adds every key to the current period, as Add does each. When
+// already is not nil it must have len(keys) elements and receives each
+// key's answer; with already nil no earlier period is asked, and a batch
+// costs what Bloom.AddBatch's does. Batches go to the core as
+// Bloom.AddBatch's do.
+func (w *BloomWindow) AddBatch(keys [][]byte, already []bool) error {
+	if err := w.mayAdd("add"); err != nil {
+		return err
+	}
+	if already != nil && len(already) != len(keys) {
+		return w.m.errorf("add", fmt.Errorf("%w: %d answers for %d keys", ErrInvalidArgument, len(already), len(keys)))
+	}
+	c := &w.ctl
+	p, s, err := c.use()
+	if err != nil {
+		_, err = w.afterAdd(false, err)
+		return err
+	}
+	cur := &w.slots[s]
+	added := w.batchCore(len(keys), cur).addBatch(cur, keys, already)
+	cur.count(w.stripe, added, uint64(len(keys))-added)
+	if already != nil && added != 0 && p > c.first(p) {
+		w.findBatch(keys, already, p, p-1)
+	}
+	return w.after("add")
+}
+
+// Check reports whether key is probably in the window: whether the filter
+// of any of the last Keep periods has it. False is exact: a key added in
+// one of those periods before Check started, in any process, is always
+// found. A closed handle answers true: it never claims a key is absent.
+func (w *BloomWindow) Check(key []byte) bool {
+	if !w.open.Load() {
+		return true
+	}
+	lo, hi := hashKey(key, w.slots[0].seed)
+	found, _ := w.check(lo, hi)
+	return found || !w.open.Load()
+}
+
+// CheckString is Check for a string key.
+func (w *BloomWindow) CheckString(key string) bool {
+	if !w.open.Load() {
+		return true
+	}
+	lo, hi := hashString(key, w.slots[0].seed)
+	found, _ := w.check(lo, hi)
+	return found || !w.open.Load()
+}
+
+// check asks the slots of the window, newest first, each read between two
+// loads of its word, and returns the answer and the window's last period.
+// A slot whose word does not hold its period is not asked. When a word
+// changed under a read that found nothing, or a skipped word names a
+// period past the next, another process has turned the period: the read
+// starts again for the new window (the words only move forward, so this
+// ends; after a few tries the last answer is kept).
+func (w *BloomWindow) check(lo, hi uint64) (found bool, p uint64) {
+	c := &w.ctl
+	for try := 0; ; try++ {
+		p = c.currentRead()
+		stale := false
+		q, s, first := p, c.slotOf(p), c.first(p)
+		for {
+			wp := c.word(s)
+			wd := atomic.LoadUint64(wp)
+			if wd == heldWord(q) {
+				f := w.slots[s].checkHashed(lo, hi)
+				if atomic.LoadUint64(wp) != wd {
+					stale = true
+					break
+				}
+				if f {
+					return true, p
+				}
+			} else if wordAfter(wd, p+1) {
+				stale = true
+				break
+			}
+			if q == first {
+				break
+			}
+			q, s = q-1, c.prevSlot(s)
+		}
+		if !stale || try == 8 {
+			return false, p
+		}
+		c.refresh()
+	}
+}
+
+// CheckBatch stores Check(keys[i]) in out[i]. out should have len(keys)
+// elements: only the first min(len(keys), len(out)) keys are asked about.
+// Each slot of the window is asked, as a Bloom filter's batch, about the
+// keys the newer slots did not have. A closed handle answers true for
+// every key.
+func (w *BloomWindow) CheckBatch(keys [][]byte, out []bool) {
+	n := min(len(keys), len(out))
+	keys, out = keys[:n], out[:n]
+	if w.open.Load() {
+		w.checkBatch(keys, out)
+		if w.open.Load() {
+			return
+		}
+	}
+	for i := range out {
+		out[i] = true
+	}
+}
+
+// checkBatch is check for a batch: the whole window again when a slot's
+// word changed under it.
+func (w *BloomWindow) checkBatch(keys [][]byte, out []bool) {
+	c := &w.ctl
+	for try := 0; ; try++ {
+		p := c.currentRead()
+		clear(out)
+		if w.findBatch(keys, out, p, p) || try == 8 {
+			return
+		}
+		c.refresh()
+	}
+}
+
+// bloomScratch is findBatch's buffers: a chunk of keys still unanswered
+// and their answers. Pooled, since buffers handed to a core (an interface)
+// would otherwise be allocated on every call.
+type bloomScratch struct {
+	keys [batchChunk][]byte
+	idx  [batchChunk]int
+	res  [batchChunk]bool
+}
+
+var bloomScratchPool = sync.Pool{New: func() any { return new(bloomScratch) }}
+
+// findBatch sets out[i] for each key found in a slot of the periods from
+// last down to the first of p's window, each slot asked only about the
+// keys still false, and only while its word holds its period. It reports
+// false when the window turned under it (a slot's word changed during its
+// read, or a skipped word names a period after p+1); the slots after that
+// one are not asked, and what was found stays.
+func (w *BloomWindow) findBatch(keys [][]byte, out []bool, p, last uint64) bool {
+	c := &w.ctl
+	sc := bloomScratchPool.Get().(*bloomScratch)
+	defer func() {
+		clear(sc.keys[:])
+		bloomScratchPool.Put(sc)
+	}()
+	q, s, first := last, c.slotOf(last), c.first(p)
+	for {
+		wp := c.word(s)
+		wd := atomic.LoadUint64(wp)
+		if wd == heldWord(q) {
+			l := &w.slots[s]
+			left := 0
+			for base := 0; base < len(keys); base += batchChunk {
+				n := 0
+				for i := base; i < min(base+batchChunk, len(keys)); i++ {
+					if !out[i] {
+						sc.keys[n], sc.idx[n] = keys[i], i
+						n++
+					}
+				}
+				if n == 0 {
+					continue
+				}
+				w.batchCore(n, l).checkBatch(l, sc.keys[:n], sc.res[:n])
+				for j, f := range sc.res[:n] {
+					if f {
+						out[sc.idx[j]] = true
+					} else {
+						left++
+					}
+				}
+			}
+			if atomic.LoadUint64(wp) != wd {
+				return false
+			}
+			if left == 0 {
+				return true
+			}
+		} else if wordAfter(wd, p+1) {
+			return false
+		}
+		if q == first {
+			return true
+		}
+		q, s = q-1, c.prevSlot(s)
+	}
+}
+
+// batchCore picks the core for a batch of n keys on slot l, as
+// Bloom.batchCore does.
+func (w *BloomWindow) batchCore(n int, l *bloomLayout) bloomCore {
+	if n < bloomMinCoreBatch || !l.prefetch {
+		return bloomGo{}
+	}
+	return w.core
+}
+
+// Rotate turns the period now, in every process: adds go to a new, empty
+// filter and the oldest period leaves the window. The new period's slot is
+// made ready before the turn, and the slot of the period after it is
+// cleared before Rotate returns, so adds never wait for a clear. With
+// Period > 0 the clock keeps turning as well: each Rotate moves every
+// later period one ahead.
+func (w *BloomWindow) Rotate() error {
+	if err := w.refuse("rotate"); err != nil {
+		return err
+	}
+	if err := w.ctl.rotate(); err != nil {
+		if !w.open.Load() {
+			return w.closedErr("rotate")
+		}
+		return w.m.errorf("rotate", err)
+	}
+	return w.after("rotate")
+}
+
+// Freeze seals the file for good, as Bloom.Freeze does, and fixes the
+// window at the current period: checks through any handle, here or on a
+// copy of the file, then cover the periods the window covered at the
+// freeze, however late they are asked.
+func (w *BloomWindow) Freeze() error {
+	if err := w.refuse("freeze"); err != nil {
+		return err
+	}
+	w.ctl.freeze()
+	if !atomic.CompareAndSwapUint32(w.sealed, 0, 1) {
+		return w.m.errorf("freeze", ErrFrozen)
+	}
+	return w.Sync()
+}
+
+// Window returns the window's period and keep.
+func (w *BloomWindow) Window() Window { return w.win }
+
+// Current returns the period adds go to now (or, on a frozen window, the
+// one it was frozen in): Check covers Current-Keep+1 to Current.
+func (w *BloomWindow) Current() uint64 {
+	if !w.open.Load() {
+		return 0
+	}
+	return w.ctl.currentRead()
+}
+
+// Bits returns m, the bits of each period's filter.
+func (w *BloomWindow) Bits() uint64 {
+	if len(w.slots) == 0 {
+		return 0
+	}
+	return w.slots[0].blocks * bloomBlockBits
+}
+
+// Hashes returns k, the bits a key sets.
+func (w *BloomWindow) Hashes() int {
+	if len(w.slots) == 0 {
+		return 0
+	}
+	return w.slots[0].k
+}
+
+// Capacity returns the number of keys each period's filter was sized for.
+func (w *BloomWindow) Capacity() uint64 {
+	if w.m == nil {
+		return 0
+	}
+	return w.m.ent.params[0]
+}
+
+// Stats reports the window's periods and each slot's state, fill and
+// counts. It walks every slot's bits, so it belongs on a status page, not
+// in a loop.
+func (w *BloomWindow) Stats() BloomWindowStats {
+	s := BloomWindowStats{
+		Bits:     w.Bits(),
+		Hashes:   w.Hashes(),
+		Capacity: w.Capacity(),
+		Period:   w.win.Period,
+		Keep:     w.win.Keep,
+		ReadOnly: w.ro,
+	}
+	if w.m != nil {
+		s.FPRate = math.Float64frombits(w.m.ent.params[1])
+		s.Bytes = w.m.lay.fileSize
+	}
+	if !w.open.Load() {
+		return w.closedStats(s)
+	}
+	c := &w.ctl
+	p := c.currentRead()
+	s.Current, s.Oldest, s.Rotations = p, c.first(p), c.epoch()
+	if c.clk != nil && s.Rotations == 0 && p <= uint64(math.MaxInt64/c.period) {
+		s.Start = time.Unix(0, int64(p)*c.period)
+	}
+	miss := 1.0 // the chance that no covered slot finds an absent key
+	for i := range w.slots {
+		l := &w.slots[i]
+		st := decodeSlotWord(atomic.LoadUint64(c.word(uint64(i))))
+		sl := BloomWindowSlotStats{Period: st.period}
+		switch {
+		case st.empty:
+			sl.State = "empty"
+		case st.clearing:
+			sl.State = "clearing"
+		case st.period == p:
+			sl.State = "current"
+		case st.period > p:
+			sl.State = "next"
+		case st.period >= s.Oldest:
+			sl.State = "window"
+		default:
+			sl.State = "expired"
+		}
+		sl.Set = l.countSet()
+		sl.Fill = float64(sl.Set) / float64(s.Bits)
+		sl.Estimated = bloomEstimate(l, sl.Set)
+		switch {
+		case sl.Set == 0:
+			sl.Rate = 0
+		case sl.Estimated == math.MaxFloat64:
+			sl.Rate = 1
+		default:
+			sl.Rate = bloomFP(sl.Estimated/float64(l.blocks), l.k)
+		}
+		sl.Added, sl.Seen = l.counts()
+		if sl.State == "current" || sl.State == "window" {
+			miss *= 1 - sl.Rate
+		}
+		s.Slots = append(s.Slots, sl)
+	}
+	s.CheckRate = 1 - miss
+	s.Frozen = atomic.LoadUint32(w.sealed) != 0
+	if !w.open.Load() {
+		return w.closedStats(s)
+	}
+	return s
+}
+
+func (w *BloomWindow) closedStats(s BloomWindowStats) BloomWindowStats {
+	return BloomWindowStats{Bits: s.Bits, Hashes: s.Hashes, Capacity: s.Capacity, FPRate: s.FPRate,
+		Period: s.Period, Keep: s.Keep, Bytes: s.Bytes, CheckRate: 1, ReadOnly: w.ro, Closed: true}
+}
+
+// StatsVar returns the window's Stats as an expvar.Var, as
+// Bloom.StatsVar does.
+func (w *BloomWindow) StatsVar() StatsVar {
+	return StatsVar{func() any { return w.Stats() }}
+}
+
+// Close stops the handle's clock and releases the descriptor, the lock's
+// liveness token and the file's pages; safe twice and while other
+// goroutines use the handle, as Bloom.Close is. A slot this handle was
+// clearing is finished by the next process that needs it.
+func (w *BloomWindow) Close() error {
+	if w == nil {
+		return nil
+	}
+	if w.m != nil {
+		w.ctl.stop()
+	}
+	return w.close()
+}
+
+// String describes the handle without its seed, which is secret.
+func (w *BloomWindow) String() string {
+	state := ""
+	if !w.open.Load() {
+		state = ", closed"
+	}
+	return fmt.Sprintf("sketch.BloomWindow(%s, %d bits, %d hashes, %v%s)", w.name(), w.Bits(), w.Hashes(), w.win, state)
+}
+
+// GoString is String, for %#v.
+func (w *BloomWindow) GoString() string { return w.String() }
