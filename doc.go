@@ -33,11 +33,13 @@
 // a count of [CountMinWindow.Rotate] calls), adds go to it, and estimates
 // sum the last Keep periods. Exactly one process clears an expired period,
 // ahead of its turn, and a clearer that dies is taken over. This is the
-// shared rate limiter.
+// shared rate limiter. A [BloomWindow] does the same for a Bloom filter:
+// "seen in the last Keep periods".
 //
 // An [Arena] holds many named structures in one file: every process asks
 // for each by name ([Arena.CountMin], [Arena.Bloom], [Arena.CountingBloom],
-// [Arena.CountMinWindow]); the first to ask creates it, the rest attach.
+// [Arena.CountMinWindow], [Arena.BloomWindow]); the first to ask creates
+// it, the rest attach.
 //
 // Every structure opens read-only ([ReadOnly]), seals for good (Freeze) to
 // ship a copy to other hosts, where a collector merges copies of the same
