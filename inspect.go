@@ -43,7 +43,7 @@ type FileInfo struct {
 // EntryInfo is one directory entry: a structure in the file.
 type EntryInfo struct {
 	// Kind names the structure as Kind does: "countmin",
-	// "countingbloom", "bloom", "countminwindow".
+	// "countingbloom", "bloom", "countminwindow", "bloomwindow".
 	Kind string `json:"kind"`
 	// Description is the kind's name in prose, as messages use it.
 	Description string `json:"description"`
@@ -55,9 +55,11 @@ type EntryInfo struct {
 	// Count-Min sketch; "capacity", "fp_rate", "counters" and "hashes" for
 	// a counting Bloom filter; "capacity", "fp_rate", "bits" and "hashes"
 	// for a Bloom filter; "rows", "width", "period_ns" (0: turned by
-	// Rotate only) and "keep" for a Count-Min window. Every parameter the
-	// format allows is exact in a float64, but for periods longer than
-	// 2^53 ns (104 days), which are rounded.
+	// Rotate only) and "keep" for a Count-Min window; "capacity",
+	// "fp_rate", "bits" and "hashes" (of each period's filter),
+	// "period_ns" and "keep" for a Bloom window. Every parameter the format
+	// allows is exact in a float64, but for periods longer than 2^53 ns
+	// (104 days), which are rounded.
 	Params map[string]float64 `json:"params"`
 }
 
@@ -133,9 +135,18 @@ func entryInfo(e entry) EntryInfo {
 		}
 	case kindCountMinWindow:
 		ei.Params = map[string]float64{"rows": float64(p[0]), "width": float64(p[1]), "period_ns": float64(p[2]), "keep": float64(p[3])}
+	case kindBloomWindow:
+		ei.Params = map[string]float64{
+			"capacity":  float64(p[0]),
+			"fp_rate":   math.Float64frombits(p[1]),
+			"bits":      float64(p[2] * bloomBlockBits),
+			"hashes":    float64(p[3]),
+			"period_ns": float64(p[4]),
+			"keep":      float64(p[5]),
+		}
 	default:
 		// validateEntry knows every kind this build has: a kind that got
-		// here has no case above yet (the Bloom window's goes here).
+		// here has no case above yet.
 		ei.Params = map[string]float64{}
 	}
 	if ei.Kind == "" {

@@ -100,6 +100,58 @@ func TestInspect_CountingBloom(t *testing.T) {
 	}
 }
 
+// TestInspect_BloomWindow: kind 5's parameter words decoded, standalone
+// and in an arena, and their JSON names.
+func TestInspect_BloomWindow(t *testing.T) {
+	path := tempPath(t, "bw")
+	w, err := OpenBloomWindow(path, Window{Period: 250 * time.Millisecond, Keep: 4}, BloomConfig{Capacity: 3000, FPRate: 0.001})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	fi := mustInspect(t, path)
+	if len(fi.Entries) != 1 || fi.Arena {
+		t.Fatalf("Inspect: %d entries, arena %v; want 1 standalone", len(fi.Entries), fi.Arena)
+	}
+	e := fi.Entries[0]
+	want := map[string]float64{"capacity": 3000, "fp_rate": 0.001, "bits": float64(w.Bits()), "hashes": float64(w.Hashes()), "period_ns": 250e6, "keep": 4}
+	if diff := cmp.Diff(want, e.Params); diff != "" || e.Kind != "bloomwindow" || e.Description != "Bloom window" {
+		t.Errorf("Inspect: kind %q (%q), params (-want +got):\n%s", e.Kind, e.Description, diff)
+	}
+	if blocks := w.Bits() / bloomBlockBits; w.Bits() == 0 || e.Bytes != bloomWindowBytes(blocks, 4) {
+		t.Errorf("Inspect: region of %d bytes, want %d slots of %d bits and the control words", e.Bytes, 5, w.Bits())
+	}
+	js, err := json.Marshal(e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(js), `"period_ns":250000000`) || !strings.Contains(string(js), `"fp_rate":0.001`) {
+		t.Errorf("JSON of the entry: %s", js)
+	}
+
+	// In an arena, turned by Rotate only.
+	apath := tempPath(t, "arena")
+	a, err := OpenArena(apath, 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	aw, err := a.BloomWindow("recent", Window{Keep: 2}, BloomConfig{Capacity: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer aw.Close()
+	fi = mustInspect(t, apath)
+	if len(fi.Entries) != 1 {
+		t.Fatalf("Inspect of the arena: %d entries, want 1", len(fi.Entries))
+	}
+	e = fi.Entries[0]
+	want = map[string]float64{"capacity": 100, "fp_rate": DefaultFPRate, "bits": float64(aw.Bits()), "hashes": float64(aw.Hashes()), "period_ns": 0, "keep": 2}
+	if diff := cmp.Diff(want, e.Params); diff != "" || e.Name != "recent" || e.Kind != "bloomwindow" {
+		t.Errorf("Inspect of the arena: %q %q, params (-want +got):\n%s", e.Name, e.Kind, diff)
+	}
+}
+
 // TestInspect_LockHolders has a child hold the lock, reads it held by a
 // live handle, kills the child with SIGKILL and reads it held by a dead
 // one: the state a killed holder leaves until the next contender.

@@ -19,15 +19,15 @@ var createKinds = map[string][]string{
 	string(sketch.KindBloom):          {"capacity", "fp-rate"},
 	string(sketch.KindCountingBloom):  {"capacity", "fp-rate"},
 	string(sketch.KindCountMinWindow): {"error", "confidence", "rows", "width", "period", "keep"},
-	// A Bloom window is a kind here too, with a case in makeStructure.
-	"arena": {"size"},
+	string(sketch.KindBloomWindow):    {"capacity", "fp-rate", "period", "keep"},
+	"arena":                           {"size"},
 }
 
-const kindList = "countmin, bloom, countingbloom, countminwindow or arena"
+const kindList = "countmin, bloom, countingbloom, countminwindow, bloomwindow or arena"
 
 var createCmd = &command{
 	name:    "create",
-	args:    "FILE[:NAME] --kind countmin|bloom|countingbloom|countminwindow|arena [SIZING]",
+	args:    "FILE[:NAME] --kind countmin|bloom|countingbloom|countminwindow|bloomwindow|arena [SIZING]",
 	summary: "create a sketch file, an arena, or a structure in an arena",
 	details: `
 Create makes a new sketch file and prints what it made: its shape, its
@@ -36,8 +36,9 @@ exists. Size a Count-Min sketch (the default kind) by --error and
 --confidence (or --rows and --width); a Bloom filter or a counting Bloom
 filter by --capacity and --fp-rate; a Count-Min window by the Count-Min
 sizing and --keep K periods of --period D (0: periods turn only on
-sketch rotate); an arena by --size, the bytes of its file (K, M and G
-suffixes are KiB, MiB and GiB).
+sketch rotate); a Bloom window by --capacity and --fp-rate of each
+period's filter and --keep and --period; an arena by --size, the bytes
+of its file (K, M and G suffixes are KiB, MiB and GiB).
 
 FILE:NAME makes a structure named NAME in the existing arena FILE (from
 create FILE --kind arena), refusing a name it has; it hashes with the
@@ -48,17 +49,18 @@ same seed, and so the same --seed).`,
 sketch create /dev/shm/banned.cbf --kind countingbloom --capacity 1000000 --fp-rate 0.01 --mode 0640
 sketch create /dev/shm/web.arena --kind arena --size 64M
 sketch create /dev/shm/web.arena:seen --kind bloom --capacity 1000000 --fp-rate 0.001
-sketch create /dev/shm/web.arena:clients --kind countminwindow --period 1m --keep 5 --error 0.001`,
+sketch create /dev/shm/web.arena:clients --kind countminwindow --period 1m --keep 5 --error 0.001
+sketch create /dev/shm/web.arena:recent --kind bloomwindow --period 10m --keep 6 --capacity 100000 --fp-rate 0.001`,
 	setup: func(fs *flag.FlagSet) func([]string) error {
 		kind := fs.String("kind", "countmin", "`KIND` to create: "+kindList)
 		errRate := fs.Float64("error", 0, "countmin, countminwindow: error rate ε, in (0, 1) (default 0.001): estimates are high by at most ε·total")
 		conf := fs.Float64("confidence", 0, "countmin, countminwindow: confidence of the error bound, in (0, 1) (default 0.99)")
 		rows := fs.Int("rows", 0, "countmin, countminwindow: rows, instead of --error and --confidence")
 		width := fs.Int("width", 0, "countmin, countminwindow: counters a row (rounded up to a power of two), with --rows")
-		capacity := fs.Uint64("capacity", 0, "bloom, countingbloom: keys it is sized to hold (required)")
-		fpRate := fs.Float64("fp-rate", 0, "bloom, countingbloom: false-positive rate at capacity, in (0, 1) (default 0.01)")
-		period := fs.Duration("period", 0, "countminwindow: length of a period, at least 1ms (default 0: turned by sketch rotate only)")
-		keep := fs.Int("keep", 0, fmt.Sprintf("countminwindow: periods an answer covers, the current one included, 1 to %d (required)", sketch.MaxWindowKeep))
+		capacity := fs.Uint64("capacity", 0, "bloom, countingbloom, bloomwindow: keys it is sized to hold, a bloomwindow each period (required)")
+		fpRate := fs.Float64("fp-rate", 0, "bloom, countingbloom, bloomwindow: false-positive rate at capacity, in (0, 1) (default 0.01)")
+		period := fs.Duration("period", 0, "countminwindow, bloomwindow: length of a period, at least 1ms (default 0: turned by sketch rotate only)")
+		keep := fs.Int("keep", 0, fmt.Sprintf("countminwindow, bloomwindow: periods an answer covers, the current one included, 1 to %d (required)", sketch.MaxWindowKeep))
 		size := fs.String("size", "", "arena: `BYTES` of the file, with an optional K, M or G (required)")
 		mode := fs.String("mode", "0600", "permission bits of a new file, in octal")
 		seed := fs.Uint64("seed", 0, "hash seed of a new file (default random); keep it secret")
@@ -154,6 +156,10 @@ func (f createFlags) validate() error {
 		if f.window.Keep == 0 {
 			return usageError("a Count-Min window needs --keep (and --period, or it turns only on sketch rotate)")
 		}
+	case string(sketch.KindBloomWindow):
+		if f.capacity == 0 || f.window.Keep == 0 {
+			return usageError("a Bloom window needs --capacity and --keep (and --period, or it turns only on sketch rotate)")
+		}
 	}
 	return nil
 }
@@ -169,6 +175,8 @@ func makeStructure(p place, f createFlags) (structure, error) {
 		return p.countingBloom(sketch.CountingBloomConfig{Capacity: f.capacity, FPRate: f.fpRate, Seed: f.seed})
 	case string(sketch.KindCountMinWindow):
 		return p.countMinWindow(f.window, f.cms)
+	case string(sketch.KindBloomWindow):
+		return p.bloomWindow(f.window, sketch.BloomConfig{Capacity: f.capacity, FPRate: f.fpRate, Seed: f.seed})
 	}
 	return nil, usageError("an arena holds structures, not arenas")
 }
@@ -268,6 +276,10 @@ func printCreated(what string, s structure, region uint64, jsonOut bool) error {
 		bytes = st.Bytes
 		figures = fmt.Sprintf("answers cover %s; estimates are high by at most %s of the window's total, with %s confidence",
 			windowText(sketch.Window{Period: st.Period, Keep: st.Keep}), percent(math.E/float64(st.Width)), percent(1-math.Exp(-float64(st.Rows))))
+	case sketch.BloomWindowStats:
+		bytes = st.Bytes
+		figures = fmt.Sprintf("answers cover %s; false positives about %s a period at %d keys each, up to about %s over the window",
+			windowText(sketch.Window{Period: st.Period, Keep: st.Keep}), percent(st.FPRate), st.Capacity, percent(1-math.Pow(1-st.FPRate, float64(st.Keep))))
 	}
 	if region != 0 {
 		bytes = region

@@ -1,9 +1,10 @@
 // Command sketch creates, feeds, queries and checks shared sketch files
 // from the shell, against the live file that other processes are writing.
 //
-//	sketch create FILE[:NAME] [--kind countmin|bloom|countingbloom|countminwindow|arena] [SIZING] [--mode 0600] [--seed S]
+//	sketch create FILE[:NAME] [--kind countmin|bloom|countingbloom|countminwindow|bloomwindow|arena] [SIZING] [--mode 0600] [--seed S]
 //	    SIZING: --error E --confidence C | --rows R --width W (countmin, countminwindow);
-//	    --capacity N --fp-rate P (bloom, countingbloom); --period D --keep K (countminwindow); --size N (arena)
+//	    --capacity N --fp-rate P (bloom, countingbloom, bloomwindow: each period's);
+//	    --period D --keep K (countminwindow, bloomwindow); --size N (arena)
 //	sketch add FILE[:NAME] [KEY...]        count keys; none or "-": one a line from standard input (--weighted: KEY<TAB>N)
 //	sketch query FILE[:NAME] [KEY...]      estimates with error bars, presence, counts; --top N of candidates from standard input
 //	sketch stats FILE[:NAME]               everything Stats reports; an arena's, a row a structure
@@ -52,10 +53,11 @@
 //   - add with keys, query: JSON Lines, one object a key. A Count-Min
 //     sketch or window: {"key", "estimate", "low"} (the true count is in
 //     [low, estimate] with the sketch's confidence, and never above
-//     estimate; a window's over the periods it covers). A Bloom filter:
-//     {"key", "present"} (false is exact), and from add "already" (every
-//     bit was set before: probably added before). A counting Bloom
-//     filter: {"key", "count", "present"}.
+//     estimate; a window's over the periods it covers). A Bloom filter or
+//     window: {"key", "present"} (false is exact; a window's over the
+//     periods it covers), and from add "already" (every bit was set
+//     before, in a window's current period or one it covers: probably
+//     added before). A counting Bloom filter: {"key", "count", "present"}.
 //   - add from standard input: {"file", "keys", "total", "seconds",
 //     "keys_per_second"}; "total" is watch's.
 //   - stats: {"file", "structures": [{"name", "kind", "description",
@@ -67,10 +69,15 @@
 //     "set", "fill", "estimated", "added", "seen", "bytes", "frozen",
 //     "read_only", "closed"), CountingBloomStats ("capacity", "fp_rate",
 //     "counters", "hashes", "counters_set", "count", "fill_ratio", "ops",
-//     "bytes", "frozen", "read_only", "closed") or CountMinWindowStats
+//     "bytes", "frozen", "read_only", "closed"), CountMinWindowStats
 //     ("rows", "width", "period" in nanoseconds, "keep", "current",
 //     "oldest", "start", "rotations", "total", "error_bound", "slots":
 //     [{"state", "period", "total", "adds"}], "bytes", "frozen",
+//     "read_only", "closed") or BloomWindowStats ("bits", "hashes",
+//     "capacity", "fp_rate", each period's filter's, "period" in
+//     nanoseconds, "keep", "current", "oldest", "start", "rotations",
+//     "check_rate", "slots": [{"state", "period", "set", "fill",
+//     "estimated", "rate", "added", "seen"}], "bytes", "frozen",
 //     "read_only", "closed"). A structure's "bytes" is its whole file's.
 //   - inspect: the library's FileInfo: {"path", "format_version",
 //     "byte_order", "bytes", "mode", "uid", "gid", "header_bytes",
@@ -85,12 +92,13 @@
 //   - watch: JSON Lines, one an interval: {"time", "file", "kind",
 //     "per_second", "total", "frozen", "lock"} ("lock" as inspect's) and
 //     what the kind has of "error_bound" (Count-Min sketch and window),
-//     "fill" and "count" (Bloom and counting Bloom filters), "current" and
-//     "oldest" (a window's periods). "total" is everything counted
-//     (Count-Min), the adds (Bloom), the write operations (counting
-//     Bloom), or what the periods a window covers counted.
+//     "fill" and "count" (Bloom and counting Bloom filters; a Bloom
+//     window's current period), "current" and "oldest" (a window's
+//     periods). "total" is everything counted (Count-Min), the adds
+//     (Bloom), the write operations (counting Bloom), or what the periods
+//     a window covers counted (a Bloom window's adds).
 //   - version: {"version", "backend", "go", "format_version"}.
 //
-// Kinds are named "countmin", "bloom", "countingbloom" and
-// "countminwindow"; create also makes an "arena".
+// Kinds are named "countmin", "bloom", "countingbloom", "countminwindow"
+// and "bloomwindow"; create also makes an "arena".
 package main

@@ -10,16 +10,16 @@ var freezeCmd = &command{
 	args:    "FILE[:NAME]",
 	summary: "seal a file for good: every writer stops, readers go on",
 	details: `
-Freeze seals the file: from then on every mutator of every process that has
-it open fails, read-write opens are refused, and read-only opens (query,
-stats, check) work, here or on a copy shipped to a host of the same byte
-order. An arena is sealed whole, whether FILE or FILE:NAME names it. A
-Count-Min window named is fixed at its current period; one in an arena
-frozen through another name, or through FILE, is not, and its answers
-empty as its periods pass: freeze a window by its own name. A file already
-frozen is left as it is. Count-Min and Bloom adds take no lock,
-so an add another process started just before may still land: freeze once
-the writers have stopped when the copy must be exact.`,
+Freeze seals the file: from then on every mutator of every process that
+has it open fails, read-write opens are refused, and read-only opens
+(query, stats, check) work, here or on a copy shipped to a host of the
+same byte order. An arena is sealed whole, whether FILE or FILE:NAME names
+it. A Count-Min or Bloom window named is fixed at its current period; one
+in an arena frozen through another name, or through FILE, is not, and its
+answers empty as its periods pass: freeze a window by its own name. A file
+already frozen is left as it is. Count-Min and Bloom adds take no lock, so
+an add another process started just before may still land: freeze once the
+writers have stopped when the copy must be exact.`,
 	example: `sketch freeze /dev/shm/clients.cms && cp /dev/shm/clients.cms /srv/archive/`,
 	setup: func(fs *flag.FlagSet) func([]string) error {
 		return func(args []string) error {

@@ -162,6 +162,12 @@ func TestUsage_BadArguments(t *testing.T) {
 		{"create", path + "2", "--kind", "bloom", "--rows", "3"},      // a Count-Min sizing for a Bloom filter
 		{"create", path + "2", "--period", "1s"},                      // a window's flag for a Count-Min
 		{"create", path + "2:name", "--kind", "bloom", "--seed", "1"}, // a structure in an arena has the arena's seed
+
+		// A Bloom window: no --capacity, no --keep, a Count-Min sizing.
+		{"create", path + "2", "--kind", "bloomwindow", "--keep", "2"},
+		{"create", path + "2", "--kind", "bloomwindow", "--capacity", "10"},
+		{"create", path + "2", "--kind", "bloomwindow", "--capacity", "10", "--keep", "2", "--width", "64"},
+
 		{"rotate"},
 		{"watch", path, "--interval", "0s"},
 		{"merge", path},

@@ -15,14 +15,15 @@ var queryCmd = &command{
 	args:    "FILE[:NAME] [KEY...]",
 	summary: "answer keys: estimates with error bars, presence, counts",
 	details: `
-Query prints one line a key: KEY, then a Count-Min sketch's estimate and its
-error bar ("between LOW and ESTIMATE": the true count is in that range with
-the sketch's confidence, and never above it; a Count-Min window's over the
-periods it covers), a Bloom filter's "probably present" or "definitely
-absent", or a counting Bloom filter's count (0: definitely absent). With
-no KEY, or "-", the keys come one a line from standard input. --top N
-reads candidate keys (a sketch stores none) and prints the N loudest,
-loudest first. It opens the file read-only.`,
+Query prints one line a key: KEY, then a Count-Min sketch's estimate and
+its error bar ("between LOW and ESTIMATE": the true count is in that range
+with the sketch's confidence, and never above it; a Count-Min window's
+over the periods it covers), a Bloom filter's "probably present" or
+"definitely absent" (a Bloom window's over the periods it covers), or a
+counting Bloom filter's count (0: definitely absent). With no KEY, or "-",
+the keys come one a line from standard input. --top N reads candidate keys
+(a sketch stores none) and prints the N loudest, loudest first. It opens
+the file read-only.`,
 	example: `sketch query /dev/shm/clients.cms 192.0.2.1 192.0.2.7
 sketch query /dev/shm/web.arena:seen req-81f3
 cut -d' ' -f1 access.log | sort -u | sketch query --top 10 /dev/shm/clients.cms`,

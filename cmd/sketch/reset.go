@@ -10,12 +10,12 @@ var resetCmd = &command{
 	args:    "FILE[:NAME]",
 	summary: "forget everything a structure counted",
 	details: `
-Reset forgets everything, in every process: a Count-Min sketch's Reset (not
-atomic: adds racing it may survive in some rows, which check reports), a
-Bloom filter's Reset (not atomic either), a counting Bloom filter's Clear
-(under its write lock). A Count-Min window has none: its periods leave it
-by themselves, and rotate turns one now. An arena is reset a structure at
-a time (FILE:NAME).`,
+Reset forgets everything, in every process: a Count-Min sketch's Reset
+(not atomic: adds racing it may survive in some rows, which check
+reports), a Bloom filter's Reset (not atomic either), a counting Bloom
+filter's Clear (under its write lock). A Count-Min or Bloom window has
+none: its periods leave it by themselves, and rotate turns one now. An
+arena is reset a structure at a time (FILE:NAME).`,
 	example: `sketch reset /dev/shm/clients.cms`,
 	setup: func(fs *flag.FlagSet) func([]string) error {
 		return func(args []string) error {

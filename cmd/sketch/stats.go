@@ -12,15 +12,18 @@ var statsCmd = &command{
 	args:    "FILE[:NAME]",
 	summary: "print everything a structure's Stats reports; an arena's, a row a structure",
 	details: `
-Stats prints what the structure's Stats reports, as an aligned table: for a
-Count-Min sketch its shape, total, add count, error bound, error rate and
-confidence; for a Bloom filter its capacity, false-positive rate, bits,
-fill, estimated keys and its adds that were new or seen; for a counting
-Bloom filter its capacity, false-positive rate, shape, fill and estimated
-items; for a Count-Min window the periods it covers, their total and error
-bound, and each slot's period and total. For an arena (FILE alone) it
-prints the arena's size, use and state, then one row a structure; --json
-has every structure's whole Stats. It opens the file read-only.`,
+Stats prints what the structure's Stats reports, as an aligned table: for
+a Count-Min sketch its shape, total, add count, error bound, error rate
+and confidence; for a Bloom filter its capacity, false-positive rate,
+bits, fill, estimated keys and its adds that were new or seen; for a
+counting Bloom filter its capacity, false-positive rate, shape, fill and
+estimated items; for a Count-Min window the periods it covers, their total
+and error bound, and each slot's period and total; for a Bloom window the
+periods it covers, its adds there, the rate at which it finds a key not
+added in them, and each slot's period, fill and estimated keys. For an
+arena (FILE alone) it prints the arena's size, use and state, then one row
+a structure; --json has every structure's whole Stats. It opens the file
+read-only.`,
 	example: `sketch stats /dev/shm/clients.cms
 sketch stats /dev/shm/web.arena
 sketch stats --json /dev/shm/clients.cms | jq .structures[0].stats.total`,

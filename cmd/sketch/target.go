@@ -187,7 +187,8 @@ func openEntry(p place, kind sketch.Kind) (structure, error) {
 		return p.countingBloom(sketch.CountingBloomConfig{})
 	case sketch.KindCountMinWindow:
 		return p.countMinWindow(sketch.Window{}, sketch.CountMinConfig{})
-		// A Bloom window is a case here, and a kind_bloomwindow.go.
+	case sketch.KindBloomWindow:
+		return p.bloomWindow(sketch.Window{}, sketch.BloomConfig{})
 	}
 	where := p.path
 	if p.arena != nil {
