@@ -1,0 +1,168 @@
+package main
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+)
+
+// Instruction counts: each subject's op loop runs under callgrind, which
+// counts instructions only inside measured (--toggle-collect), at two key
+// counts; the difference over the difference in keys is the cost of one
+// key with any fixed cost cancelled. Counts do not move with the machine's
+// load, as times do.
+
+// callgrindRows are the subjects counted, per build where they have one.
+func callgrindRows(builds []string) []Key {
+	var keys []Key
+	for _, b := range builds {
+		sk := Key{Struct: "countmin", Impl: "sketch", Build: b, Dist: "uniform", Batch: 1, Writers: 1, Procs: 1}
+		for _, k := range []Key{
+			{Op: "add", Shape: "default"},
+			{Op: "estimate", Shape: "default"},
+			{Op: "add", Shape: "default", Batch: 256},
+			{Op: "add", Shape: "C", Batch: 256},
+			{Op: "estimate", Shape: "C", Batch: 256},
+		} {
+			k2 := sk
+			k2.Op, k2.Shape = k.Op, k.Shape
+			if k.Batch > 0 {
+				k2.Batch = k.Batch
+			}
+			keys = append(keys, k2)
+		}
+		keys = append(keys, cbfKey("add", "sketch", b, 1, 1, 1), cbfKey("contains", "sketch", b, 1, 1, 1), cbfKey("add", "sketch", b, 256, 1, 1))
+	}
+	keys = append(keys,
+		Key{Struct: "countmin", Op: "add", Impl: "floor", Shape: "default", Dist: "uniform", Batch: 1, Writers: 1, Procs: 1},
+		Key{Struct: "countmin", Op: "add", Impl: "boom", Shape: "default", Dist: "uniform", Batch: 1, Writers: 1, Procs: 1},
+		cbfKey("add", "boom", "", 1, 1, 1),
+		cbfKey("add", "bitsblooms", "", 1, 1, 1),
+		exactKey("mutexmap", "insert", "uniform10k", 1),
+		exactKey("syncmap", "insert", "uniform10k", 1),
+	)
+	for _, b := range builds {
+		if b == "cgo" {
+			keys = append(keys, cgoRows()[0].Key)
+		}
+	}
+	return keys
+}
+
+// instrCount is one subject's instructions per key.
+type instrCount struct {
+	Key   Key
+	PerOp float64
+	Err   string
+}
+
+// countInstructions runs every callgrind row in the build that owns it,
+// two valgrind processes at a time.
+func (p plan) countInstructions(dir string, n1, n2 int) []instrCount {
+	var builds []string
+	for _, b := range allBuilds {
+		if p.bins[b] != "" {
+			builds = append(builds, b)
+		}
+	}
+	keys := callgrindRows(builds)
+	out := make([]instrCount, len(keys))
+	sem := make(chan struct{}, 2)
+	var wg sync.WaitGroup
+	for i, k := range keys {
+		bin := p.bins[p.owner(subject{Key: k})]
+		wg.Go(func() {
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			out[i] = instrCount{Key: k}
+			var ir [2]uint64
+			for j, n := range []int{n1, n2} {
+				d := filepath.Join(dir, fmt.Sprintf("cg-%d-%d", i, j))
+				c, err := callgrind(bin, d, k.String(), n)
+				if err != nil {
+					out[i].Err = err.Error()
+					return
+				}
+				ir[j] = c
+			}
+			out[i].PerOp = float64(ir[1]-ir[0]) / float64(n2-n1)
+		})
+	}
+	wg.Wait()
+	return out
+}
+
+// callgrind runs one op loop under callgrind and returns the instructions
+// counted inside measured.
+func callgrind(bin, dir, id string, n int) (uint64, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return 0, err
+	}
+	outFile := filepath.Join(dir, "callgrind.out")
+	cmd := exec.Command("valgrind", "--tool=callgrind", "--callgrind-out-file="+outFile,
+		"--collect-atstart=no", "--toggle-collect=main.measured",
+		bin, "-role=oploop", "-dir="+dir, "-id="+id, fmt.Sprint("-n=", n))
+	// Valgrind's callgrind trips over the signals of Go's asynchronous
+	// preemption; the op loop does not need it.
+	// No collection may run inside measured, where callgrind would count
+	// it: the op loops allocate little, and GOGC=off keeps it all.
+	cmd.Env = append(os.Environ(), "GODEBUG=asyncpreemptoff=1", "GOGC=off")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return 0, fmt.Errorf("valgrind %s: %v: %s", id, err, lastLine(string(out)))
+	}
+	f, err := os.Open(outFile)
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), "totals:"); ok {
+			return strconv.ParseUint(strings.Fields(v)[0], 10, 64)
+		}
+	}
+	return 0, fmt.Errorf("callgrind %s: no totals", id)
+}
+
+func lastLine(s string) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	return lines[len(lines)-1]
+}
+
+// opLoop is the program valgrind runs: open the subject on short streams,
+// warm it up, then run n keys inside measured.
+func opLoop(e *env, id string, n int) error {
+	s, ok := lookup(table(allBuilds), id)
+	if !ok {
+		return fmt.Errorf("no subject %s", id)
+	}
+	run, stop, err := s.start(e, 0)
+	if err != nil {
+		return err
+	}
+	if stop != nil {
+		defer stop()
+	}
+	chunk := max(256, s.unit())
+	run(chunk)
+	// Short calls of measured, the scheduler's turn between them: a
+	// goroutine that runs 10ms without one is preempted, and the switch of
+	// stacks can make callgrind think measured returned, after which it
+	// stops counting.
+	for done := 0; done < n; done += chunk {
+		runtime.Gosched()
+		measured(run, min(chunk, n-done))
+	}
+	return nil
+}
+
+// measured is where callgrind counts.
+//
+//go:noinline
+func measured(run runFunc, n int) { run(n) }

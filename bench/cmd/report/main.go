@@ -1,0 +1,173 @@
+// Command report measures the sketch module's structures beside exact maps
+// and other libraries, and writes docs/BENCHMARKS.md with its charts
+// (make bench-report runs it).
+//
+// The orchestrator starts one worker per build of this program (cgo and
+// pure Go: the build decides which core serves batches) and visits every
+// subject in interleaved rounds, one sample at a time, so that ratios
+// between subjects come from moments close together. Two-process subjects
+// start a peer process of the worker's build on the same file. Memory is
+// measured in fresh processes, instruction counts under callgrind.
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/shmsketch/sketch"
+)
+
+func main() {
+	var (
+		role      = flag.String("role", "", "internal: worker, peer, mem or oploop")
+		dir       = flag.String("dir", "", "internal: the run's directory for files")
+		id        = flag.String("id", "", "internal: subject ID")
+		start     = flag.Int("start", 0, "internal: the peer's first key")
+		n         = flag.Int("n", 0, "internal: keys (oploop, mem)")
+		impl      = flag.String("impl", "", "internal: structure (mem)")
+		cgoBin    = flag.String("cgo", "", "the cgo build of this program (default: this program, if it is one)")
+		puregoBin = flag.String("purego", "", "the pure-Go build of this program (default: this program, if it is one)")
+		out       = flag.String("out", "docs/BENCHMARKS.md", "the report to write")
+		charts    = flag.String("charts", "docs/bench", "the directory for its SVG charts")
+		rounds    = flag.Int("rounds", 7, "samples of each subject (odd: the median is one of them)")
+		sample    = flag.Duration("sample", 100*time.Millisecond, "the length of one sample")
+		quick     = flag.Bool("quick", false, "a check of the program, not a measurement: 3 rounds of 10ms samples, memory up to 1M keys, op counts 10x smaller")
+		run       = flag.String("run", "", "measure only subjects whose ID matches this regexp")
+		noCG      = flag.Bool("nocallgrind", false, "leave out the instruction counts")
+		noMem     = flag.Bool("nomemory", false, "leave out the memory section")
+		command   = flag.String("command", "", "the command to record as having made the report (default: this one)")
+	)
+	flag.Parse()
+	self, err := os.Executable()
+	if err != nil {
+		fatalf("%v", err)
+	}
+	switch *role {
+	case "worker":
+		e := newEnv(*dir, self, false)
+		defer e.close()
+		err = worker(e, os.Stdin, os.Stdout)
+	case "peer":
+		e := newEnv(*dir, self, false)
+		defer e.close()
+		err = peerMain(e, *id, *start, os.Stdin, os.Stdout)
+	case "mem":
+		err = memMain(*impl, *n, os.Stdout)
+	case "oploop":
+		e := newEnv(*dir, self, true)
+		defer e.close()
+		err = opLoop(e, *id, *n)
+	case "":
+		if *quick {
+			*rounds, *sample = 3, 10*time.Millisecond
+		}
+		o := orchestration{
+			self: self, out: *out, charts: *charts, quick: *quick, callgrind: !*noCG, memory: !*noMem,
+			command: *command,
+			plan:    plan{rounds: *rounds, target: *sample, bins: map[string]string{}},
+		}
+		if o.command == "" {
+			o.command = strings.Join(os.Args, " ")
+		}
+		o.plan.bins[sketch.Backend] = self
+		if *cgoBin != "" {
+			o.plan.bins["cgo"] = *cgoBin
+		}
+		if *puregoBin != "" {
+			o.plan.bins["purego"] = *puregoBin
+		}
+		if *run != "" {
+			if o.plan.filter, err = regexp.Compile(*run); err != nil {
+				fatalf("-run: %v", err)
+			}
+		}
+		err = o.main()
+	default:
+		err = fmt.Errorf("unknown role %q", *role)
+	}
+	if err != nil {
+		fatalf("%v", err)
+	}
+}
+
+// orchestration is one run of the whole report.
+type orchestration struct {
+	plan
+	self, out, charts string
+	quick, callgrind  bool
+	memory            bool
+	command           string
+}
+
+func (o *orchestration) main() error {
+	began := time.Now()
+	dir, err := os.MkdirTemp(shmDir(), "sketch-report-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	o.dir = dir
+	m := readMachine()
+	progress("%s, %d CPUs; %s; load average %s", m.CPU, m.CPUs, m.CacheList(), m.LoadStart)
+	res, err := o.measure()
+	if err != nil {
+		return err
+	}
+	for _, s := range res.Subjects {
+		if n := res.GCs[s.ID()]; n > 0 {
+			progress("%s: %d garbage collections during its samples", s.ID(), n)
+		}
+	}
+	v := &view{res: res, m: m, builds: map[string]bool{}}
+	for _, b := range res.Builds {
+		v.builds[b] = true
+	}
+	counts := []int{10_000, 1_000_000, 10_000_000}
+	if o.quick {
+		counts = counts[:2]
+	}
+	var mem *memTable
+	memErr := errors.New("left out (-nomemory)")
+	if o.memory {
+		if mem, memErr = measureMemory(o.self, counts); memErr != nil {
+			progress("%v", memErr)
+		}
+	}
+	var ic []instrCount
+	var icNote string
+	n1, n2 := 4096, 20480
+	if o.quick {
+		n1, n2 = 512, 2560
+	}
+	switch _, lookErr := exec.LookPath("valgrind"); {
+	case !o.callgrind:
+		icNote = "Instruction counts were left out (-nocallgrind)."
+	case lookErr != nil:
+		icNote = "Instruction counts were left out: valgrind is not installed (`make bench-report` installs it when run as root on Debian)."
+	default:
+		t0 := time.Now()
+		ic = o.countInstructions(dir, n1, n2)
+		progress("instruction counts took %v", time.Since(t0).Round(time.Second))
+	}
+	if err := o.writeReport(v, mem, memErr, ic, icNote, n1, n2, time.Since(began)); err != nil {
+		return err
+	}
+	fmt.Fprint(os.Stderr, v.headline(mem))
+	progress("wrote %s and %s in %v", o.out, o.charts, time.Since(began).Round(time.Second))
+	return nil
+}
+
+// shmDir is where the run's files go: tmpfs, as shared sketches usually
+// live, when the machine has it.
+func shmDir() string {
+	if fi, err := os.Stat("/dev/shm"); err == nil && fi.IsDir() {
+		return "/dev/shm"
+	}
+	return os.TempDir()
+}

@@ -1,0 +1,108 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os/exec"
+	"runtime"
+	"time"
+
+	"github.com/bits-and-blooms/bloom/v3"
+	boom "github.com/tylertreat/BoomFilters"
+
+	"github.com/shmsketch/sketch"
+)
+
+// memResult is what a structure holding n distinct keys costs: its Go heap
+// (live bytes after a collection; the maps' keys included, since a map
+// must keep them) and one full collection with it live.
+type memResult struct {
+	Heap int64
+	GC   time.Duration
+}
+
+// memImpls are the structures measured by memMain, on the Go heap.
+var memImpls = []string{"mutexmap", "syncmap", "boomcbf", "bitsblooms"}
+
+// memMain adds n distinct keys to a new structure, then reports its heap.
+func memMain(impl string, n int, w io.Writer) error {
+	runtime.GC()
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	var keep any
+	switch impl {
+	case "mutexmap":
+		m := &mutexMap{m: map[string]uint64{}}
+		spaceKeys(n, func(k string) {
+			m.mu.Lock()
+			m.m[k]++
+			m.mu.Unlock()
+		})
+		keep = m
+	case "syncmap":
+		m := &syncMap{}
+		spaceKeys(n, func(k string) { m.inc(k) })
+		keep = m
+	case "boomcbf":
+		f := boom.NewCountingBloomFilter(uint(n), 4, cbfFPRate)
+		spaceKeys(n, func(k string) { f.Add([]byte(k)) })
+		keep = f
+	case "bitsblooms":
+		f := bloom.NewWithEstimates(uint(n), cbfFPRate)
+		spaceKeys(n, func(k string) { f.AddString(k) })
+		keep = f
+	default:
+		return fmt.Errorf("unknown structure %q", impl)
+	}
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	t0 := time.Now()
+	runtime.GC()
+	gc := time.Since(t0)
+	runtime.KeepAlive(keep)
+	return json.NewEncoder(w).Encode(memResult{Heap: int64(after.HeapAlloc) - int64(before.HeapAlloc), GC: gc})
+}
+
+// memTable is the memory section: the Go heap of each structure and the
+// size of this module's (a mapping, off the heap) at each key count.
+type memTable struct {
+	Counts []int
+	Heap   map[string][]memResult // by impl, then count
+	Bytes  map[string][]int64     // this module's structures
+}
+
+// measureMemory runs memMain in a fresh process of bin for each structure
+// and key count, one at a time.
+func measureMemory(bin string, counts []int) (*memTable, error) {
+	t := &memTable{Counts: counts, Heap: map[string][]memResult{}, Bytes: map[string][]int64{}}
+	for _, impl := range memImpls {
+		for _, n := range counts {
+			t0 := time.Now()
+			out, err := exec.Command(bin, "-role=mem", "-impl="+impl, fmt.Sprint("-n=", n)).Output()
+			if err != nil {
+				return nil, fmt.Errorf("memory of %s at %d keys: %w", impl, n, err)
+			}
+			var r memResult
+			if err := json.Unmarshal(out, &r); err != nil {
+				return nil, fmt.Errorf("memory of %s at %d keys: %w", impl, n, err)
+			}
+			t.Heap[impl] = append(t.Heap[impl], r)
+			progress("memory: %s with %d keys: %s (%v)", impl, n, sizeString(r.Heap), time.Since(t0).Round(time.Millisecond))
+		}
+	}
+	cms, err := sketch.CountMinConfig{}.Bytes()
+	if err != nil {
+		return nil, err
+	}
+	for _, n := range counts {
+		t.Bytes["countmin"] = append(t.Bytes["countmin"], int64(cms))
+		f, err := sketch.NewCountingBloom(sketch.CountingBloomConfig{Capacity: uint64(n), FPRate: cbfFPRate})
+		if err != nil {
+			return nil, err
+		}
+		t.Bytes["countingbloom"] = append(t.Bytes["countingbloom"], int64(f.Stats().Bytes))
+		f.Close()
+	}
+	return t, nil
+}
