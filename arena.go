@@ -21,7 +21,7 @@ const (
 )
 
 // An Arena is one file holding many named structures: Count-Min sketches
-// and counting Bloom filters side by side, each found by its name. Every
+// Bloom filters and counting Bloom filters side by side, each found by its name. Every
 // process opens the arena and asks for each structure by name and config;
 // the first to ask creates it, the rest attach to it, also when several
 // processes race on the same new name.
@@ -183,6 +183,21 @@ func (a *Arena) CountMin(name string, cfg CountMinConfig) (*CountMin, error) {
 		return nil, err
 	}
 	return newCountMin(m), nil
+}
+
+// Bloom returns the Bloom filter named name, creating it with cfg if the
+// arena has none of that name, as CountMin does. The zero config only
+// attaches.
+func (a *Arena) Bloom(name string, cfg BloomConfig) (*Bloom, error) {
+	sp, err := cfg.spec()
+	if err != nil {
+		return nil, a.errorf("open", name, err)
+	}
+	m, err := a.structure(name, sp)
+	if err != nil {
+		return nil, err
+	}
+	return newBloom(m)
 }
 
 // CountingBloom returns the counting Bloom filter named name, creating it

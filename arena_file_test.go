@@ -14,7 +14,7 @@ import (
 	"github.com/zeebo/xxh3"
 )
 
-// arMakeFile makes an arena of 256 KiB with three structures and returns
+// arMakeFile makes an arena of 256 KiB with four structures and returns
 // its bytes.
 func arMakeFile(t testing.TB) []byte {
 	t.Helper()
@@ -37,6 +37,12 @@ func arMakeFile(t testing.TB) []byte {
 	}
 	b.AddString("k")
 	b.Close()
+	bl, err := a.Bloom("four", BloomConfig{Capacity: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bl.AddString("k")
+	bl.Close()
 	a.Close()
 	data, err := os.ReadFile(path)
 	if err != nil {
@@ -64,7 +70,7 @@ func TestArena_CraftedFiles(t *testing.T) {
 		want error
 	}{
 		{"count above capacity", func(b []byte) { native.PutUint32(b[offDirCount:], native.Uint32(b[offDirCap:])+1) }, ErrCorrupt},
-		{"count covers an unwritten entry", func(b []byte) { native.PutUint32(b[offDirCount:], 4) }, ErrChecksum},
+		{"count covers an unwritten entry", func(b []byte) { native.PutUint32(b[offDirCount:], native.Uint32(b[offDirCount:])+1) }, ErrChecksum},
 		{"entry past the end", func(b []byte) {
 			eb := arEntry(b, 2)
 			native.PutUint64(eb[entOff:], uint64(len(b)))
@@ -136,6 +142,7 @@ func TestArena_EntriesChangedAfterAttach(t *testing.T) {
 		t.Fatal(err)
 	}
 	a := mustOpenArena(t, path, 0)
+	n := uint32(len(a.List()))
 	f, err := os.OpenFile(path, os.O_RDWR, 0)
 	if err != nil {
 		t.Fatal(err)
@@ -158,10 +165,10 @@ func TestArena_EntriesChangedAfterAttach(t *testing.T) {
 	native.PutUint64(eb[entParams+8:], 1)
 	copy(eb[entName:], "evil")
 	arResumEntry(eb)
-	if _, err := f.WriteAt(eb, dirOff+3*entrySize); err != nil {
+	if _, err := f.WriteAt(eb, dirOff+int64(n)*entrySize); err != nil {
 		t.Fatal(err)
 	}
-	count(4)
+	count(n + 1)
 	if _, err := a.CountMin("evil", CountMinConfig{}); !errors.Is(err, ErrCorrupt) {
 		t.Errorf("an appended entry past the end: %v, want ErrCorrupt", err)
 	}
@@ -172,10 +179,10 @@ func TestArena_EntriesChangedAfterAttach(t *testing.T) {
 	if _, err := a.CountMin("one", CountMinConfig{}); !errors.Is(err, ErrCorrupt) {
 		t.Errorf("an entry count past the capacity: %v, want ErrCorrupt", err)
 	}
-	if got := len(a.List()); got != 3 {
-		t.Errorf("List() has %d entries, want the 3 validated ones", got)
+	if got := uint32(len(a.List())); got != n {
+		t.Errorf("List() has %d entries, want the %d validated ones", got, n)
 	}
-	count(3)
+	count(n)
 	c, err := a.CountMin("one", CountMinConfig{})
 	if err != nil {
 		t.Fatalf("the validated entries still open: %v", err)
@@ -232,6 +239,13 @@ func FuzzOpenArena(f *testing.F) {
 					c.EstimateString("x")
 					c.Check()
 					c.Close()
+				}
+			case KindBloom:
+				if b, err := a.Bloom(e.Name, BloomConfig{}); err == nil {
+					b.AddString("x")
+					b.CheckString("x")
+					b.Stats()
+					b.Close()
 				}
 			case KindCountingBloom:
 				if b, err := a.CountingBloom(e.Name, CountingBloomConfig{}); err == nil {

@@ -17,8 +17,8 @@ const (
 	arRaceSize  = 4 << 20
 )
 
-// arRaceName is the i-th name of the race; even ones are Count-Min
-// sketches, odd ones counting Bloom filters.
+// arRaceName is the i-th name of the race: by i mod 3 a Count-Min
+// sketch, a counting Bloom filter or a Bloom filter.
 func arRaceName(i int) string { return fmt.Sprintf("name-%02d", i) }
 
 // childArenaRace opens the arena and asks for every name in an order of
@@ -36,7 +36,8 @@ func childArenaRace() error {
 	key := "child-" + strconv.Itoa(child)
 	order := rand.New(rand.NewPCG(uint64(child), 7)).Perm(arRaceNames)
 	for _, i := range order {
-		if i%2 == 0 {
+		switch i % 3 {
+		case 0:
 			c, err := a.CountMin(arRaceName(i), arCMS)
 			if err != nil {
 				return err
@@ -45,8 +46,17 @@ func childArenaRace() error {
 				return err
 			}
 			c.Close()
-		} else {
+		case 1:
 			b, err := a.CountingBloom(arRaceName(i), arCBF)
+			if err != nil {
+				return err
+			}
+			if _, err := b.AddString(key); err != nil {
+				return err
+			}
+			b.Close()
+		case 2:
+			b, err := a.Bloom(arRaceName(i), arBloom)
 			if err != nil {
 				return err
 			}
@@ -102,7 +112,8 @@ func TestArena_RaceToCreate(t *testing.T) {
 	}
 	var missing int
 	for i := range arRaceNames {
-		if i%2 == 0 {
+		switch i % 3 {
+		case 0:
 			c, err := a.CountMin(arRaceName(i), arCMS)
 			if err != nil {
 				t.Fatal(err)
@@ -119,7 +130,7 @@ func TestArena_RaceToCreate(t *testing.T) {
 				t.Errorf("%s: Check() = %v", arRaceName(i), err)
 			}
 			c.Close()
-		} else {
+		case 1:
 			b, err := a.CountingBloom(arRaceName(i), arCBF)
 			if err != nil {
 				t.Fatal(err)
@@ -128,6 +139,20 @@ func TestArena_RaceToCreate(t *testing.T) {
 				if !b.ContainsString(fmt.Sprint("child-", p)) {
 					missing++
 				}
+			}
+			b.Close()
+		case 2:
+			b, err := a.Bloom(arRaceName(i), arBloom)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for p := range procs {
+				if !b.CheckString(fmt.Sprint("child-", p)) {
+					missing++
+				}
+			}
+			if st := b.Stats(); st.Added+st.Seen != procs {
+				t.Errorf("%s: %d adds counted, want %d", arRaceName(i), st.Added+st.Seen, procs)
 			}
 			b.Close()
 		}

@@ -24,8 +24,9 @@ func mustOpenArena(t testing.TB, path string, size int64, opts ...Option) *Arena
 }
 
 var (
-	arCMS = CountMinConfig{Rows: 4, Width: 1024}
-	arCBF = CountingBloomConfig{Capacity: 1000, FPRate: 0.01}
+	arCMS   = CountMinConfig{Rows: 4, Width: 1024}
+	arCBF   = CountingBloomConfig{Capacity: 1000, FPRate: 0.01}
+	arBloom = BloomConfig{Capacity: 1000, FPRate: 0.01}
 )
 
 // TestArena_GatewayStructures is the gateway of the docs: one arena, a
@@ -48,6 +49,12 @@ func TestArena_GatewayStructures(t *testing.T) {
 		c.AddString("10.0.0.1")
 	}
 	b.AddString("evil")
+	seen, err := a.Bloom("seen", arBloom)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer seen.Close()
+	seen.AddString("req-1")
 
 	w := mustOpenArena(t, path, 0)
 	c2, err := w.CountMin("clients", CountMinConfig{}) // zero config: whatever is stored
@@ -72,10 +79,21 @@ func TestArena_GatewayStructures(t *testing.T) {
 	if !b2.ContainsString("evil") || b2.ContainsString("good") {
 		t.Errorf("second handle: Contains(evil) = %v, Contains(good) = %v", b2.ContainsString("evil"), b2.ContainsString("good"))
 	}
-	cbfBytes := countingBloomBytes(b.Counters())
+	seen2, err := w.Bloom("seen", BloomConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer seen2.Close()
+	if !seen2.CheckString("req-1") {
+		t.Error("second handle: the Bloom filter lost req-1")
+	}
+	if already, _ := seen2.AddString("req-1"); !already {
+		t.Error("second handle: req-1 not already present")
+	}
 	want := []ArenaEntry{
 		{Name: "clients", Kind: KindCountMin, Bytes: countMinBytes(4, 1024), Config: CountMinConfig{Rows: 4, Width: 1024}},
-		{Name: "banned", Kind: KindCountingBloom, Bytes: cbfBytes, Config: CountingBloomConfig{Capacity: 1000, FPRate: 0.01}},
+		{Name: "banned", Kind: KindCountingBloom, Bytes: countingBloomBytes(b.Counters()), Config: arCBF},
+		{Name: "seen", Kind: KindBloom, Bytes: bloomBytes(seen.Bits() / bloomBlockBits), Config: arBloom},
 	}
 	got := w.List()
 	for i := range got {
@@ -91,7 +109,7 @@ func TestArena_GatewayStructures(t *testing.T) {
 		t.Errorf("List() (-want +got):\n%s", diff)
 	}
 	st := w.Stats()
-	if st.Entries != 2 || st.Size != 1<<20 || st.Used+st.Free != st.Size || st.Capacity != 256 {
+	if st.Entries != 3 || st.Size != 1<<20 || st.Used+st.Free != st.Size || st.Capacity != 256 {
 		t.Errorf("Stats() = %+v", st)
 	}
 	if !strings.Contains(c2.String(), "clients") || strings.Contains(fmt.Sprint(c2), fmt.Sprint(c2.Seed())) {

@@ -110,6 +110,11 @@ func (cfg CountingBloomConfig) spec() (spec, error) {
 	sp.size = countingBloomBytes(m)
 	sp.params = [8]uint64{cfg.Capacity, math.Float64bits(fp), m, uint64(k)}
 	sp.match = func(e entry) error {
+		if e.params[0] == sp.params[0] && e.params[1] == sp.params[1] {
+			// The config the file was made with: attach even where this
+			// platform's floating point would size it a block apart.
+			return nil
+		}
 		if e.params[2] != m || e.params[3] != uint64(k) {
 			return fmt.Errorf("%w: asked for %d counters and %d hashes, the file has %d and %d", ErrIncompatible, m, k, e.params[2], e.params[3])
 		}

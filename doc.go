@@ -38,7 +38,10 @@
 // mode ([WithMode], default 0600) and its blocks reserved, and then links
 // it at the path, so a file at a path is always complete and attaching
 // takes no lock. Anything that is not a sketch file is [ErrCorrupt]. The
-// format is in docs/FORMAT.md.
+// format is in docs/FORMAT.md. [Inspect] reads any sketch file's header,
+// directory and lock state (who holds the lock, and whether they are
+// alive) without writing to it or locking it; the sketch command's
+// inspect and check use it.
 //
 // A file owned by someone the caller has no reason to trust is refused
 // ([ErrNotOwner]): whoever owns a file can rewrite it, or truncate it and

@@ -75,6 +75,10 @@ func TestHelperProcess(t *testing.T) {
 		err = childCBFRace()
 	case "freeze":
 		err = childFreeze()
+	case "bloomadd":
+		err = childBloomAdd()
+	case "bloomfrozen":
+		err = childBloomFrozen()
 	case "readonlyview":
 		err = childReadOnlyView()
 	case "lockhold":

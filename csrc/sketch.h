@@ -112,4 +112,28 @@ uint64_t sk_cbf_count_set(const uint32_t *words, uint64_t nwords);
 void sk_cbf_merge(uint32_t *words, const uint8_t *src, uint64_t nwords);
 void sk_cbf_clear(uint32_t *words, uint64_t nwords);
 
+/* Bloom filter batches (bloom.c; keep in sync with bloom_core.go and the
+ * binding in bloom.go). words holds blocks x SK_BLOOM_WORDS words: a key's
+ * block is the high word of lo * blocks, its probe i bit x_i >> 55 of the
+ * block (bit j is bit j % 64 of word j / 64), x_0 = hi | 1 and
+ * x_(i+1) = x_i * SK_BLOOM_MUL. */
+#define SK_BLOOM_WORDS 8 /* a block: 512 bits, one cache line */
+#define SK_BLOOM_MUL UINT64_C(0x9e3779b97f4a7c15)
+#define SK_BLOOM_AHEAD 8 /* keys hashed and prefetched ahead */
+#define SK_BLOOM_MAX_HASHES 32
+
+/* sk_bloom_init fills the probe multipliers; call it once before any
+ * batch. */
+void sk_bloom_init(void);
+
+/* sk_bloom_add_many adds each key and returns how many set at least one
+ * bit; already, when not NULL, receives 1 for a key whose bits were all
+ * set, else 0. sk_bloom_check_many stores 1 in out for a key whose bits
+ * are all set, else 0, and returns how many are. prefetch asks them to
+ * fetch SK_BLOOM_AHEAD keys' blocks ahead. */
+uint64_t sk_bloom_add_many(uint64_t *words, uint64_t seed, uint64_t blocks, uint32_t k, int prefetch,
+			   const sk_key *keys, size_t count, uint8_t *already);
+uint64_t sk_bloom_check_many(uint64_t *words, uint64_t seed, uint64_t blocks, uint32_t k, int prefetch,
+			     const sk_key *keys, size_t count, uint8_t *out);
+
 #endif

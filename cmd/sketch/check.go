@@ -2,33 +2,113 @@ package main
 
 import (
 	"errors"
+	"flag"
 	"fmt"
 
 	"github.com/shmsketch/sketch"
 )
 
-// runCheck validates a sketch file without creating or changing anything
-// and prints its stats. It fails when the file is corrupt or when Check
-// finds rows that disagree (an add interrupted by a killed process).
-func runCheck(args []string) error {
-	if len(args) != 1 {
-		return errors.New("usage: sketch check FILE")
-	}
-	c, err := sketch.OpenCountMin(args[0], sketch.CountMinConfig{}, sketch.ReadOnly())
-	if err != nil {
-		return err
-	}
-	defer c.Close()
-	printStats(c.Stats())
-	if err := c.Check(); err != nil {
-		return err
-	}
-	fmt.Println("ok")
-	return nil
+var checkCmd = &command{
+	name:    "check",
+	args:    "FILE",
+	summary: "verify a file: exit 0 sound, 1 corrupt, 3 an add cut short",
+	details: `
+Check verifies the whole file without changing it: the header and its
+checksum, the directory, every structure's parameters and place, and what
+each structure can check of its counters (a Count-Min sketch's rows must
+all sum to the same total). It exits 0 when the file is sound; 1 when it
+is corrupt or cannot be read; 3 when the only findings are operations cut
+short, which are not damage and need no repair: an add torn by a killed
+writer (some rows counted it, the rest not), adds that raced a reset, or
+a process killed while it held the file's lock (the next contender
+recovers it). It opens the file read-only and takes no lock.`,
+	example: `sketch check /dev/shm/clients.cms; echo "exit $?"`,
+	setup: func(fs *flag.FlagSet) func([]string) error {
+		jsonOut := fs.Bool("json", false, `print JSON: {"file", "status": "ok"|"interrupted"|"corrupt", "findings", "exit_code"}`)
+		return func(args []string) error {
+			if len(args) != 1 {
+				return usageError("want one FILE")
+			}
+			t, err := parseTarget(args[0])
+			if err != nil {
+				return err
+			}
+			if t.name != "" {
+				return usageError("check verifies a whole file: give FILE, not %s", t)
+			}
+			r := checkFile(t.path)
+			if *jsonOut {
+				printJSON(stdout, r)
+			} else if r.err == nil {
+				fmt.Fprintf(stdout, "%s: %s\n", t.path, r.what)
+				for _, f := range r.Findings {
+					fmt.Fprintf(stdout, "  %s\n", f)
+				}
+				if r.Status == "ok" {
+					fmt.Fprintln(stdout, "ok")
+				}
+			}
+			switch {
+			case r.err != nil:
+				return r.err
+			case r.ExitCode != exitOK:
+				return &exitError{r.ExitCode, errReported}
+			}
+			return nil
+		}
+	},
 }
 
-func printStats(s sketch.CountMinStats) {
-	fmt.Printf("shape       %d x %d (%d bytes mapped)\n", s.Rows, s.Width, s.Bytes)
-	fmt.Printf("total       %d (add count %d)\n", s.Total, s.Adds)
-	fmt.Printf("error bound %d (ε %.6f, confidence %.4f)\n", s.ErrorBound, s.ErrorRate, s.Confidence)
+// checkResult is what check found, and its JSON.
+type checkResult struct {
+	File     string   `json:"file"`
+	Status   string   `json:"status"` // "ok", "interrupted" (exit 3) or "corrupt" (exit 1, also for a file that cannot be read)
+	Findings []string `json:"findings"`
+	ExitCode int      `json:"exit_code"`
+	what     string
+	err      error
+}
+
+func checkFile(path string) checkResult {
+	r := checkResult{File: path, Status: "ok", Findings: []string{}}
+	fail := func(err error) checkResult {
+		r.Status, r.ExitCode, r.err = "corrupt", exitFailure, err
+		r.Findings = append(r.Findings, err.Error())
+		return r
+	}
+	fi, err := sketch.Inspect(path)
+	if err != nil {
+		return fail(err)
+	}
+	s, err := openEntry(path, fi.Entries[0].Kind, []sketch.Option{sketch.ReadOnly()})
+	if err != nil {
+		return fail(err)
+	}
+	defer s.Close()
+	r.what = s.describe()
+	interrupted := func(msg string) {
+		r.Status, r.ExitCode = "interrupted", exitTorn
+		r.Findings = append(r.Findings, msg)
+	}
+	if err := s.check(); err != nil {
+		if !errors.Is(err, sketch.ErrInconsistent) {
+			return fail(err)
+		}
+		what := "counters that disagree, left by adds that raced a reset"
+		if errors.Is(err, sketch.ErrTornAdd) {
+			what = "a torn add: a writer was killed (or closed) part way through an add"
+		}
+		interrupted(fmt.Sprintf("%s, which is not damage and needs no repair (%v)", what, err))
+	}
+	l := fi.Lock
+	switch {
+	case l.Writer && l.WriterToken < 0:
+		interrupted("the lock is marked held with no owner (a damaged lock word); the next contender clears it")
+	case l.Writer && !l.WriterAlive:
+		interrupted(fmt.Sprintf("the lock is held by handle %d, which is dead: a writer was killed holding it; the next contender recovers it", l.WriterToken))
+	}
+	if l.DeadReaderSlots > 0 {
+		interrupted(fmt.Sprintf("%d reader slots belong to dead readers: processes killed holding the read lock; the next writer clears them", l.DeadReaderSlots))
+	}
+	return r
 }

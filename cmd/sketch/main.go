@@ -1,54 +1,251 @@
-// Command sketch inspects and demonstrates shared Count-Min sketches.
-//
-//	sketch demo [-procs N] [-adds N] [-file PATH]   several processes count one stream
-//	sketch check FILE                               validate a file, print its stats
-//	sketch add FILE KEY [N]                         count KEY (N times), print the estimate
-//	sketch estimate FILE KEY...                     print estimates with their error bound
-//	sketch version                                  print the backend this binary uses
 package main
 
 import (
+	"bufio"
+	"errors"
+	"flag"
 	"fmt"
+	"io"
 	"os"
-
-	"github.com/shmsketch/sketch"
+	"strings"
 )
 
-const usage = `usage:
-  sketch demo [-procs N] [-adds N] [-file PATH]  several processes count one skewed stream
-  sketch check FILE                              validate a sketch file and print its stats
-  sketch add FILE KEY [N]                        count KEY once (or N times), print the estimate
-  sketch estimate FILE KEY...                    print each key's estimate and the error bound
-  sketch version                                 print the backend (cgo or purego)
-`
+// command is one subcommand: its usage, and a setup that registers its
+// flags and returns what runs it with the positional arguments.
+type command struct {
+	name    string
+	args    string // the positional arguments, as usage shows them
+	summary string // one line, for the general usage
+	details string // what it does, for its own usage
+	example string
+	setup   func(fs *flag.FlagSet) func(args []string) error
+}
+
+// commands in the order the general usage lists them.
+var commands []*command
+
+func init() {
+	// Set here, not in the declaration: help looks commands up.
+	commands = []*command{
+		createCmd, addCmd, queryCmd, statsCmd, inspectCmd, checkCmd,
+		watchCmd, freezeCmd, resetCmd, mergeCmd, rmCmd, demoCmd, versionCmd, helpCmd,
+	}
+}
+
+// aliases are other names of commands, kept for scripts written against
+// earlier versions.
+var aliases = map[string]string{"estimate": "query"}
+
+// hidden are commands the usage does not list.
+var hidden = []*command{demoWorkerCmd}
+
+func lookup(name string) *command {
+	if a, ok := aliases[name]; ok {
+		name = a
+	}
+	for _, c := range append(commands, hidden...) {
+		if c.name == name {
+			return c
+		}
+	}
+	return nil
+}
+
+// Exit codes.
+const (
+	exitOK      = 0
+	exitFailure = 1 // the command failed: a missing, unreadable or corrupt file, a refused operation
+	exitUsage   = 2 // bad arguments
+	exitTorn    = 3 // check: sound, but an operation was cut short (a torn add)
+)
+
+// exitError carries an exit code other than 1 up to main.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string { return e.err.Error() }
+func (e *exitError) Unwrap() error { return e.err }
+
+// usageError reports bad arguments: exit 2, with the command's usage.
+func usageError(format string, args ...any) error {
+	return &exitError{exitUsage, fmt.Errorf(format, args...)}
+}
+
+// stdout is buffered: queries print millions of lines. Everything that
+// redraws or reports progress flushes it itself.
+var stdout = bufio.NewWriterSize(os.Stdout, 64<<10)
 
 func main() {
-	if len(os.Args) < 2 {
-		fmt.Fprint(os.Stderr, usage)
-		os.Exit(2)
+	code := run(os.Args[1:])
+	stdout.Flush()
+	os.Exit(code)
+}
+
+// run runs one command line and returns the exit code.
+func run(argv []string) int {
+	if len(argv) == 0 {
+		generalUsage(os.Stderr)
+		return exitUsage
 	}
-	var err error
-	switch cmd, args := os.Args[1], os.Args[2:]; cmd {
-	case "demo":
-		err = runDemo(args)
-	case demoWorkerCmd:
-		err = runDemoWorker(args)
-	case "check":
-		err = runCheck(args)
-	case "add":
-		err = runAdd(args)
-	case "estimate":
-		err = runEstimate(args)
-	case "version":
-		fmt.Println("sketch backend:", sketch.Backend)
-	case "help", "-h", "-help", "--help":
-		fmt.Print(usage)
-	default:
-		fmt.Fprintf(os.Stderr, "sketch: unknown command %q\n%s", cmd, usage)
-		os.Exit(2)
+	name, args := argv[0], argv[1:]
+	switch name {
+	case "-h", "-help", "--help":
+		generalUsage(stdout)
+		return exitOK
+	case "-version", "--version":
+		name = "version"
 	}
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
+	cmd := lookup(name)
+	if cmd == nil {
+		fmt.Fprintf(os.Stderr, "sketch: unknown command %q\n\n", name)
+		generalUsage(os.Stderr)
+		return exitUsage
 	}
+	fs := flag.NewFlagSet("sketch "+cmd.name, flag.ContinueOnError)
+	fs.SetOutput(io.Discard) // usage is printed here, once
+	runCmd := cmd.setup(fs)
+	pos, err := parseInterspersed(fs, args)
+	if errors.Is(err, flag.ErrHelp) {
+		commandUsage(stdout, cmd, fs)
+		return exitOK
+	}
+	if err == nil {
+		err = runCmd(pos)
+	}
+	if err == nil {
+		return exitOK
+	}
+	stdout.Flush() // what was printed before the error comes first
+	code := exitFailure
+	var ee *exitError
+	if errors.As(err, &ee) {
+		code = ee.code
+	} else if !errors.Is(err, errReported) && flagError(err) {
+		code = exitUsage
+	}
+	if !errors.Is(err, errReported) {
+		// The library's errors start with "sketch:" too.
+		fmt.Fprintf(os.Stderr, "sketch %s: %s\n", cmd.name, strings.TrimPrefix(err.Error(), "sketch: "))
+	}
+	if code == exitUsage {
+		fmt.Fprintf(os.Stderr, "usage: sketch %s %s\n(sketch help %s says more)\n", cmd.name, cmd.args, cmd.name)
+	}
+	return code
+}
+
+// errReported marks an error the command has already reported.
+var errReported = errors.New("reported")
+
+// flagError reports whether err came from the flag package: an unknown
+// flag or a value that does not parse.
+func flagError(err error) bool {
+	var fe *flagParseError
+	return errors.As(err, &fe)
+}
+
+type flagParseError struct{ err error }
+
+func (e *flagParseError) Error() string { return e.err.Error() }
+func (e *flagParseError) Unwrap() error { return e.err }
+
+// parseInterspersed parses flags wherever they are among the positional
+// arguments (sketch create f.cms --kind countmin), as users type them.
+// "--" ends the flags; "-" is a positional argument (standard input).
+func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return nil, err
+			}
+			return nil, &flagParseError{err}
+		}
+		rest := fs.Args()
+		if used := len(args) - len(rest); used > 0 && args[used-1] == "--" {
+			return append(pos, rest...), nil
+		}
+		if len(rest) == 0 {
+			return pos, nil
+		}
+		pos = append(pos, rest[0])
+		args = rest[1:]
+	}
+}
+
+func generalUsage(w io.Writer) {
+	fmt.Fprint(w, `sketch: probabilistic sketches in shared memory, from the shell
+
+usage: sketch COMMAND [ARGUMENTS] [FLAGS]
+
+`)
+	for _, c := range commands {
+		fmt.Fprintf(w, "  %-9s %s\n", c.name, c.summary)
+	}
+	fmt.Fprint(w, `
+FILE[:NAME] names a sketch file (NAME: a structure in an arena). Commands
+that only read open the file read-only, so they work on a file you may only
+read, while other processes write it. --json prints data as JSON.
+Exit status: 0 ok, 1 failure, 2 bad arguments, 3 (check) an operation was
+cut short by a killed writer.
+
+"sketch help COMMAND" or "sketch COMMAND -h" shows a command's usage.
+`)
+	if w, ok := w.(*bufio.Writer); ok {
+		w.Flush()
+	}
+}
+
+func commandUsage(w io.Writer, c *command, fs *flag.FlagSet) {
+	fmt.Fprintf(w, "usage: sketch %s %s\n\n%s\n", c.name, c.args, strings.TrimSpace(c.details))
+	var flags strings.Builder
+	fs.SetOutput(&flags)
+	fs.PrintDefaults()
+	fs.SetOutput(io.Discard)
+	if flags.Len() > 0 {
+		// Long names with two dashes, as people type them (flag takes both).
+		lines := strings.Split(flags.String(), "\n")
+		for i, l := range lines {
+			if strings.HasPrefix(l, "  -") && len(strings.Fields(l)[0]) > 2 {
+				lines[i] = "  --" + l[3:]
+			}
+		}
+		fmt.Fprintf(w, "\nflags:\n%s", strings.Join(lines, "\n"))
+	}
+	fmt.Fprintf(w, "\nexample:\n%s\n", indent(strings.TrimSpace(c.example)))
+	if w, ok := w.(*bufio.Writer); ok {
+		w.Flush()
+	}
+}
+
+func indent(s string) string {
+	return "  " + strings.ReplaceAll(s, "\n", "\n  ")
+}
+
+var helpCmd = &command{
+	name:    "help",
+	args:    "[COMMAND]",
+	summary: "show the usage of sketch or of one command",
+	details: "Help prints the usage of COMMAND, with an example, or the list of commands.",
+	example: "sketch help add",
+	setup: func(fs *flag.FlagSet) func([]string) error {
+		return func(args []string) error {
+			switch len(args) {
+			case 0:
+				generalUsage(stdout)
+				return nil
+			case 1:
+				c := lookup(args[0])
+				if c == nil {
+					return usageError("unknown command %q", args[0])
+				}
+				cfs := flag.NewFlagSet("sketch "+c.name, flag.ContinueOnError)
+				c.setup(cfs)
+				commandUsage(stdout, c, cfs)
+				return nil
+			}
+			return usageError("help takes one command")
+		}
+	},
 }

@@ -1,122 +1,270 @@
+//go:build linux
+
 package main
 
 import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/shmsketch/sketch"
 )
 
-// The tests run the command as a real process: the test binary re-executes
-// itself with SKETCH_CLI_MAIN set and runs main instead of the tests.
+// The tests run the command as users do: TestMain builds it once, with the
+// backend and race detector of the test binary, into a directory anyone
+// may enter (the read-only tests run it as another user).
+var bin string
+
 func TestMain(m *testing.M) {
-	if os.Getenv("SKETCH_CLI_MAIN") == "1" {
-		main()
-		os.Exit(0)
+	dir, err := os.MkdirTemp("", "sketch-cli-test-")
+	if err == nil {
+		err = os.Chmod(dir, 0o755)
 	}
-	os.Exit(m.Run())
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	bin = filepath.Join(dir, "sketch")
+	if err := build(bin); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.RemoveAll(dir)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
 }
 
-// run runs the command with args and returns its combined output and exit code.
-func run(t *testing.T, args ...string) (string, int) {
-	t.Helper()
-	exe, err := os.Executable()
+func build(out string) error {
+	goTool, err := exec.LookPath("go")
 	if err != nil {
-		t.Fatal(err)
+		goTool = filepath.Join(os.Getenv("GOROOT"), "bin", "go")
 	}
-	if exec.Command(exe, "-test.run=^$").Run() != nil {
-		t.Skip("cannot re-execute the test binary here (emulated?)")
+	args := []string{"build", "-o", out}
+	if raceEnabled {
+		args = append(args, "-race")
 	}
-	cmd := exec.Command(exe, args...)
-	cmd.Env = append(os.Environ(), "SKETCH_CLI_MAIN=1")
-	out, err := cmd.CombinedOutput()
-	code := 0
+	if sketch.Backend == "purego" {
+		args = append(args, "-tags", "purego")
+	}
+	cmd := exec.Command(goTool, append(args, ".")...)
+	if b, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("building the command: %v\n%s", err, b)
+	}
+	return nil
+}
+
+// result is what one run of the command did.
+type result struct {
+	stdout, stderr string
+	code           int
+}
+
+// sk runs the command with args and no standard input.
+func sk(t *testing.T, args ...string) result {
+	t.Helper()
+	return skIn(t, nil, args...)
+}
+
+// skIn runs the command with args, reading stdin.
+func skIn(t *testing.T, stdin io.Reader, args ...string) result {
+	t.Helper()
+	return skCmd(t, exec.Command(bin, args...), stdin)
+}
+
+func skCmd(t *testing.T, cmd *exec.Cmd, stdin io.Reader) result {
+	t.Helper()
+	var out, errb bytes.Buffer
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = stdin, &out, &errb
+	cmd.Env = append(os.Environ(), "GORACE=atexit_sleep_ms=0")
+	err := cmd.Run()
+	r := result{stdout: out.String(), stderr: errb.String()}
 	if ee, ok := err.(*exec.ExitError); ok {
-		code = ee.ExitCode()
+		r.code = ee.ExitCode()
 	} else if err != nil {
-		t.Fatalf("sketch %s: %v", strings.Join(args, " "), err)
+		t.Fatalf("%s: %v", strings.Join(cmd.Args, " "), err)
 	}
-	return string(out), code
+	return r
 }
 
-func newSketch(t *testing.T) string {
+// ok fails the test unless the run exited 0, and returns its output.
+func (r result) ok(t *testing.T, what string) string {
 	t.Helper()
-	path := filepath.Join(t.TempDir(), "s.cms")
-	c, err := sketch.OpenCountMin(path, sketch.CountMinConfig{Rows: 4, Width: 1024})
-	if err != nil {
-		t.Fatal(err)
+	if r.code != 0 {
+		t.Fatalf("%s: exit %d\nstdout:\n%s\nstderr:\n%s", what, r.code, r.stdout, r.stderr)
 	}
-	c.AddN([]byte("alpha"), 41)
-	c.Close()
+	return r.stdout
+}
+
+// decode decodes JSON output into v, failing the test if it does not
+// decode or has fields v lacks.
+func decode(t *testing.T, out string, v any) {
+	t.Helper()
+	dec := json.NewDecoder(strings.NewReader(out))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		t.Fatalf("decoding %q: %v", out, err)
+	}
+}
+
+// decodeLines decodes JSON Lines output, one value a line.
+func decodeLines[T any](t *testing.T, out string) []T {
+	t.Helper()
+	var vs []T
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		var v T
+		decode(t, line, &v)
+		vs = append(vs, v)
+	}
+	return vs
+}
+
+// create makes a sketch file in a new directory with the command.
+func create(t *testing.T, name string, args ...string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), name)
+	sk(t, append([]string{"create", path}, args...)...).ok(t, "create "+path)
 	return path
 }
 
-func TestCheck(t *testing.T) {
-	path := newSketch(t)
-	out, code := run(t, "check", path)
-	if code != 0 || !strings.Contains(out, "ok") || !strings.Contains(out, "total       41 (add count 41)") {
-		t.Fatalf("sketch check on a good file: exit %d, output:\n%s", code, out)
+func TestUsage_BadArguments(t *testing.T) {
+	path := create(t, "c.cms")
+	for _, args := range [][]string{
+		{},
+		{"frobnicate"},
+		{"add"},
+		{"add", path, "-n", "0", "k"},
+		{"add", path, "--weighted", "k"},
+		{"add", path, "--no-such-flag"},
+		{"query"},
+		{"query", path, "--top", "-1"},
+		{"stats"},
+		{"stats", path, path},
+		{"inspect"},
+		{"check"},
+		{"check", path, path},
+		{"create"},
+		{"create", path + "2", "--kind", "nonsense"},
+		{"create", path + "2", "--capacity", "10"}, // a counting Bloom sizing for a Count-Min
+		{"create", path + "2", "--kind", "countingbloom"},
+		{"create", path + "2", "--mode", "rw"},
+		{"create", path + ":name"},
+		{"watch", path, "--interval", "0s"},
+		{"merge", path},
+		{"freeze"},
+		{"reset"},
+		{"rm"},
+		{"version", "extra"},
+		{"help", "nonsense"},
+		{"query", path + ":name", "k"},
+	} {
+		t.Run(strings.Join(args, " "), func(t *testing.T) {
+			r := sk(t, args...)
+			if r.code != 2 || !strings.Contains(r.stderr, "usage: sketch") {
+				t.Errorf("sketch %s: exit %d, stderr %q; want 2 and the usage", strings.Join(args, " "), r.code, r.stderr)
+			}
+		})
 	}
+	if _, err := os.Stat(path + "2"); err == nil {
+		t.Errorf("a refused create made %s", path+"2")
+	}
+}
 
-	// Break the header's checksummed part: check must fail and say why.
-	f, err := os.OpenFile(path, os.O_RDWR, 0)
+// TestUsage_Help: "help CMD", "CMD -h" and "CMD --help" print that
+// command's usage with an example, on standard output, and exit 0.
+func TestUsage_Help(t *testing.T) {
+	for _, c := range commands {
+		for _, args := range [][]string{{"help", c.name}, {c.name, "-h"}, {c.name, "--help"}} {
+			r := sk(t, args...)
+			out := r.ok(t, strings.Join(args, " "))
+			if !strings.HasPrefix(out, "usage: sketch "+c.name) || !strings.Contains(out, "example:\n  sketch ") {
+				t.Errorf("sketch %s printed %q, want %s's usage with an example", strings.Join(args, " "), out, c.name)
+			}
+		}
+	}
+	// check -h is help, never a file named -h.
+	if r := sk(t, "check", "-h"); r.code != 0 || strings.Contains(r.stderr, "-h") {
+		t.Errorf("sketch check -h: exit %d, stderr %q", r.code, r.stderr)
+	}
+	for _, args := range [][]string{{"help"}, {"--help"}, {"-h"}} {
+		if out := sk(t, args...).ok(t, strings.Join(args, " ")); !strings.Contains(out, "query") || !strings.Contains(out, "inspect") {
+			t.Errorf("sketch %s: %q, want the list of commands", strings.Join(args, " "), out)
+		}
+	}
+}
+
+func TestVersion(t *testing.T) {
+	for _, args := range [][]string{{"version"}, {"--version"}, {"-version"}} {
+		out := sk(t, args...).ok(t, strings.Join(args, " "))
+		if !strings.Contains(out, "backend  "+sketch.Backend) || !strings.Contains(out, "format   1") {
+			t.Errorf("sketch %s: %q, want the backend %s and format 1", strings.Join(args, " "), out, sketch.Backend)
+		}
+	}
+	var v struct {
+		Version       string `json:"version"`
+		Backend       string `json:"backend"`
+		Go            string `json:"go"`
+		FormatVersion uint32 `json:"format_version"`
+	}
+	decode(t, sk(t, "version", "--json").ok(t, "version --json"), &v)
+	if v.Backend != sketch.Backend || v.FormatVersion != sketch.FormatVersion || !strings.HasPrefix(v.Go, "go") || v.Version == "" {
+		t.Errorf("version --json = %+v", v)
+	}
+}
+
+// TestMissingAndCorrupt: every command that opens a file exits 1 with a
+// message naming it when it is missing or corrupt, and creates nothing.
+func TestMissingAndCorrupt(t *testing.T) {
+	dir := t.TempDir()
+	missing := filepath.Join(dir, "missing.cms")
+	corrupt := create(t, "corrupt.cms")
+	f, err := os.OpenFile(corrupt, os.O_RDWR, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	f.WriteAt([]byte{0xff}, 30)
+	f.WriteAt([]byte{0xff}, 30) // the seed: the header checksum fails
 	f.Close()
-	out, code = run(t, "check", path)
-	if code != 1 || !strings.Contains(out, path) || !strings.Contains(out, "checksum") {
-		t.Fatalf("sketch check on a corrupt file: exit %d, output:\n%s", code, out)
+	notSketch := filepath.Join(dir, "text")
+	os.WriteFile(notSketch, []byte("hello, this is not a sketch file at all, but it is long enough to have a header of 128 bytes in it, to be sure, to be sure."), 0o600)
+	for _, path := range []string{missing, corrupt, notSketch} {
+		for _, args := range [][]string{
+			{"add", path, "k"}, {"query", path, "k"}, {"stats", path}, {"inspect", path},
+			{"check", path}, {"watch", path, "--count", "1"}, {"freeze", path}, {"reset", path},
+			{"merge", path, path}, {"rm", path},
+		} {
+			r := sk(t, args...)
+			if r.code != 1 || !strings.Contains(r.stderr, path) {
+				t.Errorf("sketch %s: exit %d, stderr %q; want 1 and a message naming the file", strings.Join(args, " "), r.code, r.stderr)
+			}
+		}
+	}
+	if _, err := os.Lstat(missing); err == nil {
+		t.Errorf("a command created %s", missing)
+	}
+	for _, path := range []string{corrupt, notSketch} {
+		if _, err := os.Lstat(path); err != nil {
+			t.Errorf("rm removed %s, which is not a valid sketch file", path)
+		}
+	}
+	if r := sk(t, "check", corrupt); !strings.Contains(r.stderr, "checksum") {
+		t.Errorf("check of a corrupt header: %q, want it to say checksum", r.stderr)
 	}
 }
 
-func TestCheck_MissingFileIsNotCreated(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "none.cms")
-	out, code := run(t, "check", path)
-	if code != 1 || !strings.Contains(out, "no such file") {
-		t.Fatalf("sketch check on a missing file: exit %d, output:\n%s", code, out)
+// asNobody runs the command as uid 65534, or skips when that cannot be.
+func asNobody(t *testing.T, args ...string) result {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to run the command as another user")
 	}
-	if _, err := os.Lstat(path); !os.IsNotExist(err) {
-		t.Fatalf("sketch check created %s", path)
-	}
-}
-
-func TestAddAndEstimate(t *testing.T) {
-	path := newSketch(t)
-	if out, code := run(t, "add", path, "alpha"); code != 0 || strings.TrimSpace(out) != "42" {
-		t.Fatalf("sketch add: exit %d, output %q, want 42", code, out)
-	}
-	if out, code := run(t, "add", path, "beta", "7"); code != 0 || strings.TrimSpace(out) != "7" {
-		t.Fatalf("sketch add N: exit %d, output %q, want 7", code, out)
-	}
-	out, code := run(t, "estimate", path, "alpha", "beta", "gamma")
-	if code != 0 || !strings.Contains(out, "alpha\t42") || !strings.Contains(out, "beta\t7") || !strings.Contains(out, "gamma\t0") {
-		t.Fatalf("sketch estimate: exit %d, output:\n%s", code, out)
-	}
-	if _, code := run(t, "add", path, "x", "-1"); code != 1 {
-		t.Errorf("sketch add with a negative count: exit %d, want 1", code)
-	}
-}
-
-func TestVersionAndUsage(t *testing.T) {
-	if out, code := run(t, "version"); code != 0 || !strings.Contains(out, sketch.Backend) {
-		t.Errorf("sketch version: exit %d, output %q, want the backend %q", code, out, sketch.Backend)
-	}
-	if _, code := run(t, "frobnicate"); code != 2 {
-		t.Errorf("sketch frobnicate: exit %d, want 2", code)
-	}
-}
-
-// TestDemo runs the main job small: worker processes, the live view, the
-// final comparison with exact counts and the check.
-func TestDemo(t *testing.T) {
-	out, code := run(t, "demo", "-procs", "3", "-adds", "30000")
-	if code != 0 || !strings.Contains(out, "estimates below the truth: 0 of") || !strings.Contains(out, "check: ok") ||
-		!strings.Contains(out, "total 90000 (exact 90000), 90000 adds") {
-		t.Fatalf("sketch demo: exit %d, output:\n%s", code, out)
-	}
+	cmd := exec.Command(bin, args...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534, Groups: []uint32{}}}
+	return skCmd(t, cmd, nil)
 }

@@ -1,0 +1,347 @@
+package sketch
+
+import (
+	"fmt"
+	"math"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"unsafe"
+)
+
+// Bloom filter benchmarks, ns per key: single keys (Go in every build),
+// batches of 256 per core and batches of 1 through a core (one crossing a
+// key in the C core), beside a sync.Mutex + map[string]struct{} holding
+// the same keys. Filters are sized at 1% for 10k keys (12 KiB: in L1/L2),
+// 1M (1.2 MiB: past a 1 MiB L2) and 10M (12 MiB: in a large L3 at most)
+// and hold the uniform stream's first half (bench_test.go); ops run over
+// the whole stream, so half the keys are present.
+//
+//	go test -run '^$' -bench 'Bloom' -count 5 -benchtime 200ms . | tee bloom.txt
+//	benchstat bloom.txt
+
+var benchBlooms struct {
+	once sync.Once
+	f    map[uint64]*Bloom
+	err  error
+}
+
+var bloomBenchCapacities = []uint64{10_000, 1_000_000, 10_000_000}
+
+func benchBloom(b *testing.B, capacity uint64) *Bloom {
+	s := &benchBlooms
+	s.once.Do(func() {
+		_, u, _ := benchStreams()
+		s.f = map[uint64]*Bloom{}
+		for _, c := range bloomBenchCapacities {
+			f, err := NewBloom(BloomConfig{Capacity: c, FPRate: 0.01, Seed: benchSeed})
+			if err != nil {
+				s.err = err
+				return
+			}
+			if err := f.AddBatch(u.bytes[:len(u.bytes)/2], nil); err != nil {
+				s.err = err
+				return
+			}
+			s.f[c] = f
+		}
+	})
+	if s.err != nil {
+		b.Fatal(s.err)
+	}
+	return s.f[capacity]
+}
+
+// withCore returns another handle on f's mapping that serves batches with
+// core.
+func (f *Bloom) withCore(core bloomCore) *Bloom {
+	v := &Bloom{l: f.l, core: core, stripe: f.stripe}
+	v.init(f.m)
+	v.open.Store(true)
+	return v
+}
+
+func bloomCoreName(core bloomCore) string {
+	if core.name() == "purego" {
+		return "go"
+	}
+	return "c"
+}
+
+func bloomBenchName(f *Bloom) string {
+	return fmt.Sprintf("%dKiB", f.l.blocks*bloomBlockBytes/1024)
+}
+
+// BenchmarkBloom times each operation per key, on each filter size.
+func BenchmarkBloom(b *testing.B) {
+	_, u, _ := benchStreams()
+	keys, strs, mask := u.bytes, u.strs, len(u.bytes)-1
+	for _, capacity := range bloomBenchCapacities {
+		f := benchBloom(b, capacity)
+		b.Run(bloomBenchName(f)+"/Add", func(b *testing.B) {
+			b.ReportAllocs()
+			for i := 0; i < b.N; i++ {
+				f.Add(keys[i&mask])
+			}
+		})
+		b.Run(bloomBenchName(f)+"/AddString", func(b *testing.B) {
+			b.ReportAllocs()
+			for i := 0; i < b.N; i++ {
+				f.AddString(strs[i&mask])
+			}
+		})
+		b.Run(bloomBenchName(f)+"/Check", func(b *testing.B) {
+			b.ReportAllocs()
+			n := 0
+			for i := 0; i < b.N; i++ {
+				if f.Check(keys[i&mask]) {
+					n++
+				}
+			}
+			benchSink.Add(uint64(n))
+		})
+		for _, core := range bloomTestCores {
+			for _, batch := range []int{1, 16, 256} {
+				if batch == 1 && core.name() == "purego" {
+					continue // that is Add
+				}
+				name := fmt.Sprintf("%s/AddBatch%d/%s", bloomBenchName(f), batch, bloomCoreName(core))
+				b.Run(name, func(b *testing.B) {
+					b.ReportAllocs()
+					var added uint64
+					for i := 0; i < b.N; i += batch {
+						start := i & mask // batch divides the stream's length
+						added += core.addBatch(&f.l, keys[start:start+batch], nil)
+					}
+					benchSink.Add(added)
+				})
+				name = fmt.Sprintf("%s/CheckBatch%d/%s", bloomBenchName(f), batch, bloomCoreName(core))
+				b.Run(name, func(b *testing.B) {
+					out := make([]bool, batch)
+					b.ReportAllocs()
+					for i := 0; i < b.N; i += batch {
+						start := i & mask
+						core.checkBatch(&f.l, keys[start:start+batch], out)
+					}
+				})
+			}
+		}
+	}
+	m := benchSetMap()
+	b.Run("MutexMap/1M/insert", func(b *testing.B) {
+		b.ReportAllocs()
+		for i := 0; i < b.N; i++ {
+			m.mu.Lock()
+			m.m[strs[i&mask]] = struct{}{}
+			m.mu.Unlock()
+		}
+	})
+	b.Run("MutexMap/1M/lookup", func(b *testing.B) {
+		b.ReportAllocs()
+		n := 0
+		for i := 0; i < b.N; i++ {
+			m.mu.Lock()
+			if _, ok := m.m[strs[i&mask]]; ok {
+				n++
+			}
+			m.mu.Unlock()
+		}
+		benchSink.Add(uint64(n))
+	})
+}
+
+type setMap struct {
+	mu sync.Mutex
+	m  map[string]struct{}
+}
+
+var benchSetMaps struct {
+	once sync.Once
+	m    *setMap
+}
+
+// benchSetMap holds every key of the uniform stream's first half.
+func benchSetMap() *setMap {
+	s := &benchSetMaps
+	s.once.Do(func() {
+		_, u, _ := benchStreams()
+		s.m = &setMap{m: make(map[string]struct{}, len(u.strs))}
+		for _, k := range u.strs[:len(u.strs)/2] {
+			s.m.m[k] = struct{}{}
+		}
+	})
+	return s.m
+}
+
+// BenchmarkBloomWalks times Stats (which counts the bits set), Merge of
+// another filter and Reset on the 1M filter; MB/s is bit bytes a second.
+func BenchmarkBloomWalks(b *testing.B) {
+	src := benchBloom(b, 1_000_000)
+	size := int64(src.l.blocks * bloomBlockBytes)
+	b.Run("Stats", func(b *testing.B) {
+		b.SetBytes(size)
+		for i := 0; i < b.N; i++ {
+			benchSink.Add(src.Stats().Set)
+		}
+	})
+	dst, err := NewBloom(BloomConfig{Capacity: 1_000_000, FPRate: 0.01, Seed: benchSeed})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer dst.Close()
+	b.Run("Merge/new", func(b *testing.B) {
+		// Each merge into a cleared filter: every word gains bits.
+		b.SetBytes(size)
+		for i := 0; i < b.N; i++ {
+			b.StopTimer()
+			dst.Reset()
+			b.StartTimer()
+			if err := dst.Merge(src); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("Merge/again", func(b *testing.B) {
+		// Merging what is already there: loads only.
+		b.SetBytes(size)
+		for i := 0; i < b.N; i++ {
+			if err := dst.Merge(src); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("Reset", func(b *testing.B) {
+		b.SetBytes(size)
+		for i := 0; i < b.N; i++ {
+			dst.Reset()
+		}
+	})
+}
+
+// classicBloom is the layout not taken, for BenchmarkBloomLayout: k bits
+// anywhere in a power-of-two array (probe i at (h1 + i·h2) mod m), the
+// classic sizing, the same hash and atomic OR, on the same kind of memory
+// (a shared mapping: 4 KiB pages, where the heap may get huge pages).
+type classicBloom struct {
+	words []uint64
+	mask  uint64
+	k     int
+	seed  uint64
+	mem   *Bloom
+}
+
+func newClassicBloom(b *testing.B, n uint64, p float64) *classicBloom {
+	k := int(math.Round(-math.Log2(p)))
+	m := uint64(nextPow2(int(math.Ceil(float64(n) * -math.Log(p) / (math.Ln2 * math.Ln2)))))
+	// A Bloom filter of at least m bits lends its mapping.
+	mem, err := NewBloom(BloomConfig{Capacity: m / 8, FPRate: 0.01})
+	if err != nil || mem.Bits() < m {
+		b.Fatalf("a mapping of %d bits: %v", m, err)
+	}
+	b.Cleanup(func() { mem.Close() })
+	words := unsafe.Slice((*uint64)(mem.l.words), m/64)
+	return &classicBloom{words: words, mask: m - 1, k: k, seed: benchSeed, mem: mem}
+}
+
+func (c *classicBloom) add(key []byte) (already bool) {
+	h1, hi := hashKey(key, c.seed)
+	h2 := hi | 1
+	already = true
+	for i := 0; i < c.k; i++ {
+		j := (h1 + uint64(i)*h2) & c.mask
+		bit := uint64(1) << (j & 63)
+		if atomic.OrUint64(&c.words[j>>6], bit)&bit == 0 {
+			already = false
+		}
+	}
+	return already
+}
+
+func (c *classicBloom) check(key []byte) bool {
+	h1, hi := hashKey(key, c.seed)
+	h2 := hi | 1
+	for i := 0; i < c.k; i++ {
+		j := (h1 + uint64(i)*h2) & c.mask
+		if atomic.LoadUint64(&c.words[j>>6])&(1<<(j&63)) == 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// BenchmarkBloomLayout compares the blocked layout (all k bits in one
+// cache line) with the classic one (k bits anywhere), single keys in Go,
+// at 1% for 1M and 10M keys: what chose the layout.
+func BenchmarkBloomLayout(b *testing.B) {
+	_, u, _ := benchStreams()
+	keys, mask := u.bytes, len(u.bytes)-1
+	for _, n := range []uint64{1_000_000, 10_000_000} {
+		c := newClassicBloom(b, n, 0.01)
+		for _, k := range keys[:len(keys)/2] {
+			c.add(k)
+		}
+		f := benchBloom(b, n)
+		name := fmt.Sprintf("%dM", n/1_000_000)
+		b.Run(name+"/classic/Add", func(b *testing.B) {
+			for i := 0; i < b.N; i++ {
+				c.add(keys[i&mask])
+			}
+		})
+		b.Run(name+"/classic/Check", func(b *testing.B) {
+			n := 0
+			for i := 0; i < b.N; i++ {
+				if c.check(keys[i&mask]) {
+					n++
+				}
+			}
+			benchSink.Add(uint64(n))
+		})
+		b.Run(name+"/blocked/Add", func(b *testing.B) {
+			for i := 0; i < b.N; i++ {
+				f.Add(keys[i&mask])
+			}
+		})
+		b.Run(name+"/blocked/Check", func(b *testing.B) {
+			n := 0
+			for i := 0; i < b.N; i++ {
+				if f.Check(keys[i&mask]) {
+					n++
+				}
+			}
+			benchSink.Add(uint64(n))
+		})
+	}
+}
+
+// BenchmarkBloomAhead times batches of 256 per core with and without
+// fetching ahead, on filters from a sixteenth of a 1 MiB L2 to twelve
+// times it: where fetching ahead starts to pay (newBloom's prefetch).
+func BenchmarkBloomAhead(b *testing.B) {
+	_, u, _ := benchStreams()
+	keys, mask := u.bytes, len(u.bytes)-1
+	for _, capacity := range []uint64{50_000, 200_000, 400_000, 1_000_000, 10_000_000} {
+		f, err := NewBloom(BloomConfig{Capacity: capacity, FPRate: 0.01, Seed: benchSeed})
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer f.Close()
+		f.AddBatch(keys[:min(int(capacity), len(keys))/2], nil)
+		for _, core := range bloomTestCores {
+			for _, ahead := range []bool{false, true} {
+				l := f.l
+				l.prefetch = ahead
+				b.Run(fmt.Sprintf("%s/AddBatch256/%s/ahead=%v", bloomBenchName(f), bloomCoreName(core), ahead), func(b *testing.B) {
+					for i := 0; i < b.N; i += 256 {
+						core.addBatch(&l, keys[i&mask:i&mask+256], nil)
+					}
+				})
+				out := make([]bool, 256)
+				b.Run(fmt.Sprintf("%s/CheckBatch256/%s/ahead=%v", bloomBenchName(f), bloomCoreName(core), ahead), func(b *testing.B) {
+					for i := 0; i < b.N; i += 256 {
+						core.checkBatch(&l, keys[i&mask:i&mask+256], out)
+					}
+				})
+			}
+		}
+	}
+}

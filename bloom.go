@@ -1,0 +1,635 @@
+package sketch
+
+import (
+	"fmt"
+	"math"
+	"math/bits"
+	"sync"
+	"sync/atomic"
+	"unsafe"
+)
+
+// BloomConfig sizes a Bloom filter by what its users know: how many
+// distinct keys it will hold and the false-positive rate wanted at that
+// load. The bits and the hashes follow (docs/FORMAT.md): the filter is
+// blocked, all of a key's bits in one 64-byte cache line, which costs one
+// cache miss a key instead of k and about 7% (at 1%) to 25% (at 1e-4) more
+// bits than a classic filter, sized so that the rate at Capacity is
+// FPRate.
+//
+// Creating needs Capacity; the zero config only attaches to an existing
+// filter, whatever its size.
+type BloomConfig struct {
+	// Capacity is how many distinct keys the filter is sized to hold.
+	Capacity uint64 `json:"capacity"`
+	// FPRate is the false-positive rate at Capacity, in (0, 1). Zero
+	// means DefaultFPRate.
+	FPRate float64 `json:"fp_rate"`
+	// Seed is the hash seed; zero means random at create and any on
+	// attach, as for CountMinConfig.
+	Seed uint64 `json:"seed"`
+}
+
+const (
+	// kindBloom is the directory kind of a Bloom filter. Parameters:
+	// capacity, the bits of the FP rate, blocks, k.
+	kindBloom uint32 = 2
+
+	bloomMaxHashes = 32
+	// bloomMaxBlocks keeps the bits mappable: 2^46 bytes on 64-bit
+	// platforms, 1 GiB on 32-bit ones.
+	bloomMaxBlocks = 1 << (24 + 16*(bits.UintSize/64))
+)
+
+func init() {
+	registerKind(kindBloom, kindInfo{
+		name:     "Bloom filter",
+		kind:     KindBloom,
+		validate: validateBloomEntry,
+		config: func(e entry) any {
+			return BloomConfig{Capacity: e.params[0], FPRate: math.Float64frombits(e.params[1])}
+		},
+	})
+}
+
+// bloomFP is the false-positive rate of a blocked filter holding lambda
+// keys a block on average, k probes a key drawn with repetition: the
+// Poisson mixture, over a block's load j, of the rate of a 512-bit filter
+// holding j keys, (1 - (1-1/512)^(k·j))^k (Putze, Sanders and Singler,
+// 2007).
+func bloomFP(lambda float64, k int) float64 {
+	q := powInt(1-1.0/bloomBlockBits, k) // a bit is missed by one key
+	sd := math.Sqrt(lambda)
+	lo := math.Max(0, math.Floor(lambda-12*sd-12))
+	hi := lambda + 12*sd + 12
+	lg, _ := math.Lgamma(lo + 1)
+	w := math.Exp(-lambda + lo*math.Log(lambda) - lg) // P(j = lo)
+	miss := math.Pow(q, lo)                           // a bit is missed by lo keys
+	var fp float64
+	for j := lo; j <= hi; j++ {
+		fp += w * powInt(1-miss, k)
+		w *= lambda / (j + 1)
+		miss *= q
+	}
+	return fp
+}
+
+// powInt is x^n by squaring.
+func powInt(x float64, n int) float64 {
+	r := 1.0
+	for ; n > 0; n >>= 1 {
+		if n&1 != 0 {
+			r *= x
+		}
+		x *= x
+	}
+	return r
+}
+
+// bloomLoad returns the most keys a block may hold on average, for k
+// probes, with the rate at most fpRate.
+func bloomLoad(fpRate float64, k int) float64 {
+	lo, hi := 0.0, 1.0
+	for bloomFP(hi, k) <= fpRate && hi < 1<<20 {
+		lo, hi = hi, 2*hi
+	}
+	for range 60 {
+		mid := (lo + hi) / 2
+		if bloomFP(mid, k) <= fpRate {
+			lo = mid
+		} else {
+			hi = mid
+		}
+	}
+	return lo
+}
+
+// bloomSizing is, per rate, the k that lets a block hold the most keys
+// and that load: the work is a few milliseconds, and a process opens many
+// filters of one rate.
+var bloomSizing sync.Map // math.Float64bits(rate) -> [2]float64{k, load}
+
+// bloomRateGeometry returns the hashes and the keys a block holds for a
+// rate: the k in 1..32 that allows the largest load (the load rises with k
+// to one peak, then falls).
+func bloomRateGeometry(fpRate float64) (k int, load float64) {
+	if v, ok := bloomSizing.Load(math.Float64bits(fpRate)); ok {
+		kl := v.([2]float64)
+		return int(kl[0]), kl[1]
+	}
+	for kk := 1; kk <= bloomMaxHashes; kk++ {
+		l := bloomLoad(fpRate, kk)
+		if l <= load {
+			break
+		}
+		k, load = kk, l
+	}
+	bloomSizing.Store(math.Float64bits(fpRate), [2]float64{float64(k), load})
+	return k, load
+}
+
+// bloomGeometry returns the blocks and hashes for a capacity and rate: the
+// fewest blocks whose rate at capacity, by bloomFP, is at most fpRate.
+func bloomGeometry(capacity uint64, fpRate float64) (blocks uint64, k int, err error) {
+	if capacity < 1 {
+		return 0, 0, errNoCapacity
+	}
+	if !(fpRate > 0 && fpRate < 1) {
+		return 0, 0, fmt.Errorf("%w: false-positive rate %v is not in (0, 1)", ErrInvalidConfig, fpRate)
+	}
+	k, load := bloomRateGeometry(fpRate)
+	if load == 0 {
+		return 0, 0, fmt.Errorf("%w: false-positive rate %v is too small for a blocked filter", ErrInvalidConfig, fpRate)
+	}
+	want := math.Ceil(float64(capacity) / load)
+	if want > bloomMaxBlocks {
+		return 0, 0, fmt.Errorf("%w: capacity %d at rate %v needs %.0f blocks of 512 bits, more than %d", ErrInvalidConfig, capacity, fpRate, want, uint64(bloomMaxBlocks))
+	}
+	return max(uint64(want), 1), k, nil
+}
+
+// bloomBytes is the region of a filter of the given blocks: the stripes,
+// then the bits.
+func bloomBytes(blocks uint64) uint64 { return stripesBytes + blocks*bloomBlockBytes }
+
+// createSpec is spec for the constructors that always create: the zero
+// config, which only attaches, is refused.
+func (cfg BloomConfig) createSpec() (spec, error) {
+	if cfg.Capacity == 0 {
+		return spec{}, errNoCapacity
+	}
+	return cfg.spec()
+}
+
+func (cfg BloomConfig) spec() (spec, error) {
+	sp := spec{kind: kindBloom, seed: cfg.Seed}
+	if cfg.FPRate != 0 && !(cfg.FPRate > 0 && cfg.FPRate < 1) {
+		return spec{}, fmt.Errorf("%w: false-positive rate %v is not in (0, 1)", ErrInvalidConfig, cfg.FPRate)
+	}
+	if cfg.Capacity == 0 {
+		// Attach only: size 0 tells the create path it cannot create.
+		sp.match = func(entry) error { return nil }
+		return sp, nil
+	}
+	fp := cfg.FPRate
+	if fp == 0 {
+		fp = DefaultFPRate
+	}
+	blocks, k, err := bloomGeometry(cfg.Capacity, fp)
+	if err != nil {
+		return spec{}, err
+	}
+	sp.size = bloomBytes(blocks)
+	sp.params = [8]uint64{cfg.Capacity, math.Float64bits(fp), blocks, uint64(k)}
+	sp.match = func(e entry) error {
+		if e.params[0] == sp.params[0] && e.params[1] == sp.params[1] {
+			// The config the file was made with: attach even where this
+			// platform's floating point would size it a block apart.
+			return nil
+		}
+		if e.params[2] != blocks || e.params[3] != uint64(k) {
+			return fmt.Errorf("%w: asked for %d bits and %d hashes, the file has %d and %d", ErrIncompatible, blocks*bloomBlockBits, k, e.params[2]*bloomBlockBits, e.params[3])
+		}
+		return nil
+	}
+	return sp, nil
+}
+
+func validateBloomEntry(e entry) error {
+	capacity, fp, blocks, k := e.params[0], math.Float64frombits(e.params[1]), e.params[2], e.params[3]
+	switch {
+	case capacity < 1:
+		return fmt.Errorf("Bloom capacity %d", capacity)
+	case !(fp > 0 && fp < 1):
+		return fmt.Errorf("Bloom false-positive rate %v", fp)
+	case blocks < 1 || blocks > bloomMaxBlocks:
+		return fmt.Errorf("Bloom blocks %d", blocks)
+	case k < 1 || k > bloomMaxHashes:
+		return fmt.Errorf("Bloom hashes %d", k)
+	case e.size != bloomBytes(blocks):
+		return fmt.Errorf("Bloom region of %d bytes, %d blocks need %d", e.size, blocks, bloomBytes(blocks))
+	}
+	for _, p := range e.params[4:] {
+		if p != 0 {
+			return fmt.Errorf("unknown Bloom parameters")
+		}
+	}
+	return nil
+}
+
+// Bloom is a Bloom filter (Bloom, 1970) in a shared mapping: a set that
+// answers "no" exactly and "yes" probably. Check never returns false for
+// a key added before it started, in any process, and returns true for a
+// key never added with probability about FPRate at Capacity keys. It holds
+// no keys, so a million long keys cost what a million short ones do. It
+// cannot remove a key nor count one; Reset forgets everything.
+//
+// Every call is lock-free: an add is an atomic OR on the words that hold
+// the key's bits, all in one 64-byte block, and a check loads them. Any
+// number of goroutines and processes add and check at once.
+//
+// Past Capacity the rate climbs fast: at twice the capacity it is several
+// times FPRate. Watch Fill in Stats: it sits near one half at Capacity.
+type Bloom struct {
+	handle
+	l      bloomLayout
+	core   bloomCore // serves batches
+	stripe int       // this handle's stripe of the added and seen counts
+}
+
+// BloomStats describes a Bloom filter at one moment.
+type BloomStats struct {
+	Bits     uint64  `json:"bits"`     // m: blocks of 512 bits
+	Hashes   int     `json:"hashes"`   // k: bits a key sets, all in one block
+	Capacity uint64  `json:"capacity"` // keys it was sized for
+	FPRate   float64 `json:"fp_rate"`  // false-positive rate at Capacity
+	// Set is the bits set, counted by walking the whole array.
+	Set uint64 `json:"set"`
+	// Fill is Set / Bits: near one half at Capacity. The rate a check
+	// sees grows with it, fast past Capacity.
+	Fill float64 `json:"fill"`
+	// Estimated is the number of distinct keys added, estimated from the
+	// fill: -B·ln(1 - Fill) / (1 - (1 - 1/512)^k), with B the blocks (the
+	// expected fill of a blocked filter, inverted). It degrades as the
+	// filter saturates (MaxFloat64 when every bit is set).
+	Estimated float64 `json:"estimated"`
+	// Added counts the Add calls (and batch keys), in every process, that
+	// set at least one bit: new keys, as far as the filter can tell.
+	Added uint64 `json:"added"`
+	// Seen counts the Add calls that found every bit already set: keys
+	// probably added before (or false positives). Added + Seen is every
+	// add since the last Reset; Merge changes neither.
+	Seen     uint64 `json:"seen"`
+	Bytes    uint64 `json:"bytes"`     // the whole mapping
+	Frozen   bool   `json:"frozen"`    // sealed by Freeze
+	ReadOnly bool   `json:"read_only"` // this handle is a read-only view
+	// Closed is set when the handle was closed; then the filter reads as
+	// full (Set = Bits, Fill 1, Estimated MaxFloat64), never as empty.
+	Closed bool `json:"closed"`
+}
+
+// OpenBloom opens the Bloom filter in the file at path, creating it if it
+// does not exist, as OpenCountMin does for a Count-Min sketch (the same
+// files, trust rules and options). Every process may call it with the
+// same path and config: the first creates the file, the rest attach. An
+// explicit config must match the stored bits and hashes
+// (ErrIncompatible); the zero config attaches to any, and cannot create.
+func OpenBloom(path string, cfg BloomConfig, opts ...Option) (*Bloom, error) {
+	sp, err := cfg.spec()
+	if err != nil {
+		return nil, fmt.Errorf("sketch: open %s: %w", path, err)
+	}
+	o, err := buildOptions(opts)
+	if err != nil {
+		return nil, fmt.Errorf("sketch: open %s: %w", path, err)
+	}
+	m, err := openPath(path, sp, o)
+	if err != nil {
+		return nil, err
+	}
+	return newBloom(m)
+}
+
+// NewBloomMemfd creates a Bloom filter in a new memfd, to hand to child
+// processes (File, AttachBloom), as NewCountMinMemfd does.
+func NewBloomMemfd(name string, cfg BloomConfig, opts ...Option) (*Bloom, error) {
+	sp, err := cfg.createSpec()
+	if err == nil {
+		var o options
+		if o, err = buildOptions(opts); err == nil && o.readOnly {
+			err = fmt.Errorf("%w: a new filter cannot be read-only", ErrInvalidConfig)
+		}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("sketch: create memfd:%s: %w", name, err)
+	}
+	m, err := createMemfd(name, sp)
+	if err != nil {
+		return nil, err
+	}
+	return newBloom(m)
+}
+
+// NewBloom creates a Bloom filter in memory, for one process, as
+// NewCountMin does.
+func NewBloom(cfg BloomConfig) (*Bloom, error) {
+	sp, err := cfg.createSpec()
+	if err != nil {
+		return nil, fmt.Errorf("sketch: create in memory: %w", err)
+	}
+	m, err := createInMemory(sp)
+	if err != nil {
+		return nil, err
+	}
+	return newBloom(m)
+}
+
+// AttachBloom attaches to the Bloom filter behind a descriptor this
+// process inherited, as AttachCountMin does.
+func AttachBloom(fd uintptr, cfg BloomConfig, opts ...Option) (*Bloom, error) {
+	sp, err := cfg.spec()
+	if err != nil {
+		return nil, fmt.Errorf("sketch: attach fd %d: %w", fd, err)
+	}
+	o, err := buildOptions(opts)
+	if err != nil {
+		return nil, fmt.Errorf("sketch: attach fd %d: %w", fd, err)
+	}
+	m, err := attachInherited(fd, sp, o)
+	if err != nil {
+		return nil, err
+	}
+	return newBloom(m)
+}
+
+// newBloom builds the handle on the mapping's entry. A read-write handle
+// joins the file's lock, not to lock (nothing here does) but for its
+// token id, which no other live handle has: its stripe of the counts, so
+// that two processes' adds never write one cache line.
+func newBloom(m *mapping) (*Bloom, error) {
+	region := m.entryBytes()
+	base := unsafe.Pointer(&region[0])
+	blocks := m.ent.params[2]
+	b := &Bloom{
+		l: bloomLayout{
+			stripes:  base,
+			words:    unsafe.Add(base, stripesBytes),
+			seed:     m.lay.seed,
+			blocks:   blocks,
+			k:        int(m.ent.params[3]),
+			prefetch: blocks*bloomBlockBytes > l2Bytes()/4,
+		},
+		core: defaultBloomCore,
+	}
+	b.init(m)
+	if !m.readOnly {
+		if err := m.joinLock(); err != nil {
+			m.close()
+			return nil, err
+		}
+		b.stripe = lockStripe(m.lk)
+	}
+	b.open.Store(true)
+	return b, nil
+}
+
+// mayAdd is refuse's fast path: nil when a mutator may run.
+func (b *Bloom) mayAdd(op string) error {
+	if !b.open.Load() || b.ro || atomic.LoadUint32(b.sealed) != 0 {
+		return b.refuse(op)
+	}
+	return nil
+}
+
+// Add adds key and reports whether every one of its bits was already set:
+// true means the key was probably added before (by any process), false
+// that this call set at least one bit. Two processes adding the same new
+// key at the same instant may both be told false; for deduplicating work
+// that only repeats it, and what must happen once needs a lock. On error
+// (closed, read-only, frozen) it adds nothing and returns false.
+func (b *Bloom) Add(key []byte) (already bool, err error) {
+	if err := b.mayAdd("add"); err != nil {
+		return false, err
+	}
+	h1, hi := hashKey(key, b.l.seed)
+	return b.added(b.l.addHashed(h1, hi))
+}
+
+// AddString is Add for a string key, without converting it to a []byte.
+func (b *Bloom) AddString(key string) (already bool, err error) {
+	if err := b.mayAdd("add"); err != nil {
+		return false, err
+	}
+	h1, hi := hashString(key, b.l.seed)
+	return b.added(b.l.addHashed(h1, hi))
+}
+
+// added counts one add and passes its answer on, unless Close ran
+// meanwhile.
+func (b *Bloom) added(already bool) (bool, error) {
+	if already {
+		b.l.count(b.stripe, 0, 1)
+	} else {
+		b.l.count(b.stripe, 1, 0)
+	}
+	if !b.open.Load() {
+		return false, b.closedErr("add")
+	}
+	return already, nil
+}
+
+// AddBatch adds every key, as Add does each. When already is not nil it
+// must have len(keys) elements and receives each key's answer. On a
+// filter larger than a quarter of the CPU's L2 cache a batch fetches keys'
+// blocks ahead of their adds (in the C core on the cgo build), so that
+// their cache misses overlap; a key then costs a fraction of a single Add.
+func (b *Bloom) AddBatch(keys [][]byte, already []bool) error {
+	if err := b.mayAdd("add"); err != nil {
+		return err
+	}
+	if already != nil && len(already) != len(keys) {
+		return b.m.errorf("add", fmt.Errorf("%w: %d answers for %d keys", ErrInvalidArgument, len(already), len(keys)))
+	}
+	added := b.batchCore(len(keys)).addBatch(&b.l, keys, already)
+	b.l.count(b.stripe, added, uint64(len(keys))-added)
+	return b.after("add")
+}
+
+// Check reports whether key is probably in the filter. False is exact: a
+// key added before Check started (and not forgotten by Reset) is always
+// found. A closed handle answers true: it never claims a key is absent.
+func (b *Bloom) Check(key []byte) bool {
+	if !b.open.Load() {
+		return true
+	}
+	h1, hi := hashKey(key, b.l.seed)
+	return b.l.checkHashed(h1, hi) || !b.open.Load()
+}
+
+// CheckString is Check for a string key.
+func (b *Bloom) CheckString(key string) bool {
+	if !b.open.Load() {
+		return true
+	}
+	h1, hi := hashString(key, b.l.seed)
+	return b.l.checkHashed(h1, hi) || !b.open.Load()
+}
+
+// CheckBatch stores Check(keys[i]) in out[i]. out should have len(keys)
+// elements: only the first min(len(keys), len(out)) keys are asked about.
+// Like AddBatch it fetches ahead on a filter past the caches. A closed
+// handle answers true for every key.
+func (b *Bloom) CheckBatch(keys [][]byte, out []bool) {
+	n := min(len(keys), len(out))
+	keys, out = keys[:n], out[:n]
+	if b.open.Load() {
+		b.batchCore(n).checkBatch(&b.l, keys, out)
+		if b.open.Load() {
+			return
+		}
+	}
+	for i := range out {
+		out[i] = true
+	}
+}
+
+// batchCore picks the core for a batch of n keys: the default core on a
+// filter past the caches and a batch that pays for a cgo crossing, the Go
+// core otherwise (measured: bench_bloom_test.go).
+func (b *Bloom) batchCore(n int) bloomCore {
+	if n < bloomMinCoreBatch || !b.l.prefetch {
+		return bloomGo{}
+	}
+	return b.core
+}
+
+// bloomMinCoreBatch is the smallest batch handed to the default core.
+const bloomMinCoreBatch = 4
+
+// Reset forgets every key and zeroes the counts, in every process. It is
+// not atomic: readers and adders are not locked out, so a Check at the
+// same moment may see the filter half cleared and answer either way for a
+// key being forgotten (what it would have answered a moment either side),
+// and a key added at the same moment may survive in part, and then read
+// as absent.
+func (b *Bloom) Reset() error {
+	if err := b.refuse("reset"); err != nil {
+		return err
+	}
+	b.l.reset()
+	return b.after("reset")
+}
+
+// Merge ORs the bits of each other filter into b's, so that afterwards b
+// answers true for every key any of them holds (the union). The others
+// must have b's bits, hashes and seed (ErrIncompatible otherwise: check
+// them all before anything changes); they may be read-only views or
+// frozen files, while b may be neither. Each word changes with one atomic
+// OR, so every process may go on adding and checking meanwhile. Merge
+// changes no count (Added, Seen).
+func (b *Bloom) Merge(others ...*Bloom) error {
+	if err := b.refuse("merge"); err != nil {
+		return err
+	}
+	for i, o := range others {
+		if o == nil || !o.open.Load() {
+			return b.m.errorf("merge", fmt.Errorf("%w: filter %d of the merge is closed", ErrInvalidArgument, i))
+		}
+		if o.l.blocks != b.l.blocks || o.l.k != b.l.k {
+			return b.m.errorf("merge", fmt.Errorf("%w: %s has %d bits and %d hashes, this filter %d and %d", ErrIncompatible, o.name(), o.l.blocks*bloomBlockBits, o.l.k, b.l.blocks*bloomBlockBits, b.l.k))
+		}
+		if o.l.seed != b.l.seed {
+			return b.m.errorf("merge", fmt.Errorf("%w: %s hashes with another seed", ErrIncompatible, o.name()))
+		}
+	}
+	for _, o := range others {
+		if o.l.words == b.l.words {
+			continue // itself: nothing to add
+		}
+		b.l.merge(&o.l)
+		if !o.open.Load() {
+			return b.m.errorf("merge", fmt.Errorf("%w: %s was closed during the merge", ErrInvalidArgument, o.name()))
+		}
+	}
+	return b.after("merge")
+}
+
+// Freeze seals the file for good: from then on every mutator of every
+// handle on it, in every process, returns ErrFrozen, and a read-write open
+// is refused with ErrFrozen. The file may then be copied to hosts of the
+// same byte order, opened there with ReadOnly and merged into a live
+// filter. Adds take no lock, so an add another process started just before
+// Freeze may still land after it returns: freeze once the writers have
+// stopped when the copy must be exact. Freeze flushes the file (Sync).
+func (b *Bloom) Freeze() error {
+	if err := b.refuse("freeze"); err != nil {
+		return err
+	}
+	if !atomic.CompareAndSwapUint32(b.sealed, 0, 1) {
+		return b.m.errorf("freeze", ErrFrozen)
+	}
+	return b.Sync()
+}
+
+// Stats reports the filter's size, fill and counts. Set walks the whole
+// bit array, so it belongs on a status page, not in a loop.
+func (b *Bloom) Stats() BloomStats {
+	s := BloomStats{
+		Bits:     b.l.blocks * bloomBlockBits,
+		Hashes:   b.l.k,
+		ReadOnly: b.ro,
+	}
+	if b.m == nil || !b.open.Load() {
+		return b.closedStats(s)
+	}
+	s.Capacity = b.m.ent.params[0]
+	s.FPRate = math.Float64frombits(b.m.ent.params[1])
+	s.Bytes = b.m.lay.fileSize
+	s.Set = b.l.countSet()
+	s.Fill = float64(s.Set) / float64(s.Bits)
+	s.Estimated = b.estimate(s.Set)
+	s.Added, s.Seen = b.l.counts()
+	s.Frozen = atomic.LoadUint32(b.sealed) != 0
+	if !b.open.Load() {
+		return b.closedStats(s)
+	}
+	return s
+}
+
+func (b *Bloom) closedStats(s BloomStats) BloomStats {
+	return BloomStats{Bits: s.Bits, Hashes: s.Hashes, Capacity: s.Capacity, FPRate: s.FPRate,
+		Set: s.Bits, Fill: 1, Estimated: math.MaxFloat64, ReadOnly: b.ro, Closed: true}
+}
+
+// estimate inverts the expected fill of a blocked filter holding n keys,
+// 1 - exp(-(n/B)·(1 - (1-1/512)^k)).
+func (b *Bloom) estimate(set uint64) float64 {
+	m := b.l.blocks * bloomBlockBits
+	if set >= m {
+		return math.MaxFloat64 // every bit set; JSON has no infinity
+	}
+	perKey := 1 - powInt(1-1.0/bloomBlockBits, b.l.k)
+	return -float64(b.l.blocks) * math.Log1p(-float64(set)/float64(m)) / perKey
+}
+
+// StatsVar returns the filter's Stats as an expvar.Var, as
+// CountMin.StatsVar does: expvar.Publish("seen", bloom.StatsVar()).
+func (b *Bloom) StatsVar() StatsVar {
+	return StatsVar{func() any { return b.Stats() }}
+}
+
+// Bits returns m, the number of bits: blocks of 512.
+func (b *Bloom) Bits() uint64 { return b.l.blocks * bloomBlockBits }
+
+// Hashes returns k, the bits a key sets.
+func (b *Bloom) Hashes() int { return b.l.k }
+
+// Capacity returns the number of keys the filter was sized for.
+func (b *Bloom) Capacity() uint64 {
+	if b.m == nil {
+		return 0
+	}
+	return b.m.ent.params[0]
+}
+
+// Close releases the descriptor and the file's pages; safe twice and
+// while other goroutines use the handle, as CountMin.Close is: their calls
+// finish on memory that stays mapped, and report the handle closed.
+func (b *Bloom) Close() error {
+	if b == nil {
+		return nil
+	}
+	return b.close()
+}
+
+// String describes the handle without its seed, which is secret.
+func (b *Bloom) String() string {
+	state := ""
+	if !b.open.Load() {
+		state = ", closed"
+	}
+	return fmt.Sprintf("sketch.Bloom(%s, %d bits, %d hashes%s)", b.name(), b.l.blocks*bloomBlockBits, b.l.k, state)
+}
+
+// GoString is String, for %#v.
+func (b *Bloom) GoString() string { return b.String() }

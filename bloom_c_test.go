@@ -1,0 +1,7 @@
+//go:build cgo && !purego
+
+package sketch
+
+func init() {
+	bloomTestCores = append(bloomTestCores, bloomC{})
+}

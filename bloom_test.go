@@ -1,0 +1,433 @@
+package sketch
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func bloomKey(prefix string, i int) []byte { return []byte(fmt.Sprintf("%s-%d", prefix, i)) }
+
+func mustBloom(t testing.TB, cfg BloomConfig) *Bloom {
+	t.Helper()
+	b, err := NewBloom(cfg)
+	if err != nil {
+		t.Fatalf("NewBloom(%+v): %v", cfg, err)
+	}
+	t.Cleanup(func() { b.Close() })
+	return b
+}
+
+// TestBloom_Geometry: the sizing gives the fewest blocks whose modelled
+// rate at capacity is within the target, with the k that needs fewest;
+// and refuses what cannot be built.
+func TestBloom_Geometry(t *testing.T) {
+	for _, p := range []float64{0.5, 0.1, 0.01, 0.001, 1e-4, 1e-6} {
+		for _, n := range []uint64{1, 100, 12_345, 1_000_000} {
+			blocks, k, err := bloomGeometry(n, p)
+			if err != nil {
+				t.Fatalf("bloomGeometry(%d, %v): %v", n, p, err)
+			}
+			if fp := bloomFP(float64(n)/float64(blocks), k); fp > p {
+				t.Errorf("bloomGeometry(%d, %v) = %d blocks, k %d: modelled rate %v, over the target", n, p, blocks, k, fp)
+			}
+			if blocks > 1 {
+				if fp := bloomFP(float64(n)/float64(blocks-1), k); fp <= p {
+					t.Errorf("bloomGeometry(%d, %v) = %d blocks, k %d: %d blocks would do (%v)", n, p, blocks, k, blocks-1, fp)
+				}
+			}
+			for _, other := range []int{k - 1, k + 1} {
+				if other < 1 {
+					continue
+				}
+				if load := bloomLoad(p, other); n >= 100_000 && math.Ceil(float64(n)/load) < float64(blocks) {
+					t.Errorf("bloomGeometry(%d, %v): k %d needs %d blocks, k %d only %.0f", n, p, k, blocks, other, math.Ceil(float64(n)/load))
+				}
+			}
+		}
+	}
+	// The trade against a classic filter (bits a key, -log2(p)/ln 2):
+	// blocked needs a few percent more down to 0.001, 15% at 1e-4.
+	for _, tc := range []struct{ p, most float64 }{{0.1, 1.02}, {0.01, 1.04}, {0.001, 1.08}, {1e-4, 1.15}} {
+		_, load := bloomRateGeometry(tc.p)
+		ratio := 512 / load / (-math.Log2(tc.p) / math.Ln2)
+		t.Logf("rate %v: %.2f bits a key, %.3fx a classic filter's", tc.p, 512/load, ratio)
+		if ratio > tc.most {
+			t.Errorf("rate %v: %.3fx the bits of a classic filter, want at most %.2fx", tc.p, ratio, tc.most)
+		}
+	}
+	for _, tc := range []struct {
+		n uint64
+		p float64
+	}{{0, 0.01}, {10, 0}, {10, 1}, {10, -0.5}, {10, math.NaN()}, {1 << 62, 0.01}} {
+		if _, _, err := bloomGeometry(tc.n, tc.p); !errors.Is(err, ErrInvalidConfig) {
+			t.Errorf("bloomGeometry(%d, %v) = %v, want ErrInvalidConfig", tc.n, tc.p, err)
+		}
+	}
+	for _, cfg := range []BloomConfig{{}, {FPRate: 0.01}, {Capacity: 10, FPRate: 2}, {Capacity: 10, FPRate: -1}} {
+		if _, err := NewBloom(cfg); !errors.Is(err, ErrInvalidConfig) {
+			t.Errorf("NewBloom(%+v) = %v, want ErrInvalidConfig", cfg, err)
+		}
+	}
+}
+
+// bloomFill adds keys prefix-0 .. prefix-(n-1) in batches through core.
+func bloomFill(t testing.TB, b *Bloom, prefix string, from, to int) {
+	t.Helper()
+	keys := make([][]byte, 0, 1024)
+	for i := from; i < to; i++ {
+		keys = append(keys, bloomKey(prefix, i))
+		if len(keys) == cap(keys) || i == to-1 {
+			if err := b.AddBatch(keys, nil); err != nil {
+				t.Fatal(err)
+			}
+			keys = keys[:0]
+		}
+	}
+}
+
+// bloomRate checks probes keys never added and returns the share found.
+func bloomRate(b *Bloom, probes int) float64 {
+	keys := make([][]byte, 1024)
+	for j := range keys {
+		keys[j] = make([]byte, 0, 24)
+	}
+	out := make([]bool, len(keys))
+	fp := 0
+	for base := 0; base < probes; base += len(keys) {
+		n := min(len(keys), probes-base)
+		for j := range n {
+			keys[j] = strconv.AppendInt(append(keys[j][:0], "absent-"...), int64(base+j), 10)
+		}
+		b.CheckBatch(keys[:n], out[:n])
+		for _, f := range out[:n] {
+			if f {
+				fp++
+			}
+		}
+	}
+	return float64(fp) / float64(probes)
+}
+
+// TestBloom_FalsePositives: at capacity no key added is missing and the
+// observed rate is within 1.2x of the target, for targets 0.1 to 1e-4
+// (fixed seeds; enough probes that the target expects 400 false
+// positives); the rate at twice the capacity is logged. Each core adds;
+// the default core checks (the parity suite shows the cores' bits equal).
+func TestBloom_FalsePositives(t *testing.T) {
+	for _, tc := range []struct {
+		p float64
+		n int
+	}{{0.1, 20_000}, {0.01, 50_000}, {0.001, 20_000}, {1e-4, 20_000}} {
+		for i, core := range bloomTestCores {
+			t.Run(fmt.Sprintf("%v/%s", tc.p, core.name()), func(t *testing.T) {
+				b := mustBloom(t, BloomConfig{Capacity: uint64(tc.n), FPRate: tc.p, Seed: 0xb100})
+				b.core, b.l.prefetch = core, true // every batch through core
+				bloomFill(t, b, "in", 0, tc.n)
+				for i := range tc.n {
+					if k := bloomKey("in", i); !b.Check(k) {
+						t.Fatalf("Check(%q) = false for a key added", k)
+					}
+				}
+				if i > 0 {
+					return
+				}
+				b.core = defaultBloomCore
+				probes := int(400 / tc.p)
+				rate := bloomRate(b, probes)
+				st := b.Stats()
+				t.Logf("rate %v, %d keys in %d bits, k %d: observed %.3g at capacity (%.2fx), fill %.3f", tc.p, tc.n, st.Bits, st.Hashes, rate, rate/tc.p, st.Fill)
+				if rate > 1.2*tc.p {
+					t.Errorf("observed rate %.3g at capacity, more than 1.2x the target %v", rate, tc.p)
+				}
+				if math.Abs(st.Estimated-float64(tc.n)) > 0.03*float64(tc.n) {
+					t.Errorf("Stats().Estimated = %.0f, want within 3%% of %d", st.Estimated, tc.n)
+				}
+				bloomFill(t, b, "in", tc.n, 2*tc.n)
+				rate2 := bloomRate(b, probes/4)
+				t.Logf("rate %v: observed %.3g at twice the capacity (%.1fx the target), fill %.3f", tc.p, rate2, rate2/tc.p, b.Stats().Fill)
+			})
+		}
+	}
+}
+
+// TestBloom_Already: Add's answer is exact in one process, against the
+// model: true exactly when every bit of the key was set before the call,
+// whoever set them.
+func TestBloom_Already(t *testing.T) {
+	cfg := BloomConfig{Capacity: 2000, FPRate: 0.05, Seed: 5}
+	b := mustBloom(t, cfg)
+	ref := newRefBloom(b.l.blocks, b.l.k, cfg.Seed)
+	// A key whose bits other keys set: a false positive of the model,
+	// never added itself.
+	for i := range 2000 {
+		ref.add(bloomKey("fill", i))
+	}
+	bloomFill(t, b, "fill", 0, 2000)
+	var crafted []byte
+	for i := 0; crafted == nil; i++ {
+		if k := bloomKey("crafted", i); ref.check(k) {
+			crafted = k
+		}
+	}
+	if already, err := b.Add(crafted); !already || err != nil {
+		t.Errorf("Add(%q), whose bits other keys set = %v, %v, want true", crafted, already, err)
+	}
+	ref.add(crafted)
+	// A key with some bits set and some not: new.
+	var partial []byte
+	for i := 0; partial == nil; i++ {
+		k := bloomKey("partial", i)
+		some := false
+		for _, p := range ref.probes(k) {
+			some = some || ref.bit[p]
+		}
+		if some && !ref.check(k) {
+			partial = k
+		}
+	}
+	if already, _ := b.Add(partial); already {
+		t.Errorf("Add(%q), some of whose bits were clear = true, want false", partial)
+	}
+	if already, _ := b.Add(partial); !already {
+		t.Errorf("second Add(%q) = false, want true", partial)
+	}
+	ref.add(partial)
+	ref.add(partial)
+	// A batch that holds a new key twice: the second is already.
+	var dup []byte
+	for i := 0; dup == nil; i++ {
+		if k := bloomKey("dup", i); !ref.check(k) {
+			dup = k
+		}
+	}
+	keys := [][]byte{dup, bloomKey("other", 0), dup}
+	got := make([]bool, 3)
+	if err := b.AddBatch(keys, got); err != nil || !got[2] || got[0] {
+		t.Errorf("AddBatch(%q, other-0, %q) = %v, %v, want [false _ true]", dup, dup, got, err)
+	}
+	for _, k := range keys {
+		ref.add(k)
+	}
+	// Everything else, mixed with repeats, against the model.
+	for i := range 3000 {
+		k := bloomKey("mix", i%1700)
+		want := ref.add(k)
+		if got, err := b.Add(k); got != want || err != nil {
+			t.Fatalf("Add(%q) = %v, %v, model says %v", k, got, err, want)
+		}
+	}
+	st := b.Stats()
+	if st.Added != ref.added || st.Seen != ref.seen || st.Set != ref.set() {
+		t.Errorf("Stats() = %d added, %d seen, %d set; model %d, %d, %d", st.Added, st.Seen, st.Set, ref.added, ref.seen, ref.set())
+	}
+	if st.Added+st.Seen != 2000+1+2+3+3000 {
+		t.Errorf("Added + Seen = %d, want every add: %d", st.Added+st.Seen, 2000+1+2+3+3000)
+	}
+}
+
+// TestBloom_StatsResetClose: Stats against what was added, Reset forgets
+// everything, and a closed handle reads as full, answers true, and refuses
+// to add.
+func TestBloom_StatsResetClose(t *testing.T) {
+	b := mustBloom(t, BloomConfig{Capacity: 1000, FPRate: 0.01, Seed: 3})
+	if _, err := b.AddString("a"); err != nil {
+		t.Fatal(err)
+	}
+	b.AddString("a")
+	st := b.Stats()
+	want := BloomStats{Bits: b.Bits(), Hashes: b.Hashes(), Capacity: 1000, FPRate: 0.01, Set: st.Set,
+		Fill: float64(st.Set) / float64(b.Bits()), Estimated: st.Estimated, Added: 1, Seen: 1, Bytes: st.Bytes}
+	if diff := cmp.Diff(want, st); diff != "" {
+		t.Errorf("Stats() (-want +got):\n%s", diff)
+	}
+	if st.Set < 1 || st.Set > uint64(b.Hashes()) || math.Abs(st.Estimated-1) > 0.1 || st.Bytes == 0 {
+		t.Errorf("Stats() after one key = %+v", st)
+	}
+	js, err := json.Marshal(st)
+	if err != nil || !bytes.Contains(js, []byte(`"fill":`)) || !bytes.Contains(js, []byte(`"estimated":`)) {
+		t.Errorf("json.Marshal(Stats()) = %s, %v", js, err)
+	}
+	if v := b.StatsVar().String(); !strings.Contains(v, `"seen":1`) {
+		t.Errorf("StatsVar().String() = %s", v)
+	}
+	if err := b.Reset(); err != nil {
+		t.Fatal(err)
+	}
+	if b.CheckString("a") {
+		t.Error("Check(a) = true after Reset")
+	}
+	if st := b.Stats(); st.Set != 0 || st.Added != 0 || st.Seen != 0 || st.Estimated != 0 {
+		t.Errorf("Stats() after Reset = %+v", st)
+	}
+	b.AddString("b")
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Close(); err != nil {
+		t.Errorf("second Close = %v", err)
+	}
+	if _, err := b.AddString("c"); !errors.Is(err, ErrClosed) {
+		t.Errorf("Add after Close = %v, want ErrClosed", err)
+	}
+	for name, err := range map[string]error{"AddBatch": b.AddBatch([][]byte{[]byte("c")}, nil), "Reset": b.Reset(), "Freeze": b.Freeze(), "Merge": b.Merge()} {
+		if !errors.Is(err, ErrClosed) {
+			t.Errorf("%s after Close = %v, want ErrClosed", name, err)
+		}
+	}
+	if !b.CheckString("never") || !b.Check([]byte("never")) {
+		t.Error("Check after Close = false, want true (a closed handle never claims absence)")
+	}
+	out := []bool{false, false}
+	b.CheckBatch([][]byte{[]byte("x"), []byte("y")}, out)
+	if !out[0] || !out[1] {
+		t.Errorf("CheckBatch after Close = %v, want all true", out)
+	}
+	if st := b.Stats(); !st.Closed || st.Fill != 1 || st.Set != st.Bits || st.Estimated != math.MaxFloat64 {
+		t.Errorf("Stats() after Close = %+v, want closed and full", st)
+	}
+	var zero Bloom
+	if _, err := zero.Add([]byte("x")); !errors.Is(err, ErrClosed) || !zero.Check([]byte("x")) || !zero.Stats().Closed {
+		t.Errorf("zero Bloom: Add = %v, Check = %v, Stats = %+v", err, zero.Check([]byte("x")), zero.Stats())
+	}
+}
+
+// TestBloom_Merge: the union of filters, byte for byte what one filter fed
+// everything holds; other shapes and seeds are refused before anything
+// changes.
+func TestBloom_Merge(t *testing.T) {
+	cfg := BloomConfig{Capacity: 4000, FPRate: 0.01, Seed: 21}
+	parts := make([]*Bloom, 3)
+	all := mustBloom(t, cfg)
+	for i := range parts {
+		parts[i] = mustBloom(t, cfg)
+		bloomFill(t, parts[i], fmt.Sprintf("part%d", i), 0, 1000)
+		bloomFill(t, all, fmt.Sprintf("part%d", i), 0, 1000)
+	}
+	dst := mustBloom(t, cfg)
+	bloomFill(t, dst, "part0", 0, 500)
+	if err := dst.Merge(parts...); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(bloomBits(dst), bloomBits(all)) {
+		t.Error("merged bits differ from one filter fed everything")
+	}
+	if st := dst.Stats(); st.Added+st.Seen != 500 {
+		t.Errorf("Merge changed the counts: %+v", st)
+	}
+	before := bytes.Clone(bloomBits(dst))
+	for _, other := range []BloomConfig{
+		{Capacity: 8000, FPRate: 0.01, Seed: 21},
+		{Capacity: 4000, FPRate: 0.001, Seed: 21},
+		{Capacity: 4000, FPRate: 0.01, Seed: 22},
+	} {
+		o := mustBloom(t, other)
+		o.AddString("o")
+		if err := dst.Merge(parts[0], o); !errors.Is(err, ErrIncompatible) {
+			t.Errorf("Merge of %+v = %v, want ErrIncompatible", other, err)
+		}
+	}
+	closed := mustBloom(t, cfg)
+	closed.Close()
+	if err := dst.Merge(closed); !errors.Is(err, ErrInvalidArgument) {
+		t.Errorf("Merge of a closed filter = %v, want ErrInvalidArgument", err)
+	}
+	if err := dst.Merge(nil); !errors.Is(err, ErrInvalidArgument) {
+		t.Errorf("Merge(nil) = %v, want ErrInvalidArgument", err)
+	}
+	if !bytes.Equal(bloomBits(dst), before) {
+		t.Error("a refused Merge changed the bits")
+	}
+	if err := dst.Merge(dst); err != nil || !bytes.Equal(bloomBits(dst), before) {
+		t.Errorf("Merge(itself) = %v, or changed the bits", err)
+	}
+	if err := parts[0].Freeze(); err != nil {
+		t.Fatal(err)
+	}
+	if err := parts[0].Merge(parts[1]); !errors.Is(err, ErrFrozen) {
+		t.Errorf("Merge into a frozen filter = %v, want ErrFrozen", err)
+	}
+	fresh := mustBloom(t, cfg)
+	if err := fresh.Merge(parts[0]); err != nil || !fresh.Check(bloomKey("part0", 7)) {
+		t.Errorf("Merge of a frozen filter = %v", err)
+	}
+}
+
+// TestBloom_String: no seed in any format.
+func TestBloom_String(t *testing.T) {
+	const seed = 0x1234567890abcdef
+	b := mustBloom(t, BloomConfig{Capacity: 100, Seed: seed})
+	for _, f := range []string{"%v", "%+v", "%#v", "%s"} {
+		s := fmt.Sprintf(f, b)
+		if strings.Contains(s, "1234567890") || strings.Contains(s, fmt.Sprint(uint64(seed))) {
+			t.Errorf("Sprintf(%q) = %s shows the seed", f, s)
+		}
+	}
+	if s := b.String(); !strings.Contains(s, "sketch.Bloom(") || !strings.Contains(s, "hashes") {
+		t.Errorf("String() = %s", s)
+	}
+}
+
+// TestBloom_Allocs: the hot paths allocate nothing, on every core, in
+// cache and fetching ahead.
+func TestBloom_Allocs(t *testing.T) {
+	keys := make([][]byte, 600)
+	for i := range keys {
+		keys[i] = bloomKey("allocs", i)
+	}
+	out := make([]bool, len(keys))
+	b := mustBloom(t, BloomConfig{Capacity: 1000, Seed: 1})
+	key, skey := keys[3], string(keys[3])
+	for _, core := range bloomTestCores {
+		for _, ahead := range []bool{false, true} {
+			b.core, b.l.prefetch = core, ahead
+			for _, tc := range []struct {
+				name string
+				f    func()
+			}{
+				{"Add", func() { b.Add(key) }},
+				{"AddString", func() { b.AddString(skey) }},
+				{"Check", func() { b.Check(key) }},
+				{"CheckString", func() { b.CheckString(skey) }},
+				{"AddBatch", func() { b.AddBatch(keys, nil) }},
+				{"AddBatch/already", func() { b.AddBatch(keys, out) }},
+				{"AddBatch/5", func() { b.AddBatch(keys[:5], out[:5]) }},
+				{"CheckBatch", func() { b.CheckBatch(keys, out) }},
+			} {
+				if n := testing.AllocsPerRun(100, tc.f); n != 0 {
+					t.Errorf("%s/ahead=%v: %s allocates %.1f times a call", core.name(), ahead, tc.name, n)
+				}
+			}
+		}
+	}
+}
+
+// TestBloom_BadArguments: a wrong-length answer slice is refused, a short
+// out slice answers what it can hold.
+func TestBloom_BadArguments(t *testing.T) {
+	b := mustBloom(t, BloomConfig{Capacity: 100, Seed: 1})
+	keys := [][]byte{[]byte("a"), []byte("b")}
+	if err := b.AddBatch(keys, make([]bool, 1)); !errors.Is(err, ErrInvalidArgument) {
+		t.Errorf("AddBatch with 1 answer for 2 keys = %v, want ErrInvalidArgument", err)
+	}
+	if b.CheckString("a") {
+		t.Error("a refused AddBatch added keys")
+	}
+	b.AddBatch(keys, nil)
+	out := make([]bool, 1)
+	b.CheckBatch(keys, out)
+	if !out[0] {
+		t.Errorf("CheckBatch with a short out = %v", out)
+	}
+	b.CheckBatch(keys[:1], make([]bool, 5))
+	if err := b.AddBatch(nil, nil); err != nil {
+		t.Errorf("AddBatch(nil) = %v", err)
+	}
+}

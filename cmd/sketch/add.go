@@ -1,0 +1,116 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+)
+
+var addCmd = &command{
+	name:    "add",
+	args:    "FILE[:NAME] [KEY...]",
+	summary: "count keys: from the arguments, or one a line from standard input",
+	details: `
+Add counts each KEY (-n times) in the structure and prints its new answer:
+a Count-Min sketch's estimate with its error bar, a counting Bloom
+filter's count. With no KEY, or "-", it reads one key a line from standard
+input, in batches (empty lines are skipped), and prints how many it added;
+with --weighted, each line is KEY<TAB>N and counts KEY N times (a counting
+Bloom filter adds it N times, up to the 15 where its counters stick).
+While it reads, standard error shows keys, keys/s and the time elapsed,
+when it is a terminal. An interrupt stops it after the batch in hand.`,
+	example: `sketch add /dev/shm/clients.cms 192.0.2.1 192.0.2.7
+cut -d' ' -f1 access.log | sketch add /dev/shm/clients.cms
+printf 'alice\t5\nbob\t2\n' | sketch add --weighted /dev/shm/clients.cms`,
+	setup: func(fs *flag.FlagSet) func([]string) error {
+		n := fs.Uint64("n", 1, "count each KEY `N` times")
+		weighted := fs.Bool("weighted", false, "standard input has KEY<TAB>N lines")
+		jsonOut := fs.Bool("json", false, "print JSON: one object a key, or the summary")
+		return func(args []string) error {
+			if len(args) == 0 {
+				return usageError("missing FILE")
+			}
+			if *n == 0 {
+				return usageError("-n must be at least 1")
+			}
+			keys := args[1:]
+			fromStdin := len(keys) == 0 || (len(keys) == 1 && keys[0] == "-")
+			if *weighted && !fromStdin {
+				return usageError("--weighted reads KEY<TAB>N lines from standard input; give keys with -n instead")
+			}
+			s, t, err := openTargetArg(args[0], true)
+			if err != nil {
+				return err
+			}
+			defer s.Close()
+			if fromStdin {
+				return addStdin(s, t, *weighted, *jsonOut)
+			}
+			var weights []uint64
+			if *n != 1 {
+				weights = []uint64{*n}
+			}
+			for _, k := range keys {
+				key := [][]byte{[]byte(k)}
+				if err := s.add(key, weights); err != nil {
+					return err
+				}
+				printAnswer(s.query(key)[0], k, *jsonOut)
+			}
+			return nil
+		}
+	},
+}
+
+// addStdin counts the keys of standard input, a batch at a time.
+func addStdin(s structure, t target, weighted, jsonOut bool) error {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	kr := newKeyReader(os.Stdin, weighted)
+	p := startProgress()
+	var added uint64
+	var err error
+	for ctx.Err() == nil {
+		var keys [][]byte
+		var weights []uint64
+		keys, weights, err = kr.next()
+		if err != nil {
+			break
+		}
+		if err = s.add(keys, weights); err != nil {
+			break
+		}
+		added += uint64(len(keys))
+		p.keys.Store(added)
+	}
+	p.end()
+	el := time.Since(p.start)
+	if errors.Is(err, io.EOF) {
+		err = nil
+	}
+	if err == nil && ctx.Err() != nil {
+		err = fmt.Errorf("interrupted after %d keys (they stay counted)", added)
+	}
+	if err != nil {
+		return err
+	}
+	sm := s.sample()
+	total := sm.Total
+	if jsonOut {
+		return printJSON(stdout, struct {
+			File          string  `json:"file"`
+			Keys          uint64  `json:"keys"`
+			Total         uint64  `json:"total"`
+			Seconds       float64 `json:"seconds"`
+			KeysPerSecond float64 `json:"keys_per_second"`
+		}{t.String(), added, total, el.Seconds(), float64(added) / el.Seconds()})
+	}
+	fmt.Fprintf(stdout, "added %d keys to %s in %v (%s keys/s); %s in all: %d\n", added, t, el.Round(time.Millisecond), rate(float64(added)/el.Seconds()), sm.what, total)
+	return nil
+}

@@ -1,0 +1,97 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/shmsketch/sketch"
+)
+
+// countingBloom is a counting Bloom filter to the commands.
+type countingBloom struct{ b *sketch.CountingBloom }
+
+func (s *countingBloom) Close() error { return s.b.Close() }
+func (s *countingBloom) kind() string { return "countingbloom" }
+
+func (s *countingBloom) describe() string {
+	return fmt.Sprintf("counting Bloom filter, %d counters, %d hashes", s.b.Counters(), s.b.Hashes())
+}
+
+// cbfSaturated is where a counter sticks: adding a key more often than
+// that changes nothing.
+const cbfSaturated = 15
+
+func (s *countingBloom) add(keys [][]byte, weights []uint64) error {
+	if weights == nil {
+		_, err := s.b.AddMany(keys)
+		return err
+	}
+	for i, k := range keys {
+		for n := min(weights[i], cbfSaturated); n > 0; n-- {
+			if _, err := s.b.Add(k); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// cbfAnswer is how many times a key is in a counting Bloom filter (added
+// minus removed; 15 means 15 or more); 0 is definitely absent.
+type cbfAnswer struct {
+	Key     string `json:"key"`
+	Count   uint8  `json:"count"`
+	Present bool   `json:"present"` // probably present; false is exact
+}
+
+func (a cbfAnswer) text() string   { return fmt.Sprint(a.Count) }
+func (a cbfAnswer) weight() uint64 { return uint64(a.Count) }
+
+func (s *countingBloom) query(keys [][]byte) []answer {
+	out := make([]answer, len(keys))
+	for i, k := range keys {
+		n := s.b.CountOf(k)
+		out[i] = cbfAnswer{Key: string(k), Count: n, Present: n > 0}
+	}
+	return out
+}
+
+func (s *countingBloom) stats() ([][2]string, any) {
+	st := s.b.Stats()
+	count := fmt.Sprintf("%.0f", st.Count)
+	if st.CountersSet == st.Counters {
+		count = "every counter is set: the filter is full"
+	}
+	return [][2]string{
+		{"kind", "counting Bloom filter"},
+		{"capacity", fmt.Sprint(st.Capacity)},
+		{"fp rate", fmt.Sprintf("%g at capacity", st.FPRate)},
+		{"shape", fmt.Sprintf("%d counters, %d hashes", st.Counters, st.Hashes)},
+		{"bytes", fmt.Sprint(st.Bytes)},
+		{"counters set", fmt.Sprint(st.CountersSet)},
+		{"fill", percent(st.FillRatio)},
+		{"items (estimated)", count},
+		{"operations", fmt.Sprint(st.Ops)},
+		{"frozen", yesNo(st.Frozen)},
+	}, st
+}
+
+func (s *countingBloom) sample() sample {
+	st := s.b.Stats()
+	return sample{Total: st.Ops, Fill: &st.FillRatio, Count: &st.Count, Frozen: st.Frozen, what: "operations"}
+}
+
+// check has nothing to add to the open's validation: any counter value is
+// valid, and a crash leaves nothing to repair (docs/DESIGN.md). What the
+// lock shows is checked by the command.
+func (s *countingBloom) check() error  { return nil }
+func (s *countingBloom) reset() error  { return s.b.Clear() }
+func (s *countingBloom) freeze() error { return s.b.Freeze() }
+func (s *countingBloom) unlink() error { return s.b.Unlink() }
+
+func (s *countingBloom) merge(src structure) error {
+	o, ok := src.(*countingBloom)
+	if !ok {
+		return fmt.Errorf("cannot merge a %s into a counting Bloom filter", src.describe())
+	}
+	return s.b.Merge(o.b)
+}

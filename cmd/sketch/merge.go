@@ -1,0 +1,45 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+)
+
+var mergeCmd = &command{
+	name:    "merge",
+	args:    "DST SRC...",
+	summary: "add structures into another of the same kind, shape and seed",
+	details: `
+Merge adds each SRC into DST: afterwards DST answers as if it had seen
+everything each SRC saw. They must be of one kind, shape and seed (create
+them with the same --seed). The SRC files are opened read-only, so frozen
+copies shipped from other hosts merge too. Counting Bloom filters merge
+counter by counter, saturating at 15.`,
+	example: `sketch create total.cbf --kind countingbloom --capacity 1000000 --seed 12345
+sketch merge total.cbf host1.cbf host2.cbf`,
+	setup: func(fs *flag.FlagSet) func([]string) error {
+		return func(args []string) error {
+			if len(args) < 2 {
+				return usageError("want DST and at least one SRC")
+			}
+			dst, dt, err := openTargetArg(args[0], true)
+			if err != nil {
+				return err
+			}
+			defer dst.Close()
+			for _, arg := range args[1:] {
+				src, st, err := openTargetArg(arg, false)
+				if err != nil {
+					return err
+				}
+				err = dst.merge(src)
+				src.Close()
+				if err != nil {
+					return fmt.Errorf("merge %s into %s: %w", st, dt, err)
+				}
+			}
+			fmt.Fprintf(stdout, "merged %d into %s (%s)\n", len(args)-1, dt, dst.describe())
+			return nil
+		}
+	},
+}

@@ -1,0 +1,157 @@
+package main
+
+import (
+	"container/heap"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+)
+
+var queryCmd = &command{
+	name:    "query",
+	args:    "FILE[:NAME] [KEY...]",
+	summary: "answer keys: estimates with error bars, counts",
+	details: `
+Query prints one line a key: KEY, then a Count-Min sketch's estimate and its
+error bar ("between LOW and ESTIMATE": the true count is in that range with
+the sketch's confidence, and never above it), or a counting Bloom filter's
+count (0: definitely absent). With no KEY, or "-", the keys come one a line
+from standard input. --top N reads candidate keys (a sketch stores none)
+and prints the N loudest, loudest first. It opens the file read-only.`,
+	example: `sketch query /dev/shm/clients.cms 192.0.2.1 192.0.2.7
+cut -d' ' -f1 access.log | sort -u | sketch query --top 10 /dev/shm/clients.cms`,
+	setup: func(fs *flag.FlagSet) func([]string) error {
+		top := fs.Int("top", 0, "print the `N` loudest of the candidate keys")
+		jsonOut := fs.Bool("json", false, "print JSON Lines: one object a key")
+		return func(args []string) error {
+			if len(args) == 0 {
+				return usageError("missing FILE")
+			}
+			if *top < 0 {
+				return usageError("--top must be positive")
+			}
+			s, _, err := openTargetArg(args[0], false)
+			if err != nil {
+				return err
+			}
+			defer s.Close()
+			keys := args[1:]
+			fromStdin := len(keys) == 0 || (len(keys) == 1 && keys[0] == "-")
+			next := argBatches(keys)
+			if fromStdin {
+				kr := newKeyReader(os.Stdin, false)
+				next = func() ([][]byte, error) {
+					k, _, err := kr.next()
+					return k, err
+				}
+			}
+			if *top > 0 {
+				return queryTop(s, next, *top, *jsonOut)
+			}
+			for {
+				batch, err := next()
+				if errors.Is(err, io.EOF) {
+					return nil
+				}
+				if err != nil {
+					return err
+				}
+				for i, a := range s.query(batch) {
+					printAnswer(a, string(batch[i]), *jsonOut)
+				}
+			}
+		}
+	},
+}
+
+// argBatches serves keys from the arguments as one batch.
+func argBatches(keys []string) func() ([][]byte, error) {
+	done := false
+	return func() ([][]byte, error) {
+		if done || len(keys) == 0 {
+			return nil, io.EOF
+		}
+		done = true
+		b := make([][]byte, len(keys))
+		for i, k := range keys {
+			b[i] = []byte(k)
+		}
+		return b, nil
+	}
+}
+
+// printAnswer prints one key's answer: KEY<TAB>answer, or its JSON.
+func printAnswer(a answer, key string, jsonOut bool) {
+	if jsonOut {
+		printJSON(stdout, a)
+		return
+	}
+	fmt.Fprintf(stdout, "%s\t%s\n", key, a.text())
+}
+
+// queryTop prints the n loudest distinct candidates, loudest first; ties
+// in key order.
+func queryTop(s structure, next func() ([][]byte, error), n int, jsonOut bool) error {
+	seen := map[string]bool{}
+	h := &topHeap{}
+	for {
+		batch, err := next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return err
+		}
+		fresh := batch[:0]
+		for _, k := range batch {
+			if !seen[string(k)] {
+				seen[string(k)] = true
+				fresh = append(fresh, k)
+			}
+		}
+		for i, a := range s.query(fresh) {
+			e := topEntry{key: string(fresh[i]), a: a}
+			if h.Len() < n {
+				heap.Push(h, e)
+			} else if louder(e, (*h)[0]) {
+				(*h)[0] = e
+				heap.Fix(h, 0)
+			}
+		}
+	}
+	out := []topEntry(*h)
+	sort.Slice(out, func(i, j int) bool { return louder(out[i], out[j]) })
+	for _, e := range out {
+		printAnswer(e.a, e.key, jsonOut)
+	}
+	return nil
+}
+
+type topEntry struct {
+	key string
+	a   answer
+}
+
+func louder(x, y topEntry) bool {
+	if x.a.weight() != y.a.weight() {
+		return x.a.weight() > y.a.weight()
+	}
+	return x.key < y.key
+}
+
+// topHeap is a min-heap: its root is the quietest of the loudest so far.
+type topHeap []topEntry
+
+func (h topHeap) Len() int           { return len(h) }
+func (h topHeap) Less(i, j int) bool { return louder(h[j], h[i]) }
+func (h topHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *topHeap) Push(x any)        { *h = append(*h, x.(topEntry)) }
+func (h *topHeap) Pop() any {
+	old := *h
+	e := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return e
+}

@@ -1,0 +1,138 @@
+package sketch
+
+import (
+	"fmt"
+	"math"
+	"os"
+)
+
+// FormatVersion is the version of the file format this build reads and
+// writes (docs/FORMAT.md).
+const FormatVersion = formatVersion
+
+// FileInfo is what Inspect reads from a sketch file: the header, the
+// directory and the state of the file's lock, at one moment. The JSON
+// field names are stable; the seed has none.
+type FileInfo struct {
+	Path          string      `json:"path"`
+	FormatVersion uint32      `json:"format_version"`
+	ByteOrder     string      `json:"byte_order"` // "little-endian" or "big-endian": the file's, which is this machine's
+	Bytes         uint64      `json:"bytes"`      // the file's size
+	Mode          os.FileMode `json:"mode"`       // permission bits
+	UID           uint32      `json:"uid"`        // the file's owner
+	GID           uint32      `json:"gid"`
+	HeaderBytes   uint32      `json:"header_bytes"`
+	DataOffset    uint64      `json:"data_offset"` // where the first structure's region may start
+	// Sealed is set once Freeze ran: read-write opens are refused.
+	Sealed bool `json:"sealed"`
+	// ReaderSlots is the size of the lock's reader-slot table;
+	// DirectoryCapacity the entries the directory has room for.
+	ReaderSlots       uint32      `json:"reader_slots"`
+	DirectoryCapacity uint32      `json:"directory_capacity"`
+	Entries           []EntryInfo `json:"entries"`
+	Lock              LockInfo    `json:"lock"`
+	// Seed is the file's hash seed. It is secret (whoever knows it can
+	// craft keys that collide), so it has no JSON name and String leaves it
+	// out: print it only when asked to.
+	Seed uint64 `json:"-"`
+}
+
+// EntryInfo is one directory entry: a structure in the file.
+type EntryInfo struct {
+	// Kind names the structure: "countmin" (a Count-Min sketch) or
+	// "countingbloom" (a counting Bloom filter).
+	Kind string `json:"kind"`
+	// Description is the kind's name in prose, as messages use it.
+	Description string `json:"description"`
+	// Name is the structure's name in an arena; "" for a standalone file.
+	Name   string `json:"name"`
+	Offset uint64 `json:"offset"` // of the structure's region in the file
+	Bytes  uint64 `json:"bytes"`  // of the region
+	// Params are the kind's parameters, decoded: "rows" and "width" for a
+	// Count-Min sketch; "capacity", "fp_rate", "counters" and "hashes" for
+	// a counting Bloom filter. Every parameter the format allows is exact
+	// in a float64.
+	Params map[string]float64 `json:"params"`
+}
+
+// LockInfo is the state of the file's reader/writer lock (docs/DESIGN.md)
+// at one moment. Only structures that lock use it (a counting Bloom
+// filter; not a Count-Min sketch, whose adds are lock-free), so a
+// Count-Min file shows it free and without handles.
+type LockInfo struct {
+	// Writer is set while a writer holds the lock or waits for readers to
+	// leave; WriterToken is its token id (-1 when Writer is clear), and
+	// WriterAlive whether the handle with that token is still open. A
+	// dead writer's lock is recovered by the next contender within about
+	// 10 ms; until one comes, Inspect shows it held.
+	Writer      bool `json:"writer"`
+	WriterToken int  `json:"writer_token"`
+	WriterAlive bool `json:"writer_alive"`
+	// WritersParked, ReadersParked and ReadersTurn are the state word's
+	// other bits: someone sleeps on the lock, or readers were let in
+	// ahead of the next writer.
+	WritersParked bool `json:"writers_parked"`
+	ReadersParked bool `json:"readers_parked"`
+	ReadersTurn   bool `json:"readers_turn"`
+	// SlotsClaimed is one past the highest reader slot ever claimed.
+	SlotsClaimed uint32 `json:"slots_claimed"`
+	// Readers is the read locks held, over every slot; ReaderSlots the
+	// slots that hold any; DeadReaderSlots those of them whose handle is
+	// closed (a reader that died holding the lock: the next writer clears
+	// its slot).
+	Readers         uint64 `json:"readers"`
+	ReaderSlots     int    `json:"reader_slots"`
+	DeadReaderSlots int    `json:"dead_reader_slots"`
+	// Handles is the handles that hold a token (read-write handles of a
+	// structure that locks, in any process), among the ids below
+	// SlotsClaimed.
+	Handles int `json:"handles"`
+}
+
+// String describes the file without its seed.
+func (fi FileInfo) String() string {
+	kinds := ""
+	for i, e := range fi.Entries {
+		if i > 0 {
+			kinds += ", "
+		}
+		kinds += e.Description
+	}
+	return fmt.Sprintf("sketch file %s (format %d, %d bytes: %s)", fi.Path, fi.FormatVersion, fi.Bytes, kinds)
+}
+
+// GoString is String, for %#v: the seed stays out of it.
+func (fi FileInfo) GoString() string { return fi.String() }
+
+// entryInfo decodes a validated entry's parameters by its kind.
+func entryInfo(e entry) EntryInfo {
+	ei := EntryInfo{Description: kindName(e.kind), Name: e.name, Offset: e.off, Bytes: e.size}
+	switch e.kind {
+	case kindCountMin:
+		ei.Kind = "countmin"
+		ei.Params = map[string]float64{"rows": float64(e.params[0]), "width": float64(e.params[1])}
+	case kindCountingBloom:
+		ei.Kind = "countingbloom"
+		ei.Params = map[string]float64{
+			"capacity": float64(e.params[0]),
+			"fp_rate":  math.Float64frombits(e.params[1]),
+			"counters": float64(e.params[2]),
+			"hashes":   float64(e.params[3]),
+		}
+	default:
+		// validateEntry knows every kind this build has: a kind that got
+		// here has no case above yet.
+		ei.Kind = fmt.Sprintf("kind%d", e.kind)
+	}
+	return ei
+}
+
+// byteOrderName names this machine's byte order, which a valid file shares.
+func byteOrderName() string {
+	var b [2]byte
+	native.PutUint16(b[:], 1)
+	if b[0] == 1 {
+		return "little-endian"
+	}
+	return "big-endian"
+}

@@ -1,0 +1,143 @@
+package sketch
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"sync/atomic"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// Inspect reads the header, the directory and the lock state of the sketch
+// file at path, whatever structures it holds, for reading only: it opens
+// the file O_RDONLY, maps it PROT_READ and takes no lock and no token, so
+// it works on a file the caller may only read, while other processes use
+// it. The file is validated as an open validates it (ErrCorrupt and the
+// sentinels that wrap it); a file without a published magic is
+// ErrInterruptedCreate (ErrCorrupt when empty), without waiting.
+//
+// The lock state is a snapshot: holders come and go while it is read.
+// Whether a token's handle is alive is asked of the kernel, one
+// fcntl(F_OFD_GETLK) per id, which needs no write permission.
+func Inspect(path string) (FileInfo, error) {
+	fi, err := inspect(path)
+	if err != nil {
+		return FileInfo{}, fmt.Errorf("sketch: inspect %s: %w", path, err)
+	}
+	return fi, nil
+}
+
+func inspect(path string) (FileInfo, error) {
+	fd, err := openExisting(path, unix.O_RDONLY)
+	if err != nil {
+		return FileInfo{}, err
+	}
+	defer unix.Close(fd)
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return FileInfo{}, err
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFREG {
+		return FileInfo{}, fmt.Errorf("%w: not a regular file", ErrCorrupt)
+	}
+	size := uint64(st.Size)
+	switch {
+	case size == 0:
+		return FileInfo{}, fmt.Errorf("%w: empty file", ErrCorrupt)
+	case size < headerSize:
+		return FileInfo{}, fmt.Errorf("%w: %d bytes is shorter than a header", ErrCorrupt, size)
+	case size > maxFileSize || size > math.MaxInt:
+		return FileInfo{}, fmt.Errorf("%w: %d bytes is more than a sketch file may have on this platform", ErrCorrupt, size)
+	}
+	data, err := unix.Mmap(fd, 0, int(size), unix.PROT_READ, unix.MAP_SHARED)
+	if err != nil {
+		return FileInfo{}, fmt.Errorf("mmap %d bytes: %w", size, err)
+	}
+	defer unix.Munmap(data)
+	_ = atomic.LoadUint64((*uint64)(unsafe.Pointer(&data[offMagic]))) // acquire what the magic publishes
+	lay, err := decodeHeader(data)
+	if errors.Is(err, errNoMagic) {
+		err = ErrInterruptedCreate
+	}
+	if err != nil {
+		return FileInfo{}, err
+	}
+	fi := FileInfo{
+		Path:              path,
+		FormatVersion:     formatVersion,
+		ByteOrder:         byteOrderName(),
+		Bytes:             lay.fileSize,
+		Mode:              os.FileMode(st.Mode & 0o777),
+		UID:               st.Uid,
+		GID:               st.Gid,
+		HeaderBytes:       headerSize,
+		DataOffset:        lay.dataOff,
+		Sealed:            isSealed(data),
+		ReaderSlots:       lay.slots,
+		DirectoryCapacity: lay.dirCap,
+		Seed:              lay.seed,
+	}
+	for _, e := range lay.entries {
+		fi.Entries = append(fi.Entries, entryInfo(e))
+	}
+	fi.Lock = inspectLock(fd, data, int(lay.slots))
+	return fi, nil
+}
+
+// inspectLock reads the lock words and the reader slots below the high
+// water mark, and asks the kernel which of their tokens are held.
+func inspectLock(fd int, data []byte, nslots int) LockInfo {
+	base := unsafe.Pointer(&data[0])
+	l := &fileLock{
+		fd:     fd,
+		state:  (*uint32)(unsafe.Add(base, lockStateOff)),
+		drain:  (*uint32)(unsafe.Add(base, lockDrainOff)),
+		hw:     (*uint32)(unsafe.Add(base, lockHWOff)),
+		slots:  unsafe.Add(base, slotsOff),
+		nslots: nslots,
+	}
+	s := atomic.LoadUint32(l.state)
+	li := LockInfo{
+		Writer:        s&stW != 0,
+		WriterToken:   -1,
+		WritersParked: s&stWParked != 0,
+		ReadersParked: s&stRParked != 0,
+		ReadersTurn:   s&stRTurn != 0,
+		SlotsClaimed:  atomic.LoadUint32(l.hw),
+	}
+	if li.Writer && s&stOwner != 0 {
+		li.WriterToken = int(s&stOwner) - 1
+		li.WriterAlive = tokenHeld(fd, li.WriterToken)
+	}
+	for id := 0; id < min(int(li.SlotsClaimed), nslots); id++ {
+		alive := tokenHeld(fd, id)
+		if alive {
+			li.Handles++
+		}
+		n := uint32(atomic.LoadUint64(l.slotAt(id)))
+		if n == 0 {
+			continue
+		}
+		li.Readers += uint64(n)
+		li.ReaderSlots++
+		if !alive {
+			li.DeadReaderSlots++
+		}
+	}
+	return li
+}
+
+// tokenHeld reports whether some handle holds token id. It only tests
+// (F_OFD_GETLK), which a descriptor open for reading may do; an error
+// counts as held, as it does for the lock itself.
+func tokenHeld(fd, id int) bool {
+	lk := unix.Flock_t{Type: unix.F_WRLCK, Whence: io.SeekStart, Start: tokenBase + int64(id), Len: 1}
+	if err := unix.FcntlFlock(uintptr(fd), unix.F_OFD_GETLK, &lk); err != nil {
+		return true
+	}
+	return lk.Type != unix.F_UNLCK
+}

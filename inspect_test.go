@@ -1,0 +1,174 @@
+//go:build linux
+
+package sketch
+
+import (
+	"encoding/json"
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func mustInspect(t *testing.T, path string) FileInfo {
+	t.Helper()
+	fi, err := Inspect(path)
+	if err != nil {
+		t.Fatalf("Inspect(%s): %v", path, err)
+	}
+	return fi
+}
+
+func TestInspect_CountMin(t *testing.T) {
+	path := tempPath(t, "cms")
+	const seed = 0x1234_5678_9abc_def1
+	c := mustOpen(t, path, CountMinConfig{Rows: 4, Width: 1024, Seed: seed}, WithMode(0o640))
+	fi := mustInspect(t, path)
+	want := FileInfo{
+		Path:              path,
+		FormatVersion:     1,
+		ByteOrder:         byteOrderName(),
+		Bytes:             c.Stats().Bytes,
+		Mode:              0o640,
+		UID:               uint32(os.Geteuid()),
+		GID:               uint32(os.Getegid()),
+		HeaderBytes:       128,
+		DataOffset:        12288, // 256 + 8*1024 slots + 128 of directory, to a page
+		ReaderSlots:       1024,
+		DirectoryCapacity: 1,
+		Entries: []EntryInfo{{
+			Kind: "countmin", Description: "Count-Min sketch",
+			Offset: 12288, Bytes: 4096 + 4*1024*8,
+			Params: map[string]float64{"rows": 4, "width": 1024},
+		}},
+		Lock: LockInfo{WriterToken: -1},
+		Seed: seed,
+	}
+	if diff := cmp.Diff(want, fi); diff != "" {
+		t.Errorf("Inspect (-want +got):\n%s", diff)
+	}
+	// The seed is in neither the JSON nor the string forms.
+	js, err := json.Marshal(fi)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, form := range []string{string(js), fi.String(), fi.GoString()} {
+		for _, s := range []string{strconv.FormatUint(seed, 10), strconv.FormatUint(seed, 16)} {
+			if strings.Contains(form, s) {
+				t.Errorf("%s shows the seed", form)
+			}
+		}
+	}
+	if err := c.Freeze(); err != nil {
+		t.Fatal(err)
+	}
+	if !mustInspect(t, path).Sealed {
+		t.Error("Inspect after Freeze: Sealed = false")
+	}
+}
+
+func TestInspect_CountingBloom(t *testing.T) {
+	path := tempPath(t, "cbf")
+	b, err := OpenCountingBloom(path, CountingBloomConfig{Capacity: 1000, FPRate: 0.01})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	fi := mustInspect(t, path)
+	if len(fi.Entries) != 1 {
+		t.Fatalf("Inspect: %d entries, want 1", len(fi.Entries))
+	}
+	e := fi.Entries[0]
+	want := map[string]float64{"capacity": 1000, "fp_rate": 0.01, "counters": float64(b.Counters()), "hashes": float64(b.Hashes())}
+	if diff := cmp.Diff(want, e.Params); diff != "" || e.Kind != "countingbloom" {
+		t.Errorf("Inspect: kind %q, params (-want +got):\n%s", e.Kind, diff)
+	}
+	// The open handle holds token 0 and claimed slot 0; no lock is held.
+	if diff := cmp.Diff(LockInfo{WriterToken: -1, SlotsClaimed: 1, Handles: 1}, fi.Lock); diff != "" {
+		t.Errorf("Lock (-want +got):\n%s", diff)
+	}
+	b.Close()
+	if diff := cmp.Diff(LockInfo{WriterToken: -1, SlotsClaimed: 1}, mustInspect(t, path).Lock); diff != "" {
+		t.Errorf("Lock after Close (-want +got):\n%s", diff)
+	}
+}
+
+// TestInspect_LockHolders has a child hold the lock, reads it held by a
+// live handle, kills the child with SIGKILL and reads it held by a dead
+// one: the state a killed holder leaves until the next contender.
+func TestInspect_LockHolders(t *testing.T) {
+	requireReexec(t)
+	for _, mode := range []string{"w", "r"} {
+		t.Run(mode, func(t *testing.T) {
+			path := tempPath(t, "cms")
+			mustOpen(t, path, lockCfg) // takes no token: Count-Min does not lock
+			child := startLockChild(t, childContext(t), "lockhold", path, envs(envLockMode, mode))
+			child.expect(t, "held 0")
+			live, dead := LockInfo{WriterToken: -1, SlotsClaimed: 1, Handles: 1}, LockInfo{WriterToken: -1, SlotsClaimed: 1}
+			if mode == "w" {
+				live.Writer, live.WriterToken, live.WriterAlive = true, 0, true
+				dead.Writer, dead.WriterToken = true, 0
+			} else {
+				live.Readers, live.ReaderSlots = 1, 1
+				dead.Readers, dead.ReaderSlots, dead.DeadReaderSlots = 1, 1, 1
+			}
+			if diff := cmp.Diff(live, mustInspect(t, path).Lock); diff != "" {
+				t.Errorf("Lock held by a live child (-want +got):\n%s", diff)
+			}
+			if err := child.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+				t.Fatal(err)
+			}
+			<-child.done
+			if diff := cmp.Diff(dead, mustInspect(t, path).Lock); diff != "" {
+				t.Errorf("Lock held by a killed child (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestInspect_Errors(t *testing.T) {
+	dir := t.TempDir()
+	good := filepath.Join(dir, "good")
+	mustOpen(t, good, CountMinConfig{Rows: 1, Width: 64})
+	size := mustInspect(t, good).Bytes
+	write := func(name string, b []byte) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	data, err := os.ReadFile(good)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bad := append([]byte(nil), data...)
+	bad[30] ^= 0xff // the seed, under the checksum
+	if err := os.Symlink(good, filepath.Join(dir, "link")); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name, path string
+		want       error
+	}{
+		{"missing", filepath.Join(dir, "none"), fs.ErrNotExist},
+		{"empty", write("empty", nil), ErrCorrupt},
+		{"zero magic", write("zero", make([]byte, size)), ErrInterruptedCreate},
+		{"checksum", write("bad", bad), ErrChecksum},
+		{"symlink", filepath.Join(dir, "link"), ErrSymlink},
+		{"directory", dir, ErrCorrupt},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Inspect(tc.path)
+			if !errors.Is(err, tc.want) || !strings.Contains(err.Error(), tc.path) {
+				t.Errorf("Inspect(%s) = %v, want %v naming the file", tc.path, err, tc.want)
+			}
+		})
+	}
+}
