@@ -1,10 +1,14 @@
 package main
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"image/color"
 	"math"
+	"os"
+	"slices"
+	"strings"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/font"
@@ -19,9 +23,23 @@ func init() {
 
 // series is one line of a chart.
 type series struct {
-	Name string
-	X, Y []float64
+	Name   string
+	X, Y   []float64
+	Color  int  // index into palette
+	Dashed bool // baselines: dashed
 }
+
+// palette is Tableau's ten colours, distinct for readers with the common
+// colour-vision deficiencies.
+var palette = []color.Color{
+	color.RGBA{0x4e, 0x79, 0xa7, 0xff}, color.RGBA{0xf2, 0x8e, 0x2b, 0xff},
+	color.RGBA{0xe1, 0x57, 0x59, 0xff}, color.RGBA{0x76, 0xb7, 0xb2, 0xff},
+	color.RGBA{0x59, 0xa1, 0x4f, 0xff}, color.RGBA{0xed, 0xc9, 0x48, 0xff},
+	color.RGBA{0xb0, 0x7a, 0xa1, 0xff}, color.RGBA{0xff, 0x9d, 0xa7, 0xff},
+	color.RGBA{0x9c, 0x75, 0x5f, 0xff}, color.RGBA{0xba, 0xb0, 0xac, 0xff},
+}
+
+func paletteColor(i int) color.Color { return palette[i%len(palette)] }
 
 // axis describes one axis of a line chart: its label, whether it is
 // logarithmic, and how to write a tick's value.
@@ -51,7 +69,25 @@ func lineChart(path, title string, x, y axis, ss []series) error {
 	p.Add(plotter.NewGrid())
 	setAxis(&p.X, x)
 	setAxis(&p.Y, y)
-	for i, s := range ss {
+	ylo, yhi := math.Inf(1), math.Inf(-1)
+	for _, s := range ss {
+		for _, v := range s.Y {
+			if !math.IsNaN(v) && v > 0 && !math.IsInf(v, 0) {
+				ylo, yhi = min(ylo, v), max(yhi, v)
+			}
+		}
+	}
+	// Room above the data for the legend, which gonum draws inside.
+	rows := float64(len(ss))*0.045 + 0.08
+	if y.Log {
+		p.Y.Min, p.Y.Max = ylo/1.2, yhi*math.Pow(yhi*1.2/(ylo/1.2), rows/(1-rows))
+	} else {
+		p.Y.Min, p.Y.Max = 0, yhi/(1-rows)
+	}
+	if x.Log && len(ss) > 0 && len(ss[0].X) > 0 {
+		p.X.Min, p.X.Max = slices.Min(ss[0].X)/1.3, slices.Max(ss[0].X)*1.3
+	}
+	for _, s := range ss {
 		var pts plotter.XYs
 		for j := range s.X {
 			if !math.IsNaN(s.Y[j]) && s.Y[j] > 0 && !math.IsInf(s.Y[j], 0) {
@@ -65,18 +101,36 @@ func lineChart(path, title string, x, y axis, ss []series) error {
 		if err != nil {
 			return err
 		}
-		l.Color = plotutil.Color(i)
-		l.Dashes = plotutil.Dashes(i / 7)
+		l.Color = paletteColor(s.Color)
+		if s.Dashed {
+			l.Dashes = []vg.Length{vg.Points(5), vg.Points(3)}
+		}
 		l.Width = vg.Points(1.5)
-		sc.Color = plotutil.Color(i)
-		sc.Shape = plotutil.Shape(i)
+		sc.Color = paletteColor(s.Color)
+		sc.Shape = plotutil.Shape(s.Color)
 		p.Add(l, sc)
 		p.Legend.Add(s.Name, l, sc)
 	}
 	p.Legend.Top = true
 	p.Legend.Left = true
 	p.Legend.TextStyle.Font.Size = vg.Points(9)
-	return p.Save(8*vg.Inch, 5*vg.Inch, path)
+	return saveSVG(p, 8*vg.Inch, 5*vg.Inch, path)
+}
+
+// saveSVG writes the plot with a font list that falls back to fonts of the
+// same metrics (Arial, Helvetica) where Liberation Sans is not installed,
+// so that text keeps the width gonum laid it out for.
+func saveSVG(p *plot.Plot, w, h vg.Length, path string) error {
+	wt, err := p.WriterTo(w, h, "svg")
+	if err != nil {
+		return err
+	}
+	var b bytes.Buffer
+	if _, err := wt.WriteTo(&b); err != nil {
+		return err
+	}
+	out := strings.ReplaceAll(b.String(), "font-family:Liberation Sans", "font-family:'Liberation Sans',Arial,Helvetica,sans-serif")
+	return os.WriteFile(path, []byte(out), 0o644)
 }
 
 func setAxis(a *plot.Axis, spec axis) {
@@ -136,7 +190,7 @@ func barChart(path, title, xlabel string, names []string, groups []barGroup, ref
 			return err
 		}
 		b.Horizontal = true
-		b.Color = plotutil.Color(j)
+		b.Color = paletteColor(j)
 		b.LineStyle.Width = 0
 		b.Offset = w * vg.Length(float64(len(names)-1)/2-float64(j))
 		p.Add(b)
@@ -152,8 +206,21 @@ func barChart(path, title, xlabel string, names []string, groups []barGroup, ref
 		p.Add(line)
 	}
 	p.NominalY(labels...)
-	p.X.Min = 0
+	hi := ref
+	for _, g := range groups {
+		for _, v := range g.Values {
+			if !math.IsNaN(v) && !math.IsInf(v, 0) {
+				hi = max(hi, v)
+			}
+		}
+	}
+	p.X.Min, p.X.Max = 0, hi*1.25
+	var ticks plot.ConstantTicks
+	for t := 0.0; t <= p.X.Max; t += 0.5 {
+		ticks = append(ticks, plot.Tick{Value: t, Label: fmt.Sprintf("%.1fx", t)})
+	}
+	p.X.Tick.Marker = ticks
 	p.Legend.Top = true
 	p.Legend.TextStyle.Font.Size = vg.Points(9)
-	return p.Save(8*vg.Inch, vg.Length(1.2+0.42*float64(len(groups)))*vg.Inch, path)
+	return saveSVG(p, 8*vg.Inch, vg.Length(1.2+0.42*float64(len(groups)))*vg.Inch, path)
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"strings"
 	"errors"
 	"fmt"
 	"math"
@@ -40,8 +41,8 @@ func (o *orchestration) drawCharts(v *view, mem *memTable, charts map[string]str
 	for _, dist := range dists {
 		for _, op := range []string{"add", "estimate"} {
 			var ss []series
-			line := func(name string, k func(shape string) Key) {
-				s := series{Name: name}
+			line := func(name string, color int, dashed bool, k func(shape string) Key) {
+				s := series{Name: name, Color: color, Dashed: dashed}
 				for i, sh := range cmsShapes {
 					s.X = append(s.X, sizes[i])
 					s.Y = append(s.Y, v.sum(k(sh.name)).Median)
@@ -53,13 +54,14 @@ func (o *orchestration) drawCharts(v *view, mem *memTable, charts map[string]str
 				single, batch, peer, mapOp = "Estimate", "EstimateBatch x256", "BoomFilters Count", "lookup"
 			}
 			for _, b := range v.buildList() {
-				line(single+", "+buildName[b], func(s string) Key { return sk(op, b, s, dist, 1) })
-				line(batch+", "+buildName[b], func(s string) Key { return sk(op, b, s, dist, 256) })
+				c := map[string]int{"cgo": 0, "purego": 1}[b]
+				line(single+", "+buildName[b], c, false, func(s string) Key { return sk(op, b, s, dist, 1) })
+				line(batch+", "+buildName[b], c+2, false, func(s string) Key { return sk(op, b, s, dist, 256) })
 			}
-			line("bare floor", func(s string) Key { return cmsKey(op, "floor", "", s, dist, 1, 1, 1) })
-			line(peer, func(s string) Key { return cmsKey(op, "boom", "", s, dist, 1, 1, 1) })
-			line("sync.Mutex + map "+mapOp+", 1M keys", func(string) Key { return mapKey("mutexmap", mapOp, dist) })
-			line("sync.Map "+mapOp+", 1M keys", func(string) Key { return mapKey("syncmap", mapOp, dist) })
+			line("bare floor", 4, false, func(s string) Key { return cmsKey(op, "floor", "", s, dist, 1, 1, 1) })
+			line(peer, 6, false, func(s string) Key { return cmsKey(op, "boom", "", s, dist, 1, 1, 1) })
+			line("sync.Mutex + map "+mapOp+", 1M keys", 8, true, func(string) Key { return mapKey("mutexmap", mapOp, dist) })
+			line("sync.Map "+mapOp+", 1M keys", 9, true, func(string) Key { return mapKey("syncmap", mapOp, dist) })
 			title := fmt.Sprintf("Count-Min %s, %s keys: ns per key by grid size", single, dist)
 			if err := draw(fmt.Sprintf("countmin-%s-%s.svg", op, dist), func(path string) error {
 				return lineChart(path, title, sizeAxis, nsAxis, ss)
@@ -74,9 +76,10 @@ func (o *orchestration) drawCharts(v *view, mem *memTable, charts map[string]str
 	}
 	for _, op := range []string{"add", "estimate"} {
 		var ss []series
-		for _, shape := range []string{"default", "C"} {
+		for i, shape := range []string{"default", "C"} {
 			for _, b := range v.buildList() {
-				s := series{Name: fmt.Sprintf("%s, %s", shapeLabel(shape), buildName[b]), X: bs}
+				c := 2*i + map[string]int{"cgo": 0, "purego": 1}[b]
+				s := series{Name: fmt.Sprintf("%s, %s", shapeLabel(shape), buildName[b]), X: bs, Color: c}
 				for _, n := range batchSizes {
 					s.Y = append(s.Y, 1000/v.sum(sk(op, b, shape, "uniform", n)).Median)
 				}
@@ -98,15 +101,15 @@ func (o *orchestration) drawCharts(v *view, mem *memTable, charts map[string]str
 			xs = append(xs, float64(n))
 		}
 		var ss []series
-		for _, impl := range memImpls {
-			s := series{Name: memLabels[impl], X: xs}
+		for i, impl := range memImpls {
+			s := series{Name: strings.ReplaceAll(memLabels[impl], "`", ""), X: xs, Color: []int{8, 9, 6, 5}[i], Dashed: true}
 			for _, r := range mem.Heap[impl] {
 				s.Y = append(s.Y, float64(r.Heap))
 			}
 			ss = append(ss, s)
 		}
-		for _, impl := range []string{"countmin", "countingbloom"} {
-			s := series{Name: memLabels[impl], X: xs}
+		for i, impl := range []string{"countmin", "countingbloom"} {
+			s := series{Name: memLabels[impl], X: xs, Color: 2 * i}
 			for _, b := range mem.Bytes[impl] {
 				s.Y = append(s.Y, float64(b))
 			}
@@ -128,7 +131,7 @@ func (o *orchestration) drawCharts(v *view, mem *memTable, charts map[string]str
 	for _, g := range v.writerRows() {
 		g2, p2 := g.key, g.key
 		g2.Writers, p2.Procs = 2, 2
-		groups = append(groups, barGroup{Label: g.label, Values: []float64{1 / v.ratio(g2, g.key).Median, 1 / v.ratio(p2, g.key).Median}})
+		groups = append(groups, barGroup{Label: g.short, Values: []float64{1 / v.ratio(g2, g.key).Median, 1 / v.ratio(p2, g.key).Median}})
 	}
 	return draw("writers.svg", func(path string) error {
 		return barChart(path, "Two writers: throughput relative to one (uniform keys)", "throughput relative to one writer",

@@ -243,36 +243,37 @@ func (v *view) exactTable() *mdTable {
 
 // writerRow is a single-writer subject that also ran with two writers.
 type writerRow struct {
-	label string
-	key   Key
+	label, short string // for the table, for the chart
+	key          Key
 }
 
 // writerRows are the subjects measured with two goroutines or two
 // processes, by their single-writer key.
 func (v *view) writerRows() []writerRow {
 	var rows []writerRow
-	row := func(label string, one Key) {
+	row := func(label, short string, one Key) {
 		g2, p2 := one, one
 		g2.Writers, p2.Procs = 2, 2
 		if v.sum(g2).N > 0 || v.sum(p2).N > 0 {
-			rows = append(rows, writerRow{label, one})
+			rows = append(rows, writerRow{label, short, one})
 		}
 	}
+	short := map[string]string{"cgo": "cgo", "purego": "pure Go"}
 	for _, b := range v.buildList() {
 		for _, shape := range []string{"default", "C"} {
-			row(fmt.Sprintf("Count-Min Add, %s, %s", shapeLabel(shape), buildName[b]), sk("add", b, shape, "uniform", 1))
-			row(fmt.Sprintf("Count-Min AddBatch x256, %s, %s", shapeLabel(shape), buildName[b]), sk("add", b, shape, "uniform", 256))
+			row(fmt.Sprintf("Count-Min `Add`, %s, %s", shapeLabel(shape), buildName[b]), fmt.Sprintf("CM Add, %s, %s", shape, short[b]), sk("add", b, shape, "uniform", 1))
+			row(fmt.Sprintf("Count-Min `AddBatch` ×256, %s, %s", shapeLabel(shape), buildName[b]), fmt.Sprintf("CM AddBatch 256, %s, %s", shape, short[b]), sk("add", b, shape, "uniform", 256))
 		}
 	}
 	for _, shape := range []string{"default", "C"} {
-		row("bare floor add, "+shapeLabel(shape), cmsKey("add", "floor", "", shape, "uniform", 1, 1, 1))
+		row("bare floor add, "+shapeLabel(shape), "floor add, "+shape, cmsKey("add", "floor", "", shape, "uniform", 1, 1, 1))
 	}
 	for _, b := range v.buildList() {
-		row("counting Bloom Add, "+buildName[b], cbfKey("add", "sketch", b, 1, 1, 1))
-		row("counting Bloom AddMany x256, "+buildName[b], cbfKey("add", "sketch", b, 256, 1, 1))
+		row("counting Bloom `Add`, "+buildName[b], "CBF Add, "+short[b], cbfKey("add", "sketch", b, 1, 1, 1))
+		row("counting Bloom `AddMany` ×256, "+buildName[b], "CBF AddMany 256, "+short[b], cbfKey("add", "sketch", b, 256, 1, 1))
 	}
-	row("sync.Mutex + map insert, 1M keys", mapKey("mutexmap", "insert", "uniform"))
-	row("sync.Map + atomic insert, 1M keys", mapKey("syncmap", "insert", "uniform"))
+	row("`sync.Mutex` + map insert, 1M keys", "mutex+map insert", mapKey("mutexmap", "insert", "uniform"))
+	row("`sync.Map` + atomic insert, 1M keys", "sync.Map insert", mapKey("syncmap", "insert", "uniform"))
 	return rows
 }
 
