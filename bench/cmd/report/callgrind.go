@@ -13,7 +13,8 @@ import (
 )
 
 // Instruction counts: each subject's op loop runs under callgrind, which
-// counts instructions only inside measured (--toggle-collect), at two key
+// counts instructions only inside measured (--toggle-collect; the pattern
+// matches main.measured and, in a test binary, its package path), at two key
 // counts; the difference over the difference in keys is the cost of one
 // key with any fixed cost cancelled. Counts do not move with the machine's
 // load, as times do.
@@ -38,12 +39,13 @@ func callgrindRows(builds []string) []Key {
 			keys = append(keys, k2)
 		}
 		keys = append(keys, cbfKey("add", "sketch", b, 1, 1, 1), cbfKey("contains", "sketch", b, 1, 1, 1), cbfKey("add", "sketch", b, 256, 1, 1))
+		keys = append(keys, bloomKey("add", "sketch", b, "1M", 1, 1, 1), bloomKey("check", "sketch", b, "1M", 1, 1, 1), bloomKey("add", "sketch", b, "1M", 256, 1, 1))
 	}
 	keys = append(keys,
 		Key{Struct: "countmin", Op: "add", Impl: "floor", Shape: "default", Dist: "uniform", Batch: 1, Writers: 1, Procs: 1},
 		Key{Struct: "countmin", Op: "add", Impl: "boom", Shape: "default", Dist: "uniform", Batch: 1, Writers: 1, Procs: 1},
 		cbfKey("add", "boom", "", 1, 1, 1),
-		cbfKey("add", "bitsblooms", "", 1, 1, 1),
+		bloomKey("add", "bitsblooms", "", "1M", 1, 1, 1),
 		exactKey("mutexmap", "insert", "uniform10k", 1),
 		exactKey("syncmap", "insert", "uniform10k", 1),
 	)
@@ -106,7 +108,7 @@ func callgrind(bin, dir, id string, n int) (uint64, error) {
 	}
 	outFile := filepath.Join(dir, "callgrind.out")
 	cmd := exec.Command("valgrind", "--tool=callgrind", "--callgrind-out-file="+outFile,
-		"--collect-atstart=no", "--toggle-collect=main.measured",
+		"--collect-atstart=no", "--toggle-collect=*.measured",
 		bin, "-role=oploop", "-dir="+dir, "-id="+id, fmt.Sprint("-n=", n))
 	// Valgrind's callgrind trips over the signals of Go's asynchronous
 	// preemption; the op loop does not need it.
@@ -124,7 +126,11 @@ func callgrind(bin, dir, id string, n int) (uint64, error) {
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
 		if v, ok := strings.CutPrefix(sc.Text(), "totals:"); ok {
-			return strconv.ParseUint(strings.Fields(v)[0], 10, 64)
+			n, err := strconv.ParseUint(strings.Fields(v)[0], 10, 64)
+			if err == nil && n == 0 {
+				err = fmt.Errorf("callgrind %s: nothing counted in measured (a binary without symbols?)", id)
+			}
+			return n, err
 		}
 	}
 	return 0, fmt.Errorf("callgrind %s: no totals", id)

@@ -149,6 +149,18 @@ func cached[T any](e *env, name string, mk func() T) T {
 	return v
 }
 
+// cachedErr is cached for makers that can fail; a failure is not kept.
+func cachedErr[T any](e *env, name string, mk func() (T, error)) (T, error) {
+	if v, ok := e.maps[name]; ok {
+		return v.(T), nil
+	}
+	v, err := mk()
+	if err == nil {
+		e.maps[name] = v
+	}
+	return v, err
+}
+
 // mutexMap is the exact baseline: a map behind one lock.
 type mutexMap struct {
 	mu sync.Mutex

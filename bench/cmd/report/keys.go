@@ -114,7 +114,7 @@ func appendKey(dst []byte, i uint64) []byte {
 		dst = append(dst, ':')
 		return strconv.AppendUint(dst, uint64(x&0xffff), 16)
 	}
-	x := mix32(uint32(i >> 1))
+	x := mix32(uint32(i>>2<<1 | i&1))
 	h := mix32(x ^ 0x5bd1e995)
 	dst = append(dst, '/')
 	for s := range h % 4 {

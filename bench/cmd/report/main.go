@@ -31,6 +31,7 @@ func main() {
 		start     = flag.Int("start", 0, "internal: the peer's first key")
 		n         = flag.Int("n", 0, "internal: keys (oploop, mem)")
 		impl      = flag.String("impl", "", "internal: structure (mem)")
+		small     = flag.Bool("small", false, "internal: short key streams (peer)")
 		cgoBin    = flag.String("cgo", "", "the cgo build of this program (default: this program, if it is one)")
 		puregoBin = flag.String("purego", "", "the pure-Go build of this program (default: this program, if it is one)")
 		out       = flag.String("out", "docs/BENCHMARKS.md", "the report to write")
@@ -54,7 +55,7 @@ func main() {
 		defer e.close()
 		err = worker(e, os.Stdin, os.Stdout)
 	case "peer":
-		e := newEnv(*dir, self, false)
+		e := newEnv(*dir, self, *small)
 		defer e.close()
 		err = peerMain(e, *id, *start, os.Stdin, os.Stdout)
 	case "mem":
@@ -102,6 +103,7 @@ type orchestration struct {
 	self, out, charts string
 	quick, callgrind  bool
 	memory            bool
+	memCounts         []int // key counts of the memory section (default 10k, 1M, 10M)
 	command           string
 }
 
@@ -128,9 +130,13 @@ func (o *orchestration) main() error {
 	for _, b := range res.Builds {
 		v.builds[b] = true
 	}
-	counts := []int{10_000, 1_000_000, 10_000_000}
-	if o.quick {
-		counts = counts[:2]
+	counts := o.memCounts
+	switch {
+	case counts != nil:
+	case o.quick:
+		counts = []int{10_000, 1_000_000}
+	default:
+		counts = []int{10_000, 1_000_000, 10_000_000}
 	}
 	var mem *memTable
 	memErr := errors.New("left out (-nomemory)")
@@ -162,6 +168,8 @@ func (o *orchestration) main() error {
 	progress("wrote %s and %s in %v", o.out, o.charts, time.Since(began).Round(time.Second))
 	return nil
 }
+
+func mustRegexp(s string) *regexp.Regexp { return regexp.MustCompile(s) }
 
 // shmDir is where the run's files go: tmpfs, as shared sketches usually
 // live, when the machine has it.

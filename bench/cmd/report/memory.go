@@ -64,6 +64,9 @@ func memMain(impl string, n int, w io.Writer) error {
 	return json.NewEncoder(w).Encode(memResult{Heap: int64(after.HeapAlloc) - int64(before.HeapAlloc), GC: gc})
 }
 
+// sketchMem are this module's structures in the memory section.
+var sketchMem = []string{"countmin", "countingbloom", "bloom"}
+
 // memTable is the memory section: the Go heap of each structure and the
 // size of this module's (a mapping, off the heap) at each key count.
 type memTable struct {
@@ -92,6 +95,17 @@ func measureMemory(bin string, counts []int) (*memTable, error) {
 		}
 	}
 	cms, err := sketch.CountMinConfig{}.Bytes()
+	if err != nil {
+		return nil, err
+	}
+	for _, n := range counts {
+		f, err := sketch.NewBloom(sketch.BloomConfig{Capacity: uint64(n), FPRate: cbfFPRate})
+		if err != nil {
+			return nil, err
+		}
+		t.Bytes["bloom"] = append(t.Bytes["bloom"], int64(f.Stats().Bytes))
+		f.Close()
+	}
 	if err != nil {
 		return nil, err
 	}

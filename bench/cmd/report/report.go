@@ -138,6 +138,7 @@ type reportData struct {
 	Dists         []string
 	Batches       *mdTable
 	CBF           *mdTable
+	Bloom         *mdTable
 	Exact         *mdTable
 	CgoCall       string
 	Writers       *mdTable
@@ -183,6 +184,7 @@ func (o *orchestration) writeReport(v *view, mem *memTable, memErr error, ic []i
 	}
 	d.Batches = v.batchTable()
 	d.CBF = v.cbfTable()
+	d.Bloom = v.bloomTable()
 	d.Exact = v.exactTable()
 	d.CgoCall = v.ns(cgoRows()[0].Key)
 	d.Writers = v.writersTable()

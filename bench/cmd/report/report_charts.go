@@ -1,12 +1,12 @@
 package main
 
 import (
-	"strings"
 	"errors"
 	"fmt"
 	"math"
 	"os"
 	"path/filepath"
+	"strings"
 )
 
 var nsTicks = []float64{5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000}
@@ -108,7 +108,7 @@ func (o *orchestration) drawCharts(v *view, mem *memTable, charts map[string]str
 			}
 			ss = append(ss, s)
 		}
-		for i, impl := range []string{"countmin", "countingbloom"} {
+		for i, impl := range sketchMem {
 			s := series{Name: memLabels[impl], X: xs, Color: 2 * i}
 			for _, b := range mem.Bytes[impl] {
 				s.Y = append(s.Y, float64(b))

@@ -3,7 +3,6 @@ package main
 import (
 	"sync"
 
-	"github.com/bits-and-blooms/bloom/v3"
 	boom "github.com/tylertreat/BoomFilters"
 
 	"github.com/shmsketch/sketch"
@@ -11,9 +10,8 @@ import (
 
 // Counting Bloom rows, for 1M items at 1% and the uniform stream: each
 // operation on each build (AddMany in batches of 16, 256 and 4096), one
-// against two writers, beside BoomFilters' CountingBloomFilter, a
-// sync.RWMutex + map[string]uint8 and, for scale, a plain Bloom filter
-// (bits-and-blooms/bloom/v3). Lookups run on filters holding the stream's
+// against two writers, beside BoomFilters' CountingBloomFilter and a
+// sync.RWMutex + map[string]uint8. Lookups run on filters holding the stream's
 // first half, so half of them find their key.
 func countingBloomRows(builds []string) []subject {
 	var rows []subject
@@ -30,7 +28,7 @@ func countingBloomRows(builds []string) []subject {
 		rows = append(rows, boomCBFRow(op))
 	}
 	for _, op := range []string{"add", "contains"} {
-		rows = append(rows, bitsBloomRow(op), rwMapRow(op))
+		rows = append(rows, rwMapRow(op))
 	}
 	return rows
 }
@@ -145,44 +143,6 @@ func boomCBFRow(op string) subject {
 					f.Add(k)
 					f.TestAndRemove(k)
 				}
-			}
-		}), nil
-	}}
-}
-
-// bitsBloomRow is bits-and-blooms/bloom/v3 for 1M items at 1% (heap, not
-// safe for concurrent use; no counters, no removal): Add and Test.
-func bitsBloomRow(op string) subject {
-	k := cbfKey(op, "bitsblooms", "", 1, 1, 1)
-	m, _ := bloom.EstimateParameters(cbfCapacity, cbfFPRate)
-	return subject{Key: k, Bytes: int64(m / 8), open: func(e *env) (opener, error) {
-		s := e.stream("uniform")
-		keys := s.bytes
-		f := cached(e, "bitsbloom-"+op, func() *bloom.BloomFilter {
-			f := bloom.NewWithEstimates(cbfCapacity, cbfFPRate)
-			if op != "add" {
-				for _, k := range keys[:len(keys)/2] {
-					f.Add(k)
-				}
-			}
-			return f
-		})
-		return overBytes(s, func() func([][]byte) {
-			if op == "add" {
-				return func(keys [][]byte) {
-					for _, k := range keys {
-						f.Add(k)
-					}
-				}
-			}
-			return func(keys [][]byte) {
-				n := 0
-				for _, k := range keys {
-					if f.Test(k) {
-						n++
-					}
-				}
-				sink.Add(uint64(n))
 			}
 		}), nil
 	}}

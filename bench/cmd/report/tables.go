@@ -79,6 +79,9 @@ func (v *view) headline(mem *memTable) *mdTable {
 	if v.has("cgo") {
 		row("counting Bloom `AddMany` ×256 (cgo build) / `Add`", cbfKey("add", "sketch", "cgo", 256, 1, 1), cbfKey("add", "sketch", "cgo", 1, 1, 1), false)
 	}
+	row("Bloom `Add` / bits-and-blooms `Add` (1M keys, 1%)", bloomKey("add", "sketch", b, "1M", 1, 1, 1), bloomKey("add", "bitsblooms", "", "1M", 1, 1, 1), false)
+	row("Bloom `Check` / bits-and-blooms `Test` (1M keys, 1%)", bloomKey("check", "sketch", b, "1M", 1, 1, 1), bloomKey("check", "bitsblooms", "", "1M", 1, 1, 1), false)
+	row("Bloom `Check` / bits-and-blooms `Test` (100M keys, 1%: 120 MiB)", bloomKey("check", "sketch", b, "100M", 1, 1, 1), bloomKey("check", "bitsblooms", "", "100M", 1, 1, 1), false)
 	row("two goroutines adding to one Count-Min (default shape) / one", cmsKey("add", "sketch", b, "default", "uniform", 1, 2, 1), add1, true)
 	row("two processes adding to one Count-Min file (default shape) / one", cmsKey("add", "sketch", b, "default", "uniform", 1, 1, 2), add1, true)
 	row("two processes adding to one Count-Min file (shape C, 160 MiB) / one", cmsKey("add", "sketch", b, "C", "uniform", 1, 1, 2), sk("add", b, "C", "uniform", 1), true)
@@ -200,10 +203,13 @@ func (v *view) cbfTable() *mdTable {
 			cells = append(cells, v.ns(cbfKey(op, "sketch", b, batch, 1, 1)))
 		}
 		for _, impl := range []string{"boom", "bitsblooms", "rwmutexmap"} {
-			if peers {
-				cells = append(cells, v.ns(cbfKey(op, impl, "", 1, 1, 1)))
-			} else {
+			switch {
+			case !peers:
 				cells = append(cells, "–")
+			case impl == "bitsblooms":
+				cells = append(cells, v.ns(bloomKey(map[string]string{"add": "add", "contains": "check"}[op], impl, "", "1M", 1, 1, 1)))
+			default:
+				cells = append(cells, v.ns(cbfKey(op, impl, "", 1, 1, 1)))
 			}
 		}
 		t.add(cells...)
@@ -226,6 +232,50 @@ func (v *view) cbfTable() *mdTable {
 	ratio("time ratio, `Add` / BoomFilters", "add", "boom")
 	ratio("time ratio, `Contains` / BoomFilters", "contains", "boom")
 	ratio("time ratio, `Add` / `RWMutex` + map", "add", "rwmutexmap")
+	return t
+}
+
+func (v *view) bloomTable() *mdTable {
+	t := &mdTable{Header: []string{"ns per key, at 1%"}}
+	builds := v.buildList()
+	for _, c := range bloomCapacities {
+		for _, b := range builds {
+			t.Header = append(t.Header, fmt.Sprintf("sketch, %s keys, %s", c, buildName[b]))
+		}
+		t.Header = append(t.Header, "bits-and-blooms, "+c+" keys")
+	}
+	row := func(label, op string, batch int) {
+		cells := []string{label}
+		for _, c := range bloomCapacities {
+			for _, b := range builds {
+				cells = append(cells, v.ns(bloomKey(op, "sketch", b, c, batch, 1, 1)))
+			}
+			if batch == 1 {
+				cells = append(cells, v.ns(bloomKey(op, "bitsblooms", "", c, 1, 1, 1)))
+			} else {
+				cells = append(cells, "–")
+			}
+		}
+		t.add(cells...)
+	}
+	row("`Add`", "add", 1)
+	row("`Check` (`Test`)", "check", 1)
+	for _, n := range []int{16, 256, 4096} {
+		row(fmt.Sprintf("`AddBatch` ×%d", n), "add", n)
+	}
+	row("`CheckBatch` ×256", "check", 256)
+	ratio := func(label, op string) {
+		cells := []string{label}
+		for _, c := range bloomCapacities {
+			for _, b := range builds {
+				cells = append(cells, v.times(bloomKey(op, "sketch", b, c, 1, 1, 1), bloomKey(op, "bitsblooms", "", c, 1, 1, 1), false))
+			}
+			cells = append(cells, "")
+		}
+		t.add(cells...)
+	}
+	ratio("time ratio, `Add` / bits-and-blooms", "add")
+	ratio("time ratio, `Check` / bits-and-blooms `Test`", "check")
 	return t
 }
 
@@ -272,6 +322,10 @@ func (v *view) writerRows() []writerRow {
 		row("counting Bloom `Add`, "+buildName[b], "CBF Add, "+short[b], cbfKey("add", "sketch", b, 1, 1, 1))
 		row("counting Bloom `AddMany` ×256, "+buildName[b], "CBF AddMany 256, "+short[b], cbfKey("add", "sketch", b, 256, 1, 1))
 	}
+	for _, b := range v.buildList() {
+		row("Bloom `Add`, 1M keys, "+buildName[b], "Bloom Add, "+short[b], bloomKey("add", "sketch", b, "1M", 1, 1, 1))
+		row("Bloom `AddBatch` ×256, 1M keys, "+buildName[b], "Bloom AddBatch 256, "+short[b], bloomKey("add", "sketch", b, "1M", 256, 1, 1))
+	}
 	row("`sync.Mutex` + map insert, 1M keys", "mutex+map insert", mapKey("mutexmap", "insert", "uniform"))
 	row("`sync.Map` + atomic insert, 1M keys", "sync.Map insert", mapKey("syncmap", "insert", "uniform"))
 	return rows
@@ -304,6 +358,7 @@ var memLabels = map[string]string{
 	"bitsblooms":    "bits-and-blooms `BloomFilter`, 1% (Go heap)",
 	"countmin":      "Count-Min, default shape (file; any number of keys)",
 	"countingbloom": "counting Bloom filter sized for the keys at 1% (file)",
+	"bloom":         "Bloom filter sized for the keys at 1% (file)",
 }
 
 func memoryTables(mem *memTable) (sizes, gc *mdTable) {
@@ -325,7 +380,7 @@ func memoryTables(mem *memTable) (sizes, gc *mdTable) {
 		sizes.add(cells...)
 		gc.add(gcs...)
 	}
-	for _, impl := range []string{"countmin", "countingbloom"} {
+	for _, impl := range sketchMem {
 		cells := []string{memLabels[impl]}
 		for i, b := range mem.Bytes[impl] {
 			cells = append(cells, cell(b, mem.Counts[i]))
@@ -355,13 +410,19 @@ func instrLabel(k Key) string {
 		if k.Batch > 1 {
 			op = fmt.Sprintf("`AddMany` ×%d", k.Batch)
 		}
-		switch k.Impl {
-		case "boom":
+		if k.Impl == "boom" {
 			return "BoomFilters `CountingBloomFilter.Add`"
-		case "bitsblooms":
-			return "bits-and-blooms `BloomFilter.Add`"
 		}
 		return "counting Bloom " + op
+	case "bloom":
+		op := map[string]string{"add": "`Add`", "check": "`Check`"}[k.Op]
+		if k.Batch > 1 {
+			op = map[string]string{"add": "`AddBatch`", "check": "`CheckBatch`"}[k.Op] + fmt.Sprintf(" ×%d", k.Batch)
+		}
+		if k.Impl == "bitsblooms" {
+			return "bits-and-blooms `BloomFilter.Add`, " + k.Shape + " keys"
+		}
+		return "Bloom " + op + ", " + k.Shape + " keys"
 	case "map":
 		return map[string]string{"mutexmap": "`sync.Mutex` + map insert", "syncmap": "`sync.Map` + atomic insert"}[k.Impl] + ", " + k.Shape + " keys"
 	case "cgo":

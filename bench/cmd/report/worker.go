@@ -141,7 +141,7 @@ type peer struct {
 }
 
 func (e *env) startPeer(k Key, start int) (*peer, error) {
-	cmd := exec.Command(e.self, "-role=peer", "-dir="+e.dir, "-id="+k.String(), "-start="+strconv.Itoa(start))
+	cmd := exec.Command(e.self, "-role=peer", "-dir="+e.dir, "-id="+k.String(), "-start="+strconv.Itoa(start), "-small="+strconv.FormatBool(e.small))
 	cmd.Stderr = os.Stderr
 	in, err := cmd.StdinPipe()
 	if err != nil {
