@@ -42,7 +42,7 @@ func main() {
 		run       = flag.String("run", "", "measure only subjects whose ID matches this regexp")
 		noCG      = flag.Bool("nocallgrind", false, "leave out the instruction counts")
 		noMem     = flag.Bool("nomemory", false, "leave out the memory section")
-		command   = flag.String("command", "", "the command to record as having made the report (default: this one)")
+		command   = flag.String("command", "", "the command to record as having run this program (make bench-report)")
 	)
 	flag.Parse()
 	self, err := os.Executable()
@@ -73,9 +73,7 @@ func main() {
 			command: *command,
 			plan:    plan{rounds: *rounds, target: *sample, bins: map[string]string{}},
 		}
-		if o.command == "" {
-			o.command = strings.Join(os.Args, " ")
-		}
+		o.argv = strings.Join(os.Args, " ")
 		o.plan.bins[sketch.Backend] = self
 		if *cgoBin != "" {
 			o.plan.bins["cgo"] = *cgoBin
@@ -103,8 +101,9 @@ type orchestration struct {
 	self, out, charts string
 	quick, callgrind  bool
 	memory            bool
-	memCounts         []int // key counts of the memory section (default 10k, 1M, 10M)
-	command           string
+	memCounts         []int  // key counts of the memory section (default 10k, 1M, 10M)
+	command           string // what the user ran, when not this program directly
+	argv              string // this program's command line
 }
 
 func (o *orchestration) main() error {
@@ -164,7 +163,7 @@ func (o *orchestration) main() error {
 	if err := o.writeReport(v, mem, memErr, ic, icNote, n1, n2, time.Since(began)); err != nil {
 		return err
 	}
-	fmt.Fprint(os.Stderr, v.headline(mem))
+	fmt.Fprint(progressOut, v.headline(mem))
 	progress("wrote %s and %s in %v", o.out, o.charts, time.Since(began).Round(time.Second))
 	return nil
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -147,6 +148,9 @@ func nanSlice(n int) []float64 {
 	return s
 }
 
+// progressOut is where the orchestrator says what it is doing.
+var progressOut io.Writer = os.Stderr
+
 func progress(format string, args ...any) {
-	fmt.Fprintf(os.Stderr, "report: "+format+"\n", args...)
+	fmt.Fprintf(progressOut, "report: "+format+"\n", args...)
 }

@@ -124,6 +124,7 @@ type reportData struct {
 	M             machine
 	LoadEnd       string
 	Command       string
+	Argv          string
 	Took          string
 	Rounds        int
 	Sample        string
@@ -159,7 +160,7 @@ func (o *orchestration) writeReport(v *view, mem *memTable, memErr error, ic []i
 		return err
 	}
 	d := &reportData{
-		M: v.m, LoadEnd: loadAverage(), Command: o.command, Took: took.Round(time.Second).String(),
+		M: v.m, LoadEnd: loadAverage(), Command: o.command, Argv: o.argv, Took: took.Round(time.Second).String(),
 		Rounds: o.rounds, Sample: o.target.String(), Quick: o.quick,
 		CMS: map[string]*mdTable{}, CMSRatios: map[string]*mdTable{}, Dists: dists,
 		Charts: map[string]string{}, CGN1: n1, CGN2: n2,

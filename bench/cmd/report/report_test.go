@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"math"
 	"os"
 	"os/exec"
@@ -153,6 +154,8 @@ func TestReport_EndToEnd(t *testing.T) {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
+	progressOut = io.Discard
+	defer func() { progressOut = os.Stderr }()
 	o := orchestration{
 		self: self, out: filepath.Join(dir, "docs", "BENCHMARKS.md"), charts: filepath.Join(dir, "docs", "bench"),
 		quick: true, memory: true, command: "make bench-report",
