@@ -23,7 +23,8 @@ type floor struct {
 	seed  uint64
 }
 
-func newFloor(rows, width int) (*floor, error) {
+// newFloor maps the grid, every page touched first when touch is set.
+func newFloor(rows, width int, touch bool) (*floor, error) {
 	fd, err := unix.MemfdCreate("floor", unix.MFD_CLOEXEC)
 	if err != nil {
 		return nil, err
@@ -37,7 +38,9 @@ func newFloor(rows, width int) (*floor, error) {
 	if err != nil {
 		return nil, err
 	}
-	clear(data) // every page in, as the sketches' Reset does
+	if touch {
+		clear(data) // every page in, as the sketches' Reset does
+	}
 	return &floor{data: data, cells: unsafe.Pointer(&data[0]), mask: uint64(width - 1), rows: rows, row: uintptr(width * 8), seed: keySeed}, nil
 }
 

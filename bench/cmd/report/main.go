@@ -146,7 +146,7 @@ func (o *orchestration) main() error {
 	}
 	var ic []instrCount
 	var icNote string
-	n1, n2 := 4096, 20480
+	n1, n2 := 2048, 10240
 	if o.quick {
 		n1, n2 = 512, 2560
 	}

@@ -53,8 +53,7 @@ func (e *env) bloomOf(capacity, name string) (*sketch.Bloom, error) {
 		if err != nil {
 			return nil, err
 		}
-		if name == "query" && f.Stats().Added == 0 {
-			keys := e.stream("uniform").bytes
+		if keys := e.stream("uniform").bytes; name == "query" && !f.Check(keys[0]) {
 			if err := f.AddBatch(keys[:len(keys)/2], nil); err != nil {
 				f.Close()
 				return nil, err
