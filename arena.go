@@ -18,6 +18,8 @@ const (
 	KindCountMin      Kind = "countmin"
 	KindBloom         Kind = "bloom"
 	KindCountingBloom Kind = "countingbloom"
+	// KindCountMinWindow is a Count-Min window (CountMinWindow).
+	KindCountMinWindow Kind = "countminwindow"
 )
 
 // An Arena is one file holding many named structures: Count-Min sketches
@@ -198,6 +200,21 @@ func (a *Arena) Bloom(name string, cfg BloomConfig) (*Bloom, error) {
 		return nil, err
 	}
 	return newBloom(m)
+}
+
+// CountMinWindow returns the Count-Min window named name, creating it
+// with w and cfg if the arena has none of that name, as CountMin does. The
+// zero Window only attaches, to whatever window is stored.
+func (a *Arena) CountMinWindow(name string, w Window, cfg CountMinConfig) (*CountMinWindow, error) {
+	sp, err := countMinWindowSpec(w, cfg)
+	if err != nil {
+		return nil, a.errorf("open", name, err)
+	}
+	m, err := a.structure(name, sp)
+	if err != nil {
+		return nil, err
+	}
+	return newCountMinWindow(m)
 }
 
 // CountingBloom returns the counting Bloom filter named name, creating it

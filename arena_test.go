@@ -388,3 +388,45 @@ func TestArena_StandaloneHandlesUnchanged(t *testing.T) {
 		t.Errorf("standalone layout: arena %v, entries %+v", lay.isArena(), lay.entries)
 	}
 }
+
+// TestArena_CountMinWindow keeps a rate limiter's window in an arena: a
+// second handle attaches with the zero Window and sees the same periods.
+func TestArena_CountMinWindow(t *testing.T) {
+	path := tempPath(t, "arena")
+	a := mustOpenArena(t, path, 4<<20)
+	w, err := a.CountMinWindow("rate", Window{Keep: 2}, arCMS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	w.AddString("k")
+	b := mustOpenArena(t, path, 0)
+	w2, err := b.CountMinWindow("rate", Window{}, CountMinConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w2.Close()
+	if got := w2.Window(); got != (Window{Keep: 2}) {
+		t.Errorf("attached window %+v, want Keep 2", got)
+	}
+	if err := w2.Rotate(); err != nil {
+		t.Fatal(err)
+	}
+	if est, _ := w.AddString("k"); est != 2 {
+		t.Errorf("after one turn: Add = %d, want 2 (both periods)", est)
+	}
+	w.Rotate()
+	if got := w2.EstimateString("k"); got != 1 {
+		t.Errorf("after two turns: Estimate = %d, want 1 (the first period left the window)", got)
+	}
+	if _, err := b.CountMinWindow("rate", Window{Keep: 3}, arCMS); !errors.Is(err, ErrIncompatible) {
+		t.Errorf("another Keep: %v, want ErrIncompatible", err)
+	}
+	if _, err := b.CountMinWindow("new", Window{}, arCMS); !errors.Is(err, ErrInvalidConfig) {
+		t.Errorf("zero Window for a new name: %v, want ErrInvalidConfig (it cannot create)", err)
+	}
+	got := b.List()
+	if len(got) != 1 || got[0].Kind != KindCountMinWindow || got[0].Config != (CountMinWindowConfig{Window: Window{Keep: 2}, CountMin: CountMinConfig{Rows: 4, Width: 1024}}) {
+		t.Errorf("List() = %+v", got)
+	}
+}

@@ -23,9 +23,27 @@
 // SIGKILL within about 10 ms, by asking the kernel (an open-file-description
 // lock each handle holds), never by PID (docs/DESIGN.md).
 //
-// Every structure opens read-only ([ReadOnly]), seals for good ([CountMin.Freeze],
-// [CountingBloom.Freeze]) to ship a copy to other hosts, and lives in memory
-// for one process ([NewCountMin], [NewCountingBloom]).
+// A [Bloom] filter answers "have I seen it" without removal and without any
+// lock: a key's bits sit in one 64-byte cache line, set with atomic ORs.
+// "No" is exact; the false-positive rate at capacity is the one it was
+// sized for.
+//
+// A [CountMinWindow] turns a Count-Min sketch over with time, in the file:
+// every process computes the same current period (from the clock, or from
+// a count of [CountMinWindow.Rotate] calls), adds go to it, and estimates
+// sum the last Keep periods. Exactly one process clears an expired period,
+// ahead of its turn, and a clearer that dies is taken over. This is the
+// shared rate limiter.
+//
+// An [Arena] holds many named structures in one file: every process asks
+// for each by name ([Arena.CountMin], [Arena.Bloom], [Arena.CountingBloom],
+// [Arena.CountMinWindow]); the first to ask creates it, the rest attach.
+//
+// Every structure opens read-only ([ReadOnly]), seals for good (Freeze) to
+// ship a copy to other hosts, where a collector merges copies of the same
+// shape and seed ([CountMin.Merge], [Bloom.Merge], [CountingBloom.Merge]),
+// and lives in memory for one process ([NewCountMin], [NewBloom],
+// [NewCountingBloom], [NewArena], ...).
 //
 // # Files and processes
 //

@@ -91,6 +91,12 @@ func TestHelperProcess(t *testing.T) {
 		err = childArenaRace()
 	case "arenakill":
 		err = childArenaKill()
+	case "mergepart":
+		err = childMergePart()
+	case "winadd":
+		err = childWinAdd()
+	case "winclear":
+		err = childWinClear()
 	default:
 		err = fmt.Errorf("unknown role %q", role)
 	}

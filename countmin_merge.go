@@ -1,0 +1,64 @@
+package sketch
+
+import (
+	"fmt"
+	"sync/atomic"
+	"unsafe"
+)
+
+// Merge adds the counters of others into c's, counter by counter,
+// saturating at 2^63 as adds do, and their add counts into c's: afterwards
+// every estimate of c is at least what c and the others estimated
+// together, and c is what one sketch fed every stream would be (equal
+// counters, byte for byte, when no counter saturated). The sketches must
+// have c's shape and seed (ErrIncompatible, whose message says what
+// differs, never the seeds); they may be read-only views or frozen copies,
+// such as files shipped from other hosts, and c itself (doubling it). c
+// must be writable (ErrReadOnly, ErrFrozen).
+//
+// Merge takes no lock: it reads each source counter once with an atomic
+// load and adds it with an atomic add, so adds running in any process at
+// the same time, on c or on a source, land whole, and a source written
+// meanwhile contributes some of the new adds and not others. A merge cut
+// short (a killed process, a Close) has added a prefix of the counters.
+// Both builds merge in Go: it is one pass of loads and adds, as fast in
+// either core.
+func (c *CountMin) Merge(others ...*CountMin) error {
+	if err := c.refuse("merge"); err != nil {
+		return err
+	}
+	for i, o := range others {
+		if o == nil || !o.open.Load() {
+			return c.m.errorf("merge", fmt.Errorf("%w: sketch %d of the merge is nil or closed", ErrInvalidArgument, i))
+		}
+		if o.l.rows != c.l.rows || o.l.mask != c.l.mask {
+			return c.m.errorf("merge", fmt.Errorf("%w: %s has %d x %d counters, this sketch %d x %d", ErrIncompatible, o.name(), o.l.rows, o.l.mask+1, c.l.rows, c.l.mask+1))
+		}
+		if o.l.seed != c.l.seed {
+			return c.m.errorf("merge", fmt.Errorf("%w: %s hashes with another seed than this sketch", ErrIncompatible, o.name()))
+		}
+	}
+	for i, o := range others {
+		mergeCells(&c.l, &o.l)
+		if !o.open.Load() {
+			return c.m.errorf("merge", fmt.Errorf("%w: sketch %d of the merge was closed during it", ErrInvalidArgument, i))
+		}
+	}
+	return c.after("merge")
+}
+
+// mergeCells adds src's counters and add-count stripes into dst's, which
+// has the same shape, saturating.
+func mergeCells(dst, src *cmsLayout) {
+	n := uintptr(dst.rows) * uintptr(dst.mask+1)
+	for i := uintptr(0); i < n; i++ {
+		if v := atomic.LoadUint64((*uint64)(unsafe.Add(src.cells, i*8))); v != 0 {
+			addCell((*uint64)(unsafe.Add(dst.cells, i*8)), min(v, maxCount))
+		}
+	}
+	for i := uintptr(0); i < stripeCount; i++ {
+		if v := atomic.LoadUint64((*uint64)(unsafe.Add(src.stripes, i*stripeBytes))); v != 0 {
+			addCell((*uint64)(unsafe.Add(dst.stripes, i*stripeBytes)), min(v, maxCount))
+		}
+	}
+}

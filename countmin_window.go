@@ -1,0 +1,802 @@
+package sketch
+
+import (
+	"fmt"
+	"math"
+	"math/bits"
+	"math/rand/v2"
+	"runtime"
+	"sync/atomic"
+	"time"
+	"unsafe"
+)
+
+// kindCountMinWindow is the directory kind of a Count-Min window.
+// Parameters: rows, width, the period in nanoseconds (0: Rotate only),
+// keep.
+const kindCountMinWindow uint32 = 4
+
+func init() {
+	registerKind(kindCountMinWindow, kindInfo{
+		name:     "Count-Min window",
+		kind:     KindCountMinWindow,
+		validate: validateCountMinWindowEntry,
+		config: func(e entry) any {
+			return CountMinWindowConfig{
+				Window:   Window{Period: time.Duration(e.params[2]), Keep: int(e.params[3])},
+				CountMin: CountMinConfig{Rows: int(e.params[0]), Width: int(e.params[1])},
+			}
+		},
+	})
+}
+
+// CountMinWindowConfig is a Count-Min window's config as an arena lists it
+// (ArenaEntry.Config): its window and the shape of each period's sketch.
+type CountMinWindowConfig struct {
+	Window   Window         `json:"window"`
+	CountMin CountMinConfig `json:"count_min"`
+}
+
+// countMinSlotBytes is one slot of a Count-Min window: a whole Count-Min
+// region (kind 1's layout), rounded up to a cache line.
+func countMinSlotBytes(rows, width int) uint64 {
+	return roundUp(countMinBytes(rows, width), cacheLine)
+}
+
+// countMinWindowBytes is the region of a Count-Min window: the control
+// words, then keep+1 slots.
+func countMinWindowBytes(rows, width, keep int) uint64 {
+	return windowControlBytes(keep) + uint64(keep+1)*countMinSlotBytes(rows, width)
+}
+
+// countMinWindowCreateSpec is countMinWindowSpec for the constructors that
+// always create: the zero Window, which only attaches, is refused.
+func countMinWindowCreateSpec(w Window, cfg CountMinConfig) (spec, error) {
+	if err := w.validate(); err != nil {
+		return spec{}, err
+	}
+	return countMinWindowSpec(w, cfg)
+}
+
+func countMinWindowSpec(w Window, cfg CountMinConfig) (spec, error) {
+	rows, width, explicit, err := cfg.shape()
+	if err != nil {
+		return spec{}, err
+	}
+	if w == (Window{}) {
+		// The zero window attaches to whatever window is stored, and
+		// cannot create (size 0).
+		sp := spec{kind: kindCountMinWindow, seed: cfg.Seed}
+		sp.match = func(e entry) error {
+			if explicit && (e.params[0] != uint64(rows) || e.params[1] != uint64(width)) {
+				return fmt.Errorf("%w: asked for %d x %d counters, the file has %d x %d", ErrIncompatible, rows, width, e.params[0], e.params[1])
+			}
+			return nil
+		}
+		return sp, nil
+	}
+	if err := w.validate(); err != nil {
+		return spec{}, err
+	}
+	// At most 64 x 2^40 counters a slot and 257 slots: no overflow.
+	size := countMinWindowBytes(rows, width, w.Keep)
+	if size > maxFileSize-pageSize*4 {
+		return spec{}, fmt.Errorf("%w: %d slots of %d x %d counters need %d bytes, more than a sketch file may have (%d)", ErrInvalidConfig, w.Keep+1, rows, width, size, uint64(maxFileSize))
+	}
+	sp := spec{
+		kind:   kindCountMinWindow,
+		size:   size,
+		params: [8]uint64{uint64(rows), uint64(width), uint64(w.Period), uint64(w.Keep)},
+		seed:   cfg.Seed,
+	}
+	sp.match = func(e entry) error {
+		if e.params[2] != uint64(w.Period) || e.params[3] != uint64(w.Keep) {
+			have := Window{Period: time.Duration(e.params[2]), Keep: int(e.params[3])}
+			return fmt.Errorf("%w: asked for a window of %v, the file has %v", ErrIncompatible, w, have)
+		}
+		if explicit && (e.params[0] != uint64(rows) || e.params[1] != uint64(width)) {
+			return fmt.Errorf("%w: asked for %d x %d counters, the file has %d x %d", ErrIncompatible, rows, width, e.params[0], e.params[1])
+		}
+		return nil
+	}
+	return sp, nil
+}
+
+func validateCountMinWindowEntry(e entry) error {
+	rows, width, period, keep := e.params[0], e.params[1], e.params[2], e.params[3]
+	switch {
+	case rows < 1 || rows > maxRows:
+		return fmt.Errorf("count-min window rows %d", rows)
+	case width < 1 || width > maxWidth || width&(width-1) != 0:
+		return fmt.Errorf("count-min window width %d", width)
+	}
+	if err := validateWindowParams(period, keep); err != nil {
+		return err
+	}
+	if want := countMinWindowBytes(int(rows), int(width), int(keep)); e.size != want {
+		return fmt.Errorf("count-min window region of %d bytes, %d slots of %d x %d need %d", e.size, keep+1, rows, width, want)
+	}
+	for _, p := range e.params[4:] {
+		if p != 0 {
+			return fmt.Errorf("unknown count-min window parameters")
+		}
+	}
+	return nil
+}
+
+// CountMinWindow is a Count-Min sketch over a sliding window of time, in a
+// shared mapping: it answers how often a key was counted in the last Keep
+// periods, the current one included, and forgets older periods by itself.
+// Any number of goroutines and processes add and estimate at once,
+// lock-free.
+//
+// The file holds Keep+1 Count-Min sketches (slots) and a few control
+// words. Every process computes the same current period, from the clock
+// or from the Rotate count stored in the file, so all of them add to that
+// period's slot without talking to each other. Estimates sum the Keep
+// slots of the window. The spare slot is cleared for the next period while
+// the others serve, by the one process that wins it, so a clear never
+// races the adds of its period; a process killed while it clears is taken
+// over by the next one that needs the slot.
+//
+// An estimate covers the periods from Current-Keep+1 to Current and is
+// never below what was counted in them: adds made before the current
+// period turned, in any process, are in it. At a turn, a reader whose
+// period is the old one while another process has moved to the new one,
+// and clears the oldest slot of the old window, notices (the slot's word
+// changed under it) and answers for the new window instead. An add made
+// at the very moment of a turn by a process that had not seen it yet
+// counts in the old period. Estimates exceed the truth by at most about
+// ErrorRate times the window's total, with the sketch's confidence.
+//
+// Calls after Close return ErrClosed (Estimate returns ClosedEstimate), as
+// CountMin's do.
+type CountMinWindow struct {
+	handle
+	ctl   windowCtl
+	slots []cmsLayout
+	core  cmsCore // serves batches and whole-slot walks
+	win   Window
+}
+
+// CountMinWindowStats describes a Count-Min window at one moment.
+type CountMinWindowStats struct {
+	// Rows and Width are each slot's shape.
+	Rows  int `json:"rows"`
+	Width int `json:"width"`
+	// Period and Keep are the window's.
+	Period time.Duration `json:"period"`
+	Keep   int           `json:"keep"`
+	// Current is the period adds go to now, and Oldest the first period
+	// estimates cover: they cover Oldest to Current.
+	Current uint64 `json:"current"`
+	Oldest  uint64 `json:"oldest"`
+	// Start is when the current period started by the clock (Period > 0
+	// and no Rotate), else zero.
+	Start time.Time `json:"start,omitempty"`
+	// Rotations is how many times Rotate turned the period.
+	Rotations uint64 `json:"rotations"`
+	// Total is everything counted in the periods covered: the sum of
+	// their slots' totals.
+	Total uint64 `json:"total"`
+	// ErrorBound is the absolute error bound at that total,
+	// ceil(e/Width · Total).
+	ErrorBound uint64 `json:"error_bound"`
+	// Slots describes each slot.
+	Slots []WindowSlotStats `json:"slots"`
+	// Bytes is the size of the whole mapping.
+	Bytes    uint64 `json:"bytes"`
+	Frozen   bool   `json:"frozen"`
+	ReadOnly bool   `json:"read_only"`
+	Closed   bool   `json:"closed"`
+}
+
+// WindowSlotStats describes one slot of a window.
+type WindowSlotStats struct {
+	// State is "current" (adds go here), "window" (an earlier period
+	// estimates cover), "next" (cleared ahead for the next period),
+	// "expired" (an older period, to be cleared), "clearing" or "empty"
+	// (never used).
+	State string `json:"state"`
+	// Period is the period the slot holds, or is cleared for.
+	Period uint64 `json:"period"`
+	// Total is the slot's largest row sum and Adds its add count, as
+	// CountMinStats has them.
+	Total uint64 `json:"total"`
+	Adds  uint64 `json:"adds"`
+}
+
+// OpenCountMinWindow opens the Count-Min window in the file at path,
+// creating it if it does not exist, as OpenCountMin does for a Count-Min
+// sketch (the same files, trust rules and options). w must be the stored
+// window (ErrIncompatible otherwise), and an explicit cfg the stored shape;
+// the zero cfg creates the default shape and attaches to any. A window's
+// Keep must be 1 to MaxWindowKeep and its Period 0 or at least a
+// millisecond (ErrInvalidConfig).
+func OpenCountMinWindow(path string, w Window, cfg CountMinConfig, opts ...Option) (*CountMinWindow, error) {
+	sp, err := countMinWindowSpec(w, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("sketch: open %s: %w", path, err)
+	}
+	o, err := buildOptions(opts)
+	if err != nil {
+		return nil, fmt.Errorf("sketch: open %s: %w", path, err)
+	}
+	m, err := openPath(path, sp, o)
+	if err != nil {
+		return nil, err
+	}
+	return newCountMinWindow(m)
+}
+
+// NewCountMinWindowMemfd creates a Count-Min window in a new memfd, to
+// hand to child processes (File, AttachCountMinWindow), as
+// NewCountMinMemfd does.
+func NewCountMinWindowMemfd(name string, w Window, cfg CountMinConfig, opts ...Option) (*CountMinWindow, error) {
+	sp, err := countMinWindowCreateSpec(w, cfg)
+	if err == nil {
+		var o options
+		if o, err = buildOptions(opts); err == nil && o.readOnly {
+			err = fmt.Errorf("%w: a new window cannot be read-only", ErrInvalidConfig)
+		}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("sketch: create memfd:%s: %w", name, err)
+	}
+	m, err := createMemfd(name, sp)
+	if err != nil {
+		return nil, err
+	}
+	return newCountMinWindow(m)
+}
+
+// NewCountMinWindow creates a Count-Min window in memory, for one process,
+// as NewCountMin does.
+func NewCountMinWindow(w Window, cfg CountMinConfig) (*CountMinWindow, error) {
+	sp, err := countMinWindowCreateSpec(w, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("sketch: create in memory: %w", err)
+	}
+	m, err := createInMemory(sp)
+	if err != nil {
+		return nil, err
+	}
+	return newCountMinWindow(m)
+}
+
+// AttachCountMinWindow attaches to the Count-Min window behind a
+// descriptor this process inherited, as AttachCountMin does.
+func AttachCountMinWindow(fd uintptr, w Window, cfg CountMinConfig, opts ...Option) (*CountMinWindow, error) {
+	sp, err := countMinWindowSpec(w, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("sketch: attach fd %d: %w", fd, err)
+	}
+	o, err := buildOptions(opts)
+	if err != nil {
+		return nil, fmt.Errorf("sketch: attach fd %d: %w", fd, err)
+	}
+	m, err := attachInherited(fd, sp, o)
+	if err != nil {
+		return nil, err
+	}
+	return newCountMinWindow(m)
+}
+
+// newCountMinWindow builds the handle for the window at m.ent. A
+// read-write handle joins the file's lock, whose liveness token names it
+// in the slots it clears.
+func newCountMinWindow(m *mapping) (*CountMinWindow, error) {
+	region := m.entryBytes()
+	base := unsafe.Pointer(&region[0])
+	rows, width := int(m.ent.params[0]), int(m.ent.params[1])
+	win := Window{Period: time.Duration(m.ent.params[2]), Keep: int(m.ent.params[3])}
+	w := &CountMinWindow{core: defaultCore, win: win}
+	w.init(m)
+	ctl := windowControlBytes(win.Keep)
+	slot := countMinSlotBytes(rows, width)
+	salt := rand.Uint64() // the handle's: picks its goroutines' stripes
+	for i := range win.Keep + 1 {
+		sb := unsafe.Add(base, ctl+uint64(i)*slot)
+		w.slots = append(w.slots, cmsLayout{
+			stripes:  sb,
+			cells:    unsafe.Add(sb, stripesBytes),
+			seed:     m.lay.seed,
+			salt:     salt,
+			mask:     uint64(width) - 1,
+			rows:     rows,
+			rowBytes: uintptr(width * 8),
+			prefetch: uint64(rows)*uint64(width)*8 > l2Bytes(),
+		})
+	}
+	var lk *fileLock
+	if !m.readOnly {
+		if err := m.joinLock(); err != nil {
+			m.close()
+			return nil, err
+		}
+		lk = m.lk
+	}
+	w.ctl.init(base, win, lk, &w.open, w.sealed, w.clearSlot)
+	if w.ctl.clk != nil {
+		// A handle dropped without Close stops its clock's timer.
+		runtime.AddCleanup(w, (*windowClock).stop, w.ctl.clk)
+	}
+	w.open.Store(true)
+	return w, nil
+}
+
+// clearSlot empties slot s for a new period. The clearer owns the slot:
+// writers and readers of the new period wait for the word that says the
+// slot holds it. On strongly ordered machines the core's reset (plain
+// stores) serves; elsewhere every counter is cleared with an atomic store,
+// so that a reader that sees a cleared counter also sees the word that
+// says the slot is being cleared, whatever the hardware reorders.
+func (w *CountMinWindow) clearSlot(s uint64) {
+	l := &w.slots[s]
+	l.bumpGen(true)
+	if plainClears {
+		w.core.reset(l)
+	} else {
+		cells := unsafe.Slice((*uint64)(l.cells), uintptr(l.rows)*uintptr(l.mask+1))
+		for i := range cells {
+			atomic.StoreUint64(&cells[i], 0)
+		}
+		for i := uintptr(0); i < stripeCount; i++ {
+			atomic.StoreUint64((*uint64)(unsafe.Add(l.stripes, i*stripeBytes)), 0)
+		}
+	}
+	l.bumpGen(false)
+}
+
+// plainClears is set on machines whose stores become visible in program
+// order, where a slot is cleared with the core's plain stores.
+const plainClears = runtime.GOARCH == "amd64" || runtime.GOARCH == "386" || runtime.GOARCH == "s390x"
+
+// satAdd adds two estimates of at most maxCount, saturating at maxCount.
+func satAdd(a, b uint64) uint64 {
+	s, carry := bits.Add64(a, b, 0)
+	if carry != 0 || s > maxCount {
+		return maxCount
+	}
+	return s
+}
+
+// add counts n for the key hashing to (lo, hi) in the current period and
+// returns its estimate over the window, the period the add went to and
+// the window's last period (later than the add's when the period turned
+// during the call).
+func (w *CountMinWindow) add(lo, hi, n uint64) (est, addP, winP uint64, err error) {
+	c := &w.ctl
+	p, s, err := c.use()
+	if err != nil {
+		return ClosedEstimate, 0, 0, err
+	}
+	// The rest of the window first, newest first, each slot read between
+	// two loads of its word: a word that changed, or names a period past
+	// p+1, means another process turned the period meanwhile, and the
+	// estimate is taken again for the new window. Reading before the add
+	// lets these loads' cache misses overlap the add's, which the atomic
+	// adds would otherwise wait for.
+	q, t, first := p, s, c.first(p)
+	turned := false
+	for q > first {
+		q, t = q-1, c.prevSlot(t)
+		wp := c.word(t)
+		wd := atomic.LoadUint64(wp)
+		if wd != heldWord(q) {
+			if wordAfter(wd, p+1) {
+				turned = true
+				break
+			}
+			continue
+		}
+		v := w.slots[t].estimateHashed(lo, hi)
+		if atomic.LoadUint64(wp) != wd {
+			turned = true
+			break
+		}
+		est = satAdd(est, v)
+	}
+	if n == 0 {
+		est = satAdd(est, w.slots[s].estimateHashed(lo, hi))
+	} else {
+		est = satAdd(est, w.slots[s].addHashed(lo, hi, n))
+	}
+	if turned {
+		return w.estimateSlow(lo, hi, p)
+	}
+	if !c.held(s, p) {
+		return w.estimateSlow(lo, hi, p)
+	}
+	return est, p, p, nil
+}
+
+// estimateSlow finishes an add to period addP that saw a turn mid-read:
+// the clock is read again, and the estimate taken for the new window.
+func (w *CountMinWindow) estimateSlow(lo, hi, addP uint64) (uint64, uint64, uint64, error) {
+	w.ctl.refresh()
+	est, p := w.estimate(lo, hi)
+	return est, addP, p, nil
+}
+
+// estimate returns the key's estimate over the window, and the window's
+// last period: the sum over the slots that hold a period of the window,
+// each read between two loads of its word. When a word changed under the
+// read, or names a period past the next, another process has turned the
+// period: the read starts again for the new window (the file's words only
+// move forward, so this ends; after a few tries the last sum is kept).
+func (w *CountMinWindow) estimate(lo, hi uint64) (est, p uint64) {
+	c := &w.ctl
+	for try := 0; ; try++ {
+		p = c.currentRead()
+		est = 0
+		stale := false
+		q, s, first := p, c.slotOf(p), c.first(p)
+		for {
+			wp := c.word(s)
+			wd := atomic.LoadUint64(wp)
+			if wd == heldWord(q) {
+				v := w.slots[s].estimateHashed(lo, hi)
+				if atomic.LoadUint64(wp) != wd {
+					stale = true
+					break
+				}
+				est = satAdd(est, v)
+			} else if wordAfter(wd, p+1) {
+				stale = true
+				break
+			}
+			if q == first {
+				break
+			}
+			q, s = q-1, c.prevSlot(s)
+		}
+		if !stale || try == 8 {
+			return est, p
+		}
+		c.refresh()
+	}
+}
+
+// Add counts key once in the current period and returns its estimate over
+// the window: the sum of its counts in the periods covered, so never below
+// the true count of those periods. It returns ErrClosed after Close.
+func (w *CountMinWindow) Add(key []byte) (uint64, error) {
+	if !w.open.Load() || w.ro || atomic.LoadUint32(w.sealed) != 0 {
+		return ClosedEstimate, w.refuse("add")
+	}
+	lo, hi := hashKey(key, w.slots[0].seed)
+	est, _, _, err := w.add(lo, hi, 1)
+	return w.afterUse(est, err, "add")
+}
+
+// AddN counts key n times and returns its new estimate over the window.
+// Counters saturate at 2^63, and so does the sum over the window.
+func (w *CountMinWindow) AddN(key []byte, n uint64) (uint64, error) {
+	if !w.open.Load() || w.ro || atomic.LoadUint32(w.sealed) != 0 {
+		return ClosedEstimate, w.refuse("add")
+	}
+	lo, hi := hashKey(key, w.slots[0].seed)
+	est, _, _, err := w.add(lo, hi, n)
+	return w.afterUse(est, err, "add")
+}
+
+// AddString is Add for a string key.
+func (w *CountMinWindow) AddString(key string) (uint64, error) {
+	if !w.open.Load() || w.ro || atomic.LoadUint32(w.sealed) != 0 {
+		return ClosedEstimate, w.refuse("add")
+	}
+	lo, hi := hashString(key, w.slots[0].seed)
+	est, _, _, err := w.add(lo, hi, 1)
+	return w.afterUse(est, err, "add")
+}
+
+// afterUse passes on an estimate, unless the call failed or Close ran
+// meanwhile (then the estimate may have come from the placeholder that
+// replaced the file's pages).
+func (w *CountMinWindow) afterUse(est uint64, err error, op string) (uint64, error) {
+	if !w.open.Load() {
+		return ClosedEstimate, w.closedErr(op)
+	}
+	if err != nil {
+		return ClosedEstimate, w.m.errorf(op, err)
+	}
+	return est, nil
+}
+
+// AddBatch counts each key once in the current period. When estimates is
+// not nil it must have len(keys) elements and receives each key's
+// estimate over the window after its add. Batches go to the core as
+// CountMin.AddBatch's do.
+func (w *CountMinWindow) AddBatch(keys [][]byte, estimates []uint64) error {
+	if !w.open.Load() || w.ro || atomic.LoadUint32(w.sealed) != 0 {
+		return w.refuse("add")
+	}
+	if estimates != nil && len(estimates) != len(keys) {
+		return w.m.errorf("add", fmt.Errorf("%w: %d estimates for %d keys", ErrInvalidArgument, len(estimates), len(keys)))
+	}
+	p, s, err := w.ctl.use()
+	if err != nil {
+		_, err = w.afterUse(0, err, "add")
+		return err
+	}
+	w.batchCore(len(keys), &w.slots[s]).addBatch(&w.slots[s], keys, 1, estimates)
+	if estimates != nil && !w.sumOthers(keys, estimates, p, s) {
+		// The period turned under the batch: estimate it again whole.
+		w.ctl.refresh()
+		w.estimateBatch(keys, estimates)
+	}
+	return w.afterBatch(estimates, "add")
+}
+
+// sumOthers adds to est the keys' estimates in the window's slots other
+// than the current one (s, of period p). It reports false when a slot's
+// word changed under it.
+func (w *CountMinWindow) sumOthers(keys [][]byte, est []uint64, p, s uint64) bool {
+	c := &w.ctl
+	var buf [batchChunk]uint64
+	q, t, first := p, s, c.first(p)
+	for q > first {
+		q, t = q-1, c.prevSlot(t)
+		wp := c.word(t)
+		wd := atomic.LoadUint64(wp)
+		if wd != heldWord(q) {
+			if wordAfter(wd, p+1) {
+				return false
+			}
+			continue
+		}
+		for base := 0; base < len(keys); base += batchChunk {
+			chunk := keys[base:min(base+batchChunk, len(keys))]
+			w.batchCore(len(chunk), &w.slots[t]).estimateBatch(&w.slots[t], chunk, buf[:len(chunk)])
+			for i, v := range buf[:len(chunk)] {
+				est[base+i] = satAdd(est[base+i], v)
+			}
+		}
+		if atomic.LoadUint64(wp) != wd {
+			return false
+		}
+	}
+	return c.held(s, p)
+}
+
+// EstimateBatch stores each key's estimate over the window in estimates,
+// which must have len(keys) elements. After Close it fills estimates with
+// ClosedEstimate and returns ErrClosed.
+func (w *CountMinWindow) EstimateBatch(keys [][]byte, estimates []uint64) error {
+	if len(estimates) != len(keys) {
+		return fmt.Errorf("sketch: estimate %s: %w: %d estimates for %d keys", w.name(), ErrInvalidArgument, len(estimates), len(keys))
+	}
+	if w.open.Load() {
+		w.estimateBatch(keys, estimates)
+	}
+	return w.afterBatch(estimates, "estimate")
+}
+
+// estimateBatch is estimate for a batch: the whole window again when a
+// slot's word changed under it.
+func (w *CountMinWindow) estimateBatch(keys [][]byte, est []uint64) {
+	c := &w.ctl
+	for try := 0; ; try++ {
+		p := c.currentRead()
+		s := c.slotOf(p)
+		clear(est)
+		ok := true
+		if wd := atomic.LoadUint64(c.word(s)); wd == heldWord(p) {
+			var buf [batchChunk]uint64
+			for base := 0; base < len(keys); base += batchChunk {
+				chunk := keys[base:min(base+batchChunk, len(keys))]
+				w.batchCore(len(chunk), &w.slots[s]).estimateBatch(&w.slots[s], chunk, buf[:len(chunk)])
+				copy(est[base:], buf[:len(chunk)])
+			}
+		} else if wordAfter(wd, p+1) {
+			ok = false
+		}
+		if ok && w.sumOthers(keys, est, p, s) || try == 8 {
+			return
+		}
+		c.refresh()
+	}
+}
+
+// afterBatch is afterUse for a batch's estimates.
+func (w *CountMinWindow) afterBatch(estimates []uint64, op string) error {
+	if !w.open.Load() {
+		for i := range estimates {
+			estimates[i] = ClosedEstimate
+		}
+		return w.closedErr(op)
+	}
+	return nil
+}
+
+// batchCore picks the core for a batch of n keys on slot l, as
+// CountMin.batchCore does.
+func (w *CountMinWindow) batchCore(n int, l *cmsLayout) cmsCore {
+	if n < minCoreBatch || !l.prefetch {
+		return goCore{}
+	}
+	return w.core
+}
+
+// Estimate returns the key's estimate over the window: the sum of its
+// counts in the last Keep periods, never below the true count. After
+// Close it returns ClosedEstimate.
+func (w *CountMinWindow) Estimate(key []byte) uint64 {
+	if !w.open.Load() {
+		return ClosedEstimate
+	}
+	lo, hi := hashKey(key, w.slots[0].seed)
+	est, _ := w.estimate(lo, hi)
+	est, _ = w.afterUse(est, nil, "estimate")
+	return est
+}
+
+// EstimateString is Estimate for a string key.
+func (w *CountMinWindow) EstimateString(key string) uint64 {
+	if !w.open.Load() {
+		return ClosedEstimate
+	}
+	lo, hi := hashString(key, w.slots[0].seed)
+	est, _ := w.estimate(lo, hi)
+	est, _ = w.afterUse(est, nil, "estimate")
+	return est
+}
+
+// Rotate turns the period now, in every process: adds go to a new,
+// empty period and the oldest one leaves the window. The new period's slot
+// is made ready before the turn, and the slot of the period after it is
+// cleared before Rotate returns, so adds never wait for a clear. With
+// Period > 0 the clock keeps turning as well: each Rotate moves every
+// later period one ahead.
+func (w *CountMinWindow) Rotate() error {
+	if err := w.refuse("rotate"); err != nil {
+		return err
+	}
+	if err := w.ctl.rotate(); err != nil {
+		if !w.open.Load() {
+			return w.closedErr("rotate")
+		}
+		return w.m.errorf("rotate", err)
+	}
+	return w.after("rotate")
+}
+
+// Freeze seals the file for good, as CountMin.Freeze does, and fixes the
+// window at the current period: estimates through any handle, here or on
+// a copy of the file, then cover the periods the window covered at the
+// freeze, however late they are asked.
+func (w *CountMinWindow) Freeze() error {
+	if err := w.refuse("freeze"); err != nil {
+		return err
+	}
+	w.ctl.freeze()
+	if !atomic.CompareAndSwapUint32(w.sealed, 0, 1) {
+		return w.m.errorf("freeze", ErrFrozen)
+	}
+	return w.Sync()
+}
+
+// Rows returns the number of rows of each slot.
+func (w *CountMinWindow) Rows() int {
+	if len(w.slots) == 0 {
+		return 0
+	}
+	return w.slots[0].rows
+}
+
+// Width returns the number of counters in a row of each slot.
+func (w *CountMinWindow) Width() int {
+	if len(w.slots) == 0 {
+		return 0
+	}
+	return int(w.slots[0].mask + 1)
+}
+
+// Window returns the window's period and keep.
+func (w *CountMinWindow) Window() Window { return w.win }
+
+// Current returns the period adds go to now (or, on a frozen window, the
+// one it was frozen in): estimates cover Current-Keep+1 to Current.
+func (w *CountMinWindow) Current() uint64 {
+	if !w.open.Load() {
+		return 0
+	}
+	return w.ctl.currentRead()
+}
+
+// Stats reports the window's periods, each slot's state and total, and the
+// total and error bound over the periods covered. It walks every slot.
+func (w *CountMinWindow) Stats() CountMinWindowStats {
+	s := CountMinWindowStats{
+		Rows:     w.Rows(),
+		Width:    w.Width(),
+		Period:   w.win.Period,
+		Keep:     w.win.Keep,
+		ReadOnly: w.ro,
+	}
+	if w.m != nil {
+		s.Bytes = w.m.lay.fileSize
+	}
+	if !w.open.Load() {
+		s.Closed, s.Total, s.ErrorBound = true, ClosedEstimate, ClosedEstimate
+		return s
+	}
+	c := &w.ctl
+	p := c.currentRead()
+	s.Current, s.Oldest, s.Rotations = p, c.first(p), c.epoch()
+	if c.clk != nil && s.Rotations == 0 && p <= uint64(math.MaxInt64/c.period) {
+		s.Start = time.Unix(0, int64(p)*c.period)
+	}
+	sums := make([]uint64, s.Rows)
+	for i := range w.slots {
+		st := decodeSlotWord(atomic.LoadUint64(c.word(uint64(i))))
+		sl := WindowSlotStats{Period: st.period}
+		switch {
+		case st.empty:
+			sl.State = "empty"
+		case st.clearing:
+			sl.State = "clearing"
+		case st.period == p:
+			sl.State = "current"
+		case st.period > p:
+			sl.State = "next"
+		case st.period >= s.Oldest:
+			sl.State = "window"
+		default:
+			sl.State = "expired"
+		}
+		w.core.rowSums(&w.slots[i], sums)
+		for _, v := range sums {
+			sl.Total = max(sl.Total, v)
+		}
+		sl.Adds = w.slots[i].addCount()
+		if sl.State == "current" || sl.State == "window" {
+			s.Total = satAdd(s.Total, min(sl.Total, maxCount))
+		}
+		s.Slots = append(s.Slots, sl)
+	}
+	s.ErrorBound = errorBound(s.Total, s.Width)
+	s.Frozen = atomic.LoadUint32(w.sealed) != 0
+	if !w.open.Load() {
+		return CountMinWindowStats{Rows: s.Rows, Width: s.Width, Period: s.Period, Keep: s.Keep, Bytes: s.Bytes,
+			ReadOnly: w.ro, Closed: true, Total: ClosedEstimate, ErrorBound: ClosedEstimate}
+	}
+	return s
+}
+
+// StatsVar returns the window's Stats as an expvar.Var, as
+// CountMin.StatsVar does.
+func (w *CountMinWindow) StatsVar() StatsVar {
+	return StatsVar{func() any { return w.Stats() }}
+}
+
+// Close stops the handle's clock and releases the descriptor, the lock's
+// liveness token and the file's pages; safe twice and while other
+// goroutines use the handle, as CountMin.Close is. A slot this handle was
+// clearing is finished by the next process that needs it.
+func (w *CountMinWindow) Close() error {
+	if w == nil {
+		return nil
+	}
+	if w.m != nil {
+		w.ctl.stop()
+	}
+	return w.close()
+}
+
+// String describes the handle without its seed.
+func (w *CountMinWindow) String() string {
+	state := ""
+	if !w.open.Load() {
+		state = ", closed"
+	}
+	rows, width := 0, uint64(0)
+	if len(w.slots) > 0 {
+		rows, width = w.slots[0].rows, w.slots[0].mask+1
+	}
+	return fmt.Sprintf("sketch.CountMinWindow(%s, %d x %d, %v%s)", w.name(), rows, width, w.win, state)
+}
+
+// GoString is String, for %#v.
+func (w *CountMinWindow) GoString() string { return w.String() }

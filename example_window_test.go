@@ -1,0 +1,77 @@
+package sketch_test
+
+import (
+	"fmt"
+	"log"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/shmsketch/sketch"
+)
+
+// A window counts the last Keep periods: here two, turned by Rotate (give
+// a Period to turn them by the clock instead, the same in every process).
+func ExampleOpenCountMinWindow() {
+	dir, _ := os.MkdirTemp("", "sketch-example")
+	defer os.RemoveAll(dir)
+
+	w, err := sketch.OpenCountMinWindow(filepath.Join(dir, "logins.cmw"), sketch.Window{Keep: 2}, sketch.CountMinConfig{})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer w.Close()
+
+	w.AddN([]byte("alice"), 3) // period 0
+	w.Rotate()
+	n, _ := w.AddString("alice") // period 1: the window is periods 0 and 1
+	fmt.Println("periods 0-1:", n)
+	w.Rotate()
+	fmt.Println("periods 1-2:", w.EstimateString("alice"))
+	w.Rotate()
+	fmt.Println("periods 2-3:", w.EstimateString("alice"))
+	// Output:
+	// periods 0-1: 4
+	// periods 1-2: 1
+	// periods 2-3: 0
+}
+
+// Stats says which periods an estimate covers.
+func ExampleCountMinWindow_Stats() {
+	w, err := sketch.NewCountMinWindow(sketch.Window{Period: time.Minute, Keep: 5}, sketch.CountMinConfig{})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer w.Close()
+	w.AddString("203.0.113.7")
+	s := w.Stats()
+	fmt.Println("periods covered:", s.Current-s.Oldest+1)
+	fmt.Println("current period started less than a period ago:", time.Since(s.Start) < s.Period)
+	fmt.Println("total:", s.Total)
+	// Output:
+	// periods covered: 5
+	// current period started less than a period ago: true
+	// total: 1
+}
+
+// Sketches frozen on several hosts (the same shape and seed) are shipped
+// and merged into one.
+func ExampleCountMin_Merge() {
+	cfg := sketch.CountMinConfig{Rows: 4, Width: 1 << 12, Seed: 0x5eed}
+	east, _ := sketch.NewCountMin(cfg)
+	west, _ := sketch.NewCountMin(cfg)
+	all, _ := sketch.NewCountMin(cfg)
+	defer east.Close()
+	defer west.Close()
+	defer all.Close()
+
+	east.AddN([]byte("/login"), 40)
+	west.AddN([]byte("/login"), 2)
+	west.AddString("/search")
+	if err := all.Merge(east, west); err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(all.EstimateString("/login"), all.EstimateString("/search"), all.Total())
+	// Output:
+	// 42 1 43
+}

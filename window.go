@@ -1,0 +1,555 @@
+package sketch
+
+// Shared time windows: the control part every windowed structure uses,
+// whatever its slots hold. A window is Keep+1 slots of one structure and a
+// few control words in the file; the current period picks the slot adds go
+// to, reads sum the Keep slots of the periods the window covers, and the
+// spare slot is cleared for the next period while the others serve. The
+// Count-Min window (countmin_window.go) is one user; docs/DESIGN.md
+// ("Windows") is the protocol in prose and docs/FORMAT.md the words.
+//
+// Control words, native-endian uint64s at the start of the region:
+//
+//	0   epoch: how many times Rotate turned the period
+//	8   latest: the highest period any process has turned to (clock mode)
+//	16  frozen: the period Freeze froze the window at, plus 1 (0: not frozen)
+//	24  reserved, zero
+//	32  slot words, Keep+1 of them: what each slot holds
+//
+// A slot word is 0 for a slot never used (all its counters are zero),
+// q+1 for a slot that holds period q, and
+//
+//	 63        62..16       15..0
+//	+---+-----------------+----------+
+//	| 1 |  q + 1 (47 bits) | token id |
+//	+---+-----------------+----------+
+//
+// while the handle with that lock token clears it for period q.
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+	"unsafe"
+)
+
+// Window says how a windowed structure turns its periods.
+//
+// With Period > 0 the current period follows the system clock: period
+// number Unix nanoseconds / Period (plus the Rotate calls so far), the same
+// number in every process on the host, so every process counts into the
+// same slot without talking to the others. With Period 0 the period turns
+// only when some process calls Rotate.
+type Window struct {
+	// Period is the length of one period, at least a millisecond; 0 turns
+	// periods only on Rotate.
+	Period time.Duration `json:"period"`
+	// Keep is how many periods an estimate covers, the current one
+	// included: 1 to MaxWindowKeep. The file holds Keep+1 copies of the
+	// structure, one of them being cleared for the next period.
+	Keep int `json:"keep"`
+}
+
+const (
+	// MaxWindowKeep is the largest Window.Keep.
+	MaxWindowKeep = 256
+	// minWindowPeriod keeps period numbers within a slot word's 47 bits
+	// (a millisecond clock reaches 2^47 in the year 6429).
+	minWindowPeriod = time.Millisecond
+
+	wcEpoch   = 0  // control word: Rotate calls
+	wcLatest  = 8  // control word: highest period turned to
+	wcFrozen  = 16 // control word: frozen period + 1
+	wcWords   = 32 // the slot words start here
+	wsClear   = uint64(1) << 63
+	wsIDBits  = 16
+	wsIDMask  = 1<<wsIDBits - 1
+	wsQMask   = 1<<47 - 1
+	maxPeriod = wsQMask - 2 // the largest period number a slot word holds
+
+	// slotBits is how many low bits of windowCtl.cache hold a slot index.
+	slotBits = 9
+)
+
+// windowControlBytes is the size of the control words for keep, whole
+// cache lines.
+func windowControlBytes(keep int) uint64 {
+	return roundUp(wcWords+8*uint64(keep+1), cacheLine)
+}
+
+// validate checks a window asked for by a caller.
+func (w Window) validate() error {
+	switch {
+	case w.Keep < 1 || w.Keep > MaxWindowKeep:
+		return fmt.Errorf("%w: window Keep %d is not in [1, %d]", ErrInvalidConfig, w.Keep, MaxWindowKeep)
+	case w.Period < 0:
+		return fmt.Errorf("%w: window Period %v is negative", ErrInvalidConfig, w.Period)
+	case w.Period > 0 && w.Period < minWindowPeriod:
+		return fmt.Errorf("%w: window Period %v is shorter than %v", ErrInvalidConfig, w.Period, minWindowPeriod)
+	}
+	return nil
+}
+
+// validateWindowParams checks a stored window's period (nanoseconds) and
+// keep.
+func validateWindowParams(period, keep uint64) error {
+	switch {
+	case keep < 1 || keep > MaxWindowKeep:
+		return fmt.Errorf("window keep %d", keep)
+	case period != 0 && (period < uint64(minWindowPeriod) || period > math.MaxInt64):
+		return fmt.Errorf("window period %d ns", period)
+	}
+	return nil
+}
+
+func (w Window) String() string {
+	if w.Period == 0 {
+		return fmt.Sprintf("keep %d, turned by Rotate", w.Keep)
+	}
+	return fmt.Sprintf("keep %d x %v", w.Keep, w.Period)
+}
+
+func heldWord(q uint64) uint64 { return q + 1 }
+
+func clearingWord(q uint64, id int) uint64 {
+	return wsClear | (q+1)<<wsIDBits | uint64(id)&wsIDMask
+}
+
+// slotState decodes a slot word.
+type slotState struct {
+	period   uint64 // the period held or being cleared for
+	empty    bool   // never used
+	clearing bool
+	id       int // the clearer's token id
+}
+
+func decodeSlotWord(w uint64) slotState {
+	switch {
+	case w == 0:
+		return slotState{empty: true}
+	case w&wsClear != 0:
+		return slotState{period: (w>>wsIDBits)&wsQMask - 1, clearing: true, id: int(w & wsIDMask)}
+	}
+	return slotState{period: w - 1}
+}
+
+// wordAfter reports whether slot word w names a period after p: the
+// caller's idea of the current period is out of date.
+func wordAfter(w, p uint64) bool {
+	s := decodeSlotWord(w)
+	return !s.empty && s.period > p
+}
+
+// windowCtl is one handle's part in a window's control words: the period
+// arithmetic, the election of who clears a slot, and the clock.
+type windowCtl struct {
+	ctl    unsafe.Pointer // the control words
+	words  unsafe.Pointer // the slot words
+	n      uint64         // slots: keep + 1
+	keep   uint64
+	period int64        // nanoseconds; 0: Rotate only
+	clk    *windowClock // nil when period is 0
+	// cache holds the last period seen by this handle, shifted left by
+	// slotBits, and its slot: a division saved on every call.
+	cache atomic.Uint64
+	// aheadFor is the next period whose slot this handle has started to
+	// clear ahead (clock mode); past it, a writer starts the next one.
+	aheadFor atomic.Uint64
+	// mine marks the slots this handle is clearing, so that its own
+	// goroutines wait for each other and never take a clear over.
+	mine []atomic.Bool
+	lk   *fileLock // nil on a read-only handle
+	me   int       // this handle's token id
+	// clear empties slot s for a new period; the caller owns the slot.
+	clear  func(s uint64)
+	open   *atomic.Bool
+	sealed *uint32       // the file's sealed word: a frozen file is not cleared
+	done   chan struct{} // closed by Close: ahead clears stop waiting
+	once   sync.Once
+}
+
+// errStale means the caller's period is out of date: a slot already serves
+// a later one. errBusy means a live process clears the slot and the caller
+// asked not to wait.
+var (
+	errStale = errors.New("period out of date")
+	errBusy  = errors.New("slot is being cleared")
+)
+
+// windowWait bounds how long a writer waits for a live process that clears
+// the slot of the current period.
+var windowWait = 10 * time.Second
+
+// clearPatience is how long a writer waits for a clearer before it asks
+// whether the clearer is alive, as the lock's waiters do.
+const clearPatience = 10 * time.Millisecond
+
+// testHookWindowClear runs in the clearer after it won slot s for period
+// p, before it clears.
+var testHookWindowClear func(s, p uint64)
+
+// init points the control at the region's first bytes. lk is nil for a
+// read-only handle.
+func (c *windowCtl) init(region unsafe.Pointer, w Window, lk *fileLock, open *atomic.Bool, sealed *uint32, clear func(s uint64)) {
+	c.ctl = region
+	c.words = unsafe.Add(region, wcWords)
+	c.keep = uint64(w.Keep)
+	c.n = c.keep + 1
+	c.period = int64(w.Period)
+	c.mine = make([]atomic.Bool, c.n)
+	c.lk, c.open, c.sealed, c.clear = lk, open, sealed, clear
+	c.done = make(chan struct{})
+	if lk != nil {
+		c.me = tokenID(lk)
+	}
+	c.cache.Store(math.MaxUint64) // no period: the first call divides
+	if c.period != 0 {
+		c.clk = newWindowClock(c.period)
+	} else {
+		c.aheadFor.Store(math.MaxUint64) // Rotate clears ahead itself
+	}
+}
+
+// stop ends the clock and the waits of ahead clears; safe twice.
+func (c *windowCtl) stop() {
+	c.once.Do(func() {
+		close(c.done)
+		if c.clk != nil {
+			c.clk.stop()
+		}
+	})
+}
+
+func (c *windowCtl) word(s uint64) *uint64 { return (*uint64)(unsafe.Add(c.words, s*8)) }
+func (c *windowCtl) epochWord() *uint64    { return (*uint64)(unsafe.Add(c.ctl, wcEpoch)) }
+func (c *windowCtl) latestWord() *uint64   { return (*uint64)(unsafe.Add(c.ctl, wcLatest)) }
+func (c *windowCtl) frozenWord() *uint64   { return (*uint64)(unsafe.Add(c.ctl, wcFrozen)) }
+func (c *windowCtl) held(s, p uint64) bool { return atomic.LoadUint64(c.word(s)) == heldWord(p) }
+func (c *windowCtl) prevSlot(s uint64) uint64 {
+	if s == 0 {
+		return c.n - 1
+	}
+	return s - 1
+}
+
+// slotOf returns the slot of period p, p mod (Keep+1).
+func (c *windowCtl) slotOf(p uint64) uint64 {
+	if v := c.cache.Load(); v>>slotBits == p {
+		return v & (1<<slotBits - 1)
+	}
+	s := p % c.n
+	if p <= maxPeriod {
+		c.cache.Store(p<<slotBits | s)
+	}
+	return s
+}
+
+// first returns the oldest period of the window that ends at p.
+func (c *windowCtl) first(p uint64) uint64 {
+	if p < c.keep {
+		return 0
+	}
+	return p - c.keep + 1
+}
+
+// current returns the period adds go to now: the clock's (plus the Rotate
+// calls), or a later one some process has turned to already; with Period
+// 0, the Rotate calls.
+func (c *windowCtl) current() uint64 {
+	e := atomic.LoadUint64(c.epochWord())
+	if c.clk == nil {
+		return e
+	}
+	return max(c.clk.cur.Load()+e, atomic.LoadUint64(c.latestWord()))
+}
+
+// currentRead is current for reads: a frozen window stays at the period
+// it was frozen in.
+func (c *windowCtl) currentRead() uint64 {
+	if f := atomic.LoadUint64(c.frozenWord()); f != 0 {
+		return f - 1
+	}
+	return c.current()
+}
+
+// refresh reads the clock now, for a caller that found its period out of
+// date.
+func (c *windowCtl) refresh() {
+	if c.clk != nil {
+		c.clk.refresh()
+	}
+}
+
+// use returns the current period and its slot, ready for adds: the slot
+// holds that period. Only read-write handles call it.
+func (c *windowCtl) use() (p, s uint64, err error) {
+	p = c.current()
+	s = c.slotOf(p)
+	if c.held(s, p) && c.aheadFor.Load() > p {
+		return p, s, nil
+	}
+	return c.useSlow(p)
+}
+
+// useSlow is use when the period turned (for this handle) or the slot is
+// not ready: in clock mode it publishes the period in latest, so that
+// processes whose clock has not ticked yet follow, and starts the clear of
+// the next period's slot; then it prepares the slot.
+func (c *windowCtl) useSlow(p uint64) (uint64, uint64, error) {
+	for try := 0; ; try++ {
+		if c.clk != nil {
+			casMax(c.latestWord(), p)
+			if a := c.aheadFor.Load(); a <= p && c.aheadFor.CompareAndSwap(a, p+1) {
+				go c.ahead(p + 1)
+			}
+		}
+		err := c.prepare(p, true)
+		if err == nil {
+			return p, c.slotOf(p), nil
+		}
+		if err != errStale || try == 64 {
+			if err == errStale {
+				err = fmt.Errorf("%w: the slot of period %d serves a later period, and the period stays %d", ErrCorrupt, p, p)
+			}
+			return 0, 0, err
+		}
+		c.refresh()
+		p = max(c.current(), p+1)
+	}
+}
+
+// casMax raises *w to at least v.
+func casMax(w *uint64, v uint64) {
+	for {
+		old := atomic.LoadUint64(w)
+		if old >= v || atomic.CompareAndSwapUint64(w, old, v) {
+			return
+		}
+	}
+}
+
+// prepare makes slot(p) hold period p: nothing to do when it does; a slot
+// never used is taken as it is; a slot of an expired period is cleared by
+// the one process that wins it (a compare-and-swap of its word to
+// "clearing for p by me"). A slot another live process clears is waited
+// for (at most windowWait; errBusy at once when wait is false); one a dead
+// process was clearing is taken over and cleared again. errStale means the
+// slot serves a later period than p.
+func (c *windowCtl) prepare(p uint64, wait bool) error {
+	if p > maxPeriod {
+		return fmt.Errorf("%w: period %d is past the largest a window holds", ErrInvalidArgument, p)
+	}
+	s := c.slotOf(p)
+	wp := c.word(s)
+	var waited, checked time.Duration
+	backoff := 10 * time.Microsecond
+	for {
+		if !c.open.Load() {
+			return ErrClosed
+		}
+		w := atomic.LoadUint64(wp)
+		st := decodeSlotWord(w)
+		switch {
+		case w == heldWord(p):
+			return nil
+		case !st.empty && st.period > p:
+			return errStale
+		case st.clearing:
+			if !c.mine[s].Load() && c.clearerDead(st.id, !wait || waited-checked >= clearPatience) {
+				checked = waited
+				c.takeOver(s, w, st.id, p)
+				continue
+			}
+			if !wait {
+				return errBusy
+			}
+			if waited >= windowWait {
+				return fmt.Errorf("%w: the slot of period %d has been cleared by another process (token %d) for %v", ErrTimeout, p, st.id, waited)
+			}
+			time.Sleep(backoff)
+			waited += backoff
+			backoff = min(2*backoff, time.Millisecond)
+		case st.empty:
+			// Never used, so already zero: no clear needed.
+			if atomic.CompareAndSwapUint64(wp, w, heldWord(p)) {
+				return nil
+			}
+		default: // an expired period: win the clear
+			if atomic.CompareAndSwapUint64(wp, w, clearingWord(p, c.me)) {
+				c.clearAndPublish(s, p)
+			}
+		}
+	}
+}
+
+// clearerDead reports whether the clear under token id, which this handle
+// is not doing, was left by a dead process. A clear under this handle's
+// own id was left by a dead predecessor with the same id. Another id is
+// asked about only when ask is set: a live clear usually ends sooner than
+// the question is worth asking.
+func (c *windowCtl) clearerDead(id int, ask bool) bool {
+	if id == c.me {
+		return true
+	}
+	return ask && !tokenAlive(c.lk, id)
+}
+
+// takeOver finishes the clear a dead process left in slot s (word w), for
+// period p. The dead clearer's token is held while its word is taken, so
+// that no new handle can take its id and start a clear of its own under the
+// same word meanwhile (the lock's recovery does the same).
+func (c *windowCtl) takeOver(s, w uint64, id int, p uint64) {
+	if id != c.me && !holdDeadToken(c.lk, id) {
+		return // alive after all
+	}
+	took := atomic.CompareAndSwapUint64(c.word(s), w, clearingWord(p, c.me))
+	if id != c.me {
+		releaseDeadToken(c.lk, id)
+	}
+	if took {
+		c.clearAndPublish(s, p)
+	}
+}
+
+// clearAndPublish clears slot s, which this handle won for period p, and
+// publishes it as holding p. A handle closed meanwhile clears the
+// placeholder of its pages, and its publish finds no word to change: the
+// file's slot is left "clearing" under a token nobody holds, for the next
+// process to take over.
+func (c *windowCtl) clearAndPublish(s, p uint64) {
+	c.mine[s].Store(true)
+	defer c.mine[s].Store(false)
+	if testHookWindowClear != nil {
+		testHookWindowClear(s, p)
+	}
+	c.clear(s)
+	atomic.CompareAndSwapUint64(c.word(s), clearingWord(p, c.me), heldWord(p))
+	runtime.KeepAlive(c)
+}
+
+// ahead clears the slot of period next while the period before it serves,
+// so that writers find it ready when the period turns. It waits until a
+// quarter of the period has passed, so that processes whose clock ticked
+// late have turned too, and leaves the slot to any other process already
+// clearing it.
+func (c *windowCtl) ahead(next uint64) {
+	start := int64(c.clk.cur.Load()) * c.period
+	if d := time.Duration(start + c.period/4 - time.Now().UnixNano()); d > 0 {
+		t := time.NewTimer(d)
+		select {
+		case <-t.C:
+		case <-c.done:
+			t.Stop()
+			return
+		}
+	}
+	if !c.open.Load() || atomic.LoadUint32(c.sealed) != 0 || c.current() >= next {
+		return // closed, frozen, or the period turned: writers prepare the slot
+	}
+	c.prepare(next, false)
+}
+
+// rotate turns the period: it makes the next period's slot ready, then
+// moves the epoch (so writers never wait at the turn), then clears the slot
+// of the period after, ahead.
+func (c *windowCtl) rotate() error {
+	for try := 0; ; try++ {
+		e := atomic.LoadUint64(c.epochWord())
+		p := c.current()
+		if e >= maxPeriod || p+1 > maxPeriod {
+			return fmt.Errorf("%w: the window has turned %d times, the most it can", ErrInvalidArgument, e)
+		}
+		err := c.prepare(p+1, true)
+		if err == errStale && try < 64 {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		if atomic.CompareAndSwapUint64(c.epochWord(), e, e+1) {
+			break
+		}
+	}
+	if c.clk != nil {
+		casMax(c.latestWord(), c.current())
+	}
+	err := c.prepare(c.current()+1, false)
+	if err == errBusy || err == errStale {
+		err = nil // another process clears it, or the window turned again
+	}
+	return err
+}
+
+// freeze records the period a frozen window stays at; the caller seals
+// the file next.
+func (c *windowCtl) freeze() {
+	atomic.CompareAndSwapUint64(c.frozenWord(), 0, c.current()+1)
+}
+
+// epoch returns the number of Rotate calls.
+func (c *windowCtl) epoch() uint64 { return atomic.LoadUint64(c.epochWord()) }
+
+// windowClock is a handle's idea of the clock's period number, moved by a
+// timer at each turn: reading the clock on every call would cost more than
+// an add. A late timer is covered by the file's latest word: the first
+// process that turns publishes the period, and the others follow it.
+type windowClock struct {
+	period  int64
+	cur     atomic.Uint64
+	mu      sync.Mutex
+	timer   *time.Timer
+	stopped bool
+}
+
+// newWindowClock starts the clock. It holds no reference to the handle,
+// so a handle dropped without Close is still collected (its cleanup stops
+// the timer).
+func newWindowClock(period int64) *windowClock {
+	k := &windowClock{period: period}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.timer = time.AfterFunc(k.untilNext(k.refresh()), k.tick)
+	return k
+}
+
+// refresh reads the clock and moves cur forward to its period; it returns
+// the clock's time. A clock stepped back does not move cur back.
+func (k *windowClock) refresh() int64 {
+	now := max(time.Now().UnixNano(), 0)
+	casMax64(&k.cur, uint64(now/k.period))
+	return now
+}
+
+func casMax64(a *atomic.Uint64, v uint64) {
+	for {
+		old := a.Load()
+		if old >= v || a.CompareAndSwap(old, v) {
+			return
+		}
+	}
+}
+
+// untilNext is how long from now until the next period starts.
+func (k *windowClock) untilNext(now int64) time.Duration {
+	return time.Duration(k.period - now%k.period)
+}
+
+func (k *windowClock) tick() {
+	now := k.refresh()
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if !k.stopped {
+		k.timer.Reset(k.untilNext(now))
+	}
+}
+
+func (k *windowClock) stop() {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.stopped = true
+	k.timer.Stop()
+}
