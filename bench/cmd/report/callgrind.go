@@ -30,6 +30,7 @@ func callgrindRows(builds []string) []Key {
 		cbfKey("contains", "sketch", "", 1, 1, 1),
 		bloomKey("add", "sketch", "", "1M", 1, 1, 1),
 		bloomKey("check", "sketch", "", "1M", 1, 1, 1),
+		windowKey("add", "", "default", 1, 1),
 	}
 	for _, b := range builds {
 		keys = append(keys,
@@ -79,7 +80,7 @@ func (p plan) countInstructions(dir string, n1, n2 int) []instrCount {
 	for i, k := range keys {
 		build := p.owner(subject{Key: k})
 		id := k
-		if k.Impl == "sketch" && k.Build == "" {
+		if k.Impl == "sketch" && k.Build == "" && k.Op != "merge" {
 			id = k.with(build) // a single key: the same Go code in each build
 		}
 		bin := p.bins[build]

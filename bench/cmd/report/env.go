@@ -20,6 +20,9 @@ type env struct {
 	build string // sketch.Backend of this process
 	self  string // this executable, for peer processes
 	small bool   // short streams and no large setup (op loops under callgrind)
+	// attach is set in peer processes: their structures exist, made and
+	// prepared by the parent, and are only attached to.
+	attach bool
 
 	streams map[string]*stream
 	cms     map[string]*sketch.CountMin
@@ -79,8 +82,9 @@ func (e *env) countMin(sh shape) (*sketch.CountMin, error) {
 	if err != nil {
 		return nil, err
 	}
-	// Under callgrind pages cost no instructions: leave them.
-	if !e.small {
+	// Under callgrind pages cost no instructions: leave them. A peer
+	// finds them touched, and must not clear its parent's counts.
+	if !e.small && !e.attach {
 		if err := c.Reset(); err != nil {
 			c.Close()
 			return nil, err

@@ -37,7 +37,7 @@ func main() {
 		out       = flag.String("out", "docs/BENCHMARKS.md", "the report to write")
 		charts    = flag.String("charts", "docs/bench", "the directory for its SVG charts")
 		rounds    = flag.Int("rounds", 7, "samples of each subject (odd: the median is one of them)")
-		sample    = flag.Duration("sample", 100*time.Millisecond, "the length of one sample")
+		sample    = flag.Duration("sample", 80*time.Millisecond, "the length of one sample")
 		quick     = flag.Bool("quick", false, "a check of the program, not a measurement: 3 rounds of 10ms samples, memory up to 1M keys, op counts 10x smaller")
 		run       = flag.String("run", "", "measure only subjects whose ID matches this regexp")
 		noCG      = flag.Bool("nocallgrind", false, "leave out the instruction counts")
@@ -56,6 +56,7 @@ func main() {
 		err = worker(e, os.Stdin, os.Stdout)
 	case "peer":
 		e := newEnv(*dir, self, *small)
+		e.attach = true
 		defer e.close()
 		err = peerMain(e, *id, *start, os.Stdin, os.Stdout)
 	case "mem":

@@ -140,6 +140,8 @@ type reportData struct {
 	Batches       *mdTable
 	CBF           *mdTable
 	Bloom         *mdTable
+	Window        *mdTable
+	Merge         *mdTable
 	Exact         *mdTable
 	CgoCall       string
 	Writers       *mdTable
@@ -186,6 +188,8 @@ func (o *orchestration) writeReport(v *view, mem *memTable, memErr error, ic []i
 	d.Batches = v.batchTable()
 	d.CBF = v.cbfTable()
 	d.Bloom = v.bloomTable()
+	d.Window = v.windowTable()
+	d.Merge = v.mergeTable()
 	d.Exact = v.exactTable()
 	d.CgoCall = v.ns(cgoRows()[0].Key)
 	d.Writers = v.writersTable()

@@ -75,6 +75,9 @@ func counted(e *env, s subject) (uint64, bool) {
 		f, _ := e.bloomOf(s.Shape, name)
 		st := f.Stats()
 		return st.Added + st.Seen, true
+	case s.Struct == "window":
+		w, _ := e.window(shapeNamed(s.Shape))
+		return w.Stats().Total, true
 	case s.Struct == "map" && s.Impl == "mutexmap":
 		n := space
 		if s.Shape == "10k" {

@@ -11,8 +11,8 @@ import (
 // implementation, on one shape and key stream, with a batch size and a
 // number of writers. Its String is the subject's ID.
 type Key struct {
-	Struct string // countmin, countingbloom, bloom, map, cgo
-	Op     string // add, estimate, contains, countof, addremove, check, insert, lookup, call
+	Struct string // countmin, countingbloom, bloom, window, map, cgo
+	Op     string // add, estimate, merge, contains, countof, addremove, check, insert, lookup, call
 	// Impl is sketch (this module's), floor, boom (tylertreat/BoomFilters),
 	// bitsblooms (bits-and-blooms/bloom/v3), mutexmap, rwmutexmap, syncmap
 	// or cgo.
@@ -164,6 +164,7 @@ func table(builds []string) []subject {
 	all = append(all, countMinRows(builds)...)
 	all = append(all, countingBloomRows(builds)...)
 	all = append(all, bloomRows(builds)...)
+	all = append(all, windowRows(builds)...)
 	all = append(all, exactRows()...)
 	all = append(all, cgoRows()...)
 	return all

@@ -82,6 +82,7 @@ func (v *view) headline(mem *memTable) *mdTable {
 	row("Bloom `Add` / bits-and-blooms `Add` (1M keys, 1%)", bloomKey("add", "sketch", b, "1M", 1, 1, 1), bloomKey("add", "bitsblooms", "", "1M", 1, 1, 1), false)
 	row("Bloom `Check` / bits-and-blooms `Test` (1M keys, 1%)", bloomKey("check", "sketch", b, "1M", 1, 1, 1), bloomKey("check", "bitsblooms", "", "1M", 1, 1, 1), false)
 	row("Bloom `Check` / bits-and-blooms `Test` (100M keys, 1%: 120 MiB)", bloomKey("check", "sketch", b, "100M", 1, 1, 1), bloomKey("check", "bitsblooms", "", "100M", 1, 1, 1), false)
+	row("Count-Min window `Add` (two periods) / Count-Min `Add`, default shape", windowKey("add", b, "default", 1, 1), add1, false)
 	row("two goroutines adding to one Count-Min (default shape) / one", cmsKey("add", "sketch", b, "default", "uniform", 1, 2, 1), add1, true)
 	row("two processes adding to one Count-Min file (default shape) / one", cmsKey("add", "sketch", b, "default", "uniform", 1, 1, 2), add1, true)
 	row("two processes adding to one Count-Min file (shape C, 160 MiB) / one", cmsKey("add", "sketch", b, "C", "uniform", 1, 1, 2), sk("add", b, "C", "uniform", 1), true)
@@ -279,6 +280,59 @@ func (v *view) bloomTable() *mdTable {
 	return t
 }
 
+func (v *view) windowTable() *mdTable {
+	t := &mdTable{Header: []string{"ns per key, uniform keys"}}
+	builds := v.buildList()
+	for _, b := range builds {
+		t.Header = append(t.Header, "window, "+buildName[b], "plain Count-Min, "+buildName[b], "time ratio, window / plain")
+	}
+	for _, shape := range []string{"default", "C"} {
+		for _, op := range []string{"add", "estimate"} {
+			for _, batch := range []int{1, 256} {
+				label := map[string]string{"add": "`Add`", "estimate": "`Estimate`"}[op]
+				if batch > 1 {
+					label = map[string]string{"add": "`AddBatch`", "estimate": "`EstimateBatch`"}[op] + fmt.Sprintf(" ×%d", batch)
+				}
+				cells := []string{label + ", " + shapeLabel(shape)}
+				for _, b := range builds {
+					w, p := windowKey(op, b, shape, batch, 1), sk(op, b, shape, "uniform", batch)
+					cells = append(cells, v.ns(w), v.ns(p), v.times(w, p, false))
+				}
+				t.add(cells...)
+			}
+		}
+	}
+	return t
+}
+
+func (v *view) mergeTable() *mdTable {
+	t := &mdTable{Header: []string{"one whole merge"}}
+	var cells []string
+	for _, shape := range []string{"default", "B", "C"} {
+		sh := shapeNamed(shape)
+		t.Header = append(t.Header, shapeLabel(shape))
+		s := v.sum(Key{Struct: "countmin", Op: "merge", Impl: "sketch", Shape: shape, Dist: "-", Batch: 1, Writers: 1, Procs: 1})
+		if s.N == 0 {
+			cells = append(cells, "–")
+			continue
+		}
+		cells = append(cells, fmt.Sprintf("%s (%s–%s), %.1f GB/s", duration(s.Median), duration(s.Min), duration(s.Max), float64(sh.bytes())/s.Median))
+	}
+	t.add(append([]string{"`CountMin.Merge` (Go in both builds)"}, cells...)...)
+	return t
+}
+
+// duration writes ns as µs or ms.
+func duration(ns float64) string {
+	switch {
+	case ns >= 1e6:
+		return num(ns/1e6) + " ms"
+	case ns >= 1e3:
+		return num(ns/1e3) + " µs"
+	}
+	return num(ns) + " ns"
+}
+
 func (v *view) exactTable() *mdTable {
 	t := &mdTable{Header: []string{"ns per key", "insert, 10k keys", "lookup, 10k keys", "insert, 1M zipf", "lookup, 1M zipf", "insert, 1M uniform", "lookup, 1M uniform"}}
 	for _, impl := range []string{"mutexmap", "syncmap"} {
@@ -325,6 +379,9 @@ func (v *view) writerRows() []writerRow {
 	for _, b := range v.buildList() {
 		row("Bloom `Add`, 1M keys, "+buildName[b], "Bloom Add, "+short[b], bloomKey("add", "sketch", b, "1M", 1, 1, 1))
 		row("Bloom `AddBatch` ×256, 1M keys, "+buildName[b], "Bloom AddBatch 256, "+short[b], bloomKey("add", "sketch", b, "1M", 256, 1, 1))
+	}
+	for _, b := range v.buildList() {
+		row("Count-Min window `Add`, "+shapeLabel("default")+", "+buildName[b], "window Add, default, "+short[b], windowKey("add", b, "default", 1, 1))
 	}
 	row("`sync.Mutex` + map insert, 1M keys", "mutex+map insert", mapKey("mutexmap", "insert", "uniform"))
 	row("`sync.Map` + atomic insert, 1M keys", "sync.Map insert", mapKey("syncmap", "insert", "uniform"))
@@ -423,6 +480,8 @@ func instrLabel(k Key) string {
 			return "bits-and-blooms `BloomFilter.Add`, " + k.Shape + " keys"
 		}
 		return "Bloom " + op + ", " + k.Shape + " keys"
+	case "window":
+		return "Count-Min window `Add`, " + shapeLabel(k.Shape)
 	case "map":
 		return map[string]string{"mutexmap": "`sync.Mutex` + map insert", "syncmap": "`sync.Map` + atomic insert"}[k.Impl] + ", " + k.Shape + " keys"
 	case "cgo":
