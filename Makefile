@@ -13,7 +13,8 @@
 # make bench-report
 #             measure every structure on both builds beside exact maps and
 #             other libraries, and write docs/BENCHMARKS.md and its charts
-#             (docs/bench/*.svg); under 10 minutes on 2 cores. It installs
+#             (docs/bench/*.svg) and the README's quote of its headline;
+#             under 10 minutes on 2 cores. It installs
 #             valgrind for the instruction counts when missing (as root,
 #             apt-get), else the report says why they are missing.
 #             REPORT_FLAGS=-quick checks the program in about a minute
@@ -128,7 +129,7 @@ bench-report: deps report-deps
 	@mkdir -p $(TMP)
 	cd bench && CGO_ENABLED=0 $(GO) build -o ../.build/report.purego ./cmd/report
 	$(if $(HAVE_CC),cd bench && CGO_ENABLED=1 $(GO) build -o ../.build/report.cgo ./cmd/report,@$(call skip,the cgo build in the report,$(NO_CC)))
-	.build/report.purego $(if $(HAVE_CC),-cgo .build/report.cgo) -out docs/BENCHMARKS.md -charts docs/bench -command 'make bench-report' $(REPORT_FLAGS)
+	.build/report.purego $(if $(HAVE_CC),-cgo .build/report.cgo) -out docs/BENCHMARKS.md -charts docs/bench -readme README.md -command 'make bench-report' $(REPORT_FLAGS)
 
 # valgrind, for the report's instruction counts: installed when missing and
 # root with apt-get, as .ci/install-deps does for the test tools.

@@ -42,6 +42,7 @@ func main() {
 		run       = flag.String("run", "", "measure only subjects whose ID matches this regexp")
 		noCG      = flag.Bool("nocallgrind", false, "leave out the instruction counts")
 		noMem     = flag.Bool("nomemory", false, "leave out the memory section")
+		readme    = flag.String("readme", "", "a README whose marked block to rewrite with the headline ratios")
 		command   = flag.String("command", "", "the command to record as having run this program (make bench-report)")
 	)
 	flag.Parse()
@@ -71,8 +72,8 @@ func main() {
 		}
 		o := orchestration{
 			self: self, out: *out, charts: *charts, quick: *quick, callgrind: !*noCG, memory: !*noMem,
-			command: *command,
-			plan:    plan{rounds: *rounds, target: *sample, bins: map[string]string{}},
+			command: *command, readme: *readme,
+			plan: plan{rounds: *rounds, target: *sample, bins: map[string]string{}},
 		}
 		o.argv = strings.Join(os.Args, " ")
 		o.plan.bins[sketch.Backend] = self
@@ -102,7 +103,8 @@ type orchestration struct {
 	self, out, charts string
 	quick, callgrind  bool
 	memory            bool
-	memCounts         []int  // key counts of the memory section (default 10k, 1M, 10M)
+	memCounts         []int // key counts of the memory section (default 10k, 1M, 10M)
+	readme            string
 	command           string // what the user ran, when not this program directly
 	argv              string // this program's command line
 }
@@ -164,7 +166,8 @@ func (o *orchestration) main() error {
 	if err := o.writeReport(v, mem, memErr, ic, icNote, n1, n2, time.Since(began)); err != nil {
 		return err
 	}
-	fmt.Fprint(progressOut, v.headline(mem))
+	h, _ := v.headline(mem)
+	fmt.Fprint(progressOut, h)
 	progress("wrote %s and %s in %v", o.out, o.charts, time.Since(began).Round(time.Second))
 	return nil
 }

@@ -153,6 +153,7 @@ type reportData struct {
 	Charts        map[string]string
 	Errors        []string
 	NotMeasured   []string
+	quotes        []string // the README's quotes of the headline
 	CGN1, CGN2    int
 }
 
@@ -181,7 +182,7 @@ func (o *orchestration) writeReport(v *view, mem *memTable, memErr error, ic []i
 		d.Keys = append(d.Keys, fmt.Sprintf("`%s`: %d keys, %d to %d bytes, %.1f on average, %d distinct", name, len(s.bytes), lo, hi, mean, distinct(s)))
 	}
 	d.Shapes = v.shapesTable()
-	d.Headline = v.headline(mem)
+	d.Headline, d.quotes = v.headline(mem)
 	for _, dist := range dists {
 		d.CMS[dist], d.CMSRatios[dist] = v.cmsTables(dist)
 	}
@@ -216,7 +217,56 @@ func (o *orchestration) writeReport(v *view, mem *memTable, memErr error, ic []i
 	if err := os.MkdirAll(filepath.Dir(o.out), 0o755); err != nil {
 		return err
 	}
-	return os.WriteFile(o.out, []byte(b.String()), 0o644)
+	if err := os.WriteFile(o.out, []byte(b.String()), 0o644); err != nil {
+		return err
+	}
+	if o.readme != "" {
+		return o.writeReadme(d)
+	}
+	return nil
+}
+
+// The README's quote of the headline sits between these lines, which the
+// report rewrites and leaves the rest of the README alone.
+const (
+	readmeBegin = "<!-- make bench-report writes from here to the end marker -->"
+	readmeEnd   = "<!-- end of what make bench-report writes -->"
+)
+
+// writeReadme replaces the quote between the markers in the README, which
+// must have them.
+func (o *orchestration) writeReadme(d *reportData) error {
+	old, err := os.ReadFile(o.readme)
+	if err != nil {
+		return err
+	}
+	text := string(old)
+	i, j := strings.Index(text, readmeBegin), strings.Index(text, readmeEnd)
+	if i < 0 || j < i {
+		return fmt.Errorf("%s: no %q ... %q block to rewrite", o.readme, readmeBegin, readmeEnd)
+	}
+	rel, err := filepath.Rel(filepath.Dir(o.readme), o.out)
+	if err != nil {
+		return err
+	}
+	var b strings.Builder
+	b.WriteString(readmeBegin + "\n")
+	if o.quick {
+		b.WriteString("(A quick check of the report program, not a measurement.)\n")
+	}
+	fmt.Fprintf(&b, "From one run of `make bench-report` on %s (%s, %d CPUs; Go %s; load average %s), each ratio measured in the same rounds: ",
+		d.M.Date, d.M.CPU+cond(d.M.Virtual != "", ", "+d.M.Virtual, ""), d.M.CPUs, strings.Fields(d.M.Go)[0], d.M.LoadStart)
+	b.WriteString(strings.Join(d.quotes, "; "))
+	fmt.Fprintf(&b, ". Every structure on both builds, beside `sync.Map`, BoomFilters and bits-and-blooms, by shape, batch size and writers, with memory, instruction counts and charts: [%s](%s).\n", filepath.Base(o.out), filepath.ToSlash(rel))
+	b.WriteString(text[j:])
+	return os.WriteFile(o.readme, []byte(text[:i]+b.String()), 0o644)
+}
+
+func cond(c bool, a, b string) string {
+	if c {
+		return a
+	}
+	return b
 }
 
 func distinct(s *stream) int {

@@ -166,8 +166,21 @@ func TestReport_EndToEnd(t *testing.T) {
 	}
 	o.filter = mustRegexp(`^(countmin/(add|estimate)/(sketch\.[a-z]+|boom|floor)/(A|default)/uniform/b(1|256)/g1p1|map/(insert|lookup)/mutexmap/1M/uniform/b1/g1p1|countmin/add/sketch\.[a-z]+/default/uniform/b1/g(2p1|1p2))$`)
 	o.memCounts = []int{10_000}
+	o.readme = filepath.Join(dir, "README.md")
+	readme := "# x\n\nbefore\n" + readmeBegin + "\nold quote\n" + readmeEnd + "\nafter\n"
+	if err := os.WriteFile(o.readme, []byte(readme), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	if err := o.main(); err != nil {
 		t.Fatal(err)
+	}
+	rb, err := os.ReadFile(o.readme)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := string(rb); !strings.HasPrefix(r, "# x\n\nbefore\n"+readmeBegin+"\n") || !strings.HasSuffix(r, readmeEnd+"\nafter\n") ||
+		strings.Contains(r, "old quote") || !strings.Contains(r, "a `sync.Mutex` + map insert with 1M keys") || !strings.Contains(r, "](docs/BENCHMARKS.md)") {
+		t.Errorf("README after the report:\n%s", r)
 	}
 	md, err := os.ReadFile(o.out)
 	if err != nil {

@@ -46,55 +46,67 @@ func mapKey(impl, op, dist string) Key { return exactKey(impl, op, dist, 1) }
 
 // headline is the report's first table: the ratios a reader asks for
 // first, each from one run.
-func (v *view) headline(mem *memTable) *mdTable {
+//
+// It also returns the README's quotes of a few of them: phrases with a %s
+// for the ratio.
+func (v *view) headline(mem *memTable) (*mdTable, []string) {
 	t := &mdTable{Header: []string{"", "time ratio (range over rounds)", "medians, ns per key"}}
+	var quotes []string
 	b := v.mainBuild()
-	row := func(what string, a, base Key, speedup bool) {
+	quote := func(phrase string, ratio float64) {
+		if phrase != "" && !math.IsNaN(ratio) {
+			quotes = append(quotes, fmt.Sprintf(phrase, "**"+num(ratio)+"x**"))
+		}
+	}
+	row := func(what, phrase string, a, base Key, speedup bool) {
 		if v.sum(a).N == 0 || v.sum(base).N == 0 {
 			return
 		}
 		r := v.times(a, base, speedup)
+		m := v.ratio(a, base).Median
 		if speedup {
-			r = "**" + r + "** the throughput"
+			r, m = "**"+r+"** the throughput", 1/m
 		} else {
 			r = "**" + r + "**"
 		}
 		t.add(what, r, v.nsBare(a)+" vs "+v.nsBare(base))
+		quote(phrase, m)
 	}
 	add1 := sk("add", b, "default", "uniform", 1)
 	est1 := sk("estimate", b, "default", "uniform", 1)
-	row("Count-Min `Add` (default shape, uniform keys) / `sync.Mutex` + map insert (1M keys)", add1, mapKey("mutexmap", "insert", "uniform"), false)
-	row("Count-Min `Add` / `sync.Map` + atomic counter insert (1M keys)", add1, mapKey("syncmap", "insert", "uniform"), false)
-	row("Count-Min `Add` / BoomFilters Count-Min `Add` (same shape)", add1, cmsKey("add", "boom", "", "default", "uniform", 1, 1, 1), false)
-	row("Count-Min `Add` / the bare floor (XXH3-128 and one atomic add per row, nothing else)", add1, cmsKey("add", "floor", "", "default", "uniform", 1, 1, 1), false)
-	row("Count-Min `Estimate` / `sync.Mutex` + map lookup (1M keys)", est1, mapKey("mutexmap", "lookup", "uniform"), false)
-	row("Count-Min `Estimate` / BoomFilters `Count`", est1, cmsKey("estimate", "boom", "", "default", "uniform", 1, 1, 1), false)
+	row("Count-Min `Add` (default shape, uniform keys) / `sync.Mutex` + map insert (1M keys)", "a Count-Min `Add` (default shape) costs %s a `sync.Mutex` + map insert with 1M keys", add1, mapKey("mutexmap", "insert", "uniform"), false)
+	row("Count-Min `Add` / `sync.Map` + atomic counter insert (1M keys)", "", add1, mapKey("syncmap", "insert", "uniform"), false)
+	row("Count-Min `Add` / BoomFilters Count-Min `Add` (same shape)", "%s BoomFilters' Count-Min `Add` on the same shape", add1, cmsKey("add", "boom", "", "default", "uniform", 1, 1, 1), false)
+	row("Count-Min `Add` / the bare floor (XXH3-128 and one atomic add per row, nothing else)", "", add1, cmsKey("add", "floor", "", "default", "uniform", 1, 1, 1), false)
+	row("Count-Min `Estimate` / `sync.Mutex` + map lookup (1M keys)", "`Estimate` %s a map lookup", est1, mapKey("mutexmap", "lookup", "uniform"), false)
+	row("Count-Min `Estimate` / BoomFilters `Count`", "", est1, cmsKey("estimate", "boom", "", "default", "uniform", 1, 1, 1), false)
 	if v.has("cgo") {
-		row("`AddBatch` ×256 (cgo build, C core) / `Add`, 160 MiB shape C, uniform", sk("add", "cgo", "C", "uniform", 256), sk("add", "cgo", "C", "uniform", 1), false)
-		row("`EstimateBatch` ×256 (cgo build) / `Estimate`, shape C", sk("estimate", "cgo", "C", "uniform", 256), sk("estimate", "cgo", "C", "uniform", 1), false)
-		row("`AddBatch` ×256, cgo build / pure-Go build, shape C", sk("add", "cgo", "C", "uniform", 256), sk("add", "purego", "C", "uniform", 256), false)
+		row("`AddBatch` ×256 (cgo build, C core) / `Add`, 160 MiB shape C, uniform", "past the caches (160 MiB) `AddBatch` in the cgo build costs %s single `Add`s", sk("add", "cgo", "C", "uniform", 256), sk("add", "cgo", "C", "uniform", 1), false)
+		row("`EstimateBatch` ×256 (cgo build) / `Estimate`, shape C", "", sk("estimate", "cgo", "C", "uniform", 256), sk("estimate", "cgo", "C", "uniform", 1), false)
+		row("`AddBatch` ×256, cgo build / pure-Go build, shape C", "", sk("add", "cgo", "C", "uniform", 256), sk("add", "purego", "C", "uniform", 256), false)
 	}
-	row("counting Bloom `Add` / BoomFilters `CountingBloomFilter.Add` (1M items, 1%)", cbfKey("add", "sketch", b, 1, 1, 1), cbfKey("add", "boom", "", 1, 1, 1), false)
-	row("counting Bloom `Contains` / BoomFilters `Test`", cbfKey("contains", "sketch", b, 1, 1, 1), cbfKey("contains", "boom", "", 1, 1, 1), false)
+	row("counting Bloom `Add` / BoomFilters `CountingBloomFilter.Add` (1M items, 1%)", "a counting Bloom `Add` %s BoomFilters'", cbfKey("add", "sketch", b, 1, 1, 1), cbfKey("add", "boom", "", 1, 1, 1), false)
+	row("counting Bloom `Contains` / BoomFilters `Test`", "", cbfKey("contains", "sketch", b, 1, 1, 1), cbfKey("contains", "boom", "", 1, 1, 1), false)
 	if v.has("cgo") {
-		row("counting Bloom `AddMany` ×256 (cgo build) / `Add`", cbfKey("add", "sketch", "cgo", 256, 1, 1), cbfKey("add", "sketch", "cgo", 1, 1, 1), false)
+		row("counting Bloom `AddMany` ×256 (cgo build) / `Add`", "", cbfKey("add", "sketch", "cgo", 256, 1, 1), cbfKey("add", "sketch", "cgo", 1, 1, 1), false)
 	}
-	row("Bloom `Add` / bits-and-blooms `Add` (1M keys, 1%)", bloomKey("add", "sketch", b, "1M", 1, 1, 1), bloomKey("add", "bitsblooms", "", "1M", 1, 1, 1), false)
-	row("Bloom `Check` / bits-and-blooms `Test` (1M keys, 1%)", bloomKey("check", "sketch", b, "1M", 1, 1, 1), bloomKey("check", "bitsblooms", "", "1M", 1, 1, 1), false)
-	row("Bloom `Check` / bits-and-blooms `Test` (100M keys, 1%: 120 MiB)", bloomKey("check", "sketch", b, "100M", 1, 1, 1), bloomKey("check", "bitsblooms", "", "100M", 1, 1, 1), false)
-	row("Count-Min window `Add` (two periods) / Count-Min `Add`, default shape", windowKey("add", b, "default", 1, 1), add1, false)
-	row("two goroutines adding to one Count-Min (default shape) / one", cmsKey("add", "sketch", b, "default", "uniform", 1, 2, 1), add1, true)
-	row("two processes adding to one Count-Min file (default shape) / one", cmsKey("add", "sketch", b, "default", "uniform", 1, 1, 2), add1, true)
-	row("two processes adding to one Count-Min file (shape C, 160 MiB) / one", cmsKey("add", "sketch", b, "C", "uniform", 1, 1, 2), sk("add", b, "C", "uniform", 1), true)
+	row("Bloom `Add` / bits-and-blooms `Add` (1M keys, 1%)", "", bloomKey("add", "sketch", b, "1M", 1, 1, 1), bloomKey("add", "bitsblooms", "", "1M", 1, 1, 1), false)
+	row("Bloom `Check` / bits-and-blooms `Test` (1M keys, 1%)", "a Bloom filter `Check` %s bits-and-blooms' `Test`", bloomKey("check", "sketch", b, "1M", 1, 1, 1), bloomKey("check", "bitsblooms", "", "1M", 1, 1, 1), false)
+	row("Bloom `Check` / bits-and-blooms `Test` (100M keys, 1%: 120 MiB)", "", bloomKey("check", "sketch", b, "100M", 1, 1, 1), bloomKey("check", "bitsblooms", "", "100M", 1, 1, 1), false)
+	row("Count-Min window `Add` (two periods) / Count-Min `Add`, default shape", "", windowKey("add", b, "default", 1, 1), add1, false)
+	row("two goroutines adding to one Count-Min (default shape) / one", "", cmsKey("add", "sketch", b, "default", "uniform", 1, 2, 1), add1, true)
+	row("two processes adding to one Count-Min file (default shape) / one", "two processes adding to one default-shape file get %s the throughput of one", cmsKey("add", "sketch", b, "default", "uniform", 1, 1, 2), add1, true)
+	row("two processes adding to one Count-Min file (shape C, 160 MiB) / one", "", cmsKey("add", "sketch", b, "C", "uniform", 1, 1, 2), sk("add", b, "C", "uniform", 1), true)
 	if mem != nil {
 		last := len(mem.Counts) - 1
 		if h := mem.Heap["mutexmap"]; len(h) > last && last >= 0 {
 			cms := mem.Bytes["countmin"][last]
 			t.add(fmt.Sprintf("memory at %s distinct keys: `sync.Mutex` + map heap / Count-Min (default shape) file", countLabel(mem.Counts[last])),
 				fmt.Sprintf("**%sx**", num(float64(h[last].Heap)/float64(cms))), sizeString(h[last].Heap)+" vs "+sizeString(cms))
+			quotes = append(quotes, fmt.Sprintf("at %s distinct keys the map's heap is **%sx** the sketch's %s", countLabel(mem.Counts[last]), num(float64(h[last].Heap)/float64(cms)), sizeString(cms)))
 		}
 	}
-	return t
+	return t, quotes
 }
 
 // cmsTables are the Count-Min tables of one stream: ns per key by shape,
