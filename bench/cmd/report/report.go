@@ -249,24 +249,44 @@ func (o *orchestration) writeReadme(d *reportData) error {
 	if err != nil {
 		return err
 	}
+	var p strings.Builder
+	if o.quick {
+		p.WriteString("(A quick check of the report program, not a measurement.) ")
+	}
+	virt := ""
+	if d.M.Virtual != "" {
+		virt = ", " + d.M.Virtual
+	}
+	fmt.Fprintf(&p, "From one run of `make bench-report` on %s (%s%s, %d CPUs; Go %s; load average %s), each ratio measured in the same rounds: ",
+		d.M.Date, d.M.CPU, virt, d.M.CPUs, strings.TrimPrefix(strings.Fields(d.M.Go)[0], "go"), d.M.LoadStart)
+	p.WriteString(strings.Join(d.quotes, "; "))
+	fmt.Fprintf(&p, ". Every structure on both builds, beside `sync.Map`, BoomFilters and bits-and-blooms, by shape, batch size and writers, with memory, instruction counts and charts: [%s](%s).", filepath.Base(o.out), filepath.ToSlash(rel))
 	var b strings.Builder
 	b.WriteString(readmeBegin + "\n")
-	if o.quick {
-		b.WriteString("(A quick check of the report program, not a measurement.)\n")
-	}
-	fmt.Fprintf(&b, "From one run of `make bench-report` on %s (%s, %d CPUs; Go %s; load average %s), each ratio measured in the same rounds: ",
-		d.M.Date, d.M.CPU+cond(d.M.Virtual != "", ", "+d.M.Virtual, ""), d.M.CPUs, strings.Fields(d.M.Go)[0], d.M.LoadStart)
-	b.WriteString(strings.Join(d.quotes, "; "))
-	fmt.Fprintf(&b, ". Every structure on both builds, beside `sync.Map`, BoomFilters and bits-and-blooms, by shape, batch size and writers, with memory, instruction counts and charts: [%s](%s).\n", filepath.Base(o.out), filepath.ToSlash(rel))
+	b.WriteString(wrap(p.String(), 76))
 	b.WriteString(text[j:])
 	return os.WriteFile(o.readme, []byte(text[:i]+b.String()), 0o644)
 }
 
-func cond(c bool, a, b string) string {
-	if c {
-		return a
+// wrap breaks text into lines of at most width columns at spaces, as the
+// README's paragraphs are.
+func wrap(text string, width int) string {
+	var b strings.Builder
+	n := 0
+	for _, w := range strings.Fields(text) {
+		switch {
+		case n == 0:
+		case n+1+len([]rune(w)) > width:
+			b.WriteString("\n")
+			n = 0
+		default:
+			b.WriteString(" ")
+			n++
+		}
+		b.WriteString(w)
+		n += len([]rune(w))
 	}
-	return b
+	return b.String() + "\n"
 }
 
 func distinct(s *stream) int {

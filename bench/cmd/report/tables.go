@@ -76,22 +76,22 @@ func (v *view) headline(mem *memTable) (*mdTable, []string) {
 	est1 := sk("estimate", b, "default", "uniform", 1)
 	row("Count-Min `Add` (default shape, uniform keys) / `sync.Mutex` + map insert (1M keys)", "a Count-Min `Add` (default shape) costs %s a `sync.Mutex` + map insert with 1M keys", add1, mapKey("mutexmap", "insert", "uniform"), false)
 	row("Count-Min `Add` / `sync.Map` + atomic counter insert (1M keys)", "", add1, mapKey("syncmap", "insert", "uniform"), false)
-	row("Count-Min `Add` / BoomFilters Count-Min `Add` (same shape)", "%s BoomFilters' Count-Min `Add` on the same shape", add1, cmsKey("add", "boom", "", "default", "uniform", 1, 1, 1), false)
+	row("Count-Min `Add` / BoomFilters Count-Min `Add` (same shape)", "the same `Add` costs %s BoomFilters' on the same shape", add1, cmsKey("add", "boom", "", "default", "uniform", 1, 1, 1), false)
 	row("Count-Min `Add` / the bare floor (XXH3-128 and one atomic add per row, nothing else)", "", add1, cmsKey("add", "floor", "", "default", "uniform", 1, 1, 1), false)
-	row("Count-Min `Estimate` / `sync.Mutex` + map lookup (1M keys)", "`Estimate` %s a map lookup", est1, mapKey("mutexmap", "lookup", "uniform"), false)
+	row("Count-Min `Estimate` / `sync.Mutex` + map lookup (1M keys)", "an `Estimate` costs %s a map lookup", est1, mapKey("mutexmap", "lookup", "uniform"), false)
 	row("Count-Min `Estimate` / BoomFilters `Count`", "", est1, cmsKey("estimate", "boom", "", "default", "uniform", 1, 1, 1), false)
 	if v.has("cgo") {
 		row("`AddBatch` ×256 (cgo build, C core) / `Add`, 160 MiB shape C, uniform", "past the caches (160 MiB) `AddBatch` in the cgo build costs %s single `Add`s", sk("add", "cgo", "C", "uniform", 256), sk("add", "cgo", "C", "uniform", 1), false)
 		row("`EstimateBatch` ×256 (cgo build) / `Estimate`, shape C", "", sk("estimate", "cgo", "C", "uniform", 256), sk("estimate", "cgo", "C", "uniform", 1), false)
 		row("`AddBatch` ×256, cgo build / pure-Go build, shape C", "", sk("add", "cgo", "C", "uniform", 256), sk("add", "purego", "C", "uniform", 256), false)
 	}
-	row("counting Bloom `Add` / BoomFilters `CountingBloomFilter.Add` (1M items, 1%)", "a counting Bloom `Add` %s BoomFilters'", cbfKey("add", "sketch", b, 1, 1, 1), cbfKey("add", "boom", "", 1, 1, 1), false)
+	row("counting Bloom `Add` / BoomFilters `CountingBloomFilter.Add` (1M items, 1%)", "a counting Bloom filter `Add` costs %s BoomFilters'", cbfKey("add", "sketch", b, 1, 1, 1), cbfKey("add", "boom", "", 1, 1, 1), false)
 	row("counting Bloom `Contains` / BoomFilters `Test`", "", cbfKey("contains", "sketch", b, 1, 1, 1), cbfKey("contains", "boom", "", 1, 1, 1), false)
 	if v.has("cgo") {
 		row("counting Bloom `AddMany` ×256 (cgo build) / `Add`", "", cbfKey("add", "sketch", "cgo", 256, 1, 1), cbfKey("add", "sketch", "cgo", 1, 1, 1), false)
 	}
 	row("Bloom `Add` / bits-and-blooms `Add` (1M keys, 1%)", "", bloomKey("add", "sketch", b, "1M", 1, 1, 1), bloomKey("add", "bitsblooms", "", "1M", 1, 1, 1), false)
-	row("Bloom `Check` / bits-and-blooms `Test` (1M keys, 1%)", "a Bloom filter `Check` %s bits-and-blooms' `Test`", bloomKey("check", "sketch", b, "1M", 1, 1, 1), bloomKey("check", "bitsblooms", "", "1M", 1, 1, 1), false)
+	row("Bloom `Check` / bits-and-blooms `Test` (1M keys, 1%)", "a Bloom filter `Check` costs %s bits-and-blooms' `Test`", bloomKey("check", "sketch", b, "1M", 1, 1, 1), bloomKey("check", "bitsblooms", "", "1M", 1, 1, 1), false)
 	row("Bloom `Check` / bits-and-blooms `Test` (100M keys, 1%: 120 MiB)", "", bloomKey("check", "sketch", b, "100M", 1, 1, 1), bloomKey("check", "bitsblooms", "", "100M", 1, 1, 1), false)
 	row("Count-Min window `Add` (two periods) / Count-Min `Add`, default shape", "", windowKey("add", b, "default", 1, 1), add1, false)
 	row("two goroutines adding to one Count-Min (default shape) / one", "", cmsKey("add", "sketch", b, "default", "uniform", 1, 2, 1), add1, true)
