@@ -172,8 +172,6 @@ func (o *orchestration) main() error {
 	return nil
 }
 
-func mustRegexp(s string) *regexp.Regexp { return regexp.MustCompile(s) }
-
 // shmDir is where the run's files go: tmpfs, as shared sketches usually
 // live, when the machine has it.
 func shmDir() string {

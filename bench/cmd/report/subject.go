@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"strings"
 	"sync"
 	"sync/atomic"
 )
@@ -178,15 +177,4 @@ func lookup(subjects []subject, id string) (subject, bool) {
 		}
 	}
 	return subject{}, false
-}
-
-// parseBuilds reads a comma-separated list of builds.
-func parseBuilds(s string) []string {
-	var out []string
-	for _, b := range strings.Split(s, ",") {
-		if b = strings.TrimSpace(b); b != "" {
-			out = append(out, b)
-		}
-	}
-	return out
 }
