@@ -16,8 +16,10 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"os/signal"
 	"regexp"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/shmsketch/sketch"
@@ -116,6 +118,15 @@ func (o *orchestration) main() error {
 		return err
 	}
 	defer os.RemoveAll(dir)
+	// The run's files are large (gigabytes on tmpfs): an interrupted run
+	// removes them too. Workers and peers die of the same signal.
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		s := <-sigs
+		os.RemoveAll(dir)
+		fatalf("%v: removed %s", s, dir)
+	}()
 	o.dir = dir
 	m := readMachine()
 	progress("%s, %d CPUs; %s; load average %s", m.CPU, m.CPUs, m.CacheList(), m.LoadStart)
