@@ -119,7 +119,7 @@ func (o *orchestration) main() error {
 	}
 	defer os.RemoveAll(dir)
 	// The run's files are large (gigabytes on tmpfs): an interrupted run
-	// removes them too. Workers and peers die of the same signal.
+	// removes them too. Workers and peers end when their stdin closes.
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
 	go func() {
