@@ -134,6 +134,12 @@ func (e *env) countingBloom(name string) (*sketch.CountingBloom, error) {
 	if err != nil {
 		return nil, err
 	}
+	if !e.small && !e.attach {
+		if err := f.Clear(); err != nil { // every page in first
+			f.Close()
+			return nil, err
+		}
+	}
 	// An empty filter contains nothing: a peer attaching to a filled one
 	// leaves it as it is.
 	if keys := e.stream("uniform").bytes; name == "query" && !f.Contains(keys[0]) {

@@ -53,6 +53,14 @@ func (e *env) bloomOf(capacity, name string) (*sketch.Bloom, error) {
 		if err != nil {
 			return nil, err
 		}
+		// Every page in first (a fresh file's are not mapped yet), as for
+		// the Count-Min sketches; a peer finds them so.
+		if !e.small && !e.attach {
+			if err := f.Reset(); err != nil {
+				f.Close()
+				return nil, err
+			}
+		}
 		if keys := e.stream("uniform").bytes; name == "query" && !f.Check(keys[0]) {
 			if err := f.AddBatch(keys[:len(keys)/2], nil); err != nil {
 				f.Close()
@@ -130,6 +138,13 @@ func bitsBloomRow(op, capacity string) subject {
 		keys := s.bytes
 		f := cached(e, "bitsbloom-"+capacity+"-"+op, func() *bloom.BloomFilter {
 			f := bloom.NewWithEstimates(uint(capacityOf(capacity)), cbfFPRate)
+			// Every page in first, as for this module's structures: adds
+			// touch random pages, and a fresh 120 MiB heap array takes
+			// hundreds of thousands of them to fault in.
+			words := f.BitSet().Words()
+			for i := 0; i < len(words); i += 512 {
+				words[i] = 0
+			}
 			if op != "add" {
 				for _, k := range keys[:len(keys)/2] {
 					f.Add(k)
