@@ -132,6 +132,7 @@ type reportData struct {
 	Builds        string
 	MissingBuild  string
 	Keys          []string
+	Noise         string // the same code's time ratio between the two workers
 	Shapes        *mdTable
 	Headline      *mdTable
 	CMS           map[string]*mdTable // by dist
@@ -182,6 +183,9 @@ func (o *orchestration) writeReport(v *view, mem *memTable, memErr error, ic []i
 		d.Keys = append(d.Keys, fmt.Sprintf("`%s`: %d keys, %d to %d bytes, %.1f on average, %d distinct", name, len(s.bytes), lo, hi, mean, distinct(s)))
 	}
 	d.Shapes = v.shapesTable()
+	if v.has("cgo") && v.has("purego") {
+		d.Noise = v.times(sk("add", "cgo", "default", "uniform", 1), sk("add", "purego", "default", "uniform", 1), false)
+	}
 	d.Headline, d.quotes = v.headline(mem)
 	for _, dist := range dists {
 		d.CMS[dist], d.CMSRatios[dist] = v.cmsTables(dist)
