@@ -83,8 +83,13 @@ func (e *env) countMin(sh shape) (*sketch.CountMin, error) {
 		return nil, err
 	}
 	// Under callgrind pages cost no instructions: leave them. A peer
-	// finds them touched, and must not clear its parent's counts.
-	if !e.small && !e.attach {
+	// must not clear its parent's counts: it maps the pages by reading
+	// them all (Stats walks the grid).
+	switch {
+	case e.small:
+	case e.attach:
+		c.Stats()
+	default:
 		if err := c.Reset(); err != nil {
 			c.Close()
 			return nil, err
@@ -134,7 +139,11 @@ func (e *env) countingBloom(name string) (*sketch.CountingBloom, error) {
 	if err != nil {
 		return nil, err
 	}
-	if !e.small && !e.attach {
+	switch {
+	case e.small:
+	case e.attach:
+		f.Stats() // maps every page by reading it
+	default:
 		if err := f.Clear(); err != nil { // every page in first
 			f.Close()
 			return nil, err

@@ -77,7 +77,7 @@ func main() {
 			command: *command, readme: *readme,
 			plan: plan{rounds: *rounds, target: *sample, bins: map[string]string{}},
 		}
-		o.argv = strings.Join(os.Args, " ")
+		o.argv = shellJoin(os.Args)
 		o.plan.bins[sketch.Backend] = self
 		if *cgoBin != "" {
 			o.plan.bins["cgo"] = *cgoBin
@@ -181,6 +181,18 @@ func (o *orchestration) main() error {
 	fmt.Fprint(progressOut, h)
 	progress("wrote %s and %s in %v", o.out, o.charts, time.Since(began).Round(time.Second))
 	return nil
+}
+
+// shellJoin writes a command line as a shell would take it back.
+func shellJoin(args []string) string {
+	quoted := make([]string, len(args))
+	for i, a := range args {
+		if a == "" || strings.ContainsAny(a, " \t'\"$`\\*?[]()<>|&;#~") {
+			a = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
+		}
+		quoted[i] = a
+	}
+	return strings.Join(quoted, " ")
 }
 
 // shmDir is where the run's files go: tmpfs, as shared sketches usually

@@ -55,7 +55,11 @@ func (e *env) bloomOf(capacity, name string) (*sketch.Bloom, error) {
 		}
 		// Every page in first (a fresh file's are not mapped yet), as for
 		// the Count-Min sketches; a peer finds them so.
-		if !e.small && !e.attach {
+		switch {
+		case e.small:
+		case e.attach:
+			f.Stats() // maps every page by reading it
+		default:
 			if err := f.Reset(); err != nil {
 				f.Close()
 				return nil, err

@@ -37,7 +37,11 @@ func shapeLabel(name string) string {
 func (v *view) shapesTable() *mdTable {
 	t := &mdTable{Header: []string{"shape", "rows × width", "counters", "on this machine"}}
 	for _, sh := range cmsShapes {
-		t.add(sh.name, fmt.Sprintf("%d × %d", sh.rows, sh.width), sizeString(sh.bytes()), "fits "+v.m.where(sh.bytes()))
+		where := "fits " + v.m.where(sh.bytes())
+		if where == "fits DRAM" {
+			where = "past the caches"
+		}
+		t.add(sh.name, fmt.Sprintf("%d × %d", sh.rows, sh.width), sizeString(sh.bytes()), where)
 	}
 	return t
 }
@@ -334,9 +338,11 @@ func (v *view) mergeTable() *mdTable {
 	return t
 }
 
-// duration writes ns as µs or ms.
+// duration writes ns as ns, µs, ms or s.
 func duration(ns float64) string {
 	switch {
+	case ns >= 1e9:
+		return num(ns/1e9) + " s"
 	case ns >= 1e6:
 		return num(ns/1e6) + " ms"
 	case ns >= 1e3:
@@ -444,7 +450,7 @@ func memoryTables(mem *memTable) (sizes, gc *mdTable) {
 		cells, gcs := []string{memLabels[impl]}, []string{memLabels[impl]}
 		for i, r := range mem.Heap[impl] {
 			cells = append(cells, cell(r.Heap, mem.Counts[i]))
-			gcs = append(gcs, r.GC.Round(10*1000).String())
+			gcs = append(gcs, duration(float64(r.GC.Nanoseconds())))
 		}
 		sizes.add(cells...)
 		gc.add(gcs...)
