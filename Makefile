@@ -13,6 +13,14 @@
 # make demo   several processes counting one stream into one shared arena (a
 #             Count-Min window and a Bloom filter); needs only Go (without a
 #             C compiler Go builds it without cgo)
+# make bench-report
+#             measure every structure on both builds beside exact maps and
+#             other libraries, and write docs/BENCHMARKS.md and its charts
+#             (docs/bench/*.svg) and the README's quote of its headline;
+#             under 10 minutes on 2 cores. It installs
+#             valgrind for the instruction counts when missing (as root,
+#             apt-get), else the report says why they are missing.
+#             REPORT_FLAGS=-quick checks the program in about a minute
 
 GO      ?= go
 PKG     := ./...
@@ -36,7 +44,7 @@ NO_QEMU  = not found; install qemu-user-static, or run make test as root on Debi
 # not run, why and how to get it; under CI=true it fails as well.
 skip = echo "skipped: $(1) ($(2))$(if $(filter true,$(CI)),; CI=true runs everything: failing)"$(if $(filter true,$(CI)), && exit 1)
 
-.PHONY: test deps vet fmt test-cgo test-purego check-prefetch test-cross test-other-os bench-smoke bench-module bench demo clean
+.PHONY: test deps vet fmt test-cgo test-purego check-prefetch test-cross test-other-os bench-smoke bench-module bench bench-report report-deps demo clean
 
 test: deps vet fmt test-cgo test-purego check-prefetch test-cross test-other-os bench-smoke bench-module
 
@@ -101,13 +109,39 @@ bench-smoke: deps
 	$(if $(HAVE_CC),CGO_ENABLED=1 $(GO) test -run='^$$' -bench=. -benchtime=1x -count=1 $(PKG),@$(call skip,every benchmark once with cgo,$(NO_CC)))
 	CGO_ENABLED=0 $(GO) test -run='^$$' -bench=. -benchtime=1x -count=1 $(PKG)
 
-# The comparison with another library lives in its own module (bench/).
+# The comparisons with other libraries and the report program live in their
+# own module (bench/): gofmt, vet, the report's tests and every benchmark
+# once, without cgo and with it.
 bench-module: deps
-	$(if $(HAVE_CC),,@$(call skip,the comparison benchmarks in bench/ with cgo,$(NO_CC)))
-	$(if $(HAVE_CC),cd bench && CGO_ENABLED=1 $(GO) vet ./... && CGO_ENABLED=1 $(GO) test -run='^$$' -bench=. -benchtime=1x -count=1 ./...)
+	@out=$$(cd bench && gofmt -l .); \
+	if [ -n "$$out" ]; then echo "gofmt would change (bench/):"; echo "$$out"; exit 1; fi
+	cd bench && CGO_ENABLED=0 $(GO) vet ./... && CGO_ENABLED=0 $(GO) test -bench=. -benchtime=1x -count=1 ./...
+	$(if $(HAVE_CC),cd bench && CGO_ENABLED=1 $(GO) vet ./... && CGO_ENABLED=1 $(GO) test -bench=. -benchtime=1x -count=1 ./...,@$(call skip,the bench/ module with cgo,$(NO_CC)))
 
 bench:
 	CGO_ENABLED=1 $(GO) test -run='^$$' -bench='$(BENCH)' -count=$(COUNT) -benchtime=300ms . | tee $(TMP).bench.txt
+
+# The report program, built both ways (the build decides which core serves
+# batches); the pure-Go one runs the show and starts the cgo one as a
+# worker. Paths stay relative: the report records the command.
+REPORT_FLAGS ?=
+
+bench-report: deps report-deps
+	@mkdir -p $(TMP)
+	cd bench && CGO_ENABLED=0 $(GO) build -o ../.build/report.purego ./cmd/report
+	$(if $(HAVE_CC),cd bench && CGO_ENABLED=1 $(GO) build -o ../.build/report.cgo ./cmd/report,@$(call skip,the cgo build in the report,$(NO_CC)))
+	.build/report.purego $(if $(HAVE_CC),-cgo .build/report.cgo) -out docs/BENCHMARKS.md -charts docs/bench -readme README.md -command 'make bench-report' $(REPORT_FLAGS)
+
+# valgrind, for the report's instruction counts: installed when missing and
+# root with apt-get, as .ci/install-deps does for the test tools.
+report-deps:
+	@command -v valgrind >/dev/null && exit 0; \
+	if [ "$$(id -u)" -ne 0 ] || ! command -v apt-get >/dev/null; then \
+		echo "report-deps: valgrind not found and cannot install it (not root, or no apt-get): the report leaves out instruction counts"; exit 0; \
+	fi; \
+	echo "report-deps: installing valgrind"; \
+	{ DEBIAN_FRONTEND=noninteractive apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq valgrind; } >/dev/null 2>&1 || \
+		echo "report-deps: apt-get could not install valgrind: the report leaves out instruction counts"
 
 demo:
 	$(GO) run ./cmd/sketch demo

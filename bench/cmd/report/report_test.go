@@ -1,0 +1,245 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/shmsketch/sketch"
+)
+
+// TestMain lets the test binary serve as the report's worker, peer, memory
+// and op-loop processes, which it starts with -role.
+func TestMain(m *testing.M) {
+	if len(os.Args) > 1 && strings.HasPrefix(os.Args[1], "-role=") {
+		main()
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+func TestAppendKey_DistinctAndSized(t *testing.T) {
+	seen := make(map[string]uint64, space)
+	var buf []byte
+	for i := range uint64(space) {
+		buf = appendKey(buf[:0], i)
+		if len(buf) < 8 || len(buf) > 60 {
+			t.Fatalf("key %d = %q: %d bytes, want 8 to 60", i, buf, len(buf))
+		}
+		if j, dup := seen[string(buf)]; dup {
+			t.Fatalf("keys %d and %d are both %q", j, i, buf)
+		}
+		seen[string(buf)] = i
+	}
+	if a, b := makeStream("zipf", 1024), makeStream("zipf", 1024); strings.Join(a.strs, ",") != strings.Join(b.strs, ",") {
+		t.Error("two zipf streams differ")
+	}
+}
+
+func TestStats(t *testing.T) {
+	s := summarize([]float64{5, math.NaN(), 1, 3, 9})
+	if s.Median != 4 || s.Min != 1 || s.Max != 9 || s.N != 4 {
+		t.Errorf("summarize = %+v, want median 4, range 1-9, 4 samples", s)
+	}
+	r := summarize(ratios([]float64{2, 4, math.NaN(), 9}, []float64{1, 1, 1, 3}))
+	if r.Median != 3 || r.N != 3 {
+		t.Errorf("ratios summarized = %+v, want median 3 of 3", r)
+	}
+}
+
+// counted returns what a subject's structure says was counted so far, for
+// the subjects whose structure keeps a count.
+func counted(e *env, s subject) (uint64, bool) {
+	switch {
+	case s.Struct == "countmin" && s.Impl == "sketch":
+		c, _ := e.countMin(shapeNamed(s.Shape))
+		return c.Total(), true
+	case s.Struct == "countingbloom" && s.Impl == "sketch":
+		name := "query"
+		if s.Op == "add" {
+			name = "add"
+		}
+		f, _ := e.countingBloom(name)
+		return f.Stats().Ops, true
+	case s.Struct == "bloom" && s.Impl == "sketch":
+		name := "query"
+		if s.Op == "add" {
+			name = "add"
+		}
+		f, _ := e.bloomOf(s.Shape, name)
+		st := f.Stats()
+		return st.Added + st.Seen, true
+	case s.Struct == "window":
+		w, _ := e.window(shapeNamed(s.Shape))
+		return w.Stats().Total, true
+	case s.Struct == "map" && s.Impl == "mutexmap":
+		n := space
+		if s.Shape == "10k" {
+			n = smallSpace
+		}
+		m := e.exactMutexMap(n)
+		var sum uint64
+		for _, v := range m.m {
+			sum += v
+		}
+		return sum, true
+	}
+	return 0, false
+}
+
+// wantCounted is how much a run of n keys of s should move counted: one
+// per key added (one per call for the counting Bloom filter's ops count),
+// nothing for lookups.
+func wantCounted(s subject, n int) uint64 {
+	switch s.Op {
+	case "add", "insert":
+		if s.Struct == "countingbloom" {
+			return uint64(n / s.Batch)
+		}
+		return uint64(n)
+	case "addremove":
+		return uint64(2 * n)
+	}
+	return 0
+}
+
+// TestSubjects_RunWhatTheySay runs every subject this build can (on short
+// streams, leaving out structures over a few MiB) and checks, where the
+// structure counts, that a run of n keys did n keys' work: split between
+// goroutines, or between this process and its peer on the same file.
+func TestSubjects_RunWhatTheySay(t *testing.T) {
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := newEnv(t.TempDir(), self, true)
+	defer e.close()
+	for _, s := range table(allBuilds) {
+		if s.Build != "" && s.Build != sketch.Backend || s.Shape == "C" || s.Shape == "D" || s.Shape == "100M" {
+			continue
+		}
+		t.Run(s.ID(), func(t *testing.T) {
+			run, stop, err := s.start(e, 0)
+			if err != nil {
+				t.Fatalf("start: %v", err)
+			}
+			if stop != nil {
+				defer stop()
+			}
+			n := 2 * max(s.unit(), 1024)
+			before, ok := counted(e, s)
+			run(n)
+			if !ok {
+				return
+			}
+			after, _ := counted(e, s)
+			if got, want := after-before, wantCounted(s, n); got != want && s.Op != "addremove" {
+				t.Errorf("a run of %d keys counted %d, want %d", n, got, want)
+			}
+		})
+	}
+}
+
+// TestReport_EndToEnd makes a small report in a temporary directory: a few
+// subjects, short samples, memory at 10k keys, no instruction counts.
+func TestReport_EndToEnd(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts worker processes")
+	}
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	progressOut = io.Discard
+	defer func() { progressOut = os.Stderr }()
+	o := orchestration{
+		self: self, out: filepath.Join(dir, "docs", "BENCHMARKS.md"), charts: filepath.Join(dir, "docs", "bench"),
+		quick: true, memory: true, command: "make bench-report",
+		plan: plan{rounds: 3, target: 2 * time.Millisecond, bins: map[string]string{sketch.Backend: self}},
+	}
+	o.filter = regexp.MustCompile(`^(countmin/(add|estimate)/(sketch\.[a-z]+|boom|floor)/(A|default)/uniform/b(1|256)/g1p1|map/(insert|lookup)/mutexmap/1M/uniform/b1/g1p1|countmin/add/sketch\.[a-z]+/default/uniform/b1/g(2p1|1p2))$`)
+	o.memCounts = []int{10_000}
+	o.readme = filepath.Join(dir, "README.md")
+	readme := "# x\n\nbefore\n" + readmeBegin + "\nold quote\n" + readmeEnd + "\nafter\n"
+	if err := os.WriteFile(o.readme, []byte(readme), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := o.main(); err != nil {
+		t.Fatal(err)
+	}
+	rb, err := os.ReadFile(o.readme)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := string(rb)
+	words := strings.Join(strings.Fields(r), " ")
+	if !strings.HasPrefix(r, "# x\n\nbefore\n"+readmeBegin+"\n") || !strings.HasSuffix(r, readmeEnd+"\nafter\n") ||
+		strings.Contains(r, "old quote") || !strings.Contains(words, "a `sync.Mutex` + map insert with 1M keys") || !strings.Contains(words, "](docs/BENCHMARKS.md)") {
+		t.Errorf("README after the report:\n%s", r)
+	}
+	md, err := os.ReadFile(o.out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := string(md)
+	for _, want := range []string{
+		"## Headline",
+		"| Count-Min `Add` (default shape, uniform keys) / `sync.Mutex` + map insert (1M keys) | **",
+		"two processes adding to one Count-Min file (default shape) / one",
+		"make bench-report",
+		"(bench/countmin-add-uniform.svg)",
+		"| `sync.Mutex` + `map[string]uint64` (Go heap, keys included) | ",
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("the report lacks %q", want)
+		}
+	}
+	if strings.Contains(text, dir) {
+		t.Errorf("the report names the temporary directory %s", dir)
+	}
+	for _, name := range []string{"countmin-add-uniform.svg", "memory.svg", "writers.svg"} {
+		b, err := os.ReadFile(filepath.Join(o.charts, name))
+		if err != nil {
+			t.Error(err)
+		} else if !strings.Contains(string(b), "<svg") {
+			t.Errorf("%s is not an SVG", name)
+		}
+	}
+}
+
+// TestInstructionCounts_Repeatable counts a Count-Min Add under callgrind
+// twice: the same count each time, and a plausible one.
+func TestInstructionCounts_Repeatable(t *testing.T) {
+	if _, err := exec.LookPath("valgrind"); err != nil {
+		t.Skip("valgrind is not installed")
+	}
+	// go test strips the binaries it runs, and callgrind finds measured by
+	// its symbol: build the program as make bench-report does.
+	bin := filepath.Join(t.TempDir(), "report")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	id := sk("add", sketch.Backend, "default", "uniform", 1).String()
+	var counts []uint64
+	for i := range 2 {
+		n, err := callgrind(bin, filepath.Join(t.TempDir(), fmt.Sprint(i)), id, 1024)
+		if err != nil {
+			t.Fatal(err)
+		}
+		counts = append(counts, n)
+	}
+	if counts[0] != counts[1] {
+		t.Errorf("two runs counted %d and %d instructions", counts[0], counts[1])
+	}
+	if per := counts[0] / 1024; per < 50 || per > 5000 {
+		t.Errorf("%d instructions per Add, want 50 to 5000", per)
+	}
+}

@@ -1,0 +1,193 @@
+package main
+
+import (
+	"sync"
+
+	boom "github.com/tylertreat/BoomFilters"
+
+	"github.com/shmsketch/sketch"
+)
+
+// Counting Bloom rows, for 1M items at 1% and the uniform stream: each
+// operation on each build (AddMany in batches of 16, 256 and 4096), one
+// against two writers, beside BoomFilters' CountingBloomFilter and a
+// sync.RWMutex + map[string]uint8. Lookups run on filters holding the stream's
+// first half, so half of them find their key.
+func countingBloomRows(builds []string) []subject {
+	var rows []subject
+	for _, b := range builds {
+		for _, op := range []string{"add", "contains", "countof", "addremove"} {
+			rows = append(rows, cbfRow(b, op, 1, 1, 1))
+		}
+		for _, batch := range []int{16, 256, 4096} {
+			rows = append(rows, cbfRow(b, "add", batch, 1, 1))
+		}
+		rows = append(rows, cbfRow(b, "add", 1, 2, 1), cbfRow(b, "add", 1, 1, 2), cbfRow(b, "add", 256, 2, 1))
+	}
+	for _, op := range []string{"add", "contains", "addremove"} {
+		rows = append(rows, boomCBFRow(op))
+	}
+	for _, op := range []string{"add", "contains"} {
+		rows = append(rows, rwMapRow(op))
+	}
+	return rows
+}
+
+func cbfKey(op, impl, build string, batch, writers, procs int) Key {
+	return Key{Struct: "countingbloom", Op: op, Impl: impl, Build: build, Shape: "1M", Dist: "uniform", Batch: batch, Writers: writers, Procs: procs}
+}
+
+// cbfBytes is the size of a filter's counters: 2^24 4-bit counters.
+const cbfBytes = 8 << 20
+
+func cbfRow(build, op string, batch, writers, procs int) subject {
+	k := cbfKey(op, "sketch", build, batch, writers, procs)
+	return subject{Key: k, Bytes: cbfBytes, open: func(e *env) (opener, error) {
+		name := "query"
+		if op == "add" {
+			name = "add"
+		}
+		f, err := e.countingBloom(name)
+		if err != nil {
+			return opener{}, err
+		}
+		return overBytes(e.stream("uniform"), func() func([][]byte) { return cbfOp(f, op, batch) }), nil
+	}}
+}
+
+func cbfOp(f *sketch.CountingBloom, op string, batch int) func([][]byte) {
+	switch op {
+	case "add":
+		if batch > 1 {
+			return func(keys [][]byte) {
+				for i := 0; i < len(keys); i += batch {
+					f.AddMany(keys[i : i+batch])
+				}
+			}
+		}
+		return func(keys [][]byte) {
+			for _, k := range keys {
+				f.Add(k)
+			}
+		}
+	case "contains":
+		return func(keys [][]byte) {
+			n := 0
+			for _, k := range keys {
+				if f.Contains(k) {
+					n++
+				}
+			}
+			sink.Add(uint64(n))
+		}
+	case "countof":
+		return func(keys [][]byte) {
+			n := 0
+			for _, k := range keys {
+				n += int(f.CountOf(k))
+			}
+			sink.Add(uint64(n))
+		}
+	}
+	// addremove: an add and a remove of the same key, which leaves the
+	// query filter as it was.
+	return func(keys [][]byte) {
+		for _, k := range keys {
+			f.Add(k)
+			f.Remove(k)
+		}
+	}
+}
+
+// boomCBFRow is BoomFilters' CountingBloomFilter (4-bit buckets, heap, not
+// safe for concurrent use): Add, Test, Add + TestAndRemove.
+func boomCBFRow(op string) subject {
+	k := cbfKey(op, "boom", "", 1, 1, 1)
+	return subject{Key: k, Bytes: cbfBytes, open: func(e *env) (opener, error) {
+		s := e.stream("uniform")
+		keys := s.bytes
+		name := "boomcbf-query"
+		if op == "add" {
+			name = "boomcbf-add"
+		}
+		f := cached(e, name, func() *boom.CountingBloomFilter {
+			f := boom.NewCountingBloomFilter(cbfCapacity, 4, cbfFPRate)
+			if op != "add" {
+				for _, k := range keys[:len(keys)/2] {
+					f.Add(k)
+				}
+			}
+			return f
+		})
+		return overBytes(s, func() func([][]byte) {
+			switch op {
+			case "add":
+				return func(keys [][]byte) {
+					for _, k := range keys {
+						f.Add(k)
+					}
+				}
+			case "contains":
+				return func(keys [][]byte) {
+					n := 0
+					for _, k := range keys {
+						if f.Test(k) {
+							n++
+						}
+					}
+					sink.Add(uint64(n))
+				}
+			}
+			return func(keys [][]byte) {
+				for _, k := range keys {
+					f.Add(k)
+					f.TestAndRemove(k)
+				}
+			}
+		}), nil
+	}}
+}
+
+// rwMap is the exact baseline for a counting Bloom filter.
+type rwMap struct {
+	mu sync.RWMutex
+	m  map[string]uint8
+}
+
+// rwMapRow is a sync.RWMutex + map[string]uint8 holding the stream's first
+// half: m[k]++ under the lock, m[k] > 0 under the read lock.
+func rwMapRow(op string) subject {
+	k := cbfKey(op, "rwmutexmap", "", 1, 1, 1)
+	return subject{Key: k, open: func(e *env) (opener, error) {
+		s := e.stream("uniform")
+		m := cached(e, "rwmap", func() *rwMap {
+			m := &rwMap{m: make(map[string]uint8, len(s.strs))}
+			for _, k := range s.strs[:len(s.strs)/2] {
+				m.m[k] = 1
+			}
+			return m
+		})
+		return overStrings(s, func() func([]string) {
+			if op == "add" {
+				return func(keys []string) {
+					for _, k := range keys {
+						m.mu.Lock()
+						m.m[k]++
+						m.mu.Unlock()
+					}
+				}
+			}
+			return func(keys []string) {
+				n := 0
+				for _, k := range keys {
+					m.mu.RLock()
+					if m.m[k] > 0 {
+						n++
+					}
+					m.mu.RUnlock()
+				}
+				sink.Add(uint64(n))
+			}
+		}), nil
+	}}
+}

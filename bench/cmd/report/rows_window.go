@@ -1,0 +1,139 @@
+package main
+
+import (
+	"fmt"
+	"path/filepath"
+	"time"
+
+	"github.com/shmsketch/sketch"
+)
+
+// Count-Min window rows: a window of two periods of an hour (three slots,
+// so no period turns during a run) on the default shape and shape C,
+// uniform keys, Add and Estimate single and in batches of 256 on each
+// build, and two processes adding; beside the plain Count-Min rows of the
+// same shapes. And Count-Min Merge, one whole grid into another.
+func windowRows(builds []string) []subject {
+	var rows []subject
+	for _, b := range builds {
+		for _, sh := range []string{"default", "C"} {
+			for _, op := range []string{"add", "estimate"} {
+				rows = append(rows, windowRow(b, op, sh, 1, 1), windowRow(b, op, sh, 256, 1))
+			}
+		}
+		rows = append(rows, windowRow(b, "add", "default", 1, 2))
+	}
+	for _, sh := range []string{"default", "B", "C"} {
+		rows = append(rows, mergeRow(sh))
+	}
+	return rows
+}
+
+// windowSpan is the window measured: an hour a period, so none turns.
+var windowSpan = sketch.Window{Period: time.Hour, Keep: 2}
+
+func windowKey(op, build, shape string, batch, procs int) Key {
+	return Key{Struct: "window", Op: op, Impl: "sketch", Build: build, Shape: shape, Dist: "uniform", Batch: batch, Writers: 1, Procs: procs}
+}
+
+// window returns this build's Count-Min window of a shape, its slots'
+// pages touched by rotating through them (where they cost time).
+func (e *env) window(sh shape) (*sketch.CountMinWindow, error) {
+	return cachedErr(e, "window-"+sh.name, func() (*sketch.CountMinWindow, error) {
+		path := filepath.Join(e.dir, fmt.Sprintf("window-%s-%s", e.build, sh.name))
+		w, err := sketch.OpenCountMinWindow(path, windowSpan, sketch.CountMinConfig{Rows: sh.rows, Width: sh.width, Seed: keySeed})
+		if err != nil {
+			return nil, err
+		}
+		if e.attach && !e.small {
+			w.Stats() // maps every page by reading it
+		}
+		for i := 0; i < windowSpan.Keep+1 && !e.small && !e.attach; i++ {
+			if err := w.Rotate(); err != nil {
+				w.Close()
+				return nil, err
+			}
+		}
+		e.closers = append(e.closers, func() { w.Close() })
+		return w, nil
+	})
+}
+
+func windowRow(build, op, shape string, batch, procs int) subject {
+	sh := shapeNamed(shape)
+	k := windowKey(op, build, shape, batch, procs)
+	return subject{Key: k, Bytes: sh.bytes(), open: func(e *env) (opener, error) {
+		w, err := e.window(sh)
+		if err != nil {
+			return opener{}, err
+		}
+		return overBytes(e.stream("uniform"), func() func([][]byte) {
+			switch {
+			case op == "add" && batch == 1:
+				return func(keys [][]byte) {
+					var sum uint64
+					for _, k := range keys {
+						v, _ := w.Add(k)
+						sum += v
+					}
+					sink.Add(sum)
+				}
+			case op == "add":
+				return func(keys [][]byte) {
+					for i := 0; i < len(keys); i += batch {
+						w.AddBatch(keys[i:i+batch], nil)
+					}
+				}
+			case batch == 1:
+				return func(keys [][]byte) {
+					var sum uint64
+					for _, k := range keys {
+						sum += w.Estimate(k)
+					}
+					sink.Add(sum)
+				}
+			}
+			est := make([]uint64, batch)
+			return func(keys [][]byte) {
+				var sum uint64
+				for i := 0; i < len(keys); i += batch {
+					w.EstimateBatch(keys[i:i+batch], est)
+					sum += est[0]
+				}
+				sink.Add(sum)
+			}
+		}), nil
+	}}
+}
+
+// mergeRow is CountMin.Merge of one sketch into another of the same shape
+// and seed (in Go in both builds): one op is one whole merge.
+func mergeRow(shape string) subject {
+	sh := shapeNamed(shape)
+	k := Key{Struct: "countmin", Op: "merge", Impl: "sketch", Shape: shape, Dist: "-", Batch: 1, Writers: 1, Procs: 1}
+	return subject{Key: k, Bytes: sh.bytes(), open: func(e *env) (opener, error) {
+		dst, err := e.countMin(sh)
+		if err != nil {
+			return opener{}, err
+		}
+		src, err := cachedErr(e, "merge-src-"+shape, func() (*sketch.CountMin, error) {
+			c, err := sketch.OpenCountMin(filepath.Join(e.dir, fmt.Sprintf("cms-%s-%s-src", e.build, shape)), sketch.CountMinConfig{Rows: sh.rows, Width: sh.width, Seed: keySeed})
+			if err == nil {
+				e.closers = append(e.closers, func() { c.Close() })
+				err = c.Reset()
+			}
+			return c, err
+		})
+		if err != nil {
+			return opener{}, err
+		}
+		// One merge per "key": the stream only counts the merges.
+		return overBytes(e.stream("uniform"), func() func([][]byte) {
+			return func(keys [][]byte) {
+				for range keys {
+					dst.Merge(src)
+				}
+			}
+		}), nil
+	}}
+}
