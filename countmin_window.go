@@ -521,7 +521,7 @@ func (w *CountMinWindow) AddBatch(keys [][]byte, estimates []uint64) error {
 		return err
 	}
 	w.batchCore(len(keys), &w.slots[s]).addBatch(&w.slots[s], keys, 1, estimates)
-	if estimates != nil && !w.sumOthers(keys, estimates, p, s) {
+	if estimates != nil && !w.sumOthers(keys, estimates, p, s, heldWord(p)) {
 		// The period turned under the batch: estimate it again whole.
 		w.ctl.refresh()
 		w.estimateBatch(keys, estimates)
@@ -532,7 +532,7 @@ func (w *CountMinWindow) AddBatch(keys [][]byte, estimates []uint64) error {
 // sumOthers adds to est the keys' estimates in the window's slots other
 // than the current one (s, of period p). It reports false when a slot's
 // word changed under it.
-func (w *CountMinWindow) sumOthers(keys [][]byte, est []uint64, p, s uint64) bool {
+func (w *CountMinWindow) sumOthers(keys [][]byte, est []uint64, p, s, cur uint64) bool {
 	c := &w.ctl
 	var buf [batchChunk]uint64
 	q, t, first := p, s, c.first(p)
@@ -557,7 +557,9 @@ func (w *CountMinWindow) sumOthers(keys [][]byte, est []uint64, p, s uint64) boo
 			return false
 		}
 	}
-	return c.held(s, p)
+	// The current slot still holds what it held when its part was read:
+	// a slot nobody has added to in this period yet counts nothing.
+	return atomic.LoadUint64(c.word(s)) == cur
 }
 
 // EstimateBatch stores each key's estimate over the window in estimates,
@@ -582,7 +584,8 @@ func (w *CountMinWindow) estimateBatch(keys [][]byte, est []uint64) {
 		s := c.slotOf(p)
 		clear(est)
 		ok := true
-		if wd := atomic.LoadUint64(c.word(s)); wd == heldWord(p) {
+		wd := atomic.LoadUint64(c.word(s))
+		if wd == heldWord(p) {
 			var buf [batchChunk]uint64
 			for base := 0; base < len(keys); base += batchChunk {
 				chunk := keys[base:min(base+batchChunk, len(keys))]
@@ -592,7 +595,7 @@ func (w *CountMinWindow) estimateBatch(keys [][]byte, est []uint64) {
 		} else if wordAfter(wd, p+1) {
 			ok = false
 		}
-		if ok && w.sumOthers(keys, est, p, s) || try == 8 {
+		if ok && w.sumOthers(keys, est, p, s, wd) || try == 8 {
 			return
 		}
 		c.refresh()
