@@ -45,14 +45,14 @@ func (e *env) window(sh shape) (*sketch.CountMinWindow, error) {
 		if err != nil {
 			return nil, err
 		}
-		if e.attach && !e.small {
-			w.Stats() // maps every page by reading it
-		}
 		for i := 0; i < windowSpan.Keep+1 && !e.small && !e.attach; i++ {
 			if err := w.Rotate(); err != nil {
 				w.Close()
 				return nil, err
 			}
+		}
+		if !e.small {
+			w.Stats() // maps every page of every slot by reading it
 		}
 		e.closers = append(e.closers, func() { w.Close() })
 		return w, nil
