@@ -681,8 +681,7 @@ func (w *BloomWindow) Freeze() error {
 	if err := w.refuse("freeze"); err != nil {
 		return err
 	}
-	w.ctl.freeze()
-	if !atomic.CompareAndSwapUint32(w.sealed, 0, 1) {
+	if !w.ctl.freeze() {
 		return w.m.errorf("freeze", ErrFrozen)
 	}
 	return w.Sync()

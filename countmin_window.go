@@ -673,8 +673,7 @@ func (w *CountMinWindow) Freeze() error {
 	if err := w.refuse("freeze"); err != nil {
 		return err
 	}
-	w.ctl.freeze()
-	if !atomic.CompareAndSwapUint32(w.sealed, 0, 1) {
+	if !w.ctl.freeze() {
 		return w.m.errorf("freeze", ErrFrozen)
 	}
 	return w.Sync()

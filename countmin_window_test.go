@@ -565,3 +565,34 @@ func TestCountMinWindow_GarbageSlotWords(t *testing.T) {
 		t.Errorf("Estimate = %d, want 0", got)
 	}
 }
+
+// TestCountMinWindow_FreezeRacingRotate: a Rotate in another handle whose
+// turn of the epoch lands just after Freeze recorded its period must not
+// clear, ahead, a slot of a period the frozen window covers.
+func TestCountMinWindow_FreezeRacingRotate(t *testing.T) {
+	path := tempPath(t, "win")
+	w := mustOpenWindow(t, path, Window{Keep: 2}, winCfg)
+	r := mustOpenWindow(t, path, Window{}, CountMinConfig{})
+	w.AddN([]byte("k"), 10) // period 0
+	if err := w.Rotate(); err != nil {
+		t.Fatal(err)
+	}
+	w.AddN([]byte("k"), 10) // period 1: the window is periods 0 and 1
+	if err := w.Freeze(); err != nil {
+		t.Fatal(err)
+	}
+	// What the racing Rotate does after its checks: turn the epoch, then
+	// clear the slot after the new current one, which holds period 0.
+	atomic.AddUint64(r.ctl.epochWord(), 1)
+	if err := r.ctl.prepare(r.ctl.current()+1, false); !errors.Is(err, ErrFrozen) {
+		t.Errorf("a clear after the freeze: %v, want ErrFrozen", err)
+	}
+	if err := r.Rotate(); !errors.Is(err, ErrFrozen) {
+		t.Errorf("Rotate of a frozen window: %v, want ErrFrozen", err)
+	}
+	for _, h := range []*CountMinWindow{w, r} {
+		if got := h.EstimateString("k"); got != 20 {
+			t.Errorf("frozen window: Estimate = %d, want 20 (periods 0 and 1)", got)
+		}
+	}
+}

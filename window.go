@@ -384,8 +384,13 @@ func (c *windowCtl) prepare(p uint64, wait bool) error {
 				return nil
 			}
 		default: // an expired period: win the clear
+			if c.frozen() {
+				return ErrFrozen
+			}
 			if atomic.CompareAndSwapUint64(wp, w, clearingWord(p, c.me)) {
-				c.clearAndPublish(s, p)
+				if err := c.clearAndPublish(s, p, w); err != nil {
+					return err
+				}
 			}
 		}
 	}
@@ -416,7 +421,7 @@ func (c *windowCtl) takeOver(s, w uint64, id int, p uint64) {
 		releaseDeadToken(c.lk, id)
 	}
 	if took {
-		c.clearAndPublish(s, p)
+		c.clearAndPublish(s, p, w)
 	}
 }
 
@@ -425,15 +430,30 @@ func (c *windowCtl) takeOver(s, w uint64, id int, p uint64) {
 // placeholder of its pages, and its publish finds no word to change: the
 // file's slot is left "clearing" under a token nobody holds, for the next
 // process to take over.
-func (c *windowCtl) clearAndPublish(s, p uint64) {
+func (c *windowCtl) clearAndPublish(s, p, was uint64) error {
 	c.mine[s].Store(true)
 	defer c.mine[s].Store(false)
 	if testHookWindowClear != nil {
 		testHookWindowClear(s, p)
 	}
+	// A window frozen since the clear was won keeps every slot: a Rotate
+	// whose turn landed just after Freeze would otherwise clear, ahead, a
+	// slot of a period the frozen window covers. The slot gets its word
+	// back, and nothing is cleared.
+	if c.frozen() {
+		atomic.CompareAndSwapUint64(c.word(s), clearingWord(p, c.me), was)
+		return ErrFrozen
+	}
 	c.clear(s)
 	atomic.CompareAndSwapUint64(c.word(s), clearingWord(p, c.me), heldWord(p))
 	runtime.KeepAlive(c)
+	return nil
+}
+
+// frozen reports whether the window was frozen or its file sealed: from
+// then on no slot is cleared.
+func (c *windowCtl) frozen() bool {
+	return atomic.LoadUint64(c.frozenWord()) != 0 || atomic.LoadUint32(c.sealed) != 0
 }
 
 // ahead clears the slot of period next while the period before it serves,
@@ -452,7 +472,12 @@ func (c *windowCtl) ahead(next uint64) {
 			return
 		}
 	}
-	if !c.open.Load() || atomic.LoadUint32(c.sealed) != 0 || c.current() >= next {
+	if c.lk == nil {
+		return // a read-only handle clears nothing
+	}
+	c.lk.rlock() // as rotate: not across a freeze
+	defer c.lk.runlock()
+	if !c.open.Load() || c.frozen() || c.current() >= next {
 		return // closed, frozen, or the period turned: writers prepare the slot
 	}
 	c.prepare(next, false)
@@ -462,6 +487,14 @@ func (c *windowCtl) ahead(next uint64) {
 // moves the epoch (so writers never wait at the turn), then clears the slot
 // of the period after, ahead.
 func (c *windowCtl) rotate() error {
+	// Under the file's read lock, which Freeze takes for writing: a Rotate
+	// either turns the window and clears ahead before the freeze records
+	// its period, or sees the freeze and does nothing.
+	c.lk.rlock()
+	defer c.lk.runlock()
+	if c.frozen() {
+		return ErrFrozen
+	}
 	for try := 0; ; try++ {
 		e := atomic.LoadUint64(c.epochWord())
 		p := c.current()
@@ -489,10 +522,15 @@ func (c *windowCtl) rotate() error {
 	return err
 }
 
-// freeze records the period a frozen window stays at; the caller seals
-// the file next.
-func (c *windowCtl) freeze() {
+// freeze records the period a frozen window stays at and seals the file,
+// under the file's write lock, so that no Rotate or clear ahead is half
+// way (they hold the read lock); it reports false when the file was
+// sealed already.
+func (c *windowCtl) freeze() bool {
+	c.lk.lock()
+	defer c.lk.unlock()
 	atomic.CompareAndSwapUint64(c.frozenWord(), 0, c.current()+1)
+	return atomic.CompareAndSwapUint32(c.sealed, 0, 1)
 }
 
 // epoch returns the number of Rotate calls.
