@@ -84,7 +84,11 @@ func arenaSpec(size int64, o options) (spec, error) {
 }
 
 // OpenArena opens the arena in the file at path, creating it with size
-// bytes (rounded up to a page) if it does not exist. The files, the trust
+// bytes (rounded up to a page) if it does not exist. The header and the
+// directory take the first 12 KiB to 532 KiB (the directory has an entry
+// per 4096 bytes, 16 to 4096 of them), and the smallest arena has one page
+// after them; the sum of the structures' Bytes (each counts a standalone
+// file's header) plus 1 MiB always fits them. The files, the trust
 // rules and the options are OpenCountMin's; WithSeed sets the seed of a new
 // arena. Attaching to an existing arena needs the size it was created with,
 // or 0, which attaches to any (and cannot create). A file that holds a
