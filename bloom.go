@@ -298,14 +298,7 @@ type BloomStats struct {
 // (ErrIncompatible); the zero config attaches to any, and cannot create.
 func OpenBloom(path string, cfg BloomConfig, opts ...Option) (*Bloom, error) {
 	sp, err := cfg.spec()
-	if err != nil {
-		return nil, fmt.Errorf("sketch: open %s: %w", path, err)
-	}
-	o, err := buildOptions(opts)
-	if err != nil {
-		return nil, fmt.Errorf("sketch: open %s: %w", path, err)
-	}
-	m, err := openPath(path, sp, o)
+	m, err := openSpec(path, sp, err, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -316,16 +309,7 @@ func OpenBloom(path string, cfg BloomConfig, opts ...Option) (*Bloom, error) {
 // processes (File, AttachBloom), as NewCountMinMemfd does.
 func NewBloomMemfd(name string, cfg BloomConfig, opts ...Option) (*Bloom, error) {
 	sp, err := cfg.createSpec()
-	if err == nil {
-		var o options
-		if o, err = buildOptions(opts); err == nil && o.readOnly {
-			err = fmt.Errorf("%w: a new filter cannot be read-only", ErrInvalidConfig)
-		}
-	}
-	if err != nil {
-		return nil, fmt.Errorf("sketch: create memfd:%s: %w", name, err)
-	}
-	m, err := createMemfd(name, sp)
+	m, err := memfdSpec(name, "filter", sp, err, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -336,10 +320,7 @@ func NewBloomMemfd(name string, cfg BloomConfig, opts ...Option) (*Bloom, error)
 // NewCountMin does.
 func NewBloom(cfg BloomConfig) (*Bloom, error) {
 	sp, err := cfg.createSpec()
-	if err != nil {
-		return nil, fmt.Errorf("sketch: create in memory: %w", err)
-	}
-	m, err := createInMemory(sp)
+	m, err := inMemorySpec(sp, err)
 	if err != nil {
 		return nil, err
 	}
@@ -350,14 +331,7 @@ func NewBloom(cfg BloomConfig) (*Bloom, error) {
 // process inherited, as AttachCountMin does.
 func AttachBloom(fd uintptr, cfg BloomConfig, opts ...Option) (*Bloom, error) {
 	sp, err := cfg.spec()
-	if err != nil {
-		return nil, fmt.Errorf("sketch: attach fd %d: %w", fd, err)
-	}
-	o, err := buildOptions(opts)
-	if err != nil {
-		return nil, fmt.Errorf("sketch: attach fd %d: %w", fd, err)
-	}
-	m, err := attachInherited(fd, sp, o)
+	m, err := attachSpec(fd, sp, err, opts)
 	if err != nil {
 		return nil, err
 	}

@@ -221,14 +221,7 @@ type BloomWindowSlotStats struct {
 // at least a millisecond (ErrInvalidConfig).
 func OpenBloomWindow(path string, w Window, cfg BloomConfig, opts ...Option) (*BloomWindow, error) {
 	sp, err := bloomWindowSpec(w, cfg)
-	if err != nil {
-		return nil, fmt.Errorf("sketch: open %s: %w", path, err)
-	}
-	o, err := buildOptions(opts)
-	if err != nil {
-		return nil, fmt.Errorf("sketch: open %s: %w", path, err)
-	}
-	m, err := openPath(path, sp, o)
+	m, err := openSpec(path, sp, err, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -240,16 +233,7 @@ func OpenBloomWindow(path string, w Window, cfg BloomConfig, opts ...Option) (*B
 // needs a whole Window and a Capacity.
 func NewBloomWindowMemfd(name string, w Window, cfg BloomConfig, opts ...Option) (*BloomWindow, error) {
 	sp, err := bloomWindowCreateSpec(w, cfg)
-	if err == nil {
-		var o options
-		if o, err = buildOptions(opts); err == nil && o.readOnly {
-			err = fmt.Errorf("%w: a new window cannot be read-only", ErrInvalidConfig)
-		}
-	}
-	if err != nil {
-		return nil, fmt.Errorf("sketch: create memfd:%s: %w", name, err)
-	}
-	m, err := createMemfd(name, sp)
+	m, err := memfdSpec(name, "window", sp, err, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -260,10 +244,7 @@ func NewBloomWindowMemfd(name string, w Window, cfg BloomConfig, opts ...Option)
 // NewBloom does. It needs a whole Window and a Capacity.
 func NewBloomWindow(w Window, cfg BloomConfig) (*BloomWindow, error) {
 	sp, err := bloomWindowCreateSpec(w, cfg)
-	if err != nil {
-		return nil, fmt.Errorf("sketch: create in memory: %w", err)
-	}
-	m, err := createInMemory(sp)
+	m, err := inMemorySpec(sp, err)
 	if err != nil {
 		return nil, err
 	}
@@ -274,14 +255,7 @@ func NewBloomWindow(w Window, cfg BloomConfig) (*BloomWindow, error) {
 // process inherited, as AttachBloom does.
 func AttachBloomWindow(fd uintptr, w Window, cfg BloomConfig, opts ...Option) (*BloomWindow, error) {
 	sp, err := bloomWindowSpec(w, cfg)
-	if err != nil {
-		return nil, fmt.Errorf("sketch: attach fd %d: %w", fd, err)
-	}
-	o, err := buildOptions(opts)
-	if err != nil {
-		return nil, fmt.Errorf("sketch: attach fd %d: %w", fd, err)
-	}
-	m, err := attachInherited(fd, sp, o)
+	m, err := attachSpec(fd, sp, err, opts)
 	if err != nil {
 		return nil, err
 	}

@@ -199,14 +199,7 @@ type CountingBloomStats struct {
 // attaches to any, and cannot create.
 func OpenCountingBloom(path string, cfg CountingBloomConfig, opts ...Option) (*CountingBloom, error) {
 	sp, err := cfg.spec()
-	if err != nil {
-		return nil, fmt.Errorf("sketch: open %s: %w", path, err)
-	}
-	o, err := buildOptions(opts)
-	if err != nil {
-		return nil, fmt.Errorf("sketch: open %s: %w", path, err)
-	}
-	m, err := openPath(path, sp, o)
+	m, err := openSpec(path, sp, err, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -218,16 +211,7 @@ func OpenCountingBloom(path string, cfg CountingBloomConfig, opts ...Option) (*C
 // NewCountMinMemfd does.
 func NewCountingBloomMemfd(name string, cfg CountingBloomConfig, opts ...Option) (*CountingBloom, error) {
 	sp, err := cfg.createSpec()
-	if err == nil {
-		var o options
-		if o, err = buildOptions(opts); err == nil && o.readOnly {
-			err = fmt.Errorf("%w: a new filter cannot be read-only", ErrInvalidConfig)
-		}
-	}
-	if err != nil {
-		return nil, fmt.Errorf("sketch: create memfd:%s: %w", name, err)
-	}
-	m, err := createMemfd(name, sp)
+	m, err := memfdSpec(name, "filter", sp, err, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -238,10 +222,7 @@ func NewCountingBloomMemfd(name string, cfg CountingBloomConfig, opts ...Option)
 // process, as NewCountMin does.
 func NewCountingBloom(cfg CountingBloomConfig) (*CountingBloom, error) {
 	sp, err := cfg.createSpec()
-	if err != nil {
-		return nil, fmt.Errorf("sketch: create in memory: %w", err)
-	}
-	m, err := createInMemory(sp)
+	m, err := inMemorySpec(sp, err)
 	if err != nil {
 		return nil, err
 	}
@@ -252,14 +233,7 @@ func NewCountingBloom(cfg CountingBloomConfig) (*CountingBloom, error) {
 // descriptor this process inherited, as AttachCountMin does.
 func AttachCountingBloom(fd uintptr, cfg CountingBloomConfig, opts ...Option) (*CountingBloom, error) {
 	sp, err := cfg.spec()
-	if err != nil {
-		return nil, fmt.Errorf("sketch: attach fd %d: %w", fd, err)
-	}
-	o, err := buildOptions(opts)
-	if err != nil {
-		return nil, fmt.Errorf("sketch: attach fd %d: %w", fd, err)
-	}
-	m, err := attachInherited(fd, sp, o)
+	m, err := attachSpec(fd, sp, err, opts)
 	if err != nil {
 		return nil, err
 	}

@@ -273,14 +273,7 @@ func validateCountMinEntry(e entry) error {
 // and must match an explicit config (ErrIncompatible).
 func OpenCountMin(path string, cfg CountMinConfig, opts ...Option) (*CountMin, error) {
 	sp, err := cfg.spec()
-	if err != nil {
-		return nil, fmt.Errorf("sketch: open %s: %w", path, err)
-	}
-	o, err := buildOptions(opts)
-	if err != nil {
-		return nil, fmt.Errorf("sketch: open %s: %w", path, err)
-	}
-	m, err := openPath(path, sp, o)
+	m, err := openSpec(path, sp, err, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -295,14 +288,8 @@ func OpenCountMin(path string, cfg CountMinConfig, opts ...Option) (*CountMin, e
 // about files on a path (WithMode, WithOwner) do not apply; ReadOnly is
 // refused (ErrInvalidConfig).
 func NewCountMinMemfd(name string, cfg CountMinConfig, opts ...Option) (*CountMin, error) {
-	sp, o, err := cfg.specOptions(opts)
-	if err == nil && o.readOnly {
-		err = fmt.Errorf("%w: a new sketch cannot be read-only", ErrInvalidConfig)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("sketch: create memfd:%s: %w", name, err)
-	}
-	m, err := createMemfd(name, sp)
+	sp, err := cfg.spec()
+	m, err := memfdSpec(name, "sketch", sp, err, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -315,10 +302,7 @@ func NewCountMinMemfd(name string, cfg CountMinConfig, opts ...Option) (*CountMi
 // unnamed memfd (File still hands it to a child); elsewhere, plain memory.
 func NewCountMin(cfg CountMinConfig) (*CountMin, error) {
 	sp, err := cfg.spec()
-	if err != nil {
-		return nil, fmt.Errorf("sketch: create in memory: %w", err)
-	}
-	m, err := createInMemory(sp)
+	m, err := inMemorySpec(sp, err)
 	if err != nil {
 		return nil, err
 	}
@@ -332,25 +316,12 @@ func NewCountMin(cfg CountMinConfig) (*CountMin, error) {
 // duplicated, so it stays the caller's to close. The file is validated as
 // OpenCountMin does.
 func AttachCountMin(fd uintptr, cfg CountMinConfig, opts ...Option) (*CountMin, error) {
-	sp, o, err := cfg.specOptions(opts)
-	if err != nil {
-		return nil, fmt.Errorf("sketch: attach fd %d: %w", fd, err)
-	}
-	m, err := attachInherited(fd, sp, o)
+	sp, err := cfg.spec()
+	m, err := attachSpec(fd, sp, err, opts)
 	if err != nil {
 		return nil, err
 	}
 	return newCountMin(m), nil
-}
-
-// specOptions resolves a config and options together.
-func (cfg CountMinConfig) specOptions(opts []Option) (spec, options, error) {
-	sp, err := cfg.spec()
-	if err != nil {
-		return sp, options{}, err
-	}
-	o, err := buildOptions(opts)
-	return sp, o, err
 }
 
 func newCountMin(m *mapping) *CountMin {

@@ -215,14 +215,7 @@ type WindowSlotStats struct {
 // millisecond (ErrInvalidConfig).
 func OpenCountMinWindow(path string, w Window, cfg CountMinConfig, opts ...Option) (*CountMinWindow, error) {
 	sp, err := countMinWindowSpec(w, cfg)
-	if err != nil {
-		return nil, fmt.Errorf("sketch: open %s: %w", path, err)
-	}
-	o, err := buildOptions(opts)
-	if err != nil {
-		return nil, fmt.Errorf("sketch: open %s: %w", path, err)
-	}
-	m, err := openPath(path, sp, o)
+	m, err := openSpec(path, sp, err, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -234,16 +227,7 @@ func OpenCountMinWindow(path string, w Window, cfg CountMinConfig, opts ...Optio
 // NewCountMinMemfd does.
 func NewCountMinWindowMemfd(name string, w Window, cfg CountMinConfig, opts ...Option) (*CountMinWindow, error) {
 	sp, err := countMinWindowCreateSpec(w, cfg)
-	if err == nil {
-		var o options
-		if o, err = buildOptions(opts); err == nil && o.readOnly {
-			err = fmt.Errorf("%w: a new window cannot be read-only", ErrInvalidConfig)
-		}
-	}
-	if err != nil {
-		return nil, fmt.Errorf("sketch: create memfd:%s: %w", name, err)
-	}
-	m, err := createMemfd(name, sp)
+	m, err := memfdSpec(name, "window", sp, err, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -254,10 +238,7 @@ func NewCountMinWindowMemfd(name string, w Window, cfg CountMinConfig, opts ...O
 // as NewCountMin does.
 func NewCountMinWindow(w Window, cfg CountMinConfig) (*CountMinWindow, error) {
 	sp, err := countMinWindowCreateSpec(w, cfg)
-	if err != nil {
-		return nil, fmt.Errorf("sketch: create in memory: %w", err)
-	}
-	m, err := createInMemory(sp)
+	m, err := inMemorySpec(sp, err)
 	if err != nil {
 		return nil, err
 	}
@@ -268,14 +249,7 @@ func NewCountMinWindow(w Window, cfg CountMinConfig) (*CountMinWindow, error) {
 // descriptor this process inherited, as AttachCountMin does.
 func AttachCountMinWindow(fd uintptr, w Window, cfg CountMinConfig, opts ...Option) (*CountMinWindow, error) {
 	sp, err := countMinWindowSpec(w, cfg)
-	if err != nil {
-		return nil, fmt.Errorf("sketch: attach fd %d: %w", fd, err)
-	}
-	o, err := buildOptions(opts)
-	if err != nil {
-		return nil, fmt.Errorf("sketch: attach fd %d: %w", fd, err)
-	}
-	m, err := attachInherited(fd, sp, o)
+	m, err := attachSpec(fd, sp, err, opts)
 	if err != nil {
 		return nil, err
 	}

@@ -370,3 +370,55 @@ func pickEntry(lay layout, sp spec) (entry, error) {
 	}
 	return e, sp.match(e)
 }
+
+// The bodies of every structure's constructors, which differ only in the
+// spec they pass and the handle they build on the mapping: each takes the
+// spec with the error of resolving it, and wraps any error with what was
+// being done to what.
+
+// openSpec opens or creates the file at path (OpenCountMin and the like).
+func openSpec(path string, sp spec, err error, opts []Option) (*mapping, error) {
+	if err == nil {
+		var o options
+		if o, err = buildOptions(opts); err == nil {
+			return openPath(path, sp, o)
+		}
+	}
+	return nil, fmt.Errorf("sketch: open %s: %w", path, err)
+}
+
+// memfdSpec creates a new memfd (NewCountMinMemfd and the like); what
+// names the structure when ReadOnly is refused.
+func memfdSpec(name, what string, sp spec, err error, opts []Option) (*mapping, error) {
+	if err == nil {
+		var o options
+		if o, err = buildOptions(opts); err == nil && o.readOnly {
+			err = fmt.Errorf("%w: a new %s cannot be read-only", ErrInvalidConfig, what)
+		}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("sketch: create memfd:%s: %w", name, err)
+	}
+	return createMemfd(name, sp)
+}
+
+// inMemorySpec creates a structure for one process (NewCountMin and the
+// like).
+func inMemorySpec(sp spec, err error) (*mapping, error) {
+	if err != nil {
+		return nil, fmt.Errorf("sketch: create in memory: %w", err)
+	}
+	return createInMemory(sp)
+}
+
+// attachSpec attaches to an inherited descriptor (AttachCountMin and the
+// like).
+func attachSpec(fd uintptr, sp spec, err error, opts []Option) (*mapping, error) {
+	if err == nil {
+		var o options
+		if o, err = buildOptions(opts); err == nil {
+			return attachInherited(fd, sp, o)
+		}
+	}
+	return nil, fmt.Errorf("sketch: attach fd %d: %w", fd, err)
+}
