@@ -183,10 +183,7 @@ func newArena(m *mapping) *Arena {
 // creates the default shape when the name is new.
 func (a *Arena) CountMin(name string, cfg CountMinConfig) (*CountMin, error) {
 	sp, err := cfg.spec()
-	if err != nil {
-		return nil, a.errorf("open", name, err)
-	}
-	m, err := a.structure(name, sp)
+	m, err := a.structure(name, sp, err)
 	if err != nil {
 		return nil, err
 	}
@@ -198,10 +195,7 @@ func (a *Arena) CountMin(name string, cfg CountMinConfig) (*CountMin, error) {
 // attaches.
 func (a *Arena) Bloom(name string, cfg BloomConfig) (*Bloom, error) {
 	sp, err := cfg.spec()
-	if err != nil {
-		return nil, a.errorf("open", name, err)
-	}
-	m, err := a.structure(name, sp)
+	m, err := a.structure(name, sp, err)
 	if err != nil {
 		return nil, err
 	}
@@ -213,10 +207,7 @@ func (a *Arena) Bloom(name string, cfg BloomConfig) (*Bloom, error) {
 // zero Window only attaches, to whatever window is stored.
 func (a *Arena) CountMinWindow(name string, w Window, cfg CountMinConfig) (*CountMinWindow, error) {
 	sp, err := countMinWindowSpec(w, cfg)
-	if err != nil {
-		return nil, a.errorf("open", name, err)
-	}
-	m, err := a.structure(name, sp)
+	m, err := a.structure(name, sp, err)
 	if err != nil {
 		return nil, err
 	}
@@ -229,10 +220,7 @@ func (a *Arena) CountMinWindow(name string, w Window, cfg CountMinConfig) (*Coun
 // without Capacity.
 func (a *Arena) BloomWindow(name string, w Window, cfg BloomConfig) (*BloomWindow, error) {
 	sp, err := bloomWindowSpec(w, cfg)
-	if err != nil {
-		return nil, a.errorf("open", name, err)
-	}
-	m, err := a.structure(name, sp)
+	m, err := a.structure(name, sp, err)
 	if err != nil {
 		return nil, err
 	}
@@ -244,10 +232,7 @@ func (a *Arena) BloomWindow(name string, w Window, cfg BloomConfig) (*BloomWindo
 // config only attaches.
 func (a *Arena) CountingBloom(name string, cfg CountingBloomConfig) (*CountingBloom, error) {
 	sp, err := cfg.spec()
-	if err != nil {
-		return nil, a.errorf("open", name, err)
-	}
-	m, err := a.structure(name, sp)
+	m, err := a.structure(name, sp, err)
 	if err != nil {
 		return nil, err
 	}
@@ -272,8 +257,11 @@ func validName(name string) error {
 }
 
 // structure finds the entry named name, or appends one for sp, and returns
-// a mapping for it.
-func (a *Arena) structure(name string, sp spec) (*mapping, error) {
+// a mapping for it; specErr is the error of resolving sp, if any.
+func (a *Arena) structure(name string, sp spec, specErr error) (*mapping, error) {
+	if specErr != nil {
+		return nil, a.errorf("open", name, specErr)
+	}
 	if err := validName(name); err != nil {
 		return nil, a.errorf("open", name, err)
 	}
