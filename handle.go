@@ -38,8 +38,8 @@ func (h *handle) Path() string {
 
 // File returns a duplicate of the structure's descriptor, for a child
 // process (exec.Cmd.ExtraFiles) that attaches with the structure's Attach
-// function (AttachCountMin, AttachCountingBloom). The caller owns it and
-// closes it.
+// function (AttachCountMin, AttachBloom, AttachCountingBloom, AttachArena,
+// and so on). The caller owns it and closes it.
 func (h *handle) File() (*os.File, error) {
 	if h.m == nil {
 		return nil, h.closedErr("file")
