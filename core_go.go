@@ -151,6 +151,42 @@ func (l *cmsLayout) estimateHashed(lo, hi uint64) uint64 {
 	return min(est, maxCount)
 }
 
+// estimatePair returns the key's estimates in two sketches of one shape
+// (two slots of a window), read row by row: one column computed for both,
+// and the two loads of a row issued together, which costs less than two
+// estimates one after the other.
+func estimatePair(a, b *cmsLayout, lo, hi uint64) (uint64, uint64) {
+	h2 := hi | 1
+	ea, eb := ^uint64(0), ^uint64(0)
+	ra, rb := a.cells, b.cells
+	for i := 0; i < a.rows; i++ {
+		off := uintptr((lo+uint64(i)*h2)&a.mask) * 8
+		ea = min(ea, atomic.LoadUint64((*uint64)(unsafe.Add(ra, off))))
+		eb = min(eb, atomic.LoadUint64((*uint64)(unsafe.Add(rb, off))))
+		ra = unsafe.Add(ra, a.rowBytes)
+		rb = unsafe.Add(rb, a.rowBytes)
+	}
+	return min(ea, maxCount), min(eb, maxCount)
+}
+
+// estimateTouch returns the key's estimate in other and loads its
+// counters in cur, a sketch of the same shape about to be added to, so
+// that the lines of both are on their way before cur's atomic adds, which
+// wait for every earlier load.
+func estimateTouch(other, cur *cmsLayout, lo, hi uint64) (est, sink uint64) {
+	h2 := hi | 1
+	est = ^uint64(0)
+	ro, rc := other.cells, cur.cells
+	for i := 0; i < other.rows; i++ {
+		off := uintptr((lo+uint64(i)*h2)&other.mask) * 8
+		est = min(est, atomic.LoadUint64((*uint64)(unsafe.Add(ro, off))))
+		sink += atomic.LoadUint64((*uint64)(unsafe.Add(rc, off)))
+		ro = unsafe.Add(ro, other.rowBytes)
+		rc = unsafe.Add(rc, other.rowBytes)
+	}
+	return min(est, maxCount), sink
+}
+
 // touchHashed loads the key's counters so that their cache lines are on
 // their way before the atomic adds, which on most CPUs wait for every
 // earlier load: the loads of several keys overlap instead.

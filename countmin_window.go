@@ -345,6 +345,29 @@ func (w *CountMinWindow) add(lo, hi, n uint64) (est, addP, winP uint64, err erro
 	if err != nil {
 		return ClosedEstimate, 0, 0, err
 	}
+	cur := &w.slots[s]
+	if first := c.first(p); p == first {
+		est = cur.addOrEstimate(lo, hi, n)
+	} else if others, ok := w.sumHeld(p-1, c.prevSlot(s), first, lo, hi, cur); ok {
+		// The usual case: every other slot of the window holds its
+		// period. They were read before the add, and the last of them
+		// with a load of the current slot's counters: these loads' cache
+		// misses overlap, where the atomic adds would wait for each.
+		est = satAdd(others, cur.addOrEstimate(lo, hi, n))
+	} else if est, err = w.addWalk(lo, hi, n, p, s); err != nil {
+		return w.estimateSlow(lo, hi, p)
+	}
+	if !c.held(s, p) {
+		return w.estimateSlow(lo, hi, p)
+	}
+	return est, p, p, nil
+}
+
+// addWalk is add when some slot of the window does not hold its period
+// (a period nobody added to, or one that turned meanwhile); it returns
+// errStale when the period turned under the read or the add.
+func (w *CountMinWindow) addWalk(lo, hi, n, p, s uint64) (est uint64, err error) {
+	c := &w.ctl
 	// The rest of the window first, newest first, each slot read between
 	// two loads of its word: a word that changed, or names a period past
 	// p+1, means another process turned the period meanwhile, and the
@@ -371,18 +394,57 @@ func (w *CountMinWindow) add(lo, hi, n uint64) (est, addP, winP uint64, err erro
 		}
 		est = satAdd(est, v)
 	}
+	est = satAdd(est, w.slots[s].addOrEstimate(lo, hi, n))
+	if turned || !c.held(s, p) {
+		return 0, errStale
+	}
+	return est, nil
+}
+
+// addOrEstimate adds n for the key and returns its new estimate, or only
+// its estimate when n is 0.
+func (l *cmsLayout) addOrEstimate(lo, hi, n uint64) uint64 {
 	if n == 0 {
-		est = satAdd(est, w.slots[s].estimateHashed(lo, hi))
-	} else {
-		est = satAdd(est, w.slots[s].addHashed(lo, hi, n))
+		return l.estimateHashed(lo, hi)
 	}
-	if turned {
-		return w.estimateSlow(lo, hi, p)
+	return l.addHashed(lo, hi, n)
+}
+
+// sumHeld sums the key's estimates in the slots of periods p down to first
+// (slot s holds p), two slots at a time, each read between two loads of
+// its word; ok is false when a slot does not hold its period, before or
+// after the read. When cur is not nil, a last odd slot's read also loads
+// cur's counters, which the caller adds to next (estimateTouch).
+func (w *CountMinWindow) sumHeld(p, s, first, lo, hi uint64, cur *cmsLayout) (est uint64, ok bool) {
+	c := &w.ctl
+	for {
+		ws := c.word(s)
+		if p == first {
+			was := atomic.LoadUint64(ws)
+			var v uint64
+			if cur == nil {
+				v = w.slots[s].estimateHashed(lo, hi)
+			} else {
+				v, _ = estimateTouch(&w.slots[s], cur, lo, hi)
+			}
+			if was != heldWord(p) || atomic.LoadUint64(ws) != was {
+				return 0, false
+			}
+			return satAdd(est, v), true
+		}
+		t := c.prevSlot(s)
+		wt := c.word(t)
+		wasS, wasT := atomic.LoadUint64(ws), atomic.LoadUint64(wt)
+		vs, vt := estimatePair(&w.slots[s], &w.slots[t], lo, hi)
+		if wasS != heldWord(p) || wasT != heldWord(p-1) || atomic.LoadUint64(ws) != wasS || atomic.LoadUint64(wt) != wasT {
+			return 0, false
+		}
+		est = satAdd(est, satAdd(vs, vt))
+		if p-1 == first {
+			return est, true
+		}
+		p, s = p-2, c.prevSlot(t)
 	}
-	if !c.held(s, p) {
-		return w.estimateSlow(lo, hi, p)
-	}
-	return est, p, p, nil
 }
 
 // estimateSlow finishes an add to period addP that saw a turn mid-read:
@@ -401,8 +463,14 @@ func (w *CountMinWindow) estimateSlow(lo, hi, addP uint64) (uint64, uint64, uint
 // move forward, so this ends; after a few tries the last sum is kept).
 func (w *CountMinWindow) estimate(lo, hi uint64) (est, p uint64) {
 	c := &w.ctl
+	p = c.currentRead()
+	if est, ok := w.sumHeld(p, c.slotOf(p), c.first(p), lo, hi, nil); ok {
+		return est, p // the usual case: every slot holds its period
+	}
 	for try := 0; ; try++ {
-		p = c.currentRead()
+		if try > 0 {
+			p = c.currentRead()
+		}
 		est = 0
 		stale := false
 		q, s, first := p, c.slotOf(p), c.first(p)

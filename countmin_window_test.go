@@ -55,7 +55,7 @@ func (r winRef) over(key string, first, last uint64) uint64 {
 // estimate (from Add and from Estimate) equal to the reference's count over
 // the window, and Stats naming the periods covered.
 func TestCountMinWindow_RotateExact(t *testing.T) {
-	for _, keep := range []int{1, 2, 3, 5} {
+	for _, keep := range []int{1, 2, 3, 4, 5} {
 		t.Run(fmt.Sprintf("keep=%d", keep), func(t *testing.T) {
 			w := mustOpenWindow(t, tempPath(t, "win"), Window{Keep: keep}, winCfg)
 			ref := winRef{}
