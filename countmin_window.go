@@ -341,73 +341,45 @@ func satAdd(a, b uint64) uint64 {
 // during the call).
 func (w *CountMinWindow) add(lo, hi, n uint64) (est, addP, winP uint64, err error) {
 	c := &w.ctl
-	p, s, err := c.use()
-	if err != nil {
-		return ClosedEstimate, 0, 0, err
+	p := c.current()
+	s := c.slotOf(p)
+	if !c.ready(s, p) {
+		if p, s, err = c.useSlow(p); err != nil {
+			return ClosedEstimate, 0, 0, err
+		}
 	}
+	// The rest of the window first, two slots at a time, and the last of
+	// them with a load of the current slot's counters: these loads' cache
+	// misses overlap, where the atomic adds would wait for each. Then the
+	// add, and a check that every slot held its period throughout; when
+	// one did not (a period nobody added to, or a turn under the read),
+	// the estimate is taken again by the walk that copes with both.
 	cur := &w.slots[s]
-	if first := c.first(p); p == first {
-		est = cur.addOrEstimate(lo, hi, n)
-	} else if others, ok := w.sumHeld(p-1, c.prevSlot(s), first, lo, hi, cur); ok {
-		// The usual case: every other slot of the window holds its
-		// period. They were read before the add, and the last of them
-		// with a load of the current slot's counters: these loads' cache
-		// misses overlap, where the atomic adds would wait for each.
-		est = satAdd(others, cur.addOrEstimate(lo, hi, n))
-	} else if est, err = w.addWalk(lo, hi, n, p, s); err != nil {
-		return w.estimateSlow(lo, hi, p)
+	first := c.first(p)
+	var others uint64
+	held := true
+	switch {
+	case p == first:
+	case p-1 == first: // one other slot, as in a window of Keep 2
+		t := c.prevSlot(s)
+		wt := c.word(t)
+		was := atomic.LoadUint64(wt)
+		others, _ = estimateTouch(&w.slots[t], cur, lo, hi)
+		held = was == heldWord(p-1) && atomic.LoadUint64(wt) == was
+	default:
+		others, held = w.sumHeld(p-1, c.prevSlot(s), first, lo, hi, cur)
 	}
-	if !c.held(s, p) {
-		return w.estimateSlow(lo, hi, p)
-	}
-	return est, p, p, nil
-}
-
-// addWalk is add when some slot of the window does not hold its period
-// (a period nobody added to, or one that turned meanwhile); it returns
-// errStale when the period turned under the read or the add.
-func (w *CountMinWindow) addWalk(lo, hi, n, p, s uint64) (est uint64, err error) {
-	c := &w.ctl
-	// The rest of the window first, newest first, each slot read between
-	// two loads of its word: a word that changed, or names a period past
-	// p+1, means another process turned the period meanwhile, and the
-	// estimate is taken again for the new window. Reading before the add
-	// lets these loads' cache misses overlap the add's, which the atomic
-	// adds would otherwise wait for.
-	q, t, first := p, s, c.first(p)
-	turned := false
-	for q > first {
-		q, t = q-1, c.prevSlot(t)
-		wp := c.word(t)
-		wd := atomic.LoadUint64(wp)
-		if wd != heldWord(q) {
-			if wordAfter(wd, p+1) {
-				turned = true
-				break
-			}
-			continue
-		}
-		v := w.slots[t].estimateHashed(lo, hi)
-		if atomic.LoadUint64(wp) != wd {
-			turned = true
-			break
-		}
-		est = satAdd(est, v)
-	}
-	est = satAdd(est, w.slots[s].addOrEstimate(lo, hi, n))
-	if turned || !c.held(s, p) {
-		return 0, errStale
-	}
-	return est, nil
-}
-
-// addOrEstimate adds n for the key and returns its new estimate, or only
-// its estimate when n is 0.
-func (l *cmsLayout) addOrEstimate(lo, hi, n uint64) uint64 {
+	var v uint64
 	if n == 0 {
-		return l.estimateHashed(lo, hi)
+		v = cur.estimateHashed(lo, hi)
+	} else {
+		v = cur.addHashed(lo, hi, n)
 	}
-	return l.addHashed(lo, hi, n)
+	if held && c.held(s, p) {
+		return satAdd(others, v), p, p, nil
+	}
+	est, winP = w.estimate(lo, hi)
+	return est, p, winP, nil
 }
 
 // sumHeld sums the key's estimates in the slots of periods p down to first
@@ -445,14 +417,6 @@ func (w *CountMinWindow) sumHeld(p, s, first, lo, hi uint64, cur *cmsLayout) (es
 		}
 		p, s = p-2, c.prevSlot(t)
 	}
-}
-
-// estimateSlow finishes an add to period addP that saw a turn mid-read:
-// the clock is read again, and the estimate taken for the new window.
-func (w *CountMinWindow) estimateSlow(lo, hi, addP uint64) (uint64, uint64, uint64, error) {
-	w.ctl.refresh()
-	est, p := w.estimate(lo, hi)
-	return est, addP, p, nil
 }
 
 // estimate returns the key's estimate over the window, and the window's

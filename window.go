@@ -294,10 +294,16 @@ func (c *windowCtl) refresh() {
 func (c *windowCtl) use() (p, s uint64, err error) {
 	p = c.current()
 	s = c.slotOf(p)
-	if c.held(s, p) && c.aheadFor.Load() > p {
+	if c.ready(s, p) {
 		return p, s, nil
 	}
 	return c.useSlow(p)
+}
+
+// ready reports whether slot s holds period p and the clear ahead of the
+// next period has started: use has nothing to do.
+func (c *windowCtl) ready(s, p uint64) bool {
+	return c.held(s, p) && c.aheadFor.Load() > p
 }
 
 // useSlow is use when the period turned (for this handle) or the slot is
