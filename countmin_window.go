@@ -428,7 +428,16 @@ func (w *CountMinWindow) sumHeld(p, s, first, lo, hi uint64, cur *cmsLayout) (es
 func (w *CountMinWindow) estimate(lo, hi uint64) (est, p uint64) {
 	c := &w.ctl
 	p = c.currentRead()
-	if est, ok := w.sumHeld(p, c.slotOf(p), c.first(p), lo, hi, nil); ok {
+	s, first := c.slotOf(p), c.first(p)
+	if p-1 == first { // two slots, as in a window of Keep 2: read straight
+		t := c.prevSlot(s)
+		ws, wt := c.word(s), c.word(t)
+		wasS, wasT := atomic.LoadUint64(ws), atomic.LoadUint64(wt)
+		vs, vt := estimatePair(&w.slots[s], &w.slots[t], lo, hi)
+		if wasS == heldWord(p) && wasT == heldWord(p-1) && atomic.LoadUint64(ws) == wasS && atomic.LoadUint64(wt) == wasT {
+			return satAdd(vs, vt), p
+		}
+	} else if est, ok := w.sumHeld(p, s, first, lo, hi, nil); ok {
 		return est, p // the usual case: every slot holds its period
 	}
 	for try := 0; ; try++ {
