@@ -2,7 +2,11 @@
 
 package sketch
 
-import "github.com/shmsketch/sketch/csrc"
+import (
+	"unsafe"
+
+	"github.com/shmsketch/sketch/csrc"
+)
 
 // The binding to the C core in csrc/. Keep in sync with core_go.go.
 
@@ -21,7 +25,11 @@ func (cCore) add(l *cmsLayout, key []byte, n uint64) uint64 {
 func (cCore) estimate(l *cmsLayout, key []byte) uint64 { return grid(l).Estimate(key) }
 
 func (cCore) addBatch(l *cmsLayout, keys [][]byte, n uint64, est []uint64) {
-	grid(l).AddBatch(keys, n, est, l.stripe())
+	var stripe unsafe.Pointer // nil: the add count stays as it is
+	if !l.uncounted {
+		stripe = l.stripe()
+	}
+	grid(l).AddBatch(keys, n, est, stripe)
 }
 
 func (cCore) estimateBatch(l *cmsLayout, keys [][]byte, est []uint64) {

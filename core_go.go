@@ -23,6 +23,9 @@ type cmsLayout struct {
 	rows     int
 	rowBytes uintptr
 	prefetch bool // the grid is larger than L2: batches fetch ahead
+	// uncounted: batches leave the add count alone (a window's slots,
+	// whose totals come from their rows); single adds call addCells.
+	uncounted bool
 }
 
 const (
@@ -258,7 +261,9 @@ func (l *cmsLayout) addChunk(keys [][]byte, n uint64, est []uint64) {
 			}
 		}
 	}
-	l.countAdds(uint64(len(keys)) * n)
+	if !l.uncounted {
+		l.countAdds(uint64(len(keys)) * n)
+	}
 }
 
 // estimateBatch is a plain loop: estimates only load, and the CPU already

@@ -200,10 +200,10 @@ type WindowSlotStats struct {
 	State string `json:"state"`
 	// Period is the period the slot holds, or is cleared for.
 	Period uint64 `json:"period"`
-	// Total is the slot's largest row sum and Adds its add count, as
-	// CountMinStats has them.
+	// Total is the slot's largest row sum: everything counted in it. A
+	// slot keeps no separate add count (CountMinStats.Adds), which would
+	// cost every add an atomic add more and tell nothing the rows do not.
 	Total uint64 `json:"total"`
-	Adds  uint64 `json:"adds"`
 }
 
 // OpenCountMinWindow opens the Count-Min window in the file at path,
@@ -272,14 +272,15 @@ func newCountMinWindow(m *mapping) (*CountMinWindow, error) {
 	for i := range win.Keep + 1 {
 		sb := unsafe.Add(base, ctl+uint64(i)*slot)
 		w.slots = append(w.slots, cmsLayout{
-			stripes:  sb,
-			cells:    unsafe.Add(sb, stripesBytes),
-			seed:     m.lay.seed,
-			salt:     salt,
-			mask:     uint64(width) - 1,
-			rows:     rows,
-			rowBytes: uintptr(width * 8),
-			prefetch: uint64(rows)*uint64(width)*8 > l2Bytes(),
+			stripes:   sb,
+			cells:     unsafe.Add(sb, stripesBytes),
+			seed:      m.lay.seed,
+			salt:      salt,
+			mask:      uint64(width) - 1,
+			rows:      rows,
+			rowBytes:  uintptr(width * 8),
+			prefetch:  uint64(rows)*uint64(width)*8 > l2Bytes(),
+			uncounted: true,
 		})
 	}
 	var lk *fileLock
@@ -373,7 +374,7 @@ func (w *CountMinWindow) add(lo, hi, n uint64) (est, addP, winP uint64, err erro
 	if n == 0 {
 		v = cur.estimateHashed(lo, hi)
 	} else {
-		v = cur.addHashed(lo, hi, n)
+		v = cur.addCells(lo, hi, n) // a slot keeps no add count (Stats sums its rows)
 	}
 	if held && c.held(s, p) {
 		return satAdd(others, v), p, p, nil
@@ -767,7 +768,6 @@ func (w *CountMinWindow) Stats() CountMinWindowStats {
 		for _, v := range sums {
 			sl.Total = max(sl.Total, v)
 		}
-		sl.Adds = w.slots[i].addCount()
 		if sl.State == "current" || sl.State == "window" {
 			s.Total = satAdd(s.Total, min(sl.Total, maxCount))
 		}

@@ -105,9 +105,10 @@ uint64_t sk_cms_estimate(const uint64_t *cells, uint64_t seed, uint64_t mask, ui
 }
 
 /* A batch is one chunk (core_go.go's batchChunk): its keys' counters, then
- * count in the add count, at the stripe the caller picked. Over a grid larger than
- * the caches it hashes SK_AHEAD keys ahead and prefetches their cells, so
- * the cache misses of several keys overlap. */
+ * its count in the add count, at the stripe the caller picked (none when
+ * stripe is NULL: a window's slots keep no add count). Over a grid larger
+ * than the caches it hashes SK_AHEAD keys ahead and prefetches their
+ * cells, so the cache misses of several keys overlap. */
 void sk_cms_add_batch(uint64_t *cells, uint64_t *stripe, uint64_t seed, uint64_t mask, uint32_t rows,
 		      int prefetch, const sk_key *keys, size_t count, uint64_t n, uint64_t *est)
 {
@@ -121,7 +122,8 @@ void sk_cms_add_batch(uint64_t *cells, uint64_t *stripe, uint64_t seed, uint64_t
 			if (est)
 				est[i] = v;
 		}
-		sk_add_cell(stripe, count * n);
+		if (stripe)
+			sk_add_cell(stripe, count * n);
 		return;
 	}
 	sk_u128 ring[SK_AHEAD];
@@ -141,7 +143,8 @@ void sk_cms_add_batch(uint64_t *cells, uint64_t *stripe, uint64_t seed, uint64_t
 		if (est)
 			est[i] = v;
 	}
-	sk_add_cell(stripe, count * n);
+	if (stripe)
+		sk_add_cell(stripe, count * n);
 }
 
 void sk_cms_estimate_batch(const uint64_t *cells, uint64_t seed, uint64_t mask, uint32_t rows,

@@ -97,7 +97,7 @@ func (s *countMinWindow) stats() ([][2]string, any) {
 		[2]string{"frozen", yesNo(st.Frozen)},
 	)
 	for i, sl := range st.Slots {
-		what := fmt.Sprintf("%-8s period %d, total %d, adds %d", sl.State, sl.Period, sl.Total, sl.Adds)
+		what := fmt.Sprintf("%-8s period %d, total %d", sl.State, sl.Period, sl.Total)
 		if sl.State == "empty" {
 			what = "empty"
 		}
