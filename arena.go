@@ -3,6 +3,7 @@ package sketch
 import (
 	"fmt"
 	"io/fs"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -240,7 +241,23 @@ func (a *Arena) CountingBloom(name string, cfg CountingBloomConfig) (*CountingBl
 }
 
 func (a *Arena) errorf(op, name string, err error) error {
-	return fmt.Errorf("sketch: %s %s:%s: %w", op, a.name(), name, err)
+	return fmt.Errorf("sketch: %s %s:%s: %w", op, a.name(), entryLabel(name), err)
+}
+
+// entryLabel is a structure's name as messages and String show it after
+// the file's ("arena.shm:clients"): quoted when it holds anything but
+// letters, digits and "._-/", so that a name with a space, a colon or an
+// unprintable byte cannot be misread.
+func entryLabel(name string) string {
+	for _, r := range name {
+		if !('a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9' || strings.ContainsRune("._-/", r)) {
+			return strconv.Quote(name)
+		}
+	}
+	if name == "" {
+		return `""`
+	}
+	return name
 }
 
 // validName checks a structure's name: 1 to MaxNameLen bytes, no NUL.

@@ -165,6 +165,27 @@ func TestArena_Names(t *testing.T) {
 	if got := a.List(); len(got) != 1 || got[0].Name != long {
 		t.Errorf("List() = %+v, want only the long name", got)
 	}
+	// Messages and String show a name plain when it is made of letters,
+	// digits and "._-/", and quoted otherwise.
+	for name, want := range map[string]string{
+		"clients/v1.2_x-y": ":clients/v1.2_x-y: ",
+		"two words":        `:"two words": `,
+		"a:b":              `:"a:b": `,
+		"a\x01b":           `:"a\x01b": `,
+	} {
+		_, err := a.Bloom(name, BloomConfig{Capacity: 1 << 30, FPRate: 1e-9})
+		if !errors.Is(err, ErrArenaFull) || !strings.Contains(err.Error(), want) {
+			t.Errorf("Bloom(%q) = %v, want ErrArenaFull naming it as %s", name, err, want)
+		}
+	}
+	c, err := a.CountMin("two words", CountMinConfig{Rows: 1, Width: 8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if s := c.String(); !strings.Contains(s, `:"two words"`) {
+		t.Errorf("String() = %s, want the name quoted", s)
+	}
 }
 
 func TestArena_ErrArenaFull(t *testing.T) {

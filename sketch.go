@@ -224,12 +224,12 @@ func (m *mapping) derive(e entry, name string) (*mapping, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if m.closed {
-		return nil, m.errorf("open "+name, ErrClosed)
+		return nil, m.errorf("open "+entryLabel(name), ErrClosed)
 	}
 	r.refs++
 	r.live++
 	d := &mapping{
-		name: m.name + ":" + name, path: m.path, dev: m.dev, ino: m.ino,
+		name: m.name + ":" + entryLabel(name), path: m.path, dev: m.dev, ino: m.ino,
 		lay: m.lay, ent: e, data: m.data, res: r,
 		sharedOFD: m.sharedOFD, lk: r.lk, readOnly: m.readOnly,
 	}
