@@ -236,9 +236,12 @@ func (c *windowCtl) prevSlot(s uint64) uint64 {
 	return s - 1
 }
 
-// slotOf returns the slot of period p, p mod (Keep+1).
+// slotOf returns the slot of period p, p mod (Keep+1). The cache is asked
+// only for a period it can hold: a crafted file's period past maxPeriod
+// would otherwise match a new handle's empty cache (all ones) and name a
+// slot past the last.
 func (c *windowCtl) slotOf(p uint64) uint64 {
-	if v := c.cache.Load(); v>>slotBits == p {
+	if v := c.cache.Load(); v>>slotBits == p && p <= maxPeriod {
 		return v & (1<<slotBits - 1)
 	}
 	s := p % c.n
@@ -312,6 +315,12 @@ func (c *windowCtl) ready(s, p uint64) bool {
 // the next period's slot; then it prepares the slot.
 func (c *windowCtl) useSlow(p uint64) (uint64, uint64, error) {
 	for try := 0; ; try++ {
+		if p > maxPeriod {
+			// Neither the clock nor Rotate gets here (Rotate stops at
+			// maxPeriod): the file's words were damaged. Refused before
+			// the clear ahead of p+1, which would wrap.
+			return 0, 0, fmt.Errorf("%w: the window's words name period %d, past the largest a window holds", ErrCorrupt, p)
+		}
 		if c.clk != nil {
 			casMax(c.latestWord(), p)
 			if a := c.aheadFor.Load(); a <= p && c.aheadFor.CompareAndSwap(a, p+1) {
@@ -501,9 +510,10 @@ func (c *windowCtl) rotate() error {
 	if c.frozen() {
 		return ErrFrozen
 	}
+	var p uint64
 	for try := 0; ; try++ {
 		e := atomic.LoadUint64(c.epochWord())
-		p := c.current()
+		p = c.current()
 		if e >= maxPeriod || p+1 > maxPeriod {
 			return fmt.Errorf("%w: the window has turned %d times, the most it can", ErrInvalidArgument, e)
 		}
@@ -519,7 +529,9 @@ func (c *windowCtl) rotate() error {
 		}
 	}
 	if c.clk != nil {
-		casMax(c.latestWord(), c.current())
+		// p+1, not current(): a handle whose timer is late took p from
+		// latest, and its clock plus the new epoch may still say p.
+		casMax(c.latestWord(), p+1)
 	}
 	err := c.prepare(c.current()+1, false)
 	if err == errBusy || err == errStale {

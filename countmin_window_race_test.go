@@ -1,0 +1,151 @@
+//go:build linux
+
+package sketch
+
+import (
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// rotateRaceRef counts completed adds by the number of Rotate calls that
+// had returned when each add started: such an add lands in that period or
+// a later one.
+type rotateRaceRef struct {
+	rotDone atomic.Uint64
+	done    [1 << 20]atomic.Uint64
+}
+
+// lower returns a lower bound of what the window of period p holds, from
+// a snapshot of done taken before p was read.
+func lowerInWindow(snap map[uint64]uint64, first, p uint64) uint64 {
+	var n uint64
+	for r := first; r <= p; r++ {
+		n += snap[r]
+	}
+	return n
+}
+
+// TestCountMinWindow_RotateRaceLowerBound: goroutines add one key
+// through one handle while another handle turns a Rotate-only window as
+// fast as it can; a third checks, through its own handle, that Estimate
+// and EstimateBatch are never below the adds that certainly fall in the
+// window (those started after the window's first period began and done
+// before the estimate started).
+func TestCountMinWindow_RotateRaceLowerBound(t *testing.T) {
+	for _, keep := range []int{1, 2, 3, 4, 5} {
+		t.Run(fmt.Sprintf("keep=%d", keep), func(t *testing.T) {
+			path := tempPath(t, "win")
+			cfg := CountMinConfig{Rows: 2, Width: 64}
+			adder := mustOpenWindow(t, path, Window{Keep: keep}, cfg)
+			rot := mustOpenWindow(t, path, Window{Keep: keep}, cfg)
+			reader := mustOpenWindow(t, path, Window{Keep: keep}, cfg)
+			ref := new(rotateRaceRef)
+			key := []byte("hot")
+			stop := make(chan struct{})
+			var wg sync.WaitGroup
+			var failed atomic.Bool
+			for g := range 2 {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for i := 0; ; i++ {
+						select {
+						case <-stop:
+							return
+						default:
+						}
+						c0 := adder.Current()
+						first := adder.ctl.first(c0)
+						var lower uint64
+						for r := first; r <= c0; r++ {
+							lower += ref.done[r].Load()
+						}
+						r := ref.rotDone.Load()
+						var err error
+						var est uint64
+						if g == 1 && i%2 == 0 {
+							out := make([]uint64, 1)
+							err = adder.AddBatch([][]byte{key}, out)
+							est = out[0]
+						} else {
+							est, err = adder.Add(key)
+						}
+						if err != nil {
+							t.Error(err)
+							return
+						}
+						ref.done[r].Add(1)
+						if adder.Current() == c0 && est < lower+1 {
+							failed.Store(true)
+							t.Errorf("period %d: add (batch %v) returned %d, but at least %d adds fall in periods %d..%d", c0, g == 1 && i%2 == 0, est, lower+1, first, c0)
+							return
+						}
+					}
+				}()
+			}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for {
+					select {
+					case <-stop:
+						return
+					default:
+					}
+					if ref.rotDone.Load() >= uint64(len(ref.done))-8 {
+						return
+					}
+					if err := rot.Rotate(); err != nil {
+						t.Error(err)
+						return
+					}
+					ref.rotDone.Add(1)
+				}
+			}()
+			checks, bad := 0, 0
+			deadline := time.Now().Add(700 * time.Millisecond)
+			for time.Now().Before(deadline) && !failed.Load() {
+				rd := ref.rotDone.Load()
+				lo := uint64(0)
+				if rd > uint64(keep)+3 {
+					lo = rd - uint64(keep) - 3
+				}
+				hi := rd + 3
+				snap := map[uint64]uint64{}
+				for r := lo; r <= hi; r++ {
+					snap[r] = ref.done[r].Load()
+				}
+				p0 := reader.Current()
+				var est uint64
+				batch := checks%2 == 1
+				if batch {
+					out := make([]uint64, 1)
+					if err := reader.EstimateBatch([][]byte{key}, out); err != nil {
+						t.Fatal(err)
+					}
+					est = out[0]
+				} else {
+					est = reader.Estimate(key)
+				}
+				p1 := reader.Current()
+				first := reader.ctl.first(p0)
+				if p0 != p1 || first < lo || p0 > hi {
+					continue
+				}
+				checks++
+				if want := lowerInWindow(snap, first, p0); est < want {
+					bad++
+					if bad <= 3 {
+						t.Errorf("period %d (batch %v): estimate %d, but at least %d adds fall in periods %d..%d", p0, batch, est, want, first, p0)
+					}
+				}
+			}
+			close(stop)
+			wg.Wait()
+			t.Logf("%d checks, %d below the reference, %d rotations", checks, bad, ref.rotDone.Load())
+		})
+	}
+}
