@@ -351,10 +351,11 @@ func (w *CountMinWindow) add(lo, hi, n uint64) (est, addP, winP uint64, err erro
 	}
 	// The rest of the window first, two slots at a time, and the last of
 	// them with a load of the current slot's counters: these loads' cache
-	// misses overlap, where the atomic adds would wait for each. Then the
-	// add, and a check that every slot held its period throughout; when
-	// one did not (a period nobody added to, or a turn under the read),
-	// the estimate is taken again by the walk that copes with both.
+	// misses overlap, where the atomic adds would wait for each. A slot
+	// that holds no period of the window (one nobody added to) counts
+	// nothing. Then the add, and a check that the slots read held their
+	// periods throughout; when the period turned under the read, the
+	// estimate is taken again by the walk that copes with it.
 	cur := &w.slots[s]
 	first := c.first(p)
 	var others uint64
@@ -365,10 +366,16 @@ func (w *CountMinWindow) add(lo, hi, n uint64) (est, addP, winP uint64, err erro
 		t := c.prevSlot(s)
 		wt := c.word(t)
 		was := atomic.LoadUint64(wt)
-		others, _ = estimateTouch(&w.slots[t], cur, lo, hi)
-		held = was == heldWord(p-1) && atomic.LoadUint64(wt) == was
+		if was == heldWord(p-1) {
+			others, _ = estimateTouch(&w.slots[t], cur, lo, hi)
+			held = atomic.LoadUint64(wt) == was
+		} else {
+			held = !wordAfter(was, p+1)
+		}
 	default:
-		others, held = w.sumHeld(p-1, c.prevSlot(s), first, lo, hi, cur)
+		if others, held = w.sumHeld(p-1, c.prevSlot(s), first, lo, hi, cur); !held {
+			others, held = w.othersWalk(p, s, lo, hi)
+		}
 	}
 	var v uint64
 	if n == 0 {
@@ -381,6 +388,32 @@ func (w *CountMinWindow) add(lo, hi, n uint64) (est, addP, winP uint64, err erro
 	}
 	est, winP = w.estimate(lo, hi)
 	return est, p, winP, nil
+}
+
+// othersWalk sums the key's estimates in the slots of periods p-1 down to
+// the window's first (slot s holds p) that hold their period, slot by
+// slot, each read between two loads of its word; ok is false when a word
+// changed under the read, or names a period past p+1: the period turned.
+func (w *CountMinWindow) othersWalk(p, s, lo, hi uint64) (est uint64, ok bool) {
+	c := &w.ctl
+	q, t, first := p, s, c.first(p)
+	for q > first {
+		q, t = q-1, c.prevSlot(t)
+		wt := c.word(t)
+		was := atomic.LoadUint64(wt)
+		if was != heldWord(q) {
+			if wordAfter(was, p+1) {
+				return 0, false
+			}
+			continue
+		}
+		v := w.slots[t].estimateHashed(lo, hi)
+		if atomic.LoadUint64(wt) != was {
+			return 0, false
+		}
+		est = satAdd(est, v)
+	}
+	return est, true
 }
 
 // sumHeld sums the key's estimates in the slots of periods p down to first
@@ -434,9 +467,18 @@ func (w *CountMinWindow) estimate(lo, hi uint64) (est, p uint64) {
 		t := c.prevSlot(s)
 		ws, wt := c.word(s), c.word(t)
 		wasS, wasT := atomic.LoadUint64(ws), atomic.LoadUint64(wt)
-		vs, vt := estimatePair(&w.slots[s], &w.slots[t], lo, hi)
-		if wasS == heldWord(p) && wasT == heldWord(p-1) && atomic.LoadUint64(ws) == wasS && atomic.LoadUint64(wt) == wasT {
-			return satAdd(vs, vt), p
+		if wasT == heldWord(p-1) {
+			vs, vt := estimatePair(&w.slots[s], &w.slots[t], lo, hi)
+			if wasS == heldWord(p) && atomic.LoadUint64(ws) == wasS && atomic.LoadUint64(wt) == wasT {
+				return satAdd(vs, vt), p
+			}
+		} else if wasS == heldWord(p) && !wordAfter(wasT, p+1) {
+			// The previous period's slot holds none of the window's
+			// periods (nobody added in it): the current slot alone.
+			v := w.slots[s].estimateHashed(lo, hi)
+			if atomic.LoadUint64(ws) == wasS {
+				return v, p
+			}
 		}
 	} else if est, ok := w.sumHeld(p, s, first, lo, hi, nil); ok {
 		return est, p // the usual case: every slot holds its period

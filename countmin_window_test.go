@@ -603,3 +603,53 @@ func TestCountMinWindow_FreezeRacingRotate(t *testing.T) {
 		}
 	}
 }
+
+// TestCountMinWindow_IdlePeriods: periods nobody added in leave their slot
+// holding an older period (or empty); adds and estimates skip it and stay
+// exact. The clock is moved by hand, periods of an hour keeping the real
+// one out of the way.
+func TestCountMinWindow_IdlePeriods(t *testing.T) {
+	for _, keep := range []int{2, 3, 4} {
+		t.Run(fmt.Sprintf("keep=%d", keep), func(t *testing.T) {
+			w := mustOpenWindow(t, tempPath(t, "win"), Window{Period: time.Hour, Keep: keep}, winCfg)
+			start := w.ctl.clk.cur.Load()
+			ref := winRef{}
+			// Adds in periods 0, 1, 3 and 6 from the start (2, 4 and 5
+			// idle), estimates after each group.
+			for _, step := range []uint64{0, 1, 3, 6} {
+				w.ctl.clk.cur.Store(start + step)
+				p := w.Current()
+				for i := range 40 {
+					k := fmt.Sprintf("k%d", i%7)
+					est, err := w.AddString(k)
+					if err != nil {
+						t.Fatal(err)
+					}
+					ref.add(p, k, 1)
+					if want := ref.over(k, w.ctl.first(p), p); est != want {
+						t.Fatalf("step %d: Add(%q) = %d, want %d", step, k, est, want)
+					}
+				}
+				for i := range 7 {
+					k := fmt.Sprintf("k%d", i)
+					if got, want := w.EstimateString(k), ref.over(k, w.ctl.first(p), p); got != want {
+						t.Errorf("step %d: Estimate(%q) = %d, want %d", step, k, got, want)
+					}
+				}
+				// The next period, before anyone adds in it: its slot is
+				// not ready, and the estimate covers what the window holds.
+				w.ctl.clk.cur.Store(start + step + 1)
+				q := w.Current()
+				for i := range 7 {
+					k := fmt.Sprintf("k%d", i)
+					if got, want := w.EstimateString(k), ref.over(k, w.ctl.first(q), q); got != want {
+						t.Errorf("step %d+1: Estimate(%q) = %d, want %d", step, k, got, want)
+					}
+				}
+			}
+			if w.ctl.clk.cur.Load() != start+7 {
+				t.Skip("the hour turned during the test")
+			}
+		})
+	}
+}
