@@ -637,6 +637,9 @@ func (w *CountMinWindow) EstimateBatch(keys [][]byte, estimates []uint64) error 
 // slot's word changed under it.
 func (w *CountMinWindow) estimateBatch(keys [][]byte, est []uint64) {
 	c := &w.ctl
+	if !w.slots[0].prefetch && w.estimateHeldBatch(keys, est) {
+		return
+	}
 	for try := 0; ; try++ {
 		p := c.currentRead()
 		s := c.slotOf(p)
@@ -658,6 +661,27 @@ func (w *CountMinWindow) estimateBatch(keys [][]byte, est []uint64) {
 		}
 		c.refresh()
 	}
+}
+
+// estimateHeldBatch is estimateBatch on a grid in the caches, where no
+// core fetches ahead: each key is hashed once and read in every slot of
+// the window, two slots at a time, as Estimate does, rather than hashed
+// again for each slot's batch. It reports false, leaving est to the
+// caller, when some slot does not hold its period.
+func (w *CountMinWindow) estimateHeldBatch(keys [][]byte, est []uint64) bool {
+	c := &w.ctl
+	p := c.currentRead()
+	s, first := c.slotOf(p), c.first(p)
+	seed := w.slots[0].seed
+	for i, k := range keys {
+		lo, hi := hashKey(k, seed)
+		v, ok := w.sumHeld(p, s, first, lo, hi, nil)
+		if !ok {
+			return false
+		}
+		est[i] = v
+	}
+	return true
 }
 
 // afterBatch is afterUse for a batch's estimates.
