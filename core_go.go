@@ -190,6 +190,30 @@ func estimateTouch(other, cur *cmsLayout, lo, hi uint64) (est, sink uint64) {
 	return min(est, maxCount), sink
 }
 
+// readThenAdd is estimateTouch followed by cur.addCells in one call, the
+// columns computed once: the window's add when one other slot is read. It
+// returns the key's estimate in other and its new estimate in cur.
+func readThenAdd(other, cur *cmsLayout, lo, hi, n uint64) (otherEst, curEst uint64) {
+	h2 := hi | 1
+	otherEst, curEst = ^uint64(0), ^uint64(0)
+	ro, rc := other.cells, cur.cells
+	mask, rowBytes, rows := other.mask, other.rowBytes, other.rows
+	for i := range rows {
+		off := uintptr((lo+uint64(i)*h2)&mask) * 8
+		otherEst = min(otherEst, atomic.LoadUint64((*uint64)(unsafe.Add(ro, off))))
+		atomic.LoadUint64((*uint64)(unsafe.Add(rc, off))) // on its way before the adds
+		ro = unsafe.Add(ro, rowBytes)
+		rc = unsafe.Add(rc, rowBytes)
+	}
+	rc = cur.cells
+	for i := range rows {
+		off := uintptr((lo+uint64(i)*h2)&mask) * 8
+		curEst = min(curEst, addCell((*uint64)(unsafe.Add(rc, off)), n))
+		rc = unsafe.Add(rc, rowBytes)
+	}
+	return min(otherEst, maxCount), curEst
+}
+
 // touchHashed loads the key's counters so that their cache lines are on
 // their way before the atomic adds, which on most CPUs wait for every
 // earlier load: the loads of several keys overlap instead.

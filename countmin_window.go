@@ -366,10 +366,21 @@ func (w *CountMinWindow) add(lo, hi, n uint64) (est, addP, winP uint64, err erro
 		t := c.prevSlot(s)
 		wt := c.word(t)
 		was := atomic.LoadUint64(wt)
-		if was == heldWord(p-1) {
+		switch {
+		case was == heldWord(p-1) && n != 0:
+			// The usual case: one call reads the other slot, loads the
+			// current slot's counters and adds.
+			var v uint64
+			others, v = readThenAdd(&w.slots[t], cur, lo, hi, n)
+			if atomic.LoadUint64(wt) == was && c.held(s, p) {
+				return satAdd(others, v), p, p, nil
+			}
+			est, winP = w.estimate(lo, hi)
+			return est, p, winP, nil
+		case was == heldWord(p-1):
 			others, _ = estimateTouch(&w.slots[t], cur, lo, hi)
 			held = atomic.LoadUint64(wt) == was
-		} else {
+		default:
 			held = !wordAfter(was, p+1)
 		}
 	default:
