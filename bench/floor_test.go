@@ -5,68 +5,20 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
-	"unsafe"
-
-	"github.com/zeebo/xxh3"
-	"golang.org/x/sys/unix"
 
 	"github.com/shmsketch/sketch"
+	"github.com/shmsketch/sketch/bench/internal/floor"
 )
 
-// floor is the bare reference a shared Count-Min cannot beat: a shared
-// mapping of rows x width counters, XXH3-128 of the key, one atomic add
-// per row, the same column rule as sketch.CountMin, and nothing else (no
-// header, no add count, no closed check, no saturation).
-type floor struct {
-	cells unsafe.Pointer
-	mask  uint64
-	rows  int
-	row   uintptr
-	seed  uint64
-}
-
-func newFloor(b *testing.B, rows, width int) *floor {
-	fd, err := unix.MemfdCreate("floor", unix.MFD_CLOEXEC)
+// newFloor maps the bare floor (bench/internal/floor) of rows x width
+// counters, unmapped when the benchmark ends.
+func newFloor(b *testing.B, rows, width int) *floor.Grid {
+	f, err := floor.New(rows, width, seed, false)
 	if err != nil {
-		b.Skipf("memfd: %v", err)
+		b.Skipf("floor: %v", err)
 	}
-	size := rows * width * 8
-	if err := unix.Ftruncate(fd, int64(size)); err != nil {
-		b.Fatal(err)
-	}
-	data, err := unix.Mmap(fd, 0, size, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
-	unix.Close(fd)
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { unix.Munmap(data) })
-	return &floor{cells: unsafe.Pointer(&data[0]), mask: uint64(width - 1), rows: rows, row: uintptr(width * 8), seed: seed}
-}
-
-func (f *floor) add(key []byte) uint64 {
-	h := xxh3.Hash128Seed(key, f.seed)
-	h2 := h.Hi | 1
-	est := ^uint64(0)
-	row := f.cells
-	for i := 0; i < f.rows; i++ {
-		col := (h.Lo + uint64(i)*h2) & f.mask
-		est = min(est, atomic.AddUint64((*uint64)(unsafe.Add(row, col*8)), 1))
-		row = unsafe.Add(row, f.row)
-	}
-	return est
-}
-
-func (f *floor) estimate(key []byte) uint64 {
-	h := xxh3.Hash128Seed(key, f.seed)
-	h2 := h.Hi | 1
-	est := ^uint64(0)
-	row := f.cells
-	for i := 0; i < f.rows; i++ {
-		col := (h.Lo + uint64(i)*h2) & f.mask
-		est = min(est, atomic.LoadUint64((*uint64)(unsafe.Add(row, col*8))))
-		row = unsafe.Add(row, f.row)
-	}
-	return est
+	b.Cleanup(func() { f.Close() })
+	return f
 }
 
 // defaultShape is sketch's default shape: 5 rows of 4096.
@@ -83,7 +35,7 @@ func BenchmarkFloor(b *testing.B) {
 			f := newFloor(b, rows, width)
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
-				sink += f.add(keys[i&mask])
+				sink += f.Add(keys[i&mask])
 			}
 		})
 		b.Run(s.name+"/add/sketch", func(b *testing.B) {
@@ -97,11 +49,11 @@ func BenchmarkFloor(b *testing.B) {
 		b.Run(s.name+"/estimate/floor", func(b *testing.B) {
 			f := newFloor(b, rows, width)
 			for _, k := range keys {
-				f.add(k)
+				f.Add(k)
 			}
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
-				sink += f.estimate(keys[i&mask])
+				sink += f.Estimate(keys[i&mask])
 			}
 		})
 		b.Run(s.name+"/estimate/sketch", func(b *testing.B) {
@@ -148,7 +100,7 @@ func BenchmarkFloorScaling(b *testing.B) {
 	for _, g := range []int{1, 2} {
 		b.Run(fmt.Sprintf("floor/goroutines=%d", g), func(b *testing.B) {
 			f := newFloor(b, rows, width)
-			run(b, g, func(int) func([]byte) uint64 { return f.add })
+			run(b, g, func(int) func([]byte) uint64 { return f.Add })
 		})
 		b.Run(fmt.Sprintf("sketch/goroutines=%d", g), func(b *testing.B) {
 			c := openSketch(b)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"math"
 	"path/filepath"
 	"sync"
 	"sync/atomic"
@@ -9,6 +10,7 @@ import (
 	boom "github.com/tylertreat/BoomFilters"
 
 	"github.com/shmsketch/sketch"
+	"github.com/shmsketch/sketch/bench/internal/floor"
 )
 
 // env holds what the subjects of one process share, made on first use:
@@ -26,7 +28,7 @@ type env struct {
 
 	streams map[string]*stream
 	cms     map[string]*sketch.CountMin
-	floors  map[string]*floor
+	floors  map[string]*floor.Grid
 	booms   map[string]*boom.CountMinSketch
 	cbfs    map[string]*sketch.CountingBloom
 	maps    map[string]any
@@ -38,7 +40,7 @@ func newEnv(dir, self string, small bool) *env {
 		dir: dir, build: sketch.Backend, self: self, small: small,
 		streams: map[string]*stream{},
 		cms:     map[string]*sketch.CountMin{},
-		floors:  map[string]*floor{},
+		floors:  map[string]*floor.Grid{},
 		booms:   map[string]*boom.CountMinSketch{},
 		cbfs:    map[string]*sketch.CountingBloom{},
 		maps:    map[string]any{},
@@ -101,18 +103,24 @@ func (e *env) countMin(sh shape) (*sketch.CountMin, error) {
 }
 
 // floorOf returns the bare floor of the given shape.
-func (e *env) floorOf(sh shape) (*floor, error) {
+func (e *env) floorOf(sh shape) (*floor.Grid, error) {
 	if f := e.floors[sh.name]; f != nil {
 		return f, nil
 	}
-	f, err := newFloor(sh.rows, sh.width, !e.small)
+	f, err := floor.New(sh.rows, sh.width, keySeed, !e.small)
 	if err != nil {
 		return nil, err
 	}
 	e.floors[sh.name] = f
-	e.closers = append(e.closers, f.close)
+	e.closers = append(e.closers, func() { f.Close() })
 	return f, nil
 }
+
+// boomEpsilon and boomDelta give the arguments for which BoomFilters'
+// NewCountMinSketch makes width columns and rows rows (it takes
+// ceil(e/ε) and ceil(ln 1/δ)).
+func boomEpsilon(width int) float64 { return math.E / (float64(width) - 0.5) }
+func boomDelta(rows int) float64    { return math.Exp(-(float64(rows) - 0.5)) }
 
 // boomCMS returns BoomFilters' Count-Min sketch of the given shape, each
 // counter written once so that its pages are in.

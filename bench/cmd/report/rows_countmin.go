@@ -99,9 +99,9 @@ func floorRow(op string, sh shape, dist string, writers int) subject {
 		if err != nil {
 			return opener{}, err
 		}
-		do := f.add
+		do := f.Add
 		if op == "estimate" {
-			do = f.estimate
+			do = f.Estimate
 		}
 		return overBytes(e.stream(dist), func() func([][]byte) {
 			return func(keys [][]byte) {
