@@ -192,24 +192,33 @@ func estimateTouch(other, cur *cmsLayout, lo, hi uint64) (est, sink uint64) {
 
 // readThenAdd is estimateTouch followed by cur.addCells in one call, the
 // columns computed once: the window's add when one other slot is read. It
-// returns the key's estimate in other and its new estimate in cur.
+// returns the key's estimate in other and its new estimate in cur. n must
+// be 1 to fastAdd. The column of row i, lo + i·(hi|1), is kept as a
+// running sum, and the adds walk the rows back from where the reads
+// ended: fewer values live, fewer spilled.
 func readThenAdd(other, cur *cmsLayout, lo, hi, n uint64) (otherEst, curEst uint64) {
 	h2 := hi | 1
 	otherEst, curEst = ^uint64(0), ^uint64(0)
 	ro, rc := other.cells, cur.cells
 	mask, rowBytes, rows := other.mask, other.rowBytes, other.rows
-	for i := range rows {
-		off := uintptr((lo+uint64(i)*h2)&mask) * 8
+	x := lo
+	for range rows {
+		off := uintptr(x&mask) * 8
 		otherEst = min(otherEst, atomic.LoadUint64((*uint64)(unsafe.Add(ro, off))))
 		atomic.LoadUint64((*uint64)(unsafe.Add(rc, off))) // on its way before the adds
 		ro = unsafe.Add(ro, rowBytes)
 		rc = unsafe.Add(rc, rowBytes)
+		x += h2
 	}
-	rc = cur.cells
-	for i := range rows {
-		off := uintptr((lo+uint64(i)*h2)&mask) * 8
-		curEst = min(curEst, addCell((*uint64)(unsafe.Add(rc, off)), n))
-		rc = unsafe.Add(rc, rowBytes)
+	for range rows {
+		rc = unsafe.Add(rc, -int(rowBytes))
+		x -= h2
+		c := (*uint64)(unsafe.Add(rc, uintptr(x&mask)*8))
+		v := atomic.AddUint64(c, n)
+		if v > maxCount {
+			v = clampCell(c)
+		}
+		curEst = min(curEst, v)
 	}
 	return min(otherEst, maxCount), curEst
 }

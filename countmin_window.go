@@ -367,9 +367,13 @@ func (w *CountMinWindow) add(lo, hi, n uint64) (est, addP, winP uint64, err erro
 		wt := c.word(t)
 		was := atomic.LoadUint64(wt)
 		switch {
-		case was == heldWord(p-1) && n != 0:
+		case was == heldWord(p-1) && n-1 < fastAdd: // n is 1 to fastAdd
 			// The usual case: one call reads the other slot, loads the
-			// current slot's counters and adds.
+			// current slot's counters and adds. The next adds in this
+			// period take addOne's short way.
+			if p <= maxPeriod { // a crafted file's period could not be cached
+				c.pair.Store(p<<slotBits | s)
+			}
 			var v uint64
 			others, v = readThenAdd(&w.slots[t], cur, lo, hi, n)
 			if atomic.LoadUint64(wt) == was && c.held(s, p) {
@@ -399,6 +403,36 @@ func (w *CountMinWindow) add(lo, hi, n uint64) (est, addP, winP uint64, err erro
 	}
 	est, winP = w.estimate(lo, hi)
 	return est, p, winP, nil
+}
+
+// addOne is Add's and AddN's work once the key is hashed: add, and what
+// afterUse does. It returns the estimate and the window's last period
+// (later than the add's when the period turned during the call). It
+// serves the usual case itself, in a window of two periods whose slots
+// this handle found ready in this period before (the pair cache): it
+// checks the slots' words after the add only. A slot's word never returns
+// to a period it left, so words that held their periods when the pair was
+// cached and after the add held them throughout. add serves the rest, and
+// caches the pair.
+func (w *CountMinWindow) addOne(lo, hi, n uint64) (est, winP uint64, err error) {
+	c := &w.ctl
+	p := c.current()
+	if v := c.pair.Load(); v>>slotBits == p && p <= maxPeriod && n-1 < fastAdd {
+		s := v & (1<<slotBits - 1)
+		t := c.prevSlot(s)
+		others, cur := readThenAdd(&w.slots[t], &w.slots[s], lo, hi, n)
+		est, winP = satAdd(others, cur), p
+		if !c.held(t, p-1) || !c.held(s, p) {
+			est, winP = w.estimate(lo, hi) // the period turned under the add
+		}
+		if !w.open.Load() {
+			return ClosedEstimate, 0, w.closedErr("add")
+		}
+		return est, winP, nil
+	}
+	est, _, winP, err = w.add(lo, hi, n)
+	est, err = w.afterUse(est, err, "add")
+	return est, winP, err
 }
 
 // othersWalk sums the key's estimates in the slots of periods p-1 down to
@@ -535,8 +569,8 @@ func (w *CountMinWindow) Add(key []byte) (uint64, error) {
 		return ClosedEstimate, w.refuse("add")
 	}
 	lo, hi := hashKey(key, w.slots[0].seed)
-	est, _, _, err := w.add(lo, hi, 1)
-	return w.afterUse(est, err, "add")
+	est, _, err := w.addOne(lo, hi, 1)
+	return est, err
 }
 
 // AddN counts key n times and returns its new estimate over the window.
@@ -546,8 +580,8 @@ func (w *CountMinWindow) AddN(key []byte, n uint64) (uint64, error) {
 		return ClosedEstimate, w.refuse("add")
 	}
 	lo, hi := hashKey(key, w.slots[0].seed)
-	est, _, _, err := w.add(lo, hi, n)
-	return w.afterUse(est, err, "add")
+	est, _, err := w.addOne(lo, hi, n)
+	return est, err
 }
 
 // AddString is Add for a string key.
@@ -556,8 +590,8 @@ func (w *CountMinWindow) AddString(key string) (uint64, error) {
 		return ClosedEstimate, w.refuse("add")
 	}
 	lo, hi := hashString(key, w.slots[0].seed)
-	est, _, _, err := w.add(lo, hi, 1)
-	return w.afterUse(est, err, "add")
+	est, _, err := w.addOne(lo, hi, 1)
+	return est, err
 }
 
 // afterUse passes on an estimate, unless the call failed or Close ran

@@ -156,6 +156,11 @@ type windowCtl struct {
 	// cache holds the last period seen by this handle, shifted left by
 	// slotBits, and its slot: a division saved on every call.
 	cache atomic.Uint64
+	// pair holds, the same way, the last period this handle found ready
+	// for adds with the previous period held in the slot before, in a
+	// window of two periods: while that period is current, an add checks
+	// the two words only after it (see CountMinWindow.addOne).
+	pair atomic.Uint64
 	// aheadFor is the next period whose slot this handle has started to
 	// clear ahead (clock mode); past it, a writer starts the next one.
 	aheadFor atomic.Uint64
@@ -207,6 +212,7 @@ func (c *windowCtl) init(region unsafe.Pointer, w Window, lk *fileLock, open *at
 		c.me = tokenID(lk)
 	}
 	c.cache.Store(math.MaxUint64) // no period: the first call divides
+	c.pair.Store(math.MaxUint64)
 	if c.period != 0 {
 		c.clk = newWindowClock(c.period)
 	} else {
