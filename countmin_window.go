@@ -336,13 +336,11 @@ func satAdd(a, b uint64) uint64 {
 	return s
 }
 
-// add counts n for the key hashing to (lo, hi) in the current period and
-// returns its estimate over the window, the period the add went to and
-// the window's last period (later than the add's when the period turned
-// during the call).
-func (w *CountMinWindow) add(lo, hi, n uint64) (est, addP, winP uint64, err error) {
+// add counts n for the key hashing to (lo, hi) in the current period, p
+// as the caller read it, and returns what addOne does. addOne calls it
+// when its short way does not serve.
+func (w *CountMinWindow) add(p, lo, hi, n uint64) (est, addP, winP uint64, err error) {
 	c := &w.ctl
-	p := c.current()
 	s := c.slotOf(p)
 	if !c.ready(s, p) {
 		if p, s, err = c.useSlow(p); err != nil {
@@ -406,33 +404,33 @@ func (w *CountMinWindow) add(lo, hi, n uint64) (est, addP, winP uint64, err erro
 }
 
 // addOne is Add's and AddN's work once the key is hashed: add, and what
-// afterUse does. It returns the estimate and the window's last period
-// (later than the add's when the period turned during the call). It
-// serves the usual case itself, in a window of two periods whose slots
-// this handle found ready in this period before (the pair cache): it
-// checks the slots' words after the add only. A slot's word never returns
-// to a period it left, so words that held their periods when the pair was
-// cached and after the add held them throughout. add serves the rest, and
-// caches the pair.
-func (w *CountMinWindow) addOne(lo, hi, n uint64) (est, winP uint64, err error) {
+// afterUse does. It returns the estimate over the window, the period the
+// add went to and the window's last period (later than the add's when the
+// period turned during the call). It serves the usual case itself, in a
+// window of two periods whose slots this handle found ready in this period
+// before (the pair cache): it checks the slots' words after the add only.
+// A slot's word never returns to a period it left, so words that held
+// their periods when the pair was cached and after the add held them
+// throughout. add serves the rest, and caches the pair.
+func (w *CountMinWindow) addOne(lo, hi, n uint64) (est, addP, winP uint64, err error) {
 	c := &w.ctl
 	p := c.current()
 	if v := c.pair.Load(); v>>slotBits == p && p <= maxPeriod && n-1 < fastAdd {
 		s := v & (1<<slotBits - 1)
 		t := c.prevSlot(s)
 		others, cur := readThenAdd(&w.slots[t], &w.slots[s], lo, hi, n)
-		est, winP = satAdd(others, cur), p
+		est, addP, winP = satAdd(others, cur), p, p
 		if !c.held(t, p-1) || !c.held(s, p) {
 			est, winP = w.estimate(lo, hi) // the period turned under the add
 		}
 		if !w.open.Load() {
-			return ClosedEstimate, 0, w.closedErr("add")
+			return ClosedEstimate, 0, 0, w.closedErr("add")
 		}
-		return est, winP, nil
+		return est, addP, winP, nil
 	}
-	est, _, winP, err = w.add(lo, hi, n)
+	est, addP, winP, err = w.add(p, lo, hi, n)
 	est, err = w.afterUse(est, err, "add")
-	return est, winP, err
+	return est, addP, winP, err
 }
 
 // othersWalk sums the key's estimates in the slots of periods p-1 down to
@@ -569,7 +567,7 @@ func (w *CountMinWindow) Add(key []byte) (uint64, error) {
 		return ClosedEstimate, w.refuse("add")
 	}
 	lo, hi := hashKey(key, w.slots[0].seed)
-	est, _, err := w.addOne(lo, hi, 1)
+	est, _, _, err := w.addOne(lo, hi, 1)
 	return est, err
 }
 
@@ -580,7 +578,7 @@ func (w *CountMinWindow) AddN(key []byte, n uint64) (uint64, error) {
 		return ClosedEstimate, w.refuse("add")
 	}
 	lo, hi := hashKey(key, w.slots[0].seed)
-	est, _, err := w.addOne(lo, hi, n)
+	est, _, _, err := w.addOne(lo, hi, n)
 	return est, err
 }
 
@@ -590,7 +588,7 @@ func (w *CountMinWindow) AddString(key string) (uint64, error) {
 		return ClosedEstimate, w.refuse("add")
 	}
 	lo, hi := hashString(key, w.slots[0].seed)
-	est, _, err := w.addOne(lo, hi, 1)
+	est, _, _, err := w.addOne(lo, hi, 1)
 	return est, err
 }
 

@@ -49,7 +49,7 @@ func childWinAdd() error {
 	for i := 0; time.Now().Before(deadline); i++ {
 		k := fmt.Sprintf("c%s-%d", me, i%20)
 		lo, hi := hashString(k, w.slots[0].seed)
-		est, addP, p, err := w.add(lo, hi, 1)
+		est, addP, p, err := w.addOne(lo, hi, 1)
 		if err != nil {
 			return err
 		}

@@ -184,7 +184,7 @@ func TestCountMinWindow_AddTurnLowerBound(t *testing.T) {
 						for i := range snap {
 							snap[i] = exact[base+uint64(i)].Load()
 						}
-						est, winP, err := adder.addOne(lo, hi, 1)
+						est, _, winP, err := adder.addOne(lo, hi, 1)
 						if err != nil {
 							t.Error(err)
 							return

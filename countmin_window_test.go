@@ -131,7 +131,7 @@ func TestCountMinWindow_ClockExact(t *testing.T) {
 	for i := 0; time.Now().Before(deadline); i++ {
 		k := fmt.Sprintf("k%d", i%50)
 		lo, hi := hashString(k, w.slots[0].seed)
-		est, addP, p, err := w.add(lo, hi, 1)
+		est, addP, p, err := w.addOne(lo, hi, 1)
 		if err != nil {
 			t.Fatal(err)
 		}

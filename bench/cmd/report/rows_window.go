@@ -36,8 +36,11 @@ func windowKey(op, build, shape string, batch, procs int) Key {
 	return Key{Struct: "window", Op: op, Impl: "sketch", Build: build, Shape: shape, Dist: "uniform", Batch: batch, Writers: 1, Procs: procs}
 }
 
-// window returns this build's Count-Min window of a shape, its slots'
-// pages touched by rotating through them (where they cost time).
+// window returns this build's Count-Min window of a shape, rotated
+// through so that its slots hold the window's periods, as in a window in
+// use (also for the instruction counts: a fresh window's previous slot
+// holds nothing and its adds take another way), and its slots' pages
+// touched where they cost time.
 func (e *env) window(sh shape) (*sketch.CountMinWindow, error) {
 	return cachedErr(e, "window-"+sh.name, func() (*sketch.CountMinWindow, error) {
 		path := filepath.Join(e.dir, fmt.Sprintf("window-%s-%s", e.build, sh.name))
@@ -45,7 +48,7 @@ func (e *env) window(sh shape) (*sketch.CountMinWindow, error) {
 		if err != nil {
 			return nil, err
 		}
-		for i := 0; i < windowSpan.Keep+1 && !e.small && !e.attach; i++ {
+		for i := 0; i < windowSpan.Keep+1 && !e.attach; i++ {
 			if err := w.Rotate(); err != nil {
 				w.Close()
 				return nil, err
