@@ -194,8 +194,9 @@ func estimateTouch(other, cur *cmsLayout, lo, hi uint64) (est, sink uint64) {
 // columns computed once: the window's add when one other slot is read. It
 // returns the key's estimate in other and its new estimate in cur. n must
 // be 1 to fastAdd. The column of row i, lo + i·(hi|1), is kept as a
-// running sum, and the adds walk the rows back from where the reads
-// ended: fewer values live, fewer spilled.
+// running sum, and the adds start again from where the reads started,
+// computed back, not kept: fewer values live, fewer spilled. The adds go
+// from the first row to the last, as every add does (docs/FORMAT.md).
 func readThenAdd(other, cur *cmsLayout, lo, hi, n uint64) (otherEst, curEst uint64) {
 	h2 := hi | 1
 	otherEst, curEst = ^uint64(0), ^uint64(0)
@@ -210,15 +211,17 @@ func readThenAdd(other, cur *cmsLayout, lo, hi, n uint64) (otherEst, curEst uint
 		rc = unsafe.Add(rc, rowBytes)
 		x += h2
 	}
+	rc = unsafe.Add(rc, -rows*int(rowBytes))
+	x -= uint64(rows) * h2
 	for range rows {
-		rc = unsafe.Add(rc, -int(rowBytes))
-		x -= h2
 		c := (*uint64)(unsafe.Add(rc, uintptr(x&mask)*8))
 		v := atomic.AddUint64(c, n)
 		if v > maxCount {
 			v = clampCell(c)
 		}
 		curEst = min(curEst, v)
+		rc = unsafe.Add(rc, rowBytes)
+		x += h2
 	}
 	return min(otherEst, maxCount), curEst
 }

@@ -408,14 +408,16 @@ func (w *CountMinWindow) add(p, lo, hi, n uint64) (est, addP, winP uint64, err e
 // add went to and the window's last period (later than the add's when the
 // period turned during the call). It serves the usual case itself, in a
 // window of two periods whose slots this handle found ready in this period
-// before (the pair cache): it checks the slots' words after the add only.
-// A slot's word never returns to a period it left, so words that held
-// their periods when the pair was cached and after the add held them
-// throughout. add serves the rest, and caches the pair.
+// before (the pair cache). It checks the current slot's word before the
+// add, as every add does (it never writes into a slot that does not hold
+// its period), and the other slot's only after it: a slot's word never
+// returns to a period it left, so a word that held its period when the
+// pair was cached and after the read held it throughout. add serves the
+// rest, and caches the pair.
 func (w *CountMinWindow) addOne(lo, hi, n uint64) (est, addP, winP uint64, err error) {
 	c := &w.ctl
 	p := c.current()
-	if v := c.pair.Load(); v>>slotBits == p && p <= maxPeriod && n-1 < fastAdd {
+	if v := c.pair.Load(); v>>slotBits == p && p <= maxPeriod && n-1 < fastAdd && c.held(v&(1<<slotBits-1), p) {
 		s := v & (1<<slotBits - 1)
 		t := c.prevSlot(s)
 		others, cur := readThenAdd(&w.slots[t], &w.slots[s], lo, hi, n)
