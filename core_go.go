@@ -162,12 +162,14 @@ func estimatePair(a, b *cmsLayout, lo, hi uint64) (uint64, uint64) {
 	h2 := hi | 1
 	ea, eb := ^uint64(0), ^uint64(0)
 	ra, rb := a.cells, b.cells
-	for i := 0; i < a.rows; i++ {
-		off := uintptr((lo+uint64(i)*h2)&a.mask) * 8
+	mask, rowBytes, x := a.mask, a.rowBytes, lo
+	for range a.rows {
+		off := uintptr(x&mask) * 8
 		ea = min(ea, atomic.LoadUint64((*uint64)(unsafe.Add(ra, off))))
 		eb = min(eb, atomic.LoadUint64((*uint64)(unsafe.Add(rb, off))))
-		ra = unsafe.Add(ra, a.rowBytes)
-		rb = unsafe.Add(rb, a.rowBytes)
+		ra = unsafe.Add(ra, rowBytes)
+		rb = unsafe.Add(rb, rowBytes)
+		x += h2 // the column of the next row, lo + i·h2, as a running sum
 	}
 	return min(ea, maxCount), min(eb, maxCount)
 }

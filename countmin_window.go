@@ -371,6 +371,7 @@ func (w *CountMinWindow) add(p, lo, hi, n uint64) (est, addP, winP uint64, err e
 			// period take addOne's short way.
 			if p <= maxPeriod { // a crafted file's period could not be cached
 				c.pair.Store(p<<slotBits | s)
+				c.seen.Store(p<<slotBits | s)
 			}
 			var v uint64
 			others, v = readThenAdd(&w.slots[t], cur, lo, hi, n)
@@ -498,6 +499,31 @@ func (w *CountMinWindow) sumHeld(p, s, first, lo, hi uint64, cur *cmsLayout) (es
 	}
 }
 
+// estimateOne is Estimate's work once the key is hashed: the estimate
+// and the window's last period. It serves the usual case itself, in a
+// window of two periods whose slots this handle saw holding their periods
+// in this period before (the seen cache): it loads the slots' words after
+// the read only, as addOne does for the other slot (a word that held its
+// period then and after the read held it throughout). estimate serves the
+// rest, and caches what it saw.
+func (w *CountMinWindow) estimateOne(lo, hi uint64) (est, p uint64) {
+	c := &w.ctl
+	p = c.currentRead()
+	if v := c.seen.Load(); v>>slotBits == p && p <= maxPeriod {
+		s := v & (1<<slotBits - 1)
+		t := c.prevSlot(s)
+		vs, vt := estimatePair(&w.slots[s], &w.slots[t], lo, hi)
+		if c.held(s, p) && c.held(t, p-1) && w.open.Load() {
+			return satAdd(vs, vt), p
+		}
+	}
+	est, p = w.estimate(lo, hi)
+	if !w.open.Load() {
+		return ClosedEstimate, p
+	}
+	return est, p
+}
+
 // estimate returns the key's estimate over the window, and the window's
 // last period: the sum over the slots that hold a period of the window,
 // each read between two loads of its word. When a word changed under the
@@ -515,6 +541,9 @@ func (w *CountMinWindow) estimate(lo, hi uint64) (est, p uint64) {
 		if wasT == heldWord(p-1) {
 			vs, vt := estimatePair(&w.slots[s], &w.slots[t], lo, hi)
 			if wasS == heldWord(p) && atomic.LoadUint64(ws) == wasS && atomic.LoadUint64(wt) == wasT {
+				if p <= maxPeriod {
+					c.seen.Store(p<<slotBits | s) // the next reads take estimateOne's short way
+				}
 				return satAdd(vs, vt), p
 			}
 		} else if wasS == heldWord(p) && !wordAfter(wasT, p+1) {
@@ -757,8 +786,7 @@ func (w *CountMinWindow) Estimate(key []byte) uint64 {
 		return ClosedEstimate
 	}
 	lo, hi := hashKey(key, w.slots[0].seed)
-	est, _ := w.estimate(lo, hi)
-	est, _ = w.afterUse(est, nil, "estimate")
+	est, _ := w.estimateOne(lo, hi)
 	return est
 }
 
@@ -768,8 +796,7 @@ func (w *CountMinWindow) EstimateString(key string) uint64 {
 		return ClosedEstimate
 	}
 	lo, hi := hashString(key, w.slots[0].seed)
-	est, _ := w.estimate(lo, hi)
-	est, _ = w.afterUse(est, nil, "estimate")
+	est, _ := w.estimateOne(lo, hi)
 	return est
 }
 

@@ -152,11 +152,12 @@ func TestCountMinWindow_RotateRaceLowerBound(t *testing.T) {
 
 // TestCountMinWindow_AddTurnLowerBound: goroutines add one key while
 // another handle turns a Rotate-only window as fast as it can, and each
-// add's estimate is checked against the window it says it covers, also
-// when the period turned during the add (where the short way of a window
-// of two periods reads a slot that may be cleared under it). The
-// reference counts only adds that landed in a known period: those during
-// which the period did not turn.
+// add's estimate, and each estimate of a reader with its own handle, is
+// checked against the window it says it covers, also when the period
+// turned during the call (where the short ways of a window of two periods
+// read a slot that may be cleared under them). The reference counts only
+// adds that landed in a known period: those during which the period did
+// not turn.
 func TestCountMinWindow_AddTurnLowerBound(t *testing.T) {
 	for _, keep := range []int{1, 2, 3} {
 		t.Run(fmt.Sprintf("keep=%d", keep), func(t *testing.T) {
@@ -164,12 +165,42 @@ func TestCountMinWindow_AddTurnLowerBound(t *testing.T) {
 			cfg := CountMinConfig{Rows: 2, Width: 64}
 			adder := mustOpenWindow(t, path, Window{Keep: keep}, cfg)
 			rot := mustOpenWindow(t, path, Window{Keep: keep}, cfg)
+			reader := mustOpenWindow(t, path, Window{Keep: keep}, cfg)
 			exact := new([1 << 20]atomic.Uint64) // adds that landed in each period
 			lo, hi := hashKey([]byte("hot"), adder.slots[0].seed)
 			const span = 4 // periods an add may see turn and still be checked
 			var stop, failed atomic.Bool
-			var turned, checked atomic.Uint64
+			var turned, checked, reads atomic.Uint64
 			var wg sync.WaitGroup
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				snap := make([]uint64, keep+span+1)
+				for !stop.Load() {
+					c0 := reader.Current()
+					base := reader.ctl.first(c0)
+					if c0+span >= uint64(len(exact)) {
+						return
+					}
+					for i := range snap {
+						snap[i] = exact[base+uint64(i)].Load()
+					}
+					est, winP := reader.estimateOne(lo, hi)
+					if winP < c0 || winP > c0+span {
+						continue
+					}
+					reads.Add(1)
+					var want uint64
+					for r := reader.ctl.first(winP); r <= winP; r++ {
+						want += snap[r-base]
+					}
+					if est < want {
+						failed.Store(true)
+						t.Errorf("estimate from period %d returned %d for the window ending at %d, but at least %d adds fall in it", c0, est, winP, want)
+						return
+					}
+				}
+			}()
 			for range 2 {
 				wg.Add(1)
 				go func() {
@@ -224,10 +255,10 @@ func TestCountMinWindow_AddTurnLowerBound(t *testing.T) {
 			}
 			stop.Store(true)
 			wg.Wait()
-			if checked.Load() == 0 || turned.Load() == 0 {
-				t.Fatalf("%d adds checked, %d saw the period turn: the race was not run", checked.Load(), turned.Load())
+			if checked.Load() == 0 || turned.Load() == 0 || reads.Load() == 0 {
+				t.Fatalf("%d adds checked, %d saw the period turn, %d estimates checked: the race was not run", checked.Load(), turned.Load(), reads.Load())
 			}
-			t.Logf("%d adds checked, %d saw the period turn, %d rotations", checked.Load(), turned.Load(), rotations)
+			t.Logf("%d adds checked, %d saw the period turn, %d estimates checked, %d rotations", checked.Load(), turned.Load(), reads.Load(), rotations)
 		})
 	}
 }

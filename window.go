@@ -161,6 +161,12 @@ type windowCtl struct {
 	// window of two periods: while that period is current, an add checks
 	// the two words only after it (see CountMinWindow.addOne).
 	pair atomic.Uint64
+	// seen holds, the same way, the last period in which this handle read
+	// both slots of a window of two periods holding their periods; while
+	// that period is current, an estimate checks their words after the
+	// read only (see CountMinWindow.estimateOne). pair implies seen; seen
+	// says nothing of the clear ahead, so reads never set pair.
+	seen atomic.Uint64
 	// aheadFor is the next period whose slot this handle has started to
 	// clear ahead (clock mode); past it, a writer starts the next one.
 	aheadFor atomic.Uint64
@@ -213,6 +219,7 @@ func (c *windowCtl) init(region unsafe.Pointer, w Window, lk *fileLock, open *at
 	}
 	c.cache.Store(math.MaxUint64) // no period: the first call divides
 	c.pair.Store(math.MaxUint64)
+	c.seen.Store(math.MaxUint64)
 	if c.period != 0 {
 		c.clk = newWindowClock(c.period)
 	} else {
