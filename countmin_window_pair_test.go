@@ -230,10 +230,8 @@ func TestCountMinWindow_PairClockLowerBound(t *testing.T) {
 			win := Window{Period: time.Millisecond, Keep: keep}
 			adders := []*CountMinWindow{mustOpenWindow(t, path, win, cfg), mustOpenWindow(t, path, win, cfg)}
 			rot := mustOpenWindow(t, path, win, cfg)
-			p0 := adders[0].Current()
-			exact := new([1 << 16]atomic.Uint64)
+			ref := &landedRef{p0: adders[0].Current()}
 			lo, hi := hashKey([]byte("hot"), adders[0].slots[0].seed)
-			const span = 4
 			var stop, failed atomic.Bool
 			var turned, checked atomic.Uint64
 			var wg sync.WaitGroup
@@ -241,44 +239,10 @@ func TestCountMinWindow_PairClockLowerBound(t *testing.T) {
 				wg.Add(1)
 				go func() {
 					defer wg.Done()
-					snap := make([]uint64, keep+span+1)
+					buf := make([]uint64, keep+landedSpan+1)
 					for !stop.Load() {
-						c0 := adder.Current()
-						if c0 < p0+uint64(keep) || c0-p0+span >= uint64(len(exact)) {
-							if c0 < p0+uint64(keep) {
-								adder.addOne(lo, hi, 1)
-								continue
-							}
-							return
-						}
-						base := adder.ctl.first(c0)
-						for i := range snap {
-							snap[i] = exact[base-p0+uint64(i)].Load()
-						}
-						est, _, winP, err := adder.addOne(lo, hi, 1)
-						if err != nil {
-							t.Error(err)
-							return
-						}
-						if c1 := adder.Current(); c1 == c0 {
-							exact[c0-p0].Add(1)
-						} else {
-							turned.Add(1)
-						}
-						if winP < c0 || winP > c0+span {
-							continue
-						}
-						checked.Add(1)
-						var want uint64
-						for r := adder.ctl.first(winP); r <= winP; r++ {
-							want += snap[r-base]
-						}
-						if winP-c0 < uint64(keep) {
-							want++
-						}
-						if est < want {
+						if !ref.checkAdd(t, adder, lo, hi, buf, &turned, &checked) {
 							failed.Store(true)
-							t.Errorf("add from period %d returned %d for the window ending at %d, but at least %d adds fall in it", c0, est, winP, want)
 							return
 						}
 					}
