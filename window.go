@@ -159,7 +159,8 @@ type windowCtl struct {
 	// pair holds, the same way, the last period this handle found ready
 	// for adds with the previous period held in the slot before, in a
 	// window of two periods: while that period is current, an add checks
-	// the two words only after it (see CountMinWindow.addOne).
+	// its own slot's word before it and the other's only after it (see
+	// CountMinWindow.addOne).
 	pair atomic.Uint64
 	// seen holds, the same way, the last period in which this handle read
 	// both slots of a window of two periods holding their periods; while
