@@ -148,7 +148,7 @@ func TestArena_EntriesChangedAfterAttach(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	dirOff := int64(slotsOff + defaultSlots*slotSize)
+	dirOff := int64(dirOffset(defaultSlots))
 	count := func(n uint32) {
 		var w [4]byte
 		native.PutUint32(w[:], n)

@@ -21,6 +21,7 @@ package sketch
 //	136     56    reserved for mutable state, zero
 //	192     64    lock words (the futex rwlock)
 //	256     8*N   reader slots
+//	...     8*N   liveness tokens (token_linux.go), one per reader slot
 //	...     128*M directory entries
 //	...           structures' data, each 64-byte aligned
 //
@@ -41,7 +42,7 @@ const (
 	// fileMagic reads "SHMSKTCH" as a big-endian word; a file written on a
 	// machine of the other byte order shows it byte-swapped.
 	fileMagic     uint64 = 0x53484d534b544348
-	formatVersion uint32 = 1
+	formatVersion uint32 = 2
 
 	headerSize  = 128
 	offMagic    = 0
@@ -126,9 +127,14 @@ type entry struct {
 
 func roundUp(n, to uint64) uint64 { return (n + to - 1) &^ (to - 1) }
 
+// dirOffset is where the directory starts in a file with the given number
+// of reader slots: after the slot table and the token table, one word per
+// slot each.
+func dirOffset(slots uint32) uint32 { return slotsOff + 2*slots*slotSize }
+
 // newLayout lays out a file holding the given structures, one after another.
 func newLayout(seed uint64, entries []entry) layout {
-	l := layout{seed: seed, slots: defaultSlots, dirOff: slotsOff + defaultSlots*slotSize}
+	l := layout{seed: seed, slots: defaultSlots, dirOff: dirOffset(defaultSlots)}
 	l.dirCap = uint32(len(entries))
 	l.dataOff = roundUp(uint64(l.dirOff)+uint64(l.dirCap)*entrySize, pageSize)
 	off := l.dataOff
@@ -146,7 +152,7 @@ func newLayout(seed uint64, entries []entry) layout {
 // maxDirEntries, so that small structures do not run out of entries before
 // they run out of room.
 func newArenaLayout(seed, size uint64) layout {
-	l := layout{seed: seed, flags: flagArena, slots: defaultSlots, dirOff: slotsOff + defaultSlots*slotSize}
+	l := layout{seed: seed, flags: flagArena, slots: defaultSlots, dirOff: dirOffset(defaultSlots)}
 	l.dirCap = uint32(min(max(size/pageSize, 16), maxDirEntries))
 	l.dataOff = roundUp(uint64(l.dirOff)+uint64(l.dirCap)*entrySize, pageSize)
 	l.fileSize = max(roundUp(size, pageSize), l.dataOff+pageSize)
@@ -263,7 +269,7 @@ func decodeHeader(b []byte) (layout, error) {
 		return corrupt("lock region at %d+%d, want %d+%d", native.Uint32(b[offLockOff:]), native.Uint32(b[offLockSize:]), lockOff, lockSize)
 	case native.Uint32(b[offSlotsOff:]) != slotsOff || l.slots == 0 || l.slots > maxSlots:
 		return corrupt("reader slots at %d x %d", native.Uint32(b[offSlotsOff:]), l.slots)
-	case uint64(l.dirOff) != slotsOff+uint64(l.slots)*slotSize || l.dirCap == 0 || l.dirCap > maxDirEntries:
+	case l.dirOff != dirOffset(l.slots) || l.dirCap == 0 || l.dirCap > maxDirEntries:
 		return corrupt("directory at %d x %d", l.dirOff, l.dirCap)
 	case l.dataOff != roundUp(uint64(l.dirOff)+uint64(l.dirCap)*entrySize, pageSize) || l.dataOff > l.fileSize:
 		return corrupt("data offset %d", l.dataOff)

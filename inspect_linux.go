@@ -3,7 +3,6 @@ package sketch
 import (
 	"errors"
 	"fmt"
-	"io"
 	"math"
 	"os"
 	"sync/atomic"
@@ -21,8 +20,9 @@ import (
 // ErrInterruptedCreate (ErrCorrupt when empty), without waiting.
 //
 // The lock state is a snapshot: holders come and go while it is read.
-// Whether a token's handle is alive is asked of the kernel, one
-// fcntl(F_OFD_GETLK) per id, which needs no write permission.
+// Whether a token's handle is alive is asked as the lock's waiters ask it,
+// one fcntl(F_OFD_GETLK) or kill(pid, 0) per id, which need no write
+// permission.
 func Inspect(path string) (FileInfo, error) {
 	fi, err := inspect(path)
 	if err != nil {
@@ -101,6 +101,7 @@ func inspectLock(fd int, data []byte, nslots int) LockInfo {
 		slots:  unsafe.Add(base, slotsOff),
 		nslots: nslots,
 	}
+	tokens := newTokenTable(data, nslots)
 	s := atomic.LoadUint32(l.state)
 	li := LockInfo{
 		Writer:        s&stW != 0,
@@ -112,10 +113,10 @@ func inspectLock(fd int, data []byte, nslots int) LockInfo {
 	}
 	if li.Writer && s&stOwner != 0 {
 		li.WriterToken = int(s&stOwner) - 1
-		li.WriterAlive = tokenHeld(fd, li.WriterToken)
+		li.WriterAlive = tokenHeld(fd, tokens, li.WriterToken)
 	}
 	for id := 0; id < min(int(li.SlotsClaimed), nslots); id++ {
-		alive := tokenHeld(fd, id)
+		alive := tokenHeld(fd, tokens, id)
 		if alive {
 			li.Handles++
 		}
@@ -132,13 +133,12 @@ func inspectLock(fd int, data []byte, nslots int) LockInfo {
 	return li
 }
 
-// tokenHeld reports whether some handle holds token id. It only tests
-// (F_OFD_GETLK), which a descriptor open for reading may do; an error
-// counts as held, as it does for the lock itself.
-func tokenHeld(fd, id int) bool {
-	lk := unix.Flock_t{Type: unix.F_WRLCK, Whence: io.SeekStart, Start: tokenBase + int64(id), Len: 1}
-	if err := unix.FcntlFlock(uintptr(fd), unix.F_OFD_GETLK, &lk); err != nil {
-		return true
+// tokenHeld reports whether some handle holds token id, as the lock's
+// waiters ask it (token_linux.go): with queries a descriptor open for
+// reading may make. An error counts as held, as it does for the lock.
+func tokenHeld(fd int, tokens tokenTable, id int) bool {
+	if id < 0 || id >= tokens.n {
+		return false
 	}
-	return lk.Type != unix.F_UNLCK
+	return recordAlive(fd, id, atomic.LoadUint64(tokens.word(id)))
 }

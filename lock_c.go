@@ -24,6 +24,8 @@ func (l *fileLock) cLock() *csrc.Lock {
 		Slots:  l.slots,
 		NSlots: l.nslots,
 		Slot:   unsafe.Pointer(l.slot),
+		Tokens: l.tokens.words,
+		Self:   l.self,
 		ID:     l.id,
 		FD:     l.fd,
 	}

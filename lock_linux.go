@@ -15,18 +15,16 @@ package sketch
 //
 // Readers count in their handle's slot of the reader-slot table and back
 // off while W is set; a writer sets W, then waits for every slot to drain.
-// Liveness is an OFD lock on byte tokenBase+id that each read-write handle
-// holds while it is open: the kernel drops it when the process dies.
+// Each read-write handle holds a liveness token while it is open
+// (token_linux.go): a waiter asks it before it takes a lock or a slot
+// from a holder it believes dead.
 
 import (
 	"errors"
-	"io"
 	"math"
 	"sync/atomic"
 	"time"
 	"unsafe"
-
-	"golang.org/x/sys/unix"
 )
 
 const (
@@ -39,12 +37,6 @@ const (
 	stRTurn   uint32 = 1 << 29 // readers' turn: writers hold off briefly
 	stRParked uint32 = 1 << 28 // a reader sleeps on state
 	stOwner   uint32 = 0xffff  // the holder's token id + 1
-
-	// tokenBase is where the liveness bytes start: far past any file, so
-	// no lock there ever covers data.
-	tokenBase = 1 << 62
-	// maxTokens bounds the handles of one file (OWNER has 16 bits).
-	maxTokens = 0xffff
 
 	// lockPatience is how long a waiter sleeps before it asks the kernel
 	// whether the holder is alive.
@@ -62,8 +54,11 @@ var errLockLost = errors.New("the write lock was lost: another process recovered
 
 // fileLock is one handle's part in the file's lock.
 type fileLock struct {
-	fd     int // holds the handle's token; asked about other tokens
+	fd     int // holds the handle's token byte; asks about other tokens
 	id     int
+	rec    uint64 // the handle's token record, as it claimed it
+	self   uint64 // processToken(), for the C core
+	tokens tokenTable
 	state  *uint32
 	drain  *uint32
 	hw     *uint32
@@ -72,17 +67,24 @@ type fileLock struct {
 	slot   *uint64 // this handle's slot; nil for a slotless handle
 }
 
-// newFileLock takes a token on fd (which must be this handle's own open
-// file description) and claims the handle's reader slot, if it gets one.
+// newFileLock claims a token, its byte on fd (which must be this handle's
+// own open file description) and the handle's reader slot.
 func newFileLock(fd int, data []byte, nslots int) (*fileLock, error) {
-	id, err := takeToken(fd)
+	tokens := newTokenTable(data, nslots)
+	id, rec, err := tokens.claim(fd)
 	if err != nil {
+		return nil, err
+	}
+	if rec, err = tokens.lockByte(fd, id, rec); err != nil {
 		return nil, err
 	}
 	base := unsafe.Pointer(&data[0])
 	l := &fileLock{
 		fd:     fd,
 		id:     id,
+		rec:    rec,
+		self:   processToken(),
+		tokens: tokens,
 		state:  (*uint32)(unsafe.Add(base, lockStateOff)),
 		drain:  (*uint32)(unsafe.Add(base, lockDrainOff)),
 		hw:     (*uint32)(unsafe.Add(base, lockHWOff)),
@@ -126,27 +128,6 @@ func newFileLock(fd int, data []byte, nslots int) (*fileLock, error) {
 	return l, nil
 }
 
-// takeToken takes the lowest free token id on fd: an OFD write lock on one
-// byte at tokenBase+id, held until fd is closed.
-func takeToken(fd int) (int, error) {
-	for id := 0; id < maxTokens; id++ {
-		lk := unix.Flock_t{Type: unix.F_WRLCK, Whence: io.SeekStart, Start: tokenBase + int64(id), Len: 1}
-		err := unix.FcntlFlock(uintptr(fd), unix.F_OFD_SETLK, &lk)
-		switch err {
-		case nil:
-			return id, nil
-		case unix.EAGAIN, unix.EACCES:
-			continue
-		case unix.EINTR:
-			id--
-			continue
-		default:
-			return -1, err
-		}
-	}
-	return -1, errors.New("more than 65535 handles on one file")
-}
-
 // slotAt returns slot id's word. Slots are spread so that the first n/8
 // handles each count on a cache line of their own.
 func (l *fileLock) slotAt(id int) *uint64 {
@@ -171,37 +152,17 @@ func (l *fileLock) nextPos(pos int) int {
 }
 
 // alive reports whether the handle with token id is open, in any process.
-// An error from the kernel counts as alive: a live holder must never be
-// taken for dead.
 func (l *fileLock) alive(id int) bool {
-	lk := unix.Flock_t{Type: unix.F_WRLCK, Whence: io.SeekStart, Start: tokenBase + int64(id), Len: 1}
-	if err := unix.FcntlFlock(uintptr(l.fd), unix.F_OFD_GETLK, &lk); err != nil {
-		return true
-	}
-	return lk.Type != unix.F_UNLCK
+	return recordAlive(l.fd, id, atomic.LoadUint64(l.tokens.word(id)))
 }
+
+// leave frees the handle's token record, once its descriptor holding the
+// token's byte is closed: from then on nobody takes the handle for alive.
+func (l *fileLock) leave() { l.tokens.release(l.id, l.rec) }
 
 // testHookRecovering runs while recoverWriter holds a dead holder's token,
 // before its compare-and-swap.
 var testHookRecovering func(dead int)
-
-// holdToken takes token id's byte on this handle's descriptor, which
-// succeeds only while no handle holds it.
-func (l *fileLock) holdToken(id int) bool {
-	lk := unix.Flock_t{Type: unix.F_WRLCK, Whence: io.SeekStart, Start: tokenBase + int64(id), Len: 1}
-	for {
-		err := unix.FcntlFlock(uintptr(l.fd), unix.F_OFD_SETLK, &lk)
-		if err != unix.EINTR {
-			return err == nil
-		}
-	}
-}
-
-// releaseToken gives back a byte holdToken took.
-func (l *fileLock) releaseToken(id int) {
-	lk := unix.Flock_t{Type: unix.F_UNLCK, Whence: io.SeekStart, Start: tokenBase + int64(id), Len: 1}
-	unix.FcntlFlock(uintptr(l.fd), unix.F_OFD_SETLK, &lk)
-}
 
 // rlock takes the read lock. A slotless handle takes the write lock.
 func (l *fileLock) rlock() {
@@ -278,13 +239,16 @@ func (l *fileLock) claimSlow() {
 }
 
 // drainReaders waits until no slot counts a read lock, clearing the slots
-// of readers that died.
+// of readers that died. A slot that has counted a read lock for lockPatience
+// has its holder asked about, however often live readers leaving other
+// slots woke the wait meanwhile.
 func (l *fileLock) drainReaders() {
 	hw := min(int(atomic.LoadUint32(l.hw)), l.nslots)
 	// pos walks slotAt(id) without its divisions, which cost more than
 	// the rest of an uncontended lock.
 	for id, pos := 0, 0; id < hw; id, pos = id+1, l.nextPos(pos) {
 		slot := (*uint64)(unsafe.Add(l.slots, pos*slotSize))
+		var since time.Time
 		for {
 			v := atomic.LoadUint64(slot)
 			if uint32(v) == 0 {
@@ -294,9 +258,17 @@ func (l *fileLock) drainReaders() {
 			if uint32(atomic.LoadUint64(slot)) == 0 {
 				break
 			}
-			if futexWait(l.drain, d, lockPatience) == errFutexTimeout && id != l.id && !l.alive(id) {
-				// Same generation only: a new handle that took the id since
-				// has reset the slot, and its count is live.
+			if since.IsZero() {
+				since = time.Now()
+			}
+			futexWait(l.drain, d, lockPatience)
+			if id == l.id || time.Since(since) < lockPatience {
+				continue
+			}
+			since = time.Now()
+			if !l.alive(id) {
+				// Same generation only: a new handle that took the id
+				// since has reset the slot, and its count is live.
 				atomic.CompareAndSwapUint64(slot, v, v&^math.MaxUint32)
 			}
 		}
@@ -359,16 +331,20 @@ func (l *fileLock) recoverWriter() {
 	case int(owner-1) == l.id:
 		return // a goroutine of this handle holds it
 	default:
-		// Hold the dead holder's token byte while recovering: otherwise a
-		// new handle could take its id, join, and lock under the same
-		// OWNER between the check and the compare-and-swap, which would
-		// then see the word it expects and wipe a live lock. Taking the
-		// byte is also the liveness check: it fails while anyone holds it.
+		// Hold the dead holder's token while recovering: otherwise a new
+		// handle could take its id, join, and lock under the same OWNER
+		// between the check and the compare-and-swap, which would then
+		// see the word it expects and wipe a live lock. Holding it is
+		// also the liveness check: it fails while the holder lives.
 		dead := int(owner - 1)
-		if !l.holdToken(dead) {
+		if dead >= l.tokens.n {
+			break // no such token: a damaged word
+		}
+		rec, ok := l.tokens.holdDead(l.fd, dead)
+		if !ok {
 			return
 		}
-		defer l.releaseToken(dead)
+		defer l.tokens.release(dead, rec)
 		if testHookRecovering != nil {
 			testHookRecovering(dead)
 		}

@@ -35,7 +35,7 @@ import (
 var otCfg = CountMinConfig{Rows: 1, Width: 8, Seed: 0x5eed}
 
 // otDirOff is where a file made by this package keeps its directory.
-const otDirOff = slotsOff + defaultSlots*slotSize
+const otDirOff = slotsOff + 2*defaultSlots*slotSize
 
 // otSpecific lists the sentinels that wrap ErrCorrupt.
 var otSpecific = []error{ErrByteOrder, ErrVersion, ErrChecksum, ErrInterruptedCreate}
@@ -422,7 +422,7 @@ func TestOpen_ErrChecksum(t *testing.T) {
 }
 
 func TestOpen_ErrVersion(t *testing.T) {
-	for _, v := range []uint32{0, 2, 1 << 24, math.MaxUint32} {
+	for _, v := range []uint32{0, formatVersion - 1, formatVersion + 1, 1 << 24, math.MaxUint32} {
 		for _, resum := range []bool{true, false} {
 			t.Run(fmt.Sprintf("version=%d,resum=%v", v, resum), func(t *testing.T) {
 				path, valid := otMakeFile(t, otCfg)
@@ -496,7 +496,7 @@ func TestOpen_Structural(t *testing.T) {
 		{"slots=max", h32(offSlotsN, math.MaxUint32), nil},
 		// A consistent relayout with one reader slot moves the directory
 		// onto the old slots, which are zero: the entry's checksum fails.
-		{"slots=1 with dirOff and dataOff to match", all(h32(offSlotsN, 1), h32(offDirOff, slotsOff+slotSize), h64(offDataOff, pageSize)), ErrChecksum},
+		{"slots=1 with dirOff and dataOff to match", all(h32(offSlotsN, 1), h32(offDirOff, slotsOff+2*slotSize), h64(offDataOff, pageSize)), ErrChecksum},
 		{"dirOff=0", h32(offDirOff, 0), nil},
 		{"dirOff+64", h32(offDirOff, otDirOff+64), nil},
 		{"dirOff=max", h32(offDirOff, math.MaxUint32), nil},

@@ -83,6 +83,8 @@ func TestHelperProcess(t *testing.T) {
 		err = childReadOnlyView()
 	case "lockhold":
 		err = childLockHold()
+	case "tokenblock":
+		err = childTokenBlock()
 	case "lockspin":
 		err = childLockSpin()
 	case "lockcount":

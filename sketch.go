@@ -265,12 +265,10 @@ func (m *mapping) close() error {
 		return nil
 	}
 	r.closed = true
-	err := replaceWithPlaceholder(r.data)
-	if cerr := closeFd(r.fd); err == nil {
-		err = cerr
+	err := r.closeFds()
+	if perr := replaceWithPlaceholder(r.data); err == nil {
+		err = perr
 	}
-	closeFd(r.tokenFd) // releases the lock token: others may recover the lock
-	r.fd, r.tokenFd = -1, -1
 	if err != nil {
 		return m.errorf("close", err)
 	}
@@ -296,13 +294,25 @@ func (r *resources) unref() {
 		return
 	}
 	r.retired = true
-	unmap(r.data)
 	if !r.closed {
-		closeFd(r.fd)
-		closeFd(r.tokenFd)
-		r.closed, r.fd, r.tokenFd = true, -1, -1
+		r.closeFds()
+		r.closed = true
 	}
+	unmap(r.data)
 	r.data = nil
+}
+
+// closeFds closes the descriptors, which releases the lock token's byte,
+// and then frees the token itself (the memory is still the file's): from
+// then on others may recover whatever the handle left.
+func (r *resources) closeFds() error {
+	err := closeFd(r.fd)
+	closeFd(r.tokenFd)
+	r.fd, r.tokenFd = -1, -1
+	if r.lk != nil {
+		r.lk.leave()
+	}
+	return err
 }
 
 func (m *mapping) sync() error {

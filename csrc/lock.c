@@ -23,6 +23,7 @@
 #include <linux/futex.h>
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <signal.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -88,12 +89,24 @@ static void sk_futex_wake_all(uint32_t *addr)
 	syscall(SYS_futex, addr, (long)FUTEX_WAKE, (long)INT_MAX, NULL, NULL, 0L);
 }
 
-/* sk_alive reports whether the handle with token id is open, in any
- * process. An error from the kernel counts as alive: a live holder must
- * never be taken for dead. */
-static bool sk_alive(const sk_lock *l, uint32_t id)
+/* Token records (token_linux.go draws them): CLAIMED, OFD, GEN, PID and
+ * PID namespace in one word a process may write only if it may write the
+ * file. */
+#define SK_TOK_CLAIMED ((uint64_t)1)
+#define SK_TOK_OFD ((uint64_t)2)
+#define SK_TOK_GEN_SHIFT 2
+#define SK_TOK_GEN_MASK ((uint64_t)0xff << SK_TOK_GEN_SHIFT)
+#define SK_TOK_PID_SHIFT 10
+#define SK_TOK_PID_MASK (((uint64_t)1 << 22) - 1)
+#define SK_TOK_NS_SHIFT 32
+
+/* sk_ofd_write_locked reports whether some open file description holds a
+ * write lock on token id's byte. The query is for a read lock, with which
+ * only write locks conflict: the read locks anyone who may read the file
+ * can place are not reported. An error counts as locked. */
+static bool sk_ofd_write_locked(const sk_lock *l, uint32_t id)
 {
-	struct flock lk = {.l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = SK_TOKEN_BASE + id, .l_len = 1};
+	struct flock lk = {.l_type = F_RDLCK, .l_whence = SEEK_SET, .l_start = SK_TOKEN_BASE + id, .l_len = 1};
 	int r;
 	do
 		r = fcntl(l->fd, F_OFD_GETLK, &lk);
@@ -103,16 +116,46 @@ static bool sk_alive(const sk_lock *l, uint32_t id)
 	return lk.l_type != F_UNLCK;
 }
 
-/* sk_token takes (F_WRLCK) or gives back (F_UNLCK) token id's byte on
- * this handle's descriptor; taking succeeds only while no handle holds it. */
-static bool sk_token(const sk_lock *l, uint32_t id, short type)
+/* sk_record_alive reports whether record v of token id names a live
+ * handle (token_linux.go's recordAlive): a claimed record whose holder
+ * holds its byte's write lock, or, without OFD, whose process may exist:
+ * only one in this PID namespace whose PID no process has is dead. */
+static bool sk_record_alive(const sk_lock *l, uint32_t id, uint64_t v)
 {
-	struct flock lk = {.l_type = type, .l_whence = SEEK_SET, .l_start = SK_TOKEN_BASE + id, .l_len = 1};
-	int r;
-	do
-		r = fcntl(l->fd, F_OFD_SETLK, &lk);
-	while (r == -1 && errno == EINTR);
-	return r == 0;
+	if (!(v & SK_TOK_CLAIMED))
+		return false;
+	if (v & SK_TOK_OFD)
+		return sk_ofd_write_locked(l, id);
+	uint64_t ns = v >> SK_TOK_NS_SHIFT;
+	pid_t pid = (pid_t)((v >> SK_TOK_PID_SHIFT) & SK_TOK_PID_MASK);
+	if (l->self == 0 || ns != l->self >> SK_TOK_NS_SHIFT || pid == 0)
+		return true;
+	return !(kill(pid, 0) == -1 && errno == ESRCH);
+}
+
+/* sk_alive reports whether the handle with token id is open, in any
+ * process. */
+static bool sk_alive(const sk_lock *l, uint32_t id)
+{
+	return sk_record_alive(l, id, atomic_load(A64(l->tokens + id)));
+}
+
+/* sk_hold_dead claims token id for this process while the caller recovers
+ * what its dead holder left (token_linux.go's holdDead): it fails while
+ * the holder lives or when the record changed. *rec gets the claim. */
+static bool sk_hold_dead(const sk_lock *l, uint32_t id, uint64_t *rec)
+{
+	uint64_t v = atomic_load(A64(l->tokens + id));
+	if ((v & SK_TOK_CLAIMED) && sk_record_alive(l, id, v))
+		return false;
+	*rec = l->self | ((v + ((uint64_t)1 << SK_TOK_GEN_SHIFT)) & SK_TOK_GEN_MASK) | SK_TOK_CLAIMED;
+	return atomic_compare_exchange_strong(A64(l->tokens + id), &v, *rec);
+}
+
+/* sk_release frees token id if it still holds rec. */
+static void sk_release(const sk_lock *l, uint32_t id, uint64_t rec)
+{
+	atomic_compare_exchange_strong(A64(l->tokens + id), &rec, rec & SK_TOK_GEN_MASK);
 }
 
 /* sk_recover_writer clears W when its owner is dead: a token nobody holds,
@@ -126,16 +169,17 @@ static void sk_recover_writer(sk_lock *l)
 		return;
 	uint32_t owner = s & SK_OWNER;
 	bool held = false;
-	if (owner == 0) {
+	uint64_t rec = 0;
+	if (owner == 0 || owner - 1 >= l->nslots) {
 		/* damaged: recover */
 	} else if (owner - 1 == l->id) {
 		return; /* a thread of this handle holds it */
 	} else {
-		/* Hold the dead holder's token byte while recovering, so that no
-		 * new handle can take its id and lock under the same OWNER
-		 * before the compare-and-swap (lock_linux.go's recoverWriter).
-		 * Taking it is also the liveness check. */
-		if (!sk_token(l, owner - 1, F_WRLCK))
+		/* Hold the dead holder's token while recovering, so that no new
+		 * handle can take its id and lock under the same OWNER before
+		 * the compare-and-swap (lock_linux.go's recoverWriter). Holding
+		 * it is also the liveness check. */
+		if (!sk_hold_dead(l, owner - 1, &rec))
 			return;
 		held = true;
 	}
@@ -145,7 +189,7 @@ static void sk_recover_writer(sk_lock *l)
 		sk_futex_wake_all(l->drain);
 	}
 	if (held)
-		sk_token(l, owner - 1, F_UNLCK);
+		sk_release(l, owner - 1, rec);
 }
 
 /* sk_sleep waits on the state word while it still reads s (with the
@@ -185,7 +229,9 @@ static uint32_t sk_next_pos(const sk_lock *l, uint32_t pos)
 }
 
 /* sk_drain_readers waits until no slot counts a read lock, clearing the
- * slots of readers that died. */
+ * slots of readers that died. A slot that has counted a read lock for
+ * SK_PATIENCE has its holder asked about, however often live readers
+ * leaving other slots woke the wait meanwhile (lock_linux.go). */
 static void sk_drain_readers(sk_lock *l)
 {
 	uint32_t hw = atomic_load(A32(l->hw));
@@ -198,6 +244,7 @@ static void sk_drain_readers(sk_lock *l)
 	uint32_t pos = 0;
 	for (uint32_t id = 0; id < hw; id++, pos = sk_next_pos(l, pos)) {
 		uint64_t *slot = l->slots + pos;
+		int64_t since = 0;
 		for (;;) {
 			uint64_t v = atomic_load(A64(slot));
 			if ((uint32_t)v == 0)
@@ -205,7 +252,13 @@ static void sk_drain_readers(sk_lock *l)
 			uint32_t d = atomic_load(A32(l->drain));
 			if ((uint32_t)atomic_load(A64(slot)) == 0)
 				break;
-			if (sk_futex_wait(l->drain, d, SK_PATIENCE) && id != l->id && !sk_alive(l, id)) {
+			if (since == 0)
+				since = sk_now();
+			sk_futex_wait(l->drain, d, SK_PATIENCE);
+			if (id == l->id || sk_now() - since < SK_PATIENCE)
+				continue;
+			since = sk_now();
+			if (!sk_alive(l, id)) {
 				/* Same generation only: a new handle that took the id
 				 * since has reset the slot, and its count is live. */
 				atomic_compare_exchange_strong(A64(slot), &v, v & ~(uint64_t)UINT32_MAX);

@@ -34,8 +34,10 @@ type Lock struct {
 	Slots            unsafe.Pointer // NSlots uint64 words in the mapping
 	NSlots           int
 	Slot             unsafe.Pointer // this handle's slot; nil for a slotless handle
+	Tokens           unsafe.Pointer // NSlots uint64 token records in the mapping
+	Self             uint64         // this process in a token record
 	ID               int            // this handle's token id
-	FD               int            // holds the token; asked about other tokens
+	FD               int            // holds the token's byte; asks about others
 }
 
 // cLock has sk_lock's layout with addresses as integers: Held is Go
@@ -43,9 +45,10 @@ type Lock struct {
 // forbids. The flag stays put (Go's heap does not move) and alive (l
 // points to it) for the whole call, and C forgets it on return.
 type cLock struct {
-	state, drain, hw, slots, slot uintptr
-	nslots, id                    uint32
-	fd                            int32
+	state, drain, hw, slots, slot, tokens uintptr
+	self                                  uint64
+	nslots, id                            uint32
+	fd                                    int32
 }
 
 // cLock must have sk_lock's layout (compile-time checks).
@@ -56,13 +59,15 @@ var (
 	_ [unsafe.Offsetof(C.sk_lock{}.slot) - unsafe.Offsetof(cLock{}.slot)]struct{}
 	_ [unsafe.Offsetof(cLock{}.fd) - unsafe.Offsetof(C.sk_lock{}.fd)]struct{}
 	_ [unsafe.Offsetof(C.sk_lock{}.fd) - unsafe.Offsetof(cLock{}.fd)]struct{}
+	_ [unsafe.Offsetof(cLock{}.self) - unsafe.Offsetof(C.sk_lock{}.self)]struct{}
+	_ [unsafe.Offsetof(C.sk_lock{}.self) - unsafe.Offsetof(cLock{}.self)]struct{}
 )
 
 func (l *Lock) c() cLock {
 	return cLock{
 		state: uintptr(l.State), drain: uintptr(l.Drain), hw: uintptr(l.HW),
-		slots: uintptr(l.Slots), slot: uintptr(l.Slot),
-		nslots: uint32(l.NSlots), id: uint32(l.ID), fd: int32(l.FD),
+		slots: uintptr(l.Slots), slot: uintptr(l.Slot), tokens: uintptr(l.Tokens),
+		self: l.Self, nslots: uint32(l.NSlots), id: uint32(l.ID), fd: int32(l.FD),
 	}
 }
 

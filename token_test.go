@@ -1,0 +1,336 @@
+//go:build linux
+
+package sketch
+
+// Tests of the liveness tokens (token_linux.go): a user who may only read
+// a file read-locks every byte of it, and writers still open, lock, die and
+// are recovered, and a dead clearer's slot is still taken over; readers
+// killed inside their read lock are recovered from while live readers keep
+// waking the writer.
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// recoveryBound is how long a test waits for a dead holder to be
+// recovered. Recovery takes about lockPatience (10 ms); the bound only
+// tells "recovered" from "stuck", on a loaded machine or under qemu.
+const recoveryBound = 10 * time.Second
+
+// childTokenBlock opens the file at envPath read-only and read-locks every
+// byte of it it can (F_OFD_SETLK, F_RDLCK): every byte a live writer does
+// not hold at once, and each of those as soon as it is free, until stdin
+// closes. It says "blocking" after the first pass. Any user who may read a
+// file can do this.
+func childTokenBlock() error {
+	fd, err := unix.Open(os.Getenv(envPath), unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return err
+	}
+	lock := func(start, n int64) bool {
+		lk := unix.Flock_t{Type: unix.F_RDLCK, Whence: io.SeekStart, Start: start, Len: n}
+		return unix.FcntlFlock(uintptr(fd), unix.F_OFD_SETLK, &lk) == nil
+	}
+	if !lock(0, tokenBase) || !lock(tokenBase+maxSlots, 0) {
+		return errors.New("cannot read-lock the bytes around the tokens")
+	}
+	var pending []int64
+	for id := range int64(maxSlots) {
+		if !lock(tokenBase+id, 1) {
+			pending = append(pending, id)
+		}
+	}
+	fmt.Println("blocking")
+	done := make(chan struct{})
+	go func() { io.Copy(io.Discard, os.Stdin); close(done) }()
+	for {
+		select {
+		case <-done:
+			return nil
+		case <-time.After(time.Millisecond):
+		}
+		pending = slices.DeleteFunc(pending, func(id int64) bool { return lock(tokenBase+id, 1) })
+	}
+}
+
+// readLocked reports whether token id's byte carries a read lock (the
+// blocker's), asked through fd.
+func readLocked(fd, id int) bool {
+	lk := unix.Flock_t{Type: unix.F_WRLCK, Whence: io.SeekStart, Start: tokenBase + int64(id), Len: 1}
+	return unix.FcntlFlock(uintptr(fd), unix.F_OFD_GETLK, &lk) == nil && lk.Type == unix.F_RDLCK
+}
+
+// waitReadLocked waits until the blocker holds token id's byte.
+func waitReadLocked(t *testing.T, l *fileLock, id int) {
+	t.Helper()
+	for deadline := time.Now().Add(recoveryBound); !readLocked(l.fd, id); {
+		if time.Now().After(deadline) {
+			t.Fatalf("the read-only child did not lock token %d's byte within %v", id, recoveryBound)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// startTokenBlocker starts a nobody child that read-locks every byte of the
+// file at path (which nobody may read) and returns once the lock is held.
+func startTokenBlocker(t *testing.T, dir, path string) {
+	t.Helper()
+	_, _, out := startAsNobody(t, childContext(t), dir, "tokenblock", envPath+"="+path)
+	line, err := bufio.NewReader(out).ReadString('\n')
+	if strings.TrimSpace(line) != "blocking" {
+		t.Fatalf("the read-only child said %q (%v), want \"blocking\"", line, err)
+	}
+}
+
+// readableFile creates a Count-Min file of mode 0644 in a directory nobody
+// may enter (crossDir), so that a nobody child can open it read-only.
+func readableFile(t *testing.T) (dir, path string) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to run a child as another user")
+	}
+	requireReexec(t)
+	dir = crossDir(t)
+	path = filepath.Join(dir, "cms")
+	c, err := OpenCountMin(path, lockCfg, WithMode(0o644))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Close()
+	return dir, path
+}
+
+// TestToken_ReaderCannotObstruct: a user who may only read the file
+// read-locks every byte of it, before writers join or after they died;
+// writers still open, and every dead holder (a writer, a reader, a clearer)
+// is recovered.
+func TestToken_ReaderCannotObstruct(t *testing.T) {
+	for _, core := range []string{"go", "c"} {
+		for _, blockFirst := range []bool{true, false} {
+			t.Run(fmt.Sprintf("%s/blocked before the holder joined=%v", core, blockFirst), func(t *testing.T) {
+				dir, path := readableFile(t)
+				if blockFirst {
+					startTokenBlocker(t, dir, path)
+				}
+				_, l := lockHandle(t, path) // opens and joins despite the reader
+				ops := goLockOps(l)
+				env := []string{envLockMode + "=w"}
+				if core == "c" {
+					ops = requireCLock(t, l)
+					env = append(env, envLockCore+"=c")
+				}
+				holder := startLockChild(t, childContext(t), "lockhold", path, env)
+				var id int
+				if line, _ := holder.out.ReadString('\n'); !strings.HasPrefix(line, "held ") {
+					t.Fatalf("holder said %q", line)
+				} else if _, err := fmt.Sscanf(line, "held %d", &id); err != nil {
+					t.Fatal(err)
+				}
+				if !blockFirst {
+					// The reader will lock the token byte of the holder
+					// as soon as it dies.
+					startTokenBlocker(t, dir, path)
+				}
+				fi := mustInspect(t, path)
+				if !fi.Lock.Writer || !fi.Lock.WriterAlive {
+					t.Fatalf("Inspect says %+v while the holder lives, want a live writer", fi.Lock)
+				}
+				killed := time.Now()
+				holder.cmd.Process.Signal(syscall.SIGKILL)
+				<-holder.done
+				waitReadLocked(t, l, id)
+				mustAcquire(t, ops.lock, recoveryBound)
+				t.Logf("write lock recovered %v after the SIGKILL", time.Since(killed))
+				if err := ops.unlock(); err != nil {
+					t.Fatal(err)
+				}
+				// A reader killed inside its read lock.
+				reader := startLockChild(t, childContext(t), "lockhold", path, []string{envLockMode + "=r"})
+				if line, _ := reader.out.ReadString('\n'); !strings.HasPrefix(line, "held ") {
+					t.Fatalf("reader said %q", line)
+				}
+				reader.cmd.Process.Signal(syscall.SIGKILL)
+				<-reader.done
+				mustAcquire(t, ops.lock, recoveryBound)
+				if err := ops.unlock(); err != nil {
+					t.Fatal(err)
+				}
+				fi = mustInspect(t, path)
+				if fi.Lock.Writer || fi.Lock.DeadReaderSlots != 0 || fi.Lock.Handles != 1 {
+					t.Errorf("Inspect after the recoveries: %+v, want no writer, no dead reader slot, one live handle", fi.Lock)
+				}
+				// More handles than the reader could ever have stopped.
+				for range 3 {
+					lockHandle(t, path)
+				}
+			})
+		}
+	}
+}
+
+// TestToken_ReaderCannotKeepClearerAlive: a window's clearer killed inside
+// a clear, whose token byte a read-only user then locks, is still taken
+// over by the next Rotate.
+func TestToken_ReaderCannotKeepClearerAlive(t *testing.T) {
+	dir, _ := readableFile(t)
+	path := filepath.Join(dir, "win")
+	w, err := OpenCountMinWindow(path, Window{Keep: 2}, winCfg, WithMode(0o644))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	w.AddN([]byte("old"), 5)
+	if err := w.Rotate(); err != nil {
+		t.Fatal(err)
+	}
+	child := startLockChildCmd(t, childContext(t), "clearer", "winclear", path, nil,
+		[]string{selfExe(t), "-test.run=^TestHelperProcess$"})
+	child.expect(t, "clearing 0 3")
+	startTokenBlocker(t, dir, path)
+	killed := time.Now()
+	child.cmd.Process.Signal(syscall.SIGKILL)
+	<-child.done
+	waitReadLocked(t, w.ctl.lk, decodeSlotWord(atomic.LoadUint64(w.ctl.word(0))).id)
+	done := make(chan error, 1)
+	go func() { done <- w.Rotate() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(recoveryBound):
+		t.Fatalf("Rotate did not take over the dead clearer's slot within %v", recoveryBound)
+	}
+	t.Logf("clear taken over %v after the SIGKILL", time.Since(killed))
+	if got := w.EstimateString("old"); got != 0 {
+		t.Errorf("Estimate(old) = %d, want 0: the dead clearer's slot was not cleared", got)
+	}
+}
+
+// TestToken_OwnRecord: a handle's record names this process and its byte,
+// and it is free again once the handle is closed.
+func TestToken_OwnRecord(t *testing.T) {
+	path := tempPath(t, "cms")
+	c, l := lockHandle(t, path)
+	v := atomic.LoadUint64(l.tokens.word(l.id))
+	if want := processToken() | tokClaimed | tokOFD; v&^tokGenMask != want {
+		t.Fatalf("record %#x, want %#x with a generation", v, want)
+	}
+	_, other := lockHandle(t, path)
+	if !other.alive(l.id) {
+		t.Error("another handle takes this open handle for dead")
+	}
+	c.Close()
+	if v := atomic.LoadUint64(l.tokens.word(l.id)); v&tokClaimed != 0 {
+		t.Errorf("record %#x after Close, want free", v)
+	}
+	if other.alive(l.id) {
+		t.Error("a closed handle is still alive to the others")
+	}
+}
+
+// TestToken_RecordWithoutByte: a record whose holder could not take its
+// byte is asked by PID: alive while the process lives, in this namespace;
+// dead once no process has the PID; alive when it names another namespace.
+func TestToken_RecordWithoutByte(t *testing.T) {
+	if processToken() == 0 {
+		t.Skip("this process cannot tell its PID namespace (no /proc)")
+	}
+	path := tempPath(t, "cms")
+	_, l := lockHandle(t, path)
+	const id = 7
+	set := func(v uint64) { atomic.StoreUint64(l.tokens.word(id), v) }
+	ns := processToken() >> tokNSShift
+	set(processToken() | tokClaimed)
+	if !l.alive(id) {
+		t.Error("a record naming this live process is taken for dead")
+	}
+	// A process that has exited and been reaped.
+	cmd := exec.Command(selfExe(t), "-test.run=^$")
+	if err := cmd.Run(); err != nil {
+		t.Fatal(err)
+	}
+	gone := uint64(cmd.Process.Pid)
+	set(ns<<tokNSShift | gone<<tokPIDShift | tokClaimed)
+	if l.alive(id) {
+		t.Error("a record naming a reaped process is taken for alive")
+	}
+	set((ns+1)<<tokNSShift | gone<<tokPIDShift | tokClaimed)
+	if !l.alive(id) {
+		t.Error("a record naming another PID namespace is taken for dead")
+	}
+	set(ns<<tokNSShift | gone<<tokPIDShift | tokClaimed | tokOFD)
+	if l.alive(id) {
+		t.Error("a record with OFD whose byte nobody holds is taken for alive")
+	}
+}
+
+// TestLock_DeadReaderUnderAdders: readers killed inside their read lock
+// while 8 or 16 goroutines keep taking and leaving the read lock (each
+// leave wakes the writer): the next writer gets in each time, within the
+// bound, through either core.
+func TestLock_DeadReaderUnderAdders(t *testing.T) {
+	requireReexec(t)
+	kills := 50
+	if testing.Short() {
+		kills = 5
+	}
+	for _, adders := range []int{8, 16} {
+		t.Run(fmt.Sprintf("%d adders", adders), func(t *testing.T) {
+			path := tempPath(t, "cms")
+			_, w := lockHandle(t, path)
+			writers := []lockOps{goLockOps(w)}
+			if c, ok := cLockOps(w); ok {
+				writers = append(writers, c)
+			}
+			var stop atomic.Bool
+			var wg sync.WaitGroup
+			defer func() { stop.Store(true); wg.Wait() }()
+			for range adders {
+				_, r := lockHandle(t, path)
+				wg.Go(func() {
+					for !stop.Load() {
+						r.rlock()
+						r.runlock()
+						// Leave the cores to the processes started and killed.
+						time.Sleep(50 * time.Microsecond)
+					}
+				})
+			}
+			var took []time.Duration
+			for k := range kills {
+				reader := startLockChild(t, childContext(t), "lockhold", path, []string{envLockMode + "=r"})
+				if line, _ := reader.out.ReadString('\n'); !strings.HasPrefix(line, "held ") {
+					t.Fatalf("kill %d: reader said %q", k, line)
+				}
+				killed := time.Now()
+				reader.cmd.Process.Signal(syscall.SIGKILL)
+				ops := writers[k%len(writers)]
+				mustAcquire(t, ops.lock, recoveryBound)
+				took = append(took, time.Since(killed))
+				if err := ops.unlock(); err != nil {
+					t.Fatal(err)
+				}
+				<-reader.done
+			}
+			slices.Sort(took)
+			t.Logf("%d kills: writer in after median %v, p99 %v, max %v", len(took),
+				took[len(took)/2], took[len(took)*99/100], took[len(took)-1])
+		})
+	}
+}
