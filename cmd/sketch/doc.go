@@ -27,7 +27,10 @@
 // FILE --kind arena --size 64M" makes one, "sketch create FILE:NAME --kind
 // ..." a structure in it); FILE:NAME on a file that is not an arena, and an
 // arena's FILE alone where a structure is needed, are usage errors. stats,
-// freeze, check, inspect and rm take a whole arena as FILE.
+// freeze, check, inspect and rm take a whole arena as FILE. A file whose
+// own name has a colon is named whole; but when both readings exist (a
+// file x.arena:banned beside the file x.arena), every command refuses,
+// naming both: whoever may write the directory could have planted either.
 //
 // Commands that only read (query, stats, inspect, check, watch, and the
 // sources of merge) open the file read-only: they work on a file the user

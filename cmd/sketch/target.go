@@ -29,16 +29,26 @@ func (t target) String() string {
 
 // parseTarget splits FILE[:NAME] at its last colon. A path that exists as
 // given is taken whole, so a file whose name has a colon can still be
-// named; so is one whose part after the colon holds a slash.
+// named; so is one whose part after the colon holds a slash. When both
+// readings name a file (FILE:NAME exists, and so does FILE), it refuses:
+// whoever may write the directory can plant x.arena:banned beside the
+// arena x.arena, and a command must not answer from the file the user did
+// not mean.
 func parseTarget(arg string) (target, error) {
 	if arg == "" {
 		return target{}, usageError("the file name is empty")
 	}
+	i := strings.LastIndexByte(arg, ':')
+	split := i >= 0 && !strings.Contains(arg[i+1:], "/")
 	if _, err := os.Lstat(arg); err == nil {
+		if split && i > 0 && i < len(arg)-1 {
+			if st, err := os.Stat(arg[:i]); err == nil && st.Mode().IsRegular() {
+				return target{}, ambiguousError(arg, arg[:i], arg[i+1:])
+			}
+		}
 		return target{path: arg}, nil
 	}
-	i := strings.LastIndexByte(arg, ':')
-	if i < 0 || strings.Contains(arg[i+1:], "/") {
+	if !split {
 		return target{path: arg}, nil
 	}
 	t := target{path: arg[:i], name: arg[i+1:]}
@@ -46,6 +56,14 @@ func parseTarget(arg string) (target, error) {
 		return target{}, usageError("%q: give FILE or FILE:NAME", arg)
 	}
 	return t, nil
+}
+
+// ambiguousError refuses an argument that names both the file arg and the
+// structure name in the file path.
+func ambiguousError(arg, path, name string) error {
+	return fmt.Errorf("%s is ambiguous: it names the file %s and the structure %s in the file %s; "+
+		"refusing to guess (another user may have planted one): remove or rename the one you do not mean",
+		arg, arg, quoteName(name), path)
 }
 
 // structure is what the commands do with a structure of any kind.
