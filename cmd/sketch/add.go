@@ -109,7 +109,7 @@ func addStdin(s structure, t target, weighted, jsonOut bool) error {
 			Total         uint64  `json:"total"`
 			Seconds       float64 `json:"seconds"`
 			KeysPerSecond float64 `json:"keys_per_second"`
-		}{t.String(), added, total, el.Seconds(), float64(added) / el.Seconds()})
+		}{t.arg(), added, total, el.Seconds(), float64(added) / el.Seconds()})
 	}
 	fmt.Fprintf(stdout, "added %d keys to %s in %v (%s keys/s); %s in all: %d\n", added, t, el.Round(time.Millisecond), rate(float64(added)/el.Seconds()), sm.what, total)
 	return nil

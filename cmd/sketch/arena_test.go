@@ -184,7 +184,7 @@ func TestArena(t *testing.T) {
 			t.Errorf("sketch %s: exit %d, %q; want 2 and the names", strings.Join(args, " "), r.code, r.stderr)
 		}
 	}
-	if r := sk(t, "query", path+":nope", "k"); r.code != 1 || !strings.Contains(r.stderr, `no structure named "nope"`) {
+	if r := sk(t, "query", path+":nope", "k"); r.code != 1 || !strings.Contains(r.stderr, "no structure named nope (it has clients, seen, banned, recent)") {
 		t.Errorf("query of a missing name: exit %d, %q", r.code, r.stderr)
 	}
 	if r := sk(t, "create", path+":seen", "--kind", "bloom", "--capacity", "5"); r.code != 1 || !strings.Contains(r.stderr, "exists") {

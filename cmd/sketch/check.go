@@ -119,7 +119,7 @@ func checkFile(path string) checkResult {
 			what = "a torn add: a writer was killed (or closed) part way through an add"
 		}
 		if fi.Arena {
-			what = p.name + ": " + what
+			what = quoteName(p.name) + ": " + what
 		}
 		interrupted(fmt.Sprintf("%s, which is not damage and needs no repair (%v)", what, err))
 	}

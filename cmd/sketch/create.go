@@ -127,7 +127,7 @@ sketch create /dev/shm/web.arena:recent --kind bloomwindow --period 10m --keep 6
 				return err
 			}
 			defer s.Close()
-			return printCreated(t.String(), s, 0, *jsonOut)
+			return printCreated(t, s, 0, *jsonOut)
 		}
 	},
 }
@@ -196,7 +196,7 @@ func createInArena(t target, f createFlags, jsonOut bool) error {
 	defer a.Close()
 	for _, e := range a.List() {
 		if e.Name == t.name {
-			return fmt.Errorf("%s exists: the arena has a %s named %q", t, e.Kind, t.name)
+			return fmt.Errorf("%s exists: the arena has a %s named %s", t, e.Kind, quoteName(t.name))
 		}
 	}
 	s, err := makeStructure(place{path: t.path, arena: a, name: t.name}, f)
@@ -206,7 +206,7 @@ func createInArena(t target, f createFlags, jsonOut bool) error {
 	defer s.Close()
 	for _, e := range a.List() {
 		if e.Name == t.name {
-			return printCreated(t.String(), s, e.Bytes, jsonOut)
+			return printCreated(t, s, e.Bytes, jsonOut)
 		}
 	}
 	return fmt.Errorf("%s: made, but the arena does not list it", t)
@@ -258,7 +258,7 @@ func parseSize(s string) (int64, error) {
 
 // printCreated says what create made; bytes is the region of a structure
 // in an arena, 0 for a standalone file, whose size its stats give.
-func printCreated(what string, s structure, region uint64, jsonOut bool) error {
+func printCreated(t target, s structure, region uint64, jsonOut bool) error {
 	_, js := s.stats()
 	var bytes uint64
 	var figures string
@@ -285,9 +285,9 @@ func printCreated(what string, s structure, region uint64, jsonOut bool) error {
 		bytes = region
 	}
 	if jsonOut {
-		return printJSON(stdout, createdJSON{what, s.kind(), s.describe(), bytes, js})
+		return printJSON(stdout, createdJSON{t.arg(), s.kind(), s.describe(), bytes, js})
 	}
-	fmt.Fprintf(stdout, "created %s: %s, %d bytes\n  %s\n", what, s.describe(), bytes, figures)
+	fmt.Fprintf(stdout, "created %s: %s, %d bytes\n  %s\n", t, s.describe(), bytes, figures)
 	return nil
 }
 

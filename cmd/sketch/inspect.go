@@ -76,9 +76,9 @@ func printInspect(fi sketch.FileInfo, showSeed bool) {
 	fmt.Fprintln(stdout, "\nstructures:")
 	cols := [][]string{{"  #", "KIND", "NAME", "OFFSET", "BYTES", "PARAMETERS"}}
 	for i, e := range fi.Entries {
-		name := e.Name
-		if name == "" {
-			name = "-"
+		name := "-" // a standalone file's structure has no name
+		if e.Name != "" {
+			name = quoteName(e.Name)
 		}
 		cols = append(cols, []string{fmt.Sprintf("  %d", i), e.Kind, name, fmt.Sprint(e.Offset), fmt.Sprint(e.Bytes), params(e.Params)})
 	}

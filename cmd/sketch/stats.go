@@ -86,7 +86,7 @@ func arenaStats(path string, a *sketch.Arena, jsonOut bool) error {
 		}
 		_, js := s.stats()
 		out.Structures = append(out.Structures, structureStats{Name: e.Name, Kind: s.kind(), Description: s.describe(), Stats: js})
-		rows = append(rows, []string{e.Name, s.kind(), fmt.Sprint(e.Bytes), s.summary()})
+		rows = append(rows, []string{quoteName(e.Name), s.kind(), fmt.Sprint(e.Bytes), s.summary()})
 		s.Close()
 	}
 	if jsonOut {

@@ -20,7 +20,17 @@ type target struct {
 	name string // a structure in an arena; "" for a standalone file
 }
 
+// String is the target as messages and text output show it, the name
+// quoted when it holds more than letters, digits and "._-/" (quoteName).
 func (t target) String() string {
+	if t.name == "" {
+		return t.path
+	}
+	return t.path + ":" + quoteName(t.name)
+}
+
+// arg is the target as it was given, for JSON, which escapes for itself.
+func (t target) arg() string {
 	if t.name == "" {
 		return t.path
 	}
@@ -190,7 +200,7 @@ func openWhole(t target, readWrite bool) (s structure, a *sketch.Arena, err erro
 	if names := arenaNames(a); len(names) > 0 {
 		has = "it has " + strings.Join(names, ", ")
 	}
-	return nil, nil, fmt.Errorf("%s: the arena %s has no structure named %q (%s)", t, t.path, t.name, has)
+	return nil, nil, fmt.Errorf("%s: the arena %s has no structure named %s (%s)", t, t.path, quoteName(t.name), has)
 }
 
 // openEntry opens the structure of the given kind at p. The one place
@@ -210,15 +220,16 @@ func openEntry(p place, kind sketch.Kind) (structure, error) {
 	}
 	where := p.path
 	if p.arena != nil {
-		where += ":" + p.name
+		where += ":" + quoteName(p.name)
 	}
 	return nil, fmt.Errorf("%s holds a structure this build does not know (%s)", where, kind)
 }
 
+// arenaNames are the names of a's structures, quoted for messages.
 func arenaNames(a *sketch.Arena) []string {
 	var names []string
 	for _, e := range a.List() {
-		names = append(names, e.Name)
+		names = append(names, quoteName(e.Name))
 	}
 	return names
 }

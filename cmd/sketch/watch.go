@@ -92,7 +92,7 @@ func (w *watcher) run(ctx context.Context, n int) error {
 			ps = float64(cur.Total-prev.Total) / at.Sub(prevAt).Seconds()
 		}
 		prev, prevAt = cur, at
-		line := watchLine{Time: at.UTC(), File: w.t.String(), Kind: w.s.kind(), PerSecond: ps, sample: cur}
+		line := watchLine{Time: at.UTC(), File: w.t.arg(), Kind: w.s.kind(), PerSecond: ps, sample: cur}
 		var lockErr error
 		if fi, err := sketch.Inspect(w.t.path); err == nil {
 			line.Lock = &fi.Lock
