@@ -43,14 +43,20 @@ of its file (K, M and G suffixes are KiB, MiB and GiB).
 FILE:NAME makes a structure named NAME in the existing arena FILE (from
 create FILE --kind arena), refusing a name it has; it hashes with the
 arena's seed. A new file gets mode 0600 unless --mode says otherwise, and
-a random hash seed unless --seed gives one (files to be merged need the
-same seed, and so the same --seed).`,
+a random hash seed unless --seed-file gives one (files to be merged need
+the same seed). The seed is a secret, since whoever knows it can craft
+keys that collide, so it is never given on the command line, which every
+local user may read: --seed-file FILE reads it from a file that other
+users may not read (one number, decimal or 0x hexadecimal), --seed-file -
+from standard input.`,
 	example: `sketch create /dev/shm/clients.cms --error 0.001 --confidence 0.99
 sketch create /dev/shm/banned.cbf --kind countingbloom --capacity 1000000 --fp-rate 0.01 --mode 0640
 sketch create /dev/shm/web.arena --kind arena --size 64M
 sketch create /dev/shm/web.arena:seen --kind bloom --capacity 1000000 --fp-rate 0.001
 sketch create /dev/shm/web.arena:clients --kind countminwindow --period 1m --keep 5 --error 0.001
-sketch create /dev/shm/web.arena:recent --kind bloomwindow --period 10m --keep 6 --capacity 100000 --fp-rate 0.001`,
+sketch create /dev/shm/web.arena:recent --kind bloomwindow --period 10m --keep 6 --capacity 100000 --fp-rate 0.001
+(umask 077; od -An -tu8 -N8 /dev/urandom > seed)
+sketch create /dev/shm/a.cms --seed-file seed; sketch create /dev/shm/b.cms --seed-file seed`,
 	setup: func(fs *flag.FlagSet) func([]string) error {
 		kind := fs.String("kind", "countmin", "`KIND` to create: "+kindList)
 		errRate := fs.Float64("error", 0, "countmin, countminwindow: error rate ε, in (0, 1) (default 0.001): estimates are high by at most ε·total")
@@ -63,7 +69,8 @@ sketch create /dev/shm/web.arena:recent --kind bloomwindow --period 10m --keep 6
 		keep := fs.Int("keep", 0, fmt.Sprintf("countminwindow, bloomwindow: periods an answer covers, the current one included, 1 to %d (required)", sketch.MaxWindowKeep))
 		size := fs.String("size", "", "arena: `BYTES` of the file, with an optional K, M or G (required)")
 		mode := fs.String("mode", "0600", "permission bits of a new file, in octal")
-		seed := fs.Uint64("seed", 0, "hash seed of a new file (default random); keep it secret")
+		seedFile := fs.String("seed-file", "", "read the secret hash seed of a new file from `FILE` (\"-\": standard input), one decimal or 0x hex number; FILE must not be readable by every user (default: a random seed)")
+		fs.String("seed", "", "refused: the command line shows the seed to every user; use --seed-file")
 		jsonOut := fs.Bool("json", false, `print JSON: {"file", "kind", "description", "bytes", "stats"}`)
 		return func(args []string) error {
 			if len(args) != 1 {
@@ -86,7 +93,9 @@ sketch create /dev/shm/web.arena:recent --kind bloomwindow --period 10m --keep 6
 			fs.Visit(func(f *flag.Flag) {
 				switch {
 				case bad != nil:
-				case t.name != "" && (f.Name == "mode" || f.Name == "seed"):
+				case f.Name == "seed":
+					bad = errSeedOnCommandLine
+				case t.name != "" && (f.Name == "mode" || f.Name == "seed-file"):
 					bad = usageError("--%s: %s is made in the arena %s, whose file has its mode and seed", f.Name, t, t.path)
 				case isSizing(f.Name) && !contains(sizing, f.Name):
 					bad = usageError("--%s does not size a %s", f.Name, *kind)
@@ -108,20 +117,26 @@ sketch create /dev/shm/web.arena:recent --kind bloomwindow --period 10m --keep 6
 			if _, err := os.Lstat(t.path); err == nil {
 				return fmt.Errorf("%s exists; remove it first (sketch rm %s), or use it as it is", t.path, t.path)
 			}
+			var seed uint64 // zero: random
+			if *seedFile != "" {
+				if seed, err = readSeed(*seedFile, os.Stdin); err != nil {
+					return err
+				}
+			}
 			opts := []sketch.Option{sketch.WithMode(os.FileMode(perm))}
 			if *kind == "arena" {
 				n, err := parseSize(*size)
 				if err != nil {
 					return err
 				}
-				a, err := sketch.OpenArena(t.path, n, append(opts, sketch.WithSeed(*seed))...)
+				a, err := sketch.OpenArena(t.path, n, append(opts, sketch.WithSeed(seed))...)
 				if err != nil {
 					return err
 				}
 				defer a.Close()
 				return printArenaCreated(t.path, a, *jsonOut)
 			}
-			flags.cms.Seed, flags.seed = *seed, *seed
+			flags.cms.Seed, flags.seed = seed, seed
 			s, err := makeStructure(place{path: t.path, opts: opts}, flags)
 			if err != nil {
 				return err

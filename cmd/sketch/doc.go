@@ -1,7 +1,7 @@
 // Command sketch creates, feeds, queries and checks shared sketch files
 // from the shell, against the live file that other processes are writing.
 //
-//	sketch create FILE[:NAME] [--kind countmin|bloom|countingbloom|countminwindow|bloomwindow|arena] [SIZING] [--mode 0600] [--seed S]
+//	sketch create FILE[:NAME] [--kind countmin|bloom|countingbloom|countminwindow|bloomwindow|arena] [SIZING] [--mode 0600] [--seed-file FILE|-]
 //	    SIZING: --error E --confidence C | --rows R --width W (countmin, countminwindow);
 //	    --capacity N --fp-rate P (bloom, countingbloom, bloomwindow: each period's);
 //	    --period D --keep K (countminwindow, bloomwindow); --size N (arena)
@@ -35,6 +35,16 @@
 // Commands that only read (query, stats, inspect, check, watch, and the
 // sources of merge) open the file read-only: they work on a file the user
 // may only read, while its writers go on.
+//
+// # Seeds
+//
+// A file's hash seed is a secret: whoever knows it can craft keys that
+// collide. create draws a random one unless --seed-file gives it: from a
+// file (one number, decimal or 0x hexadecimal; refused when every user may
+// read the file) or, as "--seed-file -", from standard input. There is no
+// --seed VALUE: a command line is readable by every local user
+// (/proc/PID/cmdline), so create refuses it and says to use --seed-file.
+// Files to be merged need the same seed; inspect --show-seed prints one.
 //
 // # Exit status
 //
