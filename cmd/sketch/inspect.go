@@ -4,6 +4,7 @@ import (
 	"flag"
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -104,7 +105,8 @@ func params(p map[string]float64) string {
 			fmt.Fprintf(&b, "period=%v", time.Duration(p[n]))
 			continue
 		}
-		fmt.Fprintf(&b, "%s=%v", n, p[n])
+		// Not %v, which prints 154883584 as 1.54883584e+08.
+		fmt.Fprintf(&b, "%s=%s", n, strconv.FormatFloat(p[n], 'f', -1, 64))
 	}
 	return b.String()
 }
