@@ -13,9 +13,10 @@ import (
 )
 
 var addCmd = &command{
-	name:    "add",
-	args:    "FILE[:NAME] [KEY...]",
-	summary: "count keys: from the arguments, or one a line from standard input",
+	name:       "add",
+	opensFiles: true,
+	args:       "FILE[:NAME] [KEY...]",
+	summary:    "count keys: from the arguments, or one a line from standard input",
 	details: `
 Add counts each KEY (-n times) in the structure and prints its new answer:
 a Count-Min sketch's estimate with its error bar (a Count-Min window's

@@ -26,9 +26,10 @@ var createKinds = map[string][]string{
 const kindList = "countmin, bloom, countingbloom, countminwindow, bloomwindow or arena"
 
 var createCmd = &command{
-	name:    "create",
-	args:    "FILE[:NAME] --kind countmin|bloom|countingbloom|countminwindow|bloomwindow|arena [SIZING]",
-	summary: "create a sketch file, an arena, or a structure in an arena",
+	name:       "create",
+	opensFiles: true,
+	args:       "FILE[:NAME] --kind countmin|bloom|countingbloom|countminwindow|bloomwindow|arena [SIZING]",
+	summary:    "create a sketch file, an arena, or a structure in an arena",
 	details: `
 Create makes a new sketch file and prints what it made: its shape, its
 size, and its error or false-positive figures. It refuses a path that
@@ -201,7 +202,7 @@ func createInArena(t target, f createFlags, jsonOut bool) error {
 	if f.kind == "arena" {
 		return usageError("%s: an arena holds structures, not arenas", t)
 	}
-	a, err := sketch.OpenArena(t.path, 0, sketch.WithoutCreate())
+	a, err := sketch.OpenArena(t.path, 0, fileOpts(true)...)
 	if errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("%w; make the arena first: sketch create %s --kind arena --size BYTES", err, t.path)
 	}

@@ -6,9 +6,10 @@ import (
 )
 
 var mergeCmd = &command{
-	name:    "merge",
-	args:    "DST SRC...",
-	summary: "add structures into another of the same kind, shape and seed",
+	name:       "merge",
+	opensFiles: true,
+	args:       "DST SRC...",
+	summary:    "add structures into another of the same kind, shape and seed",
 	details: `
 Merge adds each SRC into DST: afterwards DST answers as if it had seen
 everything each SRC saw. They must be of one kind, shape and seed (create

@@ -8,9 +8,10 @@ import (
 )
 
 var statsCmd = &command{
-	name:    "stats",
-	args:    "FILE[:NAME]",
-	summary: "print everything a structure's Stats reports; an arena's, a row a structure",
+	name:       "stats",
+	opensFiles: true,
+	args:       "FILE[:NAME]",
+	summary:    "print everything a structure's Stats reports; an arena's, a row a structure",
 	details: `
 Stats prints what the structure's Stats reports, as an aligned table: for
 a Count-Min sketch its shape, total, add count, error bound, error rate

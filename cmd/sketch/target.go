@@ -149,12 +149,14 @@ type place struct {
 }
 
 // fileOpts are the options that open an existing file: read-only, or
-// read-write without creating (create makes new ones).
+// read-write without creating (create makes new ones), trusting the
+// owners named with --owner.
 func fileOpts(readWrite bool) []sketch.Option {
+	opts := []sketch.Option{sketch.ReadOnly()}
 	if readWrite {
-		return []sketch.Option{sketch.WithoutCreate()}
+		opts = []sketch.Option{sketch.WithoutCreate()}
 	}
-	return []sketch.Option{sketch.ReadOnly()}
+	return append(opts, owners.options()...)
 }
 
 // openTarget opens the structure t names. A whole arena is a usage error:

@@ -14,9 +14,10 @@ import (
 )
 
 var watchCmd = &command{
-	name:    "watch",
-	args:    "FILE[:NAME]",
-	summary: "a live view: writes per second, total, error bound or fill, lock",
+	name:       "watch",
+	opensFiles: true,
+	args:       "FILE[:NAME]",
+	summary:    "a live view: writes per second, total, error bound or fill, lock",
 	details: `
 Watch shows the structure live, every interval, until interrupted: adds (or
 operations) per second across every process, the total, a Count-Min
@@ -111,7 +112,7 @@ func (w *watcher) show(l watchLine, lockErr error) error {
 	if w.jsonOut {
 		return printJSON(stdout, l)
 	}
-	lock := "unreadable: " + fmt.Sprint(lockErr)
+	lock := "unreadable: " + message(lockErr)
 	if l.Lock != nil {
 		lock = lockSummary(*l.Lock)
 	}
