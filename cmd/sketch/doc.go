@@ -36,6 +36,11 @@
 // sources of merge) open the file read-only: they work on a file the user
 // may only read, while its writers go on.
 //
+// The library refuses a sketch file owned by a user other than the caller
+// and root, who could truncate it under the command (sketch.ErrNotOwner);
+// every command that opens files takes --owner UID to trust one more user
+// (repeat it, or give a comma list).
+//
 // # Seeds
 //
 // A file's hash seed is a secret: whoever knows it can craft keys that
