@@ -31,6 +31,10 @@
 // own name has a colon is named whole; but when both readings exist (a
 // file x.arena:banned beside the file x.arena), every command refuses,
 // naming both: whoever may write the directory could have planted either.
+// A structure's name is printed as it is when made of letters, digits and
+// "._-/", and quoted in Go syntax otherwise, so that no byte of a name
+// reaches the terminal raw; --json gives names as they are, JSON-escaped.
+// create refuses a new name that does not print.
 //
 // Commands that only read (query, stats, inspect, check, watch, and the
 // sources of merge) open the file read-only: they work on a file the user
