@@ -112,9 +112,11 @@ func (w *watcher) show(l watchLine, lockErr error) error {
 	if w.jsonOut {
 		return printJSON(stdout, l)
 	}
-	lock := "unreadable: " + message(lockErr)
+	var lock string
 	if l.Lock != nil {
 		lock = lockSummary(*l.Lock)
+	} else {
+		lock = "unreadable: " + message(lockErr)
 	}
 	rows := [][2]string{
 		{l.what + "/s", rate(l.PerSecond)},
