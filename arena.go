@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"unicode/utf8"
 	"unsafe"
 )
 
@@ -273,6 +274,25 @@ func validName(name string) error {
 	return nil
 }
 
+// validNewName checks a name a create is about to write: what validName
+// checks, and printable (valid UTF-8, no control or format characters), so
+// that a name printed by a tool cannot carry an escape sequence to a
+// terminal. Names already in a file are not held to it: they still open.
+func validNewName(name string) error {
+	if err := validName(name); err != nil {
+		return err
+	}
+	if !utf8.ValidString(name) {
+		return fmt.Errorf("%w: name %s is not valid UTF-8", ErrInvalidArgument, strconv.Quote(name))
+	}
+	for _, r := range name {
+		if !strconv.IsPrint(r) {
+			return fmt.Errorf("%w: name %s has a character that does not print (%U)", ErrInvalidArgument, strconv.Quote(name), r)
+		}
+	}
+	return nil
+}
+
 // structure finds the entry named name, or appends one for sp, and returns
 // a mapping for it; specErr is the error of resolving sp, if any.
 func (a *Arena) structure(name string, sp spec, specErr error) (*mapping, error) {
@@ -360,6 +380,9 @@ func (a *Arena) create(name string, sp spec) (entry, error) {
 		return entry{}, fmt.Errorf("%w: no structure of that name, and the arena is frozen", ErrFrozen)
 	case sp.size == 0:
 		return entry{}, errCannotCreate
+	}
+	if err := validNewName(name); err != nil {
+		return entry{}, err
 	}
 	if err := a.m.joinLock(); err != nil {
 		return entry{}, err

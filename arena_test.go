@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -171,12 +172,27 @@ func TestArena_Names(t *testing.T) {
 		"clients/v1.2_x-y": ":clients/v1.2_x-y: ",
 		"two words":        `:"two words": `,
 		"a:b":              `:"a:b": `,
-		"a\x01b":           `:"a\x01b": `,
+		"née":              `:"née": `,
 	} {
 		_, err := a.Bloom(name, BloomConfig{Capacity: 1 << 22, FPRate: 0.001}) // 7.7 MiB: more than the arena, and mappable on 32-bit machines
 		if !errors.Is(err, ErrArenaFull) || !strings.Contains(err.Error(), want) {
 			t.Errorf("Bloom(%q) = %v, want ErrArenaFull naming it as %s", name, err, want)
 		}
+	}
+	// A name that does not print is refused at create, and quoted in the
+	// message: a control character or an escape sequence (which retitles
+	// a terminal), a format character (which reverses text), bytes that
+	// are not UTF-8. Printable names of any script are made.
+	for _, name := range []string{"a\x01b", "\x1b]0;owned\x07", "tab\tname", "del\x7f", "rtl\u202eexe.txt", "bad\xffutf8"} {
+		_, err := a.CountMin(name, CountMinConfig{Rows: 1, Width: 8})
+		if !errors.Is(err, ErrInvalidArgument) || !strings.Contains(err.Error(), strconv.Quote(name)) {
+			t.Errorf("CountMin(%q) = %v, want ErrInvalidArgument with the name quoted", name, err)
+		}
+	}
+	if c, err := a.CountMin("née", CountMinConfig{Rows: 1, Width: 8}); err != nil {
+		t.Errorf("CountMin(%q) = %v, want it made", "née", err)
+	} else {
+		c.Close()
 	}
 	c, err := a.CountMin("two words", CountMinConfig{Rows: 1, Width: 8})
 	if err != nil {

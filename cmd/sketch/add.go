@@ -13,9 +13,10 @@ import (
 )
 
 var addCmd = &command{
-	name:    "add",
-	args:    "FILE[:NAME] [KEY...]",
-	summary: "count keys: from the arguments, or one a line from standard input",
+	name:       "add",
+	opensFiles: true,
+	args:       "FILE[:NAME] [KEY...]",
+	summary:    "count keys: from the arguments, or one a line from standard input",
 	details: `
 Add counts each KEY (-n times) in the structure and prints its new answer:
 a Count-Min sketch's estimate with its error bar (a Count-Min window's
@@ -109,7 +110,7 @@ func addStdin(s structure, t target, weighted, jsonOut bool) error {
 			Total         uint64  `json:"total"`
 			Seconds       float64 `json:"seconds"`
 			KeysPerSecond float64 `json:"keys_per_second"`
-		}{t.String(), added, total, el.Seconds(), float64(added) / el.Seconds()})
+		}{t.arg(), added, total, el.Seconds(), float64(added) / el.Seconds()})
 	}
 	fmt.Fprintf(stdout, "added %d keys to %s in %v (%s keys/s); %s in all: %d\n", added, t, el.Round(time.Millisecond), rate(float64(added)/el.Seconds()), sm.what, total)
 	return nil

@@ -64,7 +64,7 @@ func makeArena(t *testing.T, dir string, seed string) string {
 	t.Helper()
 	path := filepath.Join(dir, "web.arena")
 	var a createdOut[sketch.ArenaStats]
-	decode(t, sk(t, "create", path, "--kind", "arena", "--size", "4M", "--seed", seed, "--json").ok(t, "create arena"), &a)
+	decode(t, sk(t, "create", path, "--kind", "arena", "--size", "4M", "--seed-file", seedFile(t, seed), "--json").ok(t, "create arena"), &a)
 	if a.File != path || a.Kind != "arena" || a.Bytes != 4<<20 || a.Stats.Size != 4<<20 || a.Stats.Entries != 0 || a.Stats.Free == 0 {
 		t.Fatalf("create --kind arena --json = %+v", a)
 	}
@@ -184,7 +184,7 @@ func TestArena(t *testing.T) {
 			t.Errorf("sketch %s: exit %d, %q; want 2 and the names", strings.Join(args, " "), r.code, r.stderr)
 		}
 	}
-	if r := sk(t, "query", path+":nope", "k"); r.code != 1 || !strings.Contains(r.stderr, `no structure named "nope"`) {
+	if r := sk(t, "query", path+":nope", "k"); r.code != 1 || !strings.Contains(r.stderr, "no structure named nope (it has clients, seen, banned, recent)") {
 		t.Errorf("query of a missing name: exit %d, %q", r.code, r.stderr)
 	}
 	if r := sk(t, "create", path+":seen", "--kind", "bloom", "--capacity", "5"); r.code != 1 || !strings.Contains(r.stderr, "exists") {
@@ -248,7 +248,7 @@ func tearAddAt(t *testing.T, path string, i int) {
 // keys are definitely absent but for about the false-positive rate; add
 // says whether a key was there before.
 func TestBloom_Answers(t *testing.T) {
-	path := create(t, "seen.bloom", "--kind", "bloom", "--capacity", "10000", "--fp-rate", "0.01", "--seed", "21")
+	path := create(t, "seen.bloom", "--kind", "bloom", "--capacity", "10000", "--fp-rate", "0.01", "--seed-file", seedFile(t, "21"))
 	r := sk(t, "add", "--json", path, "a", "b", "a")
 	no, yes := false, true
 	want := []bloomAnswerJSON{{"a", true, &no}, {"b", true, &no}, {"a", true, &yes}}
@@ -300,7 +300,7 @@ func TestBloom_Answers(t *testing.T) {
 	}
 
 	// Reset forgets; merge is the union.
-	other := create(t, "other.bloom", "--kind", "bloom", "--capacity", "10000", "--fp-rate", "0.01", "--seed", "21")
+	other := create(t, "other.bloom", "--kind", "bloom", "--capacity", "10000", "--fp-rate", "0.01", "--seed-file", seedFile(t, "21"))
 	sk(t, "add", other, "only-in-other").ok(t, "add")
 	sk(t, "merge", path, other).ok(t, "merge of Bloom filters")
 	if out := sk(t, "query", path, "only-in-other").ok(t, "query"); out != "only-in-other\tprobably present\n" {
@@ -374,11 +374,11 @@ func TestWindow_Rotate(t *testing.T) {
 // the sum. A structure in an arena of that seed merges with them.
 func TestMerge_CountMinSum(t *testing.T) {
 	dir := t.TempDir()
-	args := []string{"--rows", "4", "--width", "2048", "--seed", "99"}
+	args := []string{"--rows", "4", "--width", "2048", "--seed-file", seedFile(t, "99")}
 	dst := create(t, "dst.cms", args...)
 	all := create(t, "all.cms", args...)
 	arena := filepath.Join(dir, "a.arena")
-	sk(t, "create", arena, "--kind", "arena", "--size", "1M", "--seed", "99").ok(t, "create arena")
+	sk(t, "create", arena, "--kind", "arena", "--size", "1M", "--seed-file", seedFile(t, "99")).ok(t, "create arena")
 	sk(t, "create", arena+":part", "--rows", "4", "--width", "2048").ok(t, "create in arena")
 	srcs := []string{create(t, "s1.cms", args...), create(t, "s2.cms", args...), arena + ":part"}
 	truth := map[string]uint64{}
@@ -418,7 +418,7 @@ func TestMerge_CountMinSum(t *testing.T) {
 		}
 	}
 	// A sketch of another shape is refused, and nothing changes.
-	odd := create(t, "odd.cms", "--rows", "4", "--width", "1024", "--seed", "99")
+	odd := create(t, "odd.cms", "--rows", "4", "--width", "1024", "--seed-file", seedFile(t, "99"))
 	if r := sk(t, "merge", dst, odd); r.code != 1 || !strings.Contains(r.stderr, odd) {
 		t.Errorf("merge of another shape: exit %d, %q", r.code, r.stderr)
 	}

@@ -59,7 +59,7 @@ func TestBloomWindow_Rotate(t *testing.T) {
 	dir := t.TempDir()
 	path := dir + "/w.bw"
 	var c createdOut[sketch.BloomWindowStats]
-	decode(t, sk(t, "create", path, "--kind", "bloomwindow", "--keep", "2", "--capacity", "10000", "--fp-rate", "0.01", "--seed", "21", "--json").ok(t, "create bloomwindow"), &c)
+	decode(t, sk(t, "create", path, "--kind", "bloomwindow", "--keep", "2", "--capacity", "10000", "--fp-rate", "0.01", "--seed-file", seedFile(t, "21"), "--json").ok(t, "create bloomwindow"), &c)
 	if c.Kind != "bloomwindow" || c.Stats.Keep != 2 || c.Stats.Period != 0 || c.Stats.Capacity != 10000 || c.Stats.FPRate != 0.01 ||
 		c.Stats.Bits == 0 || c.Stats.Hashes == 0 || len(c.Stats.Slots) != 3 || c.Bytes != c.Stats.Bytes {
 		t.Fatalf("create --kind bloomwindow --json = %+v", c)
@@ -176,7 +176,7 @@ func TestBloomWindow_Rotate(t *testing.T) {
 // inspect's directory.
 func TestBloomWindow_Arena(t *testing.T) {
 	path := t.TempDir() + "/web.arena"
-	sk(t, "create", path, "--kind", "arena", "--size", "1M", "--seed", "5").ok(t, "create arena")
+	sk(t, "create", path, "--kind", "arena", "--size", "1M", "--seed-file", seedFile(t, "5")).ok(t, "create arena")
 	name := path + ":recent"
 	var c createdOut[sketch.BloomWindowStats]
 	decode(t, sk(t, "create", name, "--kind", "bloomwindow", "--capacity", "1000", "--keep", "3", "--json").ok(t, "create FILE:NAME"), &c)

@@ -9,9 +9,10 @@ import (
 )
 
 var checkCmd = &command{
-	name:    "check",
-	args:    "FILE",
-	summary: "verify a file: exit 0 sound, 1 corrupt, 3 an add cut short",
+	name:       "check",
+	opensFiles: true,
+	args:       "FILE",
+	summary:    "verify a file: exit 0 sound, 1 corrupt, 3 an add cut short",
 	details: `
 Check verifies the whole file without changing it: the header and its
 checksum, the directory, every structure's parameters and place (each of
@@ -73,7 +74,7 @@ func checkFile(path string) checkResult {
 	r := checkResult{File: path, Status: "ok", Findings: []string{}}
 	fail := func(err error) checkResult {
 		r.Status, r.ExitCode, r.err = "corrupt", exitFailure, err
-		r.Findings = append(r.Findings, err.Error())
+		r.Findings = append(r.Findings, message(err))
 		return r
 	}
 	fi, err := sketch.Inspect(path)
@@ -87,7 +88,7 @@ func checkFile(path string) checkResult {
 	// Every structure: the one of a standalone file, or each of an arena's.
 	places := []place{{path: path, opts: fileOpts(false)}}
 	if fi.Arena {
-		a, err := sketch.OpenArena(path, 0, sketch.ReadOnly())
+		a, err := sketch.OpenArena(path, 0, fileOpts(false)...)
 		if err != nil {
 			return fail(err)
 		}
@@ -119,7 +120,7 @@ func checkFile(path string) checkResult {
 			what = "a torn add: a writer was killed (or closed) part way through an add"
 		}
 		if fi.Arena {
-			what = p.name + ": " + what
+			what = quoteName(p.name) + ": " + what
 		}
 		interrupted(fmt.Sprintf("%s, which is not damage and needs no repair (%v)", what, err))
 	}

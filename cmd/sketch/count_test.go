@@ -118,7 +118,7 @@ func stream(n, keys int, seed uint64) ([]string, map[string]uint64) {
 // TestAdd_PipeMillion pipes a million keys through add and checks the
 // total and every key's estimate against the exact counts.
 func TestAdd_PipeMillion(t *testing.T) {
-	path := create(t, "c.cms", "--rows", "4", "--width", "65536", "--seed", "7")
+	path := create(t, "c.cms", "--rows", "4", "--width", "65536", "--seed-file", seedFile(t, "7"))
 	const n = 1_000_000
 	lines, truth := stream(n, 5000, 1)
 	input := strings.Join(lines, "\n") + "\n"
@@ -227,7 +227,7 @@ func TestAdd_ArgsAndWeighted(t *testing.T) {
 }
 
 func TestCountingBloom_AddQuery(t *testing.T) {
-	path := create(t, "b.cbf", "--kind", "countingbloom", "--capacity", "10000", "--seed", "3")
+	path := create(t, "b.cbf", "--kind", "countingbloom", "--capacity", "10000", "--seed-file", seedFile(t, "3"))
 	out := sk(t, "add", path, "k1", "k1", "k2").ok(t, "add")
 	if out != "k1\t1\nk1\t2\nk2\t1\n" {
 		t.Errorf("add k1 k1 k2 printed %q", out)
@@ -265,7 +265,7 @@ func TestCountingBloom_AddQuery(t *testing.T) {
 func TestQuery_Top(t *testing.T) {
 	for _, kind := range []string{"countmin", "countingbloom"} {
 		t.Run(kind, func(t *testing.T) {
-			args := []string{"--kind", kind, "--seed", "11"}
+			args := []string{"--kind", kind, "--seed-file", seedFile(t, "11")}
 			if kind == "countingbloom" {
 				args = append(args, "--capacity", "1000")
 			}
@@ -378,7 +378,7 @@ func holdLock(t *testing.T, path string, id uint32) {
 
 func TestInspect(t *testing.T) {
 	const seed uint64 = 9876543210123
-	path := create(t, "b.cbf", "--kind", "countingbloom", "--capacity", "1000", "--seed", strconv.FormatUint(seed, 10))
+	path := create(t, "b.cbf", "--kind", "countingbloom", "--capacity", "1000", "--seed-file", seedFile(t, strconv.FormatUint(seed, 10)))
 	seedForms := []string{strconv.FormatUint(seed, 10), strconv.FormatUint(seed, 16)}
 	out := sk(t, "inspect", path).ok(t, "inspect")
 	for _, want := range []string{fmt.Sprintf("format version  %d", sketch.FormatVersion), "countingbloom", "capacity=1000", "writer   none", "sealed          no"} {
@@ -411,7 +411,7 @@ func TestInspect(t *testing.T) {
 		t.Errorf("inspect --show-seed: no seed %#x in\n%s", seed, out)
 	}
 	// An incompatible merge fails without naming the seeds.
-	other := create(t, "o.cbf", "--kind", "countingbloom", "--capacity", "1000", "--seed", "5")
+	other := create(t, "o.cbf", "--kind", "countingbloom", "--capacity", "1000", "--seed-file", seedFile(t, "5"))
 	r := sk(t, "merge", path, other)
 	if r.code != 1 || !strings.Contains(r.stderr, "seed") {
 		t.Errorf("merge of filters with other seeds: exit %d, %q", r.code, r.stderr)
@@ -461,9 +461,9 @@ func TestFreezeResetMergeRm(t *testing.T) {
 	}
 
 	// Counting Bloom filters of one seed merge.
-	a := create(t, "a.cbf", "--kind", "countingbloom", "--capacity", "1000", "--seed", "9")
-	b := create(t, "b.cbf", "--kind", "countingbloom", "--capacity", "1000", "--seed", "9")
-	c := create(t, "c.cbf", "--kind", "countingbloom", "--capacity", "1000", "--seed", "9")
+	a := create(t, "a.cbf", "--kind", "countingbloom", "--capacity", "1000", "--seed-file", seedFile(t, "9"))
+	b := create(t, "b.cbf", "--kind", "countingbloom", "--capacity", "1000", "--seed-file", seedFile(t, "9"))
+	c := create(t, "c.cbf", "--kind", "countingbloom", "--capacity", "1000", "--seed-file", seedFile(t, "9"))
 	sk(t, "add", a, "x").ok(t, "add")
 	sk(t, "add", b, "y", "y").ok(t, "add")
 	sk(t, "add", c, "z").ok(t, "add")

@@ -26,9 +26,10 @@ var createKinds = map[string][]string{
 const kindList = "countmin, bloom, countingbloom, countminwindow, bloomwindow or arena"
 
 var createCmd = &command{
-	name:    "create",
-	args:    "FILE[:NAME] --kind countmin|bloom|countingbloom|countminwindow|bloomwindow|arena [SIZING]",
-	summary: "create a sketch file, an arena, or a structure in an arena",
+	name:       "create",
+	opensFiles: true,
+	args:       "FILE[:NAME] --kind countmin|bloom|countingbloom|countminwindow|bloomwindow|arena [SIZING]",
+	summary:    "create a sketch file, an arena, or a structure in an arena",
 	details: `
 Create makes a new sketch file and prints what it made: its shape, its
 size, and its error or false-positive figures. It refuses a path that
@@ -43,14 +44,20 @@ of its file (K, M and G suffixes are KiB, MiB and GiB).
 FILE:NAME makes a structure named NAME in the existing arena FILE (from
 create FILE --kind arena), refusing a name it has; it hashes with the
 arena's seed. A new file gets mode 0600 unless --mode says otherwise, and
-a random hash seed unless --seed gives one (files to be merged need the
-same seed, and so the same --seed).`,
+a random hash seed unless --seed-file gives one (files to be merged need
+the same seed). The seed is a secret, since whoever knows it can craft
+keys that collide, so it is never given on the command line, which every
+local user may read: --seed-file FILE reads it from a file that other
+users may not read (one number, decimal or 0x hexadecimal), --seed-file -
+from standard input.`,
 	example: `sketch create /dev/shm/clients.cms --error 0.001 --confidence 0.99
 sketch create /dev/shm/banned.cbf --kind countingbloom --capacity 1000000 --fp-rate 0.01 --mode 0640
 sketch create /dev/shm/web.arena --kind arena --size 64M
 sketch create /dev/shm/web.arena:seen --kind bloom --capacity 1000000 --fp-rate 0.001
 sketch create /dev/shm/web.arena:clients --kind countminwindow --period 1m --keep 5 --error 0.001
-sketch create /dev/shm/web.arena:recent --kind bloomwindow --period 10m --keep 6 --capacity 100000 --fp-rate 0.001`,
+sketch create /dev/shm/web.arena:recent --kind bloomwindow --period 10m --keep 6 --capacity 100000 --fp-rate 0.001
+(umask 077; od -An -tu8 -N8 /dev/urandom > seed)
+sketch create /dev/shm/a.cms --seed-file seed; sketch create /dev/shm/b.cms --seed-file seed`,
 	setup: func(fs *flag.FlagSet) func([]string) error {
 		kind := fs.String("kind", "countmin", "`KIND` to create: "+kindList)
 		errRate := fs.Float64("error", 0, "countmin, countminwindow: error rate ε, in (0, 1) (default 0.001): estimates are high by at most ε·total")
@@ -63,7 +70,8 @@ sketch create /dev/shm/web.arena:recent --kind bloomwindow --period 10m --keep 6
 		keep := fs.Int("keep", 0, fmt.Sprintf("countminwindow, bloomwindow: periods an answer covers, the current one included, 1 to %d (required)", sketch.MaxWindowKeep))
 		size := fs.String("size", "", "arena: `BYTES` of the file, with an optional K, M or G (required)")
 		mode := fs.String("mode", "0600", "permission bits of a new file, in octal")
-		seed := fs.Uint64("seed", 0, "hash seed of a new file (default random); keep it secret")
+		seedFile := fs.String("seed-file", "", "read the secret hash seed of a new file from `FILE` (\"-\": standard input), one decimal or 0x hex number; FILE must not be readable by every user (default: a random seed)")
+		fs.String("seed", "", "refused: the command line shows the seed to every user; use --seed-file")
 		jsonOut := fs.Bool("json", false, `print JSON: {"file", "kind", "description", "bytes", "stats"}`)
 		return func(args []string) error {
 			if len(args) != 1 {
@@ -86,7 +94,9 @@ sketch create /dev/shm/web.arena:recent --kind bloomwindow --period 10m --keep 6
 			fs.Visit(func(f *flag.Flag) {
 				switch {
 				case bad != nil:
-				case t.name != "" && (f.Name == "mode" || f.Name == "seed"):
+				case f.Name == "seed":
+					bad = errSeedOnCommandLine
+				case t.name != "" && (f.Name == "mode" || f.Name == "seed-file"):
 					bad = usageError("--%s: %s is made in the arena %s, whose file has its mode and seed", f.Name, t, t.path)
 				case isSizing(f.Name) && !contains(sizing, f.Name):
 					bad = usageError("--%s does not size a %s", f.Name, *kind)
@@ -108,26 +118,32 @@ sketch create /dev/shm/web.arena:recent --kind bloomwindow --period 10m --keep 6
 			if _, err := os.Lstat(t.path); err == nil {
 				return fmt.Errorf("%s exists; remove it first (sketch rm %s), or use it as it is", t.path, t.path)
 			}
+			var seed uint64 // zero: random
+			if *seedFile != "" {
+				if seed, err = readSeed(*seedFile, os.Stdin); err != nil {
+					return err
+				}
+			}
 			opts := []sketch.Option{sketch.WithMode(os.FileMode(perm))}
 			if *kind == "arena" {
 				n, err := parseSize(*size)
 				if err != nil {
 					return err
 				}
-				a, err := sketch.OpenArena(t.path, n, append(opts, sketch.WithSeed(*seed))...)
+				a, err := sketch.OpenArena(t.path, n, append(opts, sketch.WithSeed(seed))...)
 				if err != nil {
 					return err
 				}
 				defer a.Close()
 				return printArenaCreated(t.path, a, *jsonOut)
 			}
-			flags.cms.Seed, flags.seed = *seed, *seed
+			flags.cms.Seed, flags.seed = seed, seed
 			s, err := makeStructure(place{path: t.path, opts: opts}, flags)
 			if err != nil {
 				return err
 			}
 			defer s.Close()
-			return printCreated(t.String(), s, 0, *jsonOut)
+			return printCreated(t, s, 0, *jsonOut)
 		}
 	},
 }
@@ -186,7 +202,7 @@ func createInArena(t target, f createFlags, jsonOut bool) error {
 	if f.kind == "arena" {
 		return usageError("%s: an arena holds structures, not arenas", t)
 	}
-	a, err := sketch.OpenArena(t.path, 0, sketch.WithoutCreate())
+	a, err := sketch.OpenArena(t.path, 0, fileOpts(true)...)
 	if errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("%w; make the arena first: sketch create %s --kind arena --size BYTES", err, t.path)
 	}
@@ -196,7 +212,7 @@ func createInArena(t target, f createFlags, jsonOut bool) error {
 	defer a.Close()
 	for _, e := range a.List() {
 		if e.Name == t.name {
-			return fmt.Errorf("%s exists: the arena has a %s named %q", t, e.Kind, t.name)
+			return fmt.Errorf("%s exists: the arena has a %s named %s", t, e.Kind, quoteName(t.name))
 		}
 	}
 	s, err := makeStructure(place{path: t.path, arena: a, name: t.name}, f)
@@ -206,7 +222,7 @@ func createInArena(t target, f createFlags, jsonOut bool) error {
 	defer s.Close()
 	for _, e := range a.List() {
 		if e.Name == t.name {
-			return printCreated(t.String(), s, e.Bytes, jsonOut)
+			return printCreated(t, s, e.Bytes, jsonOut)
 		}
 	}
 	return fmt.Errorf("%s: made, but the arena does not list it", t)
@@ -258,7 +274,7 @@ func parseSize(s string) (int64, error) {
 
 // printCreated says what create made; bytes is the region of a structure
 // in an arena, 0 for a standalone file, whose size its stats give.
-func printCreated(what string, s structure, region uint64, jsonOut bool) error {
+func printCreated(t target, s structure, region uint64, jsonOut bool) error {
 	_, js := s.stats()
 	var bytes uint64
 	var figures string
@@ -285,9 +301,9 @@ func printCreated(what string, s structure, region uint64, jsonOut bool) error {
 		bytes = region
 	}
 	if jsonOut {
-		return printJSON(stdout, createdJSON{what, s.kind(), s.describe(), bytes, js})
+		return printJSON(stdout, createdJSON{t.arg(), s.kind(), s.describe(), bytes, js})
 	}
-	fmt.Fprintf(stdout, "created %s: %s, %d bytes\n  %s\n", what, s.describe(), bytes, figures)
+	fmt.Fprintf(stdout, "created %s: %s, %d bytes\n  %s\n", t, s.describe(), bytes, figures)
 	return nil
 }
 

@@ -1,7 +1,7 @@
 // Command sketch creates, feeds, queries and checks shared sketch files
 // from the shell, against the live file that other processes are writing.
 //
-//	sketch create FILE[:NAME] [--kind countmin|bloom|countingbloom|countminwindow|bloomwindow|arena] [SIZING] [--mode 0600] [--seed S]
+//	sketch create FILE[:NAME] [--kind countmin|bloom|countingbloom|countminwindow|bloomwindow|arena] [SIZING] [--mode 0600] [--seed-file FILE|-]
 //	    SIZING: --error E --confidence C | --rows R --width W (countmin, countminwindow);
 //	    --capacity N --fp-rate P (bloom, countingbloom, bloomwindow: each period's);
 //	    --period D --keep K (countminwindow, bloomwindow); --size N (arena)
@@ -27,11 +27,33 @@
 // FILE --kind arena --size 64M" makes one, "sketch create FILE:NAME --kind
 // ..." a structure in it); FILE:NAME on a file that is not an arena, and an
 // arena's FILE alone where a structure is needed, are usage errors. stats,
-// freeze, check, inspect and rm take a whole arena as FILE.
+// freeze, check, inspect and rm take a whole arena as FILE. A file whose
+// own name has a colon is named whole; but when both readings exist (a
+// file x.arena:banned beside the file x.arena), every command refuses,
+// naming both: whoever may write the directory could have planted either.
+// A structure's name is printed as it is when made of letters, digits and
+// "._-/", and quoted in Go syntax otherwise, so that no byte of a name
+// reaches the terminal raw; --json gives names as they are, JSON-escaped.
+// create refuses a new name that does not print.
 //
 // Commands that only read (query, stats, inspect, check, watch, and the
 // sources of merge) open the file read-only: they work on a file the user
 // may only read, while its writers go on.
+//
+// The library refuses a sketch file owned by a user other than the caller
+// and root, who could truncate it under the command (sketch.ErrNotOwner);
+// every command that opens files takes --owner UID to trust one more user
+// (repeat it, or give a comma list).
+//
+// # Seeds
+//
+// A file's hash seed is a secret: whoever knows it can craft keys that
+// collide. create draws a random one unless --seed-file gives it: from a
+// file (one number, decimal or 0x hexadecimal; refused when every user may
+// read the file) or, as "--seed-file -", from standard input. There is no
+// --seed VALUE: a command line is readable by every local user
+// (/proc/PID/cmdline), so create refuses it and says to use --seed-file.
+// Files to be merged need the same seed; inspect --show-seed prints one.
 //
 // # Exit status
 //

@@ -6,9 +6,10 @@ import (
 )
 
 var freezeCmd = &command{
-	name:    "freeze",
-	args:    "FILE[:NAME]",
-	summary: "seal a file for good: every writer stops, readers go on",
+	name:       "freeze",
+	opensFiles: true,
+	args:       "FILE[:NAME]",
+	summary:    "seal a file for good: every writer stops, readers go on",
 	details: `
 Freeze seals the file: from then on every mutator of every process that
 has it open fails, read-write opens are refused, and read-only opens

@@ -4,6 +4,7 @@ import (
 	"flag"
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -76,9 +77,9 @@ func printInspect(fi sketch.FileInfo, showSeed bool) {
 	fmt.Fprintln(stdout, "\nstructures:")
 	cols := [][]string{{"  #", "KIND", "NAME", "OFFSET", "BYTES", "PARAMETERS"}}
 	for i, e := range fi.Entries {
-		name := e.Name
-		if name == "" {
-			name = "-"
+		name := "-" // a standalone file's structure has no name
+		if e.Name != "" {
+			name = quoteName(e.Name)
 		}
 		cols = append(cols, []string{fmt.Sprintf("  %d", i), e.Kind, name, fmt.Sprint(e.Offset), fmt.Sprint(e.Bytes), params(e.Params)})
 	}
@@ -104,7 +105,8 @@ func params(p map[string]float64) string {
 			fmt.Fprintf(&b, "period=%v", time.Duration(p[n]))
 			continue
 		}
-		fmt.Fprintf(&b, "%s=%v", n, p[n])
+		// Not %v, which prints 154883584 as 1.54883584e+08.
+		fmt.Fprintf(&b, "%s=%s", n, strconv.FormatFloat(p[n], 'f', -1, 64))
 	}
 	return b.String()
 }

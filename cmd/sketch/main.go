@@ -18,7 +18,21 @@ type command struct {
 	summary string // one line, for the general usage
 	details string // what it does, for its own usage
 	example string
-	setup   func(fs *flag.FlagSet) func(args []string) error
+	// opensFiles gives the command --owner, for the files it opens.
+	opensFiles bool
+	setup      func(fs *flag.FlagSet) func(args []string) error
+}
+
+// flags registers c's flags on a new flag set and returns it with what
+// runs c.
+func (c *command) flags() (*flag.FlagSet, func(args []string) error) {
+	fs := flag.NewFlagSet("sketch "+c.name, flag.ContinueOnError)
+	fs.SetOutput(io.Discard) // usage is printed by the caller, once
+	runCmd := c.setup(fs)
+	if c.opensFiles {
+		fs.Var(&owners, "owner", "also trust files owned by `UID` (repeat it, or give a comma list), as the files of this user and root are")
+	}
+	return fs, runCmd
 }
 
 // commands in the order the general usage lists them.
@@ -103,9 +117,7 @@ func run(argv []string) int {
 		generalUsage(os.Stderr)
 		return exitUsage
 	}
-	fs := flag.NewFlagSet("sketch "+cmd.name, flag.ContinueOnError)
-	fs.SetOutput(io.Discard) // usage is printed here, once
-	runCmd := cmd.setup(fs)
+	fs, runCmd := cmd.flags()
 	pos, err := parseInterspersed(fs, args)
 	if errors.Is(err, flag.ErrHelp) {
 		commandUsage(stdout, cmd, fs)
@@ -126,8 +138,7 @@ func run(argv []string) int {
 		code = exitUsage
 	}
 	if !errors.Is(err, errReported) {
-		// The library's errors start with "sketch:" too.
-		fmt.Fprintf(os.Stderr, "sketch %s: %s\n", cmd.name, strings.TrimPrefix(err.Error(), "sketch: "))
+		fmt.Fprintf(os.Stderr, "sketch %s: %s\n", cmd.name, message(err))
 	}
 	if code == exitUsage {
 		fmt.Fprintf(os.Stderr, "usage: sketch %s %s\n(sketch help %s says more)\n", cmd.name, cmd.args, cmd.name)
@@ -240,8 +251,7 @@ var helpCmd = &command{
 				if c == nil {
 					return usageError("unknown command %q", args[0])
 				}
-				cfs := flag.NewFlagSet("sketch "+c.name, flag.ContinueOnError)
-				c.setup(cfs)
+				cfs, _ := c.flags()
 				commandUsage(stdout, c, cfs)
 				return nil
 			}

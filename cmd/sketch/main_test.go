@@ -155,13 +155,14 @@ func TestUsage_BadArguments(t *testing.T) {
 		{"create", path + "2", "--capacity", "10"}, // a counting Bloom sizing for a Count-Min
 		{"create", path + "2", "--kind", "countingbloom"},
 		{"create", path + "2", "--mode", "rw"},
-		{"create", path + "2", "--kind", "bloom"},                     // no --capacity
-		{"create", path + "2", "--kind", "countminwindow"},            // no --keep
-		{"create", path + "2", "--kind", "arena"},                     // no --size
-		{"create", path + "2", "--kind", "arena", "--size", "12X"},    // not a size
-		{"create", path + "2", "--kind", "bloom", "--rows", "3"},      // a Count-Min sizing for a Bloom filter
-		{"create", path + "2", "--period", "1s"},                      // a window's flag for a Count-Min
-		{"create", path + "2:name", "--kind", "bloom", "--seed", "1"}, // a structure in an arena has the arena's seed
+		{"create", path + "2", "--kind", "bloom"},                          // no --capacity
+		{"create", path + "2", "--kind", "countminwindow"},                 // no --keep
+		{"create", path + "2", "--kind", "arena"},                          // no --size
+		{"create", path + "2", "--kind", "arena", "--size", "12X"},         // not a size
+		{"create", path + "2", "--kind", "bloom", "--rows", "3"},           // a Count-Min sizing for a Bloom filter
+		{"create", path + "2", "--period", "1s"},                           // a window's flag for a Count-Min
+		{"create", path + "2:name", "--kind", "bloom", "--seed-file", "-"}, // a structure in an arena has the arena's seed
+		{"create", path + "2", "--seed", "1"},                              // a seed on the command line
 
 		// A Bloom window: no --capacity, no --keep, a Count-Min sizing.
 		{"create", path + "2", "--kind", "bloomwindow", "--keep", "2"},

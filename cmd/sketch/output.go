@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"strings"
 )
 
@@ -99,4 +100,21 @@ func printColumns(w io.Writer, rows [][]string) {
 			}
 		}
 	}
+}
+
+// quoteName is a structure's name as the command prints it: quoted, with
+// Go's escapes, when it holds anything but letters, digits and "._-/", as
+// the library's messages show it. Names come from the file, which whoever
+// may write it chose: printed raw, an escape sequence would reach the
+// terminal, and a space or a colon would read as two words.
+func quoteName(name string) string {
+	for _, r := range name {
+		if !('a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9' || strings.ContainsRune("._-/", r)) {
+			return strconv.Quote(name)
+		}
+	}
+	if name == "" {
+		return `""`
+	}
+	return name
 }

@@ -11,9 +11,10 @@ import (
 )
 
 var queryCmd = &command{
-	name:    "query",
-	args:    "FILE[:NAME] [KEY...]",
-	summary: "answer keys: estimates with error bars, presence, counts",
+	name:       "query",
+	opensFiles: true,
+	args:       "FILE[:NAME] [KEY...]",
+	summary:    "answer keys: estimates with error bars, presence, counts",
 	details: `
 Query prints one line a key: KEY, then a Count-Min sketch's estimate and
 its error bar ("between LOW and ESTIMATE": the true count is in that range

@@ -6,9 +6,10 @@ import (
 )
 
 var resetCmd = &command{
-	name:    "reset",
-	args:    "FILE[:NAME]",
-	summary: "forget everything a structure counted",
+	name:       "reset",
+	opensFiles: true,
+	args:       "FILE[:NAME]",
+	summary:    "forget everything a structure counted",
 	details: `
 Reset forgets everything, in every process: a Count-Min sketch's Reset
 (not atomic: adds racing it may survive in some rows, which check

@@ -6,9 +6,10 @@ import (
 )
 
 var rmCmd = &command{
-	name:    "rm",
-	args:    "FILE",
-	summary: "remove a sketch file; processes that have it open keep it",
+	name:       "rm",
+	opensFiles: true,
+	args:       "FILE",
+	summary:    "remove a sketch file; processes that have it open keep it",
 	details: `
 Rm removes the sketch file at FILE, an arena with every structure in it,
 and only a valid sketch file (anything

@@ -6,9 +6,10 @@ import (
 )
 
 var rotateCmd = &command{
-	name:    "rotate",
-	args:    "FILE[:NAME]",
-	summary: "turn a window's period now: the oldest period leaves it",
+	name:       "rotate",
+	opensFiles: true,
+	args:       "FILE[:NAME]",
+	summary:    "turn a window's period now: the oldest period leaves it",
 	details: `
 Rotate turns a windowed structure's period now, in every process: adds go
 to a new, empty period and the oldest one leaves the window. A window with

@@ -8,9 +8,10 @@ import (
 )
 
 var statsCmd = &command{
-	name:    "stats",
-	args:    "FILE[:NAME]",
-	summary: "print everything a structure's Stats reports; an arena's, a row a structure",
+	name:       "stats",
+	opensFiles: true,
+	args:       "FILE[:NAME]",
+	summary:    "print everything a structure's Stats reports; an arena's, a row a structure",
 	details: `
 Stats prints what the structure's Stats reports, as an aligned table: for
 a Count-Min sketch its shape, total, add count, error bound, error rate
@@ -86,7 +87,7 @@ func arenaStats(path string, a *sketch.Arena, jsonOut bool) error {
 		}
 		_, js := s.stats()
 		out.Structures = append(out.Structures, structureStats{Name: e.Name, Kind: s.kind(), Description: s.describe(), Stats: js})
-		rows = append(rows, []string{e.Name, s.kind(), fmt.Sprint(e.Bytes), s.summary()})
+		rows = append(rows, []string{quoteName(e.Name), s.kind(), fmt.Sprint(e.Bytes), s.summary()})
 		s.Close()
 	}
 	if jsonOut {

@@ -20,7 +20,17 @@ type target struct {
 	name string // a structure in an arena; "" for a standalone file
 }
 
+// String is the target as messages and text output show it, the name
+// quoted when it holds more than letters, digits and "._-/" (quoteName).
 func (t target) String() string {
+	if t.name == "" {
+		return t.path
+	}
+	return t.path + ":" + quoteName(t.name)
+}
+
+// arg is the target as it was given, for JSON, which escapes for itself.
+func (t target) arg() string {
 	if t.name == "" {
 		return t.path
 	}
@@ -29,16 +39,26 @@ func (t target) String() string {
 
 // parseTarget splits FILE[:NAME] at its last colon. A path that exists as
 // given is taken whole, so a file whose name has a colon can still be
-// named; so is one whose part after the colon holds a slash.
+// named; so is one whose part after the colon holds a slash. When both
+// readings name a file (FILE:NAME exists, and so does FILE), it refuses:
+// whoever may write the directory can plant x.arena:banned beside the
+// arena x.arena, and a command must not answer from the file the user did
+// not mean.
 func parseTarget(arg string) (target, error) {
 	if arg == "" {
 		return target{}, usageError("the file name is empty")
 	}
+	i := strings.LastIndexByte(arg, ':')
+	split := i >= 0 && !strings.Contains(arg[i+1:], "/")
 	if _, err := os.Lstat(arg); err == nil {
+		if split && i > 0 && i < len(arg)-1 {
+			if st, err := os.Stat(arg[:i]); err == nil && st.Mode().IsRegular() {
+				return target{}, ambiguousError(arg, arg[:i], arg[i+1:])
+			}
+		}
 		return target{path: arg}, nil
 	}
-	i := strings.LastIndexByte(arg, ':')
-	if i < 0 || strings.Contains(arg[i+1:], "/") {
+	if !split {
 		return target{path: arg}, nil
 	}
 	t := target{path: arg[:i], name: arg[i+1:]}
@@ -46,6 +66,14 @@ func parseTarget(arg string) (target, error) {
 		return target{}, usageError("%q: give FILE or FILE:NAME", arg)
 	}
 	return t, nil
+}
+
+// ambiguousError refuses an argument that names both the file arg and the
+// structure name in the file path.
+func ambiguousError(arg, path, name string) error {
+	return fmt.Errorf("%s is ambiguous: it names the file %s and the structure %s in the file %s; "+
+		"refusing to guess (another user may have planted one): remove or rename the one you do not mean",
+		arg, arg, quoteName(name), path)
 }
 
 // structure is what the commands do with a structure of any kind.
@@ -121,12 +149,14 @@ type place struct {
 }
 
 // fileOpts are the options that open an existing file: read-only, or
-// read-write without creating (create makes new ones).
+// read-write without creating (create makes new ones), trusting the
+// owners named with --owner.
 func fileOpts(readWrite bool) []sketch.Option {
+	opts := []sketch.Option{sketch.ReadOnly()}
 	if readWrite {
-		return []sketch.Option{sketch.WithoutCreate()}
+		opts = []sketch.Option{sketch.WithoutCreate()}
 	}
-	return []sketch.Option{sketch.ReadOnly()}
+	return append(opts, owners.options()...)
 }
 
 // openTarget opens the structure t names. A whole arena is a usage error:
@@ -172,7 +202,7 @@ func openWhole(t target, readWrite bool) (s structure, a *sketch.Arena, err erro
 	if names := arenaNames(a); len(names) > 0 {
 		has = "it has " + strings.Join(names, ", ")
 	}
-	return nil, nil, fmt.Errorf("%s: the arena %s has no structure named %q (%s)", t, t.path, t.name, has)
+	return nil, nil, fmt.Errorf("%s: the arena %s has no structure named %s (%s)", t, t.path, quoteName(t.name), has)
 }
 
 // openEntry opens the structure of the given kind at p. The one place
@@ -192,15 +222,16 @@ func openEntry(p place, kind sketch.Kind) (structure, error) {
 	}
 	where := p.path
 	if p.arena != nil {
-		where += ":" + p.name
+		where += ":" + quoteName(p.name)
 	}
 	return nil, fmt.Errorf("%s holds a structure this build does not know (%s)", where, kind)
 }
 
+// arenaNames are the names of a's structures, quoted for messages.
 func arenaNames(a *sketch.Arena) []string {
 	var names []string
 	for _, e := range a.List() {
-		names = append(names, e.Name)
+		names = append(names, quoteName(e.Name))
 	}
 	return names
 }

@@ -14,9 +14,10 @@ import (
 )
 
 var watchCmd = &command{
-	name:    "watch",
-	args:    "FILE[:NAME]",
-	summary: "a live view: writes per second, total, error bound or fill, lock",
+	name:       "watch",
+	opensFiles: true,
+	args:       "FILE[:NAME]",
+	summary:    "a live view: writes per second, total, error bound or fill, lock",
 	details: `
 Watch shows the structure live, every interval, until interrupted: adds (or
 operations) per second across every process, the total, a Count-Min
@@ -92,7 +93,7 @@ func (w *watcher) run(ctx context.Context, n int) error {
 			ps = float64(cur.Total-prev.Total) / at.Sub(prevAt).Seconds()
 		}
 		prev, prevAt = cur, at
-		line := watchLine{Time: at.UTC(), File: w.t.String(), Kind: w.s.kind(), PerSecond: ps, sample: cur}
+		line := watchLine{Time: at.UTC(), File: w.t.arg(), Kind: w.s.kind(), PerSecond: ps, sample: cur}
 		var lockErr error
 		if fi, err := sketch.Inspect(w.t.path); err == nil {
 			line.Lock = &fi.Lock
@@ -111,9 +112,11 @@ func (w *watcher) show(l watchLine, lockErr error) error {
 	if w.jsonOut {
 		return printJSON(stdout, l)
 	}
-	lock := "unreadable: " + fmt.Sprint(lockErr)
+	var lock string
 	if l.Lock != nil {
 		lock = lockSummary(*l.Lock)
+	} else {
+		lock = "unreadable: " + message(lockErr)
 	}
 	rows := [][2]string{
 		{l.what + "/s", rate(l.PerSecond)},
