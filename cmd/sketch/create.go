@@ -43,11 +43,13 @@ of its file (K, M and G suffixes are KiB, MiB and GiB).
 FILE:NAME makes a structure named NAME in the existing arena FILE (from
 create FILE --kind arena), refusing a name it has; it hashes with the
 arena's seed. A new file gets mode 0600 unless --mode says otherwise, and
-a random hash seed unless --seed gives one (files to be merged need the
-same seed, and so the same --seed).`,
+a random hash seed unless --seed gives one. Files to be merged need the
+same seed: --seed-from OTHER gives the new file the seed of the sketch
+file OTHER (read, never printed).`,
 	example: `sketch create /dev/shm/clients.cms --error 0.001 --confidence 0.99
 sketch create /dev/shm/banned.cbf --kind countingbloom --capacity 1000000 --fp-rate 0.01 --mode 0640
 sketch create /dev/shm/web.arena --kind arena --size 64M
+sketch create host2.cms --seed-from host1.cms
 sketch create /dev/shm/web.arena:seen --kind bloom --capacity 1000000 --fp-rate 0.001
 sketch create /dev/shm/web.arena:clients --kind countminwindow --period 1m --keep 5 --error 0.001
 sketch create /dev/shm/web.arena:recent --kind bloomwindow --period 10m --keep 6 --capacity 100000 --fp-rate 0.001`,
@@ -64,6 +66,7 @@ sketch create /dev/shm/web.arena:recent --kind bloomwindow --period 10m --keep 6
 		size := fs.String("size", "", "arena: `BYTES` of the file, with an optional K, M or G (required)")
 		mode := fs.String("mode", "0600", "permission bits of a new file, in octal")
 		seed := fs.Uint64("seed", 0, "hash seed of a new file (default random); keep it secret")
+		seedFrom := fs.String("seed-from", "", "give a new file the hash seed of the sketch `FILE`, so that the two merge")
 		jsonOut := fs.Bool("json", false, `print JSON: {"file", "kind", "description", "bytes", "stats"}`)
 		return func(args []string) error {
 			if len(args) != 1 {
@@ -86,7 +89,7 @@ sketch create /dev/shm/web.arena:recent --kind bloomwindow --period 10m --keep 6
 			fs.Visit(func(f *flag.Flag) {
 				switch {
 				case bad != nil:
-				case t.name != "" && (f.Name == "mode" || f.Name == "seed"):
+				case t.name != "" && (f.Name == "mode" || f.Name == "seed" || f.Name == "seed-from"):
 					bad = usageError("--%s: %s is made in the arena %s, whose file has its mode and seed", f.Name, t, t.path)
 				case isSizing(f.Name) && !contains(sizing, f.Name):
 					bad = usageError("--%s does not size a %s", f.Name, *kind)
@@ -94,6 +97,14 @@ sketch create /dev/shm/web.arena:recent --kind bloomwindow --period 10m --keep 6
 			})
 			if bad != nil {
 				return bad
+			}
+			if *seedFrom != "" {
+				if *seed != 0 {
+					return usageError("give --seed or --seed-from, not both")
+				}
+				if *seed, err = seedOf(*seedFrom); err != nil {
+					return err
+				}
 			}
 			flags := createFlags{
 				kind: *kind, cms: sketch.CountMinConfig{ErrorRate: *errRate, Confidence: *conf, Rows: *rows, Width: *width},
@@ -210,6 +221,22 @@ func createInArena(t target, f createFlags, jsonOut bool) error {
 		}
 	}
 	return fmt.Errorf("%s: made, but the arena does not list it", t)
+}
+
+// seedOf reads the hash seed of the sketch file arg names (FILE, or an
+// arena's FILE:NAME, whose structures hash with the arena's seed), for a
+// new file that is to merge with it. The seed is a secret: it goes from
+// the library into the new file, and never to the terminal.
+func seedOf(arg string) (uint64, error) {
+	t, err := parseTarget(arg)
+	if err != nil {
+		return 0, err
+	}
+	info, err := sketch.Inspect(t.path)
+	if err != nil {
+		return 0, fmt.Errorf("--seed-from: %w", err)
+	}
+	return info.Seed, nil
 }
 
 func isSizing(name string) bool {
