@@ -318,9 +318,9 @@ func NewBloomMemfd(name string, cfg BloomConfig, opts ...Option) (*Bloom, error)
 
 // NewBloom creates a Bloom filter in memory, for one process, as
 // NewCountMin does.
-func NewBloom(cfg BloomConfig) (*Bloom, error) {
+func NewBloom(cfg BloomConfig, opts ...Option) (*Bloom, error) {
 	sp, err := cfg.createSpec()
-	m, err := inMemorySpec(sp, err)
+	m, err := inMemorySpec(sp, err, opts)
 	if err != nil {
 		return nil, err
 	}

@@ -242,9 +242,9 @@ func NewBloomWindowMemfd(name string, w Window, cfg BloomConfig, opts ...Option)
 
 // NewBloomWindow creates a Bloom window in memory, for one process, as
 // NewBloom does. It needs a whole Window and a Capacity.
-func NewBloomWindow(w Window, cfg BloomConfig) (*BloomWindow, error) {
+func NewBloomWindow(w Window, cfg BloomConfig, opts ...Option) (*BloomWindow, error) {
 	sp, err := bloomWindowCreateSpec(w, cfg)
-	m, err := inMemorySpec(sp, err)
+	m, err := inMemorySpec(sp, err, opts)
 	if err != nil {
 		return nil, err
 	}

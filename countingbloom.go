@@ -220,9 +220,9 @@ func NewCountingBloomMemfd(name string, cfg CountingBloomConfig, opts ...Option)
 
 // NewCountingBloom creates a counting Bloom filter in memory, for one
 // process, as NewCountMin does.
-func NewCountingBloom(cfg CountingBloomConfig) (*CountingBloom, error) {
+func NewCountingBloom(cfg CountingBloomConfig, opts ...Option) (*CountingBloom, error) {
 	sp, err := cfg.createSpec()
-	m, err := inMemorySpec(sp, err)
+	m, err := inMemorySpec(sp, err, opts)
 	if err != nil {
 		return nil, err
 	}

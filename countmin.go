@@ -28,7 +28,8 @@ type CountMinConfig struct {
 	Rows, Width int
 	// Seed is the hash seed. Zero means a random seed at create, so that
 	// nobody who cannot read the file can craft colliding keys; on attach,
-	// zero accepts the stored seed.
+	// zero accepts the stored seed. WithSeed gives it as well, for every
+	// kind and an arena; the two must agree.
 	Seed uint64
 }
 
@@ -300,9 +301,11 @@ func NewCountMinMemfd(name string, cfg CountMinConfig, opts ...Option) (*CountMi
 // goroutines share it as they would a file's, and code that uses the
 // package runs its unit tests with it on any system. On Linux it is an
 // unnamed memfd (File still hands it to a child); elsewhere, plain memory.
-func NewCountMin(cfg CountMinConfig) (*CountMin, error) {
+// Of the options, WithSeed applies; ReadOnly is refused (ErrInvalidConfig),
+// and the options about files on a path do nothing.
+func NewCountMin(cfg CountMinConfig, opts ...Option) (*CountMin, error) {
 	sp, err := cfg.spec()
-	m, err := inMemorySpec(sp, err)
+	m, err := inMemorySpec(sp, err, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -515,11 +518,6 @@ func (c *CountMin) Rows() int { return c.l.rows }
 
 // Width returns the number of counters in a row, a power of two.
 func (c *CountMin) Width() int { return int(c.l.mask + 1) }
-
-// Seed returns the file's hash seed. Keep it secret: whoever knows it can
-// craft keys that collide in every row, and so inflate any key's estimate.
-// It is in no error message and not in Stats.
-func (c *CountMin) Seed() uint64 { return c.l.seed }
 
 // Stats reports the shape, the total and the error bound at that total.
 // It walks the whole grid, so it belongs on a status page, not in a loop.

@@ -236,9 +236,9 @@ func NewCountMinWindowMemfd(name string, w Window, cfg CountMinConfig, opts ...O
 
 // NewCountMinWindow creates a Count-Min window in memory, for one process,
 // as NewCountMin does.
-func NewCountMinWindow(w Window, cfg CountMinConfig) (*CountMinWindow, error) {
+func NewCountMinWindow(w Window, cfg CountMinConfig, opts ...Option) (*CountMinWindow, error) {
 	sp, err := countMinWindowCreateSpec(w, cfg)
-	m, err := inMemorySpec(sp, err)
+	m, err := inMemorySpec(sp, err, opts)
 	if err != nil {
 		return nil, err
 	}

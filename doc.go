@@ -72,10 +72,12 @@
 // change its counters: grant write permission accordingly. A memfd's size
 // is sealed, so it cannot be truncated.
 //
-// Each file has a random hash seed unless [CountMinConfig].Seed is set, so
-// that nobody who cannot read the file can craft keys that collide. The
-// seed is secret: it is in no error message and not in [CountMinStats]
-// ([CountMin.Seed] returns it).
+// Each file has a random hash seed unless [WithSeed] (or a config's Seed)
+// gives one, so that nobody who cannot read the file can craft keys that
+// collide. The seed is secret: it is in no error message and not in Stats.
+// Every structure's Seed method returns it ([CountMin.Seed]), to create
+// other files with the same seed: structures merge only when they hash
+// with one seed.
 //
 // An add is one atomic increment per row. A process killed part way
 // through an add has counted its key in some rows and not others: that

@@ -71,6 +71,19 @@ func (h *handle) Unlink() error {
 	return h.m.unlink()
 }
 
+// Seed returns the hash seed of the file, which every structure in it
+// hashes keys with. It is a secret: whoever knows it can craft keys that
+// collide (raising a Count-Min estimate, or making a filter claim keys it
+// never held), so it is in no message, String or Stats. It is for creating
+// structures that merge with this one, which needs the same seed: pass it
+// to WithSeed when creating each host's file. A zero handle returns 0.
+func (h *handle) Seed() uint64 {
+	if h.m == nil {
+		return 0
+	}
+	return h.m.lay.seed
+}
+
 // Frozen reports whether the file is sealed (Freeze).
 func (h *handle) Frozen() bool { return h.open.Load() && atomic.LoadUint32(h.sealed) != 0 }
 

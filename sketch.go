@@ -21,7 +21,7 @@ type options struct {
 	noCreate    bool
 	readOnly    bool
 	owners      []uint32 // uids trusted beside the caller and root
-	seed        uint64   // an arena's hash seed at create (WithSeed)
+	seed        uint64   // the hash seed of a new file, 0 for random (WithSeed)
 }
 
 func defaultOptions() options {
@@ -75,11 +75,20 @@ func WithOwner(uid int) Option {
 	return func(o *options) { o.owners = append(o.owners, uint32(uid)) }
 }
 
-// WithSeed sets the hash seed of an arena the call creates (OpenArena,
-// NewArena, NewArenaMemfd); every structure in the arena hashes with it.
-// Arenas that are to be merged across hosts need the same seed. Zero, the
-// default, draws a random one. A standalone structure takes its seed from
-// its config instead; there WithSeed does nothing.
+// WithSeed sets the hash seed of the file the call creates, by any route:
+// a structure's (OpenCountMin, NewBloomMemfd, NewCountingBloom, ...) or an
+// arena's (OpenArena, NewArenaMemfd, NewArena), with which every structure
+// in the arena hashes. Structures merge (CountMin.Merge, Bloom.Merge,
+// CountingBloom.Merge) only when they hash with one seed, so create the
+// files of every host that are to be merged with one seed: another file's
+// (its Seed method), or one kept as secretly as a key. Zero, the default,
+// draws a random seed, which no other file shares.
+//
+// A config's Seed field (CountMinConfig.Seed, ...) says the same, and
+// neither takes precedence: give either, or both with one value; two
+// different seeds are ErrInvalidConfig. When the call attaches to an
+// existing file instead, a seed given either way must be the file's
+// (ErrIncompatible).
 func WithSeed(seed uint64) Option {
 	return func(o *options) { o.seed = seed }
 }
@@ -130,6 +139,20 @@ type spec struct {
 	// arena asks for an arena: size is then the whole file's, and the
 	// file is created with an empty directory.
 	arena bool
+}
+
+// seeded returns sp with the seed WithSeed gave, which must agree with the
+// config's (sp.seed, zero when the config gave none).
+func (sp spec) seeded(o options) (spec, error) {
+	switch {
+	case o.seed == 0 || o.seed == sp.seed:
+	case sp.seed == 0:
+		sp.seed = o.seed
+	default:
+		// The seeds stay out of the message: they are secrets.
+		return sp, fmt.Errorf("%w: WithSeed and the config's Seed give two different seeds", ErrInvalidConfig)
+	}
+	return sp, nil
 }
 
 // errCannotCreate means a config that only attaches (a counting Bloom
@@ -391,7 +414,9 @@ func openSpec(path string, sp spec, err error, opts []Option) (*mapping, error) 
 	if err == nil {
 		var o options
 		if o, err = buildOptions(opts); err == nil {
-			return openPath(path, sp, o)
+			if sp, err = sp.seeded(o); err == nil {
+				return openPath(path, sp, o)
+			}
 		}
 	}
 	return nil, fmt.Errorf("sketch: open %s: %w", path, err)
@@ -404,6 +429,8 @@ func memfdSpec(name, what string, sp spec, err error, opts []Option) (*mapping, 
 		var o options
 		if o, err = buildOptions(opts); err == nil && o.readOnly {
 			err = fmt.Errorf("%w: a new %s cannot be read-only", ErrInvalidConfig, what)
+		} else if err == nil {
+			sp, err = sp.seeded(o)
 		}
 	}
 	if err != nil {
@@ -414,7 +441,15 @@ func memfdSpec(name, what string, sp spec, err error, opts []Option) (*mapping, 
 
 // inMemorySpec creates a structure for one process (NewCountMin and the
 // like).
-func inMemorySpec(sp spec, err error) (*mapping, error) {
+func inMemorySpec(sp spec, err error, opts []Option) (*mapping, error) {
+	if err == nil {
+		var o options
+		if o, err = buildOptions(opts); err == nil && o.readOnly {
+			err = fmt.Errorf("%w: a structure created in memory cannot be read-only", ErrInvalidConfig)
+		} else if err == nil {
+			sp, err = sp.seeded(o)
+		}
+	}
 	if err != nil {
 		return nil, fmt.Errorf("sketch: create in memory: %w", err)
 	}
@@ -427,7 +462,9 @@ func attachSpec(fd uintptr, sp spec, err error, opts []Option) (*mapping, error)
 	if err == nil {
 		var o options
 		if o, err = buildOptions(opts); err == nil {
-			return attachInherited(fd, sp, o)
+			if sp, err = sp.seeded(o); err == nil {
+				return attachInherited(fd, sp, o)
+			}
 		}
 	}
 	return nil, fmt.Errorf("sketch: attach fd %d: %w", fd, err)

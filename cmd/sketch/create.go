@@ -44,15 +44,17 @@ of its file (K, M and G suffixes are KiB, MiB and GiB).
 FILE:NAME makes a structure named NAME in the existing arena FILE (from
 create FILE --kind arena), refusing a name it has; it hashes with the
 arena's seed. A new file gets mode 0600 unless --mode says otherwise, and
-a random hash seed unless --seed-file gives one (files to be merged need
-the same seed). The seed is a secret, since whoever knows it can craft
-keys that collide, so it is never given on the command line, which every
-local user may read: --seed-file FILE reads it from a file that other
-users may not read (one number, decimal or 0x hexadecimal), --seed-file -
-from standard input.`,
+a random hash seed unless --seed-file gives one. Files to be merged need
+the same seed: --seed-from OTHER gives the new file the seed of the sketch
+file OTHER (read, never printed). The seed is a secret, since whoever
+knows it can craft keys that collide, so it is never given on the command
+line, which every local user may read: --seed-file FILE reads it from a
+file that other users may not read (one number, decimal or 0x
+hexadecimal), --seed-file - from standard input.`,
 	example: `sketch create /dev/shm/clients.cms --error 0.001 --confidence 0.99
 sketch create /dev/shm/banned.cbf --kind countingbloom --capacity 1000000 --fp-rate 0.01 --mode 0640
 sketch create /dev/shm/web.arena --kind arena --size 64M
+sketch create host2.cms --seed-from host1.cms
 sketch create /dev/shm/web.arena:seen --kind bloom --capacity 1000000 --fp-rate 0.001
 sketch create /dev/shm/web.arena:clients --kind countminwindow --period 1m --keep 5 --error 0.001
 sketch create /dev/shm/web.arena:recent --kind bloomwindow --period 10m --keep 6 --capacity 100000 --fp-rate 0.001
@@ -72,6 +74,7 @@ sketch create /dev/shm/a.cms --seed-file seed; sketch create /dev/shm/b.cms --se
 		mode := fs.String("mode", "0600", "permission bits of a new file, in octal")
 		seedFile := fs.String("seed-file", "", "read the secret hash seed of a new file from `FILE` (\"-\": standard input), one decimal or 0x hex number; FILE must not be readable by every user (default: a random seed)")
 		fs.String("seed", "", "refused: the command line shows the seed to every user; use --seed-file")
+		seedFrom := fs.String("seed-from", "", "give a new file the hash seed of the sketch `FILE`, so that the two merge")
 		jsonOut := fs.Bool("json", false, `print JSON: {"file", "kind", "description", "bytes", "stats"}`)
 		return func(args []string) error {
 			if len(args) != 1 {
@@ -96,7 +99,7 @@ sketch create /dev/shm/a.cms --seed-file seed; sketch create /dev/shm/b.cms --se
 				case bad != nil:
 				case f.Name == "seed":
 					bad = errSeedOnCommandLine
-				case t.name != "" && (f.Name == "mode" || f.Name == "seed-file"):
+				case t.name != "" && (f.Name == "mode" || f.Name == "seed-file" || f.Name == "seed-from"):
 					bad = usageError("--%s: %s is made in the arena %s, whose file has its mode and seed", f.Name, t, t.path)
 				case isSizing(f.Name) && !contains(sizing, f.Name):
 					bad = usageError("--%s does not size a %s", f.Name, *kind)
@@ -104,6 +107,9 @@ sketch create /dev/shm/a.cms --seed-file seed; sketch create /dev/shm/b.cms --se
 			})
 			if bad != nil {
 				return bad
+			}
+			if *seedFrom != "" && *seedFile != "" {
+				return usageError("give --seed-file or --seed-from, not both")
 			}
 			flags := createFlags{
 				kind: *kind, cms: sketch.CountMinConfig{ErrorRate: *errRate, Confidence: *conf, Rows: *rows, Width: *width},
@@ -119,8 +125,13 @@ sketch create /dev/shm/a.cms --seed-file seed; sketch create /dev/shm/b.cms --se
 				return fmt.Errorf("%s exists; remove it first (sketch rm %s), or use it as it is", t.path, t.path)
 			}
 			var seed uint64 // zero: random
-			if *seedFile != "" {
+			switch {
+			case *seedFile != "":
 				if seed, err = readSeed(*seedFile, os.Stdin); err != nil {
+					return err
+				}
+			case *seedFrom != "":
+				if seed, err = seedOf(*seedFrom); err != nil {
 					return err
 				}
 			}
@@ -226,6 +237,22 @@ func createInArena(t target, f createFlags, jsonOut bool) error {
 		}
 	}
 	return fmt.Errorf("%s: made, but the arena does not list it", t)
+}
+
+// seedOf reads the hash seed of the sketch file arg names (FILE, or an
+// arena's FILE:NAME, whose structures hash with the arena's seed), for a
+// new file that is to merge with it. The seed is a secret: it goes from
+// the library into the new file, and never to the terminal.
+func seedOf(arg string) (uint64, error) {
+	t, err := parseTarget(arg)
+	if err != nil {
+		return 0, err
+	}
+	info, err := sketch.Inspect(t.path)
+	if err != nil {
+		return 0, fmt.Errorf("--seed-from: %w", err)
+	}
+	return info.Seed, nil
 }
 
 func isSizing(name string) bool {

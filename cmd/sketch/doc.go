@@ -1,7 +1,7 @@
 // Command sketch creates, feeds, queries and checks shared sketch files
 // from the shell, against the live file that other processes are writing.
 //
-//	sketch create FILE[:NAME] [--kind countmin|bloom|countingbloom|countminwindow|bloomwindow|arena] [SIZING] [--mode 0600] [--seed-file FILE|-]
+//	sketch create FILE[:NAME] [--kind countmin|bloom|countingbloom|countminwindow|bloomwindow|arena] [SIZING] [--mode 0600] [--seed-file FILE|- | --seed-from OTHER]
 //	    SIZING: --error E --confidence C | --rows R --width W (countmin, countminwindow);
 //	    --capacity N --fp-rate P (bloom, countingbloom, bloomwindow: each period's);
 //	    --period D --keep K (countminwindow, bloomwindow); --size N (arena)

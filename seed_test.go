@@ -1,0 +1,311 @@
+//go:build linux
+
+package sketch
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"testing"
+	"time"
+)
+
+// The seed tests: structures created apart with one seed (WithSeed, on
+// every route that creates a file) merge exactly; with random seeds they
+// refuse to (ErrIncompatible); WithSeed and a config's Seed must agree.
+
+const fleetSeed = 0x5eed_f1ee_7000_0001
+
+// seeded is what every structure and the arena share for these tests.
+type seeded interface {
+	Seed() uint64
+	Close() error
+}
+
+// seedKind creates one kind of mergeable structure by every route, and
+// adds, merges and counts on it.
+type seedKind[S seeded] struct {
+	open   func(path string, opts ...Option) (S, error)
+	memfd  func(opts ...Option) (S, error)
+	memory func(opts ...Option) (S, error)
+	arena  func(a *Arena) (S, error)
+	add    func(s S, key string) error
+	merge  func(dst, src S) error
+	// count is what s says of key: an estimate, a count, or 1 for a
+	// Bloom filter's member and 0 for a non-member.
+	count func(s S, key string) uint64
+	// set is true for a Bloom filter, which holds a key or not: however
+	// often a key was added, it counts 1.
+	set bool
+}
+
+// seedRoutes are the ways a file is created, each given its seed only by
+// WithSeed: at a path, as a memfd, in memory, and as an arena's structure.
+var seedRoutes = []string{"open", "memfd", "memory", "arena"}
+
+// make creates a structure by route, with the seed if it is not zero and
+// a random one otherwise.
+func (k seedKind[S]) make(t *testing.T, route string, seed uint64) S {
+	t.Helper()
+	var opts []Option
+	if seed != 0 {
+		opts = append(opts, WithSeed(seed))
+	}
+	var s S
+	var err error
+	switch route {
+	case "open":
+		s, err = k.open(tempPath(t, "s"), opts...)
+	case "memfd":
+		s, err = k.memfd(opts...)
+	case "memory":
+		s, err = k.memory(opts...)
+	case "arena":
+		var a *Arena
+		if a, err = OpenArena(tempPath(t, "a.arena"), 4<<20, opts...); err == nil {
+			t.Cleanup(func() { a.Close() })
+			s, err = k.arena(a)
+		}
+	}
+	if err != nil {
+		t.Fatalf("%s with seed %#x: %v", route, seed, err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+// testSeedMerge: on every route, two structures created apart with one
+// seed have that seed and merge to exact counts; two with random seeds
+// have different ones and refuse to merge.
+func testSeedMerge[S seeded](t *testing.T, k seedKind[S]) {
+	for _, route := range seedRoutes {
+		t.Run(route, func(t *testing.T) {
+			a, b := k.make(t, route, fleetSeed), k.make(t, route, fleetSeed)
+			for _, s := range []S{a, b} {
+				if got := s.Seed(); got != fleetSeed {
+					t.Fatalf("Seed() = %#x, want %#x", got, uint64(fleetSeed))
+				}
+			}
+			want := map[string]uint64{}
+			for i := range 200 {
+				key, s := fmt.Sprintf("a-%d", i), a
+				if i%2 == 1 {
+					key, s = fmt.Sprintf("b-%d", i), b
+				}
+				for range i%3 + 1 {
+					if err := k.add(s, key); err != nil {
+						t.Fatal(err)
+					}
+					want[key]++
+				}
+			}
+			if err := k.merge(a, b); err != nil {
+				t.Fatalf("Merge of two structures with one seed: %v", err)
+			}
+			for key, n := range want {
+				if k.set {
+					n = 1
+				}
+				if got := k.count(a, key); got != n {
+					t.Errorf("after the merge, count(%q) = %d, want %d", key, got, n)
+				}
+			}
+
+			x, y := k.make(t, route, 0), k.make(t, route, 0)
+			if x.Seed() == 0 || x.Seed() == y.Seed() {
+				t.Errorf("random seeds: Seed() = %#x and %#x, want two nonzero seeds", x.Seed(), y.Seed())
+			}
+			if err := k.merge(x, y); !errors.Is(err, ErrIncompatible) {
+				t.Errorf("Merge of two structures with random seeds = %v, want ErrIncompatible", err)
+			}
+		})
+	}
+}
+
+func TestSeed_MergeCountMin(t *testing.T) {
+	cfg := CountMinConfig{Rows: 4, Width: 1 << 12}
+	testSeedMerge(t, seedKind[*CountMin]{
+		open:   func(p string, o ...Option) (*CountMin, error) { return OpenCountMin(p, cfg, o...) },
+		memfd:  func(o ...Option) (*CountMin, error) { return NewCountMinMemfd("cms", cfg, o...) },
+		memory: func(o ...Option) (*CountMin, error) { return NewCountMin(cfg, o...) },
+		arena:  func(a *Arena) (*CountMin, error) { return a.CountMin("cms", cfg) },
+		add:    func(c *CountMin, key string) error { _, err := c.AddString(key); return err },
+		merge:  func(dst, src *CountMin) error { return dst.Merge(src) },
+		count:  func(c *CountMin, key string) uint64 { return c.EstimateString(key) },
+	})
+}
+
+func TestSeed_MergeBloom(t *testing.T) {
+	cfg := BloomConfig{Capacity: 1000, FPRate: 0.001}
+	testSeedMerge(t, seedKind[*Bloom]{
+		open:   func(p string, o ...Option) (*Bloom, error) { return OpenBloom(p, cfg, o...) },
+		memfd:  func(o ...Option) (*Bloom, error) { return NewBloomMemfd("bloom", cfg, o...) },
+		memory: func(o ...Option) (*Bloom, error) { return NewBloom(cfg, o...) },
+		arena:  func(a *Arena) (*Bloom, error) { return a.Bloom("bloom", cfg) },
+		add:    func(b *Bloom, key string) error { _, err := b.AddString(key); return err },
+		merge:  func(dst, src *Bloom) error { return dst.Merge(src) },
+		count: func(b *Bloom, key string) uint64 {
+			if b.CheckString(key) {
+				return 1
+			}
+			return 0
+		},
+		set: true,
+	})
+}
+
+func TestSeed_MergeCountingBloom(t *testing.T) {
+	cfg := CountingBloomConfig{Capacity: 1000, FPRate: 0.001}
+	testSeedMerge(t, seedKind[*CountingBloom]{
+		open:   func(p string, o ...Option) (*CountingBloom, error) { return OpenCountingBloom(p, cfg, o...) },
+		memfd:  func(o ...Option) (*CountingBloom, error) { return NewCountingBloomMemfd("cbf", cfg, o...) },
+		memory: func(o ...Option) (*CountingBloom, error) { return NewCountingBloom(cfg, o...) },
+		arena:  func(a *Arena) (*CountingBloom, error) { return a.CountingBloom("cbf", cfg) },
+		add:    func(b *CountingBloom, key string) error { _, err := b.AddString(key); return err },
+		merge:  func(dst, src *CountingBloom) error { return dst.Merge(src) },
+		count:  func(b *CountingBloom, key string) uint64 { return uint64(b.CountOfString(key)) },
+	})
+}
+
+// TestSeed_Windows: windows, which do not merge, have the seed WithSeed
+// gave on every route, and so does their arena.
+func TestSeed_Windows(t *testing.T) {
+	win := Window{Keep: 2}
+	cms := CountMinConfig{Rows: 2, Width: 64}
+	bloom := BloomConfig{Capacity: 100}
+	seed := WithSeed(fleetSeed)
+	arena, err := NewArena(1<<20, seed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer arena.Close()
+	for _, tc := range []struct {
+		name string
+		make func() (seeded, error)
+	}{
+		{"OpenCountMinWindow", func() (seeded, error) { return OpenCountMinWindow(tempPath(t, "w"), win, cms, seed) }},
+		{"NewCountMinWindowMemfd", func() (seeded, error) { return NewCountMinWindowMemfd("w", win, cms, seed) }},
+		{"NewCountMinWindow", func() (seeded, error) { return NewCountMinWindow(win, cms, seed) }},
+		{"Arena.CountMinWindow", func() (seeded, error) { return arena.CountMinWindow("cmw", win, cms) }},
+		{"OpenBloomWindow", func() (seeded, error) { return OpenBloomWindow(tempPath(t, "w"), win, bloom, seed) }},
+		{"NewBloomWindowMemfd", func() (seeded, error) { return NewBloomWindowMemfd("w", win, bloom, seed) }},
+		{"NewBloomWindow", func() (seeded, error) { return NewBloomWindow(win, bloom, seed) }},
+		{"Arena.BloomWindow", func() (seeded, error) { return arena.BloomWindow("bw", win, bloom) }},
+		{"NewArena", func() (seeded, error) { return arena, nil }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s, err := tc.make()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if s != seeded(arena) {
+				defer s.Close()
+			}
+			if got := s.Seed(); got != fleetSeed {
+				t.Errorf("Seed() = %#x, want %#x", got, uint64(fleetSeed))
+			}
+		})
+	}
+}
+
+// TestWithSeed_Config: WithSeed and a config's Seed may both be given
+// when they agree, and a disagreement is ErrInvalidConfig on every
+// constructor; attaching with another seed than the file's is
+// ErrIncompatible.
+func TestWithSeed_Config(t *testing.T) {
+	win := Window{Period: time.Minute, Keep: 2}
+	makers := func(cfgSeed uint64) []struct {
+		name string
+		make func(...Option) (seeded, error)
+	} {
+		cms := CountMinConfig{Rows: 2, Width: 64, Seed: cfgSeed}
+		bloom := BloomConfig{Capacity: 100, Seed: cfgSeed}
+		cbf := CountingBloomConfig{Capacity: 100, Seed: cfgSeed}
+		return []struct {
+			name string
+			make func(...Option) (seeded, error)
+		}{
+			{"OpenCountMin", func(o ...Option) (seeded, error) { return OpenCountMin(tempPath(t, "f"), cms, o...) }},
+			{"NewCountMinMemfd", func(o ...Option) (seeded, error) { return NewCountMinMemfd("f", cms, o...) }},
+			{"NewCountMin", func(o ...Option) (seeded, error) { return NewCountMin(cms, o...) }},
+			{"OpenBloom", func(o ...Option) (seeded, error) { return OpenBloom(tempPath(t, "f"), bloom, o...) }},
+			{"NewBloomMemfd", func(o ...Option) (seeded, error) { return NewBloomMemfd("f", bloom, o...) }},
+			{"NewBloom", func(o ...Option) (seeded, error) { return NewBloom(bloom, o...) }},
+			{"OpenCountingBloom", func(o ...Option) (seeded, error) { return OpenCountingBloom(tempPath(t, "f"), cbf, o...) }},
+			{"NewCountingBloomMemfd", func(o ...Option) (seeded, error) { return NewCountingBloomMemfd("f", cbf, o...) }},
+			{"NewCountingBloom", func(o ...Option) (seeded, error) { return NewCountingBloom(cbf, o...) }},
+			{"OpenCountMinWindow", func(o ...Option) (seeded, error) { return OpenCountMinWindow(tempPath(t, "f"), win, cms, o...) }},
+			{"NewCountMinWindowMemfd", func(o ...Option) (seeded, error) { return NewCountMinWindowMemfd("f", win, cms, o...) }},
+			{"NewCountMinWindow", func(o ...Option) (seeded, error) { return NewCountMinWindow(win, cms, o...) }},
+			{"OpenBloomWindow", func(o ...Option) (seeded, error) { return OpenBloomWindow(tempPath(t, "f"), win, bloom, o...) }},
+			{"NewBloomWindowMemfd", func(o ...Option) (seeded, error) { return NewBloomWindowMemfd("f", win, bloom, o...) }},
+			{"NewBloomWindow", func(o ...Option) (seeded, error) { return NewBloomWindow(win, bloom, o...) }},
+		}
+	}
+	for _, m := range makers(3) {
+		t.Run(m.name, func(t *testing.T) {
+			if s, err := m.make(WithSeed(4)); !errors.Is(err, ErrInvalidConfig) {
+				if err == nil {
+					s.Close()
+				}
+				t.Errorf("Seed 3 in the config and WithSeed(4) = %v, want ErrInvalidConfig", err)
+			}
+			s, err := m.make(WithSeed(3))
+			if err != nil {
+				t.Fatalf("Seed 3 in the config and WithSeed(3): %v", err)
+			}
+			defer s.Close()
+			if got := s.Seed(); got != 3 {
+				t.Errorf("Seed() = %d, want 3", got)
+			}
+		})
+	}
+	for _, m := range makers(0) {
+		t.Run(m.name+"/WithSeed", func(t *testing.T) {
+			s, err := m.make(WithSeed(5))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			if got := s.Seed(); got != 5 {
+				t.Errorf("Seed() = %d, want 5", got)
+			}
+		})
+	}
+}
+
+// TestWithSeed_Attach: opening or attaching to an existing file with
+// WithSeed of another seed is ErrIncompatible; with its own seed, or
+// none, it attaches.
+func TestWithSeed_Attach(t *testing.T) {
+	path := tempPath(t, "f")
+	cfg := CountMinConfig{Rows: 2, Width: 64}
+	c := mustOpen(t, path, cfg, WithSeed(7))
+	if _, err := OpenCountMin(path, cfg, WithSeed(8)); !errors.Is(err, ErrIncompatible) {
+		t.Errorf("OpenCountMin of a file with seed 7, WithSeed(8) = %v, want ErrIncompatible", err)
+	}
+	mustOpen(t, path, cfg, WithSeed(7))
+	mustOpen(t, path, CountMinConfig{})
+	f, err := c.File()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := AttachCountMin(f.Fd(), cfg, WithSeed(8)); !errors.Is(err, ErrIncompatible) {
+		t.Errorf("AttachCountMin of a file with seed 7, WithSeed(8) = %v, want ErrIncompatible", err)
+	}
+	a, err := AttachCountMin(f.Fd(), cfg, WithSeed(7))
+	if err != nil {
+		t.Fatalf("AttachCountMin with the file's seed: %v", err)
+	}
+	a.Close()
+
+	apath := tempPath(t, "a.arena")
+	mustOpenArena(t, apath, 1<<20, WithSeed(7))
+	if _, err := OpenArena(apath, 0, WithSeed(8)); !errors.Is(err, ErrIncompatible) {
+		t.Errorf("OpenArena of an arena with seed 7, WithSeed(8) = %v, want ErrIncompatible", err)
+	}
+	if _, err := os.Stat(apath); err != nil {
+		t.Fatal(err)
+	}
+}
