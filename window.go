@@ -525,15 +525,25 @@ func (c *windowCtl) rotate() error {
 		return ErrFrozen
 	}
 	var p uint64
-	for try := 0; ; try++ {
+	for stuck := 0; ; {
 		e := atomic.LoadUint64(c.epochWord())
 		p = c.current()
 		if e >= maxPeriod || p+1 > maxPeriod {
 			return fmt.Errorf("%w: the window has turned %d times, the most it can", ErrInvalidArgument, e)
 		}
 		err := c.prepare(p+1, true)
-		if err == errStale && try < 64 {
-			continue
+		if err == errStale {
+			// Other processes turned the window past p+1 meanwhile (a
+			// Rotate that waits for a clear may lose the turn many times
+			// in a row): try again from where they left it. Only damaged
+			// words name a later period while the period stays put.
+			if c.current() != p {
+				continue
+			}
+			if stuck++; stuck < 64 {
+				continue
+			}
+			return fmt.Errorf("%w: the slot of period %d serves a later period, and the period stays %d", ErrCorrupt, p+1, p)
 		}
 		if err != nil {
 			return err
