@@ -131,11 +131,77 @@ func checkAddsKept(t *testing.T, a, b winOps, rounds int) {
 	}
 }
 
-// twoHandles opens, for each case, two handles of one window: from one
-// arena (one token), and from two arenas of one path (two tokens).
-func twoHandles(t *testing.T, open func(t *testing.T, a *Arena, keep int) winOps) {
-	for _, keep := range []int{1, 3} {
-		for _, shared := range []bool{false} {
+// checkSiblingClear holds a clear of a's in the middle while b turns the
+// window: b must wait for it, never take it over. Had b taken it over, b's
+// Rotate returns, a key added then lands in the slot a clears afterwards,
+// and is lost.
+func checkSiblingClear(t *testing.T, a, b winOps) {
+	for range 3 {
+		if err := a.rotate(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var armed atomic.Bool
+	held, release, waiting := make(chan struct{}), make(chan struct{}), make(chan struct{})
+	var waitOnce sync.Once
+	testHookWindowClear = func(s, p uint64) {
+		if armed.CompareAndSwap(true, false) {
+			close(held)
+			<-release
+		}
+	}
+	testHookWindowWait = func(s, p uint64) { waitOnce.Do(func() { close(waiting) }) }
+	t.Cleanup(func() { testHookWindowClear, testHookWindowWait = nil, nil })
+
+	armed.Store(true)
+	aDone, bDone := make(chan error, 1), make(chan error, 1)
+	go func() { aDone <- a.rotate() }() // its clear ahead is held
+	<-held
+	p := a.cur()
+	go func() { bDone <- b.rotate() }()
+	bReturned := false
+	select {
+	case err := <-bDone:
+		bReturned = true // it took the clear over
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-waiting:
+	case <-time.After(time.Minute):
+		close(release)
+		t.Fatal("the second handle's Rotate neither returned nor waited for the held clear")
+	}
+	key := []byte("added while a clear is held")
+	if err := b.add(key); err != nil {
+		t.Fatal(err)
+	}
+	close(release)
+	if err := <-aDone; err != nil {
+		t.Fatal(err)
+	}
+	if !bReturned {
+		if err := <-bDone; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if q := b.cur(); q != p+1 {
+		t.Fatalf("period %d after two turns from %d", q, p-1)
+	}
+	if found, q := b.has(key); !found {
+		if bReturned {
+			t.Errorf("key added in period %d, after the second handle's Rotate returned while the first's clear was held, not found in the window ending at %d", p+1, q)
+		} else {
+			t.Errorf("key added in period %d not found in the window ending at %d", p, q)
+		}
+	}
+}
+
+// twoHandles runs check, for each keep, on two handles of one window:
+// from one arena (one token), and from two arenas of one path (two
+// tokens).
+func twoHandles(t *testing.T, keeps []int, open func(t *testing.T, a *Arena, keep int) winOps, check func(t *testing.T, a, b winOps)) {
+	for _, keep := range keeps {
+		for _, shared := range []bool{true, false} {
 			name := fmt.Sprintf("keep=%d/two arenas", keep)
 			if shared {
 				name = fmt.Sprintf("keep=%d/one arena", keep)
@@ -155,36 +221,57 @@ func twoHandles(t *testing.T, open func(t *testing.T, a *Arena, keep int) winOps
 				if !shared {
 					a2 = arena()
 				}
-				checkAddsKept(t, open(t, a1, keep), open(t, a2, keep), 3000)
+				check(t, open(t, a1, keep), open(t, a2, keep))
 			})
 		}
 	}
 }
 
+func openCountMinOps(t *testing.T, a *Arena, keep int) winOps {
+	w, err := a.CountMinWindow("w", Window{Keep: keep}, CountMinConfig{Rows: 2, Width: 1 << 12})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { w.Close() })
+	return countMinOps(w)
+}
+
+func openBloomOps(t *testing.T, a *Arena, keep int) winOps {
+	w, err := a.BloomWindow("w", Window{Keep: keep}, BloomConfig{Capacity: 1 << 12})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { w.Close() })
+	return bloomOps(w)
+}
+
+func checkAddsKept3000(t *testing.T, a, b winOps) { checkAddsKept(t, a, b, 3000) }
+
 // TestCountMinWindow_HandlesShareToken: two handles of one Count-Min
 // window turn it while one of them adds: no add that returned is lost
 // (estimated 0) in a window that covers it, and no Rotate fails because
-// the other turned the window meanwhile.
+// the other turned the window meanwhile. Two handles from one arena share
+// the process's token; two arenas of one path, whose handles have tokens
+// of their own, are the control.
 func TestCountMinWindow_HandlesShareToken(t *testing.T) {
-	twoHandles(t, func(t *testing.T, a *Arena, keep int) winOps {
-		w, err := a.CountMinWindow("w", Window{Keep: keep}, CountMinConfig{Rows: 2, Width: 1 << 12})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { w.Close() })
-		return countMinOps(w)
-	})
+	twoHandles(t, []int{1, 3}, openCountMinOps, checkAddsKept3000)
 }
 
 // TestBloomWindow_HandlesShareToken: as the Count-Min test, for a Bloom
 // window: no false negative for a key whose add returned.
 func TestBloomWindow_HandlesShareToken(t *testing.T) {
-	twoHandles(t, func(t *testing.T, a *Arena, keep int) winOps {
-		w, err := a.BloomWindow("w", Window{Keep: keep}, BloomConfig{Capacity: 1 << 12})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { w.Close() })
-		return bloomOps(w)
-	})
+	twoHandles(t, []int{1, 3}, openBloomOps, checkAddsKept3000)
+}
+
+// TestCountMinWindow_SiblingClearWaitedFor: a handle's Rotate waits for
+// the clear another handle of the same process runs, under the same token
+// or another, and an add made meanwhile is kept.
+func TestCountMinWindow_SiblingClearWaitedFor(t *testing.T) {
+	twoHandles(t, []int{2}, openCountMinOps, checkSiblingClear)
+}
+
+// TestBloomWindow_SiblingClearWaitedFor: as the Count-Min test, for a
+// Bloom window.
+func TestBloomWindow_SiblingClearWaitedFor(t *testing.T) {
+	twoHandles(t, []int{2}, openBloomOps, checkSiblingClear)
 }
