@@ -397,6 +397,12 @@ func (c *windowCtl) prepare(p uint64, wait bool) error {
 		case !st.empty && st.period > p:
 			return errStale
 		case st.clearing:
+			if c.frozen() {
+				// Nothing is cleared once frozen, so a dead clearer's
+				// work is never taken over and a wait would only run out:
+				// the add is refused now, as at an expired slot.
+				return ErrFrozen
+			}
 			if c.clearerDead(wp, st.id, !wait || waited-checked >= clearPatience) {
 				checked = waited
 				c.takeOver(s, w, st.id, p)
@@ -406,7 +412,7 @@ func (c *windowCtl) prepare(p uint64, wait bool) error {
 				return errBusy
 			}
 			if waited >= windowWait {
-				return fmt.Errorf("%w: the slot of period %d has been cleared by another process (token %d) for %v", ErrTimeout, p, st.id, waited)
+				return &clearWaitError{slot: s, period: p, id: st.id, waited: waited}
 			}
 			if testHookWindowWait != nil {
 				testHookWindowWait(s, p)
@@ -431,6 +437,21 @@ func (c *windowCtl) prepare(p uint64, wait bool) error {
 		}
 	}
 }
+
+// clearWaitError is ErrTimeout from a writer that waited windowWait for a
+// live clear: it says what it waited for, not the file-initialisation wait
+// the sentinel's own text names.
+type clearWaitError struct {
+	slot, period uint64
+	id           int
+	waited       time.Duration
+}
+
+func (e *clearWaitError) Error() string {
+	return fmt.Sprintf("timed out after %v waiting for slot %d to be cleared for period %d by token %d, which is alive", e.waited, e.slot, e.period, e.id)
+}
+
+func (e *clearWaitError) Unwrap() error { return ErrTimeout }
 
 // clearerDead reports whether the clear of slot word wp under token id
 // was left by a dead process. A clear under this handle's own id that no
