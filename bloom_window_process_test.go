@@ -26,7 +26,7 @@ var bwinProcCfg = BloomConfig{Capacity: 50_000, FPRate: 0.01, Seed: 0xb1b1}
 
 func bwinProcKey(child string, i int) []byte { return []byte(fmt.Sprintf("c%s-%d", child, i)) }
 
-// childBloomWinAdd adds its own keys, c<child>-0, -1, …, for envWinRun ms:
+// childBloomWinAdd adds its own keys, c<child>-0, -1, …, until told to stop:
 // mostly one by one, every 50th step a batch of 16. After each add it
 // checks the key, and every 50 adds 20 random keys of its own: a key
 // whose period is in the window the check covers must be found. Then it
@@ -55,8 +55,8 @@ func childBloomWinAdd() error {
 		return nil
 	}
 	batch := make([][]byte, 16)
-	deadline := time.Now().Add(time.Duration(envInt(envWinRun)) * time.Millisecond)
-	for step := 0; time.Now().Before(deadline); step++ {
+	stop := newWinStop()
+	for step := 0; !stop.now(step); step++ {
 		if step%50 == 49 {
 			before := w.Current()
 			for j := range batch {
@@ -161,8 +161,8 @@ func sampleBloomWindow(w *BloomWindow) winSample {
 }
 
 // bwinAdders starts children adders, alternating backends where both
-// build.
-func bwinAdders(t *testing.T, path string, w Window, children int, run time.Duration) []*helper {
+// build; they add until stopAdders(t, stopPath).
+func bwinAdders(t *testing.T, path, stopPath string, w Window, children int) []*helper {
 	t.Helper()
 	other := otherBackendExe(t)
 	var specs []childSpec
@@ -171,44 +171,32 @@ func bwinAdders(t *testing.T, path string, w Window, children int, run time.Dura
 		if i%2 == 1 {
 			exe = other
 		}
-		specs = append(specs, childSpec{exe: exe, name: fmt.Sprintf("adder %d", i), role: "bwinadd",
-			env: envs(envPath, path, envChild, i, envWinPeriod, w.Period.Milliseconds(), envWinKeep, w.Keep, envWinRun, run.Milliseconds())})
+		specs = append(specs, childSpec{exe: exe, name: fmt.Sprintf("adder %d", i), role: "bwinadd", env: winAdderEnv(path, stopPath, i, w)})
 	}
 	return startGroup(t, childContext(t), specs)
 }
 
 // TestBloomWindow_ClockProcesses: four processes, of both backends, add
-// for about twelve 100 ms periods of the clock. Inside every period the
-// file shows one slot growing, the period's own; no child ever misses a
-// key of its own whose period its check covers; and the keys of the
-// periods the window still covers once the children are done (usually
-// the last few) are all found here.
+// through 100 ms periods of the clock until six periods were checked.
+// Inside every period the file shows one slot growing, the period's own;
+// no child ever misses a key of its own whose period its check covers;
+// and the keys of the periods the window still covers once the children
+// are done (usually the last few) are all found here.
 func TestBloomWindow_ClockProcesses(t *testing.T) {
 	requireReexec(t)
 	win := Window{Period: 100 * time.Millisecond, Keep: 4}
 	path := tempPath(t, "bwin")
 	w := mustOpenBloomWindow(t, path, win, bwinProcCfg) // creates it before the children race
-	const children = 4
-	hs := bwinAdders(t, path, win, children, 1300*time.Millisecond)
-	period := int64(win.Period)
-	sampled := 0
-	for !anyDone(hs) {
-		p := time.Now().UnixNano()/period + 1 // the next whole period
-		sleepUntil(p*period + period*4/10)
-		a := sampleBloomWindow(w)
-		sleepUntil(p*period + period*85/100)
-		b := sampleBloomWindow(w)
-		if anyDone(hs) || time.Now().UnixNano() >= (p+1)*period {
-			break // a child stopped, or this sampler ran late
-		}
-		checkOneSlotGrew(t, uint64(p), a, b)
-		sampled++
-	}
+	const children, want = 4, 6
+	stopPath := path + ".stop"
+	hs := bwinAdders(t, path, stopPath, win, children)
+	sampled := sampleClockPeriods(t, &w.ctl, hs, want, func() winSample { return sampleBloomWindow(w) })
+	stopAdders(t, stopPath)
 	for _, h := range hs {
 		h.wait(t)
 	}
-	if sampled < 6 {
-		t.Errorf("sampled %d periods, want at least 6", sampled)
+	if sampled < want {
+		t.Errorf("sampled %d periods in %v, want %d", sampled, winSampling, want)
 	}
 	refs, n := readBwinRefs(t, hs)
 	checked := checkBwinTruth(t, w, refs)
@@ -216,41 +204,25 @@ func TestBloomWindow_ClockProcesses(t *testing.T) {
 }
 
 // TestBloomWindow_RotateProcesses: four processes, of both backends, add
-// while this process turns a Rotate-only window every 60 ms. Between two
-// turns the file shows one slot growing, the new period's; no child
-// misses a key of its own in the window; and every key of the last three
-// periods is found here.
+// while this process turns a Rotate-only window about every 60 ms, until
+// eight periods were checked. Between two turns the file shows one slot
+// growing, the new period's; no child misses a key of its own in the
+// window; and every key of the last three periods is found here.
 func TestBloomWindow_RotateProcesses(t *testing.T) {
 	requireReexec(t)
 	win := Window{Keep: 3}
 	path := tempPath(t, "bwin")
 	w := mustOpenBloomWindow(t, path, win, bwinProcCfg)
-	const children = 4
-	hs := bwinAdders(t, path, win, children, 1200*time.Millisecond)
-	sampled := 0
-	for !anyDone(hs) {
-		if err := w.Rotate(); err != nil {
-			t.Fatal(err)
-		}
-		p := w.Current()
-		time.Sleep(15 * time.Millisecond)
-		a := sampleBloomWindow(w)
-		time.Sleep(45 * time.Millisecond)
-		b := sampleBloomWindow(w)
-		if anyDone(hs) {
-			break
-		}
-		if a.epoch != p || b.epoch != p {
-			t.Fatalf("epoch moved from %d to %d/%d without a Rotate", p, a.epoch, b.epoch)
-		}
-		checkOneSlotGrew(t, p, a, b)
-		sampled++
-	}
+	const children, periods = 4, 8
+	stopPath := path + ".stop"
+	hs := bwinAdders(t, path, stopPath, win, children)
+	sampled := sampleRotatedPeriods(t, &w.ctl, hs, periods, w.Rotate, func() winSample { return sampleBloomWindow(w) })
+	stopAdders(t, stopPath)
 	for _, h := range hs {
 		h.wait(t)
 	}
-	if sampled < 8 {
-		t.Errorf("sampled %d periods, want at least 8", sampled)
+	if sampled < periods {
+		t.Errorf("sampled %d periods in %v, want %d", sampled, winSampling, periods)
 	}
 	refs, n := readBwinRefs(t, hs)
 	p := w.Current()

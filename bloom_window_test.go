@@ -275,16 +275,17 @@ func TestBloomWindow_ExpiredRate(t *testing.T) {
 	}
 }
 
-// TestBloomWindow_ClockExact: with a 20 ms period, adds for a few periods;
-// Add's answers follow the model of the periods the adds went to, and no
-// key added in a period a check covers is missing, during the run and
-// after it.
+// TestBloomWindow_ClockExact: with a 20 ms period, adds until its adds
+// have seen six periods; Add's answers follow the model of the periods
+// the adds went to, and no key added in a period a check covers is
+// missing, during the run and after it.
 func TestBloomWindow_ClockExact(t *testing.T) {
 	w := mustOpenBloomWindow(t, tempPath(t, "bwin"), Window{Period: 20 * time.Millisecond, Keep: 2}, bwinCfg)
 	model := newBwinModel(w, bwinCfg.Seed)
 	period := map[string]uint64{} // each key's last period
-	deadline := time.Now().Add(150 * time.Millisecond)
-	for i := 0; time.Now().Before(deadline); i++ {
+	const want = 6
+	deadline := time.Now().Add(seenBound)
+	for i := 0; len(model.period) < want && time.Now().Before(deadline); i++ {
 		k := bloomKey("c", i%3000)
 		lo, hi := hashKey(k, w.slots[0].seed)
 		already, addP, err := w.add(lo, hi)
@@ -307,8 +308,8 @@ func TestBloomWindow_ClockExact(t *testing.T) {
 			}
 		}
 	}
-	if len(model.period) < 4 {
-		t.Errorf("adds saw %d periods in 150ms of 20ms periods", len(model.period))
+	if len(model.period) < want {
+		t.Errorf("adds saw %d periods of 20ms in %v, want %d", len(model.period), seenBound, want)
 	}
 	// Each check against the period it answered for: on a slow machine
 	// (qemu) the period turns while this loop runs.

@@ -291,7 +291,7 @@ func newCountMinWindow(m *mapping) (*CountMinWindow, error) {
 		}
 		lk = m.lk
 	}
-	w.ctl.init(base, win, lk, &w.open, w.sealed, w.clearSlot)
+	w.ctl.init(base, win, lk, &m.res.clears, &w.open, w.sealed, w.clearSlot)
 	if w.ctl.clk != nil {
 		// A handle dropped without Close stops its clock's timer.
 		runtime.AddCleanup(w, (*windowClock).stop, w.ctl.clk)

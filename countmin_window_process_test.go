@@ -22,14 +22,59 @@ import (
 const (
 	envWinPeriod = "SKETCH_TEST_WIN_PERIOD_MS" // winadd: the window's period
 	envWinKeep   = "SKETCH_TEST_WIN_KEEP"      // winadd: the window's keep
-	envWinRun    = "SKETCH_TEST_WIN_RUN_MS"    // winadd: how long to add
+	envWinRun    = "SKETCH_TEST_WIN_RUN_MS"    // winadd: the longest it adds
+	envWinStop   = "SKETCH_TEST_WIN_STOP"      // winadd: a file whose creation says stop
 )
+
+// winAdderRun bounds how long a child adder runs when its parent never
+// tells it to stop (a parent that failed): within childTimeout.
+const winAdderRun = 45 * time.Second
+
+// winSampling bounds how long a parent samples the periods of its adders;
+// they keep adding until it has seen what it must.
+const winSampling = 30 * time.Second
+
+// winStop tells a child adder when to stop: once the parent has created
+// the file at envWinStop (looked for every 50 steps), or after envWinRun
+// ms.
+type winStop struct {
+	path     string
+	deadline time.Time
+	stopped  bool
+}
+
+func newWinStop() *winStop {
+	return &winStop{path: os.Getenv(envWinStop), deadline: time.Now().Add(time.Duration(envInt(envWinRun)) * time.Millisecond)}
+}
+
+// now reports whether the adder should stop before step.
+func (s *winStop) now(step int) bool {
+	if step%50 == 0 && !s.stopped {
+		_, err := os.Stat(s.path)
+		s.stopped = err == nil || time.Now().After(s.deadline)
+	}
+	return s.stopped
+}
+
+// winAdderEnv is the environment of child adder i of the window w at path,
+// which stops once stopPath exists.
+func winAdderEnv(path, stopPath string, i int, w Window) []string {
+	return envs(envPath, path, envChild, i, envWinPeriod, w.Period.Milliseconds(), envWinKeep, w.Keep, envWinRun, winAdderRun.Milliseconds(), envWinStop, stopPath)
+}
+
+// stopAdders tells the adders started with stopPath to stop.
+func stopAdders(t *testing.T, stopPath string) {
+	t.Helper()
+	if err := os.WriteFile(stopPath, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
 
 func envWindow() Window {
 	return Window{Period: time.Duration(envInt(envWinPeriod)) * time.Millisecond, Keep: envInt(envWinKeep)}
 }
 
-// childWinAdd adds its own keys for envWinRun ms, in bursts, checking that
+// childWinAdd adds its own keys until told to stop, in bursts, checking that
 // every estimate (Add's and Estimate's) is at least its own count over the
 // periods the estimate covers; then it prints its counts per period as
 // "ref PERIOD KEY N" lines. Its keys are its own, so its counts are the
@@ -45,8 +90,8 @@ func childWinAdd() error {
 	}
 	me := os.Getenv(envChild)
 	ref := winRef{}
-	deadline := time.Now().Add(time.Duration(envInt(envWinRun)) * time.Millisecond)
-	for i := 0; time.Now().Before(deadline); i++ {
+	stop := newWinStop()
+	for i := 0; !stop.now(i); i++ {
 		k := fmt.Sprintf("c%s-%d", me, i%20)
 		lo, hi := hashString(k, w.slots[0].seed)
 		est, addP, p, err := w.addOne(lo, hi, 1)
@@ -116,11 +161,24 @@ func sampleWindow(w *CountMinWindow) winSample {
 	return s
 }
 
+// grew reports whether any slot grew from sample a to b.
+func grew(a, b winSample) bool {
+	for i := range a.adds {
+		if b.adds[i] > a.adds[i] {
+			return true
+		}
+	}
+	return false
+}
+
 // checkOneSlotGrew fails unless, between samples a and b taken inside
-// period p, p's slot held p throughout and grew, and no other slot grew.
+// period p, p's slot held p throughout and grew, and no other slot grew
+// but the previous period's: an add that read its period before the turn
+// may still land there.
 func checkOneSlotGrew(t *testing.T, p uint64, a, b winSample) {
 	t.Helper()
-	s := p % uint64(len(a.words))
+	n := uint64(len(a.words))
+	s := p % n
 	if a.words[s] != heldWord(p) || b.words[s] != heldWord(p) {
 		t.Errorf("period %d: its slot %d held words %#x then %#x, want %#x", p, s, a.words[s], b.words[s], heldWord(p))
 	}
@@ -128,10 +186,75 @@ func checkOneSlotGrew(t *testing.T, p uint64, a, b winSample) {
 		t.Errorf("period %d: its slot %d did not grow (%d then %d adds)", p, s, a.adds[s], b.adds[s])
 	}
 	for i := range a.adds {
-		if uint64(i) != s && b.adds[i] > a.adds[i] {
+		if uint64(i) != s && uint64(i) != (p+n-1)%n && b.adds[i] > a.adds[i] {
 			t.Errorf("period %d: slot %d (word %#x) grew from %d to %d adds while slot %d serves", p, i, b.words[i], a.adds[i], b.adds[i], s)
 		}
 	}
+}
+
+// sampleClockPeriods samples the file of the clock-turned window c twice
+// inside each period of the clock, once the period is published and its
+// slot holds it, and checks with checkOneSlotGrew each period in which
+// the adders added between the samples. It returns how many periods it
+// checked: want, unless an adder stopped or winSampling ran out first. A
+// period in which this sampler ran late, or nobody added, gives no
+// verdict: on a loaded machine either happens.
+func sampleClockPeriods(t *testing.T, c *windowCtl, hs []*helper, want int, sample func() winSample) int {
+	t.Helper()
+	period := c.period
+	deadline := time.Now().Add(winSampling)
+	checked := 0
+	for checked < want && !anyDone(hs) && time.Now().Before(deadline) {
+		p := time.Now().UnixNano()/period + 1 // the next whole period
+		end := p*period + period*85/100
+		sleepUntil(p*period + period*4/10)
+		// Until some adder published p and prepared its slot, a late
+		// timer's adds still go to the period before.
+		for !c.held(uint64(p)%c.n, uint64(p)) || atomic.LoadUint64(c.latestWord()) < uint64(p) {
+			if time.Now().UnixNano() >= end {
+				break
+			}
+			time.Sleep(time.Millisecond)
+		}
+		a := sample()
+		sleepUntil(end)
+		b := sample()
+		if time.Now().UnixNano() >= (p+1)*period || !grew(a, b) {
+			continue
+		}
+		checkOneSlotGrew(t, uint64(p), a, b)
+		checked++
+	}
+	return checked
+}
+
+// sampleRotatedPeriods turns the Rotate-only window c with rotate, samples
+// its file twice between turns, and checks with checkOneSlotGrew each
+// period in which the adders added between the samples. It returns how
+// many periods it checked, as sampleClockPeriods.
+func sampleRotatedPeriods(t *testing.T, c *windowCtl, hs []*helper, want int, rotate func() error, sample func() winSample) int {
+	t.Helper()
+	deadline := time.Now().Add(winSampling)
+	checked := 0
+	for checked < want && !anyDone(hs) && time.Now().Before(deadline) {
+		if err := rotate(); err != nil {
+			t.Fatal(err)
+		}
+		p := c.epoch()
+		time.Sleep(15 * time.Millisecond)
+		a := sample()
+		time.Sleep(45 * time.Millisecond)
+		b := sample()
+		if a.epoch != p || b.epoch != p {
+			t.Fatalf("epoch moved from %d to %d/%d without a Rotate", p, a.epoch, b.epoch)
+		}
+		if !grew(a, b) {
+			continue
+		}
+		checkOneSlotGrew(t, p, a, b)
+		checked++
+	}
+	return checked
 }
 
 // checkWindowTruth checks, for every child key, that the estimate over
@@ -161,8 +284,8 @@ func checkWindowTruth(t *testing.T, w *CountMinWindow, ref winRef, children int)
 }
 
 // winAdders starts children adders, alternating backends where both
-// build.
-func winAdders(t *testing.T, path string, w Window, children int, run time.Duration) []*helper {
+// build; they add until stopAdders(t, stopPath).
+func winAdders(t *testing.T, path, stopPath string, w Window, children int) []*helper {
 	t.Helper()
 	other := otherBackendExe(t)
 	var specs []childSpec
@@ -171,8 +294,7 @@ func winAdders(t *testing.T, path string, w Window, children int, run time.Durat
 		if i%2 == 1 {
 			exe = other
 		}
-		specs = append(specs, childSpec{exe: exe, name: fmt.Sprintf("adder %d", i), role: "winadd",
-			env: envs(envPath, path, envChild, i, envWinPeriod, w.Period.Milliseconds(), envWinKeep, w.Keep, envWinRun, run.Milliseconds())})
+		specs = append(specs, childSpec{exe: exe, name: fmt.Sprintf("adder %d", i), role: "winadd", env: winAdderEnv(path, stopPath, i, w)})
 	}
 	return startGroup(t, childContext(t), specs)
 }
@@ -192,76 +314,51 @@ func anyDone(hs []*helper) bool {
 func sleepUntil(at int64) { time.Sleep(time.Duration(at - time.Now().UnixNano())) }
 
 // TestCountMinWindow_ClockProcesses: four processes, of both backends, add
-// for about twelve 100 ms periods of the clock. Inside every period the
-// file shows one slot growing, the period's own; no estimate any child
-// makes is below its own count over the periods it covers; and the
-// children's counts, summed, are the truth the final estimates meet.
+// through 100 ms periods of the clock until six periods were checked.
+// Inside every period the file shows one slot growing, the period's own;
+// no estimate any child makes is below its own count over the periods it
+// covers; and the children's counts, summed, are the truth the final
+// estimates meet.
 func TestCountMinWindow_ClockProcesses(t *testing.T) {
 	requireReexec(t)
 	win := Window{Period: 100 * time.Millisecond, Keep: 2}
 	path := tempPath(t, "win")
 	ro := mustOpenWindow(t, path, win, winCfg) // creates it before the children race
-	const children = 4
-	hs := winAdders(t, path, win, children, 1300*time.Millisecond)
-	period := int64(win.Period)
-	checked := 0
-	for !anyDone(hs) {
-		p := time.Now().UnixNano()/period + 1 // the next whole period
-		sleepUntil(p*period + period*4/10)
-		a := sampleWindow(ro)
-		sleepUntil(p*period + period*85/100)
-		b := sampleWindow(ro)
-		if anyDone(hs) || time.Now().UnixNano() >= (p+1)*period {
-			break // a child stopped, or this sampler ran late
-		}
-		checkOneSlotGrew(t, uint64(p), a, b)
-		checked++
-	}
+	const children, want = 4, 6
+	stopPath := path + ".stop"
+	hs := winAdders(t, path, stopPath, win, children)
+	checked := sampleClockPeriods(t, &ro.ctl, hs, want, func() winSample { return sampleWindow(ro) })
+	stopAdders(t, stopPath)
 	for _, h := range hs {
 		h.wait(t)
 	}
-	if checked < 6 {
-		t.Errorf("checked %d periods, want at least 6", checked)
+	if checked < want {
+		t.Errorf("checked %d periods in %v, want %d", checked, winSampling, want)
 	}
 	checkWindowTruth(t, ro, readRefs(t, hs), children)
 	t.Logf("checked %d periods; stats %+v", checked, ro.Stats())
 }
 
 // TestCountMinWindow_RotateProcesses: four processes, of both backends,
-// add while this process turns a Rotate-only window every 60 ms. Between
-// two turns the file shows one slot growing, the new period's, and the
-// estimates meet the children's counts as above.
+// add while this process turns a Rotate-only window about every 60 ms,
+// until eight periods were checked. Between two turns the file shows one
+// slot growing, the new period's, and the estimates meet the children's
+// counts as above.
 func TestCountMinWindow_RotateProcesses(t *testing.T) {
 	requireReexec(t)
 	win := Window{Keep: 3}
 	path := tempPath(t, "win")
 	w := mustOpenWindow(t, path, win, winCfg)
-	const children = 4
-	hs := winAdders(t, path, win, children, 1200*time.Millisecond)
-	checked := 0
-	for !anyDone(hs) {
-		if err := w.Rotate(); err != nil {
-			t.Fatal(err)
-		}
-		p := w.Current()
-		time.Sleep(15 * time.Millisecond)
-		a := sampleWindow(w)
-		time.Sleep(45 * time.Millisecond)
-		b := sampleWindow(w)
-		if anyDone(hs) {
-			break
-		}
-		if a.epoch != p || b.epoch != p {
-			t.Fatalf("epoch moved from %d to %d/%d without a Rotate", p, a.epoch, b.epoch)
-		}
-		checkOneSlotGrew(t, p, a, b)
-		checked++
-	}
+	const children, want = 4, 8
+	stopPath := path + ".stop"
+	hs := winAdders(t, path, stopPath, win, children)
+	checked := sampleRotatedPeriods(t, &w.ctl, hs, want, w.Rotate, func() winSample { return sampleWindow(w) })
+	stopAdders(t, stopPath)
 	for _, h := range hs {
 		h.wait(t)
 	}
-	if checked < 8 {
-		t.Errorf("checked %d periods, want at least 8", checked)
+	if checked < want {
+		t.Errorf("checked %d periods in %v, want %d", checked, winSampling, want)
 	}
 	checkWindowTruth(t, w, readRefs(t, hs), children)
 }

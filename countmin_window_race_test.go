@@ -150,6 +150,11 @@ func TestCountMinWindow_RotateRaceLowerBound(t *testing.T) {
 	}
 }
 
+// seenBound bounds a test that runs until it has seen what it checks
+// (periods turned, adds checked): only a machine that makes no progress
+// at all gets near it.
+const seenBound = time.Minute
+
 // landedRef counts the adds that landed in a known period, from period p0
 // on: those during which the period did not turn. It checks a call's
 // answer against the window the call reports, from a snapshot of the
@@ -287,9 +292,12 @@ func TestCountMinWindow_AddTurnLowerBound(t *testing.T) {
 					}
 				}()
 			}
-			deadline := time.Now().Add(500 * time.Millisecond)
+			// At least 500 ms, and until the race has been seen from every
+			// side.
+			least, deadline := time.Now().Add(500*time.Millisecond), time.Now().Add(seenBound)
+			seen := func() bool { return checked.Load() > 0 && turned.Load() > 0 && reads.Load() > 0 }
 			rotations := 0
-			for time.Now().Before(deadline) && !failed.Load() && rotations < len(ref.exact)-2*landedSpan {
+			for (time.Now().Before(least) || !seen()) && time.Now().Before(deadline) && !failed.Load() && rotations < len(ref.exact)-2*landedSpan {
 				if err := rot.Rotate(); err != nil {
 					t.Fatal(err)
 				}
@@ -298,7 +306,7 @@ func TestCountMinWindow_AddTurnLowerBound(t *testing.T) {
 			stop.Store(true)
 			wg.Wait()
 			if checked.Load() == 0 || turned.Load() == 0 || reads.Load() == 0 {
-				t.Fatalf("%d adds checked, %d saw the period turn, %d estimates checked: the race was not run", checked.Load(), turned.Load(), reads.Load())
+				t.Fatalf("%d adds checked, %d saw the period turn, %d estimates checked in %v: the race was not run", checked.Load(), turned.Load(), reads.Load(), seenBound)
 			}
 			t.Logf("%d adds checked, %d saw the period turn, %d estimates checked, %d rotations", checked.Load(), turned.Load(), reads.Load(), rotations)
 		})

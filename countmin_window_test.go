@@ -120,15 +120,16 @@ func TestCountMinWindow_RotateExact(t *testing.T) {
 	}
 }
 
-// TestCountMinWindow_ClockExact: with a 20 ms period, adds for a few
-// periods; every Add's estimate equals the reference over the window it
-// reports, and the final estimates equal the reference.
+// TestCountMinWindow_ClockExact: with a 20 ms period, adds until its adds
+// have seen six periods; every Add's estimate equals the reference over
+// the window it reports, and the final estimates equal the reference.
 func TestCountMinWindow_ClockExact(t *testing.T) {
 	w := mustOpenWindow(t, tempPath(t, "win"), Window{Period: 20 * time.Millisecond, Keep: 2}, winCfg)
 	ref := winRef{}
 	periods := map[uint64]bool{}
-	deadline := time.Now().Add(150 * time.Millisecond)
-	for i := 0; time.Now().Before(deadline); i++ {
+	const want = 6
+	deadline := time.Now().Add(seenBound)
+	for i := 0; len(periods) < want && time.Now().Before(deadline); i++ {
 		k := fmt.Sprintf("k%d", i%50)
 		lo, hi := hashString(k, w.slots[0].seed)
 		est, addP, p, err := w.addOne(lo, hi, 1)
@@ -144,8 +145,8 @@ func TestCountMinWindow_ClockExact(t *testing.T) {
 			time.Sleep(100 * time.Microsecond)
 		}
 	}
-	if len(periods) < 4 {
-		t.Errorf("adds saw %d periods in 150ms of 20ms periods", len(periods))
+	if len(periods) < want {
+		t.Errorf("adds saw %d periods of 20ms in %v, want %d", len(periods), seenBound, want)
 	}
 	for i := range 50 {
 		k := fmt.Sprintf("k%d", i)

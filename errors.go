@@ -82,7 +82,10 @@ var (
 
 	// ErrTimeout means an empty or incomplete file at the path was still
 	// not initialised when the wait timeout ran out: another process was
-	// adopting it, or held its flock (anyone who can read a file can).
+	// adopting it, or held its flock (anyone who can read a file can). A
+	// window's add or Rotate also returns it, with a message of its own,
+	// when a live process cleared the slot it needs for longer than the
+	// writer waits (10 s).
 	ErrTimeout = errors.New("timed out waiting for an empty or incomplete file to be initialised")
 
 	// ErrArenaFull means an arena has no room left for a new structure:

@@ -226,6 +226,9 @@ type resources struct {
 	tokenFd int // a descriptor of the handle's own holding its lock token, or -1
 	data    []byte
 	lk      *fileLock // the process's part in the file's lock, once joined
+	// clears are the window slots being cleared under lk's token, by any
+	// structure of this mapping (window_clearing.go).
+	clears  clearMarks
 	refs    int
 	live    int
 	closed  bool // every reference closed: fd is closed, data is a placeholder

@@ -171,11 +171,12 @@ type windowCtl struct {
 	// aheadFor is the next period whose slot this handle has started to
 	// clear ahead (clock mode); past it, a writer starts the next one.
 	aheadFor atomic.Uint64
-	// mine marks the slots this handle is clearing, so that its own
-	// goroutines wait for each other and never take a clear over.
-	mine []atomic.Bool
-	lk   *fileLock // nil on a read-only handle
-	me   int       // this handle's token id
+	// marks are the slots being cleared by the handles that share this
+	// handle's token (its own goroutines among them), so that they wait
+	// for each other and never take a clear over.
+	marks *clearMarks
+	lk    *fileLock // nil on a read-only handle
+	me    int       // this handle's token id
 	// clear empties slot s for a new period; the caller owns the slot.
 	clear  func(s uint64)
 	open   *atomic.Bool
@@ -204,16 +205,19 @@ const clearPatience = 10 * time.Millisecond
 // p, before it clears.
 var testHookWindowClear func(s, p uint64)
 
+// testHookWindowWait runs in a writer that waits for the live clear of
+// slot s for period p, before each sleep.
+var testHookWindowWait func(s, p uint64)
+
 // init points the control at the region's first bytes. lk is nil for a
-// read-only handle.
-func (c *windowCtl) init(region unsafe.Pointer, w Window, lk *fileLock, open *atomic.Bool, sealed *uint32, clear func(s uint64)) {
+// read-only handle; marks are shared by every handle that shares lk.
+func (c *windowCtl) init(region unsafe.Pointer, w Window, lk *fileLock, marks *clearMarks, open *atomic.Bool, sealed *uint32, clear func(s uint64)) {
 	c.ctl = region
 	c.words = unsafe.Add(region, wcWords)
 	c.keep = uint64(w.Keep)
 	c.n = c.keep + 1
 	c.period = int64(w.Period)
-	c.mine = make([]atomic.Bool, c.n)
-	c.lk, c.open, c.sealed, c.clear = lk, open, sealed, clear
+	c.lk, c.marks, c.open, c.sealed, c.clear = lk, marks, open, sealed, clear
 	c.done = make(chan struct{})
 	if lk != nil {
 		c.me = tokenID(lk)
@@ -393,7 +397,13 @@ func (c *windowCtl) prepare(p uint64, wait bool) error {
 		case !st.empty && st.period > p:
 			return errStale
 		case st.clearing:
-			if !c.mine[s].Load() && c.clearerDead(st.id, !wait || waited-checked >= clearPatience) {
+			if c.frozen() {
+				// Nothing is cleared once frozen, so a dead clearer's
+				// work is never taken over and a wait would only run out:
+				// the add is refused now, as at an expired slot.
+				return ErrFrozen
+			}
+			if c.clearerDead(wp, st.id, !wait || waited-checked >= clearPatience) {
 				checked = waited
 				c.takeOver(s, w, st.id, p)
 				continue
@@ -402,7 +412,10 @@ func (c *windowCtl) prepare(p uint64, wait bool) error {
 				return errBusy
 			}
 			if waited >= windowWait {
-				return fmt.Errorf("%w: the slot of period %d has been cleared by another process (token %d) for %v", ErrTimeout, p, st.id, waited)
+				return &clearWaitError{slot: s, period: p, id: st.id, waited: waited}
+			}
+			if testHookWindowWait != nil {
+				testHookWindowWait(s, p)
 			}
 			time.Sleep(backoff)
 			waited += backoff
@@ -416,7 +429,7 @@ func (c *windowCtl) prepare(p uint64, wait bool) error {
 			if c.frozen() {
 				return ErrFrozen
 			}
-			if atomic.CompareAndSwapUint64(wp, w, clearingWord(p, c.me)) {
+			if c.marks.win(wp, w, clearingWord(p, c.me), false) {
 				if err := c.clearAndPublish(s, p, w); err != nil {
 					return err
 				}
@@ -425,14 +438,29 @@ func (c *windowCtl) prepare(p uint64, wait bool) error {
 	}
 }
 
-// clearerDead reports whether the clear under token id, which this handle
-// is not doing, was left by a dead process. A clear under this handle's
-// own id was left by a dead predecessor with the same id. Another id is
-// asked about only when ask is set: a live clear usually ends sooner than
-// the question is worth asking.
-func (c *windowCtl) clearerDead(id int, ask bool) bool {
+// clearWaitError is ErrTimeout from a writer that waited windowWait for a
+// live clear: it says what it waited for, not the file-initialisation wait
+// the sentinel's own text names.
+type clearWaitError struct {
+	slot, period uint64
+	id           int
+	waited       time.Duration
+}
+
+func (e *clearWaitError) Error() string {
+	return fmt.Sprintf("timed out after %v waiting for slot %d to be cleared for period %d by token %d, which is alive", e.waited, e.slot, e.period, e.id)
+}
+
+func (e *clearWaitError) Unwrap() error { return ErrTimeout }
+
+// clearerDead reports whether the clear of slot word wp under token id
+// was left by a dead process. A clear under this handle's own id that no
+// handle sharing its token is doing was left by a dead predecessor with
+// the same id. Another id is asked about only when ask is set: a live
+// clear usually ends sooner than the question is worth asking.
+func (c *windowCtl) clearerDead(wp *uint64, id int, ask bool) bool {
 	if id == c.me {
-		return true
+		return !c.marks.busy(wp)
 	}
 	return ask && !tokenAlive(c.lk, id)
 }
@@ -440,12 +468,14 @@ func (c *windowCtl) clearerDead(id int, ask bool) bool {
 // takeOver finishes the clear a dead process left in slot s (word w), for
 // period p. The dead clearer's token is held while its word is taken, so
 // that no new handle can take its id and start a clear of its own under the
-// same word meanwhile (the lock's recovery does the same).
+// same word meanwhile (the lock's recovery does the same). A clear under
+// this handle's own id is taken only while no handle sharing the token
+// has started one since clearerDead looked.
 func (c *windowCtl) takeOver(s, w uint64, id int, p uint64) {
 	if id != c.me && !holdDeadToken(c.lk, id) {
 		return // alive after all
 	}
-	took := atomic.CompareAndSwapUint64(c.word(s), w, clearingWord(p, c.me))
+	took := c.marks.win(c.word(s), w, clearingWord(p, c.me), id == c.me)
 	if id != c.me {
 		releaseDeadToken(c.lk, id)
 	}
@@ -454,14 +484,13 @@ func (c *windowCtl) takeOver(s, w uint64, id int, p uint64) {
 	}
 }
 
-// clearAndPublish clears slot s, which this handle won for period p, and
-// publishes it as holding p. A handle closed meanwhile clears the
-// placeholder of its pages, and its publish finds no word to change: the
-// file's slot is left "clearing" under a token nobody holds, for the next
-// process to take over.
+// clearAndPublish clears slot s, which this handle won (and marked) for
+// period p, and publishes it as holding p. A handle closed meanwhile
+// clears the placeholder of its pages, and its publish finds no word to
+// change: the file's slot is left "clearing" under a token nobody holds,
+// for the next process to take over.
 func (c *windowCtl) clearAndPublish(s, p, was uint64) error {
-	c.mine[s].Store(true)
-	defer c.mine[s].Store(false)
+	defer c.marks.done(c.word(s))
 	if testHookWindowClear != nil {
 		testHookWindowClear(s, p)
 	}
@@ -525,15 +554,25 @@ func (c *windowCtl) rotate() error {
 		return ErrFrozen
 	}
 	var p uint64
-	for try := 0; ; try++ {
+	for stuck := 0; ; {
 		e := atomic.LoadUint64(c.epochWord())
 		p = c.current()
 		if e >= maxPeriod || p+1 > maxPeriod {
 			return fmt.Errorf("%w: the window has turned %d times, the most it can", ErrInvalidArgument, e)
 		}
 		err := c.prepare(p+1, true)
-		if err == errStale && try < 64 {
-			continue
+		if err == errStale {
+			// Other processes turned the window past p+1 meanwhile (a
+			// Rotate that waits for a clear may lose the turn many times
+			// in a row): try again from where they left it. Only damaged
+			// words name a later period while the period stays put.
+			if c.current() != p {
+				continue
+			}
+			if stuck++; stuck < 64 {
+				continue
+			}
+			return fmt.Errorf("%w: the slot of period %d serves a later period, and the period stays %d", ErrCorrupt, p+1, p)
 		}
 		if err != nil {
 			return err

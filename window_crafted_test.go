@@ -3,7 +3,9 @@
 package sketch
 
 import (
+	"errors"
 	"fmt"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -99,6 +101,94 @@ func TestBloomWindow_CraftedPeriodWords(t *testing.T) {
 			mustNotPanic(t, "Check", func() { h.Check(k[0]) })
 			mustNotPanic(t, "CheckBatch", func() { h.CheckBatch(k, make([]bool, 1)) })
 			mustNotPanic(t, "Stats", func() { h.Stats() })
+		})
+	}
+}
+
+// craftedWindow is a window handle of either kind, for tests that craft
+// its control words.
+type craftedWindow struct {
+	ctl    *windowCtl
+	add    func() error
+	rotate func() error
+}
+
+func openCraftedWindows(t *testing.T, path string) map[string]func() craftedWindow {
+	return map[string]func() craftedWindow{
+		"countmin": func() craftedWindow {
+			w := mustOpenWindow(t, path+".cm", Window{Keep: 2}, winCfg)
+			return craftedWindow{&w.ctl, func() error { _, err := w.AddString("k"); return err }, w.Rotate}
+		},
+		"bloom": func() craftedWindow {
+			w, err := OpenBloomWindow(path+".bloom", Window{Keep: 2}, BloomConfig{Capacity: 100})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { w.Close() })
+			return craftedWindow{&w.ctl, func() error { _, err := w.AddString("k"); return err }, w.Rotate}
+		},
+	}
+}
+
+// TestWindow_FrozenDeadClearer: a window frozen (its frozen word set)
+// whose file's seal is missing, and whose current slot a dead process was
+// clearing, refuses an add at once with ErrFrozen: nothing is cleared once
+// frozen, so waiting for the clear to be taken over could only time out.
+func TestWindow_FrozenDeadClearer(t *testing.T) {
+	old := windowWait
+	windowWait = 300 * time.Millisecond // only bounds the wait this test must not make
+	t.Cleanup(func() { windowWait = old })
+	for kind, open := range openCraftedWindows(t, tempPath(t, "win")) {
+		t.Run(kind, func(t *testing.T) {
+			w := open()
+			for range 2 {
+				if err := w.rotate(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			p := w.ctl.current()
+			const dead = 77 // a token id no handle holds
+			atomic.StoreUint64(w.ctl.frozenWord(), p+1)
+			atomic.StoreUint64(w.ctl.word(w.ctl.slotOf(p)), clearingWord(p, dead))
+			if err := w.add(); !errors.Is(err, ErrFrozen) {
+				t.Errorf("add in frozen period %d, whose slot token %d left half cleared: %v, want ErrFrozen", p, dead, err)
+			}
+		})
+	}
+}
+
+// TestWindow_ClearWaitTimeout: a writer that waited its limit for a live
+// process's clear says what it waited for: the slot, the period and the
+// clearer's token, as ErrTimeout.
+func TestWindow_ClearWaitTimeout(t *testing.T) {
+	old := windowWait
+	windowWait = 50 * time.Millisecond
+	t.Cleanup(func() { windowWait = old })
+	path := tempPath(t, "win")
+	for kind, open := range openCraftedWindows(t, path) {
+		t.Run(kind, func(t *testing.T) {
+			w := open()
+			other := open() // alive, and clearing nothing
+			for range 2 {
+				if err := w.rotate(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			p := w.ctl.current()
+			s := w.ctl.slotOf(p)
+			atomic.StoreUint64(w.ctl.word(s), clearingWord(p, other.ctl.me))
+			err := w.add()
+			if !errors.Is(err, ErrTimeout) {
+				t.Fatalf("add while live token %d holds slot %d: %v, want ErrTimeout", other.ctl.me, s, err)
+			}
+			for _, want := range []string{fmt.Sprintf("slot %d", s), fmt.Sprintf("period %d", p), fmt.Sprintf("token %d", other.ctl.me)} {
+				if !strings.Contains(err.Error(), want) {
+					t.Errorf("error %q does not say %q", err, want)
+				}
+			}
+			if strings.Contains(err.Error(), "initialised") {
+				t.Errorf("error %q speaks of a file's initialisation", err)
+			}
 		})
 	}
 }
