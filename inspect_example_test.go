@@ -29,6 +29,6 @@ func ExampleInspect() {
 	fmt.Printf("format %d: %s, %v counters, %v hashes\n", fi.FormatVersion, e.Description, e.Params["counters"], e.Params["hashes"])
 	fmt.Printf("lock held by a writer: %v; open handles: %d\n", fi.Lock.Writer, fi.Lock.Handles)
 	// Output:
-	// format 1: counting Bloom filter, 131072 counters, 7 hashes
+	// format 2: counting Bloom filter, 131072 counters, 7 hashes
 	// lock held by a writer: false; open handles: 1
 }

@@ -33,7 +33,7 @@ func TestInspect_CountMin(t *testing.T) {
 	fi := mustInspect(t, path)
 	want := FileInfo{
 		Path:              path,
-		FormatVersion:     1,
+		FormatVersion:     2,
 		ByteOrder:         byteOrderName(),
 		Bytes:             c.Stats().Bytes,
 		Mode:              0o640,

@@ -422,7 +422,7 @@ func TestOpen_ErrChecksum(t *testing.T) {
 }
 
 func TestOpen_ErrVersion(t *testing.T) {
-	for _, v := range []uint32{0, 2, 1 << 24, math.MaxUint32} {
+	for _, v := range []uint32{0, 1, 3, 1 << 24, math.MaxUint32} {
 		for _, resum := range []bool{true, false} {
 			t.Run(fmt.Sprintf("version=%d,resum=%v", v, resum), func(t *testing.T) {
 				path, valid := otMakeFile(t, otCfg)
@@ -435,6 +435,26 @@ func TestOpen_ErrVersion(t *testing.T) {
 				otWantErr(t, otOpenErr(t, path, CountMinConfig{}), path, ErrVersion)
 			})
 		}
+	}
+}
+
+// TestOpen_ErrVersionEarlier: a file of version 1, written before probes
+// were spread (column.go), is refused with ErrVersion and a message that
+// names the file and says to recreate it, by open and by Inspect.
+func TestOpen_ErrVersionEarlier(t *testing.T) {
+	path, valid := otMakeFile(t, otCfg)
+	b := bytes.Clone(valid)
+	native.PutUint32(b[offVersion:], 1)
+	otResum(b)
+	otRewrite(t, path, b)
+	err := otOpenErr(t, path, CountMinConfig{})
+	otWantErr(t, err, path, ErrVersion)
+	want := "sketch: open " + path + ": unknown format version: version 1 was written by an earlier version of this library, which placed keys in other counters; this build reads only version 2: recreate the file (remove it and open it again)"
+	if err.Error() != want {
+		t.Errorf("OpenCountMin(%s) error:\n%s\nwant:\n%s", path, err, want)
+	}
+	if _, err := Inspect(path); !errors.Is(err, ErrVersion) || !strings.Contains(err.Error(), "recreate the file") {
+		t.Errorf("Inspect(%s) error = %v, want ErrVersion saying to recreate the file", path, err)
 	}
 }
 

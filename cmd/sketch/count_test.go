@@ -381,7 +381,7 @@ func TestInspect(t *testing.T) {
 	path := create(t, "b.cbf", "--kind", "countingbloom", "--capacity", "1000", "--seed", strconv.FormatUint(seed, 10))
 	seedForms := []string{strconv.FormatUint(seed, 10), strconv.FormatUint(seed, 16)}
 	out := sk(t, "inspect", path).ok(t, "inspect")
-	for _, want := range []string{"format version  1", "countingbloom", "capacity=1000", "writer   none", "sealed          no"} {
+	for _, want := range []string{"format version  2", "countingbloom", "capacity=1000", "writer   none", "sealed          no"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("inspect: no %q in\n%s", want, out)
 		}
@@ -389,7 +389,7 @@ func TestInspect(t *testing.T) {
 	var fi sketch.FileInfo
 	js := sk(t, "inspect", "--json", path).ok(t, "inspect --json")
 	decode(t, js, &fi)
-	if fi.Path != path || fi.FormatVersion != 1 || len(fi.Entries) != 1 || fi.Entries[0].Params["capacity"] != 1000 || fi.Seed != 0 {
+	if fi.Path != path || fi.FormatVersion != 2 || len(fi.Entries) != 1 || fi.Entries[0].Params["capacity"] != 1000 || fi.Seed != 0 {
 		t.Errorf("inspect --json: %+v", fi)
 	}
 	for _, o := range []string{out, js} {

@@ -216,8 +216,8 @@ func TestUsage_Help(t *testing.T) {
 func TestVersion(t *testing.T) {
 	for _, args := range [][]string{{"version"}, {"--version"}, {"-version"}} {
 		out := sk(t, args...).ok(t, strings.Join(args, " "))
-		if !strings.Contains(out, "backend  "+sketch.Backend) || !strings.Contains(out, "format   1") {
-			t.Errorf("sketch %s: %q, want the backend %s and format 1", strings.Join(args, " "), out, sketch.Backend)
+		if !strings.Contains(out, "backend  "+sketch.Backend) || !strings.Contains(out, "format   2") {
+			t.Errorf("sketch %s: %q, want the backend %s and format 2", strings.Join(args, " "), out, sketch.Backend)
 		}
 	}
 	var v struct {
