@@ -61,3 +61,108 @@ func TestCountMin_AccuracyZipf(t *testing.T) {
 		})
 	}
 }
+
+// confidenceStream is a stream on which a row's overshoot is frequent, so
+// that the share of keys over the bound is measurable: heavy keys, each of
+// weight above the error bound, take a quarter of the columns, and
+// once-added light keys are the keys asked about. A light key's counter
+// in a row exceeds 1 + ErrorBound() about when a heavy key shares its
+// column, a chance of 1-(1-1/512)^128 ≈ 0.22 a row: rows that are
+// independent make that 0.22^rows, while rows that share a collision
+// (two keys whose columns agree in every row) leave a floor.
+type confidenceStream struct {
+	heavy  [][]byte
+	weight uint64 // of each heavy key
+	light  [][]byte
+}
+
+func newConfidenceStream(lights int) confidenceStream {
+	s := confidenceStream{weight: 4000}
+	for i := range 128 {
+		s.heavy = append(s.heavy, []byte(fmt.Sprintf("heavy-%d", i)))
+	}
+	for i := range lights {
+		s.light = append(s.light, []byte(fmt.Sprintf("light-%d", i)))
+	}
+	return s
+}
+
+// overBound feeds the stream to c (heavy keys first, then the light keys
+// once each, in batches so that c's core serves them) and returns how many
+// light keys read above 1 + ErrorBound().
+func (s confidenceStream) overBound(t *testing.T, c *CountMin) int {
+	t.Helper()
+	for _, k := range s.heavy {
+		if _, err := c.AddN(k, s.weight); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const batch = 512
+	est := make([]uint64, batch)
+	for i := 0; i < len(s.light); i += batch {
+		keys := s.light[i:min(i+batch, len(s.light))]
+		if err := c.AddBatch(keys, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	bound := c.ErrorBound()
+	over := 0
+	for i := 0; i < len(s.light); i += batch {
+		keys := s.light[i:min(i+batch, len(s.light))]
+		if err := c.EstimateBatch(keys, est[:len(keys)]); err != nil {
+			t.Fatal(err)
+		}
+		for j, e := range est[:len(keys)] {
+			if e < 1 {
+				t.Fatalf("Estimate(%q) = %d, want >= 1", keys[j], e)
+			}
+			if e > 1+bound {
+				over++
+			}
+		}
+	}
+	return over
+}
+
+// TestCountMin_ConfidenceHolds checks the promise at high confidence: at
+// most 1-Confidence of once-added keys may read above 1 + ErrorBound(),
+// within a factor of 2 (the tolerance), on a 512-column grid where a
+// single row overshoots for about a fifth of the keys. Columns that are
+// (h1 + i·h2) mod width put 2/width² of key pairs into one counter in
+// every row; here that left about 1e-3 of the keys over the bound at any
+// number of rows, 10-100 times the promise.
+func TestCountMin_ConfidenceHolds(t *testing.T) {
+	lights := 200_000
+	if testing.Short() || raceEnabled {
+		lights = 50_000 // still ~50 keys over with (h1 + i·h2) mod width
+	}
+	s := newConfidenceStream(lights)
+	const errorRate = 0.006 // e/0.006 → 512 columns
+	for _, core := range cores() {
+		t.Run(core.name(), func(t *testing.T) {
+			// The stream is hard: one row of the same width overshoots often.
+			one := mustOpen(t, tempPath(t, "one"), CountMinConfig{Rows: 1, Width: 512, Seed: 0x5eed})
+			one.core = core
+			single := float64(s.overBound(t, one)) / float64(lights)
+			if single < 0.15 {
+				t.Fatalf("one row: %.4f of keys over the bound, want >= 0.15 (the stream is too easy to measure anything)", single)
+			}
+			for _, conf := range []float64{0.9999, 0.99999} {
+				c := mustOpen(t, tempPath(t, fmt.Sprint(conf)), CountMinConfig{ErrorRate: errorRate, Confidence: conf, Seed: 0x5eed})
+				c.core = core
+				if c.Width() != 512 {
+					t.Fatalf("Width() = %d, want 512", c.Width())
+				}
+				over := s.overBound(t, c)
+				share := float64(over) / float64(lights)
+				const factor = 2
+				t.Logf("confidence %v (%d x %d): %d of %d keys over 1 + ErrorBound() = %d (%.2e; promised <= %.0e; one row %.4f)",
+					conf, c.Rows(), c.Width(), over, lights, 1+c.ErrorBound(), share, 1-conf, single)
+				if share > factor*(1-conf) {
+					t.Errorf("confidence %v: %d of %d keys (%.2e) read above 1 + ErrorBound(), want <= %d x %.0e",
+						conf, over, lights, share, factor, 1-conf)
+				}
+			}
+		})
+	}
+}

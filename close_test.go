@@ -97,7 +97,7 @@ func TestCountMin_CloseWhileInUse(t *testing.T) {
 func tornAdd(c *CountMin, key []byte, n uint64, from, to int) {
 	lo, hi := hashKey(key, c.l.seed)
 	for i := from; i < to; i++ {
-		col := (lo + uint64(i)*(hi|1)) & c.l.mask
+		col := spread(lo+uint64(i)*(hi|1)) & c.l.mask
 		addCell((*uint64)(unsafe.Add(c.l.cells, uintptr(i)*c.l.rowBytes+uintptr(col)*8)), n)
 	}
 }

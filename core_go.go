@@ -79,7 +79,7 @@ func (l *cmsLayout) addCells(lo, hi, n uint64) uint64 {
 	est := ^uint64(0)
 	row := l.cells
 	for i := 0; i < l.rows; i++ {
-		col := (lo + uint64(i)*h2) & l.mask
+		col := spread(lo+uint64(i)*h2) & l.mask
 		est = min(est, addCell((*uint64)(unsafe.Add(row, col*8)), n))
 		row = unsafe.Add(row, l.rowBytes)
 	}
@@ -147,7 +147,7 @@ func (l *cmsLayout) estimateHashed(lo, hi uint64) uint64 {
 	est := ^uint64(0)
 	row := l.cells
 	for i := 0; i < l.rows; i++ {
-		col := (lo + uint64(i)*h2) & l.mask
+		col := spread(lo+uint64(i)*h2) & l.mask
 		est = min(est, atomic.LoadUint64((*uint64)(unsafe.Add(row, col*8))))
 		row = unsafe.Add(row, l.rowBytes)
 	}
@@ -164,12 +164,12 @@ func estimatePair(a, b *cmsLayout, lo, hi uint64) (uint64, uint64) {
 	ra, rb := a.cells, b.cells
 	mask, rowBytes, x := a.mask, a.rowBytes, lo
 	for range a.rows {
-		off := uintptr(x&mask) * 8
+		off := uintptr(spread(x)&mask) * 8
 		ea = min(ea, atomic.LoadUint64((*uint64)(unsafe.Add(ra, off))))
 		eb = min(eb, atomic.LoadUint64((*uint64)(unsafe.Add(rb, off))))
 		ra = unsafe.Add(ra, rowBytes)
 		rb = unsafe.Add(rb, rowBytes)
-		x += h2 // the column of the next row, lo + i·h2, as a running sum
+		x += h2 // the next row's column is spread(lo + i·h2): a running sum
 	}
 	return min(ea, maxCount), min(eb, maxCount)
 }
@@ -183,7 +183,7 @@ func estimateTouch(other, cur *cmsLayout, lo, hi uint64) (est, sink uint64) {
 	est = ^uint64(0)
 	ro, rc := other.cells, cur.cells
 	for i := 0; i < other.rows; i++ {
-		off := uintptr((lo+uint64(i)*h2)&other.mask) * 8
+		off := uintptr(spread(lo+uint64(i)*h2)&other.mask) * 8
 		est = min(est, atomic.LoadUint64((*uint64)(unsafe.Add(ro, off))))
 		sink += atomic.LoadUint64((*uint64)(unsafe.Add(rc, off)))
 		ro = unsafe.Add(ro, other.rowBytes)
@@ -192,13 +192,14 @@ func estimateTouch(other, cur *cmsLayout, lo, hi uint64) (est, sink uint64) {
 	return min(est, maxCount), sink
 }
 
-// readThenAdd is estimateTouch followed by cur.addCells in one call, the
-// columns computed once: the window's add when one other slot is read. It
-// returns the key's estimate in other and its new estimate in cur. n must
-// be 1 to fastAdd. The column of row i, lo + i·(hi|1), is kept as a
-// running sum, and the adds start again from where the reads started,
-// computed back, not kept: fewer values live, fewer spilled. The adds go
-// from the first row to the last, as every add does (docs/FORMAT.md).
+// readThenAdd is estimateTouch followed by cur.addCells in one call: the
+// window's add when one other slot is read. It returns the key's estimate
+// in other and its new estimate in cur. n must be 1 to fastAdd. The column
+// of row i is spread(lo + i·(hi|1)); lo + i·(hi|1) is kept as a running
+// sum, and the adds start again from where the reads started, computed
+// back and spread again, not kept: fewer values live, fewer spilled. The
+// adds go from the first row to the last, as every add does
+// (docs/FORMAT.md).
 func readThenAdd(other, cur *cmsLayout, lo, hi, n uint64) (otherEst, curEst uint64) {
 	h2 := hi | 1
 	otherEst, curEst = ^uint64(0), ^uint64(0)
@@ -206,7 +207,7 @@ func readThenAdd(other, cur *cmsLayout, lo, hi, n uint64) (otherEst, curEst uint
 	mask, rowBytes, rows := other.mask, other.rowBytes, other.rows
 	x := lo
 	for range rows {
-		off := uintptr(x&mask) * 8
+		off := uintptr(spread(x)&mask) * 8
 		otherEst = min(otherEst, atomic.LoadUint64((*uint64)(unsafe.Add(ro, off))))
 		atomic.LoadUint64((*uint64)(unsafe.Add(rc, off))) // on its way before the adds
 		ro = unsafe.Add(ro, rowBytes)
@@ -216,7 +217,7 @@ func readThenAdd(other, cur *cmsLayout, lo, hi, n uint64) (otherEst, curEst uint
 	rc = unsafe.Add(rc, -rows*int(rowBytes))
 	x -= uint64(rows) * h2
 	for range rows {
-		c := (*uint64)(unsafe.Add(rc, uintptr(x&mask)*8))
+		c := (*uint64)(unsafe.Add(rc, uintptr(spread(x)&mask)*8))
 		v := atomic.AddUint64(c, n)
 		if v > maxCount {
 			v = clampCell(c)
@@ -236,7 +237,7 @@ func (l *cmsLayout) touchHashed(lo, hi uint64) uint64 {
 	var sink uint64
 	row := l.cells
 	for i := 0; i < l.rows; i++ {
-		col := (lo + uint64(i)*h2) & l.mask
+		col := spread(lo+uint64(i)*h2) & l.mask
 		sink += atomic.LoadUint64((*uint64)(unsafe.Add(row, col*8)))
 		row = unsafe.Add(row, l.rowBytes)
 	}

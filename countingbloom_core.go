@@ -77,8 +77,8 @@ func (l *cbfLayout) dec(i uint64) {
 	}
 }
 
-// probe is the i-th counter of the key hashing to (h1, h2).
-func (l *cbfLayout) probe(h1, h2 uint64, i int) uint64 { return (h1 + uint64(i)*h2) & l.mask }
+// probe is the i-th counter of the key hashing to (h1, h2) (column.go).
+func (l *cbfLayout) probe(h1, h2 uint64, i int) uint64 { return spread(h1+uint64(i)*h2) & l.mask }
 
 // addHashed increments the key's k counters and reports whether one of
 // them was zero before: the key was not in the filter. It loads every

@@ -37,7 +37,7 @@ func (r *refCBF) probes(key []byte) []uint64 {
 	h := xxh3.Hash128Seed(key, r.seed)
 	p := make([]uint64, r.k)
 	for i := range p {
-		p[i] = (h.Lo + uint64(i)*(h.Hi|1)) % uint64(len(r.c))
+		p[i] = spread(h.Lo+uint64(i)*(h.Hi|1)) % uint64(len(r.c))
 	}
 	return p
 }

@@ -35,7 +35,8 @@ var (
 	ErrByteOrder = &wrapped{"written with the other byte order", ErrCorrupt}
 
 	// ErrVersion means the file has a format version this build does not
-	// know; it wraps ErrCorrupt.
+	// read (an earlier version's file must be recreated: the message says
+	// so); it wraps ErrCorrupt.
 	ErrVersion = &wrapped{"unknown format version", ErrCorrupt}
 
 	// ErrChecksum means the header's immutable fields do not match their

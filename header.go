@@ -42,7 +42,7 @@ const (
 	// fileMagic reads "SHMSKTCH" as a big-endian word; a file written on a
 	// machine of the other byte order shows it byte-swapped.
 	fileMagic     uint64 = 0x53484d534b544348
-	formatVersion uint32 = 2
+	formatVersion uint32 = 2 // 2: probes placed with spread (column.go); 1 is refused
 
 	headerSize  = 128
 	offMagic    = 0
@@ -223,6 +223,16 @@ func encodeEntry(b []byte, e entry) {
 	native.PutUint64(b[entChecksum:], xxh3.Hash(b[:entChecksum]))
 }
 
+// versionErr refuses a file of version v, saying what to do: a file of
+// an earlier version holds its counts where this build would not look
+// (version 1 placed probes without spread), so it must be made again.
+func versionErr(v uint32) error {
+	if v >= 1 && v < formatVersion {
+		return fmt.Errorf("%w: version %d was written by an earlier version of this library, which placed keys in other counters; this build reads only version %d: recreate the file (remove it and open it again)", ErrVersion, v, formatVersion)
+	}
+	return fmt.Errorf("%w: version %d, this build reads %d", ErrVersion, v, formatVersion)
+}
+
 // decodeHeader validates b, the whole mapped file, in a fixed order and
 // returns its layout, or an error wrapping ErrCorrupt (or a more specific
 // sentinel that wraps it). Everything later used as an index is checked
@@ -243,7 +253,7 @@ func decodeHeader(b []byte) (layout, error) {
 		return l, fmt.Errorf("%w: bad magic %#016x", ErrCorrupt, m)
 	}
 	if v := native.Uint32(b[offVersion:]); v != formatVersion {
-		return l, fmt.Errorf("%w: version %d, this build reads %d", ErrVersion, v, formatVersion)
+		return l, versionErr(v)
 	}
 	if sum := xxh3.Hash(b[offVersion:offChecksum]); sum != native.Uint64(b[offChecksum:]) {
 		return l, ErrChecksum

@@ -438,6 +438,26 @@ func TestOpen_ErrVersion(t *testing.T) {
 	}
 }
 
+// TestOpen_ErrVersionEarlier: a file of version 1, written before probes
+// were spread (column.go), is refused with ErrVersion and a message that
+// names the file and says to recreate it, by open and by Inspect.
+func TestOpen_ErrVersionEarlier(t *testing.T) {
+	path, valid := otMakeFile(t, otCfg)
+	b := bytes.Clone(valid)
+	native.PutUint32(b[offVersion:], 1)
+	otResum(b)
+	otRewrite(t, path, b)
+	err := otOpenErr(t, path, CountMinConfig{})
+	otWantErr(t, err, path, ErrVersion)
+	want := "sketch: open " + path + ": unknown format version: version 1 was written by an earlier version of this library, which placed keys in other counters; this build reads only version 2: recreate the file (remove it and open it again)"
+	if err.Error() != want {
+		t.Errorf("OpenCountMin(%s) error:\n%s\nwant:\n%s", path, err, want)
+	}
+	if _, err := Inspect(path); !errors.Is(err, ErrVersion) || !strings.Contains(err.Error(), "recreate the file") {
+		t.Errorf("Inspect(%s) error = %v, want ErrVersion saying to recreate the file", path, err)
+	}
+}
+
 // TestOpen_Structural changes fields of a valid file and recomputes the
 // checksums, so that only the structural checks of decodeHeader stand
 // between the file and a mapping that would be indexed out of bounds.

@@ -42,7 +42,7 @@ func (r *refCMS) cols(key []byte) []uint64 {
 	h := xxh3.Hash128Seed(key, r.seed)
 	cols := make([]uint64, r.rows)
 	for i := range cols {
-		cols[i] = uint64(i)*r.width + (h.Lo+uint64(i)*(h.Hi|1))%r.width
+		cols[i] = uint64(i)*r.width + spread(h.Lo+uint64(i)*(h.Hi|1))%r.width
 	}
 	return cols
 }

@@ -57,7 +57,7 @@ static inline int sk_cbf_add_hashed(uint32_t *words, uint64_t mask, uint32_t k, 
 	uint64_t h2 = h.hi | 1;
 	int fresh = 0;
 	for (uint32_t i = 0; i < k; i++)
-		fresh |= sk_cbf_inc(words, (h.lo + (uint64_t)i * h2) & mask) == 0;
+		fresh |= sk_cbf_inc(words, sk_spread(h.lo + (uint64_t)i * h2) & mask) == 0;
 	return fresh;
 }
 
@@ -67,7 +67,7 @@ static inline __attribute__((always_inline)) void sk_cbf_prefetch(const uint32_t
 {
 	uint64_t h2 = h.hi | 1;
 	for (uint32_t i = 0; i < k; i++)
-		__builtin_prefetch(&words[((h.lo + (uint64_t)i * h2) & mask) >> 3], 1, 3);
+		__builtin_prefetch(&words[(sk_spread(h.lo + (uint64_t)i * h2) & mask) >> 3], 1, 3);
 }
 
 static void sk_cbf_rlock(sk_lock *lock)

@@ -49,7 +49,7 @@ static inline uint64_t sk_add_cells(uint64_t *cells, uint64_t mask, uint32_t row
 	uint64_t h2 = h.hi | 1, est = UINT64_MAX;
 	uint64_t *row = cells;
 	for (uint32_t i = 0; i < rows; i++, row += mask + 1) {
-		uint64_t v = sk_add_cell(&row[(h.lo + (uint64_t)i * h2) & mask], n);
+		uint64_t v = sk_add_cell(&row[sk_spread(h.lo + (uint64_t)i * h2) & mask], n);
 		if (v < est)
 			est = v;
 	}
@@ -62,7 +62,7 @@ static inline uint64_t sk_estimate_hashed(const uint64_t *cells, uint64_t mask, 
 	uint64_t h2 = h.hi | 1, est = UINT64_MAX;
 	const uint64_t *row = cells;
 	for (uint32_t i = 0; i < rows; i++, row += mask + 1) {
-		uint64_t v = atomic_load_explicit(SK_ATOMIC(&row[(h.lo + (uint64_t)i * h2) & mask]),
+		uint64_t v = atomic_load_explicit(SK_ATOMIC(&row[sk_spread(h.lo + (uint64_t)i * h2) & mask]),
 						  memory_order_acquire);
 		if (v < est)
 			est = v;
@@ -78,9 +78,9 @@ static inline __attribute__((always_inline)) void sk_prefetch_hashed(const uint6
 	const uint64_t *row = cells;
 	for (uint32_t i = 0; i < rows; i++, row += mask + 1) {
 		if (write)
-			__builtin_prefetch(&row[(h.lo + (uint64_t)i * h2) & mask], 1, 3);
+			__builtin_prefetch(&row[sk_spread(h.lo + (uint64_t)i * h2) & mask], 1, 3);
 		else
-			__builtin_prefetch(&row[(h.lo + (uint64_t)i * h2) & mask], 0, 3);
+			__builtin_prefetch(&row[sk_spread(h.lo + (uint64_t)i * h2) & mask], 0, 3);
 	}
 }
 

@@ -18,6 +18,22 @@ typedef struct {
 	uint64_t hi;
 } sk_u128;
 
+/* sk_spread places a probe: probe i of a key (a Count-Min row's column, a
+ * counting Bloom filter's counter) is sk_spread(lo + i*(hi|1)) & mask.
+ * It is murmur3's 64-bit finaliser, so that two keys' probes agree mod
+ * the width independently from one probe to the next (without it, keys
+ * whose lo and hi agree mod the width share every probe). Keep in sync
+ * with column.go's spread. */
+static inline uint64_t sk_spread(uint64_t x)
+{
+	x ^= x >> 33;
+	x *= UINT64_C(0xff51afd7ed558ccd);
+	x ^= x >> 33;
+	x *= UINT64_C(0xc4ceb9fe1a85ec53);
+	x ^= x >> 33;
+	return x;
+}
+
 /* sk_key is one key of a batch: the Go side fills p with the address of the
  * key's first byte (Go memory, valid for the call only) and n with its length. */
 typedef struct {
@@ -94,7 +110,7 @@ void sk_unlock_read(sk_lock *l);
 /* Counting Bloom filter operations (cbf.c; keep in sync with
  * countingbloom_core.go and the binding in cbf.go). words holds (mask+1)/8
  * words of eight 4-bit counters: counter i is in byte i/2, the low nibble
- * when i is even. Probe i of a key is (lo + i*(hi|1)) & mask. */
+ * when i is even. Probe i of a key is sk_spread(lo + i*(hi|1)) & mask. */
 #define SK_CBF_MAX 15      /* counters saturate here and stick */
 #define SK_CBF_FROZEN (-1) /* sk_cbf_add_many found the file sealed */
 #define SK_CBF_AHEAD 8     /* keys hashed and prefetched ahead */

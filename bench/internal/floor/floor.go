@@ -56,7 +56,7 @@ func (g *Grid) Add(key []byte) uint64 {
 	est := ^uint64(0)
 	row := g.cells
 	for i := 0; i < g.rows; i++ {
-		col := (h.Lo + uint64(i)*h2) & g.mask
+		col := spread(h.Lo+uint64(i)*h2) & g.mask
 		est = min(est, atomic.AddUint64((*uint64)(unsafe.Add(row, col*8)), 1))
 		row = unsafe.Add(row, g.row)
 	}
@@ -70,9 +70,20 @@ func (g *Grid) Estimate(key []byte) uint64 {
 	est := ^uint64(0)
 	row := g.cells
 	for i := 0; i < g.rows; i++ {
-		col := (h.Lo + uint64(i)*h2) & g.mask
+		col := spread(h.Lo+uint64(i)*h2) & g.mask
 		est = min(est, atomic.LoadUint64((*uint64)(unsafe.Add(row, col*8))))
 		row = unsafe.Add(row, g.row)
 	}
 	return est
+}
+
+// spread is sketch.CountMin's column finaliser (murmur3's fmix64, the
+// package's column.go): row i's column is spread(lo + i·(hi|1)) & mask.
+func spread(x uint64) uint64 {
+	x ^= x >> 33
+	x *= 0xff51afd7ed558ccd
+	x ^= x >> 33
+	x *= 0xc4ceb9fe1a85ec53
+	x ^= x >> 33
+	return x
 }
