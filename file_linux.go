@@ -33,6 +33,9 @@ import (
 // exclusive flock, held by the adopter only; openers that find such a file
 // wait for its magic, bounded by the wait timeout.
 func openPath(path string, sp spec, o options) (*mapping, error) {
+	if path == "" {
+		return nil, fmt.Errorf("sketch: open: %w", errEmptyPath)
+	}
 	if o.readOnly {
 		return openReadOnly(path, sp, o)
 	}
@@ -79,6 +82,17 @@ func openExisting(path string, access int) (int, error) {
 		return -1, fmt.Errorf("%w: %w", ErrCorrupt, err)
 	}
 	return fd, err
+}
+
+// errEmptyPath is the error for an empty path, which would otherwise read
+// as a missing file with no name.
+var errEmptyPath = fmt.Errorf("%w: the path is empty", ErrInvalidArgument)
+
+// errShortFile is the one answer every route gives for a file shorter than
+// a header: a damaged file (a create sizes it whole first), not an
+// interrupted create.
+func errShortFile(size uint64) error {
+	return fmt.Errorf("%w: %d bytes is shorter than a header (a damaged or truncated file, not a create under way)", ErrCorrupt, size)
 }
 
 // errRetry means the file at the path changed while an opener looked at it.
@@ -450,7 +464,7 @@ func reserve(fd int, size uint64) error {
 // success the mapping owns fd; on failure the caller still does.
 func attachFd(fd int, name string, size uint64, sp spec, readOnly bool) (*mapping, error) {
 	if size < headerSize {
-		return nil, fmt.Errorf("%w: %d bytes is shorter than a header", ErrCorrupt, size)
+		return nil, errShortFile(size)
 	}
 	if size > maxFileSize || size > math.MaxInt {
 		return nil, fmt.Errorf("%w: %d bytes is more than a sketch file may have on this platform (%d)", ErrCorrupt, size, uint64(min(maxFileSize, math.MaxInt)))
@@ -598,6 +612,11 @@ func readOnlyOpened(fd int, path string, sp spec, o options) (*mapping, error) {
 	}
 	if st.Mode&unix.S_IFMT != unix.S_IFREG {
 		return nil, fmt.Errorf("%w: not a regular file", ErrCorrupt)
+	}
+	if st.Size > 0 && st.Size < headerSize {
+		// Every create and adoption sizes the file whole before it writes
+		// a byte, so a short file is damaged, not a create under way.
+		return nil, errShortFile(uint64(st.Size))
 	}
 	deadline := time.Now().Add(o.waitTimeout)
 	pause := 50 * time.Microsecond

@@ -1297,3 +1297,48 @@ func FuzzOpen(f *testing.F) {
 		}
 	})
 }
+
+// TestOpen_EmptyPath: an empty path is an invalid argument, said as such,
+// on every route, not a missing file with no name.
+func TestOpen_EmptyPath(t *testing.T) {
+	routes := map[string]func() error{
+		"OpenCountMin": func() error { _, err := OpenCountMin("", otCfg); return err },
+		"ReadOnly":     func() error { _, err := OpenCountMin("", otCfg, ReadOnly()); return err },
+		"OpenBloom":    func() error { _, err := OpenBloom("", BloomConfig{Capacity: 100}); return err },
+		"OpenArena":    func() error { _, err := OpenArena("", 1<<20); return err },
+		"Inspect":      func() error { _, err := Inspect(""); return err },
+	}
+	for name, open := range routes {
+		t.Run(name, func(t *testing.T) {
+			err := open()
+			if !errors.Is(err, ErrInvalidArgument) || !strings.Contains(err.Error(), "path is empty") {
+				t.Errorf("%s(\"\") = %v, want ErrInvalidArgument saying the path is empty", name, err)
+			}
+		})
+	}
+}
+
+// TestOpen_ShortFile: a sketch file cut to fewer bytes than a magic gets
+// one answer, ErrCorrupt naming its size, from a read-write open, a
+// read-only one and Inspect; never the advice for an interrupted create.
+func TestOpen_ShortFile(t *testing.T) {
+	_, tmpl := otMakeFile(t, otCfg)
+	for n := 1; n <= 7; n++ {
+		path := tempPath(t, "cms")
+		if err := os.WriteFile(path, tmpl[:n], 0o600); err != nil {
+			t.Fatal(err)
+		}
+		want := fmt.Sprintf("%d bytes is shorter than a header", n)
+		routes := map[string]func() error{
+			"read-write": func() error { return otOpenErr(t, path, otCfg) },
+			"read-only":  func() error { return otOpenErr(t, path, otCfg, ReadOnly()) },
+			"Inspect":    func() error { _, err := Inspect(path); return err },
+		}
+		for name, open := range routes {
+			err := open()
+			if !errors.Is(err, ErrCorrupt) || errors.Is(err, ErrInterruptedCreate) || !strings.Contains(err.Error(), want) {
+				t.Errorf("%d bytes, %s: error = %v, want ErrCorrupt saying %q", n, name, err, want)
+			}
+		}
+	}
+}
