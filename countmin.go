@@ -284,7 +284,8 @@ func OpenCountMin(path string, cfg CountMinConfig, opts ...Option) (*CountMin, e
 // file that lives as long as a descriptor or mapping of it does. Hand it to
 // a child process with File and exec.Cmd.ExtraFiles; the child attaches
 // with AttachCountMin. The memfd's size is sealed, so no holder can shrink
-// it under the others. name shows in /proc and in errors only. Options
+// or grow it under the others (a memfd made any other way is refused at
+// attach unless it is sealed too). name shows in /proc and in errors only. Options
 // about files on a path (WithMode, WithOwner) do not apply; ReadOnly is
 // refused (ErrInvalidConfig).
 func NewCountMinMemfd(name string, cfg CountMinConfig, opts ...Option) (*CountMin, error) {
@@ -314,7 +315,14 @@ func NewCountMin(cfg CountMinConfig) (*CountMin, error) {
 // exec.Cmd.ExtraFiles. The descriptor must be open for reading and writing
 // (ErrInvalidArgument otherwise), or for reading with ReadOnly; it is
 // duplicated, so it stays the caller's to close. The file is validated as
-// OpenCountMin does.
+// OpenCountMin validates it (ErrCorrupt and the sentinels that wrap it, and
+// ErrSparse for another user's file with holes), but a descriptor has no
+// path, so its trust has its own rule: a memfd must carry the seals that
+// fix its size (ErrUnsealed), and any other file must be owned by the
+// caller, root or a uid named with WithOwner (ErrNotOwner); whoever could
+// change its size could kill this process with SIGBUS. A memory-backed
+// file larger than the machine's memory is ErrNoSpace. With ReadOnly the
+// trust rule does not apply, as for OpenCountMin.
 func AttachCountMin(fd uintptr, cfg CountMinConfig, opts ...Option) (*CountMin, error) {
 	sp, err := cfg.spec()
 	m, err := attachSpec(fd, sp, err, opts)

@@ -480,6 +480,14 @@ func attachFd(fd int, name string, size uint64, sp spec, readOnly bool) (*mappin
 	// Read the magic with acquire semantics before anything it publishes.
 	_ = atomic.LoadUint64((*uint64)(unsafe.Pointer(&data[offMagic])))
 	lay, err := decodeHeader(data)
+	if err == nil {
+		// Only a valid file is judged by its blocks: one with a zero magic
+		// may be an adoption candidate, which initialising fills.
+		var st unix.Stat_t
+		if err = unix.Fstat(fd, &st); err == nil {
+			err = checkBacked(&st)
+		}
+	}
 	if err == nil && !readOnly && isSealed(data) {
 		err = fmt.Errorf("%w: a sealed file opens read-only only (ReadOnly)", ErrFrozen)
 	}
@@ -504,11 +512,8 @@ func createMemfd(name string, sp spec) (*mapping, error) {
 	// limit: reserving more than the machine's memory would end in the
 	// OOM killer, not in an error.
 	size := sp.fileSize()
-	var si unix.Sysinfo_t
-	if unix.Sysinfo(&si) == nil {
-		if ram := uint64(si.Totalram) * uint64(si.Unit); size > ram {
-			return nil, fmt.Errorf("sketch: create memfd:%s: %w: %d bytes is more than this machine's memory (%d)", name, ErrNoSpace, size, ram)
-		}
+	if ram, over := moreThanRAM(size); over {
+		return nil, fmt.Errorf("sketch: create memfd:%s: %w: %d bytes is more than this machine's memory (%d)", name, ErrNoSpace, size, ram)
 	}
 	label := "memfd:" + name
 	fd, err := unix.MemfdCreate(name, unix.MFD_CLOEXEC|unix.MFD_ALLOW_SEALING)
@@ -565,6 +570,17 @@ func attachInherited(fd uintptr, sp spec, o options) (*mapping, error) {
 	if err != nil || (fl&unix.O_ACCMODE != unix.O_RDWR && !(o.readOnly && fl&unix.O_ACCMODE == unix.O_RDONLY)) {
 		unix.Close(dup)
 		return fail(fmt.Errorf("%w: the descriptor is not open for reading and writing (ReadOnly attaches a read-only one)", ErrInvalidArgument))
+	}
+	if !o.readOnly {
+		// A read-only view skips the rule, as a read-only open does.
+		if err := checkDescriptor(dup, &st, &o); err != nil {
+			unix.Close(dup)
+			return fail(err)
+		}
+	}
+	if err := checkMemorySize(dup, uint64(st.Size)); err != nil {
+		unix.Close(dup)
+		return fail(err)
 	}
 	m, err := attachFd(dup, label, uint64(st.Size), sp, o.readOnly)
 	if m != nil {

@@ -66,6 +66,9 @@ func inspect(path string) (FileInfo, error) {
 	if errors.Is(err, errNoMagic) {
 		err = ErrInterruptedCreate
 	}
+	if err == nil {
+		err = checkBacked(&st)
+	}
 	if err != nil {
 		return FileInfo{}, err
 	}

@@ -79,6 +79,8 @@ func TestHelperProcess(t *testing.T) {
 		err = childBloomAdd()
 	case "bloomfrozen":
 		err = childBloomFrozen()
+	case "handover":
+		err = childHandover()
 	case "readonlyview":
 		err = childReadOnlyView()
 	case "lockhold":
