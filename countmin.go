@@ -88,7 +88,8 @@ type CountMinStats struct {
 	// Rows and Width are the shape: hash functions, counters per row.
 	Rows  int `json:"rows"`
 	Width int `json:"width"`
-	// Bytes is the size of the whole mapping (header and counters).
+	// Bytes is the size of the file (header and counters), or in an arena
+	// of the sketch's own region.
 	Bytes uint64 `json:"bytes"`
 	// Total is everything counted since the last reset (the largest row
 	// sum, so an add interrupted by a crash can only raise it).
@@ -539,7 +540,7 @@ func (c *CountMin) Stats() CountMinStats {
 		Confidence: 1 - math.Exp(-float64(c.l.rows)),
 	}
 	if c.m != nil {
-		s.Bytes = c.m.lay.fileSize
+		s.Bytes = c.m.ownBytes()
 	}
 	if !c.open.Load() {
 		s.Closed, s.Total, s.ErrorBound = true, ClosedEstimate, ClosedEstimate

@@ -241,6 +241,16 @@ func (m *mapping) derive(e entry, name string) (*mapping, error) {
 	return d, nil
 }
 
+// ownBytes is the structure's size as its Stats report it: the whole file
+// for a standalone structure, its region for one in an arena, so that the
+// structures of an arena sum to no more than the file.
+func (m *mapping) ownBytes() uint64 {
+	if m.lay.isArena() {
+		return m.ent.size
+	}
+	return m.lay.fileSize
+}
+
 // entryBytes returns the mapped region of the handle's structure.
 func (m *mapping) entryBytes() []byte {
 	return m.data[m.ent.off : m.ent.off+m.ent.size]
