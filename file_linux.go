@@ -600,7 +600,8 @@ func attachInherited(fd uintptr, sp spec, o options) (*mapping, error) {
 
 // openReadOnly attaches to the file at path for reading only: O_RDONLY, a
 // PROT_READ mapping, no create, no adoption, no owner rule (a reader risks
-// only itself) and no lock. A file whose magic is not published yet is
+// only itself, though not another user's holes: attachFd refuses those)
+// and no lock. A file whose magic is not published yet is
 // waited for while someone initialises it (holds its flock), and is
 // ErrInterruptedCreate otherwise.
 func openReadOnly(path string, sp spec, o options) (*mapping, error) {

@@ -61,8 +61,10 @@ func WithoutCreate() Option {
 // user's, a read-only filesystem) and on a sealed file (Freeze), while
 // other processes keep writing to a live one. The owner rule (WithOwner)
 // does not apply: a reader risks only itself (though whoever can truncate
-// the file can still kill it with SIGBUS, as for any mapping). Every
-// mutator of a read-only handle returns ErrReadOnly.
+// the file can still kill it with SIGBUS, as for any mapping). Another
+// user's file with holes is still refused (ErrSparse): faulting them in
+// would cost more than the reader. Every mutator of a read-only handle
+// returns ErrReadOnly.
 func ReadOnly() Option {
 	return func(o *options) { o.readOnly = true }
 }
