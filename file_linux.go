@@ -452,7 +452,9 @@ func reserve(fd int, size uint64) error {
 		case unix.ENOSPC, unix.EDQUOT:
 			return fmt.Errorf("%w: %d bytes: %w", ErrNoSpace, size, err)
 		case unix.EOPNOTSUPP, unix.ENOSYS:
-			// The filesystem cannot reserve; size the file sparse.
+			// The filesystem cannot reserve; size the file sparse. Its
+			// owner uses it as before; other users refuse it (ErrSparse),
+			// since they would pay for its holes (checkBacked).
 			return unix.Ftruncate(fd, int64(size))
 		default:
 			return fmt.Errorf("fallocate %d bytes: %w", size, err)
