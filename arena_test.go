@@ -518,3 +518,52 @@ func TestConfigBytes(t *testing.T) {
 		t.Errorf("zero BloomConfig.Bytes: %v, want ErrInvalidConfig", err)
 	}
 }
+
+// TestArena_StatsBytes: each structure of an arena reports its own region
+// as its Bytes, for every kind, so the structures sum to at most the file;
+// a standalone structure still reports its whole file.
+func TestArena_StatsBytes(t *testing.T) {
+	a := mustOpenArena(t, tempPath(t, "arena"), 4<<20)
+	win := Window{Keep: 2}
+	cms, err := a.CountMin("cms", arCMS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bf, err := a.Bloom("bloom", BloomConfig{Capacity: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cbf, err := a.CountingBloom("cbf", arCBF)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cw, err := a.CountMinWindow("cmswin", win, arCMS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bw, err := a.BloomWindow("bloomwin", win, BloomConfig{Capacity: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]uint64{
+		"cms":      cms.Stats().Bytes,
+		"bloom":    bf.Stats().Bytes,
+		"cbf":      cbf.Stats().Bytes,
+		"cmswin":   cw.Stats().Bytes,
+		"bloomwin": bw.Stats().Bytes,
+	}
+	var sum uint64
+	for _, e := range a.List() {
+		if got[e.Name] != e.Bytes {
+			t.Errorf("%s: Stats().Bytes = %d, want its region's %d", e.Name, got[e.Name], e.Bytes)
+		}
+		sum += got[e.Name]
+	}
+	if sum > a.Size() {
+		t.Errorf("the structures' Bytes sum to %d, more than the arena's %d", sum, a.Size())
+	}
+	c := mustOpen(t, tempPath(t, "cms"), arCMS)
+	if n, _ := arCMS.Bytes(); c.Stats().Bytes != n {
+		t.Errorf("standalone Stats().Bytes = %d, want the file's %d", c.Stats().Bytes, n)
+	}
+}

@@ -282,7 +282,7 @@ type BloomStats struct {
 	// probably added before (or false positives). Added + Seen is every
 	// add since the last Reset; Merge changes neither.
 	Seen     uint64 `json:"seen"`
-	Bytes    uint64 `json:"bytes"`     // the whole mapping
+	Bytes    uint64 `json:"bytes"`     // the file's, or in an arena the filter's region
 	Frozen   bool   `json:"frozen"`    // sealed by Freeze
 	ReadOnly bool   `json:"read_only"` // this handle is a read-only view
 	// Closed is set when the handle was closed; then the filter reads as
@@ -560,7 +560,7 @@ func (b *Bloom) Stats() BloomStats {
 	}
 	s.Capacity = b.m.ent.params[0]
 	s.FPRate = math.Float64frombits(b.m.ent.params[1])
-	s.Bytes = b.m.lay.fileSize
+	s.Bytes = b.m.ownBytes()
 	s.Set = b.l.countSet()
 	s.Fill = float64(s.Set) / float64(s.Bits)
 	s.Estimated = b.estimate(s.Set)

@@ -181,7 +181,8 @@ type BloomWindowStats struct {
 	CheckRate float64 `json:"check_rate"`
 	// Slots describes each slot.
 	Slots []BloomWindowSlotStats `json:"slots"`
-	// Bytes is the size of the whole mapping.
+	// Bytes is the size of the file, or in an arena of the window's own
+	// region.
 	Bytes    uint64 `json:"bytes"`
 	Frozen   bool   `json:"frozen"`
 	ReadOnly bool   `json:"read_only"`
@@ -711,7 +712,7 @@ func (w *BloomWindow) Stats() BloomWindowStats {
 	}
 	if w.m != nil {
 		s.FPRate = math.Float64frombits(w.m.ent.params[1])
-		s.Bytes = w.m.lay.fileSize
+		s.Bytes = w.m.ownBytes()
 	}
 	if !w.open.Load() {
 		return w.closedStats(s)

@@ -186,7 +186,7 @@ type CountingBloomStats struct {
 	Count       float64 `json:"count"`        // estimated distinct items present (MaxFloat64 when full)
 	FillRatio   float64 `json:"fill_ratio"`   // CountersSet / Counters
 	Ops         uint64  `json:"ops"`          // write-path calls, in every process
-	Bytes       uint64  `json:"bytes"`        // the whole mapping
+	Bytes       uint64  `json:"bytes"`        // the file's, or in an arena the filter's region
 	Frozen      bool    `json:"frozen"`       // sealed by Freeze
 	ReadOnly    bool    `json:"read_only"`    // this handle is a read-only view
 	Closed      bool    `json:"closed"`       // this handle was closed
@@ -493,7 +493,7 @@ func (b *CountingBloom) Stats() CountingBloomStats {
 	}
 	s.Capacity = b.m.ent.params[0]
 	s.FPRate = math.Float64frombits(b.m.ent.params[1])
-	s.Bytes = b.m.lay.fileSize
+	s.Bytes = b.m.ownBytes()
 	s.CountersSet = b.core.countSet(&b.l)
 	s.Count = b.count(s.CountersSet)
 	if math.IsInf(s.Count, 1) {

@@ -236,8 +236,12 @@ func saturatingNibbleAdd(a, b uint32) uint32 {
 	return r
 }
 
+// clear zeroes the counters with Go's clear (wide plain stores), as
+// Bloom.Reset and CountMin.Reset do: an atomic store per word is an XCHG
+// on amd64, twenty times slower, and the write lock is held throughout.
+// The write lock keeps every adder and remover out; a lock-free reader
+// (Contains, CountOf) sees each counter as before or as zero, since no
+// store tears a byte, which is what a clear under way means.
 func (cbfGo) clear(l *cbfLayout) {
-	for w := uint64(0); w < l.nwords(); w++ {
-		atomic.StoreUint32((*uint32)(unsafe.Add(l.words, w*4)), 0)
-	}
+	clear(unsafe.Slice((*uint32)(l.words), l.nwords()))
 }

@@ -89,7 +89,8 @@ type CountMinStats struct {
 	// Rows and Width are the shape: hash functions, counters per row.
 	Rows  int `json:"rows"`
 	Width int `json:"width"`
-	// Bytes is the size of the whole mapping (header and counters).
+	// Bytes is the size of the file (header and counters), or in an arena
+	// of the sketch's own region.
 	Bytes uint64 `json:"bytes"`
 	// Total is everything counted since the last reset (the largest row
 	// sum, so an add interrupted by a crash can only raise it).
@@ -285,7 +286,8 @@ func OpenCountMin(path string, cfg CountMinConfig, opts ...Option) (*CountMin, e
 // file that lives as long as a descriptor or mapping of it does. Hand it to
 // a child process with File and exec.Cmd.ExtraFiles; the child attaches
 // with AttachCountMin. The memfd's size is sealed, so no holder can shrink
-// it under the others. name shows in /proc and in errors only. Options
+// or grow it under the others (a memfd made any other way is refused at
+// attach unless it is sealed too). name shows in /proc and in errors only. Options
 // about files on a path (WithMode, WithOwner) do not apply; ReadOnly is
 // refused (ErrInvalidConfig).
 func NewCountMinMemfd(name string, cfg CountMinConfig, opts ...Option) (*CountMin, error) {
@@ -317,7 +319,14 @@ func NewCountMin(cfg CountMinConfig, opts ...Option) (*CountMin, error) {
 // exec.Cmd.ExtraFiles. The descriptor must be open for reading and writing
 // (ErrInvalidArgument otherwise), or for reading with ReadOnly; it is
 // duplicated, so it stays the caller's to close. The file is validated as
-// OpenCountMin does.
+// OpenCountMin validates it (ErrCorrupt and the sentinels that wrap it, and
+// ErrSparse for another user's file with holes), but a descriptor has no
+// path, so its trust has its own rule: a memfd must carry the seals that
+// fix its size (ErrUnsealed), and any other file must be owned by the
+// caller, root or a uid named with WithOwner (ErrNotOwner); whoever could
+// change its size could kill this process with SIGBUS. A memory-backed
+// file larger than the machine's memory is ErrNoSpace. With ReadOnly the
+// trust rule does not apply, as for OpenCountMin.
 func AttachCountMin(fd uintptr, cfg CountMinConfig, opts ...Option) (*CountMin, error) {
 	sp, err := cfg.spec()
 	m, err := attachSpec(fd, sp, err, opts)
@@ -529,7 +538,7 @@ func (c *CountMin) Stats() CountMinStats {
 		Confidence: 1 - math.Exp(-float64(c.l.rows)),
 	}
 	if c.m != nil {
-		s.Bytes = c.m.lay.fileSize
+		s.Bytes = c.m.ownBytes()
 	}
 	if !c.open.Load() {
 		s.Closed, s.Total, s.ErrorBound = true, ClosedEstimate, ClosedEstimate

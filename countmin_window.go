@@ -184,7 +184,8 @@ type CountMinWindowStats struct {
 	ErrorBound uint64 `json:"error_bound"`
 	// Slots describes each slot.
 	Slots []WindowSlotStats `json:"slots"`
-	// Bytes is the size of the whole mapping.
+	// Bytes is the size of the file, or in an arena of the window's own
+	// region.
 	Bytes    uint64 `json:"bytes"`
 	Frozen   bool   `json:"frozen"`
 	ReadOnly bool   `json:"read_only"`
@@ -872,7 +873,7 @@ func (w *CountMinWindow) Stats() CountMinWindowStats {
 		ReadOnly: w.ro,
 	}
 	if w.m != nil {
-		s.Bytes = w.m.lay.fileSize
+		s.Bytes = w.m.ownBytes()
 	}
 	if !w.open.Load() {
 		s.Closed, s.Total, s.ErrorBound = true, ClosedEstimate, ClosedEstimate

@@ -29,6 +29,10 @@ const crossUID = 65534
 // with a chance of 1 in 2^40, so each must estimate exactly 1.
 var crossCfg = CountMinConfig{Rows: 4, Width: 1024}
 
+// crossMode is the mode both sides create with: the two users share the
+// file through its group, which the directory hands down (setgid).
+const crossMode os.FileMode = 0o660
+
 // crossPath is the path of round n in dir: a new one every round.
 func crossPath(dir string, n int) string {
 	return filepath.Join(dir, "cms-"+strconv.Itoa(n))
@@ -37,7 +41,8 @@ func crossPath(dir string, n int) string {
 // TestOpen_CrossUserRace has root (this process) and nobody (a child) open
 // one new path at the same moment, 100 times, each on a fresh path in a
 // directory both may write: every open must succeed on both sides, on one
-// shared file of mode 0666, whoever created it.
+// shared file of mode 0660 (the directory gives every file nobody's group),
+// whoever created it.
 func TestOpen_CrossUserRace(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("needs root to run a child as another user")
@@ -55,7 +60,7 @@ func TestOpen_CrossUserRace(t *testing.T) {
 		if _, err := fmt.Fprintf(in, "%d\n", n); err != nil {
 			t.Fatalf("round %d: telling the child to open: %v", n, err)
 		}
-		rootErr := crossOpen(path, "root", WithMode(0o666), WithOwner(crossUID))
+		rootErr := crossOpen(path, "root", WithMode(crossMode), WithOwner(crossUID))
 		if rootErr != nil {
 			t.Errorf("round %d: root: %v", n, rootErr)
 		} else {
@@ -145,8 +150,11 @@ func crossCheck(t *testing.T, n int, path string) int64 {
 		return -1
 	}
 	uid := fi.Sys().(*syscall.Stat_t).Uid
-	if fi.Mode() != 0o666 {
-		t.Errorf("round %d: mode of the file uid %d created = %v, want %v", n, uid, fi.Mode(), os.FileMode(0o666))
+	if fi.Mode() != crossMode {
+		t.Errorf("round %d: mode of the file uid %d created = %v, want %v", n, uid, fi.Mode(), crossMode)
+	}
+	if gid := fi.Sys().(*syscall.Stat_t).Gid; gid != crossUID {
+		t.Errorf("round %d: the file's group is %d, want %d (the directory's)", n, gid, crossUID)
 	}
 	if uid != 0 && uid != crossUID {
 		t.Errorf("round %d: the file is owned by uid %d, want 0 or %d", n, uid, crossUID)
@@ -171,9 +179,10 @@ func crossCheck(t *testing.T, n int, path string) int64 {
 // crossExe is the name of the test binary's copy in the race directory.
 const crossExe = "sketch.test"
 
-// crossDir makes a directory that nobody can traverse and write, and puts
-// a copy of this test binary in it: the binary go test built sits in a
-// directory only its builder can enter.
+// crossDir makes a directory that nobody can traverse and write, whose
+// files get nobody's group (setgid), and puts a copy of this test binary
+// in it: the binary go test built sits in a directory only its builder can
+// enter.
 func crossDir(t *testing.T) string {
 	t.Helper()
 	exe, err := os.Executable()
@@ -185,7 +194,10 @@ func crossDir(t *testing.T) string {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.RemoveAll(dir) })
-	if err := os.Chmod(dir, 0o777); err != nil {
+	if err := os.Chown(dir, 0, crossUID); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(dir, 0o777|os.ModeSetgid); err != nil {
 		t.Fatal(err)
 	}
 	src, err := os.Open(exe)

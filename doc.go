@@ -69,8 +69,11 @@
 // root, users named with [WithOwner], and the owner of a private directory
 // the file sits in; never a file that another user planted in a shared
 // directory such as /dev/shm. Anyone who can write the file can still
-// change its counters: grant write permission accordingly. A memfd's size
-// is sealed, so it cannot be truncated.
+// change its counters: grant write permission accordingly. The memfds the
+// package creates are sealed against shrinking and growing; a descriptor
+// handed over is attached only when it is such a sealed memfd or a file of
+// a trusted owner ([ErrUnsealed], [ErrNotOwner]), and another user's file
+// with holes is refused on every route ([ErrSparse]).
 //
 // Each file has a random hash seed unless [WithSeed] (or a config's Seed)
 // gives one, so that nobody who cannot read the file can craft keys that

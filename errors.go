@@ -78,8 +78,24 @@ var (
 	// ErrNoSpace means the filesystem could not reserve the file's blocks at
 	// create. Blocks are reserved up front so that a full filesystem fails
 	// here rather than with a SIGBUS in some later add. It also matches
-	// syscall.ENOSPC when that was the cause.
+	// syscall.ENOSPC when that was the cause. A memfd (or a tmpfs file
+	// handed over by descriptor) larger than the machine's memory is
+	// refused with it too, at create and at attach.
 	ErrNoSpace = errors.New("no space to reserve the file's blocks")
+
+	// ErrUnsealed means a memfd handed over by descriptor lacks the seals
+	// that fix its size (F_SEAL_SHRINK and F_SEAL_GROW): whoever holds it
+	// could truncate it under this process's mapping and kill it with
+	// SIGBUS. The memfds NewCountMinMemfd and the like create are sealed.
+	ErrUnsealed = errors.New("memfd's size is not sealed")
+
+	// ErrSparse means a file of another user has holes: fewer blocks
+	// allocated than its size. A process that touches a hole pays for the
+	// page (a shared tmpfs filled, memory, hours of walking a huge file on
+	// disk), not the file's owner, so such a file is refused at every open,
+	// attach and Inspect. The library's creates reserve every block; the
+	// caller's own files are exempt.
+	ErrSparse = errors.New("file has holes")
 
 	// ErrTimeout means an empty or incomplete file at the path was still
 	// not initialised when the wait timeout ran out: another process was

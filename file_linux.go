@@ -33,6 +33,9 @@ import (
 // exclusive flock, held by the adopter only; openers that find such a file
 // wait for its magic, bounded by the wait timeout.
 func openPath(path string, sp spec, o options) (*mapping, error) {
+	if path == "" {
+		return nil, fmt.Errorf("sketch: open: %w", errEmptyPath)
+	}
 	if o.readOnly {
 		return openReadOnly(path, sp, o)
 	}
@@ -79,6 +82,17 @@ func openExisting(path string, access int) (int, error) {
 		return -1, fmt.Errorf("%w: %w", ErrCorrupt, err)
 	}
 	return fd, err
+}
+
+// errEmptyPath is the error for an empty path, which would otherwise read
+// as a missing file with no name.
+var errEmptyPath = fmt.Errorf("%w: the path is empty", ErrInvalidArgument)
+
+// errShortFile is the one answer every route gives for a file shorter than
+// a header: a damaged file (a create sizes it whole first), not an
+// interrupted create.
+func errShortFile(size uint64) error {
+	return fmt.Errorf("%w: %d bytes is shorter than a header (a damaged or truncated file, not a create under way)", ErrCorrupt, size)
 }
 
 // errRetry means the file at the path changed while an opener looked at it.
@@ -438,7 +452,9 @@ func reserve(fd int, size uint64) error {
 		case unix.ENOSPC, unix.EDQUOT:
 			return fmt.Errorf("%w: %d bytes: %w", ErrNoSpace, size, err)
 		case unix.EOPNOTSUPP, unix.ENOSYS:
-			// The filesystem cannot reserve; size the file sparse.
+			// The filesystem cannot reserve; size the file sparse. Its
+			// owner uses it as before; other users refuse it (ErrSparse),
+			// since they would pay for its holes (checkBacked).
 			return unix.Ftruncate(fd, int64(size))
 		default:
 			return fmt.Errorf("fallocate %d bytes: %w", size, err)
@@ -450,7 +466,7 @@ func reserve(fd int, size uint64) error {
 // success the mapping owns fd; on failure the caller still does.
 func attachFd(fd int, name string, size uint64, sp spec, readOnly bool) (*mapping, error) {
 	if size < headerSize {
-		return nil, fmt.Errorf("%w: %d bytes is shorter than a header", ErrCorrupt, size)
+		return nil, errShortFile(size)
 	}
 	if size > maxFileSize || size > math.MaxInt {
 		return nil, fmt.Errorf("%w: %d bytes is more than a sketch file may have on this platform (%d)", ErrCorrupt, size, uint64(min(maxFileSize, math.MaxInt)))
@@ -466,6 +482,14 @@ func attachFd(fd int, name string, size uint64, sp spec, readOnly bool) (*mappin
 	// Read the magic with acquire semantics before anything it publishes.
 	_ = atomic.LoadUint64((*uint64)(unsafe.Pointer(&data[offMagic])))
 	lay, err := decodeHeader(data)
+	if err == nil {
+		// Only a valid file is judged by its blocks: one with a zero magic
+		// may be an adoption candidate, which initialising fills.
+		var st unix.Stat_t
+		if err = unix.Fstat(fd, &st); err == nil {
+			err = checkBacked(&st)
+		}
+	}
 	if err == nil && !readOnly && isSealed(data) {
 		err = fmt.Errorf("%w: a sealed file opens read-only only (ReadOnly)", ErrFrozen)
 	}
@@ -490,11 +514,8 @@ func createMemfd(name string, sp spec) (*mapping, error) {
 	// limit: reserving more than the machine's memory would end in the
 	// OOM killer, not in an error.
 	size := sp.fileSize()
-	var si unix.Sysinfo_t
-	if unix.Sysinfo(&si) == nil {
-		if ram := uint64(si.Totalram) * uint64(si.Unit); size > ram {
-			return nil, fmt.Errorf("sketch: create memfd:%s: %w: %d bytes is more than this machine's memory (%d)", name, ErrNoSpace, size, ram)
-		}
+	if ram, over := moreThanRAM(size); over {
+		return nil, fmt.Errorf("sketch: create memfd:%s: %w: %d bytes is more than this machine's memory (%d)", name, ErrNoSpace, size, ram)
 	}
 	label := "memfd:" + name
 	fd, err := unix.MemfdCreate(name, unix.MFD_CLOEXEC|unix.MFD_ALLOW_SEALING)
@@ -552,6 +573,17 @@ func attachInherited(fd uintptr, sp spec, o options) (*mapping, error) {
 		unix.Close(dup)
 		return fail(fmt.Errorf("%w: the descriptor is not open for reading and writing (ReadOnly attaches a read-only one)", ErrInvalidArgument))
 	}
+	if !o.readOnly {
+		// A read-only view skips the rule, as a read-only open does.
+		if err := checkDescriptor(dup, &st, &o); err != nil {
+			unix.Close(dup)
+			return fail(err)
+		}
+	}
+	if err := checkMemorySize(dup, uint64(st.Size)); err != nil {
+		unix.Close(dup)
+		return fail(err)
+	}
 	m, err := attachFd(dup, label, uint64(st.Size), sp, o.readOnly)
 	if m != nil {
 		m.sharedOFD = true
@@ -570,7 +602,8 @@ func attachInherited(fd uintptr, sp spec, o options) (*mapping, error) {
 
 // openReadOnly attaches to the file at path for reading only: O_RDONLY, a
 // PROT_READ mapping, no create, no adoption, no owner rule (a reader risks
-// only itself) and no lock. A file whose magic is not published yet is
+// only itself, though not another user's holes: attachFd refuses those)
+// and no lock. A file whose magic is not published yet is
 // waited for while someone initialises it (holds its flock), and is
 // ErrInterruptedCreate otherwise.
 func openReadOnly(path string, sp spec, o options) (*mapping, error) {
@@ -598,6 +631,11 @@ func readOnlyOpened(fd int, path string, sp spec, o options) (*mapping, error) {
 	}
 	if st.Mode&unix.S_IFMT != unix.S_IFREG {
 		return nil, fmt.Errorf("%w: not a regular file", ErrCorrupt)
+	}
+	if st.Size > 0 && st.Size < headerSize {
+		// Every create and adoption sizes the file whole before it writes
+		// a byte, so a short file is damaged, not a create under way.
+		return nil, errShortFile(uint64(st.Size))
 	}
 	deadline := time.Now().Add(o.waitTimeout)
 	pause := 50 * time.Microsecond

@@ -24,6 +24,9 @@ import (
 // one fcntl(F_OFD_GETLK) or kill(pid, 0) per id, which need no write
 // permission.
 func Inspect(path string) (FileInfo, error) {
+	if path == "" {
+		return FileInfo{}, fmt.Errorf("sketch: inspect: %w", errEmptyPath)
+	}
 	fi, err := inspect(path)
 	if err != nil {
 		return FileInfo{}, fmt.Errorf("sketch: inspect %s: %w", path, err)
@@ -49,7 +52,7 @@ func inspect(path string) (FileInfo, error) {
 	case size == 0:
 		return FileInfo{}, fmt.Errorf("%w: empty file", ErrCorrupt)
 	case size < headerSize:
-		return FileInfo{}, fmt.Errorf("%w: %d bytes is shorter than a header", ErrCorrupt, size)
+		return FileInfo{}, errShortFile(size)
 	case size > maxFileSize || size > math.MaxInt:
 		return FileInfo{}, fmt.Errorf("%w: %d bytes is more than a sketch file may have on this platform", ErrCorrupt, size)
 	}
@@ -62,6 +65,9 @@ func inspect(path string) (FileInfo, error) {
 	lay, err := decodeHeader(data)
 	if errors.Is(err, errNoMagic) {
 		err = ErrInterruptedCreate
+	}
+	if err == nil {
+		err = checkBacked(&st)
 	}
 	if err != nil {
 		return FileInfo{}, err

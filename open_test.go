@@ -800,7 +800,7 @@ func TestOpen_ErrSymlink(t *testing.T) {
 			t.Fatal(err)
 		}
 		otWantErr(t, otOpenErr(t, path, CountMinConfig{}), path, ErrSymlink)
-		otWantErr(t, otOpenErr(t, path, otCfg, WithMode(0o666)), path, ErrSymlink)
+		otWantErr(t, otOpenErr(t, path, otCfg, WithMode(0o660)), path, ErrSymlink)
 		after, err := os.Stat(target)
 		if err != nil {
 			t.Fatal(err)
@@ -1014,7 +1014,7 @@ func TestOpen_Mode(t *testing.T) {
 		{"0660", []Option{WithMode(0o660)}, 0o660},
 		{"0640", []Option{WithMode(0o640)}, 0o640},
 		{"0644", []Option{WithMode(0o644)}, 0o644},
-		{"0777", []Option{WithMode(0o777)}, 0o777},
+		{"0775", []Option{WithMode(0o775)}, 0o775},
 		{"last option wins", []Option{WithMode(0o644), WithMode(0o660)}, 0o660},
 	} {
 		t.Run("create "+tc.name, func(t *testing.T) {
@@ -1056,9 +1056,9 @@ func TestOpen_Mode(t *testing.T) {
 	}
 	t.Run("existing file keeps its mode", func(t *testing.T) {
 		path, _ := otMakeFile(t, otCfg, WithMode(0o640))
-		c := mustOpen(t, path, otCfg, WithMode(0o666))
+		c := mustOpen(t, path, otCfg, WithMode(0o664))
 		if m := otMode(t, path); m != 0o640 {
-			t.Errorf("mode after attaching with WithMode(0666) = %v, want 0640", m)
+			t.Errorf("mode after attaching with WithMode(0664) = %v, want 0640", m)
 		}
 		otWorks(t, c)
 	})
@@ -1316,4 +1316,49 @@ func FuzzOpen(f *testing.F) {
 			t.Errorf("Check() on an opened sketch = %v", err)
 		}
 	})
+}
+
+// TestOpen_EmptyPath: an empty path is an invalid argument, said as such,
+// on every route, not a missing file with no name.
+func TestOpen_EmptyPath(t *testing.T) {
+	routes := map[string]func() error{
+		"OpenCountMin": func() error { _, err := OpenCountMin("", otCfg); return err },
+		"ReadOnly":     func() error { _, err := OpenCountMin("", otCfg, ReadOnly()); return err },
+		"OpenBloom":    func() error { _, err := OpenBloom("", BloomConfig{Capacity: 100}); return err },
+		"OpenArena":    func() error { _, err := OpenArena("", 1<<20); return err },
+		"Inspect":      func() error { _, err := Inspect(""); return err },
+	}
+	for name, open := range routes {
+		t.Run(name, func(t *testing.T) {
+			err := open()
+			if !errors.Is(err, ErrInvalidArgument) || !strings.Contains(err.Error(), "path is empty") {
+				t.Errorf("%s(\"\") = %v, want ErrInvalidArgument saying the path is empty", name, err)
+			}
+		})
+	}
+}
+
+// TestOpen_ShortFile: a sketch file cut to fewer bytes than a magic gets
+// one answer, ErrCorrupt naming its size, from a read-write open, a
+// read-only one and Inspect; never the advice for an interrupted create.
+func TestOpen_ShortFile(t *testing.T) {
+	_, tmpl := otMakeFile(t, otCfg)
+	for n := 1; n <= 7; n++ {
+		path := tempPath(t, "cms")
+		if err := os.WriteFile(path, tmpl[:n], 0o600); err != nil {
+			t.Fatal(err)
+		}
+		want := fmt.Sprintf("%d bytes is shorter than a header", n)
+		routes := map[string]func() error{
+			"read-write": func() error { return otOpenErr(t, path, otCfg) },
+			"read-only":  func() error { return otOpenErr(t, path, otCfg, ReadOnly()) },
+			"Inspect":    func() error { _, err := Inspect(path); return err },
+		}
+		for name, open := range routes {
+			err := open()
+			if !errors.Is(err, ErrCorrupt) || errors.Is(err, ErrInterruptedCreate) || !strings.Contains(err.Error(), want) {
+				t.Errorf("%d bytes, %s: error = %v, want ErrCorrupt saying %q", n, name, err, want)
+			}
+		}
+	}
 }

@@ -79,6 +79,8 @@ func TestHelperProcess(t *testing.T) {
 		err = childBloomAdd()
 	case "bloomfrozen":
 		err = childBloomFrozen()
+	case "handover":
+		err = childHandover()
 	case "readonlyview":
 		err = childReadOnlyView()
 	case "lockhold":
@@ -273,7 +275,7 @@ func childCrossUser() error {
 		if err != nil {
 			return fmt.Errorf("round number %q: %w", in.Text(), err)
 		}
-		if err := crossOpen(crossPath(dir, n), "nobody", WithMode(0o666)); err != nil {
+		if err := crossOpen(crossPath(dir, n), "nobody", WithMode(crossMode)); err != nil {
 			fmt.Printf("err %d %v\n", n, err)
 		} else {
 			fmt.Printf("ok %d\n", n)

@@ -32,9 +32,11 @@ func defaultOptions() options {
 // an empty file prepared for it, or the all-zero file an interrupted
 // adoption left). The bits are applied exactly, so the process umask does
 // not apply. The default is 0600, owner only; pass 0660 to share a sketch
-// with a group. Only permission bits (0777) are allowed, and the owner must
-// keep read and write (0600), or the file could not be opened again. An
-// existing sketch file keeps its own mode.
+// with a group. Only permission bits (0777) are allowed, the owner must
+// keep read and write (0600), or the file could not be opened again, and
+// other users may not write (o+w, as in 0666): whoever can write the file
+// can truncate it under every process that maps it, which kills them with
+// SIGBUS. An existing sketch file keeps its own mode.
 func WithMode(perm os.FileMode) Option {
 	return func(o *options) { o.mode = perm }
 }
@@ -59,8 +61,10 @@ func WithoutCreate() Option {
 // user's, a read-only filesystem) and on a sealed file (Freeze), while
 // other processes keep writing to a live one. The owner rule (WithOwner)
 // does not apply: a reader risks only itself (though whoever can truncate
-// the file can still kill it with SIGBUS, as for any mapping). Every
-// mutator of a read-only handle returns ErrReadOnly.
+// the file can still kill it with SIGBUS, as for any mapping). Another
+// user's file with holes is still refused (ErrSparse): faulting them in
+// would cost more than the reader. Every mutator of a read-only handle
+// returns ErrReadOnly.
 func ReadOnly() Option {
 	return func(o *options) { o.readOnly = true }
 }
@@ -115,6 +119,8 @@ func buildOptions(opts []Option) (options, error) {
 		return o, fmt.Errorf("%w: mode %#o has bits other than permissions (0777)", ErrInvalidConfig, uint32(o.mode))
 	case o.mode&0o600 != 0o600:
 		return o, fmt.Errorf("%w: mode %#o does not let the file's owner read and write it, so it could not be opened again", ErrInvalidConfig, uint32(o.mode))
+	case o.mode&0o002 != 0:
+		return o, fmt.Errorf("%w: mode %#o lets every user write the file, and so truncate it under every process that maps it (they die with SIGBUS); share it with a group instead (0660)", ErrInvalidConfig, uint32(o.mode))
 	case o.waitTimeout <= 0:
 		return o, fmt.Errorf("%w: wait timeout %v is not positive", ErrInvalidConfig, o.waitTimeout)
 	}
@@ -261,6 +267,16 @@ func (m *mapping) derive(e entry, name string) (*mapping, error) {
 	}
 	runtime.AddCleanup(d, (*resources).unref, r)
 	return d, nil
+}
+
+// ownBytes is the structure's size as its Stats report it: the whole file
+// for a standalone structure, its region for one in an arena, so that the
+// structures of an arena sum to no more than the file.
+func (m *mapping) ownBytes() uint64 {
+	if m.lay.isArena() {
+		return m.ent.size
+	}
+	return m.lay.fileSize
 }
 
 // entryBytes returns the mapped region of the handle's structure.

@@ -22,6 +22,7 @@ import (
 	"os/user"
 	"path/filepath"
 	"strconv"
+	"strings"
 
 	"golang.org/x/sys/unix"
 )
@@ -91,4 +92,90 @@ func describeUID(uid uint32) string {
 		s += " (" + u.Username + ")"
 	}
 	return s
+}
+
+// Descriptors. A descriptor handed over (inherited, or received over a
+// unix socket) has no path, so only the owner's uid and WithOwner can
+// vouch for a file behind one, except a memfd whose size is sealed: no
+// holder of it, its creator included, can shrink it under a mapping.
+
+// sizeSeals are the seals that fix a memfd's size.
+const sizeSeals = unix.F_SEAL_SHRINK | unix.F_SEAL_GROW
+
+// checkDescriptor refuses the file behind a descriptor another process
+// handed over when someone the caller has no reason to trust could change
+// its size: a memfd without sizeSeals (ErrUnsealed), or any other file
+// whose owner is not trusted (ErrNotOwner).
+func checkDescriptor(fd int, st *unix.Stat_t, o *options) error {
+	seals, err := unix.FcntlInt(uintptr(fd), unix.F_GET_SEALS, 0)
+	if err == nil && seals&sizeSeals == sizeSeals {
+		return nil
+	}
+	if isMemfd(fd, st, err == nil) {
+		return fmt.Errorf("%w: a memfd of %s without the F_SEAL_SHRINK and F_SEAL_GROW seals, which any holder could truncate under this process; create it with NewCountMinMemfd and the like, which seal it", ErrUnsealed, describeUID(st.Uid))
+	}
+	if trustedUID(st.Uid, o) {
+		return nil
+	}
+	return fmt.Errorf("%w: %s owns the file behind the descriptor and could truncate it under this process; pass sketch.WithOwner(%d) to trust that user", ErrNotOwner, describeUID(st.Uid), st.Uid)
+}
+
+// isMemfd reports whether fd is a memfd: /proc names it "/memfd:NAME".
+// Without /proc, a file that takes seals (shmem) and has no link is one,
+// or a tmpfs file unlinked since, which is held to the same rule.
+func isMemfd(fd int, st *unix.Stat_t, sealable bool) bool {
+	if link, err := os.Readlink(procFdPath(fd)); err == nil {
+		return strings.HasPrefix(link, "/memfd:")
+	}
+	return sealable && st.Nlink == 0
+}
+
+// checkMemorySize refuses a memory-backed file (a memfd, or tmpfs: the
+// files that take seals) larger than the machine's memory, as a create
+// does: a memfd has no size limit of its own, and walking one that is
+// sparse would end in the OOM killer, not in an error.
+func checkMemorySize(fd int, size uint64) error {
+	if _, err := unix.FcntlInt(uintptr(fd), unix.F_GET_SEALS, 0); err != nil {
+		return nil // not memory-backed
+	}
+	if ram, over := moreThanRAM(size); over {
+		return fmt.Errorf("%w: a memory-backed file of %d bytes is more than this machine's memory (%d)", ErrNoSpace, size, ram)
+	}
+	return nil
+}
+
+// moreThanRAM reports whether size bytes exceed the machine's memory, and
+// that memory (false when it cannot be told).
+func moreThanRAM(size uint64) (ram uint64, over bool) {
+	var si unix.Sysinfo_t
+	if unix.Sysinfo(&si) != nil {
+		return 0, false
+	}
+	ram = uint64(si.Totalram) * uint64(si.Unit)
+	return ram, size > ram
+}
+
+// Holes. Every page a process touches in a hole of a file is allocated
+// then, at that process's cost: a read fault on tmpfs takes a page of the
+// shared filesystem (or of memory, for a memfd), and a walk over a huge
+// file on disk takes as long as the file is big. The file's owner spent
+// nothing. So a file of another user is attached only when its allocated
+// blocks cover its size, as the library's creates make them (fallocate).
+//
+// Blocks, not SEEK_HOLE: ext4 reports a fallocated but unwritten extent as
+// a hole until it is written, which would refuse every new file, while
+// st_blocks counts those blocks as they are reserved. A file's own
+// caller is exempt: its holes cost only itself, and a filesystem without
+// fallocate leaves the library's own creates sparse.
+
+// checkBacked refuses a file of another user whose allocated blocks fall
+// short of its size (ErrSparse).
+func checkBacked(st *unix.Stat_t) error {
+	if st.Uid == uint32(os.Geteuid()) || st.Size <= 0 {
+		return nil
+	}
+	if allocated := st.Blocks * 512; allocated < st.Size {
+		return fmt.Errorf("%w: %d of its %d bytes are holes (%s owns it; a process that reads them pays for their pages, not the owner)", ErrSparse, st.Size-allocated, st.Size, describeUID(st.Uid))
+	}
+	return nil
 }

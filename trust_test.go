@@ -7,6 +7,8 @@ package sketch
 
 import (
 	"bytes"
+	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -177,10 +179,10 @@ func TestOpen_ModeFromTheStart(t *testing.T) {
 	old := syscall.Umask(0o077)
 	defer syscall.Umask(old)
 	path := tempPath(t, "cms")
-	c := mustOpen(t, path, otCfg, WithMode(0o666))
+	c := mustOpen(t, path, otCfg, WithMode(0o664))
 	defer c.Close()
-	if got := otMode(t, path); got != 0o666 {
-		t.Errorf("mode = %v, want 0666", got)
+	if got := otMode(t, path); got != 0o664 {
+		t.Errorf("mode = %v, want 0664", got)
 	}
 	entries, err := os.ReadDir(filepath.Dir(path))
 	if err != nil {
@@ -232,21 +234,55 @@ func TestOpen_SymlinkIntoPrivateDirectory(t *testing.T) {
 
 // TestOpen_ErrLooseMode: an empty file prepared with a mode that lets
 // others write it is not adopted under a stricter requested mode (they may
-// hold it open already); asked for that mode, it is.
+// hold it open already); asked for that mode, it is. One that lets every
+// user write it is adopted under no mode, since none may be asked for.
 func TestOpen_ErrLooseMode(t *testing.T) {
-	path := tempPath(t, "cms")
-	if err := os.WriteFile(path, nil, 0o600); err != nil {
-		t.Fatal(err)
+	prepare := func(t *testing.T, mode os.FileMode) string {
+		path := tempPath(t, "cms")
+		if err := os.WriteFile(path, nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(path, mode); err != nil {
+			t.Fatal(err)
+		}
+		return path
 	}
-	if err := os.Chmod(path, 0o666); err != nil {
-		t.Fatal(err)
-	}
+	path := prepare(t, 0o660)
 	otWantErr(t, otOpenErr(t, path, otCfg), path, ErrLooseMode)
-	otWantErr(t, otOpenErr(t, path, otCfg, WithMode(0o660)), path, ErrLooseMode)
-	if fi, err := os.Stat(path); err != nil || fi.Size() != 0 || fi.Mode() != 0o666 {
+	otWantErr(t, otOpenErr(t, path, otCfg, WithMode(0o640)), path, ErrLooseMode)
+	if fi, err := os.Stat(path); err != nil || fi.Size() != 0 || fi.Mode() != 0o660 {
 		t.Fatalf("the refused file changed: %v, %v", fi, err)
 	}
-	otWorks(t, mustOpen(t, path, otCfg, WithMode(0o666)))
+	otWorks(t, mustOpen(t, path, otCfg, WithMode(0o660)))
+
+	path = prepare(t, 0o666)
+	otWantErr(t, otOpenErr(t, path, otCfg, WithMode(0o664)), path, ErrLooseMode)
+}
+
+// TestOpen_WorldWritableMode: a mode that lets every user write the file
+// is refused before anything is created, with a message that says why and
+// what to use instead.
+func TestOpen_WorldWritableMode(t *testing.T) {
+	for _, m := range []os.FileMode{0o666, 0o777, 0o602, 0o662} {
+		t.Run(fmt.Sprintf("%#o", uint32(m)), func(t *testing.T) {
+			path := tempPath(t, "cms")
+			_, err := OpenCountMin(path, otCfg, WithMode(m))
+			if !errors.Is(err, ErrInvalidConfig) {
+				t.Fatalf("OpenCountMin(WithMode(%#o)) = %v, want ErrInvalidConfig", uint32(m), err)
+			}
+			for _, want := range []string{path, "every user", "SIGBUS", "0660"} {
+				if !strings.Contains(err.Error(), want) {
+					t.Errorf("error %q does not say %q", err, want)
+				}
+			}
+			if _, err := os.Lstat(path); !os.IsNotExist(err) {
+				t.Errorf("a refused mode left a file behind: %v", err)
+			}
+			if _, err := NewCountMinMemfd("m", otCfg, WithMode(m)); !errors.Is(err, ErrInvalidConfig) {
+				t.Errorf("NewCountMinMemfd(WithMode(%#o)) = %v, want ErrInvalidConfig", uint32(m), err)
+			}
+		})
+	}
 }
 
 // TestOpen_LongName: the names a create or an Unlink uses beside the
