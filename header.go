@@ -229,7 +229,7 @@ func encodeEntry(b []byte, e entry) {
 // (version 1 placed probes without spread), so it must be made again.
 func versionErr(v uint32) error {
 	if v >= 1 && v < formatVersion {
-		return fmt.Errorf("%w: version %d was written by an earlier version of this library, which placed keys in other counters; this build reads only version %d: recreate the file (remove it and open it again)", ErrVersion, v, formatVersion)
+		return fmt.Errorf("%w: version %d was written by an earlier version of this library, which placed keys in other counters and kept no liveness tokens; this build reads only version %d: recreate the file (remove it and open it again)", ErrVersion, v, formatVersion)
 	}
 	return fmt.Errorf("%w: version %d, this build reads %d", ErrVersion, v, formatVersion)
 }

@@ -449,7 +449,7 @@ func TestOpen_ErrVersionEarlier(t *testing.T) {
 	otRewrite(t, path, b)
 	err := otOpenErr(t, path, CountMinConfig{})
 	otWantErr(t, err, path, ErrVersion)
-	want := "sketch: open " + path + ": unknown format version: version 1 was written by an earlier version of this library, which placed keys in other counters; this build reads only version 2: recreate the file (remove it and open it again)"
+	want := "sketch: open " + path + ": unknown format version: version 1 was written by an earlier version of this library, which placed keys in other counters and kept no liveness tokens; this build reads only version 2: recreate the file (remove it and open it again)"
 	if err.Error() != want {
 		t.Errorf("OpenCountMin(%s) error:\n%s\nwant:\n%s", path, err, want)
 	}
