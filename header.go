@@ -21,7 +21,7 @@ package sketch
 //	136     56    reserved for mutable state, zero
 //	192     64    lock words (the futex rwlock)
 //	256     8*N   reader slots
-//	...     8*N   liveness tokens (token_linux.go), one per reader slot
+//	...     16*N  liveness tokens (token_linux.go), one per reader slot
 //	...     128*M directory entries
 //	...           structures' data, each 64-byte aligned
 //
@@ -72,7 +72,8 @@ const (
 	slotsOff      = 256
 	slotSize      = 8
 	defaultSlots  = 1024
-	maxSlots      = 1 << 16
+	maxSlots      = 1 << 12 // token ids fit a window clear's tag (window_linux.go)
+	tokenSize     = 16      // a liveness token record (token_linux.go)
 	entrySize     = 128
 	maxDirEntries = 4096
 	pageSize      = 4096
@@ -129,9 +130,9 @@ type entry struct {
 func roundUp(n, to uint64) uint64 { return (n + to - 1) &^ (to - 1) }
 
 // dirOffset is where the directory starts in a file with the given number
-// of reader slots: after the slot table and the token table, one word per
-// slot each.
-func dirOffset(slots uint32) uint32 { return slotsOff + 2*slots*slotSize }
+// of reader slots: after the slot table (a word per slot) and the token
+// table (a record per slot).
+func dirOffset(slots uint32) uint32 { return slotsOff + slots*(slotSize+tokenSize) }
 
 // newLayout lays out a file holding the given structures, one after another.
 func newLayout(seed uint64, entries []entry) layout {

@@ -146,5 +146,5 @@ func tokenHeld(fd int, tokens tokenTable, id int) bool {
 	if id < 0 || id >= tokens.n {
 		return false
 	}
-	return recordAlive(fd, id, atomic.LoadUint64(tokens.word(id)))
+	return tokens.alive(fd, id, atomic.LoadUint64(tokens.word(id)))
 }

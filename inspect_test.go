@@ -40,12 +40,12 @@ func TestInspect_CountMin(t *testing.T) {
 		UID:               uint32(os.Geteuid()),
 		GID:               uint32(os.Getegid()),
 		HeaderBytes:       128,
-		DataOffset:        20480, // 256 + 8*1024 slots + 8*1024 tokens + 128 of directory, to a page
+		DataOffset:        28672, // 256 + 8*1024 slots + 16*1024 tokens + 128 of directory, to a page
 		ReaderSlots:       1024,
 		DirectoryCapacity: 1,
 		Entries: []EntryInfo{{
 			Kind: "countmin", Description: "Count-Min sketch",
-			Offset: 20480, Bytes: 4096 + 4*1024*8,
+			Offset: 28672, Bytes: 4096 + 4*1024*8,
 			Params: map[string]float64{"rows": 4, "width": 1024},
 		}},
 		Lock: LockInfo{WriterToken: -1},

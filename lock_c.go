@@ -26,6 +26,7 @@ func (l *fileLock) cLock() *csrc.Lock {
 		Slot:   unsafe.Pointer(l.slot),
 		Tokens: l.tokens.words,
 		Self:   l.self,
+		Owner:  l.owner,
 		ID:     l.id,
 		FD:     l.fd,
 	}

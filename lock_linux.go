@@ -25,6 +25,8 @@ import (
 	"sync/atomic"
 	"time"
 	"unsafe"
+
+	"golang.org/x/sys/unix"
 )
 
 const (
@@ -56,8 +58,10 @@ var errLockLost = errors.New("the write lock was lost: another process recovered
 type fileLock struct {
 	fd     int // holds the handle's token byte; asks about other tokens
 	id     int
-	rec    uint64 // the handle's token record, as it claimed it
-	self   uint64 // processToken(), for the C core
+	base   unsafe.Pointer // the file's first byte in the mapping
+	rec    uint64         // the handle's token record, as it claimed it
+	self   uint64         // processToken(), for the C core
+	owner  uint64         // processUID(), for the C core
 	tokens tokenTable
 	state  *uint32
 	drain  *uint32
@@ -82,8 +86,10 @@ func newFileLock(fd int, data []byte, nslots int) (*fileLock, error) {
 	l := &fileLock{
 		fd:     fd,
 		id:     id,
+		base:   base,
 		rec:    rec,
 		self:   processToken(),
+		owner:  processUID(),
 		tokens: tokens,
 		state:  (*uint32)(unsafe.Add(base, lockStateOff)),
 		drain:  (*uint32)(unsafe.Add(base, lockDrainOff)),
@@ -153,12 +159,41 @@ func (l *fileLock) nextPos(pos int) int {
 
 // alive reports whether the handle with token id is open, in any process.
 func (l *fileLock) alive(id int) bool {
-	return recordAlive(l.fd, id, atomic.LoadUint64(l.tokens.word(id)))
+	return l.tokens.alive(l.fd, id, atomic.LoadUint64(l.tokens.word(id)))
+}
+
+// ownRecord is the page of the file that holds a handle's token record,
+// mapped apart from the file's mapping so that the record can be freed
+// after that mapping has been taken away.
+type ownRecord struct {
+	page []byte
+	word *uint64
+	rec  uint64
+}
+
+// mapOwnRecord maps the page of fd's file that holds the handle's token
+// record, or returns nil when it cannot (the record is then left to be
+// found dead: its byte goes with the descriptor).
+func (l *fileLock) mapOwnRecord(fd int) *ownRecord {
+	size := uintptr(unix.Getpagesize())
+	off := uintptr(l.tokens.words) - uintptr(l.base) + uintptr(l.id)*tokenSize
+	start := off &^ (size - 1)
+	page, err := unix.Mmap(fd, int64(start), int(size), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
+	if err != nil {
+		return nil
+	}
+	return &ownRecord{page: page, word: (*uint64)(unsafe.Pointer(&page[off-start])), rec: l.rec}
 }
 
 // leave frees the handle's token record, once its descriptor holding the
 // token's byte is closed: from then on nobody takes the handle for alive.
-func (l *fileLock) leave() { l.tokens.release(l.id, l.rec) }
+func (o *ownRecord) leave() {
+	if o == nil {
+		return
+	}
+	atomic.CompareAndSwapUint64(o.word, o.rec, freeRecord(o.rec))
+	unix.Munmap(o.page)
+}
 
 // testHookRecovering runs while recoverWriter holds a dead holder's token,
 // before its compare-and-swap.
@@ -340,11 +375,11 @@ func (l *fileLock) recoverWriter() {
 		if dead >= l.tokens.n {
 			break // no such token: a damaged word
 		}
-		rec, ok := l.tokens.holdDead(l.fd, dead)
+		held, ok := l.tokens.holdDead(l.fd, dead)
 		if !ok {
 			return
 		}
-		defer l.tokens.release(dead, rec)
+		defer l.tokens.release(held)
 		if testHookRecovering != nil {
 			testHookRecovering(dead)
 		}

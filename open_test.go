@@ -35,7 +35,7 @@ import (
 var otCfg = CountMinConfig{Rows: 1, Width: 8, Seed: 0x5eed}
 
 // otDirOff is where a file made by this package keeps its directory.
-const otDirOff = slotsOff + 2*defaultSlots*slotSize
+const otDirOff = slotsOff + defaultSlots*(slotSize+tokenSize)
 
 // otSpecific lists the sentinels that wrap ErrCorrupt.
 var otSpecific = []error{ErrByteOrder, ErrVersion, ErrChecksum, ErrInterruptedCreate}
@@ -516,7 +516,7 @@ func TestOpen_Structural(t *testing.T) {
 		{"slots=max", h32(offSlotsN, math.MaxUint32), nil},
 		// A consistent relayout with one reader slot moves the directory
 		// onto the old slots, which are zero: the entry's checksum fails.
-		{"slots=1 with dirOff and dataOff to match", all(h32(offSlotsN, 1), h32(offDirOff, slotsOff+2*slotSize), h64(offDataOff, pageSize)), ErrChecksum},
+		{"slots=1 with dirOff and dataOff to match", all(h32(offSlotsN, 1), h32(offDirOff, slotsOff+slotSize+tokenSize), h64(offDataOff, pageSize)), ErrChecksum},
 		{"dirOff=0", h32(offDirOff, 0), nil},
 		{"dirOff+64", h32(offDirOff, otDirOff+64), nil},
 		{"dirOff=max", h32(offDirOff, math.MaxUint32), nil},

@@ -87,6 +87,8 @@ func TestHelperProcess(t *testing.T) {
 		err = childLockHold()
 	case "tokenblock":
 		err = childTokenBlock()
+	case "recoverkill":
+		err = childRecoverKill()
 	case "lockspin":
 		err = childLockSpin()
 	case "lockcount":

@@ -307,10 +307,7 @@ func (m *mapping) close() error {
 		return nil
 	}
 	r.closed = true
-	err := r.closeFds()
-	if perr := replaceWithPlaceholder(r.data); err == nil {
-		err = perr
-	}
+	err := r.release(replaceWithPlaceholder)
 	if err != nil {
 		return m.errorf("close", err)
 	}
@@ -337,23 +334,32 @@ func (r *resources) unref() {
 	}
 	r.retired = true
 	if !r.closed {
-		r.closeFds()
+		r.release(unmap)
 		r.closed = true
+	} else {
+		unmap(r.data)
 	}
-	unmap(r.data)
 	r.data = nil
 }
 
-// closeFds closes the descriptors, which releases the lock token's byte,
-// and then frees the token itself (the memory is still the file's): from
-// then on others may recover whatever the handle left.
-func (r *resources) closeFds() error {
-	err := closeFd(r.fd)
+// release lets go of the file: it takes the memory away (retire: swap in
+// the placeholder, or unmap), then closes the descriptors, which releases
+// the lock token's byte, and then frees the token itself. In that order, a
+// goroutine that raced Close and still holds the lock writes nothing into
+// the file once others may take the handle for gone; the token is freed
+// through a small mapping of its own page, made before.
+func (r *resources) release(retire func([]byte) error) error {
+	var own *ownRecord
+	if r.lk != nil {
+		own = r.lk.mapOwnRecord(r.fd)
+	}
+	err := retire(r.data)
+	if cerr := closeFd(r.fd); err == nil {
+		err = cerr
+	}
 	closeFd(r.tokenFd)
 	r.fd, r.tokenFd = -1, -1
-	if r.lk != nil {
-		r.lk.leave()
-	}
+	own.leave()
 	return err
 }
 

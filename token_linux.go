@@ -6,16 +6,20 @@ package sketch
 // takes over, so it must never call a live handle dead, and nobody who may
 // only read the file may keep a dead one alive or keep a writer out.
 //
-// A handle's token is a record in the file's token table (one 64-bit word
-// per reader slot, right after the slot table), claimed with a
-// compare-and-swap. Only a process that may write the file can write a
-// record: a reader maps the file PROT_READ. The record says how to ask
-// whether its holder lives:
+// A handle's token is a record in the file's token table (two 64-bit
+// words per reader slot, right after the slot table), claimed with a
+// compare-and-swap of its first word. Only a process that may write the
+// file can write a record: a reader maps the file PROT_READ. The record
+// says how to ask whether its holder lives:
 //
-//	 63..32   31..10   9..2   1     0
-//	+--------+--------+------+-----+---------+
-//	| PIDNS  | PID    | GEN  | OFD | CLAIMED |
-//	+--------+--------+------+-----+---------+
+//	word 0:  63..32   31..10   9..2   1     0
+//	        +--------+--------+------+-----+---------+
+//	        | PIDNS  | PID    | GEN  | OFD | CLAIMED |
+//	        +--------+--------+------+-----+---------+
+//	word 1:  63..32   31..9    8      7..0
+//	        +--------+--------+------+------+
+//	        | UID    | 0      | SET  | GEN  |
+//	        +--------+--------+------+------+
 //
 //   - OFD: the holder holds an OFD write lock on byte tokenBase+id of the
 //     file. The kernel drops it when the holder's descriptor is closed or
@@ -25,13 +29,18 @@ package sketch
 //     locks a reader may place anywhere neither fake nor hide it.
 //   - Without OFD: the holder could not take its byte (a reader had locked
 //     it first: one fcntl can read-lock every byte of a file), and it is
-//     alive while a process with PID exists in PID namespace PIDNS
-//     (kill(PID, 0) is not ESRCH). A waiter in another namespace, or one
-//     that cannot tell its own, cannot ask, and takes the holder for alive:
-//     only then can a reader still delay recovery (docs/DESIGN.md).
+//     asked by PID, in PID namespace PIDNS: dead when no process has the
+//     PID (kill(PID, 0) is ESRCH), when the process with it is a zombie,
+//     or when it runs as another user than UID (word 1, once its GEN
+//     matches: a reader who starts processes until one gets a dead
+//     holder's PID does not revive it). A waiter in another namespace, or
+//     one that cannot tell its own, cannot ask, and takes the holder for
+//     alive: only then can a reader still delay recovery (docs/DESIGN.md).
 //
 // GEN counts the claims of the record, so that a compare-and-swap against
-// a record read before a holder left and another came fails.
+// a record read before a holder left and another came fails; a window's
+// clear records the low bits of its clearer's GEN, so that a clear left
+// by a dead holder is not taken for live when a new handle took its id.
 
 import (
 	"errors"
@@ -61,8 +70,15 @@ const (
 	tokenBase = 1 << 62
 )
 
+// word 1 of a record: the holder's uid, and the GEN of the claim it goes
+// with.
+const (
+	tokUIDShift        = 32
+	tokUIDSet   uint64 = 1 << 8
+)
+
 // tokensOffset is where the token table starts in a file with nslots
-// reader slots: right after the slot table, one word per slot.
+// reader slots: right after the slot table, one record per slot.
 func tokensOffset(nslots uint32) uint64 { return slotsOff + uint64(nslots)*slotSize }
 
 // processToken is this process's identity in a record: its PID namespace
@@ -75,6 +91,11 @@ var processToken = sync.OnceValue(func() uint64 {
 		return 0
 	}
 	return ns<<tokNSShift | pid<<tokPIDShift
+})
+
+// processUID is word 1 of this process's records, without GEN.
+var processUID = sync.OnceValue(func() uint64 {
+	return uint64(uint32(os.Geteuid()))<<tokUIDShift | tokUIDSet
 })
 
 // selfPIDNamespace returns the inode of this process's PID namespace, read
@@ -102,6 +123,9 @@ func nextClaim(v uint64) uint64 {
 // freeRecord is the record of a token nobody holds, keeping v's generation.
 func freeRecord(v uint64) uint64 { return v & tokGenMask }
 
+// tokenGen is a record's GEN.
+func tokenGen(v uint64) uint64 { return v & tokGenMask >> tokGenShift }
+
 // tokenTable is a file's token records.
 type tokenTable struct {
 	words unsafe.Pointer
@@ -112,20 +136,22 @@ func newTokenTable(data []byte, nslots int) tokenTable {
 	return tokenTable{words: unsafe.Pointer(&data[tokensOffset(uint32(nslots))]), n: nslots}
 }
 
-func (t tokenTable) word(id int) *uint64 { return (*uint64)(unsafe.Add(t.words, id*8)) }
+// word returns token id's first word; owner its second.
+func (t tokenTable) word(id int) *uint64  { return (*uint64)(unsafe.Add(t.words, id*tokenSize)) }
+func (t tokenTable) owner(id int) *uint64 { return (*uint64)(unsafe.Add(t.words, id*tokenSize+8)) }
 
-// alive reports whether the record v of token id names a live handle,
-// asking through fd (any descriptor of the file, even read-only, other
-// than the one holding id's byte). An error from the kernel counts as
+// alive reports whether token id, whose first word read v, names a live
+// handle, asking through fd (any descriptor of the file, even read-only,
+// other than those holding id's byte). An error from the kernel counts as
 // alive: a live holder must never be taken for dead.
-func recordAlive(fd, id int, v uint64) bool {
+func (t tokenTable) alive(fd, id int, v uint64) bool {
 	switch {
 	case v&tokClaimed == 0:
 		return false
 	case v&tokOFD != 0:
 		return ofdWriteLocked(fd, id)
 	}
-	return pidAlive(v)
+	return pidAlive(v, atomic.LoadUint64(t.owner(id)))
 }
 
 // ofdWriteLocked reports whether some open file description holds a write
@@ -143,28 +169,64 @@ func ofdWriteLocked(fd, id int) bool {
 	}
 }
 
-// pidAlive reports whether the process a record without OFD names may be
-// alive: it is dead only when it was in this process's PID namespace and
-// no process has its PID any more.
-func pidAlive(v uint64) bool {
+// pidAlive reports whether the process a record without OFD names (first
+// word v, second owner) may be alive. It is dead only when it was in this
+// process's PID namespace and no process has its PID any more, or the one
+// that has it is a zombie or, once owner goes with v, runs as another user.
+func pidAlive(v, owner uint64) bool {
 	self := processToken()
 	ns, pid := v>>tokNSShift, int(v>>tokPIDShift&tokPIDMask)
 	if self == 0 || ns != self>>tokNSShift || pid == 0 {
 		return true
 	}
-	return unix.Kill(pid, 0) != unix.ESRCH
+	if unix.Kill(pid, 0) == unix.ESRCH {
+		return false
+	}
+	uid := int64(-1)
+	if owner&tokUIDSet != 0 && owner&0xff == tokenGen(v) {
+		uid = int64(owner >> tokUIDShift)
+	}
+	return !goneOrOther(pid, uid)
 }
 
-// claimToken claims the lowest token id that is free or whose holder is
-// dead, and returns it with the record written.
+// goneOrOther reports whether /proc says the process pid is a zombie with
+// no thread left, or runs with an effective uid other than uid (when uid
+// is not -1). What /proc does not show (hidepid, no /proc) says nothing.
+func goneOrOther(pid int, uid int64) bool {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
+	if err != nil {
+		return false
+	}
+	var zombie, oneThread bool
+	for line := range strings.Lines(string(b)) {
+		key, val, _ := strings.Cut(line, ":")
+		f := strings.Fields(val)
+		switch {
+		case len(f) == 0:
+		case key == "State":
+			zombie = f[0] == "Z" || f[0] == "X"
+		case key == "Threads":
+			oneThread = f[0] == "1"
+		case key == "Uid" && uid >= 0 && len(f) > 1:
+			if euid, err := strconv.ParseUint(f[1], 10, 32); err == nil && int64(euid) != uid {
+				return true
+			}
+		}
+	}
+	return zombie && oneThread
+}
+
+// claim claims the lowest token id that is free or whose holder is dead,
+// and returns it with the record written.
 func (t tokenTable) claim(fd int) (int, uint64, error) {
 	for id := 0; id < t.n; id++ {
 		w := t.word(id)
 		v := atomic.LoadUint64(w)
-		if v&tokClaimed != 0 && recordAlive(fd, id, v) {
+		if v&tokClaimed != 0 && t.alive(fd, id, v) {
 			continue
 		}
 		if rec := nextClaim(v); atomic.CompareAndSwapUint64(w, v, rec) {
+			atomic.StoreUint64(t.owner(id), processUID()|tokenGen(rec))
 			return id, rec, nil
 		}
 		id-- // the record changed under us: look at it again
@@ -180,16 +242,8 @@ var errTokenLost = errors.New("the handle's liveness token was taken over")
 // record so that others ask the lock instead of the PID. A reader that
 // read-locked the byte first only costs the handle that mark.
 func (t tokenTable) lockByte(fd, id int, rec uint64) (uint64, error) {
-	lk := unix.Flock_t{Type: unix.F_WRLCK, Whence: io.SeekStart, Start: tokenBase + int64(id), Len: 1}
-	for {
-		err := unix.FcntlFlock(uintptr(fd), unix.F_OFD_SETLK, &lk)
-		if err == unix.EINTR {
-			continue
-		}
-		if err != nil {
-			return rec, nil
-		}
-		break
+	if !setByteLock(fd, id, unix.F_WRLCK) {
+		return rec, nil
 	}
 	if !atomic.CompareAndSwapUint64(t.word(id), rec, rec|tokOFD) {
 		return 0, errTokenLost
@@ -197,30 +251,71 @@ func (t tokenTable) lockByte(fd, id int, rec uint64) (uint64, error) {
 	return rec | tokOFD, nil
 }
 
+// setByteLock takes (F_WRLCK) or gives back (F_UNLCK) token id's byte on
+// fd, without waiting.
+func setByteLock(fd, id int, typ int16) bool {
+	lk := unix.Flock_t{Type: typ, Whence: io.SeekStart, Start: tokenBase + int64(id), Len: 1}
+	for {
+		err := unix.FcntlFlock(uintptr(fd), unix.F_OFD_SETLK, &lk)
+		if err != unix.EINTR {
+			return err == nil
+		}
+	}
+}
+
+// heldToken is a dead holder's token claimed by holdDead: its record, and
+// the private descriptor that holds its byte (-1 when a reader's lock was
+// on the byte).
+type heldToken struct {
+	id  int
+	rec uint64
+	fd  int
+}
+
 // holdDead claims token id for the caller while it recovers what the
 // token's dead holder left, so that no new handle can take the id and act
 // under it meanwhile. It fails when the holder is alive or the record
-// changed. The claim reads as this process, alive, until release.
-func (t tokenTable) holdDead(fd, id int) (uint64, bool) {
+// changed. The claim holds the token's byte too, on a descriptor of its
+// own (reopened from fd): should the caller die while it recovers, others
+// see the claim dead at once, from any PID namespace, and another
+// goroutine of this process, asking through fd, does not take it for a
+// dead one.
+func (t tokenTable) holdDead(fd, id int) (heldToken, bool) {
 	w := t.word(id)
 	v := atomic.LoadUint64(w)
-	if v&tokClaimed != 0 && recordAlive(fd, id, v) {
-		return 0, false
+	if v&tokClaimed != 0 && t.alive(fd, id, v) {
+		return heldToken{}, false
 	}
-	rec := nextClaim(v)
-	return rec, atomic.CompareAndSwapUint64(w, v, rec)
+	h := heldToken{id: id, rec: nextClaim(v), fd: -1}
+	if !atomic.CompareAndSwapUint64(w, v, h.rec) {
+		return heldToken{}, false
+	}
+	atomic.StoreUint64(t.owner(id), processUID()|tokenGen(h.rec))
+	own, err := unix.Open(procFdPath(fd), unix.O_RDWR|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return h, true // no /proc: the claim is asked by PID
+	}
+	if setByteLock(own, id, unix.F_WRLCK) && atomic.CompareAndSwapUint64(w, h.rec, h.rec|tokOFD) {
+		h.rec |= tokOFD
+		h.fd = own
+		return h, true
+	}
+	unix.Close(own)
+	return h, true
 }
 
-// release frees token id if it still holds rec.
-func (t tokenTable) release(id int, rec uint64) {
+// release frees a token holdDead claimed, then lets its byte go.
+func (t tokenTable) release(h heldToken) {
+	atomic.CompareAndSwapUint64(t.word(h.id), h.rec, freeRecord(h.rec))
+	if h.fd >= 0 {
+		unix.Close(h.fd)
+	}
+}
+
+// leave frees record id if it still holds rec.
+func (t tokenTable) leave(id int, rec uint64) {
 	atomic.CompareAndSwapUint64(t.word(id), rec, freeRecord(rec))
 }
 
-// releaseHeld frees token id when it holds a claim holdDead made in this
-// process: nobody else can change such a claim, which reads as alive.
-func (t tokenTable) releaseHeld(id int) {
-	w := t.word(id)
-	if v := atomic.LoadUint64(w); v&^tokGenMask == processToken()|tokClaimed {
-		atomic.CompareAndSwapUint64(w, v, freeRecord(v))
-	}
-}
+// loadToken loads token id's first word.
+func loadToken(t tokenTable, id int) uint64 { return atomic.LoadUint64(t.word(id)) }

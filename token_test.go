@@ -205,7 +205,8 @@ func TestToken_ReaderCannotKeepClearerAlive(t *testing.T) {
 	killed := time.Now()
 	child.cmd.Process.Signal(syscall.SIGKILL)
 	<-child.done
-	waitReadLocked(t, w.ctl.lk, decodeSlotWord(atomic.LoadUint64(w.ctl.word(0))).id)
+	dead, _ := splitTag(decodeSlotWord(atomic.LoadUint64(w.ctl.word(0))).id)
+	waitReadLocked(t, w.ctl.lk, dead)
 	done := make(chan error, 1)
 	go func() { done <- w.Rotate() }()
 	select {
@@ -332,5 +333,182 @@ func TestLock_DeadReaderUnderAdders(t *testing.T) {
 			t.Logf("%d kills: writer in after median %v, p99 %v, max %v", len(took),
 				took[len(took)/2], took[len(took)*99/100], took[len(took)-1])
 		})
+	}
+}
+
+// childRecoverKill joins the lock of the file at envPath, says "joined",
+// and takes the write lock, which a holder the parent kills leaves
+// behind: inside the recovery (holding the dead holder's token) it says
+// "recovering" and waits to be killed.
+func childRecoverKill() error {
+	c, err := OpenCountMin(os.Getenv(envPath), lockCfg)
+	if err != nil {
+		return err
+	}
+	if err := c.m.joinLock(); err != nil {
+		return err
+	}
+	testHookRecovering = func(dead int) {
+		fmt.Printf("recovering %d\n", dead)
+		time.Sleep(time.Hour) // the parent kills us here
+	}
+	fmt.Printf("joined %d\n", c.m.lk.id)
+	c.m.lk.lock()
+	return errors.New("took the lock without recovering it")
+}
+
+// TestToken_RecovererKilled: a process killed while it recovers a dead
+// writer's lock (holding the dead writer's token) is itself recovered
+// from, at once: while it is an unreaped zombie, and when it ran in
+// another PID namespace, whose PIDs mean nothing here.
+func TestToken_RecovererKilled(t *testing.T) {
+	requireReexec(t)
+	for _, tc := range []struct {
+		name string
+		attr *syscall.SysProcAttr
+	}{
+		{"zombie", nil},
+		{"other PID namespace", &syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWPID}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.attr != nil && os.Geteuid() != 0 {
+				t.Skip("needs root for a new PID namespace")
+			}
+			path := tempPath(t, "cms")
+			_, l := lockHandle(t, path)
+			holder := startLockChild(t, childContext(t), "lockhold", path, []string{envLockMode + "=w"})
+			if line, _ := holder.out.ReadString('\n'); !strings.HasPrefix(line, "held ") {
+				t.Fatalf("holder said %q", line)
+			}
+			cmd := exec.Command(selfExe(t), "-test.run=^TestHelperProcess$")
+			cmd.Env = append(os.Environ(), envRole+"=recoverkill", envPath+"="+path)
+			cmd.SysProcAttr = tc.attr
+			var stderr strings.Builder
+			cmd.Stderr = &stderr
+			out, err := cmd.StdoutPipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := cmd.Start(); err != nil {
+				t.Skipf("cannot start the recoverer: %v", err)
+			}
+			reaped := false
+			defer func() {
+				if !reaped {
+					cmd.Process.Kill()
+					cmd.Wait()
+				}
+			}()
+			r := bufio.NewReader(out)
+			if line, _ := r.ReadString('\n'); !strings.HasPrefix(line, "joined ") {
+				t.Fatalf("recoverer said %q (%s)", line, stderr.String())
+			}
+			holder.cmd.Process.Signal(syscall.SIGKILL)
+			<-holder.done
+			if line, _ := r.ReadString('\n'); !strings.HasPrefix(line, "recovering ") {
+				t.Fatalf("recoverer said %q (%s)", line, stderr.String())
+			}
+			cmd.Process.Signal(syscall.SIGKILL)
+			if tc.attr != nil {
+				cmd.Wait()
+				reaped = true
+			} else {
+				waitZombie(t, cmd.Process.Pid)
+			}
+			mustAcquire(t, l.lock, recoveryBound)
+			if err := l.unlock(); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
+
+// waitZombie waits until process pid has died and is not reaped yet.
+func waitZombie(t *testing.T, pid int) {
+	t.Helper()
+	for deadline := time.Now().Add(recoveryBound); ; time.Sleep(time.Millisecond) {
+		b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		s := string(b)
+		if i := strings.LastIndexByte(s, ')'); i >= 0 && strings.HasPrefix(s[i:], ") Z") {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("process %d did not become a zombie: %q", pid, s)
+		}
+	}
+}
+
+// TestToken_ReaderTakesDeadPID: a user who may only read the file forces
+// writers onto PID records (by read-locking every byte), waits for a writer
+// to die holding the lock, and starts a process that gets its PID: the
+// dead writer is recovered all the same, since that process runs as
+// another user.
+func TestToken_ReaderTakesDeadPID(t *testing.T) {
+	dir, path := readableFile(t)
+	startTokenBlocker(t, dir, path)
+	_, l := lockHandle(t, path)
+	holder := startLockChild(t, childContext(t), "lockhold", path, []string{envLockMode + "=w"})
+	if line, _ := holder.out.ReadString('\n'); !strings.HasPrefix(line, "held ") {
+		t.Fatalf("holder said %q", line)
+	}
+	pid := holder.cmd.Process.Pid
+	holder.cmd.Process.Signal(syscall.SIGKILL)
+	<-holder.done
+	// What a fork loop would reach by chance, by asking the kernel for
+	// the PID.
+	if err := os.WriteFile("/proc/sys/kernel/ns_last_pid", []byte(fmt.Sprint(pid-1)), 0); err != nil {
+		t.Skipf("cannot choose the next PID: %v", err)
+	}
+	squat := exec.Command("sleep", "60")
+	squat.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: crossUID, Gid: crossUID, Groups: []uint32{}}}
+	if err := squat.Start(); err != nil {
+		t.Skipf("cannot start a process as nobody: %v", err)
+	}
+	defer func() { squat.Process.Kill(); squat.Wait() }()
+	if squat.Process.Pid != pid {
+		t.Skipf("the nobody process got PID %d, not the dead writer's %d", squat.Process.Pid, pid)
+	}
+	mustAcquire(t, l.lock, recoveryBound)
+	if err := l.unlock(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestToken_DeadClearerIDTaken: a window's clearer killed inside a clear,
+// whose token id a new handle (one that never clears that slot) takes
+// before anyone takes the clear over: the clear is still taken over at
+// once, not waited for while the new handle lives.
+func TestToken_DeadClearerIDTaken(t *testing.T) {
+	requireReexec(t)
+	defer func(d time.Duration) { windowWait = d }(windowWait)
+	windowWait = recoveryBound
+	path := tempPath(t, "win")
+	w := mustOpenWindow(t, path, Window{Keep: 2}, winCfg)
+	w.AddN([]byte("old"), 5)
+	if err := w.Rotate(); err != nil {
+		t.Fatal(err)
+	}
+	child := startLockChildCmd(t, childContext(t), "clearer", "winclear", path, nil,
+		[]string{selfExe(t), "-test.run=^TestHelperProcess$"})
+	child.expect(t, "clearing 0 3")
+	child.cmd.Process.Signal(syscall.SIGKILL)
+	<-child.done
+	dead, _ := splitTag(decodeSlotWord(atomic.LoadUint64(w.ctl.word(0))).id)
+	idle := mustOpenWindow(t, path, Window{Keep: 2}, winCfg)
+	if id, _ := splitTag(idle.ctl.me); id != dead {
+		t.Fatalf("the new handle took token %d, want the dead clearer's %d", id, dead)
+	}
+	done := make(chan error, 1)
+	go func() { done <- w.Rotate() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(recoveryBound):
+		t.Fatal("Rotate waited for a clear whose clearer died, because a new handle holds its token id")
+	}
+	if got := w.EstimateString("old"); got != 0 {
+		t.Errorf("Estimate(old) = %d, want 0: the dead clearer's slot was not cleared", got)
 	}
 }

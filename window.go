@@ -472,12 +472,16 @@ func (c *windowCtl) clearerDead(wp *uint64, id int, ask bool) bool {
 // this handle's own id is taken only while no handle sharing the token
 // has started one since clearerDead looked.
 func (c *windowCtl) takeOver(s, w uint64, id int, p uint64) {
-	if id != c.me && !holdDeadToken(c.lk, id) {
-		return // alive after all
+	var held heldToken
+	if id != c.me {
+		var ok bool
+		if held, ok = holdDeadToken(c.lk, id); !ok {
+			return // alive after all
+		}
 	}
 	took := c.marks.win(c.word(s), w, clearingWord(p, c.me), id == c.me)
 	if id != c.me {
-		releaseDeadToken(c.lk, id)
+		releaseDeadToken(c.lk, held)
 	}
 	if took {
 		c.clearAndPublish(s, p, w)

@@ -23,6 +23,9 @@
 #include <linux/futex.h>
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 #include <signal.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -89,9 +92,10 @@ static void sk_futex_wake_all(uint32_t *addr)
 	syscall(SYS_futex, addr, (long)FUTEX_WAKE, (long)INT_MAX, NULL, NULL, 0L);
 }
 
-/* Token records (token_linux.go draws them): CLAIMED, OFD, GEN, PID and
- * PID namespace in one word a process may write only if it may write the
- * file. */
+/* Token records (token_linux.go draws them): two words each. The first
+ * has CLAIMED, OFD, GEN, PID and PID namespace; the second the holder's uid
+ * with SET and the GEN it goes with. A process may write them only if it
+ * may write the file. */
 #define SK_TOK_CLAIMED ((uint64_t)1)
 #define SK_TOK_OFD ((uint64_t)2)
 #define SK_TOK_GEN_SHIFT 2
@@ -99,11 +103,28 @@ static void sk_futex_wake_all(uint32_t *addr)
 #define SK_TOK_PID_SHIFT 10
 #define SK_TOK_PID_MASK (((uint64_t)1 << 22) - 1)
 #define SK_TOK_NS_SHIFT 32
+#define SK_TOK_UID_SHIFT 32
+#define SK_TOK_UID_SET ((uint64_t)1 << 8)
 
-/* sk_ofd_write_locked reports whether some open file description holds a
- * write lock on token id's byte. The query is for a read lock, with which
- * only write locks conflict: the read locks anyone who may read the file
- * can place are not reported. An error counts as locked. */
+static uint64_t *sk_token_word(const sk_lock *l, uint32_t id) { return l->tokens + 2 * (size_t)id; }
+static uint64_t *sk_token_owner(const sk_lock *l, uint32_t id) { return l->tokens + 2 * (size_t)id + 1; }
+static uint64_t sk_token_gen(uint64_t v) { return (v & SK_TOK_GEN_MASK) >> SK_TOK_GEN_SHIFT; }
+
+/* sk_byte_lock takes (F_WRLCK) or gives back (F_UNLCK) token id's byte on
+ * fd, without waiting; sk_ofd_write_locked reports whether some open file
+ * description holds a write lock on it. The query is for a read lock, with
+ * which only write locks conflict: the read locks anyone who may read the
+ * file can place are not reported. An error counts as locked. */
+static bool sk_byte_lock(int fd, uint32_t id, short type)
+{
+	struct flock lk = {.l_type = type, .l_whence = SEEK_SET, .l_start = SK_TOKEN_BASE + id, .l_len = 1};
+	int r;
+	do
+		r = fcntl(fd, F_OFD_SETLK, &lk);
+	while (r == -1 && errno == EINTR);
+	return r == 0;
+}
+
 static bool sk_ofd_write_locked(const sk_lock *l, uint32_t id)
 {
 	struct flock lk = {.l_type = F_RDLCK, .l_whence = SEEK_SET, .l_start = SK_TOKEN_BASE + id, .l_len = 1};
@@ -116,10 +137,59 @@ static bool sk_ofd_write_locked(const sk_lock *l, uint32_t id)
 	return lk.l_type != F_UNLCK;
 }
 
-/* sk_record_alive reports whether record v of token id names a live
- * handle (token_linux.go's recordAlive): a claimed record whose holder
+/* sk_gone_or_other reports whether /proc says process pid is a zombie with
+ * no thread left, or runs with an effective uid other than uid (when uid
+ * is not -1); token_linux.go's goneOrOther. What /proc does not show says
+ * nothing. */
+static bool sk_gone_or_other(pid_t pid, int64_t uid)
+{
+	char path[64], buf[4096];
+	snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	size_t n = 0;
+	for (;;) {
+		ssize_t r = read(fd, buf + n, sizeof buf - 1 - n);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			break;
+		n += (size_t)r;
+		if (n == sizeof buf - 1)
+			break;
+	}
+	close(fd);
+	buf[n] = 0;
+	bool zombie = false, one_thread = false;
+	for (char *line = buf; line && *line; line = strchr(line, '\n') ? strchr(line, '\n') + 1 : NULL) {
+		if (strncmp(line, "State:", 6) == 0) {
+			char *p = line + 6;
+			while (*p == ' ' || *p == '\t')
+				p++;
+			zombie = *p == 'Z' || *p == 'X';
+		} else if (strncmp(line, "Threads:", 8) == 0) {
+			char *p = line + 8;
+			while (*p == ' ' || *p == '\t')
+				p++;
+			one_thread = p[0] == '1' && (p[1] == '\n' || p[1] == 0);
+		} else if (strncmp(line, "Uid:", 4) == 0 && uid >= 0) {
+			char *p = line + 4;
+			strtoull(p, &p, 10); /* real */
+			char *end;
+			unsigned long long euid = strtoull(p, &end, 10);
+			if (end != p && (int64_t)euid != uid)
+				return true;
+		}
+	}
+	return zombie && one_thread;
+}
+
+/* sk_record_alive reports whether token id, whose first word read v, names
+ * a live handle (token_linux.go's alive): a claimed record whose holder
  * holds its byte's write lock, or, without OFD, whose process may exist:
- * only one in this PID namespace whose PID no process has is dead. */
+ * only one in this PID namespace whose PID no process has, or has as a
+ * zombie or as another user, is dead. */
 static bool sk_record_alive(const sk_lock *l, uint32_t id, uint64_t v)
 {
 	if (!(v & SK_TOK_CLAIMED))
@@ -130,32 +200,69 @@ static bool sk_record_alive(const sk_lock *l, uint32_t id, uint64_t v)
 	pid_t pid = (pid_t)((v >> SK_TOK_PID_SHIFT) & SK_TOK_PID_MASK);
 	if (l->self == 0 || ns != l->self >> SK_TOK_NS_SHIFT || pid == 0)
 		return true;
-	return !(kill(pid, 0) == -1 && errno == ESRCH);
+	if (kill(pid, 0) == -1 && errno == ESRCH)
+		return false;
+	uint64_t owner = atomic_load(A64(sk_token_owner(l, id)));
+	int64_t uid = -1;
+	if ((owner & SK_TOK_UID_SET) && (owner & 0xff) == sk_token_gen(v))
+		uid = (int64_t)(owner >> SK_TOK_UID_SHIFT);
+	return !sk_gone_or_other(pid, uid);
 }
 
 /* sk_alive reports whether the handle with token id is open, in any
  * process. */
 static bool sk_alive(const sk_lock *l, uint32_t id)
 {
-	return sk_record_alive(l, id, atomic_load(A64(l->tokens + id)));
+	return sk_record_alive(l, id, atomic_load(A64(sk_token_word(l, id))));
 }
+
+/* sk_held is a dead holder's token claimed by sk_hold_dead: its record and
+ * the private descriptor holding its byte (-1 without). */
+typedef struct {
+	uint32_t id;
+	uint64_t rec;
+	int fd;
+} sk_held;
 
 /* sk_hold_dead claims token id for this process while the caller recovers
  * what its dead holder left (token_linux.go's holdDead): it fails while
- * the holder lives or when the record changed. *rec gets the claim. */
-static bool sk_hold_dead(const sk_lock *l, uint32_t id, uint64_t *rec)
+ * the holder lives or when the record changed. The claim holds the byte
+ * too, on a descriptor of its own reopened through /proc/self/fd, so that
+ * a caller that dies meanwhile is seen dead at once. */
+static bool sk_hold_dead(const sk_lock *l, uint32_t id, sk_held *h)
 {
-	uint64_t v = atomic_load(A64(l->tokens + id));
+	uint64_t *w = sk_token_word(l, id);
+	uint64_t v = atomic_load(A64(w));
 	if ((v & SK_TOK_CLAIMED) && sk_record_alive(l, id, v))
 		return false;
-	*rec = l->self | ((v + ((uint64_t)1 << SK_TOK_GEN_SHIFT)) & SK_TOK_GEN_MASK) | SK_TOK_CLAIMED;
-	return atomic_compare_exchange_strong(A64(l->tokens + id), &v, *rec);
+	h->id = id;
+	h->fd = -1;
+	h->rec = l->self | ((v + ((uint64_t)1 << SK_TOK_GEN_SHIFT)) & SK_TOK_GEN_MASK) | SK_TOK_CLAIMED;
+	if (!atomic_compare_exchange_strong(A64(w), &v, h->rec))
+		return false;
+	atomic_store(A64(sk_token_owner(l, id)), l->owner | sk_token_gen(h->rec));
+	char path[64];
+	snprintf(path, sizeof path, "/proc/self/fd/%d", (int)l->fd);
+	int own = open(path, O_RDWR | O_CLOEXEC);
+	if (own < 0)
+		return true; /* no /proc: the claim is asked by PID */
+	uint64_t rec = h->rec;
+	if (sk_byte_lock(own, id, F_WRLCK) && atomic_compare_exchange_strong(A64(w), &rec, h->rec | SK_TOK_OFD)) {
+		h->rec |= SK_TOK_OFD;
+		h->fd = own;
+		return true;
+	}
+	close(own);
+	return true;
 }
 
-/* sk_release frees token id if it still holds rec. */
-static void sk_release(const sk_lock *l, uint32_t id, uint64_t rec)
+/* sk_release frees a token sk_hold_dead claimed, then lets its byte go. */
+static void sk_release(const sk_lock *l, sk_held *h)
 {
-	atomic_compare_exchange_strong(A64(l->tokens + id), &rec, rec & SK_TOK_GEN_MASK);
+	uint64_t rec = h->rec;
+	atomic_compare_exchange_strong(A64(sk_token_word(l, h->id)), &rec, h->rec & SK_TOK_GEN_MASK);
+	if (h->fd >= 0)
+		close(h->fd);
 }
 
 /* sk_recover_writer clears W when its owner is dead: a token nobody holds,
@@ -169,7 +276,7 @@ static void sk_recover_writer(sk_lock *l)
 		return;
 	uint32_t owner = s & SK_OWNER;
 	bool held = false;
-	uint64_t rec = 0;
+	sk_held h;
 	if (owner == 0 || owner - 1 >= l->nslots) {
 		/* damaged: recover */
 	} else if (owner - 1 == l->id) {
@@ -179,7 +286,7 @@ static void sk_recover_writer(sk_lock *l)
 		 * handle can take its id and lock under the same OWNER before
 		 * the compare-and-swap (lock_linux.go's recoverWriter). Holding
 		 * it is also the liveness check. */
-		if (!sk_hold_dead(l, owner - 1, &rec))
+		if (!sk_hold_dead(l, owner - 1, &h))
 			return;
 		held = true;
 	}
@@ -189,7 +296,7 @@ static void sk_recover_writer(sk_lock *l)
 		sk_futex_wake_all(l->drain);
 	}
 	if (held)
-		sk_release(l, owner - 1, rec);
+		sk_release(l, &h);
 }
 
 /* sk_sleep waits on the state word while it still reads s (with the

@@ -34,8 +34,9 @@ type Lock struct {
 	Slots            unsafe.Pointer // NSlots uint64 words in the mapping
 	NSlots           int
 	Slot             unsafe.Pointer // this handle's slot; nil for a slotless handle
-	Tokens           unsafe.Pointer // NSlots uint64 token records in the mapping
+	Tokens           unsafe.Pointer // NSlots token records of two words in the mapping
 	Self             uint64         // this process in a token record
+	Owner            uint64         // this process in a record's second word
 	ID               int            // this handle's token id
 	FD               int            // holds the token's byte; asks about others
 }
@@ -46,7 +47,7 @@ type Lock struct {
 // points to it) for the whole call, and C forgets it on return.
 type cLock struct {
 	state, drain, hw, slots, slot, tokens uintptr
-	self                                  uint64
+	self, owner                           uint64
 	nslots, id                            uint32
 	fd                                    int32
 }
@@ -61,13 +62,15 @@ var (
 	_ [unsafe.Offsetof(C.sk_lock{}.fd) - unsafe.Offsetof(cLock{}.fd)]struct{}
 	_ [unsafe.Offsetof(cLock{}.self) - unsafe.Offsetof(C.sk_lock{}.self)]struct{}
 	_ [unsafe.Offsetof(C.sk_lock{}.self) - unsafe.Offsetof(cLock{}.self)]struct{}
+	_ [unsafe.Offsetof(cLock{}.owner) - unsafe.Offsetof(C.sk_lock{}.owner)]struct{}
+	_ [unsafe.Offsetof(C.sk_lock{}.owner) - unsafe.Offsetof(cLock{}.owner)]struct{}
 )
 
 func (l *Lock) c() cLock {
 	return cLock{
 		state: uintptr(l.State), drain: uintptr(l.Drain), hw: uintptr(l.HW),
 		slots: uintptr(l.Slots), slot: uintptr(l.Slot), tokens: uintptr(l.Tokens),
-		self: l.Self, nslots: uint32(l.NSlots), id: uint32(l.ID), fd: int32(l.FD),
+		self: l.Self, owner: l.Owner, nslots: uint32(l.NSlots), id: uint32(l.ID), fd: int32(l.FD),
 	}
 }
 

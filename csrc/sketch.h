@@ -89,8 +89,9 @@ typedef struct {
 	uint32_t *hw;    /* one past the highest reader slot claimed */
 	uint64_t *slots; /* the reader-slot table, nslots words */
 	uint64_t *slot;  /* this handle's slot; NULL for a slotless handle */
-	uint64_t *tokens; /* the token table, nslots records (token_linux.go) */
+	uint64_t *tokens; /* the token table, nslots records of two words (token_linux.go) */
 	uint64_t self;   /* this process in a record: PID namespace and PID */
+	uint64_t owner;  /* this process in a record's second word: its uid */
 	uint32_t nslots;
 	uint32_t id;     /* this handle's token id */
 	int32_t fd;      /* holds the handle's token byte; asks about others */
