@@ -61,7 +61,7 @@ type fileLock struct {
 	base   unsafe.Pointer // the file's first byte in the mapping
 	rec    uint64         // the handle's token record, as it claimed it
 	self   uint64         // processToken(), for the C core
-	owner  uint64         // processUID(), for the C core
+	owner  uint64         // processStart(), for the C core
 	tokens tokenTable
 	state  *uint32
 	drain  *uint32
@@ -89,7 +89,7 @@ func newFileLock(fd int, data []byte, nslots int) (*fileLock, error) {
 		base:   base,
 		rec:    rec,
 		self:   processToken(),
-		owner:  processUID(),
+		owner:  processStart(),
 		tokens: tokens,
 		state:  (*uint32)(unsafe.Add(base, lockStateOff)),
 		drain:  (*uint32)(unsafe.Add(base, lockDrainOff)),

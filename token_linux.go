@@ -16,10 +16,10 @@ package sketch
 //	        +--------+--------+------+-----+---------+
 //	        | PIDNS  | PID    | GEN  | OFD | CLAIMED |
 //	        +--------+--------+------+-----+---------+
-//	word 1:  63..32   31..9    8      7..0
-//	        +--------+--------+------+------+
-//	        | UID    | 0      | SET  | GEN  |
-//	        +--------+--------+------+------+
+//	word 1:  63..8                         7..0
+//	        +-----------------------------+------+
+//	        | START                       | GEN  |
+//	        +-----------------------------+------+
 //
 //   - OFD: the holder holds an OFD write lock on byte tokenBase+id of the
 //     file. The kernel drops it when the holder's descriptor is closed or
@@ -31,9 +31,10 @@ package sketch
 //     it first: one fcntl can read-lock every byte of a file), and it is
 //     asked by PID, in PID namespace PIDNS: dead when no process has the
 //     PID (kill(PID, 0) is ESRCH), when the process with it is a zombie,
-//     or when it runs as another user than UID (word 1, once its GEN
-//     matches: a reader who starts processes until one gets a dead
-//     holder's PID does not revive it). A waiter in another namespace, or
+//     or when it started at another time than START (word 1, in clock
+//     ticks since boot, once its GEN matches: a reader who starts
+//     processes until one gets a dead holder's PID does not revive it).
+//     A waiter in another namespace, or
 //     one that cannot tell its own, cannot ask, and takes the holder for
 //     alive: only then can a reader still delay recovery (docs/DESIGN.md).
 //
@@ -70,12 +71,9 @@ const (
 	tokenBase = 1 << 62
 )
 
-// word 1 of a record: the holder's uid, and the GEN of the claim it goes
-// with.
-const (
-	tokUIDShift        = 32
-	tokUIDSet   uint64 = 1 << 8
-)
+// word 1 of a record: when the holder started, and the GEN of the claim
+// it goes with.
+const tokStartShift = 8
 
 // tokensOffset is where the token table starts in a file with nslots
 // reader slots: right after the slot table, one record per slot.
@@ -93,10 +91,44 @@ var processToken = sync.OnceValue(func() uint64 {
 	return ns<<tokNSShift | pid<<tokPIDShift
 })
 
-// processUID is word 1 of this process's records, without GEN.
-var processUID = sync.OnceValue(func() uint64 {
-	return uint64(uint32(os.Geteuid()))<<tokUIDShift | tokUIDSet
+// processStart is word 1 of this process's records, without GEN: its
+// start time, or 0 when /proc does not tell it.
+var processStart = sync.OnceValue(func() uint64 {
+	_, _, start, ok := procTask(os.Getpid())
+	if !ok {
+		return 0
+	}
+	return start << tokStartShift
 })
+
+// procTask reads the state, thread count and start time (clock ticks since
+// boot) of process pid from /proc/PID/task/PID/stat, the main thread's
+// entry: under qemu-user /proc/PID/stat of the emulator's own process is
+// made up, that one is not.
+func procTask(pid int) (state byte, threads int, start uint64, ok bool) {
+	p := "/proc/" + strconv.Itoa(pid)
+	b, err := os.ReadFile(p + "/task/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0, 0, 0, false
+	}
+	s := string(b)
+	// The command name, in parentheses, may hold anything: fields
+	// start after the last ')'.
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 {
+		return 0, 0, 0, false
+	}
+	f := strings.Fields(s[i+1:])
+	if len(f) < 20 || len(f[0]) != 1 {
+		return 0, 0, 0, false
+	}
+	threads, err1 := strconv.Atoi(f[17])
+	start, err2 := strconv.ParseUint(f[19], 10, 64)
+	if err1 != nil || err2 != nil {
+		return 0, 0, 0, false
+	}
+	return f[0][0], threads, start, true
+}
 
 // selfPIDNamespace returns the inode of this process's PID namespace, read
 // from the /proc/self/ns/pid link ("pid:[4026531836]"), or 0.
@@ -172,7 +204,8 @@ func ofdWriteLocked(fd, id int) bool {
 // pidAlive reports whether the process a record without OFD names (first
 // word v, second owner) may be alive. It is dead only when it was in this
 // process's PID namespace and no process has its PID any more, or the one
-// that has it is a zombie or, once owner goes with v, runs as another user.
+// that has it is a zombie with no thread left or, once owner goes with v,
+// started at another time (the PID was used again).
 func pidAlive(v, owner uint64) bool {
 	self := processToken()
 	ns, pid := v>>tokNSShift, int(v>>tokPIDShift&tokPIDMask)
@@ -182,38 +215,16 @@ func pidAlive(v, owner uint64) bool {
 	if unix.Kill(pid, 0) == unix.ESRCH {
 		return false
 	}
-	uid := int64(-1)
-	if owner&tokUIDSet != 0 && owner&0xff == tokenGen(v) {
-		uid = int64(owner >> tokUIDShift)
-	}
-	return !goneOrOther(pid, uid)
-}
-
-// goneOrOther reports whether /proc says the process pid is a zombie with
-// no thread left, or runs with an effective uid other than uid (when uid
-// is not -1). What /proc does not show (hidepid, no /proc) says nothing.
-func goneOrOther(pid int, uid int64) bool {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
-	if err != nil {
+	state, threads, start, ok := procTask(pid)
+	switch {
+	case !ok:
+		return true // hidden (hidepid) or gone meanwhile: kill said it was there
+	case (state == 'Z' || state == 'X') && threads <= 1:
 		return false
+	case owner>>tokStartShift != 0 && owner&0xff == tokenGen(v):
+		return start == owner>>tokStartShift
 	}
-	var zombie, oneThread bool
-	for line := range strings.Lines(string(b)) {
-		key, val, _ := strings.Cut(line, ":")
-		f := strings.Fields(val)
-		switch {
-		case len(f) == 0:
-		case key == "State":
-			zombie = f[0] == "Z" || f[0] == "X"
-		case key == "Threads":
-			oneThread = f[0] == "1"
-		case key == "Uid" && uid >= 0 && len(f) > 1:
-			if euid, err := strconv.ParseUint(f[1], 10, 32); err == nil && int64(euid) != uid {
-				return true
-			}
-		}
-	}
-	return zombie && oneThread
+	return true
 }
 
 // claim claims the lowest token id that is free or whose holder is dead,
@@ -226,7 +237,7 @@ func (t tokenTable) claim(fd int) (int, uint64, error) {
 			continue
 		}
 		if rec := nextClaim(v); atomic.CompareAndSwapUint64(w, v, rec) {
-			atomic.StoreUint64(t.owner(id), processUID()|tokenGen(rec))
+			atomic.StoreUint64(t.owner(id), processStart()|tokenGen(rec))
 			return id, rec, nil
 		}
 		id-- // the record changed under us: look at it again
@@ -290,7 +301,7 @@ func (t tokenTable) holdDead(fd, id int) (heldToken, bool) {
 	if !atomic.CompareAndSwapUint64(w, v, h.rec) {
 		return heldToken{}, false
 	}
-	atomic.StoreUint64(t.owner(id), processUID()|tokenGen(h.rec))
+	atomic.StoreUint64(t.owner(id), processStart()|tokenGen(h.rec))
 	own, err := unix.Open(procFdPath(fd), unix.O_RDWR|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return h, true // no /proc: the claim is asked by PID

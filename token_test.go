@@ -279,6 +279,24 @@ func TestToken_RecordWithoutByte(t *testing.T) {
 	if l.alive(id) {
 		t.Error("a record with OFD whose byte nobody holds is taken for alive")
 	}
+	// This process's PID with another start time: the PID used again.
+	if processStart() == 0 {
+		t.Skip("/proc does not tell this process's start time")
+	}
+	me := processToken() | 3<<tokGenShift | tokClaimed
+	set(me)
+	atomic.StoreUint64(l.tokens.owner(id), processStart()+1<<tokStartShift|3)
+	if l.alive(id) {
+		t.Error("a record whose PID now belongs to a process started later is taken for alive")
+	}
+	atomic.StoreUint64(l.tokens.owner(id), processStart()|3)
+	if !l.alive(id) {
+		t.Error("a record naming this process with its start time is taken for dead")
+	}
+	atomic.StoreUint64(l.tokens.owner(id), processStart()+1<<tokStartShift|4)
+	if !l.alive(id) {
+		t.Error("a start time of another claim (another GEN) was held against this one")
+	}
 }
 
 // TestLock_DeadReaderUnderAdders: readers killed inside their read lock
@@ -441,36 +459,44 @@ func waitZombie(t *testing.T, pid int) {
 // TestToken_ReaderTakesDeadPID: a user who may only read the file forces
 // writers onto PID records (by read-locking every byte), waits for a writer
 // to die holding the lock, and starts a process that gets its PID: the
-// dead writer is recovered all the same, since that process runs as
-// another user.
+// dead writer is recovered all the same, since that process started
+// later.
 func TestToken_ReaderTakesDeadPID(t *testing.T) {
-	dir, path := readableFile(t)
-	startTokenBlocker(t, dir, path)
-	_, l := lockHandle(t, path)
-	holder := startLockChild(t, childContext(t), "lockhold", path, []string{envLockMode + "=w"})
-	if line, _ := holder.out.ReadString('\n'); !strings.HasPrefix(line, "held ") {
-		t.Fatalf("holder said %q", line)
-	}
-	pid := holder.cmd.Process.Pid
-	holder.cmd.Process.Signal(syscall.SIGKILL)
-	<-holder.done
-	// What a fork loop would reach by chance, by asking the kernel for
-	// the PID.
-	if err := os.WriteFile("/proc/sys/kernel/ns_last_pid", []byte(fmt.Sprint(pid-1)), 0); err != nil {
-		t.Skipf("cannot choose the next PID: %v", err)
-	}
-	squat := exec.Command("sleep", "60")
-	squat.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: crossUID, Gid: crossUID, Groups: []uint32{}}}
-	if err := squat.Start(); err != nil {
-		t.Skipf("cannot start a process as nobody: %v", err)
-	}
-	defer func() { squat.Process.Kill(); squat.Wait() }()
-	if squat.Process.Pid != pid {
-		t.Skipf("the nobody process got PID %d, not the dead writer's %d", squat.Process.Pid, pid)
-	}
-	mustAcquire(t, l.lock, recoveryBound)
-	if err := l.unlock(); err != nil {
-		t.Fatal(err)
+	for _, core := range []string{"go", "c"} {
+		t.Run(core, func(t *testing.T) {
+			dir, path := readableFile(t)
+			startTokenBlocker(t, dir, path)
+			_, l := lockHandle(t, path)
+			ops := goLockOps(l)
+			if core == "c" {
+				ops = requireCLock(t, l)
+			}
+			holder := startLockChild(t, childContext(t), "lockhold", path, []string{envLockMode + "=w"})
+			if line, _ := holder.out.ReadString('\n'); !strings.HasPrefix(line, "held ") {
+				t.Fatalf("holder said %q", line)
+			}
+			pid := holder.cmd.Process.Pid
+			holder.cmd.Process.Signal(syscall.SIGKILL)
+			<-holder.done
+			// What a fork loop would reach by chance, by asking the kernel
+			// for the PID.
+			if err := os.WriteFile("/proc/sys/kernel/ns_last_pid", []byte(fmt.Sprint(pid-1)), 0); err != nil {
+				t.Skipf("cannot choose the next PID: %v", err)
+			}
+			squat := exec.Command("sleep", "60")
+			squat.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: crossUID, Gid: crossUID, Groups: []uint32{}}}
+			if err := squat.Start(); err != nil {
+				t.Skipf("cannot start a process as nobody: %v", err)
+			}
+			defer func() { squat.Process.Kill(); squat.Wait() }()
+			if squat.Process.Pid != pid {
+				t.Skipf("the nobody process got PID %d, not the dead writer's %d", squat.Process.Pid, pid)
+			}
+			mustAcquire(t, ops.lock, recoveryBound)
+			if err := ops.unlock(); err != nil {
+				t.Fatal(err)
+			}
+		})
 	}
 }
 

@@ -93,8 +93,8 @@ static void sk_futex_wake_all(uint32_t *addr)
 }
 
 /* Token records (token_linux.go draws them): two words each. The first
- * has CLAIMED, OFD, GEN, PID and PID namespace; the second the holder's uid
- * with SET and the GEN it goes with. A process may write them only if it
+ * has CLAIMED, OFD, GEN, PID and PID namespace; the second the holder's
+ * start time and the GEN it goes with. A process may write them only if it
  * may write the file. */
 #define SK_TOK_CLAIMED ((uint64_t)1)
 #define SK_TOK_OFD ((uint64_t)2)
@@ -103,8 +103,7 @@ static void sk_futex_wake_all(uint32_t *addr)
 #define SK_TOK_PID_SHIFT 10
 #define SK_TOK_PID_MASK (((uint64_t)1 << 22) - 1)
 #define SK_TOK_NS_SHIFT 32
-#define SK_TOK_UID_SHIFT 32
-#define SK_TOK_UID_SET ((uint64_t)1 << 8)
+#define SK_TOK_START_SHIFT 8
 
 static uint64_t *sk_token_word(const sk_lock *l, uint32_t id) { return l->tokens + 2 * (size_t)id; }
 static uint64_t *sk_token_owner(const sk_lock *l, uint32_t id) { return l->tokens + 2 * (size_t)id + 1; }
@@ -137,14 +136,13 @@ static bool sk_ofd_write_locked(const sk_lock *l, uint32_t id)
 	return lk.l_type != F_UNLCK;
 }
 
-/* sk_gone_or_other reports whether /proc says process pid is a zombie with
- * no thread left, or runs with an effective uid other than uid (when uid
- * is not -1); token_linux.go's goneOrOther. What /proc does not show says
- * nothing. */
-static bool sk_gone_or_other(pid_t pid, int64_t uid)
+/* sk_proc_task reads the state, thread count and start time (clock ticks
+ * since boot) of process pid from /proc/PID/task/PID/stat
+ * (token_linux.go's procTask). */
+static bool sk_proc_task(pid_t pid, char *state, long *threads, uint64_t *start)
 {
-	char path[64], buf[4096];
-	snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
+	char path[64], buf[1024];
+	snprintf(path, sizeof path, "/proc/%d/task/%d/stat", (int)pid, (int)pid);
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return false;
@@ -161,35 +159,39 @@ static bool sk_gone_or_other(pid_t pid, int64_t uid)
 	}
 	close(fd);
 	buf[n] = 0;
-	bool zombie = false, one_thread = false;
-	for (char *line = buf; line && *line; line = strchr(line, '\n') ? strchr(line, '\n') + 1 : NULL) {
-		if (strncmp(line, "State:", 6) == 0) {
-			char *p = line + 6;
-			while (*p == ' ' || *p == '\t')
-				p++;
-			zombie = *p == 'Z' || *p == 'X';
-		} else if (strncmp(line, "Threads:", 8) == 0) {
-			char *p = line + 8;
-			while (*p == ' ' || *p == '\t')
-				p++;
-			one_thread = p[0] == '1' && (p[1] == '\n' || p[1] == 0);
-		} else if (strncmp(line, "Uid:", 4) == 0 && uid >= 0) {
-			char *p = line + 4;
-			strtoull(p, &p, 10); /* real */
-			char *end;
-			unsigned long long euid = strtoull(p, &end, 10);
-			if (end != p && (int64_t)euid != uid)
-				return true;
-		}
+	/* The command name, in parentheses, may hold anything: fields start
+	 * after the last ')'. */
+	char *p = strrchr(buf, ')');
+	if (p == NULL)
+		return false;
+	p++;
+	char *f[20];
+	int nf = 0;
+	while (nf < 20) {
+		while (*p == ' ')
+			p++;
+		if (*p == 0 || *p == '\n')
+			break;
+		f[nf++] = p;
+		while (*p && *p != ' ' && *p != '\n')
+			p++;
 	}
-	return zombie && one_thread;
+	if (nf < 20 || f[0][1] != ' ')
+		return false;
+	char *end;
+	*state = f[0][0];
+	*threads = strtol(f[17], &end, 10);
+	if (end == f[17])
+		return false;
+	*start = strtoull(f[19], &end, 10);
+	return end != f[19];
 }
 
 /* sk_record_alive reports whether token id, whose first word read v, names
  * a live handle (token_linux.go's alive): a claimed record whose holder
  * holds its byte's write lock, or, without OFD, whose process may exist:
  * only one in this PID namespace whose PID no process has, or has as a
- * zombie or as another user, is dead. */
+ * zombie or as a process started at another time, is dead. */
 static bool sk_record_alive(const sk_lock *l, uint32_t id, uint64_t v)
 {
 	if (!(v & SK_TOK_CLAIMED))
@@ -202,11 +204,17 @@ static bool sk_record_alive(const sk_lock *l, uint32_t id, uint64_t v)
 		return true;
 	if (kill(pid, 0) == -1 && errno == ESRCH)
 		return false;
+	char state;
+	long threads;
+	uint64_t start;
+	if (!sk_proc_task(pid, &state, &threads, &start))
+		return true; /* hidden (hidepid) or gone meanwhile */
+	if ((state == 'Z' || state == 'X') && threads <= 1)
+		return false;
 	uint64_t owner = atomic_load(A64(sk_token_owner(l, id)));
-	int64_t uid = -1;
-	if ((owner & SK_TOK_UID_SET) && (owner & 0xff) == sk_token_gen(v))
-		uid = (int64_t)(owner >> SK_TOK_UID_SHIFT);
-	return !sk_gone_or_other(pid, uid);
+	if ((owner >> SK_TOK_START_SHIFT) != 0 && (owner & 0xff) == sk_token_gen(v))
+		return start == owner >> SK_TOK_START_SHIFT;
+	return true;
 }
 
 /* sk_alive reports whether the handle with token id is open, in any

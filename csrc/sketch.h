@@ -91,7 +91,7 @@ typedef struct {
 	uint64_t *slot;  /* this handle's slot; NULL for a slotless handle */
 	uint64_t *tokens; /* the token table, nslots records of two words (token_linux.go) */
 	uint64_t self;   /* this process in a record: PID namespace and PID */
-	uint64_t owner;  /* this process in a record's second word: its uid */
+	uint64_t owner;  /* this process in a record's second word: its start time */
 	uint32_t nslots;
 	uint32_t id;     /* this handle's token id */
 	int32_t fd;      /* holds the handle's token byte; asks about others */
