@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -106,6 +107,13 @@ func (p plan) countInstructions(dir string, n1, n2 int) []instrCount {
 	return out
 }
 
+// errValgrindCPU means valgrind stopped at an instruction it does not
+// know: Go's runtime reads the time stamp counter with RDTSCP where the
+// CPU says it has it, which older valgrind releases cannot decode on some
+// CPUs (seen on AMD Zen 5). Whether a run gets there depends on timing
+// (a contended runtime lock), so such a machine counts nothing reliably.
+var errValgrindCPU = errors.New("valgrind cannot run Go programs on this CPU (an instruction it does not recognise, RDTSCP in Go's runtime)")
+
 // callgrind runs one op loop under callgrind and returns the instructions
 // counted inside measured.
 func callgrind(bin, dir, id string, n int) (uint64, error) {
@@ -122,6 +130,9 @@ func callgrind(bin, dir, id string, n int) (uint64, error) {
 	// it: the op loops allocate little, and GOGC=off keeps it all.
 	cmd.Env = append(os.Environ(), "GODEBUG=asyncpreemptoff=1", "GOGC=off")
 	if out, err := cmd.CombinedOutput(); err != nil {
+		if strings.Contains(string(out), "Unrecognised instruction") {
+			return 0, fmt.Errorf("valgrind %s: %w", id, errValgrindCPU)
+		}
 		return 0, fmt.Errorf("valgrind %s: %v: %s", id, err, lastLine(string(out)))
 	}
 	f, err := os.Open(outFile)
