@@ -8,13 +8,15 @@ import (
 )
 
 // The structures of the kill storm, each in a file of its own, with the same
-// config in every process (the first open creates, the rest attach). The
-// Count-Min sketch is wide for 4096 keys, so a key nobody added reads zero in
-// nearly every row and the negative control shows.
+// config in every process (the first open creates, the rest attach). Each is
+// about 8 MiB, past any L2 cache, so that the cgo build serves batches from
+// the C core (smaller ones stay in Go). The Count-Min sketch is wide for 4096
+// keys, so a key nobody added reads zero in nearly every row and the negative
+// control shows.
 var (
-	stormCountMin      = sketch.CountMinConfig{Rows: 4, Width: 1 << 16}
-	stormBloom         = sketch.BloomConfig{Capacity: 1 << 16, FPRate: 0.001}
-	stormCountingBloom = sketch.CountingBloomConfig{Capacity: 1 << 16, FPRate: 0.001}
+	stormCountMin      = sketch.CountMinConfig{Rows: 4, Width: 1 << 18}
+	stormBloom         = sketch.BloomConfig{Capacity: 1 << 22, FPRate: 0.001}
+	stormCountingBloom = sketch.CountingBloomConfig{Capacity: 1 << 20, FPRate: 0.001}
 )
 
 // stormFiles are the storm's structures open in one process.

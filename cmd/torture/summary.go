@@ -28,7 +28,7 @@ func stormRows(r stormResult) []row {
 	}
 	perSec := float64(r.kills) / r.elapsed.Seconds()
 	rows := []row{{
-		test:       fmt.Sprintf("kill storm: %d workers (%s), SIGKILL every ~%s", r.cfg.workers, strings.Join(backends, "+"), r.cfg.gap),
+		test:       fmt.Sprintf("kill storm: %d workers (%s), a SIGKILL after each %s-%s pause", r.cfg.workers, strings.Join(backends, "+"), r.cfg.gap/2, r.cfg.gap*3/2),
 		runs:       fmt.Sprintf("%d kills", r.kills),
 		violations: r.failures,
 		figure:     fmt.Sprintf("%d calls returned in %s (%.0f kills/s)%s", r.calls, r.elapsed.Round(time.Second), perSec, note(r.firstFailure)),
