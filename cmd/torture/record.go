@@ -5,8 +5,6 @@ import (
 	"os"
 	"sync/atomic"
 	"unsafe"
-
-	"golang.org/x/sys/unix"
 )
 
 // A record is one worker's tally of the calls that returned, kept in a small
@@ -46,7 +44,7 @@ func openWords(path string, n int) ([]byte, []uint64, error) {
 	if err := f.Truncate(int64(size)); err != nil {
 		return nil, nil, fmt.Errorf("size %s: %w", path, err)
 	}
-	mem, err := unix.Mmap(int(f.Fd()), 0, size, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
+	mem, err := mapShared(f, size)
 	if err != nil {
 		return nil, nil, fmt.Errorf("map %s: %w", path, err)
 	}
@@ -62,7 +60,7 @@ func openRecord(path string) (*record, error) {
 	return &record{mem: mem, words: words}, nil
 }
 
-func (r *record) close() error { return unix.Munmap(r.mem) }
+func (r *record) close() error { return unmap(r.mem) }
 
 func (r *record) index(field, key int) int { return 1 + field*allKeys + key }
 
