@@ -1,7 +1,8 @@
 # make test   vet, gofmt, the suite with cgo (-race) and without, the pure-Go
 #             build cross-compiled for arm64, s390x (big-endian) and 32-bit
 #             arm and run under qemu-user, other systems' and 386 builds,
-#             every benchmark once. It first installs what is missing beside
+#             every benchmark once, a one-minute torture run (make
+#             torture-short). It first installs what is missing beside
 #             Go (make deps); what still cannot run is skipped, one line each
 #             saying why and how to get it: without a C compiler the cgo
 #             parts, without qemu-user the runs under it. Under CI=true a
