@@ -1,7 +1,8 @@
 # make test   vet, gofmt, the suite with cgo (-race) and without, the pure-Go
 #             build cross-compiled for arm64, s390x (big-endian) and 32-bit
 #             arm and run under qemu-user, other systems' and 386 builds,
-#             every benchmark once. It first installs what is missing beside
+#             every benchmark once, a one-minute torture run (make
+#             torture-short). It first installs what is missing beside
 #             Go (make deps); what still cannot run is skipped, one line each
 #             saying why and how to get it: without a C compiler the cgo
 #             parts, without qemu-user the runs under it. Under CI=true a
@@ -21,6 +22,13 @@
 #             valgrind for the instruction counts when missing (as root,
 #             apt-get), else the report says why they are missing.
 #             REPORT_FLAGS=-quick checks the program in about a minute
+# make torture
+#             kill workers of both builds (cgo and pure Go) on shared files
+#             and check that nothing that returned is lost, time the lock's
+#             recovery from killed holders, and print the table that
+#             docs/RELIABILITY.md quotes; under 15 minutes on 2 cores.
+#             TORTURE_FLAGS=-storm=30m runs longer; make torture-short (part
+#             of make test) takes about a minute
 
 GO      ?= go
 PKG     := ./...
@@ -44,9 +52,9 @@ NO_QEMU  = not found; install qemu-user-static, or run make test as root on Debi
 # not run, why and how to get it; under CI=true it fails as well.
 skip = echo "skipped: $(1) ($(2))$(if $(filter true,$(CI)),; CI=true runs everything: failing)"$(if $(filter true,$(CI)), && exit 1)
 
-.PHONY: test deps vet fmt test-cgo test-purego check-prefetch test-cross test-other-os bench-smoke bench-module bench bench-report report-deps demo clean
+.PHONY: test deps vet fmt test-cgo test-purego check-prefetch test-cross test-other-os bench-smoke bench-module torture-short torture torture-build bench bench-report report-deps demo clean
 
-test: deps vet fmt test-cgo test-purego check-prefetch test-cross test-other-os bench-smoke bench-module
+test: deps vet fmt test-cgo test-purego check-prefetch test-cross test-other-os bench-smoke bench-module torture-short
 
 deps:
 	@.ci/install-deps
@@ -142,6 +150,24 @@ report-deps:
 	echo "report-deps: installing valgrind"; \
 	{ DEBIAN_FRONTEND=noninteractive apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq valgrind; } >/dev/null 2>&1 || \
 		echo "report-deps: apt-get could not install valgrind: the report leaves out instruction counts"
+
+# The torture program, built both ways: the pure-Go build supervises and
+# runs workers and checkers from both. It needs both backends, so without a
+# C compiler it is skipped.
+TORTURE_FLAGS ?=
+
+torture-build: deps
+	@mkdir -p $(TMP)
+	CGO_ENABLED=0 $(GO) build -o $(TMP)/torture.purego ./cmd/torture
+	CGO_ENABLED=1 $(GO) build -o $(TMP)/torture.cgo ./cmd/torture
+
+torture: deps
+	@if [ -z "$(HAVE_CC)" ]; then $(call skip,make torture (it needs the cgo build beside the pure-Go one),$(NO_CC)); \
+	else $(MAKE) --no-print-directory torture-build && $(TMP)/torture.purego -other $(TMP)/torture.cgo $(TORTURE_FLAGS); fi
+
+torture-short: deps
+	@if [ -z "$(HAVE_CC)" ]; then $(call skip,make torture-short (it needs the cgo build beside the pure-Go one),$(NO_CC)); \
+	else $(MAKE) --no-print-directory torture-build && $(TMP)/torture.purego -other $(TMP)/torture.cgo -short $(TORTURE_FLAGS); fi
 
 demo:
 	$(GO) run ./cmd/sketch demo

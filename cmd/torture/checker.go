@@ -1,0 +1,163 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sync/atomic"
+
+	"github.com/shmsketch/sketch"
+)
+
+// A checkerResult is what one checker reports at its end, as one JSON line.
+// Low counts real keys answered below their records (must be 0); Caught
+// counts control keys answered below theirs (must be > 0, or a zero above
+// would mean nothing). Keys are indexed by field.
+type checkerResult struct {
+	Backend string `json:"backend"`
+	Passes  int    `json:"passes"`
+	// Asked is the key questions asked per field, over all passes.
+	Asked  [fields]int `json:"asked"`
+	Low    [fields]int `json:"low"`
+	Caught [fields]int `json:"caught"`
+	// CaughtFinal is Caught in the last pass alone, out of controlKeys.
+	CaughtFinal [fields]int `json:"caught_final"`
+	// The Count-Min Check calls: clean, torn (ErrTornAdd: an add cut short
+	// or still running), or anything else, which is a violation.
+	CheckClean  int `json:"check_clean"`
+	CheckTorn   int `json:"check_torn"`
+	CheckOther  int `json:"check_other"`
+	InspectErrs int `json:"inspect_errs"`
+	// FirstProblem describes the first violation among real keys or checks.
+	FirstProblem string `json:"first_problem,omitempty"`
+}
+
+var fieldNames = [fields]string{"Count-Min", "Bloom", "counting Bloom"}
+
+// runChecker reads every record and then asks the structures, pass after
+// pass, until its standard input closes; then it makes one final pass (the
+// supervisor has stopped every worker by then) and prints its result.
+func runChecker(dir string, slots int) error {
+	recs := make([]*record, 0, slots+1)
+	for slot := -1; slot < slots; slot++ {
+		r, err := openRecord(recordPath(dir, slot))
+		if err != nil {
+			return err
+		}
+		recs = append(recs, r)
+	}
+	s, err := openStorm(dir, sketch.WithoutCreate())
+	if err != nil {
+		return err
+	}
+	var stop atomic.Bool
+	go func() {
+		io.Copy(io.Discard, os.Stdin)
+		stop.Store(true)
+	}()
+	c := &checker{res: checkerResult{Backend: sketch.Backend}, dir: dir, recs: recs, s: s}
+	for !stop.Load() {
+		c.pass()
+	}
+	c.pass()
+	return json.NewEncoder(os.Stdout).Encode(c.res)
+}
+
+type checker struct {
+	res  checkerResult
+	dir  string
+	recs []*record
+	s    *stormFiles
+	t    tally
+	est  []uint64
+	hit  []bool
+}
+
+// pass reads the records first, then asks: what returned before the read
+// must be in every answer after it. Passes alternate between single calls
+// and batches, so both paths of this backend answer.
+func (c *checker) pass() {
+	sumRecords(c.recs, &c.t)
+	batch := c.res.Passes%2 == 1
+	if c.est == nil {
+		c.est = make([]uint64, allKeys)
+		c.hit = make([]bool, allKeys)
+	}
+	var caught [fields]int
+
+	if batch {
+		c.s.cms.EstimateBatch(keyTable, c.est)
+	} else {
+		for k := range keyTable {
+			c.est[k] = c.s.cms.Estimate(keyTable[k])
+		}
+	}
+	for k, e := range c.est {
+		c.judge(fieldCountMin, k, e < c.t[fieldCountMin][k], &caught, func() string {
+			return fmt.Sprintf("Estimate(%q) = %d, want >= %d", keyTable[k], e, c.t[fieldCountMin][k])
+		})
+	}
+
+	if batch {
+		c.s.bf.CheckBatch(keyTable, c.hit)
+	} else {
+		for k := range keyTable {
+			c.hit[k] = c.s.bf.Check(keyTable[k])
+		}
+	}
+	for k, h := range c.hit {
+		c.judge(fieldBloom, k, c.t[fieldBloom][k] != 0 && !h, &caught, func() string {
+			return fmt.Sprintf("Bloom Check(%q) = false after its add returned", keyTable[k])
+		})
+	}
+
+	for k := range keyTable {
+		h := c.s.cbf.Contains(keyTable[k])
+		c.judge(fieldCountingBloom, k, c.t[fieldCountingBloom][k] != 0 && !h, &caught, func() string {
+			return fmt.Sprintf("CountingBloom Contains(%q) = false after its add returned", keyTable[k])
+		})
+	}
+
+	switch err := c.s.cms.Check(); {
+	case err == nil:
+		c.res.CheckClean++
+	case errors.Is(err, sketch.ErrTornAdd):
+		c.res.CheckTorn++
+	default:
+		c.res.CheckOther++
+		c.problem(fmt.Sprintf("Count-Min Check: %v", err))
+	}
+	for _, name := range stormFileNames() {
+		if _, err := sketch.Inspect(stormPath(c.dir, name)); err != nil {
+			c.res.InspectErrs++
+			c.problem(fmt.Sprintf("Inspect: %v", err))
+		}
+	}
+	c.res.CaughtFinal = caught
+	c.res.Passes++
+}
+
+// judge counts one answer: a bad answer for a control key is the control
+// caught, for a real key a violation.
+func (c *checker) judge(field, k int, bad bool, caught *[fields]int, describe func() string) {
+	c.res.Asked[field]++
+	if !bad {
+		return
+	}
+	if isControl(k) {
+		c.res.Caught[field]++
+		caught[field]++
+		return
+	}
+	c.res.Low[field]++
+	c.problem(describe())
+}
+
+func (c *checker) problem(s string) {
+	if c.res.FirstProblem == "" {
+		c.res.FirstProblem = s
+		fmt.Fprintf(os.Stderr, "torture: checker (%s): %s\n", sketch.Backend, s)
+	}
+}

@@ -1,0 +1,29 @@
+// Command torture reruns the library's reliability figures: it kills
+// processes of both backends, a cgo build and a pure-Go build of this
+// program, while they write the same files, and checks that nothing that
+// returned is lost. make torture builds both and runs it; docs/RELIABILITY.md
+// holds a run.
+//
+// The kill storm: workers add to one Count-Min sketch, one Bloom filter and
+// one counting Bloom filter (single, weighted and batch adds), raising a
+// record of their own (a small shared mapping that survives SIGKILL) after
+// each call returns. A worker is killed every few tens of milliseconds and
+// restarted. A checker of each build reads every record and only then asks
+// the structures, over and over and once more at the end: no Count-Min
+// estimate below the recorded adds, no false negative, CountMin.Check finding
+// torn adds only, Inspect finding no damage. A negative control records adds
+// that never happened, for keys nobody adds; every checker must report them,
+// so that its zero for the real keys means something.
+//
+// Lock recovery: a holder is killed inside a counting Bloom Clear (write
+// lock) or a large AddMany (read lock), with and without other processes
+// adding, and the supervisor times the kill to its own next write-locked
+// call returning.
+//
+// Usage:
+//
+//	torture -other PATH [-short] [-storm 8m] [-kills 100] [-workers 4] [-gap 30ms] [-seed N] [-dir DIR]
+//
+// It prints a table (test, runs/kills, violations, figure) and exits 1 on any
+// violation, a negative control that was not caught included.
+package main

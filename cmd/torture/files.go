@@ -1,0 +1,93 @@
+package main
+
+import (
+	"fmt"
+	"path/filepath"
+
+	"github.com/shmsketch/sketch"
+)
+
+// The structures of the kill storm, each in a file of its own, with the same
+// config in every process (the first open creates, the rest attach). Each is
+// about 8 MiB, past any L2 cache, so that the cgo build serves batches from
+// the C core (smaller ones stay in Go). The Count-Min sketch is wide for 4096
+// keys, so a key nobody added reads zero in nearly every row and the negative
+// control shows.
+var (
+	stormCountMin      = sketch.CountMinConfig{Rows: 4, Width: 1 << 18}
+	stormBloom         = sketch.BloomConfig{Capacity: 1 << 22, FPRate: 0.001}
+	stormCountingBloom = sketch.CountingBloomConfig{Capacity: 1 << 20, FPRate: 0.001}
+)
+
+// stormFiles are the storm's structures open in one process.
+type stormFiles struct {
+	cms *sketch.CountMin
+	bf  *sketch.Bloom
+	cbf *sketch.CountingBloom
+}
+
+func stormPath(dir, name string) string { return filepath.Join(dir, name) }
+
+func openStorm(dir string, opts ...sketch.Option) (*stormFiles, error) {
+	s := &stormFiles{}
+	var err error
+	if s.cms, err = sketch.OpenCountMin(stormPath(dir, "storm.cms"), stormCountMin, opts...); err != nil {
+		return nil, err
+	}
+	if s.bf, err = sketch.OpenBloom(stormPath(dir, "storm.bloom"), stormBloom, opts...); err != nil {
+		s.close()
+		return nil, err
+	}
+	if s.cbf, err = sketch.OpenCountingBloom(stormPath(dir, "storm.cbf"), stormCountingBloom, opts...); err != nil {
+		s.close()
+		return nil, err
+	}
+	return s, nil
+}
+
+func (s *stormFiles) close() {
+	for _, c := range []interface{ Close() error }{s.cms, s.bf, s.cbf} {
+		if c != nil {
+			c.Close()
+		}
+	}
+}
+
+func stormFileNames() []string { return []string{"storm.cms", "storm.bloom", "storm.cbf"} }
+
+// recordPath is the record of worker slot i; the negative control's is
+// slot -1.
+func recordPath(dir string, slot int) string {
+	if slot < 0 {
+		return filepath.Join(dir, "record.control")
+	}
+	return filepath.Join(dir, fmt.Sprintf("record.%02d", slot))
+}
+
+// The lock-recovery arena: one large counting Bloom filter that holders keep
+// inside Clear (write lock) or AddMany (read lock) for milliseconds, and a
+// tiny one the supervisor clears to time the next writer in. Structures of
+// one arena share the file's lock.
+const lockArenaSize = 32 << 20
+
+var (
+	lockBig   = sketch.CountingBloomConfig{Capacity: 2 << 20, FPRate: 0.01}
+	lockProbe = sketch.CountingBloomConfig{Capacity: 64, FPRate: 0.01}
+)
+
+func lockArenaPath(dir string) string { return filepath.Join(dir, "lock.arena") }
+func phasePath(dir string) string     { return filepath.Join(dir, "lock.phase") }
+
+// openLockArena opens the arena and the named counting Bloom filter in it.
+func openLockArena(dir, name string, cfg sketch.CountingBloomConfig) (*sketch.Arena, *sketch.CountingBloom, error) {
+	a, err := sketch.OpenArena(lockArenaPath(dir), lockArenaSize)
+	if err != nil {
+		return nil, nil, err
+	}
+	cb, err := a.CountingBloom(name, cfg)
+	if err != nil {
+		a.Close()
+		return nil, nil, err
+	}
+	return a, cb, nil
+}

@@ -1,0 +1,137 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/shmsketch/sketch"
+)
+
+func main() {
+	if len(os.Args) > 1 {
+		if run, ok := roles[os.Args[1]]; ok {
+			if err := run(os.Args[2:]); err != nil {
+				fmt.Fprintf(os.Stderr, "torture %s (%s): %v\n", os.Args[1], sketch.Backend, err)
+				os.Exit(1)
+			}
+			return
+		}
+	}
+	os.Exit(supervise(os.Args[1:]))
+}
+
+// roles are the processes the supervisor starts from either build.
+var roles = map[string]func(args []string) error{
+	"backend": func([]string) error { fmt.Println(sketch.Backend); return nil },
+	"worker": func(args []string) error {
+		fs := flag.NewFlagSet("worker", flag.ExitOnError)
+		dir := fs.String("dir", "", "")
+		slot := fs.Int("slot", 0, "")
+		seed := fs.Uint64("seed", 0, "")
+		fs.Parse(args)
+		return runWorker(*dir, *slot, *seed)
+	},
+	"checker": func(args []string) error {
+		fs := flag.NewFlagSet("checker", flag.ExitOnError)
+		dir := fs.String("dir", "", "")
+		slots := fs.Int("slots", 0, "")
+		fs.Parse(args)
+		return runChecker(*dir, *slots)
+	},
+	"lockholder": func(args []string) error {
+		fs := flag.NewFlagSet("lockholder", flag.ExitOnError)
+		dir := fs.String("dir", "", "")
+		mode := fs.String("mode", "write", "")
+		fs.Parse(args)
+		return runLockHolder(*dir, *mode)
+	},
+	"lockadder": func(args []string) error {
+		fs := flag.NewFlagSet("lockadder", flag.ExitOnError)
+		dir := fs.String("dir", "", "")
+		fs.Parse(args)
+		return runLockAdder(*dir)
+	},
+}
+
+// supervise runs the storm and the lock recovery, prints the summary and
+// returns the exit status: 1 on any violation (including a negative control
+// that was not caught), 2 when the run itself could not be made.
+func supervise(args []string) int {
+	fs := flag.NewFlagSet("torture", flag.ExitOnError)
+	other := fs.String("other", "", "the other build of this program (cgo beside pure Go); both backends run on the same files")
+	short := fs.Bool("short", os.Getenv("TORTURE") == "short", "about a minute: a 30s storm, 20 kills per lock case (also TORTURE=short)")
+	storm := fs.Duration("storm", 8*time.Minute, "how long the kill storm lasts; raise it for a longer run")
+	kills := fs.Int("kills", 100, "kills per lock-recovery case")
+	workers := fs.Int("workers", 4, "storm workers, alternating between the builds")
+	gap := fs.Duration("gap", 30*time.Millisecond, "mean time between kills")
+	seed := fs.Uint64("seed", uint64(time.Now().UnixNano()), "random seed (printed, to rerun a schedule)")
+	dir := fs.String("dir", "", "where the files go (default: a new directory in /dev/shm, removed afterwards)")
+	fs.Parse(args)
+	if *short { // the short sizes, unless given explicitly
+		set := map[string]bool{}
+		fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+		if !set["storm"] {
+			*storm = 30 * time.Second
+		}
+		if !set["kills"] {
+			*kills = 20
+		}
+	}
+
+	self, err := os.Executable()
+	if err != nil {
+		return fail(err)
+	}
+	builds := []build{{path: self, backend: sketch.Backend}}
+	if *other == "" {
+		return fail(fmt.Errorf("-other is required: the build of the other backend"))
+	}
+	ob, err := probeBuild(*other)
+	if err != nil {
+		return fail(err)
+	}
+	if ob.backend == sketch.Backend {
+		return fail(fmt.Errorf("-other %s is a %s build too: want the other backend", *other, ob.backend))
+	}
+	builds = append(builds, ob)
+
+	if *dir == "" {
+		base := "/dev/shm"
+		if _, err := os.Stat(base); err != nil {
+			base = os.TempDir()
+		}
+		d, err := os.MkdirTemp(base, "sketch-torture-")
+		if err != nil {
+			return fail(err)
+		}
+		defer os.RemoveAll(d)
+		*dir = d
+	}
+	fmt.Printf("torture: seed %d, storm %s with %d workers, %d kills per lock case, files in %s\n",
+		*seed, *storm, *workers, *kills, filepath.Base(*dir))
+
+	began := time.Now()
+	sr, err := runStorm(*dir, builds, stormConfig{workers: *workers, duration: *storm, gap: *gap, seed: *seed})
+	if err != nil {
+		return fail(fmt.Errorf("storm: %w", err))
+	}
+	lr, err := runLockRecovery(*dir, builds, *kills)
+	if err != nil {
+		return fail(fmt.Errorf("lock recovery: %w", err))
+	}
+	fmt.Println()
+	total := printSummary(os.Stdout, append(stormRows(sr), lockRows(lr)...))
+	fmt.Printf("\ntorture: %s; violations: %d\n", time.Since(began).Round(time.Second), total)
+	if total > 0 {
+		return 1
+	}
+	return 0
+}
+
+func fail(err error) int {
+	fmt.Fprintf(os.Stderr, "torture: %v\n", err)
+	return 2
+}

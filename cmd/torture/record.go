@@ -1,0 +1,105 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"sync/atomic"
+	"unsafe"
+)
+
+// A record is one worker's tally of the calls that returned, kept in a small
+// file of its own mapped MAP_SHARED: a raise is a store into the page cache,
+// so a SIGKILL right after it loses nothing, and the worker restarted in the
+// same slot goes on raising the same tally. Only one process raises a record
+// at a time (the supervisor reaps a worker before restarting its slot);
+// checkers read it with atomic loads while it grows.
+type record struct {
+	mem   []byte
+	words []uint64
+}
+
+// The fields of a record, each one word per key, after a word counting the
+// calls that returned.
+const (
+	fieldCountMin      = iota // the weight of every returned add of the key
+	fieldBloom                // 1 once a Bloom add of the key returned
+	fieldCountingBloom        // 1 once a counting Bloom add of the key returned
+	fields
+)
+
+const (
+	wordCalls   = 0
+	recordWords = 1 + fields*allKeys
+)
+
+// openWords maps n words of the file at path shared, creating it zeroed if it
+// does not exist.
+func openWords(path string, n int) ([]byte, []uint64, error) {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer f.Close()
+	size := n * 8
+	if err := f.Truncate(int64(size)); err != nil {
+		return nil, nil, fmt.Errorf("size %s: %w", path, err)
+	}
+	mem, err := mapShared(f, size)
+	if err != nil {
+		return nil, nil, fmt.Errorf("map %s: %w", path, err)
+	}
+	return mem, unsafe.Slice((*uint64)(unsafe.Pointer(&mem[0])), n), nil
+}
+
+// openRecord maps the record at path, creating it zeroed.
+func openRecord(path string) (*record, error) {
+	mem, words, err := openWords(path, recordWords)
+	if err != nil {
+		return nil, err
+	}
+	return &record{mem: mem, words: words}, nil
+}
+
+func (r *record) close() error { return unmap(r.mem) }
+
+func (r *record) index(field, key int) int { return 1 + field*allKeys + key }
+
+// raise adds n to the key's field. Call it only after the call it records
+// returned.
+func (r *record) raise(field, key int, n uint64) {
+	atomic.AddUint64(&r.words[r.index(field, key)], n)
+}
+
+// mark records that an add of the key returned; a key already marked is left
+// alone, so a filter key costs one store the first time only.
+func (r *record) mark(field, key int) {
+	w := &r.words[r.index(field, key)]
+	if atomic.LoadUint64(w) == 0 {
+		atomic.StoreUint64(w, 1)
+	}
+}
+
+// returned counts one call that returned.
+func (r *record) returned() { atomic.AddUint64(&r.words[wordCalls], 1) }
+
+func (r *record) load(field, key int) uint64 {
+	return atomic.LoadUint64(&r.words[r.index(field, key)])
+}
+
+func (r *record) calls() uint64 { return atomic.LoadUint64(&r.words[wordCalls]) }
+
+// A tally is what all records say returned, per field and key.
+type tally [fields][allKeys]uint64
+
+// sumRecords reads every record once into t: Count-Min weights add up, a
+// filter key counts as added when any record marked it.
+func sumRecords(recs []*record, t *tally) {
+	*t = tally{}
+	for _, r := range recs {
+		for k := 0; k < allKeys; k++ {
+			t[fieldCountMin][k] += r.load(fieldCountMin, k)
+			t[fieldBloom][k] |= r.load(fieldBloom, k)
+			t[fieldCountingBloom][k] |= r.load(fieldCountingBloom, k)
+		}
+	}
+}

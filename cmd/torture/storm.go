@@ -1,0 +1,140 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"strconv"
+	"time"
+)
+
+// stormConfig is the shape of one kill storm.
+type stormConfig struct {
+	workers  int           // worker slots, alternating between the builds
+	duration time.Duration // how long workers are killed
+	gap      time.Duration // kills come every gap/2 to 3*gap/2
+	seed     uint64
+}
+
+// stormResult is what the supervisor and the checkers saw.
+type stormResult struct {
+	cfg          stormConfig
+	kills        int
+	failures     int // workers that ended by themselves (a call failed)
+	firstFailure string
+	calls        uint64 // calls that returned, over every worker's record
+	checkers     []checkerResult
+	elapsed      time.Duration
+}
+
+// runStorm starts cfg.workers workers of both builds on the storm's files and
+// a checker of each build, kills a random worker every few tens of
+// milliseconds and restarts it in its slot, then stops the workers and
+// collects the checkers' final passes.
+func runStorm(dir string, builds []build, cfg stormConfig) (stormResult, error) {
+	res := stormResult{cfg: cfg}
+	if err := writeControl(dir, cfg.seed); err != nil {
+		return res, err
+	}
+	for slot := 0; slot < cfg.workers; slot++ {
+		r, err := openRecord(recordPath(dir, slot))
+		if err != nil {
+			return res, err
+		}
+		r.close()
+	}
+	s, err := openStorm(dir) // created here, so workers and checkers attach
+	if err != nil {
+		return res, err
+	}
+	s.close()
+
+	rng := rand.New(rand.NewPCG(cfg.seed, 2))
+	workers := make([]*child, cfg.workers)
+	start := func(slot int) error {
+		seed := strconv.FormatUint(rng.Uint64(), 10)
+		c, err := startChild(builds[slot%len(builds)], nil, nil,
+			"worker", "-dir", dir, "-slot", strconv.Itoa(slot), "-seed", seed)
+		workers[slot] = c
+		return err
+	}
+	failed := func(slot int, err error) {
+		res.failures++
+		if res.firstFailure == "" {
+			res.firstFailure = fmt.Sprintf("worker %d (%s): %v", slot, builds[slot%len(builds)].backend, err)
+		}
+	}
+	for slot := range workers {
+		if err := start(slot); err != nil {
+			return res, err
+		}
+	}
+
+	type running struct {
+		c     *child
+		stdin io.WriteCloser
+		out   bytes.Buffer
+	}
+	checkers := make([]*running, len(builds))
+	for i, b := range builds {
+		r := &running{}
+		pr, pw := io.Pipe()
+		r.stdin = pw
+		c, err := startChild(b, pr, &r.out, "checker", "-dir", dir, "-slots", strconv.Itoa(cfg.workers))
+		if err != nil {
+			return res, err
+		}
+		r.c = c
+		checkers[i] = r
+	}
+
+	began := time.Now()
+	for time.Since(began) < cfg.duration {
+		time.Sleep(cfg.gap/2 + rand.N(cfg.gap))
+		for slot, w := range workers {
+			if exited, err := w.exited(); exited {
+				failed(slot, err)
+				if err := start(slot); err != nil {
+					return res, err
+				}
+			}
+		}
+		slot := rng.IntN(len(workers))
+		if err := workers[slot].kill(); err != nil {
+			failed(slot, err)
+		}
+		res.kills++
+		if err := start(slot); err != nil {
+			return res, err
+		}
+	}
+	for slot, w := range workers {
+		if err := w.kill(); err != nil {
+			failed(slot, err)
+		}
+	}
+	res.elapsed = time.Since(began)
+
+	for _, r := range checkers {
+		r.stdin.Close()
+		if err := r.c.wait(); err != nil {
+			return res, fmt.Errorf("checker: %w", err)
+		}
+		var cr checkerResult
+		if err := json.Unmarshal(r.out.Bytes(), &cr); err != nil {
+			return res, fmt.Errorf("checker result %q: %w", r.out.String(), err)
+		}
+		res.checkers = append(res.checkers, cr)
+	}
+	for slot := 0; slot < cfg.workers; slot++ {
+		r, err := openRecord(recordPath(dir, slot))
+		if err != nil {
+			return res, err
+		}
+		res.calls += r.calls()
+		r.close()
+	}
+	return res, nil
+}

@@ -1,0 +1,127 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+)
+
+// A row of the summary table. Violations must be zero for the run to pass.
+type row struct {
+	test       string
+	runs       string
+	violations int
+	figure     string
+}
+
+// stormRows turns a storm's result into rows: the storm itself, one per
+// promise the checkers assert, and the negative control, whose violation is
+// a checker that did not catch it.
+func stormRows(r stormResult) []row {
+	var backends []string
+	passes := 0
+	for _, c := range r.checkers {
+		backends = append(backends, c.Backend)
+		passes += c.Passes
+	}
+	perSec := float64(r.kills) / r.elapsed.Seconds()
+	rows := []row{{
+		test:       fmt.Sprintf("kill storm: %d workers (%s), a SIGKILL after each %s-%s pause", r.cfg.workers, strings.Join(backends, "+"), r.cfg.gap/2, r.cfg.gap*3/2),
+		runs:       fmt.Sprintf("%d kills", r.kills),
+		violations: r.failures,
+		figure:     fmt.Sprintf("%d calls returned in %s (%.0f kills/s)%s", r.calls, r.elapsed.Round(time.Second), perSec, note(r.firstFailure)),
+	}}
+	promise := [fields]string{
+		"Count-Min: no estimate below returned adds",
+		"Bloom: no false negative",
+		"counting Bloom: no false negative",
+	}
+	for f := 0; f < fields; f++ {
+		low, asked, first := 0, 0, ""
+		for _, c := range r.checkers {
+			low += c.Low[f]
+			asked += c.Asked[f]
+			if first == "" && c.Low[f] > 0 {
+				first = c.FirstProblem
+			}
+		}
+		rows = append(rows, row{
+			test:       promise[f],
+			runs:       fmt.Sprintf("%d passes", passes),
+			violations: low,
+			figure:     fmt.Sprintf("%d answers checked, both backends%s", asked, note(first)),
+		})
+	}
+	clean, torn, other, inspectErrs, first := 0, 0, 0, 0, ""
+	for _, c := range r.checkers {
+		clean += c.CheckClean
+		torn += c.CheckTorn
+		other += c.CheckOther
+		inspectErrs += c.InspectErrs
+		if first == "" && (c.CheckOther > 0 || c.InspectErrs > 0) {
+			first = c.FirstProblem
+		}
+	}
+	rows = append(rows, row{
+		test:       "Count-Min Check: torn adds only; Inspect: no corruption",
+		runs:       fmt.Sprintf("%d checks", clean+torn+other),
+		violations: other + inspectErrs,
+		figure:     fmt.Sprintf("%d clean, %d ErrTornAdd, %d Inspect calls%s", clean, torn, passes*len(stormFileNames()), note(first)),
+	})
+	missed := 0
+	var caught []string
+	for _, c := range r.checkers {
+		var per []string
+		for f := 0; f < fields; f++ {
+			if c.Caught[f] == 0 || c.CaughtFinal[f] == 0 {
+				missed++
+			}
+			per = append(per, fmt.Sprint(c.CaughtFinal[f]))
+		}
+		caught = append(caught, c.Backend+" "+strings.Join(per, "/"))
+	}
+	rows = append(rows, row{
+		test:       "negative control: every checker catches fake adds",
+		runs:       fmt.Sprintf("%d checkers x %d kinds", len(r.checkers), fields),
+		violations: missed,
+		figure:     fmt.Sprintf("final pass caught (CM/Bloom/CBF) of %d keys: %s", controlKeys, strings.Join(caught, ", ")),
+	})
+	return rows
+}
+
+func note(s string) string {
+	if s == "" {
+		return ""
+	}
+	return "; first: " + s
+}
+
+// lockRows is one row per lock case: the violations are recoveries slower
+// than slowRecovery.
+func lockRows(rs []lockResult) []row {
+	var rows []row
+	for _, r := range rs {
+		rows = append(rows, row{
+			test:       "lock recovery: " + r.c.name,
+			runs:       fmt.Sprintf("%d kills", r.kills),
+			violations: r.slow,
+			figure:     fmt.Sprintf("kill to next writer in: %s (held at kill: %d)", distributionOf(r.times), r.confirmed),
+		})
+	}
+	return rows
+}
+
+// printSummary writes the table and returns the total of violations.
+func printSummary(w io.Writer, rows []row) int {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "test\truns/kills\tviolations\tfigure")
+	total := 0
+	for _, r := range rows {
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\n", r.test, r.runs, r.violations, r.figure)
+		total += r.violations
+	}
+	tw.Flush()
+	return total
+}

@@ -1,0 +1,50 @@
+package main
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+// A checker that did not catch the negative control fails the run, as a
+// real violation does: otherwise a broken checker would pass everything.
+func TestStormRows_MissedControlIsViolation(t *testing.T) {
+	caughtAll := [fields]int{controlKeys, controlKeys, controlKeys}
+	good := checkerResult{Backend: "cgo", Passes: 10, Caught: caughtAll, CaughtFinal: caughtAll}
+	blind := good
+	blind.Backend = "purego"
+	blind.Caught[fieldBloom], blind.CaughtFinal[fieldBloom] = 0, 0
+	low := good
+	low.Low[fieldCountMin] = 1
+	low.FirstProblem = `Estimate("k") = 1, want >= 2`
+
+	tests := []struct {
+		name     string
+		checkers []checkerResult
+		want     int
+	}{
+		{"all caught, none low", []checkerResult{good, good}, 0},
+		{"one checker blind to the control", []checkerResult{good, blind}, 1},
+		{"one low estimate", []checkerResult{good, low}, 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := stormResult{cfg: stormConfig{workers: 2, gap: time.Millisecond}, elapsed: time.Second, checkers: tt.checkers}
+			var out strings.Builder
+			if got := printSummary(&out, stormRows(r)); got != tt.want {
+				t.Errorf("violations = %d, want %d; table:\n%s", got, tt.want, out.String())
+			}
+		})
+	}
+}
+
+func TestLockRows_SlowIsViolation(t *testing.T) {
+	r := lockResult{c: lockCases[0], kills: 2, slow: 1, times: []time.Duration{time.Millisecond, 2 * slowRecovery}}
+	var out strings.Builder
+	if got := printSummary(&out, lockRows([]lockResult{r})); got != 1 {
+		t.Errorf("violations = %d, want 1; table:\n%s", got, out.String())
+	}
+	if !strings.Contains(out.String(), "max 2000.0 ms") {
+		t.Errorf("table lacks the maximum:\n%s", out.String())
+	}
+}
