@@ -34,7 +34,7 @@ type checkerResult struct {
 	FirstProblem string `json:"first_problem,omitempty"`
 }
 
-var fieldNames = [fields]string{"Count-Min", "Bloom", "counting Bloom"}
+var fieldNames = [fields]string{"Count-Min", "Bloom", "counting Bloom", "Count-Min window", "Bloom window"}
 
 // runChecker reads every record and then asks the structures, pass after
 // pass, until its standard input closes; then it makes one final pass (the
@@ -71,6 +71,7 @@ type checker struct {
 	recs []*record
 	s    *stormFiles
 	t    tally
+	ws   windowSnap
 	est  []uint64
 	hit  []bool
 }
@@ -120,6 +121,8 @@ func (c *checker) pass() {
 		})
 	}
 
+	c.windows(batch, &caught)
+
 	switch err := c.s.cms.Check(); {
 	case err == nil:
 		c.res.CheckClean++
@@ -137,6 +140,60 @@ func (c *checker) pass() {
 	}
 	c.res.CaughtFinal = caught
 	c.res.Passes++
+}
+
+// windows asks the windows, after reading the window words of every record.
+// Each answer is judged against the adds that landed in the periods it
+// certainly covers: those of every window between the period read before
+// the question and the one read after it.
+func (c *checker) windows(batch bool, caught *[fields]int) {
+	c.ws.read(c.recs)
+	lo := make([]uint64, allKeys)
+	hi := make([]uint64, allKeys)
+	if batch {
+		c0 := c.s.cmw.Current()
+		if err := c.s.cmw.EstimateBatch(keyTable, c.est); err != nil {
+			c.problem(fmt.Sprintf("Count-Min window EstimateBatch: %v", err))
+			return
+		}
+		l, h := covered(c0, c.s.cmw.Current())
+		for k := range lo {
+			lo[k], hi[k] = l, h
+		}
+	} else {
+		for k := range keyTable {
+			c0 := c.s.cmw.Current()
+			c.est[k] = c.s.cmw.Estimate(keyTable[k])
+			lo[k], hi[k] = covered(c0, c.s.cmw.Current())
+		}
+	}
+	for k, e := range c.est {
+		want := c.ws.landed(fieldCountMinWindow, k, lo[k], hi[k])
+		c.judge(fieldCountMinWindow, k, e < want, caught, func() string {
+			return fmt.Sprintf("Count-Min window Estimate(%q) = %d, want >= %d (periods %d-%d)", keyTable[k], e, want, lo[k], hi[k])
+		})
+	}
+
+	if batch {
+		c0 := c.s.bw.Current()
+		c.s.bw.CheckBatch(keyTable, c.hit)
+		l, h := covered(c0, c.s.bw.Current())
+		for k := range lo {
+			lo[k], hi[k] = l, h
+		}
+	} else {
+		for k := range keyTable {
+			c0 := c.s.bw.Current()
+			c.hit[k] = c.s.bw.Check(keyTable[k])
+			lo[k], hi[k] = covered(c0, c.s.bw.Current())
+		}
+	}
+	for k, h := range c.hit {
+		added := c.ws.landed(fieldBloomWindow, k, lo[k], hi[k]) != 0
+		c.judge(fieldBloomWindow, k, added && !h, caught, func() string {
+			return fmt.Sprintf("Bloom window Check(%q) = false after its add landed in periods %d-%d", keyTable[k], lo[k], hi[k])
+		})
+	}
 }
 
 // judge counts one answer: a bad answer for a control key is the control

@@ -19,11 +19,14 @@ var (
 	stormCountingBloom = sketch.CountingBloomConfig{Capacity: 1 << 20, FPRate: 0.001}
 )
 
-// stormFiles are the storm's structures open in one process.
+// stormFiles are the storm's structures open in one process; the windows'
+// shapes are in window.go.
 type stormFiles struct {
 	cms *sketch.CountMin
 	bf  *sketch.Bloom
 	cbf *sketch.CountingBloom
+	cmw *sketch.CountMinWindow
+	bw  *sketch.BloomWindow
 }
 
 func stormPath(dir, name string) string { return filepath.Join(dir, name) }
@@ -42,18 +45,39 @@ func openStorm(dir string, opts ...sketch.Option) (*stormFiles, error) {
 		s.close()
 		return nil, err
 	}
+	if s.cmw, err = sketch.OpenCountMinWindow(stormPath(dir, "storm.cmw"), stormWindow, stormCountMinWindow, opts...); err != nil {
+		s.close()
+		return nil, err
+	}
+	if s.bw, err = sketch.OpenBloomWindow(stormPath(dir, "storm.bloomw"), stormWindow, stormBloomWindow, opts...); err != nil {
+		s.close()
+		return nil, err
+	}
 	return s, nil
 }
 
 func (s *stormFiles) close() {
-	for _, c := range []interface{ Close() error }{s.cms, s.bf, s.cbf} {
-		if c != nil {
-			c.Close()
-		}
+	// Each field is checked on its own: a nil pointer in an interface is not nil.
+	if s.cms != nil {
+		s.cms.Close()
+	}
+	if s.bf != nil {
+		s.bf.Close()
+	}
+	if s.cbf != nil {
+		s.cbf.Close()
+	}
+	if s.cmw != nil {
+		s.cmw.Close()
+	}
+	if s.bw != nil {
+		s.bw.Close()
 	}
 }
 
-func stormFileNames() []string { return []string{"storm.cms", "storm.bloom", "storm.cbf"} }
+func stormFileNames() []string {
+	return []string{"storm.cms", "storm.bloom", "storm.cbf", "storm.cmw", "storm.bloomw"}
+}
 
 // recordPath is the record of worker slot i; the negative control's is
 // slot -1.

@@ -18,18 +18,23 @@ type record struct {
 	words []uint64
 }
 
-// The fields of a record, each one word per key, after a word counting the
-// calls that returned.
+// The fields of a record, after a word counting the calls that returned: the
+// plain ones one word per key, the window ones windowRing words per key (see
+// window.go).
 const (
-	fieldCountMin      = iota // the weight of every returned add of the key
-	fieldBloom                // 1 once a Bloom add of the key returned
-	fieldCountingBloom        // 1 once a counting Bloom add of the key returned
+	fieldCountMin       = iota // the weight of every returned add of the key
+	fieldBloom                 // 1 once a Bloom add of the key returned
+	fieldCountingBloom         // 1 once a counting Bloom add of the key returned
+	fieldCountMinWindow        // per period: the weight of the adds that landed in it
+	fieldBloomWindow           // per period: whether an add landed in it
 	fields
+
+	plainFields = fieldCountMinWindow // the fields of one word per key
 )
 
 const (
 	wordCalls   = 0
-	recordWords = 1 + fields*allKeys
+	recordWords = 1 + plainFields*allKeys + (fields-plainFields)*allKeys*windowRing
 )
 
 // openWords maps n words of the file at path shared, creating it zeroed if it
@@ -64,6 +69,11 @@ func (r *record) close() error { return unmap(r.mem) }
 
 func (r *record) index(field, key int) int { return 1 + field*allKeys + key }
 
+// windex is the word of a window field for the key's period p.
+func (r *record) windex(field, key int, p uint64) int {
+	return 1 + plainFields*allKeys + ((field-plainFields)*allKeys+key)*windowRing + int(p%windowRing)
+}
+
 // raise adds n to the key's field. Call it only after the call it records
 // returned.
 func (r *record) raise(field, key int, n uint64) {
@@ -88,8 +98,8 @@ func (r *record) load(field, key int) uint64 {
 
 func (r *record) calls() uint64 { return atomic.LoadUint64(&r.words[wordCalls]) }
 
-// A tally is what all records say returned, per field and key.
-type tally [fields][allKeys]uint64
+// A tally is what all records say returned, per plain field and key.
+type tally [plainFields][allKeys]uint64
 
 // sumRecords reads every record once into t: Count-Min weights add up, a
 // filter key counts as added when any record marked it.

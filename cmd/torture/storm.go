@@ -35,9 +35,6 @@ type stormResult struct {
 // collects the checkers' final passes.
 func runStorm(dir string, builds []build, cfg stormConfig) (stormResult, error) {
 	res := stormResult{cfg: cfg}
-	if err := writeControl(dir, cfg.seed); err != nil {
-		return res, err
-	}
 	for slot := 0; slot < cfg.workers; slot++ {
 		r, err := openRecord(recordPath(dir, slot))
 		if err != nil {
@@ -49,7 +46,11 @@ func runStorm(dir string, builds []build, cfg stormConfig) (stormResult, error) 
 	if err != nil {
 		return res, err
 	}
+	err = writeControl(dir, s, cfg.seed)
 	s.close()
+	if err != nil {
+		return res, err
+	}
 
 	rng := rand.New(rand.NewPCG(cfg.seed, 2))
 	workers := make([]*child, cfg.workers)

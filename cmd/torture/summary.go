@@ -37,6 +37,8 @@ func stormRows(r stormResult) []row {
 		"Count-Min: no estimate below returned adds",
 		"Bloom: no false negative",
 		"counting Bloom: no false negative",
+		"Count-Min window (Rotate only): no estimate below returned adds of the periods covered",
+		"Bloom window (Rotate only): no false negative for an add in a period covered",
 	}
 	for f := 0; f < fields; f++ {
 		low, asked, first := 0, 0, ""
@@ -86,7 +88,7 @@ func stormRows(r stormResult) []row {
 		test:       "negative control: every checker catches fake adds",
 		runs:       fmt.Sprintf("%d checkers x %d kinds", len(r.checkers), fields),
 		violations: missed,
-		figure:     fmt.Sprintf("final pass caught (CM/Bloom/CBF) of %d keys: %s", controlKeys, strings.Join(caught, ", ")),
+		figure:     fmt.Sprintf("final pass caught (CM/Bloom/CBF/CMW/BW) of %d keys: %s", controlKeys, strings.Join(caught, ", ")),
 	})
 	return rows
 }

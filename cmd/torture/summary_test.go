@@ -9,7 +9,7 @@ import (
 // A checker that did not catch the negative control fails the run, as a
 // real violation does: otherwise a broken checker would pass everything.
 func TestStormRows_MissedControlIsViolation(t *testing.T) {
-	caughtAll := [fields]int{controlKeys, controlKeys, controlKeys}
+	caughtAll := [fields]int{controlKeys, controlKeys, controlKeys, controlKeys, controlKeys}
 	good := checkerResult{Backend: "cgo", Passes: 10, Caught: caughtAll, CaughtFinal: caughtAll}
 	blind := good
 	blind.Backend = "purego"

@@ -7,8 +7,10 @@ import (
 
 // runWorker adds to the storm's structures until it is killed, raising its
 // record after every call returns: single and weighted adds, and batches
-// (which the cgo build serves from the C core). A call that fails ends the
-// worker with an error, which the supervisor counts.
+// (which the cgo build serves from the C core). Window adds are recorded with
+// the period they landed in, when it is known. Slot 0 also rotates the
+// windows. A call that fails ends the worker with an error, which the
+// supervisor counts.
 func runWorker(dir string, slot int, seed uint64) error {
 	rec, err := openRecord(recordPath(dir, slot))
 	if err != nil {
@@ -18,12 +20,24 @@ func runWorker(dir string, slot int, seed uint64) error {
 	if err != nil {
 		return err
 	}
+	var control *record
+	if slot == 0 {
+		if control, err = openRecord(recordPath(dir, -1)); err != nil {
+			return err
+		}
+		refreshWindowControl(control, s) // a rotator killed after a turn left it one behind
+	}
 	rng := rand.New(rand.NewPCG(seed, uint64(slot)))
 	batch := make([][]byte, 0, 64)
 	idx := make([]int, 0, 64)
 	for {
+		if control != nil && rng.IntN(rotateOneIn) == 0 {
+			if err := rotate(s, control); err != nil {
+				return err
+			}
+		}
 		key := rng.IntN(realKeys)
-		switch op := rng.IntN(7); op {
+		switch op := rng.IntN(11); op {
 		case 0:
 			if _, err := s.cms.Add(keyTable[key]); err != nil {
 				return fmt.Errorf("count-min add: %w", err)
@@ -69,9 +83,61 @@ func runWorker(dir string, slot int, seed uint64) error {
 			for _, k := range idx {
 				rec.mark(fieldCountingBloom, k)
 			}
+		case 7:
+			w := 1 + rng.Uint64N(9)
+			p, ok, err := landedIn(s.cmw.Current, func() error { _, err := s.cmw.AddN(keyTable[key], w); return err })
+			if err != nil {
+				return fmt.Errorf("count-min window add %d: %w", w, err)
+			}
+			if ok {
+				rec.raiseWindow(fieldCountMinWindow, key, p, w)
+			}
+		case 8:
+			batch, idx = pickBatch(rng, batch, idx)
+			p, ok, err := landedIn(s.cmw.Current, func() error { return s.cmw.AddBatch(batch, nil) })
+			if err != nil {
+				return fmt.Errorf("count-min window batch: %w", err)
+			}
+			if ok {
+				for _, k := range idx {
+					rec.raiseWindow(fieldCountMinWindow, k, p, 1)
+				}
+			}
+		case 9:
+			p, ok, err := landedIn(s.bw.Current, func() error { _, err := s.bw.Add(keyTable[key]); return err })
+			if err != nil {
+				return fmt.Errorf("bloom window add: %w", err)
+			}
+			if ok {
+				rec.raiseWindow(fieldBloomWindow, key, p, 1)
+			}
+		case 10:
+			batch, idx = pickBatch(rng, batch, idx)
+			p, ok, err := landedIn(s.bw.Current, func() error { return s.bw.AddBatch(batch, nil) })
+			if err != nil {
+				return fmt.Errorf("bloom window batch: %w", err)
+			}
+			if ok {
+				for _, k := range idx {
+					rec.raiseWindow(fieldBloomWindow, k, p, 1)
+				}
+			}
 		}
 		rec.returned()
 	}
+}
+
+// rotate turns both windows, then moves the negative control's window claims
+// to the new periods.
+func rotate(s *stormFiles, control *record) error {
+	if err := s.cmw.Rotate(); err != nil {
+		return fmt.Errorf("count-min window rotate: %w", err)
+	}
+	if err := s.bw.Rotate(); err != nil {
+		return fmt.Errorf("bloom window rotate: %w", err)
+	}
+	refreshWindowControl(control, s)
+	return nil
 }
 
 // pickBatch fills batch with 8 to 64 random real keys (repeats allowed: a
@@ -88,13 +154,15 @@ func pickBatch(rng *rand.Rand, batch [][]byte, idx []int) ([][]byte, []int) {
 
 // writeControl is the negative control: a record of adds that never
 // happened, for keys nobody adds, with the weights a worker would record.
-// Every checker must find them missing.
-func writeControl(dir string, seed uint64) error {
+// Every checker must find them missing. The window claims are for the
+// windows' current periods, which the rotator keeps moving (window.go).
+func writeControl(dir string, s *stormFiles, seed uint64) error {
 	rec, err := openRecord(recordPath(dir, -1))
 	if err != nil {
 		return err
 	}
 	defer rec.close()
+	refreshWindowControl(rec, s)
 	rng := rand.New(rand.NewPCG(seed, 1<<32))
 	for k := realKeys; k < allKeys; k++ {
 		rec.raise(fieldCountMin, k, 1+rng.Uint64N(9))
