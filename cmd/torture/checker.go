@@ -24,6 +24,10 @@ type checkerResult struct {
 	Caught [fields]int `json:"caught"`
 	// CaughtFinal is Caught in the last pass alone, out of controlKeys.
 	CaughtFinal [fields]int `json:"caught_final"`
+	// Uncovered counts window answers asked while the period turned Keep
+	// times or more, so that no period was certainly covered: judged
+	// against nothing.
+	Uncovered [fields]int `json:"uncovered"`
 	// The Count-Min Check calls: clean, torn (ErrTornAdd: an add cut short
 	// or still running), or anything else, which is a violation.
 	CheckClean  int `json:"check_clean"`
@@ -72,6 +76,8 @@ type checker struct {
 	s    *stormFiles
 	t    tally
 	ws   windowSnap
+	lo   []uint64 // the periods each window answer covers
+	hi   []uint64
 	est  []uint64
 	hit  []bool
 }
@@ -148,8 +154,10 @@ func (c *checker) pass() {
 // the question and the one read after it.
 func (c *checker) windows(batch bool, caught *[fields]int) {
 	c.ws.read(c.recs)
-	lo := make([]uint64, allKeys)
-	hi := make([]uint64, allKeys)
+	if c.lo == nil {
+		c.lo, c.hi = make([]uint64, allKeys), make([]uint64, allKeys)
+	}
+	lo, hi := c.lo, c.hi
 	if batch {
 		c0 := c.s.cmw.Current()
 		if err := c.s.cmw.EstimateBatch(keyTable, c.est); err != nil {
@@ -167,6 +175,7 @@ func (c *checker) windows(batch bool, caught *[fields]int) {
 			lo[k], hi[k] = covered(c0, c.s.cmw.Current())
 		}
 	}
+	c.countUncovered(fieldCountMinWindow, lo, hi)
 	for k, e := range c.est {
 		want := c.ws.landed(fieldCountMinWindow, k, lo[k], hi[k])
 		c.judge(fieldCountMinWindow, k, e < want, caught, func() string {
@@ -188,11 +197,20 @@ func (c *checker) windows(batch bool, caught *[fields]int) {
 			lo[k], hi[k] = covered(c0, c.s.bw.Current())
 		}
 	}
+	c.countUncovered(fieldBloomWindow, lo, hi)
 	for k, h := range c.hit {
 		added := c.ws.landed(fieldBloomWindow, k, lo[k], hi[k]) != 0
 		c.judge(fieldBloomWindow, k, added && !h, caught, func() string {
 			return fmt.Sprintf("Bloom window Check(%q) = false after its add landed in periods %d-%d", keyTable[k], lo[k], hi[k])
 		})
+	}
+}
+
+func (c *checker) countUncovered(field int, lo, hi []uint64) {
+	for k := range lo {
+		if lo[k] > hi[k] {
+			c.res.Uncovered[field]++
+		}
 	}
 }
 

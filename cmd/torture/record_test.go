@@ -83,3 +83,59 @@ func TestKeys_ControlApart(t *testing.T) {
 		t.Errorf("isControl: control keys must be exactly [%d, %d)", realKeys, allKeys)
 	}
 }
+
+// A window word keeps the weight of one period per ring place: adds of the
+// same period add up, a later period starts afresh, an earlier one is
+// ignored, and landed sums only the periods asked about.
+func TestRecord_WindowRing(t *testing.T) {
+	r, err := openRecord(filepath.Join(t.TempDir(), "record"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.close()
+	r.raiseWindow(fieldCountMinWindow, 3, 7, 2)
+	r.raiseWindow(fieldCountMinWindow, 3, 7, 5)
+	r.raiseWindow(fieldCountMinWindow, 3, 8, 1)
+	r.raiseWindow(fieldCountMinWindow, 3, 7+windowRing, 4) // replaces period 7
+	r.raiseWindow(fieldCountMinWindow, 3, 7, 100)          // older: ignored
+	r.raiseWindow(fieldBloomWindow, 3, 8, 1)
+	var ws windowSnap
+	ws.read([]*record{r})
+	tests := []struct {
+		field  int
+		lo, hi uint64
+		want   uint64
+	}{
+		{fieldCountMinWindow, 7, 7, 0},
+		{fieldCountMinWindow, 8, 8, 1},
+		{fieldCountMinWindow, 8, 7 + windowRing, 5},
+		{fieldCountMinWindow, 0, 100, 5},
+		{fieldBloomWindow, 8, 8, 1},
+		{fieldBloomWindow, 9, 20, 0},
+	}
+	for _, tt := range tests {
+		if got := ws.landed(tt.field, 3, tt.lo, tt.hi); got != tt.want {
+			t.Errorf("landed(%s, periods %d-%d) = %d, want %d", fieldNames[tt.field], tt.lo, tt.hi, got, tt.want)
+		}
+	}
+	if got := ws.landed(fieldCountMinWindow, 4, 0, 100); got != 0 {
+		t.Errorf("landed(another key) = %d, want 0", got)
+	}
+}
+
+// An answer asked between reads of the period c0 and c1 certainly covers
+// c1-Keep+1 to c0, and nothing when the period turned Keep times.
+func TestCovered(t *testing.T) {
+	keep := uint64(stormWindow.Keep)
+	tests := []struct{ c0, c1, lo, hi uint64 }{
+		{0, 0, 0, 0},
+		{10, 10, 10 - keep + 1, 10},
+		{10, 11, 11 - keep + 1, 10},
+		{10, 10 + keep, 11, 10}, // empty
+	}
+	for _, tt := range tests {
+		if lo, hi := covered(tt.c0, tt.c1); lo != tt.lo || hi != tt.hi {
+			t.Errorf("covered(%d, %d) = %d-%d, want %d-%d", tt.c0, tt.c1, lo, hi, tt.lo, tt.hi)
+		}
+	}
+}

@@ -27,6 +27,7 @@ type stormResult struct {
 	calls        uint64 // calls that returned, over every worker's record
 	checkers     []checkerResult
 	elapsed      time.Duration
+	rotations    [2]uint64 // the Count-Min and Bloom windows' periods at the end: their turns
 }
 
 // runStorm starts cfg.workers workers of both builds on the storm's files and
@@ -137,5 +138,10 @@ func runStorm(dir string, builds []build, cfg stormConfig) (stormResult, error) 
 		res.calls += r.calls()
 		r.close()
 	}
+	if s, err = openStorm(dir); err != nil {
+		return res, err
+	}
+	res.rotations = [2]uint64{s.cmw.Current(), s.bw.Current()}
+	s.close()
 	return res, nil
 }

@@ -41,19 +41,24 @@ func stormRows(r stormResult) []row {
 		"Bloom window (Rotate only): no false negative for an add in a period covered",
 	}
 	for f := 0; f < fields; f++ {
-		low, asked, first := 0, 0, ""
+		low, asked, uncovered, first := 0, 0, 0, ""
 		for _, c := range r.checkers {
 			low += c.Low[f]
 			asked += c.Asked[f]
+			uncovered += c.Uncovered[f]
 			if first == "" && c.Low[f] > 0 {
 				first = c.FirstProblem
 			}
+		}
+		windows := ""
+		if f >= plainFields {
+			windows = fmt.Sprintf(" (%d with no period certainly covered), %d rotations", uncovered, r.rotations[f-plainFields])
 		}
 		rows = append(rows, row{
 			test:       promise[f],
 			runs:       fmt.Sprintf("%d passes", passes),
 			violations: low,
-			figure:     fmt.Sprintf("%d answers checked, both backends%s", asked, note(first)),
+			figure:     fmt.Sprintf("%d answers checked%s, both backends%s", asked, windows, note(first)),
 		})
 	}
 	clean, torn, other, inspectErrs, first := 0, 0, 0, 0, ""
