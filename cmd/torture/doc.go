@@ -4,16 +4,22 @@
 // returned is lost. make torture builds both and runs it; docs/RELIABILITY.md
 // holds a run.
 //
-// The kill storm: workers add to one Count-Min sketch, one Bloom filter and
-// one counting Bloom filter (single, weighted and batch adds), raising a
-// record of their own (a small shared mapping that survives SIGKILL) after
-// each call returns. A worker is killed every few tens of milliseconds and
-// restarted. A checker of each build reads every record and only then asks
-// the structures, over and over and once more at the end: no Count-Min
-// estimate below the recorded adds, no false negative, CountMin.Check finding
-// torn adds only, Inspect finding no damage. A negative control records adds
-// that never happened, for keys nobody adds; every checker must report them,
-// so that its zero for the real keys means something.
+// The kill storm: workers add to one Count-Min sketch, one Bloom filter, one
+// counting Bloom filter, one Count-Min window and one Bloom window (single,
+// weighted and batch adds), raising a record of their own (a small shared
+// mapping that survives SIGKILL) after each call returns. The windows turn
+// only on Rotate, which worker slot 0 calls now and then; a window add is
+// recorded with the period it landed in (the period did not turn during the
+// call). A worker is killed every few tens of milliseconds and restarted. A
+// checker of each build reads every record and only then asks the
+// structures, over and over and once more at the end: no Count-Min estimate
+// below the recorded adds, no window estimate below the adds of the periods
+// it certainly covers (those of every window between the period read before
+// the question and the one read after), no false negative, CountMin.Check
+// finding torn adds only, Inspect finding no damage. A negative control
+// records adds that never happened, for keys nobody adds (for the windows,
+// in their current periods); every checker must report them, so that its
+// zero for the real keys means something.
 //
 // Lock recovery: a holder is killed inside a counting Bloom Clear (write
 // lock) or a large AddMany (read lock), with and without other processes
