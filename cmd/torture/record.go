@@ -24,7 +24,7 @@ type record struct {
 const (
 	fieldCountMin       = iota // the weight of every returned add of the key
 	fieldBloom                 // 1 once a Bloom add of the key returned
-	fieldCountingBloom         // 1 once a counting Bloom add of the key returned
+	fieldCountingBloom         // the counting Bloom adds of the key that returned
 	fieldCountMinWindow        // per period: the weight of the adds that landed in it
 	fieldBloomWindow           // per period: whether an add landed in it
 	fields
@@ -32,9 +32,17 @@ const (
 	plainFields = fieldCountMinWindow // the fields of one word per key
 )
 
+// The layout of a record: a word counting the calls that returned, a word
+// naming the key whose counting Bloom remove is in flight (remove.go), the
+// plain fields, the window fields, and the count of returned counting Bloom
+// removes per key.
 const (
-	wordCalls   = 0
-	recordWords = 1 + plainFields*allKeys + (fields-plainFields)*allKeys*windowRing
+	wordCalls    = 0
+	wordRemoving = 1
+	headWords    = 2
+	windowStart  = headWords + plainFields*allKeys
+	removedStart = windowStart + (fields-plainFields)*allKeys*windowRing
+	recordWords  = removedStart + allKeys
 )
 
 // openWords maps n words of the file at path shared, creating it zeroed if it
@@ -67,11 +75,11 @@ func openRecord(path string) (*record, error) {
 
 func (r *record) close() error { return unmap(r.mem) }
 
-func (r *record) index(field, key int) int { return 1 + field*allKeys + key }
+func (r *record) index(field, key int) int { return headWords + field*allKeys + key }
 
 // windex is the word of a window field for the key's period p.
 func (r *record) windex(field, key int, p uint64) int {
-	return 1 + plainFields*allKeys + ((field-plainFields)*allKeys+key)*windowRing + int(p%windowRing)
+	return windowStart + ((field-plainFields)*allKeys+key)*windowRing + int(p%windowRing)
 }
 
 // raise adds n to the key's field. Call it only after the call it records
@@ -101,15 +109,15 @@ func (r *record) calls() uint64 { return atomic.LoadUint64(&r.words[wordCalls]) 
 // A tally is what all records say returned, per plain field and key.
 type tally [plainFields][allKeys]uint64
 
-// sumRecords reads every record once into t: Count-Min weights add up, a
-// filter key counts as added when any record marked it.
+// sumRecords reads every record once into t: Count-Min weights and counting
+// Bloom adds add up, a Bloom key counts as added when any record marked it.
 func sumRecords(recs []*record, t *tally) {
 	*t = tally{}
 	for _, r := range recs {
 		for k := 0; k < allKeys; k++ {
 			t[fieldCountMin][k] += r.load(fieldCountMin, k)
 			t[fieldBloom][k] |= r.load(fieldBloom, k)
-			t[fieldCountingBloom][k] |= r.load(fieldCountingBloom, k)
+			t[fieldCountingBloom][k] += r.load(fieldCountingBloom, k)
 		}
 	}
 }

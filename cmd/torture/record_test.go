@@ -48,8 +48,8 @@ func TestSumRecords(t *testing.T) {
 	}
 	recs[1].raise(fieldCountMin, 0, 2)
 	recs[2].raise(fieldCountMin, 0, 5)
-	recs[1].mark(fieldCountingBloom, 9)
-	recs[2].mark(fieldCountingBloom, 9)
+	recs[1].raise(fieldCountingBloom, 9, 1)
+	recs[2].raise(fieldCountingBloom, 9, 1)
 	recs[0].raise(fieldCountMin, realKeys, 1) // the control's fake add
 
 	var tl tally
@@ -60,7 +60,7 @@ func TestSumRecords(t *testing.T) {
 		want       uint64
 	}{
 		{fieldCountMin, 0, 7},
-		{fieldCountingBloom, 9, 1},
+		{fieldCountingBloom, 9, 2}, // counting Bloom adds add up, for removes to cancel
 		{fieldCountMin, realKeys, 1},
 		{fieldBloom, 3, 0},
 		{fieldBloom, 9, 0},

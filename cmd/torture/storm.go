@@ -25,6 +25,7 @@ type stormResult struct {
 	failures     int // workers that ended by themselves (a call failed)
 	firstFailure string
 	calls        uint64 // calls that returned, over every worker's record
+	removes      uint64 // counting Bloom removes among them (and those killed in flight)
 	checkers     []checkerResult
 	elapsed      time.Duration
 	rotations    [2]uint64 // the Count-Min and Bloom windows' periods at the end: their turns
@@ -136,6 +137,7 @@ func runStorm(dir string, builds []build, cfg stormConfig) (stormResult, error) 
 			return res, err
 		}
 		res.calls += r.calls()
+		res.removes += r.removes()
 		r.close()
 	}
 	if s, err = openStorm(dir); err != nil {

@@ -36,7 +36,7 @@ func stormRows(r stormResult) []row {
 	promise := [fields]string{
 		"Count-Min: no estimate below returned adds",
 		"Bloom: no false negative",
-		"counting Bloom: no false negative",
+		"counting Bloom: no false negative for adds not removed",
 		"Count-Min window (Rotate only): no estimate below returned adds of the periods covered",
 		"Bloom window (Rotate only): no false negative for an add in a period covered",
 	}
@@ -50,15 +50,18 @@ func stormRows(r stormResult) []row {
 				first = c.FirstProblem
 			}
 		}
-		windows := ""
+		extra := ""
+		if f == fieldCountingBloom {
+			extra = fmt.Sprintf(" (%d removes of the workers' own adds)", r.removes)
+		}
 		if f >= plainFields {
-			windows = fmt.Sprintf(" (%d with no period certainly covered), %d rotations", uncovered, r.rotations[f-plainFields])
+			extra = fmt.Sprintf(" (%d with no period certainly covered), %d rotations", uncovered, r.rotations[f-plainFields])
 		}
 		rows = append(rows, row{
 			test:       promise[f],
 			runs:       fmt.Sprintf("%d passes", passes),
 			violations: low,
-			figure:     fmt.Sprintf("%d answers checked%s, both backends%s", asked, windows, note(first)),
+			figure:     fmt.Sprintf("%d answers checked%s, both backends%s", asked, extra, note(first)),
 		})
 	}
 	clean, torn, other, inspectErrs, first := 0, 0, 0, 0, ""

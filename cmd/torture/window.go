@@ -106,13 +106,12 @@ func (ws *windowSnap) read(recs []*record) {
 	if *ws == nil {
 		*ws = make(windowSnap, len(recs))
 	}
-	start := 1 + plainFields*allKeys
 	for i, r := range recs {
 		if (*ws)[i] == nil {
-			(*ws)[i] = make([]uint64, recordWords-start)
+			(*ws)[i] = make([]uint64, removedStart-windowStart)
 		}
 		for j := range (*ws)[i] {
-			(*ws)[i][j] = atomic.LoadUint64(&r.words[start+j])
+			(*ws)[i][j] = atomic.LoadUint64(&r.words[windowStart+j])
 		}
 	}
 }

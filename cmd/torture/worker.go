@@ -8,8 +8,8 @@ import (
 // runWorker adds to the storm's structures until it is killed, raising its
 // record after every call returns: single and weighted adds, and batches
 // (which the cgo build serves from the C core). Window adds are recorded with
-// the period they landed in, when it is known. Slot 0 also rotates the
-// windows. A call that fails ends the worker with an error, which the
+// the period they landed in, when it is known. Counting Bloom removes take
+// back the worker's own adds (remove.go). Slot 0 also rotates the windows. A call that fails ends the worker with an error, which the
 // supervisor counts.
 func runWorker(dir string, slot int, seed uint64) error {
 	rec, err := openRecord(recordPath(dir, slot))
@@ -20,6 +20,7 @@ func runWorker(dir string, slot int, seed uint64) error {
 	if err != nil {
 		return err
 	}
+	rec.startRemoving()
 	var control *record
 	if slot == 0 {
 		if control, err = openRecord(recordPath(dir, -1)); err != nil {
@@ -37,7 +38,7 @@ func runWorker(dir string, slot int, seed uint64) error {
 			}
 		}
 		key := rng.IntN(realKeys)
-		switch op := rng.IntN(11); op {
+		switch op := rng.IntN(12); op {
 		case 0:
 			if _, err := s.cms.Add(keyTable[key]); err != nil {
 				return fmt.Errorf("count-min add: %w", err)
@@ -74,14 +75,14 @@ func runWorker(dir string, slot int, seed uint64) error {
 			if _, err := s.cbf.Add(keyTable[key]); err != nil {
 				return fmt.Errorf("counting bloom add: %w", err)
 			}
-			rec.mark(fieldCountingBloom, key)
+			rec.raise(fieldCountingBloom, key, 1)
 		case 6:
 			batch, idx = pickBatch(rng, batch, idx)
 			if _, err := s.cbf.AddMany(batch); err != nil {
 				return fmt.Errorf("counting bloom add many: %w", err)
 			}
 			for _, k := range idx {
-				rec.mark(fieldCountingBloom, k)
+				rec.raise(fieldCountingBloom, k, 1)
 			}
 		case 7:
 			w := 1 + rng.Uint64N(9)
@@ -120,6 +121,13 @@ func runWorker(dir string, slot int, seed uint64) error {
 			if ok {
 				for _, k := range idx {
 					rec.raiseWindow(fieldBloomWindow, k, p, 1)
+				}
+			}
+		case 11: // as many tries as batch adds, but only of the worker's own adds
+			batch, idx = pickBatch(rng, batch, idx)
+			for _, k := range idx {
+				if err := removeOwn(s, rec, k); err != nil {
+					return err
 				}
 			}
 		}
@@ -167,7 +175,14 @@ func writeControl(dir string, s *stormFiles, seed uint64) error {
 	for k := realKeys; k < allKeys; k++ {
 		rec.raise(fieldCountMin, k, 1+rng.Uint64N(9))
 		rec.mark(fieldBloom, k)
-		rec.mark(fieldCountingBloom, k)
+		// Half the control keys claim two adds and a remove: still present,
+		// so a checker that subtracted removes twice misses them.
+		if k%2 == 0 {
+			rec.raise(fieldCountingBloom, k, 1)
+		} else {
+			rec.raise(fieldCountingBloom, k, 2)
+			rec.raiseRemoved(k, 1)
+		}
 		rec.returned()
 	}
 	return nil
