@@ -10,12 +10,15 @@
 // mapping that survives SIGKILL) after each call returns. The windows turn
 // only on Rotate, which worker slot 0 calls now and then; a window add is
 // recorded with the period it landed in (the period did not turn during the
-// call). A worker is killed every few tens of milliseconds and restarted. A
+// call). Workers also remove counting Bloom keys they added themselves and
+// now and then merge a side filter into it. A worker is killed every few tens of milliseconds and restarted. A
 // checker of each build reads every record and only then asks the
 // structures, over and over and once more at the end: no Count-Min estimate
 // below the recorded adds, no window estimate below the adds of the periods
 // it certainly covers (those of every window between the period read before
-// the question and the one read after), no false negative, CountMin.Check
+// the question and the one read after), no false negative (for the counting
+// Bloom filter: for a key with more adds than removes, removes read after
+// the question, one killed in flight counted as done), CountMin.Check
 // finding torn adds only, Inspect finding no damage. A negative control
 // records adds that never happened, for keys nobody adds (for the windows,
 // in their current periods); every checker must report them, so that its

@@ -33,13 +33,14 @@ const (
 )
 
 // The layout of a record: a word counting the calls that returned, a word
-// naming the key whose counting Bloom remove is in flight (remove.go), the
-// plain fields, the window fields, and the count of returned counting Bloom
+// naming the key whose counting Bloom remove is in flight (remove.go), one
+// counting merges, the plain fields, the window fields, and the count of returned counting Bloom
 // removes per key.
 const (
 	wordCalls    = 0
 	wordRemoving = 1
-	headWords    = 2
+	wordMerges   = 2 // counting Bloom merges that returned (merge.go)
+	headWords    = 3
 	windowStart  = headWords + plainFields*allKeys
 	removedStart = windowStart + (fields-plainFields)*allKeys*windowRing
 	recordWords  = removedStart + allKeys

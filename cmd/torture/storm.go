@@ -26,6 +26,7 @@ type stormResult struct {
 	firstFailure string
 	calls        uint64 // calls that returned, over every worker's record
 	removes      uint64 // counting Bloom removes among them (and those killed in flight)
+	merges       uint64 // counting Bloom merges among them
 	checkers     []checkerResult
 	elapsed      time.Duration
 	rotations    [2]uint64 // the Count-Min and Bloom windows' periods at the end: their turns
@@ -138,6 +139,7 @@ func runStorm(dir string, builds []build, cfg stormConfig) (stormResult, error) 
 		}
 		res.calls += r.calls()
 		res.removes += r.removes()
+		res.merges += r.merges()
 		r.close()
 	}
 	if s, err = openStorm(dir); err != nil {

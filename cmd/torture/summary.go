@@ -36,7 +36,7 @@ func stormRows(r stormResult) []row {
 	promise := [fields]string{
 		"Count-Min: no estimate below returned adds",
 		"Bloom: no false negative",
-		"counting Bloom: no false negative for adds not removed",
+		"counting Bloom: no false negative for adds (and merges) not removed",
 		"Count-Min window (Rotate only): no estimate below returned adds of the periods covered",
 		"Bloom window (Rotate only): no false negative for an add in a period covered",
 	}
@@ -52,7 +52,7 @@ func stormRows(r stormResult) []row {
 		}
 		extra := ""
 		if f == fieldCountingBloom {
-			extra = fmt.Sprintf(" (%d removes of the workers' own adds)", r.removes)
+			extra = fmt.Sprintf(" (%d removes of the workers' own adds, %d merges)", r.removes, r.merges)
 		}
 		if f >= plainFields {
 			extra = fmt.Sprintf(" (%d with no period certainly covered), %d rotations", uncovered, r.rotations[f-plainFields])

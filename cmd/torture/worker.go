@@ -9,7 +9,8 @@ import (
 // record after every call returns: single and weighted adds, and batches
 // (which the cgo build serves from the C core). Window adds are recorded with
 // the period they landed in, when it is known. Counting Bloom removes take
-// back the worker's own adds (remove.go). Slot 0 also rotates the windows. A call that fails ends the worker with an error, which the
+// back the worker's own adds (remove.go), merges bring in a side filter's
+// (merge.go). Slot 0 also rotates the windows. A call that fails ends the worker with an error, which the
 // supervisor counts.
 func runWorker(dir string, slot int, seed uint64) error {
 	rec, err := openRecord(recordPath(dir, slot))
@@ -28,10 +29,16 @@ func runWorker(dir string, slot int, seed uint64) error {
 		}
 		refreshWindowControl(control, s) // a rotator killed after a turn left it one behind
 	}
+	var mg merger
 	rng := rand.New(rand.NewPCG(seed, uint64(slot)))
 	batch := make([][]byte, 0, 64)
 	idx := make([]int, 0, 64)
 	for {
+		if rng.IntN(mergeOneIn) == 0 {
+			if batch, idx, err = mg.merge(rng, s, rec, batch, idx); err != nil {
+				return err
+			}
+		}
 		if control != nil && rng.IntN(rotateOneIn) == 0 {
 			if err := rotate(s, control); err != nil {
 				return err
