@@ -231,18 +231,33 @@ func pidAlive(v, owner uint64) bool {
 // and returns it with the record written.
 func (t tokenTable) claim(fd int) (int, uint64, error) {
 	for id := 0; id < t.n; id++ {
-		w := t.word(id)
-		v := atomic.LoadUint64(w)
-		if v&tokClaimed != 0 && t.alive(fd, id, v) {
-			continue
-		}
-		if rec := nextClaim(v); atomic.CompareAndSwapUint64(w, v, rec) {
-			atomic.StoreUint64(t.owner(id), processStart()|tokenGen(rec))
+		rec, ok, alive := t.takeIfDead(fd, id)
+		switch {
+		case ok:
 			return id, rec, nil
+		case !alive:
+			id-- // the record changed under us: look at it again
 		}
-		id-- // the record changed under us: look at it again
 	}
 	return -1, 0, fmt.Errorf("all %d handles of this file are in use (its reader-slot table is full)", t.n)
+}
+
+// takeIfDead claims token id for this process when it is free or its
+// holder is dead, and writes the claim's second word. alive reports that
+// the holder lives; neither ok nor alive means the record changed between
+// the look and the compare-and-swap.
+func (t tokenTable) takeIfDead(fd, id int) (rec uint64, ok, alive bool) {
+	w := t.word(id)
+	v := atomic.LoadUint64(w)
+	if v&tokClaimed != 0 && t.alive(fd, id, v) {
+		return 0, false, true
+	}
+	rec = nextClaim(v)
+	if !atomic.CompareAndSwapUint64(w, v, rec) {
+		return 0, false, false
+	}
+	atomic.StoreUint64(t.owner(id), processStart()|tokenGen(rec))
+	return rec, true, false
 }
 
 // errTokenLost means a handle found its own record rewritten: another
@@ -292,23 +307,17 @@ type heldToken struct {
 // goroutine of this process, asking through fd, does not take it for a
 // dead one.
 func (t tokenTable) holdDead(fd, id int) (heldToken, bool) {
-	w := t.word(id)
-	v := atomic.LoadUint64(w)
-	if v&tokClaimed != 0 && t.alive(fd, id, v) {
+	rec, ok, _ := t.takeIfDead(fd, id)
+	if !ok {
 		return heldToken{}, false
 	}
-	h := heldToken{id: id, rec: nextClaim(v), fd: -1}
-	if !atomic.CompareAndSwapUint64(w, v, h.rec) {
-		return heldToken{}, false
-	}
-	atomic.StoreUint64(t.owner(id), processStart()|tokenGen(h.rec))
+	h := heldToken{id: id, rec: rec, fd: -1}
 	own, err := unix.Open(procFdPath(fd), unix.O_RDWR|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return h, true // no /proc: the claim is asked by PID
 	}
-	if setByteLock(own, id, unix.F_WRLCK) && atomic.CompareAndSwapUint64(w, h.rec, h.rec|tokOFD) {
-		h.rec |= tokOFD
-		h.fd = own
+	if rec, err := t.lockByte(own, id, h.rec); err == nil && rec != h.rec {
+		h.rec, h.fd = rec, own
 		return h, true
 	}
 	unix.Close(own)

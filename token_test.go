@@ -97,6 +97,35 @@ func startTokenBlocker(t *testing.T, dir, path string) {
 	}
 }
 
+// startHolder starts a lockhold child with env on the file at path and
+// returns it once it holds the lock, with its token id.
+func startHolder(t *testing.T, path string, env []string) (*lockChild, int) {
+	t.Helper()
+	h := startLockChild(t, childContext(t), "lockhold", path, env)
+	line, _ := h.out.ReadString('\n')
+	var id int
+	if _, err := fmt.Sscanf(line, "held %d", &id); err != nil {
+		t.Fatalf("%s said %q (%v)", h.name, line, err)
+	}
+	return h, id
+}
+
+// mustRotate fails unless w.Rotate returns, without an error, within
+// recoveryBound; why says what a test that timed out shows.
+func mustRotate(t *testing.T, w *CountMinWindow, why string) {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() { done <- w.Rotate() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(recoveryBound):
+		t.Fatalf("Rotate did not return within %v: %s", recoveryBound, why)
+	}
+}
+
 // readableFile creates a Count-Min file of mode 0644 in a directory nobody
 // may enter (crossDir), so that a nobody child can open it read-only.
 func readableFile(t *testing.T) (dir, path string) {
@@ -134,13 +163,7 @@ func TestToken_ReaderCannotObstruct(t *testing.T) {
 					ops = requireCLock(t, l)
 					env = append(env, envLockCore+"=c")
 				}
-				holder := startLockChild(t, childContext(t), "lockhold", path, env)
-				var id int
-				if line, _ := holder.out.ReadString('\n'); !strings.HasPrefix(line, "held ") {
-					t.Fatalf("holder said %q", line)
-				} else if _, err := fmt.Sscanf(line, "held %d", &id); err != nil {
-					t.Fatal(err)
-				}
+				holder, id := startHolder(t, path, env)
 				if !blockFirst {
 					// The reader will lock the token byte of the holder
 					// as soon as it dies.
@@ -160,10 +183,7 @@ func TestToken_ReaderCannotObstruct(t *testing.T) {
 					t.Fatal(err)
 				}
 				// A reader killed inside its read lock.
-				reader := startLockChild(t, childContext(t), "lockhold", path, []string{envLockMode + "=r"})
-				if line, _ := reader.out.ReadString('\n'); !strings.HasPrefix(line, "held ") {
-					t.Fatalf("reader said %q", line)
-				}
+				reader, _ := startHolder(t, path, []string{envLockMode + "=r"})
 				reader.cmd.Process.Signal(syscall.SIGKILL)
 				<-reader.done
 				mustAcquire(t, ops.lock, recoveryBound)
@@ -207,16 +227,7 @@ func TestToken_ReaderCannotKeepClearerAlive(t *testing.T) {
 	<-child.done
 	dead, _ := splitTag(decodeSlotWord(atomic.LoadUint64(w.ctl.word(0))).id)
 	waitReadLocked(t, w.ctl.lk, dead)
-	done := make(chan error, 1)
-	go func() { done <- w.Rotate() }()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatal(err)
-		}
-	case <-time.After(recoveryBound):
-		t.Fatalf("Rotate did not take over the dead clearer's slot within %v", recoveryBound)
-	}
+	mustRotate(t, w, "the dead clearer's slot was not taken over")
 	t.Logf("clear taken over %v after the SIGKILL", time.Since(killed))
 	if got := w.EstimateString("old"); got != 0 {
 		t.Errorf("Estimate(old) = %d, want 0: the dead clearer's slot was not cleared", got)
@@ -333,10 +344,7 @@ func TestLock_DeadReaderUnderAdders(t *testing.T) {
 			}
 			var took []time.Duration
 			for k := range kills {
-				reader := startLockChild(t, childContext(t), "lockhold", path, []string{envLockMode + "=r"})
-				if line, _ := reader.out.ReadString('\n'); !strings.HasPrefix(line, "held ") {
-					t.Fatalf("kill %d: reader said %q", k, line)
-				}
+				reader, _ := startHolder(t, path, []string{envLockMode + "=r"})
 				killed := time.Now()
 				reader.cmd.Process.Signal(syscall.SIGKILL)
 				ops := writers[k%len(writers)]
@@ -394,10 +402,7 @@ func TestToken_RecovererKilled(t *testing.T) {
 			}
 			path := tempPath(t, "cms")
 			_, l := lockHandle(t, path)
-			holder := startLockChild(t, childContext(t), "lockhold", path, []string{envLockMode + "=w"})
-			if line, _ := holder.out.ReadString('\n'); !strings.HasPrefix(line, "held ") {
-				t.Fatalf("holder said %q", line)
-			}
+			holder, _ := startHolder(t, path, []string{envLockMode + "=w"})
 			cmd := exec.Command(selfExe(t), "-test.run=^TestHelperProcess$")
 			cmd.Env = append(os.Environ(), envRole+"=recoverkill", envPath+"="+path)
 			cmd.SysProcAttr = tc.attr
@@ -471,10 +476,7 @@ func TestToken_ReaderTakesDeadPID(t *testing.T) {
 			if core == "c" {
 				ops = requireCLock(t, l)
 			}
-			holder := startLockChild(t, childContext(t), "lockhold", path, []string{envLockMode + "=w"})
-			if line, _ := holder.out.ReadString('\n'); !strings.HasPrefix(line, "held ") {
-				t.Fatalf("holder said %q", line)
-			}
+			holder, _ := startHolder(t, path, []string{envLockMode + "=w"})
 			pid := holder.cmd.Process.Pid
 			holder.cmd.Process.Signal(syscall.SIGKILL)
 			<-holder.done
@@ -524,16 +526,7 @@ func TestToken_DeadClearerIDTaken(t *testing.T) {
 	if id, _ := splitTag(idle.ctl.me); id != dead {
 		t.Fatalf("the new handle took token %d, want the dead clearer's %d", id, dead)
 	}
-	done := make(chan error, 1)
-	go func() { done <- w.Rotate() }()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatal(err)
-		}
-	case <-time.After(recoveryBound):
-		t.Fatal("Rotate waited for a clear whose clearer died, because a new handle holds its token id")
-	}
+	mustRotate(t, w, "it waited for a clear whose clearer died, because a new handle holds its token id")
 	if got := w.EstimateString("old"); got != 0 {
 		t.Errorf("Estimate(old) = %d, want 0: the dead clearer's slot was not cleared", got)
 	}

@@ -164,22 +164,14 @@ func (c *checker) windows(batch bool, caught *[fields]int) {
 		c.lo, c.hi = make([]uint64, allKeys), make([]uint64, allKeys)
 	}
 	lo, hi := c.lo, c.hi
-	if batch {
-		c0 := c.s.cmw.Current()
+	if !c.askWindow(c.s.cmw.Current, batch, func() bool {
 		if err := c.s.cmw.EstimateBatch(keyTable, c.est); err != nil {
 			c.problem(fmt.Sprintf("Count-Min window EstimateBatch: %v", err))
-			return
+			return false
 		}
-		l, h := covered(c0, c.s.cmw.Current())
-		for k := range lo {
-			lo[k], hi[k] = l, h
-		}
-	} else {
-		for k := range keyTable {
-			c0 := c.s.cmw.Current()
-			c.est[k] = c.s.cmw.Estimate(keyTable[k])
-			lo[k], hi[k] = covered(c0, c.s.cmw.Current())
-		}
+		return true
+	}, func(k int) { c.est[k] = c.s.cmw.Estimate(keyTable[k]) }) {
+		return
 	}
 	c.countUncovered(fieldCountMinWindow, lo, hi)
 	for k, e := range c.est {
@@ -189,20 +181,10 @@ func (c *checker) windows(batch bool, caught *[fields]int) {
 		})
 	}
 
-	if batch {
-		c0 := c.s.bw.Current()
+	c.askWindow(c.s.bw.Current, batch, func() bool {
 		c.s.bw.CheckBatch(keyTable, c.hit)
-		l, h := covered(c0, c.s.bw.Current())
-		for k := range lo {
-			lo[k], hi[k] = l, h
-		}
-	} else {
-		for k := range keyTable {
-			c0 := c.s.bw.Current()
-			c.hit[k] = c.s.bw.Check(keyTable[k])
-			lo[k], hi[k] = covered(c0, c.s.bw.Current())
-		}
-	}
+		return true
+	}, func(k int) { c.hit[k] = c.s.bw.Check(keyTable[k]) })
 	c.countUncovered(fieldBloomWindow, lo, hi)
 	for k, h := range c.hit {
 		added := c.ws.landed(fieldBloomWindow, k, lo[k], hi[k]) != 0
@@ -210,6 +192,31 @@ func (c *checker) windows(batch bool, caught *[fields]int) {
 			return fmt.Sprintf("Bloom window Check(%q) = false after its add landed in periods %d-%d", keyTable[k], lo[k], hi[k])
 		})
 	}
+}
+
+// askWindow asks a window about every key, in one batch or key by key,
+// and sets c.lo and c.hi to the periods each answer certainly covers,
+// from the window's period read before and after the question. A batch
+// that failed (askBatch false) leaves them unset, and the caller is not
+// to judge.
+func (c *checker) askWindow(current func() uint64, batch bool, askBatch func() bool, askOne func(k int)) bool {
+	if batch {
+		c0 := current()
+		if !askBatch() {
+			return false
+		}
+		l, h := covered(c0, current())
+		for k := range c.lo {
+			c.lo[k], c.hi[k] = l, h
+		}
+		return true
+	}
+	for k := range keyTable {
+		c0 := current()
+		askOne(k)
+		c.lo[k], c.hi[k] = covered(c0, current())
+	}
+	return true
 }
 
 func (c *checker) countUncovered(field int, lo, hi []uint64) {
