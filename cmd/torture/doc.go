@@ -31,7 +31,7 @@
 //
 // Usage:
 //
-//	torture -other PATH [-short] [-storm 8m] [-kills 100] [-workers 4] [-gap 30ms] [-seed N] [-dir DIR]
+//	torture -other PATH [-short] [-only PART,...] [-storm 8m] [-kills 100] [-workers 4] [-gap 30ms] [-seed N] [-dir DIR]
 //
 // It prints a table (test, runs/kills, violations, figure) and exits 1 on any
 // violation, a negative control that was not caught included.

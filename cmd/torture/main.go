@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/shmsketch/sketch"
@@ -69,7 +70,12 @@ func supervise(args []string) int {
 	gap := fs.Duration("gap", 30*time.Millisecond, "mean time between kills")
 	seed := fs.Uint64("seed", uint64(time.Now().UnixNano()), "random seed (printed, to rerun a schedule)")
 	dir := fs.String("dir", "", "where the files go (default: a new directory in /dev/shm, removed afterwards)")
+	onlyList := fs.String("only", "", "run only these parts, comma-separated (default: all; -only list names them)")
 	fs.Parse(args)
+	if *onlyList == "list" {
+		fmt.Println(partNames())
+		return 0
+	}
 	if *short { // the short sizes, unless given explicitly
 		set := map[string]bool{}
 		fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
@@ -113,17 +119,38 @@ func supervise(args []string) int {
 	fmt.Printf("torture: seed %d, storm %s with %d workers, %d kills per lock case, files in %s\n",
 		*seed, *storm, *workers, *kills, filepath.Base(*dir))
 
-	began := time.Now()
-	sr, err := runStorm(*dir, builds, stormConfig{workers: *workers, duration: *storm, gap: *gap, seed: *seed})
-	if err != nil {
-		return fail(fmt.Errorf("storm: %w", err))
+	var only map[string]bool
+	if *onlyList != "" {
+		only = map[string]bool{}
+		for _, name := range strings.Split(*onlyList, ",") {
+			if partByName(name) == nil {
+				return fail(fmt.Errorf("-only %s: no such part (parts: %s)", name, partNames()))
+			}
+			only[name] = true
+		}
 	}
-	lr, err := runLockRecovery(*dir, builds, *kills)
-	if err != nil {
-		return fail(fmt.Errorf("lock recovery: %w", err))
+	set := setting{builds: builds, short: *short, seed: *seed,
+		storm: stormConfig{workers: *workers, duration: *storm, gap: *gap, seed: *seed}, kills: *kills}
+	began := time.Now()
+	var rows []row
+	for _, p := range parts {
+		if only != nil && !only[p.name] {
+			continue
+		}
+		set.dir = filepath.Join(*dir, p.name)
+		if err := os.MkdirAll(set.dir, 0o755); err != nil {
+			return fail(err)
+		}
+		pb := time.Now()
+		r, err := p.run(set)
+		if err != nil {
+			return fail(fmt.Errorf("%s: %w", p.name, err))
+		}
+		fmt.Printf("torture: %s done in %s\n", p.name, time.Since(pb).Round(time.Second))
+		rows = append(rows, r...)
 	}
 	fmt.Println()
-	total := printSummary(os.Stdout, append(stormRows(sr), lockRows(lr)...))
+	total := printSummary(os.Stdout, rows)
 	fmt.Printf("\ntorture: %s; violations: %d\n", time.Since(began).Round(time.Second), total)
 	if total > 0 {
 		return 1
