@@ -37,6 +37,7 @@ var parts = []part{
 		}
 		return lockRows(r), nil
 	}},
+	{"arena", runArenaPart},
 }
 
 func partByName(name string) *part {
