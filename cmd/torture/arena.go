@@ -71,13 +71,19 @@ func arenaRows(race, fill phaseResult, intr interruptResult) []row {
 	fc := sumChecks(fill.checkers)
 
 	raceBad := race.failures + rc.List.Dups + rc.List.Unknown + rc.List.BadConfig + rc.List.Lost + rc.OpenErrs + rc.InspectErrs + int(race.full)
+	if race.slowest > slowOpen {
+		raceBad++
+	}
+	if race.opened == 0 {
+		raceBad++ // nothing returned: the workers never got anywhere
+	}
 	rows := []row{{
 		test: fmt.Sprintf("arena racing creates: %d processes (%s), %d names of 5 kinds (%d large) in each of %d arenas, a SIGKILL after each %s-%s pause",
 			race.cfg.workers, strings.Join(backends, "+"), len(race.plan.Sets[0]), countLarge(race.plan), race.arenas, race.cfg.gap/2, race.cfg.gap*3/2),
 		runs:       fmt.Sprintf("%d kills", race.kills),
 		violations: raceBad,
-		figure: fmt.Sprintf("%d creates killed mid-way (in an open of a name not yet listed; %d kills inside any open); %d opens returned; %d entries listed per checker, each once with its spec; %d ErrArenaFull, %d Inspect errors%s",
-			race.inCreate, race.inOpen, race.opened, rc.List.Listed/max(1, len(race.checkers)), race.full, rc.InspectErrs, note(firstOf(race.firstFailure, rc.FirstProblem))),
+		figure: fmt.Sprintf("%d creates killed mid-way (in an open of a name not yet listed; %d kills inside any open); %d opens returned; %d of %d names listed, each once with its spec; slowest open %s; %d ErrArenaFull, %d Inspect errors%s",
+			race.inCreate, race.inOpen, race.opened, rc.List.Listed/max(1, len(race.checkers)), race.arenas*len(race.plan.Sets[0]), race.slowest.Round(time.Millisecond/10), race.full, rc.InspectErrs, note(firstOf(race.firstFailure, rc.FirstProblem))),
 	}}
 
 	conflicts := 0

@@ -278,7 +278,7 @@ func TestArenaRows_Violations(t *testing.T) {
 	plan := &arenaPlan{Sets: [][]arenaName{testSet()}, Arenas: []arenaFile{{Size: 1 << 20}}}
 	caught := [5]int{4, 4, 4, 4, 4}
 	good := arenaCheckResult{Backend: "cgo", Arenas: 1, Caught: caught, Claimed: caught}
-	okRace := phaseResult{cfg: phaseConfig{workers: 2, gap: time.Millisecond}, plan: plan, checkers: []arenaCheckResult{good, good}}
+	okRace := phaseResult{cfg: phaseConfig{workers: 2, gap: time.Millisecond}, plan: plan, opened: 10, checkers: []arenaCheckResult{good, good}}
 	okFill := okRace
 	okFill.full = 3
 	okIntr := interruptResult{cfg: interruptConfig{size: 1 << 20}, outcomes: map[string]int{outOK: 2}}
@@ -294,6 +294,8 @@ func TestArenaRows_Violations(t *testing.T) {
 			r.checkers = []arenaCheckResult{good, good}
 			r.checkers[0].List.Lost = 1
 		}, 1},
+		{"an open waited past slowOpen", func(r, _ *phaseResult, _ *interruptResult) { r.slowest = 2 * slowOpen }, 1},
+		{"no open returned", func(r, _ *phaseResult, _ *interruptResult) { r.opened = 0 }, 1},
 		{"a conflicting open returned a structure", func(r, _ *phaseResult, _ *interruptResult) { r.conflictOpen = 1 }, 1},
 		{"the racing arenas filled", func(r, _ *phaseResult, _ *interruptResult) { r.full = 1 }, 1},
 		{"no ErrArenaFull in the fill", func(_, f *phaseResult, _ *interruptResult) { f.full = 0 }, 1},

@@ -39,15 +39,20 @@ type phaseResult struct {
 	inCreate     int // ... of a name the worker's List did not show just before: a create, or a racing one
 	failures     int // workers that ended by themselves
 	firstFailure string
-	calls        uint64 // opens that returned with their adds, over every record
-	opened       uint64 // opens of a name's spec that returned a structure
-	incompatible uint64 // conflicting opens that returned ErrIncompatible
-	conflictOpen uint64 // conflicting opens that returned a structure (violations)
-	wantRefused  uint64 // opens of a name's own spec refused with ErrIncompatible (violations)
-	full         uint64 // opens refused with ErrArenaFull
+	calls        uint64        // opens that returned with their adds, over every record
+	opened       uint64        // opens of a name's spec that returned a structure
+	incompatible uint64        // conflicting opens that returned ErrIncompatible
+	conflictOpen uint64        // conflicting opens that returned a structure (violations)
+	wantRefused  uint64        // opens of a name's own spec refused with ErrIncompatible (violations)
+	full         uint64        // opens refused with ErrArenaFull
+	slowest      time.Duration // the longest open of a name that returned
 	elapsed      time.Duration
 	checkers     []arenaCheckResult
 }
+
+// slowOpen is the longest an open of a name may take: one that waits for
+// the lock of a creator killed holding it gets it within about 10 ms.
+const slowOpen = time.Second
 
 // runArenaPhase starts the workers of both builds on the phase's arenas,
 // moves them from arena to arena, kills a worker every few tens of
@@ -181,6 +186,7 @@ func runArenaPhase(dir string, builds []build, cfg phaseConfig, plan *arenaPlan)
 	res.elapsed = time.Since(began)
 	for _, r := range recs {
 		res.calls += r.head(awCalls)
+		res.slowest = max(res.slowest, time.Duration(r.head(awSlowest)))
 		for k := range plan.Arenas {
 			for i := range plan.names(k) {
 				res.opened += r.load(k, i, anOpened)

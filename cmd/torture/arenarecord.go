@@ -23,6 +23,7 @@ const (
 	awInflight = 1 // the open in flight, inflight(...), or 0
 	awArena    = 2 // the arena the worker is on, plus one
 	awDone     = 3 // the fill phase: the last arena the worker asked every name of, plus one
+	awSlowest  = 4 // the longest open that returned, in nanoseconds
 	awHead     = 8
 )
 

@@ -72,12 +72,20 @@ func runArenaWorker(dir, phase string, slot int, seed uint64) error {
 		if k != cur {
 			if a != nil {
 				a.Close()
+				a, cur = nil, -1
+			}
+			// Say which arena before opening it, then look again: the
+			// supervisor hands an arena to the checkers (and removes it)
+			// once no worker says it is on it, so a worker must not open
+			// an arena it read as current after the supervisor moved on.
+			rec.setHead(awArena, uint64(k+1))
+			if w.current() != k {
+				continue
 			}
 			if a, err = sketch.OpenArena(arenaFilePath(dir, phase, k), p.Arenas[k].Size); err != nil {
 				return fmt.Errorf("arena %d: %w", k, err)
 			}
 			cur = k
-			rec.setHead(awArena, uint64(k+1))
 		}
 		if err := w.pass(a, k); err != nil {
 			return fmt.Errorf("arena %d: %w", k, err)
@@ -112,7 +120,11 @@ func (w *arenaWorker) pass(a *sketch.Arena, k int) error {
 			}
 		}
 		w.rec.setHead(awInflight, inflight(k, i, !known[n.Name]))
+		began := time.Now()
 		s, err := n.Want.open(a, n.Name)
+		if d := uint64(time.Since(began)); d > w.rec.head(awSlowest) {
+			w.rec.setHead(awSlowest, d)
+		}
 		switch {
 		case err == nil:
 			w.rec.raise(k, i, anOpened, 1)
