@@ -55,6 +55,7 @@ var roles = map[string]func(args []string) error{
 		fs.Parse(args)
 		return runLockAdder(*dir)
 	},
+	"fault": runFaultRole,
 }
 
 // supervise runs the storm and the lock recovery, prints the summary and

@@ -37,6 +37,7 @@ var parts = []part{
 		}
 		return lockRows(r), nil
 	}},
+	{"faults", runFaults},
 }
 
 func partByName(name string) *part {
