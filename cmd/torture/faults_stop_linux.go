@@ -56,15 +56,6 @@ const (
 
 func stopPath(dir string) string { return filepath.Join(dir, "stop.words") }
 
-// stopCases are the holders stopped: for writing (inside Clear) or reading
-// (inside AddMany), leaving after the call they were stopped in, or
-// looping on, so that the waiter competes with the holder's next Clear.
-var stopCases = []stopCase{
-	{"write holder (Clear)", "write", false},
-	{"read holder (AddMany)", "read", false},
-	{"write holder looping on", "write", true},
-}
-
 // runStopFault stops lock holders of both builds, in turn for writing and
 // for reading, and times SIGCONT to the waiter in.
 func runStopFault(s setting) (row, error) {

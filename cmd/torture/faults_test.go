@@ -65,7 +65,11 @@ func TestStopRow_Verdicts(t *testing.T) {
 	in.inWhileStopped = true
 	lost.lostLock = true
 	gaveUp.waiterErr = "waiter (cgo): exit status 1"
-	slow.resumed = 2 * slowRecovery
+	slow.resumed = 3 * slowRecovery
+	looping := slow
+	looping.c = stopCases[2]
+	busy := ok // the holder itself slow to finish its call: not the lock's doing
+	busy.finished, busy.resumed = 2*slowRecovery, 2*slowRecovery+time.Millisecond
 	tests := []struct {
 		name  string
 		round stopRound
@@ -75,7 +79,9 @@ func TestStopRow_Verdicts(t *testing.T) {
 		{"in while stopped", in, 1},
 		{"lock lost during the stop", lost, 1},
 		{"waiter gave up", gaveUp, 1},
-		{"slow after SIGCONT", slow, 1},
+		{"slow hand-over", slow, 1},
+		{"slow holder, prompt hand-over", busy, 0},
+		{"slow hand-over to a looping holder", looping, 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
