@@ -37,12 +37,12 @@ func stopRounds(short bool) int {
 	return 8
 }
 
-// The words of a stop: the holder's PID while it is inside its call, the
-// supervisor's word that the holder was resumed, and the time (Unix ns)
-// the holder's call returned after that; the waiter's PID
-// once it has opened the arena, the go the supervisor gives it, its PID
-// again just before the call that needs the write lock, and the time
-// (Unix ns) it got in.
+// The words of a stop, shared by the supervisor, the holder and the
+// waiter: the holder's PID while it is inside its call; that the holder
+// was resumed, and when (Unix ns) its call returned after that; the
+// waiter's PID once it has opened the arena; the supervisor's go; the
+// waiter's PID again just before its call that needs the write lock; and
+// when (Unix ns) it got in.
 const (
 	holdInside = iota
 	holdResumed
@@ -56,8 +56,8 @@ const (
 
 func stopPath(dir string) string { return filepath.Join(dir, "stop.words") }
 
-// runStopFault stops lock holders of both builds, in turn for writing and
-// for reading, and times SIGCONT to the waiter in.
+// runStopFault stops lock holders of both builds, each case in turn, with
+// a waiter of the other build, and times SIGCONT to the waiter in.
 func runStopFault(s setting) (row, error) {
 	dir := filepath.Join(s.dir, "stop")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
