@@ -56,6 +56,7 @@ var roles = map[string]func(args []string) error{
 		return runLockAdder(*dir)
 	},
 	"arena": runArenaRole, // arena.go: worker, check, creator, opener
+	"fault": runFaultRole,
 }
 
 // supervise runs the storm and the lock recovery, prints the summary and

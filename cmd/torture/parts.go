@@ -38,6 +38,7 @@ var parts = []part{
 		return lockRows(r), nil
 	}},
 	{"arena", runArenaPart},
+	{"faults", runFaults},
 }
 
 func partByName(name string) *part {

@@ -1,0 +1,298 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/shmsketch/sketch"
+)
+
+// spaceTmpfs is the size of the full-tmpfs fault's filesystem: room for
+// the structures that fit and little more.
+const spaceTmpfs = 2 << 20
+
+// spaceFits are the structures made while there is room, by kind and
+// size; they stay on the filesystem, and must keep answering, through
+// every create that does not fit and while it is full to the last block.
+var spaceFits = []struct {
+	kind string
+	size uint64
+}{{"cm", 128 << 10}, {"bloom", 64 << 10}, {"cbf", 64 << 10}, {"arena", 256 << 10}}
+
+// runSpaceFault mounts a small tmpfs for each build in turn and runs the
+// creating side there in a child of that build.
+func runSpaceFault(s setting) (row, error) {
+	var reps []faultReport
+	var failures []string
+	for _, b := range s.builds {
+		rep, failure, err := spaceOnce(s.dir, b)
+		if err != nil {
+			return row{}, err
+		}
+		if failure != "" {
+			failures = append(failures, failure)
+			continue
+		}
+		reps = append(reps, rep)
+	}
+	m := merged(reps)
+	figure := fmt.Sprintf("%s: %d creates refused (%s), %d of them with the %d KiB tmpfs full to the last block (filler KiB: %s, bytes left: %s); in an arena: %d ErrArenaFull; %d answers exact; free space the same after each refused create",
+		m.Backend, m.Counts["creates"], outcomes(m.Outcomes), m.Counts["creates when full"], spaceTmpfs>>10, each(reps, "filler KiB"), each(reps, "free when full"), m.Counts["arena full"], m.Checked)
+	if bare := m.Counts["inode creates"] - m.Counts["inode ErrNoSpace"] - m.Counts["inode creates made"]; bare > 0 {
+		// A library defect, reported and not counted: see noInodes.
+		figure += fmt.Sprintf("; out of inodes, %d of %d creates failed without ErrNoSpace (not counted: %s)", bare, m.Counts["inode creates"], firstNote(reps))
+	}
+	return faultRow(fmt.Sprintf("%d creates", m.Counts["creates"]), reps, failures, figure), nil
+}
+
+// spaceInodes is the inodes of the second tmpfs, which runs out of inodes
+// rather than blocks: its root and a few files.
+const spaceInodes = 8
+
+// spaceOnce runs one build's child on a tmpfs of its own, and one short of
+// inodes, which it unmounts whatever happens, and checks that the child
+// left only the structures that fit.
+func spaceOnce(dir string, b build) (faultReport, string, error) {
+	mnt := filepath.Join(dir, "space-"+b.backend)
+	unmount, err := mountTmpfs(mnt, spaceTmpfs)
+	if err != nil {
+		return faultReport{}, "", err
+	}
+	inodes := filepath.Join(dir, "inodes-"+b.backend)
+	unmountInodes, err := mountTmpfs(inodes, spaceTmpfs, fmt.Sprintf("nr_inodes=%d", spaceInodes))
+	if err != nil {
+		unmount()
+		return faultReport{}, "", err
+	}
+	rep, failure := runReport(b, "space", "-dir", mnt, "-inodes", inodes)
+	if err := unmountInodes(); err != nil {
+		unmount()
+		return faultReport{}, "", err
+	}
+	if failure == "" {
+		var want []string
+		for _, f := range spaceFits {
+			want = append(want, f.kind)
+		}
+		slices.Sort(want)
+		if got, err := listDir(mnt); err != nil || !slices.Equal(got, want) {
+			rep.problem("the filesystem holds %v after the child, want %v (err %v)", got, want, err)
+		}
+	}
+	if err := unmount(); err != nil {
+		return faultReport{}, "", err
+	}
+	return rep, failure, nil
+}
+
+// spaceRole is the child side: make the structures that fit, then creates
+// that do not (each kind, past the free space and past the whole
+// filesystem), then fill the filesystem with a plain file and try again.
+func spaceRole(args []string) (*faultReport, error) {
+	fl := flag.NewFlagSet("space", flag.ExitOnError)
+	dir := fl.String("dir", "", "")
+	inodes := fl.String("inodes", "", "a tmpfs with few inodes")
+	fl.Parse(args)
+	r := newFaultReport()
+	if err := noInodes(r, *inodes); err != nil {
+		return nil, err
+	}
+
+	var hs []*faultHandle
+	var ts []reference
+	defer func() {
+		for _, h := range hs {
+			h.close()
+		}
+	}()
+	for _, f := range spaceFits {
+		h, err := faultKindNamed(f.kind).open(filepath.Join(*dir, f.kind), f.size)
+		if err != nil {
+			return nil, fmt.Errorf("a create that fits: %w", err)
+		}
+		hs = append(hs, h)
+		ts = append(ts, reference{})
+		if err := addKeys(h, ts[len(ts)-1], "fit", 100); err != nil {
+			return nil, err
+		}
+	}
+	verifyAll := func() {
+		for i, h := range hs {
+			verify(r, h, ts[i])
+		}
+	}
+	verifyAll()
+	kept, err := listDir(*dir)
+	if err != nil {
+		return nil, err
+	}
+
+	free, err := freeBytes(*dir)
+	if err != nil {
+		return nil, err
+	}
+	for _, k := range faultKinds {
+		for _, size := range []uint64{free + free/4, 2 * spaceTmpfs} {
+			refuseCreate(r, *dir, k, size, kept)
+		}
+	}
+	arenaFull(r, filepath.Join(*dir, "arena"))
+	verifyAll()
+
+	filler := filepath.Join(*dir, "filler")
+	n, err := fill(filler)
+	if err != nil {
+		return nil, err
+	}
+	r.Counts["filler KiB"] = int(n >> 10)
+	left, _ := freeBytes(*dir)
+	r.Counts["free when full"] = int(left)
+	// The structures' blocks were reserved at create: adds need none.
+	for i, h := range hs {
+		if err := addKeys(h, ts[i], "full", 50); err != nil {
+			r.problem("add to %s on a full filesystem: %v", filepath.Base(h.path), err)
+		}
+	}
+	verifyAll()
+	full := append(slices.Clone(kept), "filler")
+	slices.Sort(full)
+	for _, k := range faultKinds {
+		refuseCreate(r, *dir, k, 16<<10, full)
+		r.Counts["creates when full"]++
+	}
+
+	// With room again the same creates work: what failed was the space.
+	if err := os.Remove(filler); err != nil {
+		return nil, err
+	}
+	for _, k := range faultKinds {
+		path := filepath.Join(*dir, "nospace."+k.name)
+		h, err := k.open(path, 128<<10)
+		if err != nil {
+			r.problem("create %s with room again: %v", k.name, err)
+			continue
+		}
+		h.close()
+		os.Remove(path)
+	}
+	verifyAll()
+	return r, nil
+}
+
+// refuseCreate tries a create of kind k, size bytes, that must not fit:
+// it must fail with ErrNoSpace naming the file, leave the directory as it
+// was (want) and give back every block it took.
+func refuseCreate(r *faultReport, dir string, k faultKind, size uint64, want []string) {
+	path := filepath.Join(dir, "nospace."+k.name)
+	before, _ := freeBytes(dir)
+	r.Counts["creates"]++
+	h, err := k.open(path, size)
+	if err == nil {
+		r.problem("create %s of %d bytes with %d free: no error", k.name, size, before)
+		h.close()
+		os.Remove(path)
+		return
+	}
+	r.refused(err)
+	if !errors.Is(err, sketch.ErrNoSpace) {
+		r.problem("create %s of %d bytes with %d free: %v, want ErrNoSpace", k.name, size, before, err)
+	}
+	if !namesFile(err, path) {
+		r.problem("create %s: the error does not name the file: %v", k.name, err)
+	}
+	if got, err := listDir(dir); err != nil || !slices.Equal(got, want) {
+		r.problem("create %s of %d bytes left the directory %v, want %v (err %v)", k.name, size, got, want, err)
+	}
+	if after, _ := freeBytes(dir); after != before {
+		r.problem("create %s of %d bytes: %d bytes free before, %d after", k.name, size, before, after)
+	}
+}
+
+// arenaFull asks the arena for a structure larger than it: the arena's
+// blocks are its own, so that is ErrArenaFull, whatever the filesystem has.
+func arenaFull(r *faultReport, path string) {
+	a, err := sketch.OpenArena(path, 0)
+	if err != nil {
+		r.problem("attach %s: %v", filepath.Base(path), err)
+		return
+	}
+	defer a.Close()
+	_, err = a.CountMin("too-big", sketch.CountMinConfig{Rows: 4, Width: 1 << 16})
+	switch {
+	case errors.Is(err, sketch.ErrArenaFull):
+		r.Counts["arena full"]++
+	case err == nil:
+		r.problem("a 2 MiB Count-Min sketch in a 256 KiB arena: no error")
+	default:
+		r.problem("a 2 MiB Count-Min sketch in a 256 KiB arena: %v, want ErrArenaFull", err)
+	}
+}
+
+// fill writes zeros to a new file at path until the filesystem is full
+// and returns how many bytes it took.
+func fill(path string) (int64, error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	var n int64
+	for _, chunk := range []int{64 << 10, 4 << 10, 512} {
+		buf := make([]byte, chunk)
+		for {
+			w, err := f.Write(buf)
+			n += int64(w)
+			if err != nil {
+				break
+			}
+		}
+	}
+	return n, nil
+}
+
+// noInodes fills the tmpfs at dir with empty files until it has no inode
+// left, then tries a small create of each kind: it must fail naming the
+// file and leave the directory as it was. Whether the error is ErrNoSpace
+// is counted, not judged: the library's doc promises ErrNoSpace for blocks
+// it could not reserve, and out of inodes its creates fail earlier, when
+// they make the file, with the bare ENOSPC.
+func noInodes(r *faultReport, dir string) error {
+	for i := 0; ; i++ {
+		if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("inode-%d", i)), nil, 0o600); err != nil {
+			break
+		}
+	}
+	want, err := listDir(dir)
+	if err != nil {
+		return err
+	}
+	for _, k := range faultKinds {
+		path := filepath.Join(dir, "nospace."+k.name)
+		r.Counts["inode creates"]++
+		h, err := k.open(path, 16<<10)
+		switch {
+		case err == nil:
+			h.close()
+			r.Counts["inode creates made"]++ // room for one more inode: not a fault
+			os.Remove(path)
+			continue
+		case errors.Is(err, sketch.ErrNoSpace):
+			r.Counts["inode ErrNoSpace"]++
+		}
+		if !namesFile(err, path) {
+			r.problem("create %s with no inode left: the error does not name the file: %v", k.name, err)
+		}
+		if got, err := listDir(dir); err != nil || !slices.Equal(got, want) {
+			r.problem("create %s with no inode left left the directory %v, want %v (err %v)", k.name, got, want, err)
+		}
+		if len(r.Notes) == 0 && !errors.Is(err, sketch.ErrNoSpace) {
+			r.Notes = append(r.Notes, strings.ReplaceAll(err.Error(), dir+"/", ""))
+		}
+	}
+	return nil
+}
