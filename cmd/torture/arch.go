@@ -2,13 +2,13 @@ package main
 
 import (
 	"bytes"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"strings"
-	"time"
 )
 
 // The arch part runs this program's pure-Go build for other architectures
@@ -52,6 +52,37 @@ func (r runner) output(args ...string) ([]byte, error) {
 		return nil, fmt.Errorf("%s %s: %w", r.name, strings.Join(args, " "), err)
 	}
 	return out.Bytes(), nil
+}
+
+// outputsAtOnce runs a process of each runner at once, with the arguments
+// args gives, and decodes what each printed; qemu's starts then overlap.
+func outputsAtOnce[T any](rs []runner, args func(runner) ([]string, func([]byte) (T, error))) ([]T, error) {
+	type done struct {
+		v   T
+		err error
+	}
+	ch := make([]chan done, len(rs))
+	for i, r := range rs {
+		ch[i] = make(chan done, 1)
+		a, decode := args(r)
+		go func() {
+			out, err := r.output(a...)
+			if err != nil {
+				ch[i] <- done{err: err}
+				return
+			}
+			v, err := decode(out)
+			ch[i] <- done{v, err}
+		}()
+	}
+	var out []T
+	var errs []error
+	for i := range rs {
+		d := <-ch[i]
+		out = append(out, d.v)
+		errs = append(errs, d.err)
+	}
+	return out, errors.Join(errs...)
 }
 
 // findCross returns the runner of the build for arch, or why there is
@@ -110,12 +141,4 @@ func runArchRole(args []string) error {
 		return fmt.Errorf("arch: want one of make, opens, adder, check")
 	}
 	return archRoles[args[0]](flag.NewFlagSet("arch "+args[0], flag.ExitOnError), args[1:])
-}
-
-// archDuration is how long the shared runs last, short or default.
-func archDuration(short bool, shortD, longD time.Duration) time.Duration {
-	if short {
-		return shortD
-	}
-	return longD
 }

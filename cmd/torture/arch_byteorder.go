@@ -400,10 +400,15 @@ func runByteOrder(s setting) ([]row, error) {
 		if err := os.MkdirAll(dirOf(r), 0o755); err != nil {
 			return nil, err
 		}
-		m, err := decodeJSON[boMakeResult](r.output("arch", "make", "-dir", dirOf(r)))
-		if err != nil {
-			return nil, err
-		}
+	}
+	made, err := outputsAtOnce(makers, func(r runner) ([]string, func([]byte) (boMakeResult, error)) {
+		return []string{"arch", "make", "-dir", dirOf(r)}, func(b []byte) (boMakeResult, error) { return decodeJSON[boMakeResult](b, nil) }
+	})
+	if err != nil {
+		return nil, err
+	}
+	for i, r := range makers {
+		m := made[i]
 		answers += m.Read.Checked + m.Own.Attempts
 		own.violations += m.Read.Wrong + m.Own.Attempts - m.Own.Right
 		figures = append(figures, fmt.Sprintf("%s-%s (%s) %d/%d", m.Read.Arch, m.Read.Backend, m.Read.ByteOrder,

@@ -53,21 +53,16 @@ func killRows(tests []string, plan archPlanFile, results []archCheckResult, fail
 		figure: fmt.Sprintf("kill to next writer in: %s; %d kills inside Clear (write lock held at %d), %d in PID mode; live holder taken for dead in %d of %d Inspect samples",
 			distributionOf(times), inClear, held, pidMode, takenForDead, samples)}
 
-	found, ofd, right, faked, wrongPID := 0, 0, 0, 0, 0
+	records, pidMode, right, faked, wrongPID, missing := 0, 0, 0, 0, 0, 0
 	example := ""
 	for _, t := range tokens {
-		if !t.found {
-			continue
+		if t.records == 0 {
+			missing++
 		}
-		found++
-		if t.ofd {
-			ofd++
-		}
-		if t.startRight {
-			right++
-		} else if !t.ofd {
-			wrongPID++ // asked by PID, a wrong START makes a live holder dead
-		}
+		records += t.records
+		pidMode += t.pidMode
+		right += t.startRight
+		wrongPID += t.wrongPID
 		if t.self != t.real {
 			faked++
 			if example == "" {
@@ -75,8 +70,8 @@ func killRows(tests []string, plan archPlanFile, results []archCheckResult, fail
 			}
 		}
 	}
-	tok := row{test: tests[2], runs: fmt.Sprintf("%d starts", len(tokens)), violations: wrongPID + len(tokens) - found,
-		figure: fmt.Sprintf("%d records found (%d OFD, %d PID mode); START = the start time in /proc/PID/task/PID/stat in %d; /proc/self/stat under qemu said another start time in %d of %d starts%s",
-			found, ofd, found-ofd, right, faked, len(tokens), example)}
+	tok := row{test: tests[2], runs: fmt.Sprintf("%d starts", len(tokens)), violations: wrongPID + missing,
+		figure: fmt.Sprintf("%d records (%d in PID mode, asked by PID and START), START = the start time in /proc/PID/task/PID/stat in %d; /proc/self/stat under qemu said another start time in %d of %d starts%s",
+			records, pidMode, right, faked, len(tokens), example)}
 	return []row{counts, lock, tok}
 }

@@ -41,7 +41,10 @@ func runArchShared(s setting) ([]row, error) {
 	arm, whyArm := findCross(s.cross, "arm")
 	natives := map[int]runner{whoCgo: nativeRunner(s.builds[1]), whoPurego: nativeRunner(s.builds[0])}
 
-	together := archDuration(s.short, 3*time.Second, 15*time.Second)
+	together := 15 * time.Second
+	if s.short {
+		together = 2 * time.Second
+	}
 	rows, err := runTogether(filepath.Join(s.dir, "shared"), tests[:2], together, arm64, arm, whyArm, natives)
 	if err != nil {
 		return nil, err
@@ -162,11 +165,14 @@ type killTiming struct {
 	pidMode bool // its token was asked by PID (the OFD bytes were blocked)
 }
 
-// tokenFinding is what one start of the arm64 process recorded of itself.
+// tokenFinding is what the token records of one arm64 instance showed
+// once it had opened the arena: its handle's record, and any a recovery
+// of its held meanwhile (holdDead claims a dead holder's record).
 type tokenFinding struct {
-	found      bool // a claimed record with its PID
-	ofd        bool
-	startRight bool   // the record's START is the process's real start time
+	records    int    // claimed records with its PID
+	pidMode    int    // of them, without the OFD byte: asked by PID and START
+	startRight int    // of them, with the real start time as START
+	wrongPID   int    // PID-mode records of this claim with a wrong START: a live holder taken for dead
 	self       uint64 // the start time /proc/self/stat gave the process itself
 	real       uint64 // its real start time, read natively
 }
@@ -201,92 +207,23 @@ func runArchKills(dir string, tests []string, kills int, seed uint64, arm64 runn
 		}
 		nat[who] = c
 	}
-	startArm := func() (*child, error) {
-		left := max(time.Until(end), time.Second)
-		atomic.StoreUint64(&rec[arPID], 0)
-		return arm64.start(nil, nil, "arch", "adder", "-dir", dir, "-who", "0", "-for", left.String(), "-hold", "24", "-rotate")
-	}
-
-	var timings []killTiming
-	var tokens []tokenFinding
-	var inFlight []uint64
-	takenForDead, samples := 0, 0
+	kl := &armKiller{dir: dir, f: f, rec: rec, arm64: arm64, end: end, rng: rng, failures: map[string]error{}}
 	for i := 0; i < kills; i++ {
-		k := killTiming{pidMode: i%2 == 1, inClear: i/2%2 == 1}
-		var unblock func()
-		if k.pidMode {
-			if unblock, err = blockTokenBytes(sharedArenaPath(dir)); err != nil {
-				return nil, err
-			}
-		}
-		c, err := startArm()
-		if err != nil {
+		if err := kl.killOne(killTiming{pidMode: i%2 == 1, inClear: i/2%2 == 1}); err != nil {
 			return nil, err
 		}
-		pid := c.cmd.Process.Pid
-		err = waitFor(20*time.Second, c, func() bool { return atomic.LoadUint64(&rec[arPID]) == uint64(pid) })
-		if unblock != nil {
-			unblock()
-		}
-		if err != nil {
-			return nil, fmt.Errorf("arm64 adder did not open the arena: %w", err)
-		}
-		tokens = append(tokens, findToken(dir, pid, rec))
-		if k.inClear {
-			if err := waitFor(20*time.Second, c, func() bool { return atomic.LoadUint64(&rec[arPhase]) == uint64(pid) }); err != nil {
-				return nil, fmt.Errorf("arm64 adder never inside Clear: %w", err)
-			}
-			// Inside the call is not yet inside the lock: look until
-			// Inspect shows it taken, and whether it calls the live
-			// holder alive.
-			for try, seen := 0, 0; try < 200 && seen < 10; try++ {
-				fi, err := sketch.Inspect(sharedArenaPath(dir))
-				if err != nil || atomic.LoadUint64(&rec[arPhase]) != uint64(pid) || !fi.Lock.Writer {
-					continue
-				}
-				k.held = true
-				seen++
-				samples++
-				if !fi.Lock.WriterAlive {
-					takenForDead++
-				}
-			}
-		} else {
-			time.Sleep(100*time.Millisecond + time.Duration(rng.Int64N(int64(300*time.Millisecond))))
-		}
-		if exited, err := c.exited(); exited {
-			return nil, fmt.Errorf("arm64 adder ended before its kill: %v", err)
-		}
-		killed := time.Now()
-		if err := c.cmd.Process.Kill(); err != nil {
-			return nil, err
-		}
-		in := make(chan error, 1)
-		go func() { in <- f.probe.Clear() }()
-		select {
-		case err := <-in:
-			k.took = time.Since(killed)
-			if err != nil {
-				return nil, fmt.Errorf("next writer: %w", err)
-			}
-		case <-time.After(stuckRecovery):
-			return nil, fmt.Errorf("next writer still waiting %s after killing the arm64 process", stuckRecovery)
-		}
-		c.wait()
-		inFlight = append(inFlight, atomic.LoadUint64(&rec[arSteps]))
-		timings = append(timings, k)
 	}
-	last, err := startArm()
+	last, err := kl.start()
 	if err != nil {
 		return nil, err
 	}
-	failures := map[string]error{"arm64 (last, not killed)": last.wait()}
+	kl.failures["arm64 (last, not killed)"] = last.wait()
 	for who, c := range nat {
-		failures[natives[who].name] = c.wait()
+		kl.failures[natives[who].name] = c.wait()
 	}
 
 	plan := archPlanFile{Killed: true}
-	plan.Procs = append(plan.Procs, archProcess{Who: whoArm64, Steps: atomic.LoadUint64(&rec[arSteps]), InFlight: inFlight})
+	plan.Procs = append(plan.Procs, archProcess{Who: whoArm64, Steps: atomic.LoadUint64(&rec[arSteps]), InFlight: kl.inFlight})
 	for _, who := range []int{whoCgo, whoPurego} {
 		mem, w, err := readRecord(dir, who)
 		if err != nil {
@@ -302,7 +239,115 @@ func runArchKills(dir string, tests []string, kills int, seed uint64, arm64 runn
 	if err != nil {
 		return nil, err
 	}
-	return killRows(tests, plan, results, failures, timings, tokens, takenForDead, samples), nil
+	return killRows(tests, plan, results, kl.failures, kl.timings, kl.tokens, kl.takenForDead, kl.samples), nil
+}
+
+// armKiller starts, watches and kills the arm64 instances of a kill run,
+// and keeps what it saw.
+type armKiller struct {
+	dir   string
+	f     *sharedFiles // the supervisor's: its probe times the next writer in
+	rec   []uint64     // the arm64 process's record
+	arm64 runner
+	end   time.Time // the instances' common deadline
+	rng   *rand.Rand
+
+	timings      []killTiming
+	tokens       []tokenFinding
+	inFlight     []uint64         // the step each killed instance was at
+	failures     map[string]error // instances that ended by themselves
+	takenForDead int              // Inspect samples that called the live holder dead
+	samples      int
+}
+
+// start starts an instance that walks the plan until the run's end (at
+// least a second), clearing hold every 24 steps, after turning the windows.
+func (kl *armKiller) start() (*child, error) {
+	left := max(time.Until(kl.end), time.Second)
+	atomic.StoreUint64(&kl.rec[arPID], 0)
+	return kl.arm64.start(nil, nil, "arch", "adder", "-dir", kl.dir, "-who", strconv.Itoa(whoArm64),
+		"-for", left.String(), "-hold", "24", "-rotate")
+}
+
+// killOne starts an instance (in PID mode: with the free token bytes
+// read-locked until it has opened the arena), kills it (inside a Clear, or
+// a random time into its adds) and times the supervisor's Clear of probe
+// from the kill. An instance that ends by itself is a failure of the run.
+func (kl *armKiller) killOne(k killTiming) error {
+	var unblock func()
+	var err error
+	if k.pidMode {
+		if unblock, err = blockTokenBytes(sharedArenaPath(kl.dir)); err != nil {
+			return err
+		}
+	}
+	c, err := kl.start()
+	if err != nil {
+		if unblock != nil {
+			unblock()
+		}
+		return err
+	}
+	pid := uint64(c.cmd.Process.Pid)
+	failed := func(what string, err error) error {
+		c.kill()
+		if exited, _ := c.exited(); exited && c.err != nil && !killedBySignal(c.err) {
+			kl.failures[fmt.Sprintf("arm64 instance %d (%s)", len(kl.timings)+1, what)] = c.err
+			return nil
+		}
+		return fmt.Errorf("arm64 instance %s: %w", what, err)
+	}
+	err = waitFor(20*time.Second, c, func() bool { return atomic.LoadUint64(&kl.rec[arPID]) == pid })
+	if unblock != nil {
+		unblock()
+	}
+	if err != nil {
+		return failed("opening the arena", err)
+	}
+	kl.tokens = append(kl.tokens, findToken(kl.dir, int(pid), kl.rec))
+	if k.inClear {
+		if err := waitFor(20*time.Second, c, func() bool { return atomic.LoadUint64(&kl.rec[arPhase]) == pid }); err != nil {
+			return failed("waiting for a Clear", err)
+		}
+		// Inside the call is not yet inside the lock: look until Inspect
+		// shows it taken, and ask it whether the live holder is alive.
+		for try, seen := 0, 0; try < 200 && seen < 10; try++ {
+			fi, err := sketch.Inspect(sharedArenaPath(kl.dir))
+			if err != nil || atomic.LoadUint64(&kl.rec[arPhase]) != pid || !fi.Lock.Writer {
+				continue
+			}
+			k.held = true
+			seen++
+			kl.samples++
+			if !fi.Lock.WriterAlive {
+				kl.takenForDead++
+			}
+		}
+	} else {
+		time.Sleep(100*time.Millisecond + time.Duration(kl.rng.Int64N(int64(300*time.Millisecond))))
+	}
+	if exited, _ := c.exited(); exited {
+		return failed("before its kill", fmt.Errorf("ended: %v", c.err))
+	}
+	killed := time.Now()
+	if err := c.cmd.Process.Kill(); err != nil {
+		return err
+	}
+	in := make(chan error, 1)
+	go func() { in <- kl.f.probe.Clear() }()
+	select {
+	case err := <-in:
+		k.took = time.Since(killed)
+		if err != nil {
+			return fmt.Errorf("next writer: %w", err)
+		}
+	case <-time.After(stuckRecovery):
+		return fmt.Errorf("next writer still waiting %s after killing the arm64 process", stuckRecovery)
+	}
+	c.wait()
+	kl.inFlight = append(kl.inFlight, atomic.LoadUint64(&kl.rec[arSteps]))
+	kl.timings = append(kl.timings, k)
+	return nil
 }
 
 // waitFor polls cond until it holds, the child ends, or d passes.
@@ -320,8 +365,8 @@ func waitFor(d time.Duration, c *child, cond func() bool) error {
 	return nil
 }
 
-// findToken looks for the record the arm64 process with pid claimed, and
-// compares its START with the process's start time read natively from
+// findToken looks for the records the arm64 process with pid claimed, and
+// compares their START with the process's start time read natively from
 // /proc, and with what the process itself read.
 func findToken(dir string, pid int, rec []uint64) tokenFinding {
 	t := tokenFinding{real: procStart(taskStatPath(pid)), self: atomic.LoadUint64(&rec[arSelfStart])}
@@ -330,9 +375,19 @@ func findToken(dir string, pid int, rec []uint64) tokenFinding {
 		return t
 	}
 	for _, r := range recs {
-		if r.pid == pid {
-			t.found, t.ofd = true, r.ofd
-			t.startRight = r.genMet && r.start == t.real && t.real != 0
+		if r.pid != pid {
+			continue
+		}
+		t.records++
+		right := r.genMet && r.start == t.real && t.real != 0
+		if right {
+			t.startRight++
+		}
+		if !r.ofd {
+			t.pidMode++
+			if r.genMet && !right {
+				t.wrongPID++
+			}
 		}
 	}
 	return t

@@ -329,17 +329,12 @@ func writePlan(dir string, plan archPlanFile) error {
 	return os.WriteFile(archPlanPath(dir), b, 0o644)
 }
 
-// runCheckers runs the check with every runner and sums what they found.
+// runCheckers runs the check with every runner at once and returns what
+// each found, in the runners' order.
 func runCheckers(dir string, checkers []runner) ([]archCheckResult, error) {
-	var out []archCheckResult
-	for _, r := range checkers {
-		res, err := decodeJSON[archCheckResult](r.output("arch", "check", "-dir", dir))
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, res)
-	}
-	return out, nil
+	return outputsAtOnce(checkers, func(r runner) ([]string, func([]byte) (archCheckResult, error)) {
+		return []string{"arch", "check", "-dir", dir}, func(b []byte) (archCheckResult, error) { return decodeJSON[archCheckResult](b, nil) }
+	})
 }
 
 // checkFigure sums checkers' results into violations and a figure.

@@ -62,10 +62,10 @@ func TestKillRows_Violations(t *testing.T) {
 	plan := archPlanFile{Procs: []archProcess{{Who: whoArm64, Steps: 10, InFlight: []uint64{3}}}, Killed: true}
 	timings := []killTiming{{took: time.Millisecond}, {took: 2 * slowRecovery, inClear: true, held: true}}
 	tokens := []tokenFinding{
-		{found: true, ofd: true, startRight: false, self: 1, real: 2},
-		{found: true, startRight: false, self: 3, real: 3},
-		{found: true, startRight: true, self: 5, real: 4},
-		{found: false},
+		{records: 1, self: 1, real: 2},                          // OFD, START wrong: the byte answers
+		{records: 2, pidMode: 1, wrongPID: 1, self: 3, real: 3}, // PID mode, START wrong
+		{records: 1, pidMode: 1, startRight: 1, self: 5, real: 4},
+		{},
 	}
 	rows := killRows([]string{"counts", "lock", "token"}, plan, nil, map[string]error{"cgo": nil}, timings, tokens, 1, 10)
 	if got := rows[0].violations; got != 0 {
