@@ -36,7 +36,10 @@ var (
 	sharedProbe          = sketch.CountingBloomConfig{Capacity: 64, FPRate: 0.01}
 )
 
-const sharedArenaSize = 32 << 20
+const (
+	sharedArenaSize = 32 << 20
+	archControlKeys = 64 // keys nobody adds, which a checker asks too
+)
 
 func sharedArenaPath(dir string) string { return filepath.Join(dir, "shared.arena") }
 
@@ -184,6 +187,7 @@ type archCheckResult struct {
 	Low           int // answers below the adds that returned: lost adds
 	High          int // Count-Min answers above every add begun, for keys without collisions
 	Collide       int // keys left out of the high check (Count-Min, window)
+	ControlAbsent int // keys nobody added that read absent (and zero) in every structure
 	Periods       uint64
 	Check         string // CountMin.Check's answer
 	Bad           int    // findings of Check, Inspect or the windows not allowed
@@ -259,6 +263,20 @@ func roleArchCheck(fs *flag.FlagSet, args []string) error {
 		if lo.bloomWindow && !f.bw.Check(kb) {
 			problem(&res.Low, "Bloom window Check(%q) = false after an add returned", k)
 		}
+	}
+
+	// The control: keys nobody adds must read absent (and zero) nearly
+	// always, or the answers above would prove nothing.
+	absent := 0
+	for i := 0; i < archControlKeys; i++ {
+		kb := fmt.Appendf(nil, "arch-never-%03d", i)
+		if f.cms.Estimate(kb) == 0 && f.cmw.Estimate(kb) == 0 && !f.bf.Check(kb) && !f.bw.Check(kb) && !f.cbf.Contains(kb) {
+			absent++
+		}
+	}
+	res.ControlAbsent = absent
+	if absent < archControlKeys/2 {
+		problem(&res.Bad, "only %d of %d keys nobody added read absent everywhere", absent, archControlKeys)
 	}
 
 	res.Periods = f.cmw.Current()
@@ -340,7 +358,7 @@ func runCheckers(dir string, checkers []runner) ([]archCheckResult, error) {
 // checkFigure sums checkers' results into violations and a figure.
 func checkFigure(results []archCheckResult) (violations int, figure string) {
 	var names, first string
-	answers, collide, keys := 0, 0, 0
+	answers, collide, keys, absent, control := 0, 0, 0, 0, 0
 	var check string
 	var periods uint64
 	for i, r := range results {
@@ -351,11 +369,13 @@ func checkFigure(results []archCheckResult) (violations int, figure string) {
 		violations += r.Low + r.High + r.Bad
 		answers += r.Answers
 		collide, keys = r.Collide, r.Keys
+		absent += r.ControlAbsent
+		control += archControlKeys
 		check, periods = r.Check, r.Periods
 		if first == "" && r.First != "" {
 			first = r.Arch + "-" + r.Backend + ": " + r.First
 		}
 	}
-	return violations, fmt.Sprintf("checkers %s: %d answers about %d keys, Count-Min estimates exact up to steps in flight at kills (%d keys colliding left out of that upper bound), Check %s, windows in period %d%s",
-		names, answers, keys, collide, check, periods, note(first))
+	return violations, fmt.Sprintf("checkers %s: %d answers about %d keys, Count-Min estimates exact up to steps in flight at kills (%d keys colliding left out of that upper bound), Check %s, windows in period %d; keys nobody added absent everywhere: %d/%d%s",
+		names, answers, keys, collide, check, periods, absent, control, note(first))
 }
