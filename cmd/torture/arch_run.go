@@ -162,7 +162,7 @@ type killTiming struct {
 	took    time.Duration
 	inClear bool // killed while its phase word said it was inside a Clear
 	held    bool // Inspect showed the write lock taken just before the kill
-	pidMode bool // its token was asked by PID (the OFD bytes were blocked)
+	pidMode bool // its token was asked by PID (its OFD byte was blocked)
 }
 
 // tokenFinding is what the token records of one arm64 instance showed
@@ -304,7 +304,11 @@ func (kl *armKiller) killOne(k killTiming) error {
 	if err != nil {
 		return failed("opening the arena", err)
 	}
-	kl.tokens = append(kl.tokens, findToken(kl.dir, int(pid), kl.rec))
+	t := findToken(kl.dir, int(pid), kl.rec)
+	kl.tokens = append(kl.tokens, t)
+	// A recovery running elsewhere may hold a free byte while the bytes
+	// are blocked, and the instance may get that one: say what it got.
+	k.pidMode = t.pidMode > 0
 	if k.inClear {
 		if err := waitFor(20*time.Second, c, func() bool { return atomic.LoadUint64(&kl.rec[arPhase]) == pid }); err != nil {
 			return failed("waiting for a Clear", err)
