@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -283,10 +284,14 @@ func roleArchCheck(fs *flag.FlagSet, args []string) error {
 	if p := uint64(sharedWindow.Keep); res.Periods >= p || f.bw.Current() >= p {
 		problem(&res.Bad, "windows in periods %d and %d: turned Keep times or more, so adds fell out", res.Periods, f.bw.Current())
 	}
-	err = f.cms.Check()
-	res.Check = fmt.Sprint(err)
-	if err != nil && !(plan.Killed && errors.Is(err, sketch.ErrTornAdd)) {
-		problem(&res.Bad, "Count-Min Check: %v", err)
+	switch err := f.cms.Check(); {
+	case err == nil:
+		res.Check = "clean"
+	case plan.Killed && errors.Is(err, sketch.ErrTornAdd):
+		res.Check = "ErrTornAdd (an add cut short by a kill)"
+	default:
+		res.Check = strings.ReplaceAll(err.Error(), *dir+string(filepath.Separator), "")
+		problem(&res.Bad, "Count-Min Check: %s", res.Check)
 	}
 	if fi.Lock.Writer || fi.Lock.DeadReaderSlots > 0 {
 		problem(&res.Bad, "lock after the run: writer %v, %d dead reader slots", fi.Lock.Writer, fi.Lock.DeadReaderSlots)
@@ -376,6 +381,6 @@ func checkFigure(results []archCheckResult) (violations int, figure string) {
 			first = r.Arch + "-" + r.Backend + ": " + r.First
 		}
 	}
-	return violations, fmt.Sprintf("checkers %s: %d answers about %d keys, Count-Min estimates exact up to steps in flight at kills (%d keys colliding left out of that upper bound), Check %s, windows in period %d; keys nobody added absent everywhere: %d/%d%s",
+	return violations, fmt.Sprintf("checkers %s: %d answers about %d keys, Count-Min estimates exact up to steps in flight at kills (keys colliding left out of that upper bound: %d), Check %s, windows in period %d; keys nobody added absent everywhere: %d/%d%s",
 		names, answers, keys, collide, check, periods, absent, control, note(first))
 }
