@@ -155,19 +155,23 @@ report-deps:
 # runs workers and checkers from both. It needs both backends, so without a
 # C compiler it is skipped.
 TORTURE_FLAGS ?=
+# The pure-Go builds for other architectures, which the arch part runs
+# under qemu-user (it says in its rows when qemu is missing).
+TORTURE_CROSS = $(foreach arch,$(CROSS),-$(arch) $(TMP)/torture.$(arch))
 
 torture-build: deps
 	@mkdir -p $(TMP)
 	CGO_ENABLED=0 $(GO) build -o $(TMP)/torture.purego ./cmd/torture
 	CGO_ENABLED=1 $(GO) build -o $(TMP)/torture.cgo ./cmd/torture
+	for arch in $(CROSS); do CGO_ENABLED=0 GOARCH=$$arch $(GO) build -o $(TMP)/torture.$$arch ./cmd/torture || exit 1; done
 
 torture: deps
 	@if [ -z "$(HAVE_CC)" ]; then $(call skip,make torture (it needs the cgo build beside the pure-Go one),$(NO_CC)); \
-	else $(MAKE) --no-print-directory torture-build && $(TMP)/torture.purego -other $(TMP)/torture.cgo $(TORTURE_FLAGS); fi
+	else $(MAKE) --no-print-directory torture-build && $(TMP)/torture.purego -other $(TMP)/torture.cgo $(TORTURE_CROSS) $(TORTURE_FLAGS); fi
 
 torture-short: deps
 	@if [ -z "$(HAVE_CC)" ]; then $(call skip,make torture-short (it needs the cgo build beside the pure-Go one),$(NO_CC)); \
-	else $(MAKE) --no-print-directory torture-build && $(TMP)/torture.purego -other $(TMP)/torture.cgo -short $(TORTURE_FLAGS); fi
+	else $(MAKE) --no-print-directory torture-build && $(TMP)/torture.purego -other $(TMP)/torture.cgo $(TORTURE_CROSS) -short $(TORTURE_FLAGS); fi
 
 demo:
 	$(GO) run ./cmd/sketch demo

@@ -49,6 +49,7 @@ var roles = map[string]func(args []string) error{
 		fs.Parse(args)
 		return runLockHolder(*dir, *mode)
 	},
+	"arch": runArchRole,
 	"lockadder": func(args []string) error {
 		fs := flag.NewFlagSet("lockadder", flag.ExitOnError)
 		dir := fs.String("dir", "", "")
@@ -72,6 +73,10 @@ func supervise(args []string) int {
 	gap := fs.Duration("gap", 30*time.Millisecond, "mean time between kills")
 	seed := fs.Uint64("seed", uint64(time.Now().UnixNano()), "random seed (printed, to rerun a schedule)")
 	dir := fs.String("dir", "", "where the files go (default: a new directory in /dev/shm, removed afterwards)")
+	cross := map[string]*string{}
+	for _, arch := range crossArchs {
+		cross[arch] = fs.String(arch, "", "this program's pure-Go build for linux/"+arch+", run under "+qemuFor[arch]+" by the arch part")
+	}
 	onlyList := fs.String("only", "", "run only these parts, comma-separated (default: all; -only list names them)")
 	fs.Parse(args)
 	if *onlyList == "list" {
@@ -133,6 +138,10 @@ func supervise(args []string) int {
 	}
 	set := setting{builds: builds, short: *short, seed: *seed,
 		storm: stormConfig{workers: *workers, duration: *storm, gap: *gap, seed: *seed}, kills: *kills}
+	set.cross = map[string]string{}
+	for arch, path := range cross {
+		set.cross[arch] = *path
+	}
 	began := time.Now()
 	var rows []row
 	for _, p := range parts {

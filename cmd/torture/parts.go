@@ -19,6 +19,8 @@ type setting struct {
 	seed   uint64  // the run's seed: a part draws from it, so -seed replays it
 	storm  stormConfig
 	kills  int // kills per lock-recovery case
+	// cross is this program's pure-Go build for each GOARCH, "" when not given
+	cross map[string]string
 }
 
 // parts run in this order; -only picks some of them by name.
@@ -39,6 +41,7 @@ var parts = []part{
 	}},
 	{"arena", runArenaPart},
 	{"faults", runFaults},
+	{"arch", runArch},
 }
 
 func partByName(name string) *part {
