@@ -355,7 +355,7 @@ func newBloom(m *mapping) (*Bloom, error) {
 			k:        int(m.ent.params[3]),
 			prefetch: blocks*bloomBlockBytes > l2Bytes()/4,
 		},
-		core: defaultBloomCore,
+		core: buildCores.bloom,
 	}
 	b.init(m)
 	if !m.readOnly {
@@ -473,14 +473,11 @@ func (b *Bloom) CheckBatch(keys [][]byte, out []bool) {
 // filter past the caches and a batch that pays for a cgo crossing, the Go
 // core otherwise (measured: bench_bloom_test.go).
 func (b *Bloom) batchCore(n int) bloomCore {
-	if n < bloomMinCoreBatch || !b.l.prefetch {
+	if n < bloomMinBatch || !b.l.prefetch {
 		return bloomGo{}
 	}
 	return b.core
 }
-
-// bloomMinCoreBatch is the smallest batch handed to the default core.
-const bloomMinCoreBatch = 4
 
 // Reset forgets every key and zeroes the counts, in every process. It is
 // not atomic: readers and adders are not locked out, so a Check at the

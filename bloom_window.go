@@ -271,7 +271,7 @@ func newBloomWindow(m *mapping) (*BloomWindow, error) {
 	base := unsafe.Pointer(&region[0])
 	blocks, k := m.ent.params[2], int(m.ent.params[3])
 	win := Window{Period: time.Duration(m.ent.params[4]), Keep: int(m.ent.params[5])}
-	w := &BloomWindow{core: defaultBloomCore, win: win}
+	w := &BloomWindow{core: buildCores.bloom, win: win}
 	w.init(m)
 	ctl := windowControlBytes(win.Keep)
 	slot := bloomBytes(blocks)
@@ -623,7 +623,7 @@ func (w *BloomWindow) findBatch(keys [][]byte, out []bool, p, last uint64) bool 
 // batchCore picks the core for a batch of n keys on slot l, as
 // Bloom.batchCore does.
 func (w *BloomWindow) batchCore(n int, l *bloomLayout) bloomCore {
-	if n < bloomMinCoreBatch || !l.prefetch {
+	if n < bloomMinBatch || !l.prefetch {
 		return bloomGo{}
 	}
 	return w.core

@@ -171,7 +171,7 @@ func validateCountingBloomEntry(e entry) error {
 type CountingBloom struct {
 	handle
 	l      cbfLayout
-	core   cbfCore
+	core   countingBloomCore
 	lk     *fileLock // nil on a read-only handle
 	stripe int
 }
@@ -251,7 +251,7 @@ func newCountingBloom(m *mapping) (*CountingBloom, error) {
 			mask:    m.ent.params[2] - 1,
 			k:       int(m.ent.params[3]),
 		},
-		core: defaultCBFCore,
+		core: buildCores.countingBloom,
 	}
 	b.init(m)
 	if !m.readOnly {

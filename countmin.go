@@ -62,7 +62,7 @@ const (
 type CountMin struct {
 	handle
 	l    cmsLayout
-	core cmsCore // serves batches and whole-array walks
+	core countMinCore // serves batches and whole-array walks
 }
 
 // ClosedEstimate is what Estimate returns on a closed handle, and on a zero
@@ -71,9 +71,9 @@ type CountMin struct {
 // threshold treats every key as loud.
 const ClosedEstimate = math.MaxUint64
 
-// cmsCore is one implementation of the Count-Min operations; goCore and
-// (with cgo) cCore must agree bit for bit.
-type cmsCore interface {
+// countMinCore is one implementation of the Count-Min operations; countMinGo and
+// (with cgo) countMinCgo must agree bit for bit.
+type countMinCore interface {
 	name() string
 	add(l *cmsLayout, key []byte, n uint64) uint64
 	estimate(l *cmsLayout, key []byte) uint64
@@ -351,7 +351,7 @@ func newCountMin(m *mapping) *CountMin {
 			rowBytes: uintptr(width * 8),
 			prefetch: uint64(rows)*width*8 > l2Bytes(),
 		},
-		core: defaultCore,
+		core: buildCores.countMin,
 	}
 	c.init(m)
 	c.open.Store(true)
@@ -466,16 +466,12 @@ func (c *CountMin) afterBatch(estimates []uint64, op string) error {
 // batches over grids larger than L2, where fetching keys ahead pays; over
 // a grid in L2, and for batches too small to pay for a cgo crossing, the
 // Go core is as fast or faster (measured: bench_test.go).
-func (c *CountMin) batchCore(n int) cmsCore {
-	if n < minCoreBatch || !c.l.prefetch {
-		return goCore{}
+func (c *CountMin) batchCore(n int) countMinCore {
+	if n < countMinMinBatch || !c.l.prefetch {
+		return countMinGo{}
 	}
 	return c.core
 }
-
-// minCoreBatch is the smallest batch handed to the default core. A cgo
-// crossing costs about two single-key adds.
-const minCoreBatch = 4
 
 // Estimate returns the sketch's estimate of how often key was counted: the
 // smallest of its counters. It is never below the true count, and exceeds

@@ -155,7 +155,7 @@ type CountMinWindow struct {
 	handle
 	ctl   windowCtl
 	slots []cmsLayout
-	core  cmsCore // serves batches and whole-slot walks
+	core  countMinCore // serves batches and whole-slot walks
 	win   Window
 }
 
@@ -265,7 +265,7 @@ func newCountMinWindow(m *mapping) (*CountMinWindow, error) {
 	base := unsafe.Pointer(&region[0])
 	rows, width := int(m.ent.params[0]), int(m.ent.params[1])
 	win := Window{Period: time.Duration(m.ent.params[2]), Keep: int(m.ent.params[3])}
-	w := &CountMinWindow{core: defaultCore, win: win}
+	w := &CountMinWindow{core: buildCores.countMin, win: win}
 	w.init(m)
 	ctl := windowControlBytes(win.Keep)
 	slot := countMinSlotBytes(rows, width)
@@ -772,9 +772,9 @@ func (w *CountMinWindow) afterBatch(estimates []uint64, op string) error {
 
 // batchCore picks the core for a batch of n keys on slot l, as
 // CountMin.batchCore does.
-func (w *CountMinWindow) batchCore(n int, l *cmsLayout) cmsCore {
-	if n < minCoreBatch || !l.prefetch {
-		return goCore{}
+func (w *CountMinWindow) batchCore(n int, l *cmsLayout) countMinCore {
+	if n < countMinMinBatch || !l.prefetch {
+		return countMinGo{}
 	}
 	return w.core
 }
