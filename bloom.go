@@ -31,26 +31,11 @@ type BloomConfig struct {
 }
 
 const (
-	// kindBloom is the directory kind of a Bloom filter. Parameters:
-	// capacity, the bits of the FP rate, blocks, k.
-	kindBloom uint32 = 2
-
 	bloomMaxHashes = 32
 	// bloomMaxBlocks keeps the bits mappable: 2^46 bytes on 64-bit
 	// platforms, 1 GiB on 32-bit ones.
 	bloomMaxBlocks = 1 << (24 + 16*(bits.UintSize/64))
 )
-
-func init() {
-	registerKind(kindBloom, kindInfo{
-		name:     "Bloom filter",
-		kind:     KindBloom,
-		validate: validateBloomEntry,
-		config: func(e entry) any {
-			return BloomConfig{Capacity: e.params[0], FPRate: math.Float64frombits(e.params[1])}
-		},
-	})
-}
 
 // bloomFP is the false-positive rate of a blocked filter holding lambda
 // keys a block on average, k probes a key drawn with repetition: the
@@ -204,6 +189,19 @@ func (cfg BloomConfig) spec() (spec, error) {
 		return nil
 	}
 	return sp, nil
+}
+
+func bloomEntryConfig(e entry) any {
+	return BloomConfig{Capacity: e.params[0], FPRate: math.Float64frombits(e.params[1])}
+}
+
+func bloomEntryParams(e entry) map[string]float64 {
+	return map[string]float64{
+		"capacity": float64(e.params[0]),
+		"fp_rate":  math.Float64frombits(e.params[1]),
+		"bits":     float64(e.params[2] * bloomBlockBits),
+		"hashes":   float64(e.params[3]),
+	}
 }
 
 func validateBloomEntry(e entry) error {

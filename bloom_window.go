@@ -10,25 +10,6 @@ import (
 	"unsafe"
 )
 
-// kindBloomWindow is the directory kind of a Bloom window. Parameters:
-// capacity, the bits of the false-positive rate, blocks, k (as kind 2's),
-// the period in nanoseconds (0: Rotate only), keep.
-const kindBloomWindow uint32 = 5
-
-func init() {
-	registerKind(kindBloomWindow, kindInfo{
-		name:     "Bloom window",
-		kind:     KindBloomWindow,
-		validate: validateBloomWindowEntry,
-		config: func(e entry) any {
-			return BloomWindowConfig{
-				Window: Window{Period: time.Duration(e.params[4]), Keep: int(e.params[5])},
-				Bloom:  BloomConfig{Capacity: e.params[0], FPRate: math.Float64frombits(e.params[1])},
-			}
-		},
-	})
-}
-
 // BloomWindowConfig is a Bloom window's config as an arena lists it
 // (ArenaEntry.Config): its window and the size of each period's filter.
 type BloomWindowConfig struct {
@@ -97,6 +78,20 @@ func bloomWindowSpec(w Window, cfg BloomConfig) (spec, error) {
 	sp.size = size
 	sp.params = [8]uint64{bsp.params[0], bsp.params[1], blocks, bsp.params[3], uint64(w.Period), uint64(w.Keep)}
 	return sp, nil
+}
+
+func bloomWindowEntryConfig(e entry) any {
+	return BloomWindowConfig{
+		Window: Window{Period: time.Duration(e.params[4]), Keep: int(e.params[5])},
+		Bloom:  BloomConfig{Capacity: e.params[0], FPRate: math.Float64frombits(e.params[1])},
+	}
+}
+
+func bloomWindowEntryParams(e entry) map[string]float64 {
+	ps := bloomEntryParams(e)
+	ps["period_ns"] = float64(e.params[4])
+	ps["keep"] = float64(e.params[5])
+	return ps
 }
 
 func validateBloomWindowEntry(e entry) error {

@@ -28,32 +28,13 @@ type CountingBloomConfig struct {
 	Seed uint64
 }
 
-// DefaultFPRate is the false-positive rate a Bloom filter is sized for
-// when its config leaves FPRate zero.
-const DefaultFPRate = 0.01
-
 const (
-	// kindCountingBloom is the directory kind of a counting Bloom filter.
-	// Parameters: capacity, the bits of the FP rate, m, k.
-	kindCountingBloom uint32 = 3
-
 	cbfMinCounters = 64
 	cbfMaxHashes   = 32
 	// cbfMaxCounters keeps the counter bytes mappable and a counter's
 	// index in a 32-bit word's reach on 32-bit platforms.
 	cbfMaxCounters = 1 << (31 + 16*(bits.UintSize/64))
 )
-
-func init() {
-	registerKind(kindCountingBloom, kindInfo{
-		name:     "counting Bloom filter",
-		kind:     KindCountingBloom,
-		validate: validateCountingBloomEntry,
-		config: func(e entry) any {
-			return CountingBloomConfig{Capacity: e.params[0], FPRate: math.Float64frombits(e.params[1])}
-		},
-	})
-}
 
 // cbfGeometry returns the counters and hashes for a capacity and rate.
 func cbfGeometry(capacity uint64, fpRate float64) (m uint64, k int, err error) {
@@ -132,6 +113,19 @@ func (cfg CountingBloomConfig) spec() (spec, error) {
 		return nil
 	}
 	return sp, nil
+}
+
+func countingBloomEntryConfig(e entry) any {
+	return CountingBloomConfig{Capacity: e.params[0], FPRate: math.Float64frombits(e.params[1])}
+}
+
+func countingBloomEntryParams(e entry) map[string]float64 {
+	return map[string]float64{
+		"capacity": float64(e.params[0]),
+		"fp_rate":  math.Float64frombits(e.params[1]),
+		"counters": float64(e.params[2]),
+		"hashes":   float64(e.params[3]),
+	}
 }
 
 func validateCountingBloomEntry(e entry) error {

@@ -1,12 +1,10 @@
 package sketch
 
 import (
-	"encoding/json"
 	"fmt"
 	"math"
 	"math/bits"
 	"math/rand/v2"
-	"strconv"
 	"sync/atomic"
 	"unsafe"
 )
@@ -160,13 +158,6 @@ func (cfg CountMinConfig) Bytes() (uint64, error) {
 	return newLayout(1, []entry{{kind: sp.kind, size: sp.size}}).fileSize, nil
 }
 
-func nextPow2(n int) int {
-	if n <= 1 {
-		return 1
-	}
-	return 1 << bits.Len(uint(n-1))
-}
-
 // shape resolves a config to the grid it asks for. explicit reports whether
 // the caller asked for anything, in which case an existing file must match.
 func (cfg CountMinConfig) shape() (rows, width int, explicit bool, err error) {
@@ -227,15 +218,12 @@ func (cfg CountMinConfig) spec() (spec, error) {
 	return sp, nil
 }
 
-func init() {
-	registerKind(kindCountMin, kindInfo{
-		name:     "Count-Min sketch",
-		kind:     KindCountMin,
-		validate: validateCountMinEntry,
-		config: func(e entry) any {
-			return CountMinConfig{Rows: int(e.params[0]), Width: int(e.params[1])}
-		},
-	})
+func countMinEntryConfig(e entry) any {
+	return CountMinConfig{Rows: int(e.params[0]), Width: int(e.params[1])}
+}
+
+func countMinEntryParams(e entry) map[string]float64 {
+	return map[string]float64{"rows": float64(e.params[0]), "width": float64(e.params[1])}
 }
 
 func validateCountMinEntry(e entry) error {
@@ -590,19 +578,6 @@ func (c *CountMin) ErrorBound() uint64 {
 // http.DefaultServeMux for every program that uses sketches.
 func (c *CountMin) StatsVar() StatsVar {
 	return StatsVar{func() any { return c.Stats() }}
-}
-
-// StatsVar is a structure's Stats as an expvar.Var: String returns them as
-// JSON.
-type StatsVar struct{ stats func() any }
-
-// String returns the current stats as a JSON object.
-func (v StatsVar) String() string {
-	b, err := json.Marshal(v.stats())
-	if err != nil {
-		return strconv.Quote(err.Error())
-	}
-	return string(b)
 }
 
 // errorBound is ceil(e/width · total), computed without losing a count to

@@ -4,8 +4,6 @@ import (
 	"math/bits"
 	"sync/atomic"
 	"unsafe"
-
-	"github.com/zeebo/xxh3"
 )
 
 // The pure-Go core. It is always compiled: it serves single keys in every
@@ -52,16 +50,6 @@ const (
 	// alike.
 	batchChunk = 256
 )
-
-func hashKey(key []byte, seed uint64) (lo, hi uint64) {
-	h := xxh3.Hash128Seed(key, seed)
-	return h.Lo, h.Hi
-}
-
-func hashString(key string, seed uint64) (lo, hi uint64) {
-	h := xxh3.HashString128Seed(key, seed)
-	return h.Lo, h.Hi
-}
 
 // addHashed counts n for the key hashing to (lo, hi) and returns the
 // minimum of the counters after its own increments: one atomic add per

@@ -11,25 +11,6 @@ import (
 	"unsafe"
 )
 
-// kindCountMinWindow is the directory kind of a Count-Min window.
-// Parameters: rows, width, the period in nanoseconds (0: Rotate only),
-// keep.
-const kindCountMinWindow uint32 = 4
-
-func init() {
-	registerKind(kindCountMinWindow, kindInfo{
-		name:     "Count-Min window",
-		kind:     KindCountMinWindow,
-		validate: validateCountMinWindowEntry,
-		config: func(e entry) any {
-			return CountMinWindowConfig{
-				Window:   Window{Period: time.Duration(e.params[2]), Keep: int(e.params[3])},
-				CountMin: CountMinConfig{Rows: int(e.params[0]), Width: int(e.params[1])},
-			}
-		},
-	})
-}
-
 // CountMinWindowConfig is a Count-Min window's config as an arena lists it
 // (ArenaEntry.Config): its window and the shape of each period's sketch.
 type CountMinWindowConfig struct {
@@ -100,6 +81,18 @@ func countMinWindowSpec(w Window, cfg CountMinConfig) (spec, error) {
 		return nil
 	}
 	return sp, nil
+}
+
+func countMinWindowEntryConfig(e entry) any {
+	return CountMinWindowConfig{
+		Window:   Window{Period: time.Duration(e.params[2]), Keep: int(e.params[3])},
+		CountMin: CountMinConfig{Rows: int(e.params[0]), Width: int(e.params[1])},
+	}
+}
+
+func countMinWindowEntryParams(e entry) map[string]float64 {
+	p := e.params
+	return map[string]float64{"rows": float64(p[0]), "width": float64(p[1]), "period_ns": float64(p[2]), "keep": float64(p[3])}
 }
 
 func validateCountMinWindowEntry(e entry) error {
