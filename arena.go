@@ -457,7 +457,7 @@ func (a *Arena) Stats() ArenaStats {
 		Entries:  len(a.lay.entries),
 		Capacity: int(a.lay.dirCap),
 		Frozen:   a.Frozen(),
-		ReadOnly: a.ro,
+		ReadOnly: a.ReadOnly(),
 		Closed:   !open,
 	}
 }
@@ -486,6 +486,7 @@ func (a *Arena) Freeze() error {
 	if frozen {
 		return a.m.errorf("freeze", ErrFrozen)
 	}
+	a.froze.Store(true)
 	return a.Sync()
 }
 

@@ -539,6 +539,7 @@ func (b *Bloom) Freeze() error {
 	if !atomic.CompareAndSwapUint32(b.sealed, 0, 1) {
 		return b.m.errorf("freeze", ErrFrozen)
 	}
+	b.froze.Store(true)
 	return b.Sync()
 }
 
@@ -548,7 +549,7 @@ func (b *Bloom) Stats() BloomStats {
 	s := BloomStats{
 		Bits:     b.l.blocks * bloomBlockBits,
 		Hashes:   b.l.k,
-		ReadOnly: b.ro,
+		ReadOnly: b.ReadOnly(),
 	}
 	if b.m == nil || !b.open.Load() {
 		return b.closedStats(s)
@@ -569,7 +570,7 @@ func (b *Bloom) Stats() BloomStats {
 
 func (b *Bloom) closedStats(s BloomStats) BloomStats {
 	return BloomStats{Bits: s.Bits, Hashes: s.Hashes, Capacity: s.Capacity, FPRate: s.FPRate,
-		Set: s.Bits, Fill: 1, Estimated: math.MaxFloat64, ReadOnly: b.ro, Closed: true}
+		Set: s.Bits, Fill: 1, Estimated: math.MaxFloat64, ReadOnly: b.ReadOnly(), Closed: true}
 }
 
 // estimate inverts the expected fill of a blocked filter holding n keys,

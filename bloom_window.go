@@ -585,7 +585,7 @@ func (w *BloomWindow) Stats() BloomWindowStats {
 		Capacity: w.Capacity(),
 		Period:   w.win.Period,
 		Keep:     w.win.Keep,
-		ReadOnly: w.ro,
+		ReadOnly: w.ReadOnly(),
 	}
 	if w.m != nil {
 		s.FPRate = math.Float64frombits(w.m.ent.params[1])
@@ -628,7 +628,7 @@ func (w *BloomWindow) Stats() BloomWindowStats {
 
 func (w *BloomWindow) closedStats(s BloomWindowStats) BloomWindowStats {
 	return BloomWindowStats{Bits: s.Bits, Hashes: s.Hashes, Capacity: s.Capacity, FPRate: s.FPRate,
-		Period: s.Period, Keep: s.Keep, Bytes: s.Bytes, CheckRate: 1, ReadOnly: w.ro, Closed: true}
+		Period: s.Period, Keep: s.Keep, Bytes: s.Bytes, CheckRate: 1, ReadOnly: w.ReadOnly(), Closed: true}
 }
 
 // StatsVar returns the window's Stats as an expvar.Var, as

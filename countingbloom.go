@@ -426,6 +426,7 @@ func (b *CountingBloom) snapshot() []byte {
 func (b *CountingBloom) Freeze() error {
 	err := b.exclusive("freeze", func() error {
 		atomic.StoreUint32(b.sealed, 1)
+		b.froze.Store(true)
 		return nil
 	})
 	if err != nil {
@@ -479,7 +480,7 @@ func (b *CountingBloom) Stats() CountingBloomStats {
 	s := CountingBloomStats{
 		Counters: b.l.mask + 1,
 		Hashes:   b.l.k,
-		ReadOnly: b.ro,
+		ReadOnly: b.ReadOnly(),
 	}
 	if b.m == nil || !b.open.Load() {
 		s.Closed = true
@@ -497,7 +498,7 @@ func (b *CountingBloom) Stats() CountingBloomStats {
 	s.Ops = b.l.ops()
 	s.Frozen = atomic.LoadUint32(b.sealed) != 0
 	if !b.open.Load() {
-		return CountingBloomStats{Counters: s.Counters, Hashes: s.Hashes, ReadOnly: b.ro, Closed: true}
+		return CountingBloomStats{Counters: s.Counters, Hashes: s.Hashes, ReadOnly: b.ReadOnly(), Closed: true}
 	}
 	return s
 }

@@ -361,6 +361,7 @@ func (c *CountMin) Freeze() error {
 	if !atomic.CompareAndSwapUint32(c.sealed, 0, 1) {
 		return c.m.errorf("freeze", ErrFrozen)
 	}
+	c.froze.Store(true)
 	return c.Sync()
 }
 
@@ -536,7 +537,7 @@ func (c *CountMin) Stats() CountMinStats {
 	s.Adds = c.core.adds(&c.l)
 	s.ErrorBound = errorBound(s.Total, s.Width)
 	s.Frozen = atomic.LoadUint32(c.sealed) != 0
-	s.ReadOnly = c.ro
+	s.ReadOnly = c.ReadOnly()
 	if !c.open.Load() {
 		s.Closed, s.Total, s.ErrorBound, s.Adds = true, ClosedEstimate, ClosedEstimate, 0
 	}

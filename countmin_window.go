@@ -752,7 +752,7 @@ func (w *CountMinWindow) Stats() CountMinWindowStats {
 		Width:    w.Width(),
 		Period:   w.win.Period,
 		Keep:     w.win.Keep,
-		ReadOnly: w.ro,
+		ReadOnly: w.ReadOnly(),
 	}
 	if w.m != nil {
 		s.Bytes = w.m.ownBytes()
@@ -780,7 +780,7 @@ func (w *CountMinWindow) Stats() CountMinWindowStats {
 	s.Frozen = atomic.LoadUint32(w.sealed) != 0
 	if !w.open.Load() {
 		return CountMinWindowStats{Rows: s.Rows, Width: s.Width, Period: s.Period, Keep: s.Keep, Bytes: s.Bytes,
-			ReadOnly: w.ro, Closed: true, Total: ClosedEstimate, ErrorBound: ClosedEstimate}
+			ReadOnly: w.ReadOnly(), Closed: true, Total: ClosedEstimate, ErrorBound: ClosedEstimate}
 	}
 	return s
 }

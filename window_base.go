@@ -80,6 +80,7 @@ func (b *windowBase) Freeze() error {
 	if !b.ctl.freeze() {
 		return b.m.errorf("freeze", ErrFrozen)
 	}
+	b.froze.Store(true)
 	return b.Sync()
 }
 
