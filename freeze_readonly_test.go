@@ -39,7 +39,9 @@ func TestFreeze_FreezingHandleIsReadOnly(t *testing.T) {
 			func(h frozenable) bool { return h.(*CountingBloom).Stats().ReadOnly },
 			func(h frozenable) error { _, err := h.(*CountingBloom).Add([]byte("k")); return err }},
 		{"countminwindow",
-			func(p string) (frozenable, error) { return OpenCountMinWindow(p, win, CountMinConfig{Rows: 2, Width: 64}) },
+			func(p string) (frozenable, error) {
+				return OpenCountMinWindow(p, win, CountMinConfig{Rows: 2, Width: 64})
+			},
 			func(h frozenable) bool { return h.(*CountMinWindow).Stats().ReadOnly },
 			func(h frozenable) error { _, err := h.(*CountMinWindow).Add([]byte("k")); return err }},
 		{"bloomwindow",
@@ -49,7 +51,10 @@ func TestFreeze_FreezingHandleIsReadOnly(t *testing.T) {
 		{"arena",
 			func(p string) (frozenable, error) { return OpenArena(p, 1<<20) },
 			func(h frozenable) bool { return h.(*Arena).Stats().ReadOnly },
-			func(h frozenable) error { _, err := h.(*Arena).CountMin("new", CountMinConfig{Rows: 1, Width: 8}); return err }},
+			func(h frozenable) error {
+				_, err := h.(*Arena).CountMin("new", CountMinConfig{Rows: 1, Width: 8})
+				return err
+			}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
