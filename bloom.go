@@ -555,7 +555,7 @@ func (b *Bloom) Stats() BloomStats {
 		return b.closedStats(s)
 	}
 	s.Capacity = b.m.ent.params[0]
-	s.FPRate = math.Float64frombits(b.m.ent.params[1])
+	s.FPRate = b.FPRate()
 	s.Bytes = b.m.ownBytes()
 	s.Set = b.l.countSet()
 	s.Fill = float64(s.Set) / float64(s.Bits)
@@ -605,6 +605,16 @@ func (b *Bloom) Capacity() uint64 {
 		return 0
 	}
 	return b.m.ent.params[0]
+}
+
+// FPRate returns the false-positive rate the filter was sized for at
+// Capacity (DefaultFPRate when its config left it zero), as stored in the
+// file. A zero handle returns 0.
+func (b *Bloom) FPRate() float64 {
+	if b.m == nil {
+		return 0
+	}
+	return math.Float64frombits(b.m.ent.params[1])
 }
 
 // Close releases the descriptor and the file's pages; safe twice and

@@ -575,6 +575,16 @@ func (w *BloomWindow) Capacity() uint64 {
 	return w.m.ent.params[0]
 }
 
+// FPRate returns the false-positive rate each period's filter was sized for at
+// Capacity (DefaultFPRate when its config left it zero), as stored in the
+// file. A zero handle returns 0.
+func (w *BloomWindow) FPRate() float64 {
+	if w.m == nil {
+		return 0
+	}
+	return math.Float64frombits(w.m.ent.params[1])
+}
+
 // Stats reports the window's periods and each slot's state, fill and
 // counts. It walks every slot's bits, so it belongs on a status page, not
 // in a loop.
@@ -588,7 +598,7 @@ func (w *BloomWindow) Stats() BloomWindowStats {
 		ReadOnly: w.ReadOnly(),
 	}
 	if w.m != nil {
-		s.FPRate = math.Float64frombits(w.m.ent.params[1])
+		s.FPRate = w.FPRate()
 		s.Bytes = w.m.ownBytes()
 	}
 	if !w.open.Load() {

@@ -487,7 +487,7 @@ func (b *CountingBloom) Stats() CountingBloomStats {
 		return s
 	}
 	s.Capacity = b.m.ent.params[0]
-	s.FPRate = math.Float64frombits(b.m.ent.params[1])
+	s.FPRate = b.FPRate()
 	s.Bytes = b.m.ownBytes()
 	s.CountersSet = b.core.countSet(&b.l)
 	s.Count = b.count(s.CountersSet)
@@ -515,6 +515,16 @@ func (b *CountingBloom) Capacity() uint64 {
 		return 0
 	}
 	return b.m.ent.params[0]
+}
+
+// FPRate returns the false-positive rate the filter was sized for at
+// Capacity (DefaultFPRate when its config left it zero), as stored in the
+// file. A zero handle returns 0.
+func (b *CountingBloom) FPRate() float64 {
+	if b.m == nil {
+		return 0
+	}
+	return math.Float64frombits(b.m.ent.params[1])
 }
 
 // Counters returns m, the number of 4-bit counters.

@@ -92,3 +92,44 @@ func TestFreeze_FreezingHandleIsReadOnly(t *testing.T) {
 		})
 	}
 }
+
+// Both filters and the Bloom window say the rate they were sized for, as
+// their Stats do, also on a handle that attached with a zero config.
+func TestFilters_FPRate(t *testing.T) {
+	dir := t.TempDir()
+	b, err := OpenBloom(filepath.Join(dir, "b"), BloomConfig{Capacity: 1000, FPRate: 0.002})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	ba, err := OpenBloom(filepath.Join(dir, "b"), BloomConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ba.Close()
+	c, err := OpenCountingBloom(filepath.Join(dir, "c"), CountingBloomConfig{Capacity: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	w, err := OpenBloomWindow(filepath.Join(dir, "w"), Window{Keep: 2}, BloomConfig{Capacity: 1000, FPRate: 0.03})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	for _, tt := range []struct {
+		name       string
+		got, stats float64
+		want       float64
+	}{
+		{"bloom", b.FPRate(), b.Stats().FPRate, 0.002},
+		{"bloom attached with a zero config", ba.FPRate(), ba.Stats().FPRate, 0.002},
+		{"counting bloom (default rate)", c.FPRate(), c.Stats().FPRate, DefaultFPRate},
+		{"bloom window", w.FPRate(), w.Stats().FPRate, 0.03},
+		{"zero Bloom", (&Bloom{}).FPRate(), 0, 0},
+	} {
+		if tt.got != tt.want || tt.stats != tt.want {
+			t.Errorf("%s: FPRate() = %v, Stats().FPRate = %v, want %v", tt.name, tt.got, tt.stats, tt.want)
+		}
+	}
+}
