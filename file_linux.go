@@ -384,7 +384,7 @@ func newTempFile(path string, mode os.FileMode, tmpfile bool) (tempFile, error) 
 		case unix.EOPNOTSUPP, unix.EISDIR, unix.EINVAL:
 			// The filesystem has no O_TMPFILE: use a private name.
 		default:
-			return tempFile{}, err
+			return tempFile{}, noSpace(err)
 		}
 	}
 	for {
@@ -394,10 +394,19 @@ func newTempFile(path string, mode os.FileMode, tmpfile bool) (tempFile, error) 
 			continue
 		}
 		if err != nil {
-			return tempFile{}, err
+			return tempFile{}, noSpace(err)
 		}
 		return tempFile{fd: fd, name: name}, nil
 	}
+}
+
+// noSpace makes a filesystem out of inodes (or of quota) while the file
+// is made ErrNoSpace, as one out of blocks is while it is reserved.
+func noSpace(err error) error {
+	if err == unix.ENOSPC || err == unix.EDQUOT {
+		return fmt.Errorf("%w: no inode for the file: %w", ErrNoSpace, err)
+	}
+	return err
 }
 
 // privateName is a hidden name in dir that nobody else uses. It does not

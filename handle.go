@@ -67,7 +67,9 @@ func (h *handle) Sync() error {
 // at the path is left alone: Unlink renames the path aside, checks that it
 // moved this structure's file, and puts it back otherwise (on a filesystem
 // that cannot rename without replacing, it checks and removes, which a
-// replacement can race).
+// replacement can race). It works on a read-only handle too: it changes
+// the directory, not the file, and needs write permission on the
+// directory only (Remove does the same by path, without a handle).
 func (h *handle) Unlink() error {
 	if h.m == nil {
 		return nil
