@@ -11,7 +11,7 @@ import (
 // with an exact map: no estimate may be low (the contract), and at most
 // 1-Confidence of the keys may be over the error bound (the sizing).
 func TestCountMin_AccuracyZipf(t *testing.T) {
-	for _, core := range cores() {
+	for _, core := range countMinCores() {
 		t.Run(core.name(), func(t *testing.T) {
 			c := mustOpen(t, tempPath(t, "cms"), CountMinConfig{ErrorRate: 0.001, Confidence: 0.99, Seed: 42})
 			c.core = core
@@ -138,7 +138,7 @@ func TestCountMin_ConfidenceHolds(t *testing.T) {
 	}
 	s := newConfidenceStream(lights)
 	const errorRate = 0.006 // e/0.006 → 512 columns
-	for _, core := range cores() {
+	for _, core := range countMinCores() {
 		t.Run(core.name(), func(t *testing.T) {
 			// The stream is hard: one row of the same width overshoots often.
 			one := mustOpen(t, tempPath(t, "one"), CountMinConfig{Rows: 1, Width: 512, Seed: 0x5eed})

@@ -11,21 +11,6 @@ import (
 	"unsafe"
 )
 
-// Kind names a kind of structure in listings (List) and on the command
-// line.
-type Kind string
-
-// The kinds of structure a file holds.
-const (
-	KindCountMin      Kind = "countmin"
-	KindBloom         Kind = "bloom"
-	KindCountingBloom Kind = "countingbloom"
-	// KindCountMinWindow is a Count-Min window (CountMinWindow).
-	KindCountMinWindow Kind = "countminwindow"
-	// KindBloomWindow is a Bloom window (BloomWindow).
-	KindBloomWindow Kind = "bloomwindow"
-)
-
 // An Arena is one file holding many named structures: Count-Min sketches
 // Bloom filters and counting Bloom filters side by side, each found by its name. Every
 // process opens the arena and asks for each structure by name and config;
@@ -472,7 +457,7 @@ func (a *Arena) Stats() ArenaStats {
 		Entries:  len(a.lay.entries),
 		Capacity: int(a.lay.dirCap),
 		Frozen:   a.Frozen(),
-		ReadOnly: a.ro,
+		ReadOnly: a.ReadOnly(),
 		Closed:   !open,
 	}
 }
@@ -501,6 +486,7 @@ func (a *Arena) Freeze() error {
 	if frozen {
 		return a.m.errorf("freeze", ErrFrozen)
 	}
+	a.froze.Store(true)
 	return a.Sync()
 }
 

@@ -9,7 +9,6 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
-	"time"
 
 	"github.com/zeebo/xxh3"
 )
@@ -191,73 +190,4 @@ func TestArena_EntriesChangedAfterAttach(t *testing.T) {
 		t.Errorf("Estimate(k) = %d, want 1", got)
 	}
 	c.Close()
-}
-
-// FuzzOpenArena opens arbitrary bytes as an arena and uses what opens:
-// any input gives a classified error or a working arena, never a panic.
-func FuzzOpenArena(f *testing.F) {
-	valid := arMakeFile(f)
-	f.Add(valid, false)
-	f.Add(valid, true)
-	for _, edit := range []func(b []byte){
-		func(b []byte) { native.PutUint32(b[offDirCount:], 4) },
-		func(b []byte) { native.PutUint32(b[offDirCount:], 1000) },
-		func(b []byte) { native.PutUint64(arEntry(b, 2)[entOff:], uint64(len(b))) },
-		func(b []byte) { native.PutUint64(arEntry(b, 1)[entSize:], math.MaxUint64) },
-		func(b []byte) { copy(arEntry(b, 0)[entName:], bytes.Repeat([]byte{'n'}, entNameSize)) },
-		func(b []byte) { native.PutUint64(b[offFlags:], 0) },
-		func(b []byte) { native.PutUint32(b[offDirCap:], 1) },
-	} {
-		b := bytes.Clone(valid)
-		edit(b)
-		f.Add(b, true)
-	}
-	f.Add(valid[:len(valid)/2], true)
-	f.Fuzz(func(t *testing.T, data []byte, resum bool) {
-		if resum {
-			data = otResumAll(bytes.Clone(data))
-		}
-		path := filepath.Join(t.TempDir(), "arena")
-		if err := os.WriteFile(path, data, 0o600); err != nil {
-			t.Fatal(err)
-		}
-		a, err := OpenArena(path, 0, WithWaitTimeout(time.Second))
-		if err != nil {
-			if !errors.Is(err, ErrCorrupt) && !errors.Is(err, ErrIncompatible) && !errors.Is(err, ErrFrozen) && !errors.Is(err, ErrInvalidConfig) {
-				t.Errorf("unclassified error: %v", err)
-			}
-			return
-		}
-		defer a.Close()
-		a.List()
-		a.Stats()
-		for _, e := range a.List() {
-			switch e.Kind {
-			case KindCountMin:
-				if c, err := a.CountMin(e.Name, CountMinConfig{}); err == nil {
-					c.AddString("x")
-					c.EstimateString("x")
-					c.Check()
-					c.Close()
-				}
-			case KindBloom:
-				if b, err := a.Bloom(e.Name, BloomConfig{}); err == nil {
-					b.AddString("x")
-					b.CheckString("x")
-					b.Stats()
-					b.Close()
-				}
-			case KindCountingBloom:
-				if b, err := a.CountingBloom(e.Name, CountingBloomConfig{}); err == nil {
-					b.AddString("x")
-					b.Stats()
-					b.Close()
-				}
-			}
-		}
-		if c, err := a.CountMin("fuzz-new", CountMinConfig{Rows: 1, Width: 8}); err == nil {
-			c.AddString("y")
-			c.Close()
-		}
-	})
 }

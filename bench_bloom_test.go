@@ -100,7 +100,7 @@ func BenchmarkBloom(b *testing.B) {
 			}
 			benchSink.Add(uint64(n))
 		})
-		for _, core := range bloomTestCores {
+		for _, core := range bloomCores() {
 			for _, batch := range []int{1, 16, 256} {
 				if batch == 1 && core.name() == "purego" {
 					continue // that is Add
@@ -326,7 +326,7 @@ func BenchmarkBloomAhead(b *testing.B) {
 		}
 		defer f.Close()
 		f.AddBatch(keys[:min(int(capacity), len(keys))/2], nil)
-		for _, core := range bloomTestCores {
+		for _, core := range bloomCores() {
 			for _, ahead := range []bool{false, true} {
 				l := f.l
 				l.prefetch = ahead

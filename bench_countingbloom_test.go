@@ -6,12 +6,8 @@ import (
 	"testing"
 )
 
-// cbfTestCores are the counting Bloom cores the benchmarks and the parity
-// suite run: Go always, C where built (added by a cgo test file).
-var cbfTestCores = []cbfCore{cbfGo{}}
-
 // cbfCoreName is the benchmark name of a core: go or c.
-func cbfCoreName(core cbfCore) string {
+func cbfCoreName(core countingBloomCore) string {
 	if core.name() == "purego" {
 		return "go"
 	}
@@ -83,7 +79,7 @@ func BenchmarkCountingBloom(b *testing.B) {
 			f.Remove(keys[i&mask])
 		}
 	})
-	for _, core := range cbfTestCores {
+	for _, core := range countingBloomCores() {
 		b.Run(fmt.Sprintf("AddMany256/%s", cbfCoreName(core)), func(b *testing.B) {
 			b.ReportAllocs()
 			view := f.withCore(core)
@@ -145,7 +141,7 @@ func benchRWMap() *rwMap {
 }
 
 // withCore returns another handle on b's mapping and lock that uses core.
-func (b *CountingBloom) withCore(core cbfCore) *CountingBloom {
+func (b *CountingBloom) withCore(core countingBloomCore) *CountingBloom {
 	v := &CountingBloom{l: b.l, core: core, lk: b.lk, stripe: b.stripe}
 	v.init(b.m)
 	v.open.Store(true)
@@ -159,7 +155,7 @@ func (b *CountingBloom) withCore(core cbfCore) *CountingBloom {
 // Clear. ns/op is one operation; MB/s is counter bytes per second.
 func BenchmarkCountingBloomWalks(b *testing.B) {
 	src := benchCBF(b)
-	for _, core := range cbfTestCores {
+	for _, core := range countingBloomCores() {
 		name := cbfCoreName(core)
 		b.Run("Stats/"+name, func(b *testing.B) {
 			view := src.withCore(core)
@@ -210,7 +206,7 @@ func BenchmarkCountingBloomWalks(b *testing.B) {
 
 // benchCBFCopy returns a filter of benchCBF's geometry and seed holding
 // its items, that uses core.
-func benchCBFCopy(b *testing.B, core cbfCore) *CountingBloom {
+func benchCBFCopy(b *testing.B, core countingBloomCore) *CountingBloom {
 	f, err := NewCountingBloom(CountingBloomConfig{Capacity: 1_000_000, FPRate: 0.01, Seed: benchSeed})
 	if err != nil {
 		b.Fatal(err)
@@ -240,7 +236,7 @@ func BenchmarkCountingBloomBatch(b *testing.B) {
 			b.Fatal(err)
 		}
 		for _, n := range []int{1, 2, 4, 8, 16, 256} {
-			for _, core := range cbfTestCores {
+			for _, core := range countingBloomCores() {
 				b.Run(fmt.Sprintf("%dKiB/AddMany%d/%s", f.Counters()/2048, n, cbfCoreName(core)), func(b *testing.B) {
 					view := f.withCore(core)
 					b.ReportAllocs()

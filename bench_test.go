@@ -12,8 +12,8 @@ package sketch
 // Names are Benchmark<Op>/<shape>/<dist>/<core>: shapes A (in L1/L2), the
 // default, B (in L2/L3), C (160 MiB: past the caches on most machines) and
 // D (640 MiB: past the 260 MiB L3 some server CPUs report);
-// dists zipf and uniform; cores go (the public call, or goCore for batches
-// and walks) and c (cCore, cgo builds only; bench_cgo_test.go).
+// dists zipf and uniform; cores go (the public call, or countMinGo for batches
+// and walks) and c (countMinCgo, cgo builds only; bench_cgo_test.go).
 //
 // Setup (keys, sketches, maps) happens once per process and is shared by
 // every benchmark, so that -count=N and -benchtime=1x stay cheap.
@@ -179,7 +179,7 @@ func benchSketch(b *testing.B, sh benchShape) *CountMin {
 }
 
 // coreName is the benchmark name of a core: go or c.
-func coreName(core cmsCore) string {
+func coreName(core countMinCore) string {
 	if core.name() == "purego" {
 		return "go"
 	}
@@ -262,7 +262,7 @@ func BenchmarkCountMinAddString(b *testing.B) {
 // per key.
 func BenchmarkCountMinAddBatch(b *testing.B) {
 	forShapesDists(b, func(b *testing.B, c *CountMin, s *benchStream) {
-		for _, core := range cores() {
+		for _, core := range countMinCores() {
 			b.Run(coreName(core), func(b *testing.B) {
 				b.ReportAllocs()
 				keys := s.bytes
@@ -285,7 +285,7 @@ func BenchmarkCountMinAddBatch(b *testing.B) {
 // estimates.
 func BenchmarkCountMinEstimateBatch(b *testing.B) {
 	forShapesDists(b, func(b *testing.B, c *CountMin, s *benchStream) {
-		for _, core := range cores() {
+		for _, core := range countMinCores() {
 			b.Run(coreName(core), func(b *testing.B) {
 				b.ReportAllocs()
 				keys := s.bytes
@@ -359,7 +359,7 @@ func BenchmarkCountMinStats(b *testing.B) {
 	for _, sh := range benchShapes {
 		c := benchSketch(b, sh)
 		b.Run(sh.name, func(b *testing.B) {
-			for _, core := range cores() {
+			for _, core := range countMinCores() {
 				view := c.withCore(core)
 				b.Run(coreName(core), func(b *testing.B) {
 					b.ReportAllocs()
@@ -378,7 +378,7 @@ func BenchmarkCountMinReset(b *testing.B) {
 	for _, sh := range benchShapes {
 		c := benchSketch(b, sh)
 		b.Run(sh.name, func(b *testing.B) {
-			for _, core := range cores() {
+			for _, core := range countMinCores() {
 				b.Run(coreName(core), func(b *testing.B) {
 					b.ReportAllocs()
 					for i := 0; i < b.N; i++ {

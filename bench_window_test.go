@@ -129,7 +129,7 @@ func BenchmarkCountMinWindowAddBatch(b *testing.B) {
 			done += n
 		}
 	}
-	for _, core := range cores() {
+	for _, core := range countMinCores() {
 		b.Run(coreName(core), func(b *testing.B) {
 			forWindowShapes(b, func(b *testing.B, c *CountMin, keys [][]byte) {
 				old := c.core
@@ -282,7 +282,7 @@ func benchBloomBatches(b *testing.B, keys [][]byte, op func(keys [][]byte)) {
 // core.
 func BenchmarkBloomWindowAddBatch(b *testing.B) {
 	out := make([]bool, benchBatch)
-	for _, core := range bloomTestCores {
+	for _, core := range bloomCores() {
 		b.Run(bloomCoreName(core), func(b *testing.B) {
 			forBloomWindowSizes(b, func(b *testing.B, f *Bloom, keys [][]byte) {
 				f = f.withCore(core)
@@ -300,7 +300,7 @@ func BenchmarkBloomWindowAddBatch(b *testing.B) {
 // BenchmarkBloomWindowCheckBatch is CheckBatch, through each core.
 func BenchmarkBloomWindowCheckBatch(b *testing.B) {
 	out := make([]bool, benchBatch)
-	for _, core := range bloomTestCores {
+	for _, core := range bloomCores() {
 		b.Run(bloomCoreName(core), func(b *testing.B) {
 			forBloomWindowSizes(b, func(b *testing.B, f *Bloom, keys [][]byte) {
 				f = f.withCore(core)

@@ -31,26 +31,11 @@ type BloomConfig struct {
 }
 
 const (
-	// kindBloom is the directory kind of a Bloom filter. Parameters:
-	// capacity, the bits of the FP rate, blocks, k.
-	kindBloom uint32 = 2
-
 	bloomMaxHashes = 32
 	// bloomMaxBlocks keeps the bits mappable: 2^46 bytes on 64-bit
 	// platforms, 1 GiB on 32-bit ones.
 	bloomMaxBlocks = 1 << (24 + 16*(bits.UintSize/64))
 )
-
-func init() {
-	registerKind(kindBloom, kindInfo{
-		name:     "Bloom filter",
-		kind:     KindBloom,
-		validate: validateBloomEntry,
-		config: func(e entry) any {
-			return BloomConfig{Capacity: e.params[0], FPRate: math.Float64frombits(e.params[1])}
-		},
-	})
-}
 
 // bloomFP is the false-positive rate of a blocked filter holding lambda
 // keys a block on average, k probes a key drawn with repetition: the
@@ -206,6 +191,19 @@ func (cfg BloomConfig) spec() (spec, error) {
 	return sp, nil
 }
 
+func bloomEntryConfig(e entry) any {
+	return BloomConfig{Capacity: e.params[0], FPRate: math.Float64frombits(e.params[1])}
+}
+
+func bloomEntryParams(e entry) map[string]float64 {
+	return map[string]float64{
+		"capacity": float64(e.params[0]),
+		"fp_rate":  math.Float64frombits(e.params[1]),
+		"bits":     float64(e.params[2] * bloomBlockBits),
+		"hashes":   float64(e.params[3]),
+	}
+}
+
 func validateBloomEntry(e entry) error {
 	blocks := e.params[2]
 	if err := validateBloomParams(e.params[0], e.params[1], blocks, e.params[3]); err != nil {
@@ -355,7 +353,7 @@ func newBloom(m *mapping) (*Bloom, error) {
 			k:        int(m.ent.params[3]),
 			prefetch: blocks*bloomBlockBytes > l2Bytes()/4,
 		},
-		core: defaultBloomCore,
+		core: buildCores.bloom,
 	}
 	b.init(m)
 	if !m.readOnly {
@@ -473,14 +471,11 @@ func (b *Bloom) CheckBatch(keys [][]byte, out []bool) {
 // filter past the caches and a batch that pays for a cgo crossing, the Go
 // core otherwise (measured: bench_bloom_test.go).
 func (b *Bloom) batchCore(n int) bloomCore {
-	if n < bloomMinCoreBatch || !b.l.prefetch {
+	if n < bloomMinBatch || !b.l.prefetch {
 		return bloomGo{}
 	}
 	return b.core
 }
-
-// bloomMinCoreBatch is the smallest batch handed to the default core.
-const bloomMinCoreBatch = 4
 
 // Reset forgets every key and zeroes the counts, in every process. It is
 // not atomic: readers and adders are not locked out, so a Check at the
@@ -544,6 +539,7 @@ func (b *Bloom) Freeze() error {
 	if !atomic.CompareAndSwapUint32(b.sealed, 0, 1) {
 		return b.m.errorf("freeze", ErrFrozen)
 	}
+	b.froze.Store(true)
 	return b.Sync()
 }
 
@@ -553,13 +549,13 @@ func (b *Bloom) Stats() BloomStats {
 	s := BloomStats{
 		Bits:     b.l.blocks * bloomBlockBits,
 		Hashes:   b.l.k,
-		ReadOnly: b.ro,
+		ReadOnly: b.ReadOnly(),
 	}
 	if b.m == nil || !b.open.Load() {
 		return b.closedStats(s)
 	}
 	s.Capacity = b.m.ent.params[0]
-	s.FPRate = math.Float64frombits(b.m.ent.params[1])
+	s.FPRate = b.FPRate()
 	s.Bytes = b.m.ownBytes()
 	s.Set = b.l.countSet()
 	s.Fill = float64(s.Set) / float64(s.Bits)
@@ -574,7 +570,7 @@ func (b *Bloom) Stats() BloomStats {
 
 func (b *Bloom) closedStats(s BloomStats) BloomStats {
 	return BloomStats{Bits: s.Bits, Hashes: s.Hashes, Capacity: s.Capacity, FPRate: s.FPRate,
-		Set: s.Bits, Fill: 1, Estimated: math.MaxFloat64, ReadOnly: b.ro, Closed: true}
+		Set: s.Bits, Fill: 1, Estimated: math.MaxFloat64, ReadOnly: b.ReadOnly(), Closed: true}
 }
 
 // estimate inverts the expected fill of a blocked filter holding n keys,
@@ -609,6 +605,16 @@ func (b *Bloom) Capacity() uint64 {
 		return 0
 	}
 	return b.m.ent.params[0]
+}
+
+// FPRate returns the false-positive rate the filter was sized for at
+// Capacity (DefaultFPRate when its config left it zero), as stored in the
+// file. A zero handle returns 0.
+func (b *Bloom) FPRate() float64 {
+	if b.m == nil {
+		return 0
+	}
+	return math.Float64frombits(b.m.ent.params[1])
 }
 
 // Close releases the descriptor and the file's pages; safe twice and

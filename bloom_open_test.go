@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 )
 
 // bloomMakeFile makes a small Bloom file with a few keys and returns its
@@ -181,45 +180,4 @@ func TestBloom_OpenAttach(t *testing.T) {
 	if !r.Frozen() || !r.Stats().Frozen {
 		t.Error("the read-only view does not see the seal")
 	}
-}
-
-// FuzzOpenBloom writes arbitrary bytes, from a Bloom file mutated
-// anywhere, and opens them as a Bloom filter: the open fails with a
-// classified error, or every operation works and returns.
-func FuzzOpenBloom(f *testing.F) {
-	valid := bloomMakeFile(f)
-	f.Add(valid, false)
-	f.Add(valid, true)
-	for _, off := range []int{otDirOff + entParams, otDirOff + entParams + 16, otDirOff + entParams + 24, otDirOff + entSize, offSealed} {
-		b := bytes.Clone(valid)
-		b[off] ^= 0x41
-		f.Add(b, true)
-	}
-	f.Add(valid[:len(valid)-64], true)
-	f.Fuzz(func(t *testing.T, data []byte, resum bool) {
-		if resum {
-			data = otResumAll(bytes.Clone(data))
-		}
-		path := filepath.Join(t.TempDir(), "bloom")
-		if err := os.WriteFile(path, data, 0o600); err != nil {
-			t.Fatal(err)
-		}
-		b, err := OpenBloom(path, BloomConfig{}, WithWaitTimeout(time.Second))
-		if err != nil {
-			if !errors.Is(err, ErrCorrupt) && !errors.Is(err, ErrIncompatible) && !errors.Is(err, ErrFrozen) && !errors.Is(err, ErrInvalidConfig) {
-				t.Errorf("unclassified error: %v", err)
-			}
-			return
-		}
-		defer b.Close()
-		b.AddString("x")
-		b.AddBatch([][]byte{[]byte("y"), []byte("z")}, nil)
-		if !b.CheckString("x") && !b.Frozen() {
-			t.Error("Check(x) = false after Add(x)")
-		}
-		b.CheckBatch([][]byte{[]byte("y")}, make([]bool, 1))
-		b.Stats()
-		b.Merge(b)
-		b.Reset()
-	})
 }

@@ -17,10 +17,6 @@ import (
 // core must do exactly what a plain model does, and the cores given the
 // same operations must leave byte-identical files.
 
-// bloomTestCores are the Bloom cores the parity suite and the benchmarks
-// run: Go always, C where built (added by bloom_c_test.go).
-var bloomTestCores = []bloomCore{bloomGo{}}
-
 // refBloom is the model: one bool per bit, docs/FORMAT.md written out,
 // with math/big for the block so that it shares no arithmetic with the
 // cores.
@@ -135,7 +131,7 @@ func bloomParityRun(t *testing.T, cfg BloomConfig, ops []byte) {
 	t.Helper()
 	dir := t.TempDir()
 	var fs []bloomParityFilter
-	for _, core := range bloomTestCores {
+	for _, core := range bloomCores() {
 		for _, ahead := range []bool{false, true} {
 			f := bloomParityFilter{core: core, ahead: ahead}
 			for _, p := range []**Bloom{&f.main, &f.other} {
@@ -363,7 +359,7 @@ func TestBloom_ParityBatchSingle(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	for _, core := range bloomTestCores {
+	for _, core := range bloomCores() {
 		for _, ahead := range []bool{false, true} {
 			b, err := OpenBloom(filepath.Join(dir, fmt.Sprintf("%s.%v", core.name(), ahead)), cfg)
 			if err != nil {

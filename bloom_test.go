@@ -126,7 +126,7 @@ func TestBloom_FalsePositives(t *testing.T) {
 		p float64
 		n int
 	}{{0.1, 20_000}, {0.01, 50_000}, {0.001, 20_000}, {1e-4, 20_000}} {
-		for i, core := range bloomTestCores {
+		for i, core := range bloomCores() {
 			t.Run(fmt.Sprintf("%v/%s", tc.p, core.name()), func(t *testing.T) {
 				b := mustBloom(t, BloomConfig{Capacity: uint64(tc.n), FPRate: tc.p, Seed: 0xb100})
 				b.core, b.l.prefetch = core, true // every batch through core
@@ -139,7 +139,7 @@ func TestBloom_FalsePositives(t *testing.T) {
 				if i > 0 {
 					return
 				}
-				b.core = defaultBloomCore
+				b.core = buildCores.bloom
 				probes := int(400 / tc.p)
 				rate := bloomRate(b, probes)
 				st := b.Stats()
@@ -385,7 +385,7 @@ func TestBloom_Allocs(t *testing.T) {
 	out := make([]bool, len(keys))
 	b := mustBloom(t, BloomConfig{Capacity: 1000, Seed: 1})
 	key, skey := keys[3], string(keys[3])
-	for _, core := range bloomTestCores {
+	for _, core := range bloomCores() {
 		for _, ahead := range []bool{false, true} {
 			b.core, b.l.prefetch = core, ahead
 			for _, tc := range []struct {

@@ -3,31 +3,11 @@ package sketch
 import (
 	"fmt"
 	"math"
-	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
 	"unsafe"
 )
-
-// kindBloomWindow is the directory kind of a Bloom window. Parameters:
-// capacity, the bits of the false-positive rate, blocks, k (as kind 2's),
-// the period in nanoseconds (0: Rotate only), keep.
-const kindBloomWindow uint32 = 5
-
-func init() {
-	registerKind(kindBloomWindow, kindInfo{
-		name:     "Bloom window",
-		kind:     KindBloomWindow,
-		validate: validateBloomWindowEntry,
-		config: func(e entry) any {
-			return BloomWindowConfig{
-				Window: Window{Period: time.Duration(e.params[4]), Keep: int(e.params[5])},
-				Bloom:  BloomConfig{Capacity: e.params[0], FPRate: math.Float64frombits(e.params[1])},
-			}
-		},
-	})
-}
 
 // BloomWindowConfig is a Bloom window's config as an arena lists it
 // (ArenaEntry.Config): its window and the size of each period's filter.
@@ -99,6 +79,20 @@ func bloomWindowSpec(w Window, cfg BloomConfig) (spec, error) {
 	return sp, nil
 }
 
+func bloomWindowEntryConfig(e entry) any {
+	return BloomWindowConfig{
+		Window: Window{Period: time.Duration(e.params[4]), Keep: int(e.params[5])},
+		Bloom:  BloomConfig{Capacity: e.params[0], FPRate: math.Float64frombits(e.params[1])},
+	}
+}
+
+func bloomWindowEntryParams(e entry) map[string]float64 {
+	ps := bloomEntryParams(e)
+	ps["period_ns"] = float64(e.params[4])
+	ps["keep"] = float64(e.params[5])
+	return ps
+}
+
 func validateBloomWindowEntry(e entry) error {
 	if err := validateBloomParams(e.params[0], e.params[1], e.params[2], e.params[3]); err != nil {
 		return fmt.Errorf("window: %w", err)
@@ -148,12 +142,10 @@ func validateBloomWindowEntry(e entry) error {
 // Calls after Close return ErrClosed; Check then answers true, never
 // claiming a key is absent.
 type BloomWindow struct {
-	handle
-	ctl    windowCtl
+	windowBase
 	slots  []bloomLayout
 	core   bloomCore // serves batches
 	stripe int       // this handle's stripe of each slot's counts
-	win    Window
 }
 
 // BloomWindowStats describes a Bloom window at one moment.
@@ -271,8 +263,7 @@ func newBloomWindow(m *mapping) (*BloomWindow, error) {
 	base := unsafe.Pointer(&region[0])
 	blocks, k := m.ent.params[2], int(m.ent.params[3])
 	win := Window{Period: time.Duration(m.ent.params[4]), Keep: int(m.ent.params[5])}
-	w := &BloomWindow{core: defaultBloomCore, win: win}
-	w.init(m)
+	w := &BloomWindow{core: buildCores.bloom}
 	ctl := windowControlBytes(win.Keep)
 	slot := bloomBytes(blocks)
 	for i := range win.Keep + 1 {
@@ -286,21 +277,13 @@ func newBloomWindow(m *mapping) (*BloomWindow, error) {
 			prefetch: blocks*bloomBlockBytes > l2Bytes()/4,
 		})
 	}
-	var lk *fileLock
-	if !m.readOnly {
-		if err := m.joinLock(); err != nil {
-			m.close()
-			return nil, err
-		}
-		lk = m.lk
+	lk, err := w.start(m, win, w.clearSlot)
+	if err != nil {
+		return nil, err
+	}
+	if lk != nil {
 		w.stripe = lockStripe(lk)
 	}
-	w.ctl.init(base, win, lk, &m.res.clears, &w.open, w.sealed, w.clearSlot)
-	if w.ctl.clk != nil {
-		// A handle dropped without Close stops its clock's timer.
-		runtime.AddCleanup(w, (*windowClock).stop, w.ctl.clk)
-	}
-	w.open.Store(true)
 	return w, nil
 }
 
@@ -364,26 +347,12 @@ func (w *BloomWindow) add(lo, hi uint64) (already bool, addP uint64, err error) 
 // slots not asked yet are left out, so that the answer errs towards
 // "new", as two processes adding one new key at once do.
 func (w *BloomWindow) inEarlier(lo, hi, p, s uint64) bool {
-	c := &w.ctl
-	q, t, first := p, s, c.first(p)
-	for q > first {
-		q, t = q-1, c.prevSlot(t)
-		wp := c.word(t)
-		wd := atomic.LoadUint64(wp)
-		if wd != heldWord(q) {
-			if wordAfter(wd, p+1) {
-				return false
-			}
-			continue
-		}
-		if w.slots[t].checkHashed(lo, hi) {
-			return true
-		}
-		if atomic.LoadUint64(wp) != wd {
-			return false
-		}
-	}
-	return false
+	found := false
+	w.ctl.readWindow(p, true, func(t uint64) bool {
+		found = w.slots[t].checkHashed(lo, hi)
+		return found
+	})
+	return found
 }
 
 // Add adds key to the current period and reports whether it was already
@@ -451,7 +420,7 @@ func (w *BloomWindow) AddBatch(keys [][]byte, already []bool) error {
 	added := w.batchCore(len(keys), cur).addBatch(cur, keys, already)
 	cur.count(w.stripe, added, uint64(len(keys))-added)
 	if already != nil && added != 0 && p > c.first(p) {
-		w.findBatch(keys, already, p, p-1)
+		w.findBatch(keys, already, p, true)
 	}
 	return w.after("add")
 }
@@ -487,37 +456,14 @@ func (w *BloomWindow) CheckString(key string) bool {
 // starts again for the new window (the words only move forward, so this
 // ends; after a few tries the last answer is kept).
 func (w *BloomWindow) check(lo, hi uint64) (found bool, p uint64) {
-	c := &w.ctl
-	for try := 0; ; try++ {
-		p = c.currentRead()
-		stale := false
-		q, s, first := p, c.slotOf(p), c.first(p)
-		for {
-			wp := c.word(s)
-			wd := atomic.LoadUint64(wp)
-			if wd == heldWord(q) {
-				f := w.slots[s].checkHashed(lo, hi)
-				if atomic.LoadUint64(wp) != wd {
-					stale = true
-					break
-				}
-				if f {
-					return true, p
-				}
-			} else if wordAfter(wd, p+1) {
-				stale = true
-				break
-			}
-			if q == first {
-				break
-			}
-			q, s = q-1, c.prevSlot(s)
-		}
-		if !stale || try == 8 {
-			return false, p
-		}
-		c.refresh()
-	}
+	p = w.ctl.readStable(func(p uint64) bool {
+		found = false
+		return w.ctl.readWindow(p, false, func(s uint64) bool {
+			found = w.slots[s].checkHashed(lo, hi)
+			return found
+		})
+	})
+	return found, p
 }
 
 // CheckBatch stores Check(keys[i]) in out[i]. out should have len(keys)
@@ -542,15 +488,10 @@ func (w *BloomWindow) CheckBatch(keys [][]byte, out []bool) {
 // checkBatch is check for a batch: the whole window again when a slot's
 // word changed under it.
 func (w *BloomWindow) checkBatch(keys [][]byte, out []bool) {
-	c := &w.ctl
-	for try := 0; ; try++ {
-		p := c.currentRead()
+	w.ctl.readStable(func(p uint64) bool {
 		clear(out)
-		if w.findBatch(keys, out, p, p) || try == 8 {
-			return
-		}
-		c.refresh()
-	}
+		return w.findBatch(keys, out, p, false)
+	})
 }
 
 // bloomScratch is findBatch's buffers: a chunk of keys still unanswered
@@ -564,114 +505,50 @@ type bloomScratch struct {
 
 var bloomScratchPool = sync.Pool{New: func() any { return new(bloomScratch) }}
 
-// findBatch sets out[i] for each key found in a slot of the periods from
-// last down to the first of p's window, each slot asked only about the
-// keys still false, and only while its word holds its period. It reports
-// false when the window turned under it (a slot's word changed during its
-// read, or a skipped word names a period after p+1); the slots after that
-// one are not asked, and what was found stays.
-func (w *BloomWindow) findBatch(keys [][]byte, out []bool, p, last uint64) bool {
-	c := &w.ctl
+// findBatch sets out[i] for each key found in a slot of p's window (but
+// p's own with skipCurrent), each slot asked only about the keys still
+// false. It reports false when the window turned under it (readWindow);
+// what was found stays.
+func (w *BloomWindow) findBatch(keys [][]byte, out []bool, p uint64, skipCurrent bool) bool {
 	sc := bloomScratchPool.Get().(*bloomScratch)
 	defer func() {
 		clear(sc.keys[:])
 		bloomScratchPool.Put(sc)
 	}()
-	q, s, first := last, c.slotOf(last), c.first(p)
-	for {
-		wp := c.word(s)
-		wd := atomic.LoadUint64(wp)
-		if wd == heldWord(q) {
-			l := &w.slots[s]
-			left := 0
-			for base := 0; base < len(keys); base += batchChunk {
-				n := 0
-				for i := base; i < min(base+batchChunk, len(keys)); i++ {
-					if !out[i] {
-						sc.keys[n], sc.idx[n] = keys[i], i
-						n++
-					}
-				}
-				if n == 0 {
-					continue
-				}
-				w.batchCore(n, l).checkBatch(l, sc.keys[:n], sc.res[:n])
-				for j, f := range sc.res[:n] {
-					if f {
-						out[sc.idx[j]] = true
-					} else {
-						left++
-					}
+	return w.ctl.readWindow(p, skipCurrent, func(s uint64) bool {
+		l := &w.slots[s]
+		left := 0
+		for base := 0; base < len(keys); base += batchChunk {
+			n := 0
+			for i := base; i < min(base+batchChunk, len(keys)); i++ {
+				if !out[i] {
+					sc.keys[n], sc.idx[n] = keys[i], i
+					n++
 				}
 			}
-			if atomic.LoadUint64(wp) != wd {
-				return false
+			if n == 0 {
+				continue
 			}
-			if left == 0 {
-				return true
+			w.batchCore(n, l).checkBatch(l, sc.keys[:n], sc.res[:n])
+			for j, f := range sc.res[:n] {
+				if f {
+					out[sc.idx[j]] = true
+				} else {
+					left++
+				}
 			}
-		} else if wordAfter(wd, p+1) {
-			return false
 		}
-		if q == first {
-			return true
-		}
-		q, s = q-1, c.prevSlot(s)
-	}
+		return left == 0
+	})
 }
 
 // batchCore picks the core for a batch of n keys on slot l, as
 // Bloom.batchCore does.
 func (w *BloomWindow) batchCore(n int, l *bloomLayout) bloomCore {
-	if n < bloomMinCoreBatch || !l.prefetch {
+	if n < bloomMinBatch || !l.prefetch {
 		return bloomGo{}
 	}
 	return w.core
-}
-
-// Rotate turns the period now, in every process: adds go to a new, empty
-// filter and the oldest period leaves the window. The new period's slot is
-// made ready before the turn, and the slot of the period after it is
-// cleared before Rotate returns, so adds never wait for a clear. With
-// Period > 0 the clock keeps turning as well: each Rotate moves every
-// later period one ahead.
-func (w *BloomWindow) Rotate() error {
-	if err := w.refuse("rotate"); err != nil {
-		return err
-	}
-	if err := w.ctl.rotate(); err != nil {
-		if !w.open.Load() {
-			return w.closedErr("rotate")
-		}
-		return w.m.errorf("rotate", err)
-	}
-	return w.after("rotate")
-}
-
-// Freeze seals the file for good, as Bloom.Freeze does, and fixes the
-// window at the current period: checks through any handle, here or on a
-// copy of the file, then cover the periods the window covered at the
-// freeze, however late they are asked.
-func (w *BloomWindow) Freeze() error {
-	if err := w.refuse("freeze"); err != nil {
-		return err
-	}
-	if !w.ctl.freeze() {
-		return w.m.errorf("freeze", ErrFrozen)
-	}
-	return w.Sync()
-}
-
-// Window returns the window's period and keep.
-func (w *BloomWindow) Window() Window { return w.win }
-
-// Current returns the period adds go to now (or, on a frozen window, the
-// one it was frozen in): Check covers Current-Keep+1 to Current.
-func (w *BloomWindow) Current() uint64 {
-	if !w.open.Load() {
-		return 0
-	}
-	return w.ctl.currentRead()
 }
 
 // Bits returns m, the bits of each period's filter.
@@ -698,6 +575,16 @@ func (w *BloomWindow) Capacity() uint64 {
 	return w.m.ent.params[0]
 }
 
+// FPRate returns the false-positive rate each period's filter was sized for at
+// Capacity (DefaultFPRate when its config left it zero), as stored in the
+// file. A zero handle returns 0.
+func (w *BloomWindow) FPRate() float64 {
+	if w.m == nil {
+		return 0
+	}
+	return math.Float64frombits(w.m.ent.params[1])
+}
+
 // Stats reports the window's periods and each slot's state, fill and
 // counts. It walks every slot's bits, so it belongs on a status page, not
 // in a loop.
@@ -708,40 +595,22 @@ func (w *BloomWindow) Stats() BloomWindowStats {
 		Capacity: w.Capacity(),
 		Period:   w.win.Period,
 		Keep:     w.win.Keep,
-		ReadOnly: w.ro,
+		ReadOnly: w.ReadOnly(),
 	}
 	if w.m != nil {
-		s.FPRate = math.Float64frombits(w.m.ent.params[1])
+		s.FPRate = w.FPRate()
 		s.Bytes = w.m.ownBytes()
 	}
 	if !w.open.Load() {
 		return w.closedStats(s)
 	}
-	c := &w.ctl
-	p := c.currentRead()
-	s.Current, s.Oldest, s.Rotations = p, c.first(p), c.epoch()
-	if c.clk != nil && s.Rotations == 0 && p <= uint64(math.MaxInt64/c.period) {
-		s.Start = time.Unix(0, int64(p)*c.period)
-	}
+	wp := w.periods()
+	s.Current, s.Oldest, s.Rotations, s.Start = wp.current, wp.oldest, wp.rotations, wp.start
 	miss := 1.0 // the chance that no covered slot finds an absent key
 	for i := range w.slots {
 		l := &w.slots[i]
-		st := decodeSlotWord(atomic.LoadUint64(c.word(uint64(i))))
-		sl := BloomWindowSlotStats{Period: st.period}
-		switch {
-		case st.empty:
-			sl.State = "empty"
-		case st.clearing:
-			sl.State = "clearing"
-		case st.period == p:
-			sl.State = "current"
-		case st.period > p:
-			sl.State = "next"
-		case st.period >= s.Oldest:
-			sl.State = "window"
-		default:
-			sl.State = "expired"
-		}
+		var sl BloomWindowSlotStats
+		sl.State, sl.Period = w.slotState(uint64(i), wp)
 		sl.Set = l.countSet()
 		sl.Fill = float64(sl.Set) / float64(s.Bits)
 		sl.Estimated = bloomEstimate(l, sl.Set)
@@ -769,7 +638,7 @@ func (w *BloomWindow) Stats() BloomWindowStats {
 
 func (w *BloomWindow) closedStats(s BloomWindowStats) BloomWindowStats {
 	return BloomWindowStats{Bits: s.Bits, Hashes: s.Hashes, Capacity: s.Capacity, FPRate: s.FPRate,
-		Period: s.Period, Keep: s.Keep, Bytes: s.Bytes, CheckRate: 1, ReadOnly: w.ro, Closed: true}
+		Period: s.Period, Keep: s.Keep, Bytes: s.Bytes, CheckRate: 1, ReadOnly: w.ReadOnly(), Closed: true}
 }
 
 // StatsVar returns the window's Stats as an expvar.Var, as
@@ -786,10 +655,7 @@ func (w *BloomWindow) Close() error {
 	if w == nil {
 		return nil
 	}
-	if w.m != nil {
-		w.ctl.stop()
-	}
-	return w.close()
+	return w.closeWindow()
 }
 
 // String describes the handle without its seed, which is secret.

@@ -108,7 +108,7 @@ func bwinSetCores(w *BloomWindow, core bloomCore) {
 // covers is ever missing, and Stats names the periods covered and counts
 // each slot as the model does.
 func TestBloomWindow_RotateExact(t *testing.T) {
-	for _, core := range bloomTestCores {
+	for _, core := range bloomCores() {
 		for _, keep := range []int{1, 2, 3, 5, 9} {
 			t.Run(fmt.Sprintf("%s/keep=%d", core.name(), keep), func(t *testing.T) {
 				w := mustOpenBloomWindow(t, tempPath(t, "bwin"), Window{Keep: keep}, bwinCfg)
@@ -637,7 +637,7 @@ func TestBloomWindow_CoresParity(t *testing.T) {
 	}
 	var runs []run
 	cfg := BloomConfig{Capacity: 3000, FPRate: 0.02, Seed: 42}
-	for _, core := range append(append([]bloomCore{}, bloomTestCores...), nil) {
+	for _, core := range append(append([]bloomCore{}, bloomCores()...), nil) {
 		w := mustNewBloomWindow(t, Window{Keep: 2}, cfg)
 		name := "single"
 		if core != nil {
@@ -763,7 +763,7 @@ func TestBloomWindow_NoAllocs(t *testing.T) {
 	w.Rotate()
 	w.AddBatch(keys[:300], nil) // some keys in an earlier period
 	w.Rotate()
-	for _, core := range bloomTestCores {
+	for _, core := range bloomCores() {
 		for _, ahead := range []bool{false, true} {
 			w.core = core
 			for i := range w.slots {

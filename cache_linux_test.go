@@ -37,10 +37,10 @@ func TestBatchCore(t *testing.T) {
 	if !big.l.prefetch {
 		t.Fatalf("a grid of twice L2 does not fetch ahead")
 	}
-	if got := big.batchCore(1000).name(); got != defaultCore.name() {
-		t.Errorf("batch core past L2 = %s, want %s", got, defaultCore.name())
+	if got := big.batchCore(1000).name(); got != buildCores.countMin.name() {
+		t.Errorf("batch core past L2 = %s, want %s", got, buildCores.countMin.name())
 	}
-	if got := big.batchCore(minCoreBatch - 1).name(); got != "purego" {
-		t.Errorf("batch core for %d keys = %s, want purego", minCoreBatch-1, got)
+	if got := big.batchCore(countMinMinBatch - 1).name(); got != "purego" {
+		t.Errorf("batch core for %d keys = %s, want purego", countMinMinBatch-1, got)
 	}
 }

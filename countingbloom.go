@@ -28,32 +28,13 @@ type CountingBloomConfig struct {
 	Seed uint64
 }
 
-// DefaultFPRate is the false-positive rate a Bloom filter is sized for
-// when its config leaves FPRate zero.
-const DefaultFPRate = 0.01
-
 const (
-	// kindCountingBloom is the directory kind of a counting Bloom filter.
-	// Parameters: capacity, the bits of the FP rate, m, k.
-	kindCountingBloom uint32 = 3
-
 	cbfMinCounters = 64
 	cbfMaxHashes   = 32
 	// cbfMaxCounters keeps the counter bytes mappable and a counter's
 	// index in a 32-bit word's reach on 32-bit platforms.
 	cbfMaxCounters = 1 << (31 + 16*(bits.UintSize/64))
 )
-
-func init() {
-	registerKind(kindCountingBloom, kindInfo{
-		name:     "counting Bloom filter",
-		kind:     KindCountingBloom,
-		validate: validateCountingBloomEntry,
-		config: func(e entry) any {
-			return CountingBloomConfig{Capacity: e.params[0], FPRate: math.Float64frombits(e.params[1])}
-		},
-	})
-}
 
 // cbfGeometry returns the counters and hashes for a capacity and rate.
 func cbfGeometry(capacity uint64, fpRate float64) (m uint64, k int, err error) {
@@ -134,6 +115,19 @@ func (cfg CountingBloomConfig) spec() (spec, error) {
 	return sp, nil
 }
 
+func countingBloomEntryConfig(e entry) any {
+	return CountingBloomConfig{Capacity: e.params[0], FPRate: math.Float64frombits(e.params[1])}
+}
+
+func countingBloomEntryParams(e entry) map[string]float64 {
+	return map[string]float64{
+		"capacity": float64(e.params[0]),
+		"fp_rate":  math.Float64frombits(e.params[1]),
+		"counters": float64(e.params[2]),
+		"hashes":   float64(e.params[3]),
+	}
+}
+
 func validateCountingBloomEntry(e entry) error {
 	capacity, fp, m, k := e.params[0], math.Float64frombits(e.params[1]), e.params[2], e.params[3]
 	switch {
@@ -171,7 +165,7 @@ func validateCountingBloomEntry(e entry) error {
 type CountingBloom struct {
 	handle
 	l      cbfLayout
-	core   cbfCore
+	core   countingBloomCore
 	lk     *fileLock // nil on a read-only handle
 	stripe int
 }
@@ -251,7 +245,7 @@ func newCountingBloom(m *mapping) (*CountingBloom, error) {
 			mask:    m.ent.params[2] - 1,
 			k:       int(m.ent.params[3]),
 		},
-		core: defaultCBFCore,
+		core: buildCores.countingBloom,
 	}
 	b.init(m)
 	if !m.readOnly {
@@ -432,6 +426,7 @@ func (b *CountingBloom) snapshot() []byte {
 func (b *CountingBloom) Freeze() error {
 	err := b.exclusive("freeze", func() error {
 		atomic.StoreUint32(b.sealed, 1)
+		b.froze.Store(true)
 		return nil
 	})
 	if err != nil {
@@ -485,14 +480,14 @@ func (b *CountingBloom) Stats() CountingBloomStats {
 	s := CountingBloomStats{
 		Counters: b.l.mask + 1,
 		Hashes:   b.l.k,
-		ReadOnly: b.ro,
+		ReadOnly: b.ReadOnly(),
 	}
 	if b.m == nil || !b.open.Load() {
 		s.Closed = true
 		return s
 	}
 	s.Capacity = b.m.ent.params[0]
-	s.FPRate = math.Float64frombits(b.m.ent.params[1])
+	s.FPRate = b.FPRate()
 	s.Bytes = b.m.ownBytes()
 	s.CountersSet = b.core.countSet(&b.l)
 	s.Count = b.count(s.CountersSet)
@@ -503,7 +498,7 @@ func (b *CountingBloom) Stats() CountingBloomStats {
 	s.Ops = b.l.ops()
 	s.Frozen = atomic.LoadUint32(b.sealed) != 0
 	if !b.open.Load() {
-		return CountingBloomStats{Counters: s.Counters, Hashes: s.Hashes, ReadOnly: b.ro, Closed: true}
+		return CountingBloomStats{Counters: s.Counters, Hashes: s.Hashes, ReadOnly: b.ReadOnly(), Closed: true}
 	}
 	return s
 }
@@ -520,6 +515,16 @@ func (b *CountingBloom) Capacity() uint64 {
 		return 0
 	}
 	return b.m.ent.params[0]
+}
+
+// FPRate returns the false-positive rate the filter was sized for at
+// Capacity (DefaultFPRate when its config left it zero), as stored in the
+// file. A zero handle returns 0.
+func (b *CountingBloom) FPRate() float64 {
+	if b.m == nil {
+		return 0
+	}
+	return math.Float64frombits(b.m.ent.params[1])
 }
 
 // Counters returns m, the number of 4-bit counters.

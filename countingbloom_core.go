@@ -159,10 +159,10 @@ func (l *cbfLayout) ops() uint64 {
 // nwords is the number of 32-bit counter words.
 func (l *cbfLayout) nwords() uint64 { return (l.mask + 1) / 8 }
 
-// cbfCore is one implementation of the counting Bloom filter's batch and
+// countingBloomCore is one implementation of the counting Bloom filter's batch and
 // whole-array operations; the Go core and (with cgo) the C core agree bit
 // for bit.
-type cbfCore interface {
+type countingBloomCore interface {
 	name() string
 	// addMany adds every key under the read lock, unless the file is
 	// sealed (then it adds nothing and reports frozen), and returns how
@@ -177,12 +177,12 @@ type cbfCore interface {
 	clear(l *cbfLayout)
 }
 
-// cbfGo is the pure-Go core.
-type cbfGo struct{}
+// countingBloomGo is the pure-Go core.
+type countingBloomGo struct{}
 
-func (cbfGo) name() string { return "purego" }
+func (countingBloomGo) name() string { return "purego" }
 
-func (cbfGo) addMany(l *cbfLayout, lk *fileLock, sealed *uint32, keys [][]byte) (int, bool) {
+func (countingBloomGo) addMany(l *cbfLayout, lk *fileLock, sealed *uint32, keys [][]byte) (int, bool) {
 	lk.rlock()
 	defer lk.runlock()
 	if atomic.LoadUint32(sealed) != 0 {
@@ -198,7 +198,7 @@ func (cbfGo) addMany(l *cbfLayout, lk *fileLock, sealed *uint32, keys [][]byte) 
 	return added, false
 }
 
-func (cbfGo) countSet(l *cbfLayout) uint64 {
+func (countingBloomGo) countSet(l *cbfLayout) uint64 {
 	var n uint64
 	for w := uint64(0); w < l.nwords(); w++ {
 		v := atomic.LoadUint32((*uint32)(unsafe.Add(l.words, w*4)))
@@ -210,7 +210,7 @@ func (cbfGo) countSet(l *cbfLayout) uint64 {
 	return n
 }
 
-func (cbfGo) merge(l *cbfLayout, src []byte) {
+func (countingBloomGo) merge(l *cbfLayout, src []byte) {
 	for w := uint64(0); w < l.nwords(); w++ {
 		add := native.Uint32(src[w*4:])
 		if add == 0 {
@@ -242,6 +242,6 @@ func saturatingNibbleAdd(a, b uint32) uint32 {
 // The write lock keeps every adder and remover out; a lock-free reader
 // (Contains, CountOf) sees each counter as before or as zero, since no
 // store tears a byte, which is what a clear under way means.
-func (cbfGo) clear(l *cbfLayout) {
+func (countingBloomGo) clear(l *cbfLayout) {
 	clear(unsafe.Slice((*uint32)(l.words), l.nwords()))
 }

@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 )
 
 // cbfMakeFile makes a small counting Bloom file with a few items and
@@ -66,56 +65,4 @@ func TestCountingBloom_Corrupt(t *testing.T) {
 	if _, err := OpenCountingBloom(path, CountingBloomConfig{}); !errors.Is(err, ErrIncompatible) {
 		t.Errorf("OpenCountingBloom of a Count-Min file = %v, want ErrIncompatible", err)
 	}
-}
-
-// FuzzOpenCountingBloom writes arbitrary bytes, from a counting Bloom
-// file mutated anywhere (lock words and reader slots included), and opens
-// them as a counting Bloom filter: the open fails with a classified error,
-// or every operation works and returns, whatever state the lock words
-// were left in.
-func FuzzOpenCountingBloom(f *testing.F) {
-	valid := cbfMakeFile(f)
-	f.Add(valid, false)
-	f.Add(valid, true)
-	for _, off := range []int{lockStateOff, lockDrainOff, lockHWOff, slotsOff, slotsOff + 8, offSealed} {
-		b := bytes.Clone(valid)
-		for i := range 4 {
-			b[off+i] = 0xff
-		}
-		f.Add(b, false)
-	}
-	f.Add(valid[:len(valid)-64], true)
-	f.Fuzz(func(t *testing.T, data []byte, resum bool) {
-		if resum {
-			data = otResumAll(bytes.Clone(data))
-		}
-		path := filepath.Join(t.TempDir(), "cbf")
-		if err := os.WriteFile(path, data, 0o600); err != nil {
-			t.Fatal(err)
-		}
-		b, err := OpenCountingBloom(path, CountingBloomConfig{}, WithWaitTimeout(time.Second))
-		if err != nil {
-			if !errors.Is(err, ErrCorrupt) && !errors.Is(err, ErrIncompatible) && !errors.Is(err, ErrFrozen) && !errors.Is(err, ErrInvalidConfig) {
-				t.Errorf("unclassified error: %v", err)
-			}
-			return
-		}
-		defer b.Close()
-		done := make(chan struct{})
-		go func() {
-			defer close(done)
-			b.AddString("x")
-			b.AddMany([][]byte{[]byte("y"), []byte("z")})
-			b.ContainsString("x")
-			b.CountOfString("y")
-			b.RemoveString("x")
-			b.Stats()
-			b.Clear()
-		}()
-		select {
-		case <-done:
-		case <-time.After(10 * time.Second):
-			t.Fatal("operations on an opened filter did not return within 10s")
-		}
-	})
 }

@@ -16,10 +16,10 @@ import (
 // Count-Min's: every core must do exactly what a plain model does, and the
 // cores given the same operations must leave byte-identical files.
 
-// cbfParityExtra are cores the parity suite runs beside cbfTestCores: the
+// cbfParityExtra are cores the parity suite runs beside countingBloomCores(): the
 // C core made to serve every batch from C and fetch ahead on any filter,
 // where built.
-var cbfParityExtra []cbfCore
+var cbfParityExtra []countingBloomCore
 
 // refCBF is the model: one uint8 per counter, the definition written out.
 type refCBF struct {
@@ -113,7 +113,7 @@ func (r *refCBF) counterBytes() []byte {
 // cbfParityFilters is one core's pair of files: the filter the operations
 // go to and the one merged into it.
 type cbfParityFilters struct {
-	core        cbfCore
+	core        countingBloomCore
 	main, other *CountingBloom
 }
 
@@ -136,7 +136,7 @@ func cbfParityRun(t *testing.T, cfg CountingBloomConfig, ops []byte) {
 	t.Helper()
 	dir := t.TempDir()
 	var fs []cbfParityFilters
-	for _, core := range append(append([]cbfCore{}, cbfTestCores...), cbfParityExtra...) {
+	for _, core := range append(append([]countingBloomCore{}, countingBloomCores()...), cbfParityExtra...) {
 		p := cbfParityFilters{core: core}
 		for _, f := range []**CountingBloom{&p.main, &p.other} {
 			name := "main"
@@ -365,7 +365,7 @@ func TestParityCountingBloom(t *testing.T) {
 // nothing and says frozen, in one crossing and in chunks alike.
 func TestParityCountingBloom_Frozen(t *testing.T) {
 	dir := t.TempDir()
-	for _, core := range append(append([]cbfCore{}, cbfTestCores...), cbfParityExtra...) {
+	for _, core := range append(append([]countingBloomCore{}, countingBloomCores()...), cbfParityExtra...) {
 		b, err := OpenCountingBloom(filepath.Join(dir, core.name()+".cbf"), CountingBloomConfig{Capacity: 100, Seed: 1})
 		if err != nil {
 			t.Fatal(err)
@@ -399,7 +399,7 @@ func TestParityCountingBloom_Frozen(t *testing.T) {
 // read lock, and takes it in the same process-wide lock as Go does.
 func TestParityCountingBloom_AddManyWaits(t *testing.T) {
 	dir := t.TempDir()
-	for _, core := range append(append([]cbfCore{}, cbfTestCores...), cbfParityExtra...) {
+	for _, core := range append(append([]countingBloomCore{}, countingBloomCores()...), cbfParityExtra...) {
 		b, err := OpenCountingBloom(filepath.Join(dir, core.name()+".cbf"), CountingBloomConfig{Capacity: 1000, Seed: 2})
 		if err != nil {
 			t.Fatal(err)

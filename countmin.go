@@ -1,12 +1,10 @@
 package sketch
 
 import (
-	"encoding/json"
 	"fmt"
 	"math"
 	"math/bits"
 	"math/rand/v2"
-	"strconv"
 	"sync/atomic"
 	"unsafe"
 )
@@ -62,7 +60,7 @@ const (
 type CountMin struct {
 	handle
 	l    cmsLayout
-	core cmsCore // serves batches and whole-array walks
+	core countMinCore // serves batches and whole-array walks
 }
 
 // ClosedEstimate is what Estimate returns on a closed handle, and on a zero
@@ -71,9 +69,9 @@ type CountMin struct {
 // threshold treats every key as loud.
 const ClosedEstimate = math.MaxUint64
 
-// cmsCore is one implementation of the Count-Min operations; goCore and
-// (with cgo) cCore must agree bit for bit.
-type cmsCore interface {
+// countMinCore is one implementation of the Count-Min operations; countMinGo and
+// (with cgo) countMinCgo must agree bit for bit.
+type countMinCore interface {
 	name() string
 	add(l *cmsLayout, key []byte, n uint64) uint64
 	estimate(l *cmsLayout, key []byte) uint64
@@ -160,13 +158,6 @@ func (cfg CountMinConfig) Bytes() (uint64, error) {
 	return newLayout(1, []entry{{kind: sp.kind, size: sp.size}}).fileSize, nil
 }
 
-func nextPow2(n int) int {
-	if n <= 1 {
-		return 1
-	}
-	return 1 << bits.Len(uint(n-1))
-}
-
 // shape resolves a config to the grid it asks for. explicit reports whether
 // the caller asked for anything, in which case an existing file must match.
 func (cfg CountMinConfig) shape() (rows, width int, explicit bool, err error) {
@@ -227,15 +218,12 @@ func (cfg CountMinConfig) spec() (spec, error) {
 	return sp, nil
 }
 
-func init() {
-	registerKind(kindCountMin, kindInfo{
-		name:     "Count-Min sketch",
-		kind:     KindCountMin,
-		validate: validateCountMinEntry,
-		config: func(e entry) any {
-			return CountMinConfig{Rows: int(e.params[0]), Width: int(e.params[1])}
-		},
-	})
+func countMinEntryConfig(e entry) any {
+	return CountMinConfig{Rows: int(e.params[0]), Width: int(e.params[1])}
+}
+
+func countMinEntryParams(e entry) map[string]float64 {
+	return map[string]float64{"rows": float64(e.params[0]), "width": float64(e.params[1])}
 }
 
 func validateCountMinEntry(e entry) error {
@@ -351,7 +339,7 @@ func newCountMin(m *mapping) *CountMin {
 			rowBytes: uintptr(width * 8),
 			prefetch: uint64(rows)*width*8 > l2Bytes(),
 		},
-		core: defaultCore,
+		core: buildCores.countMin,
 	}
 	c.init(m)
 	c.open.Store(true)
@@ -373,6 +361,7 @@ func (c *CountMin) Freeze() error {
 	if !atomic.CompareAndSwapUint32(c.sealed, 0, 1) {
 		return c.m.errorf("freeze", ErrFrozen)
 	}
+	c.froze.Store(true)
 	return c.Sync()
 }
 
@@ -466,16 +455,12 @@ func (c *CountMin) afterBatch(estimates []uint64, op string) error {
 // batches over grids larger than L2, where fetching keys ahead pays; over
 // a grid in L2, and for batches too small to pay for a cgo crossing, the
 // Go core is as fast or faster (measured: bench_test.go).
-func (c *CountMin) batchCore(n int) cmsCore {
-	if n < minCoreBatch || !c.l.prefetch {
-		return goCore{}
+func (c *CountMin) batchCore(n int) countMinCore {
+	if n < countMinMinBatch || !c.l.prefetch {
+		return countMinGo{}
 	}
 	return c.core
 }
-
-// minCoreBatch is the smallest batch handed to the default core. A cgo
-// crossing costs about two single-key adds.
-const minCoreBatch = 4
 
 // Estimate returns the sketch's estimate of how often key was counted: the
 // smallest of its counters. It is never below the true count, and exceeds
@@ -552,7 +537,7 @@ func (c *CountMin) Stats() CountMinStats {
 	s.Adds = c.core.adds(&c.l)
 	s.ErrorBound = errorBound(s.Total, s.Width)
 	s.Frozen = atomic.LoadUint32(c.sealed) != 0
-	s.ReadOnly = c.ro
+	s.ReadOnly = c.ReadOnly()
 	if !c.open.Load() {
 		s.Closed, s.Total, s.ErrorBound, s.Adds = true, ClosedEstimate, ClosedEstimate, 0
 	}
@@ -594,19 +579,6 @@ func (c *CountMin) ErrorBound() uint64 {
 // http.DefaultServeMux for every program that uses sketches.
 func (c *CountMin) StatsVar() StatsVar {
 	return StatsVar{func() any { return c.Stats() }}
-}
-
-// StatsVar is a structure's Stats as an expvar.Var: String returns them as
-// JSON.
-type StatsVar struct{ stats func() any }
-
-// String returns the current stats as a JSON object.
-func (v StatsVar) String() string {
-	b, err := json.Marshal(v.stats())
-	if err != nil {
-		return strconv.Quote(err.Error())
-	}
-	return string(b)
 }
 
 // errorBound is ceil(e/width · total), computed without losing a count to

@@ -136,7 +136,7 @@ func TestCountMin_ExactSmall(t *testing.T) {
 }
 
 func TestCountMin_Saturates(t *testing.T) {
-	for _, core := range cores() {
+	for _, core := range countMinCores() {
 		t.Run(core.name(), func(t *testing.T) {
 			c := mustOpen(t, tempPath(t, "cms"), CountMinConfig{Rows: 3, Width: 64, Seed: 1})
 			c.core = core
@@ -246,7 +246,7 @@ func testClosedHandle(t *testing.T, c *CountMin) {
 }
 
 // withCore returns another handle on c's mapping that uses core.
-func (c *CountMin) withCore(core cmsCore) *CountMin {
+func (c *CountMin) withCore(core countMinCore) *CountMin {
 	v := &CountMin{l: c.l, core: core}
 	v.init(c.m)
 	v.open.Store(true)

@@ -2,7 +2,6 @@ package sketch
 
 import (
 	"fmt"
-	"math"
 	"math/bits"
 	"math/rand/v2"
 	"runtime"
@@ -10,25 +9,6 @@ import (
 	"time"
 	"unsafe"
 )
-
-// kindCountMinWindow is the directory kind of a Count-Min window.
-// Parameters: rows, width, the period in nanoseconds (0: Rotate only),
-// keep.
-const kindCountMinWindow uint32 = 4
-
-func init() {
-	registerKind(kindCountMinWindow, kindInfo{
-		name:     "Count-Min window",
-		kind:     KindCountMinWindow,
-		validate: validateCountMinWindowEntry,
-		config: func(e entry) any {
-			return CountMinWindowConfig{
-				Window:   Window{Period: time.Duration(e.params[2]), Keep: int(e.params[3])},
-				CountMin: CountMinConfig{Rows: int(e.params[0]), Width: int(e.params[1])},
-			}
-		},
-	})
-}
 
 // CountMinWindowConfig is a Count-Min window's config as an arena lists it
 // (ArenaEntry.Config): its window and the shape of each period's sketch.
@@ -102,6 +82,18 @@ func countMinWindowSpec(w Window, cfg CountMinConfig) (spec, error) {
 	return sp, nil
 }
 
+func countMinWindowEntryConfig(e entry) any {
+	return CountMinWindowConfig{
+		Window:   Window{Period: time.Duration(e.params[2]), Keep: int(e.params[3])},
+		CountMin: CountMinConfig{Rows: int(e.params[0]), Width: int(e.params[1])},
+	}
+}
+
+func countMinWindowEntryParams(e entry) map[string]float64 {
+	p := e.params
+	return map[string]float64{"rows": float64(p[0]), "width": float64(p[1]), "period_ns": float64(p[2]), "keep": float64(p[3])}
+}
+
 func validateCountMinWindowEntry(e entry) error {
 	rows, width, period, keep := e.params[0], e.params[1], e.params[2], e.params[3]
 	switch {
@@ -152,11 +144,9 @@ func validateCountMinWindowEntry(e entry) error {
 // Calls after Close return ErrClosed (Estimate returns ClosedEstimate), as
 // CountMin's do.
 type CountMinWindow struct {
-	handle
-	ctl   windowCtl
+	windowBase
 	slots []cmsLayout
-	core  cmsCore // serves batches and whole-slot walks
-	win   Window
+	core  countMinCore // serves batches and whole-slot walks
 }
 
 // CountMinWindowStats describes a Count-Min window at one moment.
@@ -265,8 +255,7 @@ func newCountMinWindow(m *mapping) (*CountMinWindow, error) {
 	base := unsafe.Pointer(&region[0])
 	rows, width := int(m.ent.params[0]), int(m.ent.params[1])
 	win := Window{Period: time.Duration(m.ent.params[2]), Keep: int(m.ent.params[3])}
-	w := &CountMinWindow{core: defaultCore, win: win}
-	w.init(m)
+	w := &CountMinWindow{core: buildCores.countMin}
 	ctl := windowControlBytes(win.Keep)
 	slot := countMinSlotBytes(rows, width)
 	salt := rand.Uint64() // the handle's: picks its goroutines' stripes
@@ -284,20 +273,9 @@ func newCountMinWindow(m *mapping) (*CountMinWindow, error) {
 			uncounted: true,
 		})
 	}
-	var lk *fileLock
-	if !m.readOnly {
-		if err := m.joinLock(); err != nil {
-			m.close()
-			return nil, err
-		}
-		lk = m.lk
+	if _, err := w.start(m, win, w.clearSlot); err != nil {
+		return nil, err
 	}
-	w.ctl.init(base, win, lk, &m.res.clears, &w.open, w.sealed, w.clearSlot)
-	if w.ctl.clk != nil {
-		// A handle dropped without Close stops its clock's timer.
-		runtime.AddCleanup(w, (*windowClock).stop, w.ctl.clk)
-	}
-	w.open.Store(true)
 	return w, nil
 }
 
@@ -442,23 +420,12 @@ func (w *CountMinWindow) addOne(lo, hi, n uint64) (est, addP, winP uint64, err e
 // slot, each read between two loads of its word; ok is false when a word
 // changed under the read, or names a period past p+1: the period turned.
 func (w *CountMinWindow) othersWalk(p, s, lo, hi uint64) (est uint64, ok bool) {
-	c := &w.ctl
-	q, t, first := p, s, c.first(p)
-	for q > first {
-		q, t = q-1, c.prevSlot(t)
-		wt := c.word(t)
-		was := atomic.LoadUint64(wt)
-		if was != heldWord(q) {
-			if wordAfter(was, p+1) {
-				return 0, false
-			}
-			continue
-		}
-		v := w.slots[t].estimateHashed(lo, hi)
-		if atomic.LoadUint64(wt) != was {
-			return 0, false
-		}
-		est = satAdd(est, v)
+	ok = w.ctl.readWindow(p, true, func(t uint64) bool {
+		est = satAdd(est, w.slots[t].estimateHashed(lo, hi))
+		return false
+	})
+	if !ok {
+		return 0, false
 	}
 	return est, true
 }
@@ -558,37 +525,14 @@ func (w *CountMinWindow) estimate(lo, hi uint64) (est, p uint64) {
 	} else if est, ok := w.sumHeld(p, s, first, lo, hi, nil); ok {
 		return est, p // the usual case: every slot holds its period
 	}
-	for try := 0; ; try++ {
-		if try > 0 {
-			p = c.currentRead()
-		}
+	p = c.readStable(func(p uint64) bool {
 		est = 0
-		stale := false
-		q, s, first := p, c.slotOf(p), c.first(p)
-		for {
-			wp := c.word(s)
-			wd := atomic.LoadUint64(wp)
-			if wd == heldWord(q) {
-				v := w.slots[s].estimateHashed(lo, hi)
-				if atomic.LoadUint64(wp) != wd {
-					stale = true
-					break
-				}
-				est = satAdd(est, v)
-			} else if wordAfter(wd, p+1) {
-				stale = true
-				break
-			}
-			if q == first {
-				break
-			}
-			q, s = q-1, c.prevSlot(s)
-		}
-		if !stale || try == 8 {
-			return est, p
-		}
-		c.refresh()
-	}
+		return c.readWindow(p, false, func(s uint64) bool {
+			est = satAdd(est, w.slots[s].estimateHashed(lo, hi))
+			return false
+		})
+	})
+	return est, p
 }
 
 // Add counts key once in the current period and returns its estimate over
@@ -668,17 +612,7 @@ func (w *CountMinWindow) AddBatch(keys [][]byte, estimates []uint64) error {
 func (w *CountMinWindow) sumOthers(keys [][]byte, est []uint64, p, s, cur uint64) bool {
 	c := &w.ctl
 	var buf [batchChunk]uint64
-	q, t, first := p, s, c.first(p)
-	for q > first {
-		q, t = q-1, c.prevSlot(t)
-		wp := c.word(t)
-		wd := atomic.LoadUint64(wp)
-		if wd != heldWord(q) {
-			if wordAfter(wd, p+1) {
-				return false
-			}
-			continue
-		}
+	held := c.readWindow(p, true, func(t uint64) bool {
 		for base := 0; base < len(keys); base += batchChunk {
 			chunk := keys[base:min(base+batchChunk, len(keys))]
 			w.batchCore(len(chunk), &w.slots[t]).estimateBatch(&w.slots[t], chunk, buf[:len(chunk)])
@@ -686,13 +620,11 @@ func (w *CountMinWindow) sumOthers(keys [][]byte, est []uint64, p, s, cur uint64
 				est[base+i] = satAdd(est[base+i], v)
 			}
 		}
-		if atomic.LoadUint64(wp) != wd {
-			return false
-		}
-	}
+		return false
+	})
 	// The current slot still holds what it held when its part was read:
 	// a slot nobody has added to in this period yet counts nothing.
-	return atomic.LoadUint64(c.word(s)) == cur
+	return held && atomic.LoadUint64(c.word(s)) == cur
 }
 
 // EstimateBatch stores each key's estimate over the window in estimates,
@@ -715,11 +647,9 @@ func (w *CountMinWindow) estimateBatch(keys [][]byte, est []uint64) {
 	if !w.slots[0].prefetch && w.estimateHeldBatch(keys, est) {
 		return
 	}
-	for try := 0; ; try++ {
-		p := c.currentRead()
+	c.readStable(func(p uint64) bool {
 		s := c.slotOf(p)
 		clear(est)
-		ok := true
 		wd := atomic.LoadUint64(c.word(s))
 		if wd == heldWord(p) {
 			var buf [batchChunk]uint64
@@ -729,13 +659,10 @@ func (w *CountMinWindow) estimateBatch(keys [][]byte, est []uint64) {
 				copy(est[base:], buf[:len(chunk)])
 			}
 		} else if wordAfter(wd, p+1) {
-			ok = false
+			return false
 		}
-		if ok && w.sumOthers(keys, est, p, s, wd) || try == 8 {
-			return
-		}
-		c.refresh()
-	}
+		return w.sumOthers(keys, est, p, s, wd)
+	})
 }
 
 // estimateHeldBatch is estimateBatch on a grid in the caches, where no
@@ -772,9 +699,9 @@ func (w *CountMinWindow) afterBatch(estimates []uint64, op string) error {
 
 // batchCore picks the core for a batch of n keys on slot l, as
 // CountMin.batchCore does.
-func (w *CountMinWindow) batchCore(n int, l *cmsLayout) cmsCore {
-	if n < minCoreBatch || !l.prefetch {
-		return goCore{}
+func (w *CountMinWindow) batchCore(n int, l *cmsLayout) countMinCore {
+	if n < countMinMinBatch || !l.prefetch {
+		return countMinGo{}
 	}
 	return w.core
 }
@@ -801,39 +728,6 @@ func (w *CountMinWindow) EstimateString(key string) uint64 {
 	return est
 }
 
-// Rotate turns the period now, in every process: adds go to a new,
-// empty period and the oldest one leaves the window. The new period's slot
-// is made ready before the turn, and the slot of the period after it is
-// cleared before Rotate returns, so adds never wait for a clear. With
-// Period > 0 the clock keeps turning as well: each Rotate moves every
-// later period one ahead.
-func (w *CountMinWindow) Rotate() error {
-	if err := w.refuse("rotate"); err != nil {
-		return err
-	}
-	if err := w.ctl.rotate(); err != nil {
-		if !w.open.Load() {
-			return w.closedErr("rotate")
-		}
-		return w.m.errorf("rotate", err)
-	}
-	return w.after("rotate")
-}
-
-// Freeze seals the file for good, as CountMin.Freeze does, and fixes the
-// window at the current period: estimates through any handle, here or on
-// a copy of the file, then cover the periods the window covered at the
-// freeze, however late they are asked.
-func (w *CountMinWindow) Freeze() error {
-	if err := w.refuse("freeze"); err != nil {
-		return err
-	}
-	if !w.ctl.freeze() {
-		return w.m.errorf("freeze", ErrFrozen)
-	}
-	return w.Sync()
-}
-
 // Rows returns the number of rows of each slot.
 func (w *CountMinWindow) Rows() int {
 	if len(w.slots) == 0 {
@@ -850,18 +744,6 @@ func (w *CountMinWindow) Width() int {
 	return int(w.slots[0].mask + 1)
 }
 
-// Window returns the window's period and keep.
-func (w *CountMinWindow) Window() Window { return w.win }
-
-// Current returns the period adds go to now (or, on a frozen window, the
-// one it was frozen in): estimates cover Current-Keep+1 to Current.
-func (w *CountMinWindow) Current() uint64 {
-	if !w.open.Load() {
-		return 0
-	}
-	return w.ctl.currentRead()
-}
-
 // Stats reports the window's periods, each slot's state and total, and the
 // total and error bound over the periods covered. It walks every slot.
 func (w *CountMinWindow) Stats() CountMinWindowStats {
@@ -870,7 +752,7 @@ func (w *CountMinWindow) Stats() CountMinWindowStats {
 		Width:    w.Width(),
 		Period:   w.win.Period,
 		Keep:     w.win.Keep,
-		ReadOnly: w.ro,
+		ReadOnly: w.ReadOnly(),
 	}
 	if w.m != nil {
 		s.Bytes = w.m.ownBytes()
@@ -879,30 +761,12 @@ func (w *CountMinWindow) Stats() CountMinWindowStats {
 		s.Closed, s.Total, s.ErrorBound = true, ClosedEstimate, ClosedEstimate
 		return s
 	}
-	c := &w.ctl
-	p := c.currentRead()
-	s.Current, s.Oldest, s.Rotations = p, c.first(p), c.epoch()
-	if c.clk != nil && s.Rotations == 0 && p <= uint64(math.MaxInt64/c.period) {
-		s.Start = time.Unix(0, int64(p)*c.period)
-	}
+	wp := w.periods()
+	s.Current, s.Oldest, s.Rotations, s.Start = wp.current, wp.oldest, wp.rotations, wp.start
 	sums := make([]uint64, s.Rows)
 	for i := range w.slots {
-		st := decodeSlotWord(atomic.LoadUint64(c.word(uint64(i))))
-		sl := WindowSlotStats{Period: st.period}
-		switch {
-		case st.empty:
-			sl.State = "empty"
-		case st.clearing:
-			sl.State = "clearing"
-		case st.period == p:
-			sl.State = "current"
-		case st.period > p:
-			sl.State = "next"
-		case st.period >= s.Oldest:
-			sl.State = "window"
-		default:
-			sl.State = "expired"
-		}
+		var sl WindowSlotStats
+		sl.State, sl.Period = w.slotState(uint64(i), wp)
 		w.core.rowSums(&w.slots[i], sums)
 		for _, v := range sums {
 			sl.Total = max(sl.Total, v)
@@ -916,7 +780,7 @@ func (w *CountMinWindow) Stats() CountMinWindowStats {
 	s.Frozen = atomic.LoadUint32(w.sealed) != 0
 	if !w.open.Load() {
 		return CountMinWindowStats{Rows: s.Rows, Width: s.Width, Period: s.Period, Keep: s.Keep, Bytes: s.Bytes,
-			ReadOnly: w.ro, Closed: true, Total: ClosedEstimate, ErrorBound: ClosedEstimate}
+			ReadOnly: w.ReadOnly(), Closed: true, Total: ClosedEstimate, ErrorBound: ClosedEstimate}
 	}
 	return s
 }
@@ -935,10 +799,7 @@ func (w *CountMinWindow) Close() error {
 	if w == nil {
 		return nil
 	}
-	if w.m != nil {
-		w.ctl.stop()
-	}
-	return w.close()
+	return w.closeWindow()
 }
 
 // String describes the handle without its seed.

@@ -143,14 +143,14 @@ func TestCountMinWindow_PairParity(t *testing.T) {
 					byN[n] = append(byN[n], key)
 				}
 				for n, keys := range byN {
-					defaultCore.addBatch(&c.l, keys, n, nil)
+					buildCores.countMin.addBatch(&c.l, keys, n, nil)
 				}
 				wb := unsafe.Slice((*byte)(w.slots[s].cells), cells*8)
 				pb := unsafe.Slice((*byte)(c.l.cells), cells*8)
 				if !bytes.Equal(wb, pb) {
 					for i := range wc {
 						if wc[i] != pc[i] {
-							t.Fatalf("cell %d: window's short way wrote %d, %s core's AddBatch %d", i, wc[i], defaultCore.name(), pc[i])
+							t.Fatalf("cell %d: window's short way wrote %d, %s core's AddBatch %d", i, wc[i], buildCores.countMin.name(), pc[i])
 						}
 					}
 				}

@@ -251,3 +251,34 @@ func ExampleOpenArena() {
 	// banned-keys: countingbloom, 69632 bytes
 	// key-123 banned: true
 }
+
+// Remove takes a sketch file away from its path, as the handle's Unlink
+// does, but by path: a deploy script that retires yesterday's file needs
+// no handle, and a file that is not a sketch is left alone.
+func ExampleRemove() {
+	dir, _ := os.MkdirTemp("", "sketch-example")
+	defer os.RemoveAll(dir)
+	path := filepath.Join(dir, "yesterday.bloom")
+
+	b, err := sketch.OpenBloom(path, sketch.BloomConfig{Capacity: 1000})
+	if err != nil {
+		log.Fatal(err)
+	}
+	b.AddString("alice")
+	if err := sketch.Remove(path); err != nil {
+		log.Fatal(err)
+	}
+	_, err = os.Stat(path)
+	fmt.Println("file gone:", errors.Is(err, os.ErrNotExist))
+	fmt.Println("handle still answers:", b.CheckString("alice"))
+	b.Close()
+
+	notes := filepath.Join(dir, "notes.txt")
+	os.WriteFile(notes, []byte("not a sketch"), 0o600)
+	err = sketch.Remove(notes)
+	fmt.Println("notes.txt refused:", errors.Is(err, sketch.ErrCorrupt))
+	// Output:
+	// file gone: true
+	// handle still answers: true
+	// notes.txt refused: true
+}

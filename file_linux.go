@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
 	"unsafe"
@@ -50,7 +51,7 @@ func openPath(path string, sp spec, o options) (*mapping, error) {
 			return m, nil
 		case errors.Is(err, errRetry):
 			// The path changed while we looked: look again.
-		case errors.Is(err, fs.ErrNotExist) && !o.noCreate:
+		case errors.Is(err, fs.ErrNotExist) && !o.noCreate && !descriptorPath(path):
 			m, err = createPath(path, sp, o)
 			if err == nil {
 				return m, nil
@@ -72,8 +73,18 @@ func openPath(path string, sp spec, o options) (*mapping, error) {
 // O_RDONLY). O_NOFOLLOW: a symlink planted at the path is refused
 // (ErrSymlink) rather than followed. O_NONBLOCK: a FIFO or device planted
 // there must not block the open; its type is refused after it.
+//
+// A descriptor's path (/proc/self/fd/N and the like, descriptorPath) is
+// the one link followed: it names a file some process holds open, not a
+// name in a directory anyone could plant a link in, and it is how a
+// descriptor is often handed to a program. The file it opens is judged
+// as any other.
 func openExisting(path string, access int) (int, error) {
-	fd, err := unix.Open(path, access|unix.O_NOFOLLOW|unix.O_CLOEXEC|unix.O_NONBLOCK, 0)
+	flags := access | unix.O_NOFOLLOW | unix.O_CLOEXEC | unix.O_NONBLOCK
+	if descriptorPath(path) {
+		flags &^= unix.O_NOFOLLOW
+	}
+	fd, err := unix.Open(path, flags, 0)
 	switch {
 	case err == unix.ELOOP:
 		return -1, ErrSymlink
@@ -82,6 +93,53 @@ func openExisting(path string, access int) (int, error) {
 		return -1, fmt.Errorf("%w: %w", ErrCorrupt, err)
 	}
 	return fd, err
+}
+
+// descriptorPath reports whether path names an open descriptor rather than
+// a directory entry: /proc/self/fd/N, /proc/thread-self/fd/N,
+// /proc/PID/fd/N or /dev/fd/N, exactly (no other component, no trailing
+// slash). Such a path is followed to its file, never created, and is no
+// path to Unlink.
+func descriptorPath(path string) bool {
+	var rest string
+	switch {
+	case strings.HasPrefix(path, "/proc/self/fd/"):
+		rest = path[len("/proc/self/fd/"):]
+	case strings.HasPrefix(path, "/proc/thread-self/fd/"):
+		rest = path[len("/proc/thread-self/fd/"):]
+	case strings.HasPrefix(path, "/dev/fd/"):
+		rest = path[len("/dev/fd/"):]
+	case strings.HasPrefix(path, "/proc/"):
+		pid, fd, ok := strings.Cut(path[len("/proc/"):], "/fd/")
+		if !ok || !allDigits(pid) {
+			return false
+		}
+		rest = fd
+	default:
+		return false
+	}
+	return allDigits(rest)
+}
+
+func allDigits(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+// pathOf is the path a handle opened at path keeps for Path and Unlink:
+// none for a descriptor's path, which names no directory entry.
+func pathOf(path string) string {
+	if descriptorPath(path) {
+		return ""
+	}
+	return path
 }
 
 // errEmptyPath is the error for an empty path, which would otherwise read
@@ -111,7 +169,7 @@ func attachPath(path string, sp spec, o options, deadline time.Time) (*mapping, 
 		unix.Close(fd)
 		return nil, err
 	}
-	m.path = path
+	m.path = pathOf(path)
 	m.dev, m.ino = fileID(fd)
 	return m, nil
 }
@@ -326,7 +384,7 @@ func newTempFile(path string, mode os.FileMode, tmpfile bool) (tempFile, error) 
 		case unix.EOPNOTSUPP, unix.EISDIR, unix.EINVAL:
 			// The filesystem has no O_TMPFILE: use a private name.
 		default:
-			return tempFile{}, err
+			return tempFile{}, noSpace(err)
 		}
 	}
 	for {
@@ -336,10 +394,19 @@ func newTempFile(path string, mode os.FileMode, tmpfile bool) (tempFile, error) 
 			continue
 		}
 		if err != nil {
-			return tempFile{}, err
+			return tempFile{}, noSpace(err)
 		}
 		return tempFile{fd: fd, name: name}, nil
 	}
+}
+
+// noSpace makes a filesystem out of inodes (or of quota) while the file
+// is made ErrNoSpace, as one out of blocks is while it is reserved.
+func noSpace(err error) error {
+	if err == unix.ENOSPC || err == unix.EDQUOT {
+		return fmt.Errorf("%w: no inode for the file: %w", ErrNoSpace, err)
+	}
+	return err
 }
 
 // privateName is a hidden name in dir that nobody else uses. It does not
@@ -619,7 +686,7 @@ func openReadOnly(path string, sp spec, o options) (*mapping, error) {
 		unix.Close(fd)
 		return fail(err)
 	}
-	m.path = path
+	m.path = pathOf(path)
 	m.dev, m.ino = fileID(fd)
 	return m, nil
 }

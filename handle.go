@@ -17,6 +17,10 @@ type handle struct {
 	// The zero handle is closed.
 	open atomic.Bool
 	ro   bool // opened with ReadOnly: mutators return ErrReadOnly
+	// froze is set once this handle sealed the file (Freeze): from then
+	// on it reports itself read-only, as the handle that froze a file
+	// does in the seeds (its mutators return ErrFrozen).
+	froze atomic.Bool
 	// sealed is the file's sealed word, set by Freeze in any process and
 	// loaded by every mutator.
 	sealed *uint32
@@ -63,7 +67,9 @@ func (h *handle) Sync() error {
 // at the path is left alone: Unlink renames the path aside, checks that it
 // moved this structure's file, and puts it back otherwise (on a filesystem
 // that cannot rename without replacing, it checks and removes, which a
-// replacement can race).
+// replacement can race). It works on a read-only handle too: it changes
+// the directory, not the file, and needs write permission on the
+// directory only (Remove does the same by path, without a handle).
 func (h *handle) Unlink() error {
 	if h.m == nil {
 		return nil
@@ -87,8 +93,9 @@ func (h *handle) Seed() uint64 {
 // Frozen reports whether the file is sealed (Freeze).
 func (h *handle) Frozen() bool { return h.open.Load() && atomic.LoadUint32(h.sealed) != 0 }
 
-// ReadOnly reports whether the handle was opened with ReadOnly.
-func (h *handle) ReadOnly() bool { return h.ro }
+// ReadOnly reports whether the handle was opened with ReadOnly, or is the
+// handle that froze the file (Freeze): neither writes to it any more.
+func (h *handle) ReadOnly() bool { return h.ro || h.froze.Load() }
 
 // close is Close for every structure: calls after it report the handle
 // closed, and the mapping swaps its pages for a placeholder (mapping.close).

@@ -98,12 +98,6 @@ const (
 	MaxNameLen = 31
 )
 
-// Structure kinds stored in directory entries; each structure's file
-// registers how to validate its own (registerKind).
-const (
-	kindCountMin uint32 = 1
-)
-
 var native = binary.NativeEndian
 
 // layout is the decoded, validated header of a file.
@@ -357,46 +351,6 @@ func (l layout) decodeEntry(b []byte, i uint32) (entry, error) {
 		}
 	}
 	return e, nil
-}
-
-// kindInfo is what the format knows of a structure kind: its name in
-// messages and how to check an entry's parameters against its region. Each
-// structure registers its own, so the format never names a structure.
-type kindInfo struct {
-	name     string // in messages: "Count-Min sketch"
-	kind     Kind   // in listings and the command line: "countmin"
-	validate func(e entry) error
-	// config returns the structure's config as stored in the entry (a
-	// CountMinConfig for a Count-Min sketch, and so on), for listings.
-	config func(e entry) any
-}
-
-var kinds = map[uint32]kindInfo{}
-
-// registerKind makes a structure kind known to the format. Structures call
-// it from an init function in their own file.
-func registerKind(k uint32, info kindInfo) {
-	if _, dup := kinds[k]; dup {
-		panic(fmt.Sprintf("sketch: kind %d registered twice", k))
-	}
-	kinds[k] = info
-}
-
-// validateEntry checks a structure's parameters against its region.
-func validateEntry(e entry) error {
-	info, ok := kinds[e.kind]
-	if !ok {
-		return fmt.Errorf("unknown kind %d", e.kind)
-	}
-	return info.validate(e)
-}
-
-// kindName names a kind in messages.
-func kindName(k uint32) string {
-	if info, ok := kinds[k]; ok {
-		return info.name
-	}
-	return fmt.Sprintf("structure of kind %d", k)
 }
 
 // publishMagic stores the magic with release semantics: every header byte

@@ -2,7 +2,6 @@ package sketch
 
 import (
 	"fmt"
-	"math"
 	"os"
 )
 
@@ -116,38 +115,10 @@ func (fi FileInfo) GoString() string { return fi.String() }
 // entryInfo decodes a validated entry's parameters by its kind.
 func entryInfo(e entry) EntryInfo {
 	ei := EntryInfo{Kind: string(kinds[e.kind].kind), Description: kindName(e.kind), Name: e.name, Offset: e.off, Bytes: e.size}
-	p := e.params
-	switch e.kind {
-	case kindCountMin:
-		ei.Params = map[string]float64{"rows": float64(p[0]), "width": float64(p[1])}
-	case kindBloom:
-		ei.Params = map[string]float64{
-			"capacity": float64(p[0]),
-			"fp_rate":  math.Float64frombits(p[1]),
-			"bits":     float64(p[2] * bloomBlockBits),
-			"hashes":   float64(p[3]),
-		}
-	case kindCountingBloom:
-		ei.Params = map[string]float64{
-			"capacity": float64(p[0]),
-			"fp_rate":  math.Float64frombits(p[1]),
-			"counters": float64(p[2]),
-			"hashes":   float64(p[3]),
-		}
-	case kindCountMinWindow:
-		ei.Params = map[string]float64{"rows": float64(p[0]), "width": float64(p[1]), "period_ns": float64(p[2]), "keep": float64(p[3])}
-	case kindBloomWindow:
-		ei.Params = map[string]float64{
-			"capacity":  float64(p[0]),
-			"fp_rate":   math.Float64frombits(p[1]),
-			"bits":      float64(p[2] * bloomBlockBits),
-			"hashes":    float64(p[3]),
-			"period_ns": float64(p[4]),
-			"keep":      float64(p[5]),
-		}
-	default:
-		// validateEntry knows every kind this build has: a kind that got
-		// here has no case above yet.
+	if info, ok := kinds[e.kind]; ok {
+		ei.Params = info.params(e)
+	} else {
+		// validateEntry refuses a kind this build does not know.
 		ei.Params = map[string]float64{}
 	}
 	if ei.Kind == "" {

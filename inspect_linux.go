@@ -40,6 +40,48 @@ func inspect(path string) (FileInfo, error) {
 		return FileInfo{}, err
 	}
 	defer unix.Close(fd)
+	return inspectFd(fd, path)
+}
+
+// Remove removes the sketch file at path, a structure of any kind or an
+// arena, as Unlink does for a handle: processes that have it open keep
+// using it, and new opens of the path create a new one. Only a valid
+// sketch file is removed: anything else (ErrCorrupt and the sentinels
+// that wrap it, an interrupted create's ErrInterruptedCreate among them)
+// is left where it is, as is a symlink planted at the path (ErrSymlink),
+// and a file that replaces the one judged at the path while Remove runs
+// is never removed. A path with no file is not an error: what was asked
+// for is done. It needs only read permission on the file (and write
+// permission on its directory).
+func Remove(path string) error {
+	if path == "" {
+		return fmt.Errorf("sketch: remove: %w", errEmptyPath)
+	}
+	if descriptorPath(path) {
+		return fmt.Errorf("sketch: remove %s: %w: a descriptor's path names no file to remove", path, ErrInvalidArgument)
+	}
+	fd, err := openExisting(path, unix.O_RDONLY)
+	if errors.Is(err, unix.ENOENT) {
+		return nil
+	}
+	if err == nil {
+		// fd stays open until the file is gone, so that its inode
+		// number cannot pass to a file that replaces it meanwhile.
+		_, err = inspectFd(fd, path)
+		if err == nil {
+			dev, ino := fileID(fd)
+			err = removeFileAt(path, dev, ino)
+		}
+		unix.Close(fd)
+	}
+	if err != nil {
+		return fmt.Errorf("sketch: remove %s: %w", path, err)
+	}
+	return nil
+}
+
+// inspectFd is inspect of the file open at fd.
+func inspectFd(fd int, path string) (FileInfo, error) {
 	var st unix.Stat_t
 	if err := unix.Fstat(fd, &st); err != nil {
 		return FileInfo{}, err

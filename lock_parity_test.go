@@ -34,7 +34,7 @@ type lockOps struct {
 	runlock func()
 }
 
-// cLocker is what lock_c.go adds to fileLock where the C core is built.
+// cLocker is what lock_cgo.go adds to fileLock where the C core is built.
 type cLocker interface {
 	lockC()
 	unlockC() error

@@ -1236,88 +1236,6 @@ func TestOpen_Unlink(t *testing.T) {
 	}
 }
 
-// FuzzOpen writes arbitrary bytes to a file and attaches to it with the
-// zero config, plain, attach-only (WithoutCreate) or through a second hard
-// link: OpenCountMin must fail with a classified error naming the file, or
-// return a sketch whose every operation works; an empty or all-zero file
-// with another link is never initialised.
-func FuzzOpen(f *testing.F) {
-	_, valid := otMakeFile(f, otCfg)
-	add := func(b []byte, resum bool) {
-		for how := range byte(4) {
-			f.Add(b, resum, how)
-		}
-	}
-	seed := func(edit func(b []byte) []byte) {
-		add(edit(bytes.Clone(valid)), false)
-		add(edit(bytes.Clone(valid)), true)
-	}
-	seed(func(b []byte) []byte { return b })
-	seed(func(b []byte) []byte { clear(b[:8]); return b })
-	seed(func(b []byte) []byte { b[offVersion]++; return b })
-	seed(func(b []byte) []byte { b[offSeed] ^= 1; return b })
-	seed(func(b []byte) []byte { b[otDirOff+entParams+8] ^= 1; return b })
-	seed(func(b []byte) []byte { native.PutUint64(b[otDirOff+entParams+8:], 16); otResum(b); return b })
-	seed(func(b []byte) []byte {
-		native.PutUint64(b[otDirOff+entOff:], native.Uint64(b[otDirOff+entOff:])+64)
-		otResum(b)
-		return b
-	})
-	seed(func(b []byte) []byte { native.PutUint64(b[offFileSize:], 16384); otResum(b); return b[:16384] })
-	seed(func(b []byte) []byte { native.PutUint32(b[offDirCount:], 0); return b })
-	seed(func(b []byte) []byte { return b[:len(b)/2] })
-	seed(func(b []byte) []byte { return b[:headerSize] })
-	seed(func(b []byte) []byte { return otConvert(b, native, otOther) })
-	seed(func(b []byte) []byte { otConvertField(b, 8, native, otOther); return b })
-	// Zero magic with a header behind it; all zero at twice the size.
-	seed(func(b []byte) []byte { clear(b[:8]); return append(b, make([]byte, len(b))...) })
-	seed(func(b []byte) []byte { clear(b); return append(b, make([]byte, len(b))...) })
-	add([]byte{}, false)
-	add(make([]byte, headerSize), false)
-	add(make([]byte, len(valid)), false)
-
-	// With resum set, the target recomputes the header's and the directory
-	// entries' checksums before writing the file, so that mutations reach
-	// the structural checks instead of stopping at ErrChecksum. how: bit 0
-	// opens with WithoutCreate, bit 1 through a second hard link.
-	f.Fuzz(func(t *testing.T, data []byte, resum bool, how byte) {
-		if resum {
-			data = otResumAll(bytes.Clone(data))
-		}
-		dir := t.TempDir()
-		path := filepath.Join(dir, "cms")
-		if err := os.WriteFile(path, data, 0o600); err != nil {
-			t.Fatal(err)
-		}
-		opts := []Option{WithWaitTimeout(5 * time.Second)}
-		if how&1 != 0 {
-			opts = append(opts, WithoutCreate())
-		}
-		if how&2 != 0 {
-			if err := os.Link(path, filepath.Join(dir, "other")); err != nil {
-				t.Fatal(err)
-			}
-		}
-		c, err := OpenCountMin(path, CountMinConfig{}, opts...)
-		if err != nil {
-			if !errors.Is(err, ErrCorrupt) && !errors.Is(err, ErrIncompatible) && !errors.Is(err, ErrNoSpace) && !errors.Is(err, ErrHardLinked) {
-				t.Errorf("unclassified error: %v", err)
-			}
-			if !strings.Contains(err.Error(), path) {
-				t.Errorf("error %q does not name the file", err)
-			}
-			return
-		}
-		defer c.Close()
-		if how&2 != 0 && (len(data) == 0 || native.Uint64(data) == 0) {
-			t.Errorf("a file with another link and no magic was initialised")
-		}
-		if err := otExercise(t, c); err != nil && !errors.Is(err, ErrInconsistent) {
-			t.Errorf("Check() on an opened sketch = %v", err)
-		}
-	})
-}
-
 // TestOpen_EmptyPath: an empty path is an invalid argument, said as such,
 // on every route, not a missing file with no name.
 func TestOpen_EmptyPath(t *testing.T) {
@@ -1360,5 +1278,30 @@ func TestOpen_ShortFile(t *testing.T) {
 				t.Errorf("%d bytes, %s: error = %v, want ErrCorrupt saying %q", n, name, err, want)
 			}
 		}
+	}
+}
+
+// TestOpen_OutOfInodes: a filesystem out of inodes refuses a create with
+// ErrNoSpace too, as one out of blocks does, and nothing is left behind.
+func TestOpen_OutOfInodes(t *testing.T) {
+	dir := mountTmpfs(t, "4m,nr_inodes=4")
+	for i := 0; ; i++ { // use every inode the mount has left
+		if err := os.WriteFile(filepath.Join(dir, fmt.Sprint("f", i)), nil, 0o600); err != nil {
+			break
+		}
+	}
+	before, _ := os.ReadDir(dir)
+	for name, open := range map[string]func(string) error{
+		"count-min": func(p string) error { _, err := OpenCountMin(p, CountMinConfig{Rows: 1, Width: 64}); return err },
+		"bloom":     func(p string) error { _, err := OpenBloom(p, BloomConfig{Capacity: 10}); return err },
+		"arena":     func(p string) error { _, err := OpenArena(p, 64<<10); return err },
+	} {
+		p := filepath.Join(dir, name)
+		if err := open(p); !errors.Is(err, ErrNoSpace) || !strings.Contains(err.Error(), p) {
+			t.Errorf("%s on a filesystem out of inodes: %v, want ErrNoSpace naming the file", name, err)
+		}
+	}
+	if after, _ := os.ReadDir(dir); len(after) != len(before) {
+		t.Errorf("the refused creates left %d entries behind", len(after)-len(before))
 	}
 }

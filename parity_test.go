@@ -15,16 +15,6 @@ import (
 // independent, obviously-correct model does, and two cores given the same
 // operations must leave byte-identical files.
 
-// cores lists every core this test binary has: the pure-Go core always,
-// the C core when built with cgo.
-func cores() []cmsCore {
-	cs := []cmsCore{goCore{}}
-	if defaultCore.name() != "purego" {
-		cs = append(cs, defaultCore)
-	}
-	return cs
-}
-
 // refCMS is the model: a plain slice, the definition written out.
 type refCMS struct {
 	rows  int
@@ -137,7 +127,7 @@ func parityRun(t *testing.T, rows, width int, prefetch bool, ops []byte) {
 	dir := t.TempDir()
 	ref := newRef(rows, width, seed)
 	var sks []*CountMin
-	for _, core := range cores() {
+	for _, core := range countMinCores() {
 		c, err := OpenCountMin(fmt.Sprintf("%s/%s.cms", dir, core.name()), CountMinConfig{Rows: rows, Width: width, Seed: seed})
 		if err != nil {
 			t.Fatal(err)

@@ -961,7 +961,7 @@ func TestCountMin_CgoAndPuregoProcesses(t *testing.T) {
 	checkAgainstTruth(t, c, truth, total, adds)
 	// Every core in this binary walks the grid to the same sums.
 	var first []uint64
-	for _, core := range cores() {
+	for _, core := range countMinCores() {
 		sums := make([]uint64, c.Rows())
 		core.rowSums(&c.l, sums)
 		if first == nil {

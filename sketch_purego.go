@@ -2,12 +2,12 @@
 
 package sketch
 
-// Keep in sync with sketch_cgo.go.
+// Keep in sync with sketch_cgo.go: the two files choose the build's cores,
+// and nothing else does.
 
 // Backend names the core this build uses for batches and whole-array walks:
 // "cgo" (the C core) or "purego". Single keys are served in Go either way.
 const Backend = "purego"
 
-var defaultCore cmsCore = goCore{}
-
-var defaultCBFCore cbfCore = cbfGo{}
+// buildCores are the Go cores (the <kind>_core.go files).
+var buildCores = goCores

@@ -4,7 +4,7 @@
  * the counters are accessed with C11 atomics here and with sync/atomic there,
  * so a cgo process and a pure-Go process can share one file at once.
  *
- * Keep in sync with core_go.go (the pure-Go core) and core_c.go (the binding).
+ * Keep in sync with countmin_core.go (the pure-Go core) and countmin_cgo.go (the binding).
  */
 #ifndef SKETCH_H
 #define SKETCH_H
@@ -79,7 +79,7 @@ void sk_noop(void);
  * word for word (docs/DESIGN.md), so that a C batch can take the lock, do
  * its updates and release it in one crossing while pure-Go processes take
  * the same lock in Go. sk_lock is one handle's view of it; the Go side fills
- * it from package sketch's fileLock (lock_c.go, through csrc/lock.go, which
+ * it from package sketch's fileLock (lock_cgo.go, through csrc/lock.go, which
  * mirrors this layout: keep the three in sync). Every pointer is into the
  * shared mapping, so one handle may lock in Go at one moment and in C at
  * the next. */

@@ -9,30 +9,27 @@ import (
 )
 
 // The binding of the Bloom filter to the C core (csrc/bloom.c). Keep in
-// sync with bloom_core.go and bloom_purego.go.
+// sync with bloom_core.go.
 
-// defaultBloomCore serves the Bloom filter's batches.
-var defaultBloomCore bloomCore = bloomC{}
-
-// bloomC serves batches from C. Each method keeps l, which points into the
+// bloomCgo serves batches from C. Each method keeps l, which points into the
 // handle and so keeps its mapping reachable, alive until C has returned.
-type bloomC struct{}
+type bloomCgo struct{}
 
-func (bloomC) name() string { return "cgo" }
+func (bloomCgo) name() string { return "cgo" }
 
 // filter is a value, not a pointer, so that it stays on the stack.
 func bloomFilter(l *bloomLayout) csrc.Bloom {
 	return csrc.Bloom{Words: l.words, Seed: l.seed, Blocks: l.blocks, K: l.k, Prefetch: l.prefetch}
 }
 
-func (bloomC) addBatch(l *bloomLayout, keys [][]byte, already []bool) uint64 {
+func (bloomCgo) addBatch(l *bloomLayout, keys [][]byte, already []bool) uint64 {
 	f := bloomFilter(l)
 	added := f.AddBatch(keys, already)
 	runtime.KeepAlive(l)
 	return added
 }
 
-func (bloomC) checkBatch(l *bloomLayout, keys [][]byte, out []bool) {
+func (bloomCgo) checkBatch(l *bloomLayout, keys [][]byte, out []bool) {
 	f := bloomFilter(l)
 	f.CheckBatch(keys, out)
 	runtime.KeepAlive(l)

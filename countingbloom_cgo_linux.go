@@ -4,7 +4,7 @@ package sketch
 
 import "github.com/shmsketch/sketch/csrc"
 
-// Keep in sync with countingbloom_c_other.go.
+// Keep in sync with countingbloom_cgo_other.go.
 
 // cbfAddLocked adds at most csrc.Batch keys in one crossing that takes the
 // file's read lock in C (csrc/lock.c), checks the sealed word under it,

@@ -4,8 +4,6 @@ import (
 	"math/bits"
 	"sync/atomic"
 	"unsafe"
-
-	"github.com/zeebo/xxh3"
 )
 
 // The pure-Go core. It is always compiled: it serves single keys in every
@@ -52,16 +50,6 @@ const (
 	// alike.
 	batchChunk = 256
 )
-
-func hashKey(key []byte, seed uint64) (lo, hi uint64) {
-	h := xxh3.Hash128Seed(key, seed)
-	return h.Lo, h.Hi
-}
-
-func hashString(key string, seed uint64) (lo, hi uint64) {
-	h := xxh3.HashString128Seed(key, seed)
-	return h.Lo, h.Hi
-}
 
 // addHashed counts n for the key hashing to (lo, hi) and returns the
 // minimum of the counters after its own increments: one atomic add per
@@ -244,22 +232,22 @@ func (l *cmsLayout) touchHashed(lo, hi uint64) uint64 {
 	return sink
 }
 
-// goCore is the pure-Go implementation of every Count-Min operation.
-type goCore struct{}
+// countMinGo is the pure-Go implementation of every Count-Min operation.
+type countMinGo struct{}
 
-func (goCore) name() string { return "purego" }
+func (countMinGo) name() string { return "purego" }
 
-func (goCore) add(l *cmsLayout, key []byte, n uint64) uint64 {
+func (countMinGo) add(l *cmsLayout, key []byte, n uint64) uint64 {
 	lo, hi := hashKey(key, l.seed)
 	return l.addHashed(lo, hi, n)
 }
 
-func (goCore) estimate(l *cmsLayout, key []byte) uint64 {
+func (countMinGo) estimate(l *cmsLayout, key []byte) uint64 {
 	lo, hi := hashKey(key, l.seed)
 	return l.estimateHashed(lo, hi)
 }
 
-func (goCore) addBatch(l *cmsLayout, keys [][]byte, n uint64, est []uint64) {
+func (countMinGo) addBatch(l *cmsLayout, keys [][]byte, n uint64, est []uint64) {
 	for base := 0; base < len(keys); base += batchChunk {
 		chunk := keys[base:min(base+batchChunk, len(keys))]
 		var out []uint64
@@ -307,7 +295,7 @@ func (l *cmsLayout) addChunk(keys [][]byte, n uint64, est []uint64) {
 
 // estimateBatch is a plain loop: estimates only load, and the CPU already
 // overlaps the loads of consecutive keys (touching ahead measured slower).
-func (goCore) estimateBatch(l *cmsLayout, keys [][]byte, est []uint64) {
+func (countMinGo) estimateBatch(l *cmsLayout, keys [][]byte, est []uint64) {
 	for i, k := range keys {
 		lo, hi := hashKey(k, l.seed)
 		est[i] = l.estimateHashed(lo, hi)
@@ -317,7 +305,7 @@ func (goCore) estimateBatch(l *cmsLayout, keys [][]byte, est []uint64) {
 // rowSums stores each row's sum in sums (saturating at the largest uint64)
 // and reports whether any counter has saturated. The loop keeps the carry
 // and an OR of the counters instead of branching on each one.
-func (goCore) rowSums(l *cmsLayout, sums []uint64) (saturated bool) {
+func (countMinGo) rowSums(l *cmsLayout, sums []uint64) (saturated bool) {
 	width := uintptr(l.mask + 1)
 	var seen uint64
 	row := l.cells
@@ -339,7 +327,7 @@ func (goCore) rowSums(l *cmsLayout, sums []uint64) (saturated bool) {
 	return seen >= maxCount
 }
 
-func (goCore) adds(l *cmsLayout) uint64 { return l.addCount() }
+func (countMinGo) adds(l *cmsLayout) uint64 { return l.addCount() }
 
 // addCount sums the add count's stripes, saturating at maxCount.
 func (l *cmsLayout) addCount() uint64 {
@@ -359,7 +347,7 @@ func (l *cmsLayout) addCount() uint64 {
 // stores, each of which lands before or after a concurrent atomic add,
 // never in the middle of one; an atomic store a word would cost a locked
 // instruction each on amd64, for nothing.
-func (goCore) reset(l *cmsLayout) {
+func (countMinGo) reset(l *cmsLayout) {
 	clear(unsafe.Slice((*uint64)(l.cells), uintptr(l.rows)*uintptr(l.mask+1)))
 	for i := uintptr(0); i < stripeCount; i++ {
 		atomic.StoreUint64((*uint64)(unsafe.Add(l.stripes, i*stripeBytes)), 0)

@@ -12,36 +12,24 @@ import (
 // The binding of the counting Bloom filter to the C core (csrc/cbf.c).
 // Keep in sync with countingbloom_core.go.
 
-// cbfC serves the counting Bloom filter's batches and whole-array walks
+// countingBloomCgo serves the counting Bloom filter's batches and whole-array walks
 // from C, except batches too small to pay for a crossing, which it serves
 // in Go. Its zero value is the default core; always makes it serve every
 // batch from C and fetch ahead on any filter, so that the parity suite
 // compares those paths on small filters and batches. Each method keeps l,
 // which points into the handle and so keeps its mapping reachable, alive
 // until C has returned.
-type cbfC struct{ always bool }
+type countingBloomCgo struct{ always bool }
 
-func (c cbfC) name() string {
+func (c countingBloomCgo) name() string {
 	if c.always {
 		return "cgo-always"
 	}
 	return "cgo"
 }
 
-// Measured on an x86-64 with 1 MiB of L2 (BenchmarkCountingBloomAhead,
-// BenchmarkCountingBloomBatch): fetching ahead pays once the counters pass
-// a quarter of L2 (a key costs 41 ns instead of 45 at half of L2, 42
-// instead of 49 at L2, the same at a quarter, 3% more at a sixteenth).
-// A crossing costs about two keys' adds: C is as fast as Go from 8 keys on
-// a filter in cache, and from 2 on one past it, where a key's cache misses
-// overlap the next keys' (4 keys: 215 ns a key against 345).
-const (
-	cbfMinCBatch      = 8
-	cbfMinCBatchAhead = 2
-)
-
 // filter is a value, not a pointer, so that it stays on the stack.
-func (c cbfC) filter(l *cbfLayout, sealed *uint32) csrc.Filter {
+func (c countingBloomCgo) filter(l *cbfLayout, sealed *uint32) csrc.Filter {
 	return csrc.Filter{
 		Words: l.words, Sealed: unsafe.Pointer(sealed),
 		Seed: l.seed, Mask: l.mask, K: l.k,
@@ -49,14 +37,14 @@ func (c cbfC) filter(l *cbfLayout, sealed *uint32) csrc.Filter {
 	}
 }
 
-// addMany takes the read lock once for the whole batch, as cbfGo's does.
+// addMany takes the read lock once for the whole batch, as countingBloomGo's does.
 // A batch of at most csrc.Batch keys is one crossing that takes the lock
-// in C where the C lock is built (countingbloom_c_linux.go); a larger one
+// in C where the C lock is built (countingbloom_cgo_linux.go); a larger one
 // takes it in Go and hands C its chunks.
-func (c cbfC) addMany(l *cbfLayout, lk *fileLock, sealed *uint32, keys [][]byte) (int, bool) {
+func (c countingBloomCgo) addMany(l *cbfLayout, lk *fileLock, sealed *uint32, keys [][]byte) (int, bool) {
 	f := c.filter(l, sealed)
-	if !c.always && (len(keys) < cbfMinCBatchAhead || !f.Prefetch && len(keys) < cbfMinCBatch) {
-		return cbfGo{}.addMany(l, lk, sealed, keys)
+	if !c.always && (len(keys) < countingBloomMinBatchAhead || !f.Prefetch && len(keys) < countingBloomMinBatch) {
+		return countingBloomGo{}.addMany(l, lk, sealed, keys)
 	}
 	var added int
 	var frozen bool
@@ -71,20 +59,20 @@ func (c cbfC) addMany(l *cbfLayout, lk *fileLock, sealed *uint32, keys [][]byte)
 	return added, frozen
 }
 
-func (c cbfC) countSet(l *cbfLayout) uint64 {
+func (c countingBloomCgo) countSet(l *cbfLayout) uint64 {
 	f := c.filter(l, nil)
 	n := f.CountSet()
 	runtime.KeepAlive(l)
 	return n
 }
 
-func (c cbfC) merge(l *cbfLayout, src []byte) {
+func (c countingBloomCgo) merge(l *cbfLayout, src []byte) {
 	f := c.filter(l, nil)
 	f.Merge(src)
 	runtime.KeepAlive(l)
 }
 
-func (c cbfC) clear(l *cbfLayout) {
+func (c countingBloomCgo) clear(l *cbfLayout) {
 	f := c.filter(l, nil)
 	f.Clear()
 	runtime.KeepAlive(l)

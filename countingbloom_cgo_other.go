@@ -4,7 +4,7 @@ package sketch
 
 import "github.com/shmsketch/sketch/csrc"
 
-// Keep in sync with countingbloom_c_linux.go.
+// Keep in sync with countingbloom_cgo_linux.go.
 
 // cbfAddLocked adds at most csrc.Batch keys under the file's read lock,
 // taken in Go: the C lock (csrc/lock.c) is Linux-only.

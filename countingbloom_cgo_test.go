@@ -8,8 +8,7 @@ import (
 )
 
 func init() {
-	cbfTestCores = append(cbfTestCores, cbfC{})
-	cbfParityExtra = append(cbfParityExtra, cbfC{always: true})
+	cbfParityExtra = append(cbfParityExtra, countingBloomCgo{always: true})
 }
 
 // TestCountingBloom_CAllocs: the C core's calls allocate nothing, in one
@@ -21,7 +20,7 @@ func TestCountingBloom_CAllocs(t *testing.T) {
 		many[i] = cbfKey("allocs", i)
 	}
 	copy(few, many)
-	for _, core := range []cbfC{{}, {always: true}} {
+	for _, core := range []countingBloomCgo{{}, {always: true}} {
 		b.core = core
 		for name, f := range map[string]func(){
 			"AddMany(9)":   func() { b.AddMany(few) },
@@ -39,7 +38,7 @@ func TestCountingBloom_CAllocs(t *testing.T) {
 // BenchmarkCountingBloomAhead times the C core's AddMany per key, 256 keys
 // a crossing, fetching ahead or not, on filters from a sixteenth of a
 // 1 MiB L2 to eight times it: where fetching ahead starts to pay
-// (cbfC.filter).
+// (countingBloomCgo.filter).
 func BenchmarkCountingBloomAhead(b *testing.B) {
 	_, u, _ := benchStreams()
 	keys, mask := u.bytes, len(u.bytes)-1
@@ -54,7 +53,7 @@ func BenchmarkCountingBloomAhead(b *testing.B) {
 		}
 		for _, ahead := range []bool{false, true} {
 			b.Run(fmt.Sprintf("%dKiB/ahead=%v", f.Counters()/2048, ahead), func(b *testing.B) {
-				fl := cbfC{}.filter(&f.l, f.sealed)
+				fl := countingBloomCgo{}.filter(&f.l, f.sealed)
 				fl.Prefetch = ahead
 				b.ReportAllocs()
 				for i := 0; i < b.N; i += 256 {

@@ -1,7 +1,0 @@
-//go:build cgo && !purego
-
-package sketch
-
-func init() {
-	bloomTestCores = append(bloomTestCores, bloomC{})
-}

@@ -1,0 +1,440 @@
+//go:build linux
+
+package sketch
+
+import (
+	"bytes"
+	"errors"
+	"math"
+	"os"
+	"path/filepath"
+	"runtime/debug"
+	"strings"
+	"testing"
+	"time"
+)
+
+// FuzzOpen is the one fuzz target of the format: whatever bytes a file
+// holds, every route that opens it (each kind's open and the arena's,
+// read-write and read-only, with WithoutCreate or not, with another hard
+// link or not) either refuses it with a classified error that names the
+// file, or returns a handle whose every call returns: no panic, no fault,
+// no hang. The corpus holds a valid file of every kind and layout (both
+// windows turned by Rotate and by the clock, an arena holding every kind,
+// a frozen filter) and mutations of each.
+//
+// how picks the route: bit 0 WithoutCreate, bit 1 a second hard link, bit
+// 2 ReadOnly, the bits above the opener (fuzzOpeners, modulo their
+// number). With resum set, the target recomputes the header's and the
+// directory entries' checksums before writing the file, so that mutations
+// reach the structural checks instead of stopping at ErrChecksum.
+func FuzzOpen(f *testing.F) {
+	// Each seed goes to its file's own opener by one route, the routes
+	// taken in turn, and every third also to another opener: enough to
+	// reach every route and refusal, few enough for the seeds to run as
+	// a test in seconds.
+	n := 0
+	for _, valid := range fuzzValidFiles(f) {
+		add := func(b []byte, resum bool) {
+			n++
+			f.Add(b, resum, byte(valid.opener)<<3|byte(n%8))
+			if n%3 == 0 {
+				other := (valid.opener + 1 + n/3%(len(fuzzOpeners)-1)) % len(fuzzOpeners)
+				f.Add(b, resum, byte(other)<<3|byte(n/3%8))
+			}
+		}
+		for _, edit := range fuzzEdits {
+			b := edit(bytes.Clone(valid.data))
+			add(b, false)
+			add(b, true)
+		}
+		if valid.arena {
+			for _, edit := range fuzzArenaEdits {
+				b := bytes.Clone(valid.data)
+				edit(b)
+				add(b, true)
+			}
+		}
+	}
+	f.Add([]byte{}, false, byte(0))
+	f.Add(make([]byte, headerSize), false, byte(0))
+
+	f.Fuzz(func(t *testing.T, data []byte, resum bool, how byte) {
+		if resum {
+			data = otResumAll(bytes.Clone(data))
+		}
+		dir := t.TempDir()
+		path := filepath.Join(dir, "sketch")
+		if err := os.WriteFile(path, data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		opts := []Option{WithWaitTimeout(time.Second)}
+		if how&1 != 0 {
+			opts = append(opts, WithoutCreate())
+		}
+		if how&2 != 0 {
+			if err := os.Link(path, filepath.Join(dir, "other")); err != nil {
+				t.Fatal(err)
+			}
+		}
+		readOnly := how&4 != 0
+		if readOnly {
+			opts = append(opts, ReadOnly())
+		}
+		op := fuzzOpeners[int(how>>3)%len(fuzzOpeners)]
+		h, err := op.open(path, opts)
+		if err != nil {
+			if !fuzzClassified(err) {
+				t.Errorf("%s: unclassified error: %v", op.name, err)
+			}
+			if !strings.Contains(err.Error(), path) {
+				t.Errorf("%s: error %q does not name the file", op.name, err)
+			}
+			return
+		}
+		defer h.Close()
+		if how&2 != 0 && !readOnly && (len(data) < 8 || native.Uint64(data) == 0) {
+			t.Errorf("%s: a file with another link and no magic was initialised", op.name)
+		}
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+			defer func() {
+				if r := recover(); r != nil {
+					t.Errorf("%s: panic using an opened handle: %v\n%s", op.name, r, debug.Stack())
+				}
+			}()
+			op.exercise(t, h)
+		}()
+		select {
+		case <-done:
+		case <-time.After(20 * time.Second):
+			t.Fatalf("%s: calls on an opened handle did not return within 20s", op.name)
+		}
+	})
+}
+
+// fuzzClassified reports whether an open's error is one a caller can act
+// on: a damaged or foreign file, a mismatch, a refusal by the file's state
+// or place.
+func fuzzClassified(err error) bool {
+	for _, want := range []error{ErrCorrupt, ErrIncompatible, ErrNoSpace, ErrHardLinked, ErrFrozen, ErrInvalidConfig, ErrTimeout, ErrSparse} {
+		if errors.Is(err, want) {
+			return true
+		}
+	}
+	return false
+}
+
+// A fuzzOpener is one route to a handle, and the calls made on what it
+// opens. The calls' errors are not judged (a mutated file may be frozen,
+// or torn): only that they return.
+type fuzzOpener struct {
+	name     string
+	open     func(path string, opts []Option) (interface{ Close() error }, error)
+	exercise func(t *testing.T, h any)
+}
+
+var fuzzKeys = [][]byte{[]byte("k0"), []byte("k1"), []byte("k2"), []byte("k3"), []byte("k4"), []byte("k5"), []byte("k6"), []byte("k7"), []byte("k8")}
+
+var fuzzOpeners = []fuzzOpener{
+	{"OpenCountMin",
+		func(p string, o []Option) (interface{ Close() error }, error) {
+			return OpenCountMin(p, CountMinConfig{}, o...)
+		},
+		func(t *testing.T, h any) { fuzzCountMin(h.(*CountMin)) }},
+	{"OpenBloom",
+		func(p string, o []Option) (interface{ Close() error }, error) {
+			return OpenBloom(p, BloomConfig{}, o...)
+		},
+		func(t *testing.T, h any) { fuzzBloom(t, h.(*Bloom)) }},
+	{"OpenCountingBloom",
+		func(p string, o []Option) (interface{ Close() error }, error) {
+			return OpenCountingBloom(p, CountingBloomConfig{}, o...)
+		},
+		func(t *testing.T, h any) { fuzzCountingBloom(h.(*CountingBloom)) }},
+	{"OpenCountMinWindow",
+		func(p string, o []Option) (interface{ Close() error }, error) {
+			return OpenCountMinWindow(p, Window{}, CountMinConfig{}, o...)
+		},
+		func(t *testing.T, h any) { fuzzCountMinWindow(h.(*CountMinWindow)) }},
+	{"OpenBloomWindow",
+		func(p string, o []Option) (interface{ Close() error }, error) {
+			return OpenBloomWindow(p, Window{}, BloomConfig{}, o...)
+		},
+		func(t *testing.T, h any) { fuzzBloomWindow(h.(*BloomWindow)) }},
+	{"OpenArena",
+		func(p string, o []Option) (interface{ Close() error }, error) { return OpenArena(p, 0, o...) },
+		func(t *testing.T, h any) { fuzzArena(t, h.(*Arena)) }},
+}
+
+func fuzzCountMin(c *CountMin) {
+	c.Add([]byte("x"))
+	c.AddN([]byte("y"), 3)
+	c.AddString("z")
+	est := make([]uint64, len(fuzzKeys))
+	c.AddBatch(fuzzKeys, est)
+	c.EstimateBatch(fuzzKeys, est)
+	c.Estimate([]byte("x"))
+	c.EstimateString("y")
+	c.Stats()
+	c.Check()
+	c.Merge(c)
+}
+
+func fuzzBloom(t *testing.T, b *Bloom) {
+	b.AddString("x")
+	b.AddBatch(fuzzKeys, make([]bool, len(fuzzKeys)))
+	if !b.CheckString("x") && !b.Frozen() && !b.ReadOnly() {
+		t.Error("Bloom: Check(x) = false after Add(x)")
+	}
+	b.CheckBatch(fuzzKeys, make([]bool, len(fuzzKeys)))
+	b.Stats()
+	b.Merge(b)
+	b.Reset()
+}
+
+func fuzzCountingBloom(b *CountingBloom) {
+	b.AddString("x")
+	b.AddMany(fuzzKeys)
+	b.ContainsString("x")
+	b.CountOfString("k1")
+	b.RemoveString("x")
+	b.Stats()
+	b.Merge(b)
+	b.Clear()
+}
+
+func fuzzCountMinWindow(w *CountMinWindow) {
+	w.AddN([]byte("x"), 2)
+	w.AddString("y")
+	est := make([]uint64, len(fuzzKeys))
+	w.AddBatch(fuzzKeys, est)
+	w.EstimateBatch(fuzzKeys, est)
+	w.EstimateString("x")
+	w.Current()
+	w.Stats()
+	w.Rotate()
+	w.Estimate([]byte("y"))
+}
+
+func fuzzBloomWindow(w *BloomWindow) {
+	w.AddString("x")
+	w.AddBatch(fuzzKeys, make([]bool, len(fuzzKeys)))
+	w.CheckString("x")
+	w.CheckBatch(fuzzKeys, make([]bool, len(fuzzKeys)))
+	w.Current()
+	w.Stats()
+	w.Rotate()
+	w.Check([]byte("y"))
+}
+
+// fuzzArena opens every listed structure by its kind, with the config the
+// listing gives, and creates one more.
+func fuzzArena(t *testing.T, a *Arena) {
+	a.Stats()
+	for _, e := range a.List() {
+		var h interface{ Close() error }
+		var err error
+		switch e.Kind {
+		case KindCountMin:
+			var c *CountMin
+			if c, err = a.CountMin(e.Name, CountMinConfig{}); err == nil {
+				fuzzCountMin(c)
+				h = c
+			}
+		case KindBloom:
+			var b *Bloom
+			if b, err = a.Bloom(e.Name, BloomConfig{}); err == nil {
+				fuzzBloom(t, b)
+				h = b
+			}
+		case KindCountingBloom:
+			var b *CountingBloom
+			if b, err = a.CountingBloom(e.Name, CountingBloomConfig{}); err == nil {
+				fuzzCountingBloom(b)
+				h = b
+			}
+		case KindCountMinWindow:
+			var w *CountMinWindow
+			if w, err = a.CountMinWindow(e.Name, Window{}, CountMinConfig{}); err == nil {
+				fuzzCountMinWindow(w)
+				h = w
+			}
+		case KindBloomWindow:
+			var w *BloomWindow
+			if w, err = a.BloomWindow(e.Name, Window{}, BloomConfig{}); err == nil {
+				fuzzBloomWindow(w)
+				h = w
+			}
+		}
+		if h != nil {
+			h.Close()
+		}
+	}
+	if c, err := a.CountMin("fuzz-new", CountMinConfig{Rows: 1, Width: 8}); err == nil {
+		c.AddString("y")
+		c.Close()
+	}
+}
+
+// fuzzValid is a valid file of the corpus.
+type fuzzValid struct {
+	data   []byte
+	opener int // its kind's, in fuzzOpeners
+	arena  bool
+}
+
+// fuzzValidFiles makes a small valid file of every kind and layout, with
+// adds in it.
+func fuzzValidFiles(t testing.TB) []fuzzValid {
+	t.Helper()
+	dir := t.TempDir()
+	read := func(name string) []byte {
+		b, err := os.ReadFile(filepath.Join(dir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	must := func(err error) {
+		if err != nil {
+			t.Helper()
+			t.Fatal(err)
+		}
+	}
+	p := func(name string) string { return filepath.Join(dir, name) }
+	var out []fuzzValid
+
+	c, err := OpenCountMin(p("cms"), CountMinConfig{Rows: 2, Width: 64, Seed: 3})
+	must(err)
+	c.AddString("k")
+	c.Close()
+	out = append(out, fuzzValid{data: read("cms"), opener: 0})
+
+	b, err := OpenBloom(p("bloom"), BloomConfig{Capacity: 100, Seed: 3})
+	must(err)
+	b.AddString("k")
+	b.Close()
+	out = append(out, fuzzValid{data: read("bloom"), opener: 1})
+
+	fb, err := OpenBloom(p("frozen"), BloomConfig{Capacity: 100, Seed: 3})
+	must(err)
+	fb.AddString("k")
+	must(fb.Freeze())
+	fb.Close()
+	out = append(out, fuzzValid{data: read("frozen"), opener: 1})
+
+	cb, err := OpenCountingBloom(p("cbf"), CountingBloomConfig{Capacity: 10, Seed: 3})
+	must(err)
+	cb.AddString("k")
+	cb.Close()
+	out = append(out, fuzzValid{data: read("cbf"), opener: 2})
+
+	for i, win := range []Window{{Keep: 2}, {Period: time.Hour, Keep: 3}} {
+		cw, err := OpenCountMinWindow(p("cmw"), win, CountMinConfig{Rows: 2, Width: 32, Seed: 3})
+		must(err)
+		cw.AddString("k")
+		if i == 0 {
+			must(cw.Rotate())
+			cw.AddString("k")
+		}
+		cw.Close()
+		out = append(out, fuzzValid{data: read("cmw"), opener: 3})
+		must(os.Remove(p("cmw")))
+
+		bw, err := OpenBloomWindow(p("bw"), win, BloomConfig{Capacity: 50, Seed: 3})
+		must(err)
+		bw.AddString("k")
+		if i == 0 {
+			must(bw.Rotate())
+		}
+		bw.Close()
+		out = append(out, fuzzValid{data: read("bw"), opener: 4})
+		must(os.Remove(p("bw")))
+	}
+
+	a, err := OpenArena(p("arena"), 256<<10, WithSeed(3))
+	must(err)
+	for _, name := range []string{"one", "two"} {
+		c, err := a.CountMin(name, CountMinConfig{Rows: 2, Width: 64})
+		must(err)
+		c.AddString("k")
+		c.Close()
+	}
+	ab, err := a.CountingBloom("three", CountingBloomConfig{Capacity: 100})
+	must(err)
+	ab.AddString("k")
+	ab.Close()
+	bl, err := a.Bloom("four", BloomConfig{Capacity: 100})
+	must(err)
+	bl.AddString("k")
+	bl.Close()
+	aw, err := a.CountMinWindow("five", Window{Keep: 2}, CountMinConfig{Rows: 1, Width: 16})
+	must(err)
+	aw.AddString("k")
+	aw.Close()
+	abw, err := a.BloomWindow("six", Window{Period: time.Hour, Keep: 2}, BloomConfig{Capacity: 20})
+	must(err)
+	abw.AddString("k")
+	abw.Close()
+	a.Close()
+	out = append(out, fuzzValid{data: read("arena"), opener: 5, arena: true})
+	return out
+}
+
+// fuzzEdits are the mutations every valid file of the corpus gets: the
+// header's fields, the first directory entry's, the lock's words, cuts.
+var fuzzEdits = []func(b []byte) []byte{
+	func(b []byte) []byte { return b },
+	func(b []byte) []byte { clear(b[:8]); return b },
+	func(b []byte) []byte { b[offVersion]++; return b },
+	func(b []byte) []byte { b[offSeed] ^= 1; return b },
+	func(b []byte) []byte { b[otDirOff+entParams+8] ^= 1; return b },
+	func(b []byte) []byte { b[otDirOff+entParams+24] ^= 0x41; return b },
+	func(b []byte) []byte { native.PutUint64(b[otDirOff+entParams+8:], 16); otResum(b); return b },
+	func(b []byte) []byte {
+		native.PutUint64(b[otDirOff+entOff:], native.Uint64(b[otDirOff+entOff:])+64)
+		otResum(b)
+		return b
+	},
+	func(b []byte) []byte { b[otDirOff+entSize] ^= 0x41; return b },
+	func(b []byte) []byte { b[offSealed] ^= 1; return b },
+	func(b []byte) []byte {
+		for _, off := range []int{lockStateOff, lockDrainOff, lockHWOff, slotsOff, slotsOff + 8} {
+			for i := range 4 {
+				b[off+i] = 0xff
+			}
+		}
+		return b
+	},
+	func(b []byte) []byte {
+		native.PutUint64(b[offFileSize:], 16384)
+		otResum(b)
+		return b[:min(len(b), 16384)]
+	},
+	func(b []byte) []byte { native.PutUint32(b[offDirCount:], 0); return b },
+	func(b []byte) []byte { return b[:len(b)/2] },
+	func(b []byte) []byte { return b[:len(b)-64] },
+	func(b []byte) []byte { return b[:headerSize] },
+	func(b []byte) []byte { return otConvert(b, native, otOther) },
+	func(b []byte) []byte { otConvertField(b, 8, native, otOther); return b },
+	// Zero magic with a header behind it; all zero at twice the size.
+	func(b []byte) []byte { clear(b[:8]); return append(b, make([]byte, len(b))...) },
+	func(b []byte) []byte { clear(b); return append(b, make([]byte, len(b))...) },
+}
+
+// fuzzArenaEdits are the arena's own: its directory's count and capacity,
+// entries out of place, names without their NUL.
+var fuzzArenaEdits = []func(b []byte){
+	func(b []byte) { native.PutUint32(b[offDirCount:], 4) },
+	func(b []byte) { native.PutUint32(b[offDirCount:], 1000) },
+	func(b []byte) { native.PutUint64(arEntry(b, 2)[entOff:], uint64(len(b))) },
+	func(b []byte) { native.PutUint64(arEntry(b, 1)[entSize:], math.MaxUint64) },
+	func(b []byte) { copy(arEntry(b, 0)[entName:], bytes.Repeat([]byte{'n'}, entNameSize)) },
+	func(b []byte) { native.PutUint64(b[offFlags:], 0) },
+	func(b []byte) { native.PutUint32(b[offDirCap:], 1) },
+	func(b []byte) { native.PutUint64(arEntry(b, 4)[entParams+16:], 1) },
+	func(b []byte) { native.PutUint64(arEntry(b, 5)[entParams+40:], 0) },
+}

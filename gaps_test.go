@@ -1,0 +1,135 @@
+//go:build linux
+
+package sketch
+
+import (
+	"errors"
+	"path/filepath"
+	"testing"
+)
+
+// The handle that froze a file reports itself read-only (ReadOnly and
+// Stats), as the seeds' freezing handle does; another read-write handle of
+// the same file does not (it did not ask to be a reader), though its
+// mutators refuse with ErrFrozen as well.
+func TestFreeze_FreezingHandleIsReadOnly(t *testing.T) {
+	type frozenable interface {
+		Freeze() error
+		ReadOnly() bool
+		Close() error
+	}
+	dir := t.TempDir()
+	win := Window{Keep: 2}
+	cases := []struct {
+		name  string
+		open  func(path string) (frozenable, error)
+		stats func(h frozenable) bool // Stats().ReadOnly
+		add   func(h frozenable) error
+	}{
+		{"countmin",
+			func(p string) (frozenable, error) { return OpenCountMin(p, CountMinConfig{Rows: 2, Width: 64}) },
+			func(h frozenable) bool { return h.(*CountMin).Stats().ReadOnly },
+			func(h frozenable) error { _, err := h.(*CountMin).Add([]byte("k")); return err }},
+		{"bloom",
+			func(p string) (frozenable, error) { return OpenBloom(p, BloomConfig{Capacity: 100}) },
+			func(h frozenable) bool { return h.(*Bloom).Stats().ReadOnly },
+			func(h frozenable) error { _, err := h.(*Bloom).Add([]byte("k")); return err }},
+		{"countingbloom",
+			func(p string) (frozenable, error) { return OpenCountingBloom(p, CountingBloomConfig{Capacity: 100}) },
+			func(h frozenable) bool { return h.(*CountingBloom).Stats().ReadOnly },
+			func(h frozenable) error { _, err := h.(*CountingBloom).Add([]byte("k")); return err }},
+		{"countminwindow",
+			func(p string) (frozenable, error) {
+				return OpenCountMinWindow(p, win, CountMinConfig{Rows: 2, Width: 64})
+			},
+			func(h frozenable) bool { return h.(*CountMinWindow).Stats().ReadOnly },
+			func(h frozenable) error { _, err := h.(*CountMinWindow).Add([]byte("k")); return err }},
+		{"bloomwindow",
+			func(p string) (frozenable, error) { return OpenBloomWindow(p, win, BloomConfig{Capacity: 100}) },
+			func(h frozenable) bool { return h.(*BloomWindow).Stats().ReadOnly },
+			func(h frozenable) error { _, err := h.(*BloomWindow).Add([]byte("k")); return err }},
+		{"arena",
+			func(p string) (frozenable, error) { return OpenArena(p, 1<<20) },
+			func(h frozenable) bool { return h.(*Arena).Stats().ReadOnly },
+			func(h frozenable) error {
+				_, err := h.(*Arena).CountMin("new", CountMinConfig{Rows: 1, Width: 8})
+				return err
+			}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(dir, tc.name)
+			h, err := tc.open(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer h.Close()
+			other, err := tc.open(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer other.Close()
+			if h.ReadOnly() || tc.stats(h) {
+				t.Fatalf("a new read-write handle reports itself read-only")
+			}
+			if err := h.Freeze(); err != nil {
+				t.Fatal(err)
+			}
+			if !h.ReadOnly() || !tc.stats(h) {
+				t.Errorf("after Freeze: ReadOnly() = %v, Stats().ReadOnly = %v; want both true", h.ReadOnly(), tc.stats(h))
+			}
+			if other.ReadOnly() || tc.stats(other) {
+				t.Errorf("another handle of the frozen file: ReadOnly() = %v, Stats().ReadOnly = %v; want false", other.ReadOnly(), tc.stats(other))
+			}
+			for _, x := range []frozenable{h, other} {
+				if err := tc.add(x); !errors.Is(err, ErrFrozen) {
+					t.Errorf("add after Freeze = %v, want ErrFrozen", err)
+				}
+			}
+			if err := h.Freeze(); !errors.Is(err, ErrFrozen) {
+				t.Errorf("second Freeze = %v, want ErrFrozen", err)
+			}
+		})
+	}
+}
+
+// Both filters and the Bloom window say the rate they were sized for, as
+// their Stats do, also on a handle that attached with a zero config.
+func TestFilters_FPRate(t *testing.T) {
+	dir := t.TempDir()
+	b, err := OpenBloom(filepath.Join(dir, "b"), BloomConfig{Capacity: 1000, FPRate: 0.002})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	ba, err := OpenBloom(filepath.Join(dir, "b"), BloomConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ba.Close()
+	c, err := OpenCountingBloom(filepath.Join(dir, "c"), CountingBloomConfig{Capacity: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	w, err := OpenBloomWindow(filepath.Join(dir, "w"), Window{Keep: 2}, BloomConfig{Capacity: 1000, FPRate: 0.03})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	for _, tt := range []struct {
+		name       string
+		got, stats float64
+		want       float64
+	}{
+		{"bloom", b.FPRate(), b.Stats().FPRate, 0.002},
+		{"bloom attached with a zero config", ba.FPRate(), ba.Stats().FPRate, 0.002},
+		{"counting bloom (default rate)", c.FPRate(), c.Stats().FPRate, DefaultFPRate},
+		{"bloom window", w.FPRate(), w.Stats().FPRate, 0.03},
+		{"zero Bloom", (&Bloom{}).FPRate(), 0, 0},
+	} {
+		if tt.got != tt.want || tt.stats != tt.want {
+			t.Errorf("%s: FPRate() = %v, Stats().FPRate = %v, want %v", tt.name, tt.got, tt.stats, tt.want)
+		}
+	}
+}

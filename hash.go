@@ -1,0 +1,20 @@
+package sketch
+
+import "github.com/zeebo/xxh3"
+
+// The key hash every structure uses: XXH3-128 with the file's seed. The
+// cores derive a key's cells, blocks and counters from its two halves;
+// the C core computes the same hash (csrc/xxh3.h), so both place a key
+// alike.
+
+// hashKey is the hash of key under seed, as two 64-bit halves.
+func hashKey(key []byte, seed uint64) (lo, hi uint64) {
+	h := xxh3.Hash128Seed(key, seed)
+	return h.Lo, h.Hi
+}
+
+// hashString is hashKey for a string key, without converting it.
+func hashString(key string, seed uint64) (lo, hi uint64) {
+	h := xxh3.HashString128Seed(key, seed)
+	return h.Lo, h.Hi
+}
