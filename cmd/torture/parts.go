@@ -37,6 +37,7 @@ var parts = []part{
 		}
 		return lockRows(r), nil
 	}},
+	{"mutate", func(s setting) ([]row, error) { return runMutate(s, mutateConfigFor(s.short)) }},
 }
 
 func partByName(name string) *part {

@@ -1,0 +1,430 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// The mutation pass: broken copies of valid files (mutate_specimens.go,
+// mutate_ops.go) go to opener children of both builds (mutate_open.go),
+// which open each every way and use whatever opens. A panic, a child that
+// hangs or dies, is a violation; the errors the opens return are counted.
+type mutateConfig struct {
+	files int           // mutated copies, each tried by both builds
+	batch int           // files per child
+	hang  time.Duration // a file that takes longer hung the child
+	cap   time.Duration // the pass stops making batches after this
+}
+
+func mutateConfigFor(short bool) mutateConfig {
+	if short {
+		return mutateConfig{files: 400, batch: 100, hang: mutateHang, cap: 20 * time.Second}
+	}
+	return mutateConfig{files: 20000, batch: 250, hang: mutateHang, cap: 2 * time.Minute}
+}
+
+// mutateHang is how long one file may take in an opener. The longest wait
+// the library may legitimately make is a window add's wait for a clear by a
+// holder that looks alive (10 s), which a forged slot word can ask for.
+const mutateHang = 30 * time.Second
+
+func init() {
+	roles["hostile"] = func(args []string) error {
+		fs := flag.NewFlagSet("hostile", flag.ExitOnError)
+		scratch := fs.String("scratch", "", "where the read-write copies go")
+		fs.Parse(args)
+		return runHostile(os.Stdin, os.Stdout, *scratch)
+	}
+}
+
+// A mutant is one mutated file of the pass.
+type mutant struct {
+	index int
+	path  string
+	what  string // the specimen and what was done to it
+}
+
+// runMutate makes the specimens, then the mutated copies batch by batch,
+// and has both builds open each batch at once.
+func runMutate(s setting, cfg mutateConfig) ([]row, error) {
+	valid := filepath.Join(s.dir, "valid")
+	if err := os.MkdirAll(valid, 0o755); err != nil {
+		return nil, err
+	}
+	specs, err := makeSpecimens(valid, rand.New(rand.NewPCG(s.seed, 0)))
+	if err != nil {
+		return nil, err
+	}
+	keep := filepath.Join(os.TempDir(), fmt.Sprintf("sketch-torture-mutate-%d", s.seed))
+	tallies := make([]*mutateTally, len(s.builds))
+	for i, b := range s.builds {
+		tallies[i] = newMutateTally(b.backend, keep)
+		if err := os.MkdirAll(filepath.Join(s.dir, "scratch-"+b.backend), 0o755); err != nil {
+			return nil, err
+		}
+	}
+	began := time.Now()
+	made, stopped := 0, ""
+	for made < cfg.files {
+		if time.Since(began) > cfg.cap {
+			stopped = fmt.Sprintf("; stopped after %s, at %d of %d files", cfg.cap, made, cfg.files)
+			break
+		}
+		dir := filepath.Join(s.dir, "batch")
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return nil, err
+		}
+		var batch []mutant
+		for i := made; i < min(made+cfg.batch, cfg.files); i++ {
+			sp := specs[i%len(specs)]
+			data, what := mutate(sp, s.seed, i)
+			m := mutant{index: i, path: filepath.Join(dir, fmt.Sprintf("%06d", i)), what: what}
+			if err := os.WriteFile(m.path, data, 0o600); err != nil {
+				return nil, err
+			}
+			batch = append(batch, m)
+		}
+		made += len(batch)
+		var wg sync.WaitGroup
+		errs := make([]error, len(s.builds))
+		for i, b := range s.builds {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				errs[i] = openBatch(b, batch, filepath.Join(s.dir, "scratch-"+b.backend), cfg.hang, tallies[i])
+			}()
+		}
+		wg.Wait()
+		if err := errors.Join(errs...); err != nil {
+			return nil, err
+		}
+		if err := os.RemoveAll(dir); err != nil {
+			return nil, err
+		}
+	}
+	return mutateRows(tallies, len(specs), time.Since(began), stopped), nil
+}
+
+// openBatch runs an opener child of b over the batch. A child that hangs
+// on a file is killed, one that dies is classified, and either way a new
+// child goes on after that file.
+func openBatch(b build, batch []mutant, scratch string, hang time.Duration, t *mutateTally) error {
+	for len(batch) > 0 {
+		done, exit, err := runOpener(b, batch, scratch, hang, t)
+		if err != nil {
+			return err
+		}
+		if done == len(batch) {
+			return nil
+		}
+		t.violation(exit, batch[done])
+		batch = batch[done+1:]
+	}
+	return nil
+}
+
+// childExit is how an opener child ended before it reported every file.
+type childExit struct {
+	kind string // "hang", "signal", "panic" (not recovered) or "crash"
+	name string // what it printed or died of
+}
+
+// runOpener starts one child over batch and returns how many files it
+// reported and, when that is not all, how it ended.
+func runOpener(b build, batch []mutant, scratch string, hang time.Duration, t *mutateTally) (int, childExit, error) {
+	var list strings.Builder
+	for _, m := range batch {
+		fmt.Fprintln(&list, m.path)
+	}
+	cmd := exec.Command(b.path, "hostile", "-scratch", scratch)
+	cmd.Stdin = strings.NewReader(list.String())
+	stderr := &tailBuffer{max: 64 << 10}
+	cmd.Stderr = stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return 0, childExit{}, err
+	}
+	if err := cmd.Start(); err != nil {
+		return 0, childExit{}, err
+	}
+	lines := make(chan []byte)
+	go func() {
+		sc := bufio.NewScanner(out)
+		sc.Buffer(nil, 1<<20)
+		for sc.Scan() {
+			lines <- append([]byte(nil), sc.Bytes()...)
+		}
+		close(lines)
+	}()
+	done := 0
+	timer := time.NewTimer(hang)
+	defer timer.Stop()
+	for {
+		select {
+		case line, ok := <-lines:
+			if !ok {
+				err := cmd.Wait()
+				if done == len(batch) && err == nil {
+					return done, childExit{}, nil
+				}
+				exit, harness := classifyExit(err, stderr.String())
+				if harness {
+					return done, exit, fmt.Errorf("opener (%s): %s", b.backend, exit.name)
+				}
+				return done, exit, nil
+			}
+			var r hostileResult
+			if err := json.Unmarshal(line, &r); err != nil {
+				cmd.Process.Kill()
+				for range lines {
+				}
+				cmd.Wait()
+				return done, childExit{}, fmt.Errorf("opener (%s): %q: %w", b.backend, line, err)
+			}
+			t.add(r, batch[done])
+			done++
+			timer.Reset(hang)
+		case <-timer.C:
+			cmd.Process.Kill()
+			for range lines {
+			}
+			cmd.Wait()
+			return done, childExit{kind: "hang", name: fmt.Sprintf("no answer in %s", hang)}, nil
+		}
+	}
+}
+
+var signalLine = regexp.MustCompile(`\[signal (SIG[A-Z]+)`)
+
+// classifyExit tells how a child that did not report every file ended:
+// killed by a signal (or the Go runtime reporting one: SIGSEGV, SIGBUS), a
+// panic nobody recovered, some other crash of the runtime, or the
+// harness's own failure (harness: an error of the opener role, not of the
+// library).
+func classifyExit(err error, stderr string) (exit childExit, harness bool) {
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			return childExit{"signal", signalName(ws.Signal())}, false
+		}
+	}
+	if m := signalLine.FindStringSubmatch(stderr); m != nil {
+		return childExit{"signal", m[1] + ": " + firstLine(stderr, "")}, false
+	}
+	if l := firstLine(stderr, "panic: "); l != "" {
+		return childExit{"panic", l}, false
+	}
+	if l := firstLine(stderr, "fatal error: "); l != "" {
+		return childExit{"crash", l}, false
+	}
+	if l := firstLine(stderr, "torture hostile"); l != "" {
+		return childExit{"crash", l}, true
+	}
+	if err == nil {
+		return childExit{"crash", "ended without a word about the rest of its files"}, false
+	}
+	return childExit{"crash", err.Error() + ": " + firstLine(stderr, "")}, false
+}
+
+func signalName(s syscall.Signal) string {
+	switch s {
+	case syscall.SIGSEGV:
+		return "SIGSEGV"
+	case syscall.SIGBUS:
+		return "SIGBUS"
+	case syscall.SIGABRT:
+		return "SIGABRT"
+	case syscall.SIGILL:
+		return "SIGILL"
+	case syscall.SIGFPE:
+		return "SIGFPE"
+	case syscall.SIGKILL:
+		return "SIGKILL"
+	}
+	return s.String()
+}
+
+// firstLine returns the first line of s that starts with prefix, or with
+// anything when prefix is empty; "" when there is none.
+func firstLine(s, prefix string) string {
+	for _, l := range strings.Split(s, "\n") {
+		if l = strings.TrimSpace(l); l != "" && strings.HasPrefix(l, prefix) {
+			return l
+		}
+	}
+	return ""
+}
+
+// tailBuffer keeps the first max bytes written to it: a runtime crash
+// prints its reason first and then every goroutine's stack.
+type tailBuffer struct {
+	mu  sync.Mutex
+	b   []byte
+	max int
+}
+
+func (t *tailBuffer) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if room := t.max - len(t.b); room > 0 {
+		t.b = append(t.b, p[:min(room, len(p))]...)
+	}
+	return len(p), nil
+}
+
+func (t *tailBuffer) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return string(t.b)
+}
+
+// mutateTally is one build's count of the pass.
+type mutateTally struct {
+	backend  string
+	keep     string // where files that broke a promise are copied
+	files    int
+	opens    int
+	opened   int
+	calls    int
+	errs     map[string]int
+	callErrs map[string]int
+	// Violations, by kind: recovered panics, hangs, deaths by signal,
+	// other crashes (an unrecovered panic counts as a panic).
+	panics, hangs, signals, crashes int
+	first                           string
+	kept                            int
+	odd                             int // open errors that wrap no sentinel
+	firstOdd                        string
+	slowest                         time.Duration
+	slowestWhat                     string
+}
+
+func newMutateTally(backend, keep string) *mutateTally {
+	return &mutateTally{backend: backend, keep: keep, errs: map[string]int{}, callErrs: map[string]int{}}
+}
+
+func (t *mutateTally) add(r hostileResult, m mutant) {
+	t.files++
+	t.opens += r.Opens
+	t.opened += r.Opened
+	t.calls += r.Calls
+	for k, n := range r.Errs {
+		t.errs[k] += n
+	}
+	for k, n := range r.CallErrs {
+		t.callErrs[k] += n
+	}
+	if n := r.Errs[unclassified]; n > 0 {
+		t.odd += n
+		if t.firstOdd == "" {
+			t.firstOdd = fmt.Sprintf("#%d (%s): %s", m.index, m.what, r.Odd)
+		}
+	}
+	if os.Getenv("MUTDEBUG") != "" && r.Micros > 3000 {
+		fmt.Fprintf(os.Stderr, "%s %d %dus %s\n", t.backend, m.index, r.Micros, m.what)
+	}
+	if d := time.Duration(r.Micros) * time.Microsecond; d > t.slowest {
+		t.slowest, t.slowestWhat = d, fmt.Sprintf("#%d", m.index)
+	}
+	for _, p := range r.Panics {
+		t.panics++
+		t.noteViolation(m, "panic in "+p)
+	}
+}
+
+// violation counts a file that ended its child.
+func (t *mutateTally) violation(e childExit, m mutant) {
+	t.files++
+	switch e.kind {
+	case "hang":
+		t.hangs++
+	case "signal":
+		t.signals++
+	case "panic":
+		t.panics++
+	default:
+		t.crashes++
+	}
+	t.noteViolation(m, e.kind+": "+e.name)
+}
+
+// noteViolation names the first violation and keeps a copy of the file,
+// with what was done to it, for whoever reproduces it.
+func (t *mutateTally) noteViolation(m mutant, what string) {
+	where := ""
+	if t.keep != "" {
+		if data, err := os.ReadFile(m.path); err == nil && os.MkdirAll(t.keep, 0o755) == nil {
+			name := filepath.Join(t.keep, fmt.Sprintf("%06d", m.index))
+			if os.WriteFile(name, data, 0o600) == nil {
+				os.WriteFile(name+".txt", []byte(fmt.Sprintf("%s\n%s build: %s\n", m.what, t.backend, what)), 0o600)
+				where = ", kept as " + name
+				t.kept++
+			}
+		}
+	}
+	if t.first == "" {
+		t.first = fmt.Sprintf("#%d (%s): %s%s", m.index, m.what, what, where)
+	}
+}
+
+func (t *mutateTally) violations() int { return t.panics + t.hangs + t.signals + t.crashes }
+
+// mutateRows is a row per build: files tried, opens that succeeded, the
+// errors the others returned, and the violations.
+func mutateRows(ts []*mutateTally, specimens int, took time.Duration, stopped string) []row {
+	var rows []row
+	for _, t := range ts {
+		rows = append(rows, row{
+			test:       fmt.Sprintf("hostile files: mutated copies of %d valid files opened every way (%s build)", specimens, t.backend),
+			runs:       fmt.Sprintf("%d files", t.files),
+			violations: t.violations(),
+			figure: fmt.Sprintf("%d of %d opens succeeded; failed opens: %s; %d calls on what opened (errors: %s); panics %d, hangs %d, signals %d, crashes %d; slowest file %s (%s), pass %s%s%s%s",
+				t.opened, t.opens, countsOf(t.errs), t.calls, countsOf(t.callErrs),
+				t.panics, t.hangs, t.signals, t.crashes, t.slowest.Round(time.Millisecond), t.slowestWhat,
+				took.Round(time.Second), stopped, oddNote(t), note(t.first)),
+		})
+	}
+	return rows
+}
+
+func oddNote(t *mutateTally) string {
+	if t.odd == 0 {
+		return ""
+	}
+	return fmt.Sprintf("; %d open errors wrap no sentinel, first %s", t.odd, t.firstOdd)
+}
+
+// countsOf lists counts by name, the largest first.
+func countsOf(m map[string]int) string {
+	names := make([]string, 0, len(m))
+	for k := range m {
+		names = append(names, k)
+	}
+	sort.Slice(names, func(i, j int) bool {
+		if m[names[i]] != m[names[j]] {
+			return m[names[i]] > m[names[j]]
+		}
+		return names[i] < names[j]
+	})
+	var parts []string
+	for _, k := range names {
+		parts = append(parts, fmt.Sprintf("%s %d", k, m[k]))
+	}
+	if len(parts) == 0 {
+		return "none"
+	}
+	return strings.Join(parts, ", ")
+}
