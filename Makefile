@@ -163,11 +163,11 @@ torture-build: deps
 
 torture: deps
 	@if [ -z "$(HAVE_CC)" ]; then $(call skip,make torture (it needs the cgo build beside the pure-Go one),$(NO_CC)); \
-	else $(MAKE) --no-print-directory torture-build && $(TMP)/torture.purego -other $(TMP)/torture.cgo $(TORTURE_FLAGS); fi
+	else $(MAKE) --no-print-directory torture-build && $(TMP)/torture.purego -other $(TMP)/torture.cgo -module $(CURDIR) $(TORTURE_FLAGS); fi
 
 torture-short: deps
 	@if [ -z "$(HAVE_CC)" ]; then $(call skip,make torture-short (it needs the cgo build beside the pure-Go one),$(NO_CC)); \
-	else $(MAKE) --no-print-directory torture-build && $(TMP)/torture.purego -other $(TMP)/torture.cgo -short $(TORTURE_FLAGS); fi
+	else $(MAKE) --no-print-directory torture-build && $(TMP)/torture.purego -other $(TMP)/torture.cgo -short -module $(CURDIR) $(TORTURE_FLAGS); fi
 
 demo:
 	$(GO) run ./cmd/sketch demo

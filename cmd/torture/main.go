@@ -70,6 +70,7 @@ func supervise(args []string) int {
 	gap := fs.Duration("gap", 30*time.Millisecond, "mean time between kills")
 	seed := fs.Uint64("seed", uint64(time.Now().UnixNano()), "random seed (printed, to rerun a schedule)")
 	dir := fs.String("dir", "", "where the files go (default: a new directory in /dev/shm, removed afterwards)")
+	module := fs.String("module", "", "the module's source directory, for the fuzz part (the Makefile passes its own)")
 	onlyList := fs.String("only", "", "run only these parts, comma-separated (default: all; -only list names them)")
 	fs.Parse(args)
 	if *onlyList == "list" {
@@ -130,7 +131,7 @@ func supervise(args []string) int {
 		}
 	}
 	set := setting{builds: builds, short: *short, seed: *seed,
-		storm: stormConfig{workers: *workers, duration: *storm, gap: *gap, seed: *seed}, kills: *kills}
+		storm: stormConfig{workers: *workers, duration: *storm, gap: *gap, seed: *seed}, kills: *kills, module: *module}
 	began := time.Now()
 	var rows []row
 	for _, p := range parts {
