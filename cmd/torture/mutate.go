@@ -11,7 +11,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"sort"
 	"strings"
 	"sync"
 	"syscall"
@@ -155,7 +154,7 @@ func runOpener(b build, batch []mutant, scratch string, hang time.Duration, t *m
 	}
 	cmd := exec.Command(b.path, "hostile", "-scratch", scratch)
 	cmd.Stdin = strings.NewReader(list.String())
-	stderr := &tailBuffer{max: 64 << 10}
+	stderr := &headBuffer{max: 64 << 10}
 	cmd.Stderr = stderr
 	out, err := cmd.StdoutPipe()
 	if err != nil {
@@ -191,7 +190,11 @@ func runOpener(b build, batch []mutant, scratch string, hang time.Duration, t *m
 				return done, exit, nil
 			}
 			var r hostileResult
-			if err := json.Unmarshal(line, &r); err != nil {
+			err := json.Unmarshal(line, &r)
+			if err == nil && (done >= len(batch) || r.File != done) {
+				err = fmt.Errorf("a result for file %d, want file %d of %d", r.File, done, len(batch))
+			}
+			if err != nil {
 				cmd.Process.Kill()
 				for range lines {
 				}
@@ -272,15 +275,15 @@ func firstLine(s, prefix string) string {
 	return ""
 }
 
-// tailBuffer keeps the first max bytes written to it: a runtime crash
+// headBuffer keeps the first max bytes written to it: a runtime crash
 // prints its reason first and then every goroutine's stack.
-type tailBuffer struct {
+type headBuffer struct {
 	mu  sync.Mutex
 	b   []byte
 	max int
 }
 
-func (t *tailBuffer) Write(p []byte) (int, error) {
+func (t *headBuffer) Write(p []byte) (int, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if room := t.max - len(t.b); room > 0 {
@@ -289,146 +292,8 @@ func (t *tailBuffer) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-func (t *tailBuffer) String() string {
+func (t *headBuffer) String() string {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return string(t.b)
-}
-
-// mutateTally is one build's count of the pass.
-type mutateTally struct {
-	backend  string
-	keep     string // where files that broke a promise are copied
-	files    int
-	opens    int
-	opened   int
-	calls    int
-	errs     map[string]int
-	callErrs map[string]int
-	// Violations, by kind: recovered panics, hangs, deaths by signal,
-	// other crashes (an unrecovered panic counts as a panic).
-	panics, hangs, signals, crashes int
-	first                           string
-	kept                            int
-	odd                             int // open errors that wrap no sentinel
-	firstOdd                        string
-	slowest                         time.Duration
-	slowestWhat                     string
-}
-
-func newMutateTally(backend, keep string) *mutateTally {
-	return &mutateTally{backend: backend, keep: keep, errs: map[string]int{}, callErrs: map[string]int{}}
-}
-
-func (t *mutateTally) add(r hostileResult, m mutant) {
-	t.files++
-	t.opens += r.Opens
-	t.opened += r.Opened
-	t.calls += r.Calls
-	for k, n := range r.Errs {
-		t.errs[k] += n
-	}
-	for k, n := range r.CallErrs {
-		t.callErrs[k] += n
-	}
-	if n := r.Errs[unclassified]; n > 0 {
-		t.odd += n
-		if t.firstOdd == "" {
-			t.firstOdd = fmt.Sprintf("#%d (%s): %s", m.index, m.what, r.Odd)
-		}
-	}
-	if os.Getenv("MUTDEBUG") != "" && r.Micros > 3000 {
-		fmt.Fprintf(os.Stderr, "%s %d %dus %s\n", t.backend, m.index, r.Micros, m.what)
-	}
-	if d := time.Duration(r.Micros) * time.Microsecond; d > t.slowest {
-		t.slowest, t.slowestWhat = d, fmt.Sprintf("#%d", m.index)
-	}
-	for _, p := range r.Panics {
-		t.panics++
-		t.noteViolation(m, "panic in "+p)
-	}
-}
-
-// violation counts a file that ended its child.
-func (t *mutateTally) violation(e childExit, m mutant) {
-	t.files++
-	switch e.kind {
-	case "hang":
-		t.hangs++
-	case "signal":
-		t.signals++
-	case "panic":
-		t.panics++
-	default:
-		t.crashes++
-	}
-	t.noteViolation(m, e.kind+": "+e.name)
-}
-
-// noteViolation names the first violation and keeps a copy of the file,
-// with what was done to it, for whoever reproduces it.
-func (t *mutateTally) noteViolation(m mutant, what string) {
-	where := ""
-	if t.keep != "" {
-		if data, err := os.ReadFile(m.path); err == nil && os.MkdirAll(t.keep, 0o755) == nil {
-			name := filepath.Join(t.keep, fmt.Sprintf("%06d", m.index))
-			if os.WriteFile(name, data, 0o600) == nil {
-				os.WriteFile(name+".txt", []byte(fmt.Sprintf("%s\n%s build: %s\n", m.what, t.backend, what)), 0o600)
-				where = ", kept as " + name
-				t.kept++
-			}
-		}
-	}
-	if t.first == "" {
-		t.first = fmt.Sprintf("#%d (%s): %s%s", m.index, m.what, what, where)
-	}
-}
-
-func (t *mutateTally) violations() int { return t.panics + t.hangs + t.signals + t.crashes }
-
-// mutateRows is a row per build: files tried, opens that succeeded, the
-// errors the others returned, and the violations.
-func mutateRows(ts []*mutateTally, specimens int, took time.Duration, stopped string) []row {
-	var rows []row
-	for _, t := range ts {
-		rows = append(rows, row{
-			test:       fmt.Sprintf("hostile files: mutated copies of %d valid files opened every way (%s build)", specimens, t.backend),
-			runs:       fmt.Sprintf("%d files", t.files),
-			violations: t.violations(),
-			figure: fmt.Sprintf("%d of %d opens succeeded; failed opens: %s; %d calls on what opened (errors: %s); panics %d, hangs %d, signals %d, crashes %d; slowest file %s (%s), pass %s%s%s%s",
-				t.opened, t.opens, countsOf(t.errs), t.calls, countsOf(t.callErrs),
-				t.panics, t.hangs, t.signals, t.crashes, t.slowest.Round(time.Millisecond), t.slowestWhat,
-				took.Round(time.Second), stopped, oddNote(t), note(t.first)),
-		})
-	}
-	return rows
-}
-
-func oddNote(t *mutateTally) string {
-	if t.odd == 0 {
-		return ""
-	}
-	return fmt.Sprintf("; %d open errors wrap no sentinel, first %s", t.odd, t.firstOdd)
-}
-
-// countsOf lists counts by name, the largest first.
-func countsOf(m map[string]int) string {
-	names := make([]string, 0, len(m))
-	for k := range m {
-		names = append(names, k)
-	}
-	sort.Slice(names, func(i, j int) bool {
-		if m[names[i]] != m[names[j]] {
-			return m[names[i]] > m[names[j]]
-		}
-		return names[i] < names[j]
-	})
-	var parts []string
-	for _, k := range names {
-		parts = append(parts, fmt.Sprintf("%s %d", k, m[k]))
-	}
-	if len(parts) == 0 {
-		return "none"
-	}
-	return strings.Join(parts, ", ")
 }
