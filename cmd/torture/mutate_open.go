@@ -190,10 +190,10 @@ func (p *probe) step(where string, f func()) (ok bool) {
 func (p *probe) use(where string, rw bool, open func() (any, error)) bool {
 	var h any
 	var err error
+	p.r.Opens++
 	if !p.step(where+": open", func() { h, err = open() }) {
 		return true // it may have written before it panicked
 	}
-	p.r.Opens++
 	if err != nil {
 		name := sentinelName(err)
 		p.r.Errs[name]++
