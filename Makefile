@@ -167,11 +167,11 @@ torture-build: deps
 
 torture: deps
 	@if [ -z "$(HAVE_CC)" ]; then $(call skip,make torture (it needs the cgo build beside the pure-Go one),$(NO_CC)); \
-	else $(MAKE) --no-print-directory torture-build && $(TMP)/torture.purego -other $(TMP)/torture.cgo $(TORTURE_CROSS) $(TORTURE_FLAGS); fi
+	else $(MAKE) --no-print-directory torture-build && $(TMP)/torture.purego -other $(TMP)/torture.cgo $(TORTURE_CROSS) -module $(CURDIR) $(TORTURE_FLAGS); fi
 
 torture-short: deps
 	@if [ -z "$(HAVE_CC)" ]; then $(call skip,make torture-short (it needs the cgo build beside the pure-Go one),$(NO_CC)); \
-	else $(MAKE) --no-print-directory torture-build && $(TMP)/torture.purego -other $(TMP)/torture.cgo $(TORTURE_CROSS) -short $(TORTURE_FLAGS); fi
+	else $(MAKE) --no-print-directory torture-build && $(TMP)/torture.purego -other $(TMP)/torture.cgo $(TORTURE_CROSS) -short -module $(CURDIR) $(TORTURE_FLAGS); fi
 
 demo:
 	$(GO) run ./cmd/sketch demo

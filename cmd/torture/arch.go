@@ -104,17 +104,6 @@ func findCross(paths map[string]string, arch string) (runner, string) {
 	return runner{name: arch, b: build{path: q, backend: "purego"}, prefix: []string{path}}, ""
 }
 
-// cannotRun is the row of a test this machine cannot run: no violation,
-// except under CI=true, where nothing may be skipped.
-func cannotRun(test, why string) row {
-	r := row{test: test, runs: "0", figure: "skipped: " + why}
-	if os.Getenv("CI") == "true" {
-		r.violations = 1
-		r.figure += " (CI=true runs everything: a violation)"
-	}
-	return r
-}
-
 func runArch(s setting) ([]row, error) {
 	rows, err := runByteOrder(s)
 	if err != nil {

@@ -3,7 +3,6 @@ package main
 import (
 	"flag"
 	"fmt"
-	"sort"
 	"strings"
 	"time"
 )
@@ -180,23 +179,6 @@ func firstOf(ss ...string) string {
 		}
 	}
 	return ""
-}
-
-// countsOf prints a tally as "name n, name n", largest first.
-func countsOf(m map[string]int) string {
-	if len(m) == 0 {
-		return "none"
-	}
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Slice(keys, func(i, j int) bool { return m[keys[i]] > m[keys[j]] || m[keys[i]] == m[keys[j]] && keys[i] < keys[j] })
-	var parts []string
-	for _, k := range keys {
-		parts = append(parts, fmt.Sprintf("%s %d", k, m[k]))
-	}
-	return strings.Join(parts, ", ")
 }
 
 // runArenaRole runs one of the arena part's processes: "worker", "check",

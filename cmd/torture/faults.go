@@ -33,14 +33,13 @@ var faults = []fault{
 
 // runFaults is the part: one row per fault.
 func runFaults(s setting) ([]row, error) {
-	ci := os.Getenv("CI") == "true"
 	var rows []row
 	for _, f := range faults {
 		r, err := f.run(s)
 		var sk skipped
 		switch {
 		case errors.As(err, &sk):
-			r = skipRow(sk.why, ci)
+			r = cannotRun(f.test, sk.why)
 		case err != nil:
 			return nil, fmt.Errorf("%s: %w", f.test, err)
 		}
@@ -54,17 +53,6 @@ func runFaults(s setting) ([]row, error) {
 type skipped struct{ why string }
 
 func (s skipped) Error() string { return "skipped: " + s.why }
-
-// skipRow is the row of a fault that could not run: no violation, except
-// under CI=true, where nothing may be skipped (the Makefile's rule).
-func skipRow(why string, ci bool) row {
-	r := row{runs: "0", figure: "skipped: " + why}
-	if ci {
-		r.violations = 1
-		r.figure += "; CI=true runs everything: failing"
-	}
-	return r
-}
 
 // A faultReport is what one process found under a fault: the answers it
 // compared with a reference, the calls that failed as they had to (by
@@ -122,32 +110,6 @@ func errorClass(err error) string {
 		}
 	}
 	return "other"
-}
-
-// outcomes writes counts by class, largest first: "EROFS 40, ErrReadOnly 12".
-func outcomes(m map[string]int) string {
-	type kv struct {
-		k string
-		v int
-	}
-	var all []kv
-	for k, v := range m {
-		all = append(all, kv{k, v})
-	}
-	sort.Slice(all, func(i, j int) bool {
-		if all[i].v != all[j].v {
-			return all[i].v > all[j].v
-		}
-		return all[i].k < all[j].k
-	})
-	var parts []string
-	for _, e := range all {
-		parts = append(parts, fmt.Sprintf("%s %d", e.k, e.v))
-	}
-	if len(parts) == 0 {
-		return "none"
-	}
-	return strings.Join(parts, ", ")
 }
 
 // each is a count of every report, in order: "22/22".

@@ -39,7 +39,7 @@ func runFdsFault(s setting) (row, error) {
 	}
 	m := merged(reps)
 	figure := fmt.Sprintf("%s: limit %d descriptors above those open; handles open when the first open failed: %s; %d failed opens (%d of them creates; %s), each naming its file, keeping no descriptor and leaving no file; with one descriptor free %d of %d opens and creates worked (a lock token falls back to the file's descriptor); %d answers exact from the handles kept; after closing half, %d opens again",
-		m.Backend, fdsHeadroom, each(reps, "open at the limit"), m.Counts["failed opens"], m.Counts["failed creates"], outcomes(m.Outcomes), m.Counts["one free opened"], m.Counts["one free"], m.Checked, m.Counts["reopened"])
+		m.Backend, fdsHeadroom, each(reps, "open at the limit"), m.Counts["failed opens"], m.Counts["failed creates"], countsOf(m.Outcomes), m.Counts["one free opened"], m.Counts["one free"], m.Checked, m.Counts["reopened"])
 	if n := m.Counts["complete file left"]; n > 0 {
 		figure += fmt.Sprintf("; %d failed creates left a complete file, which attaches (only a partial one would be a violation)", n)
 	}

@@ -72,7 +72,7 @@ func readOnlyOn(mnt string, builds []build) (row, error) {
 	m := merged(reps)
 	calls := m.Counts["mutator calls"] + m.Counts["read-write opens"] + m.Counts["creates"]
 	figure := fmt.Sprintf("%s: %d read-only opens (a live and a frozen file of each of %d kinds) answered %d times exactly, before and after; refused, each naming its file: %d mutator calls, %d read-write opens, %d creates (%s)",
-		m.Backend, m.Counts["read-only opens"], len(faultKinds), m.Checked, m.Counts["mutator calls"], m.Counts["read-write opens"], m.Counts["creates"], outcomes(m.Outcomes))
+		m.Backend, m.Counts["read-only opens"], len(faultKinds), m.Checked, m.Counts["mutator calls"], m.Counts["read-write opens"], m.Counts["creates"], countsOf(m.Outcomes))
 	return faultRow(fmt.Sprintf("%d calls", calls), reps, failures, figure), nil
 }
 

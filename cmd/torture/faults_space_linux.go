@@ -41,7 +41,7 @@ func runSpaceFault(s setting) (row, error) {
 	}
 	m := merged(reps)
 	figure := fmt.Sprintf("%s: %d creates refused (%s), %d of them with the %d KiB tmpfs full to the last block (filler KiB: %s, bytes left: %s); in an arena: %d ErrArenaFull; %d answers exact; free space the same after each refused create",
-		m.Backend, m.Counts["creates"], outcomes(m.Outcomes), m.Counts["creates when full"], spaceTmpfs>>10, each(reps, "filler KiB"), each(reps, "free when full"), m.Counts["arena full"], m.Checked)
+		m.Backend, m.Counts["creates"], countsOf(m.Outcomes), m.Counts["creates when full"], spaceTmpfs>>10, each(reps, "filler KiB"), each(reps, "free when full"), m.Counts["arena full"], m.Checked)
 	figure += fmt.Sprintf("; out of inodes: %d creates refused with ErrNoSpace", m.Counts["inode ErrNoSpace"])
 	return faultRow(fmt.Sprintf("%d creates", m.Counts["creates"]), reps, failures, figure), nil
 }

@@ -11,24 +11,6 @@ import (
 	"github.com/shmsketch/sketch"
 )
 
-// A fault that cannot run passes, except under CI=true, where it fails as
-// the Makefile's skips do.
-func TestSkipRow_ViolationUnderCI(t *testing.T) {
-	for _, ci := range []bool{false, true} {
-		r := skipRow("not root", ci)
-		want := 0
-		if ci {
-			want = 1
-		}
-		if r.violations != want {
-			t.Errorf("skipRow(ci=%t).violations = %d, want %d", ci, r.violations, want)
-		}
-		if !strings.HasPrefix(r.figure, "skipped: not root") {
-			t.Errorf("skipRow(ci=%t).figure = %q, want it to say why", ci, r.figure)
-		}
-	}
-}
-
 func TestFaultRow_ProblemsAndFailuresAreViolations(t *testing.T) {
 	clean := *newFaultReport()
 	bad := *newFaultReport()

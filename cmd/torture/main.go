@@ -77,6 +77,7 @@ func supervise(args []string) int {
 	for _, arch := range crossArchs {
 		cross[arch] = fs.String(arch, "", "this program's pure-Go build for linux/"+arch+", run under "+qemuFor[arch]+" by the arch part")
 	}
+	module := fs.String("module", "", "the module's source directory, for the fuzz part (the Makefile passes its own)")
 	onlyList := fs.String("only", "", "run only these parts, comma-separated (default: all; -only list names them)")
 	fs.Parse(args)
 	if *onlyList == "list" {
@@ -137,7 +138,7 @@ func supervise(args []string) int {
 		}
 	}
 	set := setting{builds: builds, short: *short, seed: *seed,
-		storm: stormConfig{workers: *workers, duration: *storm, gap: *gap, seed: *seed}, kills: *kills}
+		storm: stormConfig{workers: *workers, duration: *storm, gap: *gap, seed: *seed}, kills: *kills, module: *module}
 	set.cross = map[string]string{}
 	for arch, path := range cross {
 		set.cross[arch] = *path

@@ -18,7 +18,8 @@ type setting struct {
 	short  bool    // the short run: a minute or two in all
 	seed   uint64  // the run's seed: a part draws from it, so -seed replays it
 	storm  stormConfig
-	kills  int // kills per lock-recovery case
+	kills  int    // kills per lock-recovery case
+	module string // the module's source (-module), for the fuzz part; "" when not given
 	// cross is this program's pure-Go build for each GOARCH, "" when not given
 	cross map[string]string
 }
@@ -42,6 +43,8 @@ var parts = []part{
 	{"arena", runArenaPart},
 	{"faults", runFaults},
 	{"arch", runArch},
+	{"mutate", func(s setting) ([]row, error) { return runMutate(s, mutateConfigFor(s.short)) }},
+	{"fuzz", func(s setting) ([]row, error) { return runFuzz(s, fuzzConfigFor(s.short)) }},
 }
 
 func partByName(name string) *part {

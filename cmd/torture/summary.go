@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"sort"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -134,4 +135,27 @@ func printSummary(w io.Writer, rows []row) int {
 	}
 	tw.Flush()
 	return total
+}
+
+// countsOf lists counts by name, the largest first: "EROFS 40,
+// ErrReadOnly 12" ("none" for none). Every part tallies outcomes this way.
+func countsOf(m map[string]int) string {
+	names := make([]string, 0, len(m))
+	for k := range m {
+		names = append(names, k)
+	}
+	sort.Slice(names, func(i, j int) bool {
+		if m[names[i]] != m[names[j]] {
+			return m[names[i]] > m[names[j]]
+		}
+		return names[i] < names[j]
+	})
+	var parts []string
+	for _, k := range names {
+		parts = append(parts, fmt.Sprintf("%s %d", k, m[k]))
+	}
+	if len(parts) == 0 {
+		return "none"
+	}
+	return strings.Join(parts, ", ")
 }
