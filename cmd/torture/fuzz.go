@@ -25,7 +25,7 @@ type fuzzConfig struct {
 
 func fuzzConfigFor(short bool) fuzzConfig {
 	if short {
-		return fuzzConfig{budget: 25 * time.Second, leastPer: time.Second, overhead: time.Second}
+		return fuzzConfig{budget: 25 * time.Second, leastPer: 4 * time.Second, overhead: time.Second}
 	}
 	return fuzzConfig{budget: 2 * time.Minute, leastPer: 3 * time.Second, overhead: time.Second}
 }
