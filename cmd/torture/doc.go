@@ -24,14 +24,37 @@
 // in their current periods); every checker must report them, so that its
 // zero for the real keys means something.
 //
-// Lock recovery: a holder is killed inside a counting Bloom Clear (write
-// lock) or a large AddMany (read lock), with and without other processes
-// adding, and the supervisor times the kill to its own next write-locked
-// call returning.
+// The run is a table of parts (parts.go), each in a directory of its own;
+// -only runs some of them:
+//
+//   - storm: the kill storm above.
+//   - locks: a holder is killed inside a counting Bloom Clear (write lock)
+//     or a large AddMany (read lock), with and without other processes
+//     adding, and the supervisor times the kill to its own next
+//     write-locked call returning.
+//   - arena: processes of both builds race to create the same names of
+//     every kind in a series of arenas while they are killed, fill small
+//     arenas until ErrArenaFull, and the creator of a new arena file is
+//     killed inside OpenArena (arena.go).
+//   - faults: a full tmpfs (blocks and inodes), a SIGSTOPped lock holder,
+//     a read-only filesystem, a process out of descriptors (faults.go;
+//     mounts need root).
+//   - arch: files of the s390x build refused by the native builds with
+//     ErrByteOrder and the reverse; arm64 and 32-bit arm processes under
+//     qemu-user sharing an arena with native ones, killed and restarted
+//     (arch.go; needs -s390x, -arm64, -arm and qemu-user).
+//   - mutate: mutated copies of valid files of every kind and layout opened
+//     every way by both builds: no panic, hang or signal (mutate.go).
+//   - fuzz: every Fuzz target of the module for a share of a budget
+//     (fuzz.go; needs -module and the go tool).
+//
+// A part that cannot run on this machine says why in its row and counts no
+// violation, except under CI=true.
 //
 // Usage:
 //
-//	torture -other PATH [-short] [-only PART,...] [-storm 8m] [-kills 100] [-workers 4] [-gap 30ms] [-seed N] [-dir DIR]
+//	torture -other PATH [-short] [-only PART,...] [-storm 6m] [-kills 100] [-workers 4] [-gap 30ms] [-seed N] [-dir DIR]
+//	        [-module DIR] [-s390x PATH] [-arm64 PATH] [-arm PATH]
 //
 // It prints a table (test, runs/kills, violations, figure) and exits 1 on any
 // violation, a negative control that was not caught included.

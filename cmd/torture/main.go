@@ -67,7 +67,7 @@ func supervise(args []string) int {
 	fs := flag.NewFlagSet("torture", flag.ExitOnError)
 	other := fs.String("other", "", "the other build of this program (cgo beside pure Go); both backends run on the same files")
 	short := fs.Bool("short", os.Getenv("TORTURE") == "short", "about a minute: a 30s storm, 20 kills per lock case (also TORTURE=short)")
-	storm := fs.Duration("storm", 8*time.Minute, "how long the kill storm lasts; raise it for a longer run")
+	storm := fs.Duration("storm", 6*time.Minute, "how long the kill storm lasts; raise it for a longer run")
 	kills := fs.Int("kills", 100, "kills per lock-recovery case")
 	workers := fs.Int("workers", 4, "storm workers, alternating between the builds")
 	gap := fs.Duration("gap", 30*time.Millisecond, "mean time between kills")
