@@ -25,8 +25,10 @@ type stormFiles struct {
 	cms *sketch.CountMin
 	bf  *sketch.Bloom
 	cbf *sketch.CountingBloom
-	cmw *sketch.CountMinWindow
+	cmw *sketch.CountMinWindow // turned by Rotate
 	bw  *sketch.BloomWindow
+	cmc *sketch.CountMinWindow // turned by the clock
+	bwc *sketch.BloomWindow
 }
 
 func stormPath(dir, name string) string { return filepath.Join(dir, name) }
@@ -53,6 +55,14 @@ func openStorm(dir string, opts ...sketch.Option) (*stormFiles, error) {
 		s.close()
 		return nil, err
 	}
+	if s.cmc, err = sketch.OpenCountMinWindow(stormPath(dir, "storm.cmwclock"), stormClockWindow, stormCountMinWindow, opts...); err != nil {
+		s.close()
+		return nil, err
+	}
+	if s.bwc, err = sketch.OpenBloomWindow(stormPath(dir, "storm.bloomwclock"), stormClockWindow, stormBloomWindow, opts...); err != nil {
+		s.close()
+		return nil, err
+	}
 	return s, nil
 }
 
@@ -73,10 +83,16 @@ func (s *stormFiles) close() {
 	if s.bw != nil {
 		s.bw.Close()
 	}
+	if s.cmc != nil {
+		s.cmc.Close()
+	}
+	if s.bwc != nil {
+		s.bwc.Close()
+	}
 }
 
 func stormFileNames() []string {
-	return []string{"storm.cms", "storm.bloom", "storm.cbf", "storm.cmw", "storm.bloomw"}
+	return []string{"storm.cms", "storm.bloom", "storm.cbf", "storm.cmw", "storm.bloomw", "storm.cmwclock", "storm.bloomwclock"}
 }
 
 // recordPath is the record of worker slot i; the negative control's is
