@@ -34,6 +34,12 @@ type stormFiles struct {
 func stormPath(dir, name string) string { return filepath.Join(dir, name) }
 
 func openStorm(dir string, opts ...sketch.Option) (*stormFiles, error) {
+	return openStormFiles(dir, true, opts...)
+}
+
+// openStormFiles opens the storm's structures, the clock windows only when
+// clock is set (they are left nil otherwise).
+func openStormFiles(dir string, clock bool, opts ...sketch.Option) (*stormFiles, error) {
 	s := &stormFiles{}
 	var err error
 	if s.cms, err = sketch.OpenCountMin(stormPath(dir, "storm.cms"), stormCountMin, opts...); err != nil {
@@ -54,6 +60,9 @@ func openStorm(dir string, opts ...sketch.Option) (*stormFiles, error) {
 	if s.bw, err = sketch.OpenBloomWindow(stormPath(dir, "storm.bloomw"), stormWindow, stormBloomWindow, opts...); err != nil {
 		s.close()
 		return nil, err
+	}
+	if !clock {
+		return s, nil
 	}
 	if s.cmc, err = sketch.OpenCountMinWindow(stormPath(dir, "storm.cmwclock"), stormClockWindow, stormCountMinWindow, opts...); err != nil {
 		s.close()

@@ -23,9 +23,11 @@ import (
 // word), so a kill leaves a prefix of the side merged: Count-Min rows that
 // disagree, which Check must call a torn add. The windows have no Merge.
 
-// mergeOneIn is the chance, per call, that a worker merges into each
-// structure. A first merge costs a worker tens of milliseconds of its short
-// life (the side's pages), so merges stay rare.
+// mergeOneIn is the chance, per call, that a worker merges into the
+// counting Bloom filter; Count-Min and Bloom merges come a quarter as often.
+// A worker's first merge of a kind makes its side structure, which costs
+// tens of milliseconds of a life of a few tenths of a second (hundreds on
+// a loaded machine), so merges stay rare.
 const mergeOneIn = 2000
 
 // A merger is a worker's side structures, each made at its first merge:
@@ -40,8 +42,8 @@ type merger struct {
 // then, and records the batch's adds.
 func (m *merger) maybeMerge(rng *rand.Rand, s *stormFiles, rec *record, batch [][]byte, idx []int) ([][]byte, []int, error) {
 	var err error
-	switch rng.IntN(mergeOneIn) {
-	case 0:
+	switch rng.IntN(4 * mergeOneIn) {
+	case 0, 1, 2, 3:
 		batch, idx = pickBatch(rng, batch, idx)
 		if err = m.mergeCountingBloom(s, batch); err == nil {
 			for _, k := range idx {
@@ -49,7 +51,7 @@ func (m *merger) maybeMerge(rng *rand.Rand, s *stormFiles, rec *record, batch []
 			}
 			rec.merged(fieldCountingBloom)
 		}
-	case 1:
+	case 4:
 		batch, idx = pickBatch(rng, batch, idx)
 		if err = m.mergeCountMin(s, batch); err == nil {
 			for _, k := range idx {
@@ -57,7 +59,7 @@ func (m *merger) maybeMerge(rng *rand.Rand, s *stormFiles, rec *record, batch []
 			}
 			rec.merged(fieldCountMin)
 		}
-	case 2:
+	case 5:
 		batch, idx = pickBatch(rng, batch, idx)
 		if err = m.mergeBloom(s, batch); err == nil {
 			for _, k := range idx {
