@@ -28,6 +28,10 @@ type checkerResult struct {
 	// times or more, so that no period was certainly covered: judged
 	// against nothing.
 	Uncovered [fields]int `json:"uncovered"`
+	// Backed counts window answers for real keys with an add recorded in
+	// a period they certainly cover: the answers that could have been
+	// wrong.
+	Backed [fields]int `json:"backed"`
 	// The Count-Min Check calls: clean, torn (ErrTornAdd: an add cut short
 	// or still running), or anything else, which is a violation.
 	CheckClean  int `json:"check_clean"`
@@ -38,7 +42,7 @@ type checkerResult struct {
 	FirstProblem string `json:"first_problem,omitempty"`
 }
 
-var fieldNames = [fields]string{"Count-Min", "Bloom", "counting Bloom", "Count-Min window", "Bloom window"}
+var fieldNames = [fields]string{"Count-Min", "Bloom", "counting Bloom", "Count-Min window", "Bloom window", "Count-Min clock window", "Bloom clock window"}
 
 // runChecker reads every record and then asks the structures, pass after
 // pass, until its standard input closes; then it makes one final pass (the
@@ -154,42 +158,55 @@ func (c *checker) pass() {
 	c.res.Passes++
 }
 
-// windows asks the windows, after reading the window words of every record.
-// Each answer is judged against the adds that landed in the periods it
-// certainly covers: those of every window between the period read before
-// the question and the one read after it.
+// windows asks the windows, Rotate's and the clock's, after reading the
+// window words of every record. Each answer is judged against the adds
+// that landed in the periods it certainly covers: those of every window
+// between the period read before the question and the one read after it
+// (the clock windows' Current keeps this true: window.go).
 func (c *checker) windows(batch bool, caught *[fields]int) {
 	c.ws.read(c.recs)
 	if c.lo == nil {
 		c.lo, c.hi = make([]uint64, allKeys), make([]uint64, allKeys)
 	}
+	for _, wp := range c.s.windowPairs() {
+		c.countMinWindow(wp.cm, wp.cmField, batch, caught)
+		c.bloomWindow(wp.bw, wp.bwField, batch, caught)
+	}
+}
+
+func (c *checker) countMinWindow(w *sketch.CountMinWindow, field int, batch bool, caught *[fields]int) {
 	lo, hi := c.lo, c.hi
-	if !c.askWindow(c.s.cmw.Current, batch, func() bool {
-		if err := c.s.cmw.EstimateBatch(keyTable, c.est); err != nil {
-			c.problem(fmt.Sprintf("Count-Min window EstimateBatch: %v", err))
+	if !c.askWindow(w.Current, batch, func() bool {
+		if err := w.EstimateBatch(keyTable, c.est); err != nil {
+			c.problem(fmt.Sprintf("%v EstimateBatch: %v", w, err))
 			return false
 		}
 		return true
-	}, func(k int) { c.est[k] = c.s.cmw.Estimate(keyTable[k]) }) {
+	}, func(k int) { c.est[k] = w.Estimate(keyTable[k]) }) {
 		return
 	}
-	c.countUncovered(fieldCountMinWindow, lo, hi)
+	c.countUncovered(field, lo, hi)
 	for k, e := range c.est {
-		want := c.ws.landed(fieldCountMinWindow, k, lo[k], hi[k])
-		c.judge(fieldCountMinWindow, k, e < want, caught, func() string {
-			return fmt.Sprintf("Count-Min window Estimate(%q) = %d, want >= %d (periods %d-%d)", keyTable[k], e, want, lo[k], hi[k])
+		want := c.ws.landed(field, k, lo[k], hi[k])
+		c.countBacked(field, k, want != 0)
+		c.judge(field, k, e < want, caught, func() string {
+			return fmt.Sprintf("%s Estimate(%q) = %d, want >= %d (periods %d-%d)", fieldNames[field], keyTable[k], e, want, lo[k], hi[k])
 		})
 	}
+}
 
-	c.askWindow(c.s.bw.Current, batch, func() bool {
-		c.s.bw.CheckBatch(keyTable, c.hit)
+func (c *checker) bloomWindow(w *sketch.BloomWindow, field int, batch bool, caught *[fields]int) {
+	lo, hi := c.lo, c.hi
+	c.askWindow(w.Current, batch, func() bool {
+		w.CheckBatch(keyTable, c.hit)
 		return true
-	}, func(k int) { c.hit[k] = c.s.bw.Check(keyTable[k]) })
-	c.countUncovered(fieldBloomWindow, lo, hi)
+	}, func(k int) { c.hit[k] = w.Check(keyTable[k]) })
+	c.countUncovered(field, lo, hi)
 	for k, h := range c.hit {
-		added := c.ws.landed(fieldBloomWindow, k, lo[k], hi[k]) != 0
-		c.judge(fieldBloomWindow, k, added && !h, caught, func() string {
-			return fmt.Sprintf("Bloom window Check(%q) = false after its add landed in periods %d-%d", keyTable[k], lo[k], hi[k])
+		added := c.ws.landed(field, k, lo[k], hi[k]) != 0
+		c.countBacked(field, k, added)
+		c.judge(field, k, added && !h, caught, func() string {
+			return fmt.Sprintf("%s Check(%q) = false after its add landed in periods %d-%d", fieldNames[field], keyTable[k], lo[k], hi[k])
 		})
 	}
 }
@@ -224,6 +241,12 @@ func (c *checker) countUncovered(field int, lo, hi []uint64) {
 		if lo[k] > hi[k] {
 			c.res.Uncovered[field]++
 		}
+	}
+}
+
+func (c *checker) countBacked(field, k int, added bool) {
+	if added && !isControl(k) {
+		c.res.Backed[field]++
 	}
 }
 

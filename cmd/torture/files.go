@@ -25,13 +25,21 @@ type stormFiles struct {
 	cms *sketch.CountMin
 	bf  *sketch.Bloom
 	cbf *sketch.CountingBloom
-	cmw *sketch.CountMinWindow
+	cmw *sketch.CountMinWindow // turned by Rotate
 	bw  *sketch.BloomWindow
+	cmc *sketch.CountMinWindow // turned by the clock
+	bwc *sketch.BloomWindow
 }
 
 func stormPath(dir, name string) string { return filepath.Join(dir, name) }
 
 func openStorm(dir string, opts ...sketch.Option) (*stormFiles, error) {
+	return openStormFiles(dir, true, opts...)
+}
+
+// openStormFiles opens the storm's structures, the clock windows only when
+// clock is set (they are left nil otherwise).
+func openStormFiles(dir string, clock bool, opts ...sketch.Option) (*stormFiles, error) {
 	s := &stormFiles{}
 	var err error
 	if s.cms, err = sketch.OpenCountMin(stormPath(dir, "storm.cms"), stormCountMin, opts...); err != nil {
@@ -50,6 +58,17 @@ func openStorm(dir string, opts ...sketch.Option) (*stormFiles, error) {
 		return nil, err
 	}
 	if s.bw, err = sketch.OpenBloomWindow(stormPath(dir, "storm.bloomw"), stormWindow, stormBloomWindow, opts...); err != nil {
+		s.close()
+		return nil, err
+	}
+	if !clock {
+		return s, nil
+	}
+	if s.cmc, err = sketch.OpenCountMinWindow(stormPath(dir, "storm.cmwclock"), stormClockWindow, stormCountMinWindow, opts...); err != nil {
+		s.close()
+		return nil, err
+	}
+	if s.bwc, err = sketch.OpenBloomWindow(stormPath(dir, "storm.bloomwclock"), stormClockWindow, stormBloomWindow, opts...); err != nil {
 		s.close()
 		return nil, err
 	}
@@ -73,10 +92,16 @@ func (s *stormFiles) close() {
 	if s.bw != nil {
 		s.bw.Close()
 	}
+	if s.cmc != nil {
+		s.cmc.Close()
+	}
+	if s.bwc != nil {
+		s.bwc.Close()
+	}
 }
 
 func stormFileNames() []string {
-	return []string{"storm.cms", "storm.bloom", "storm.cbf", "storm.cmw", "storm.bloomw"}
+	return []string{"storm.cms", "storm.bloom", "storm.cbf", "storm.cmw", "storm.bloomw", "storm.cmwclock", "storm.bloomwclock"}
 }
 
 // recordPath is the record of worker slot i; the negative control's is

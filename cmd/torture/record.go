@@ -27,6 +27,8 @@ const (
 	fieldCountingBloom         // the counting Bloom adds of the key that returned
 	fieldCountMinWindow        // per period: the weight of the adds that landed in it
 	fieldBloomWindow           // per period: whether an add landed in it
+	fieldCountMinClock         // as fieldCountMinWindow, for the clock's window
+	fieldBloomClock            // as fieldBloomWindow, for the clock's window
 	fields
 
 	plainFields = fieldCountMinWindow // the fields of one word per key
@@ -34,13 +36,13 @@ const (
 
 // The layout of a record: a word counting the calls that returned, a word
 // naming the key whose counting Bloom remove is in flight (remove.go), one
-// counting merges, the plain fields, the window fields, and the count of returned counting Bloom
-// removes per key.
+// per plain field counting its merges, the plain fields, the window fields,
+// and the count of returned counting Bloom removes per key.
 const (
 	wordCalls    = 0
 	wordRemoving = 1
-	wordMerges   = 2 // counting Bloom merges that returned (merge.go)
-	headWords    = 3
+	wordMerges   = 2 // merges that returned, one word per plain field (merge.go)
+	headWords    = wordMerges + plainFields
 	windowStart  = headWords + plainFields*allKeys
 	removedStart = windowStart + (fields-plainFields)*allKeys*windowRing
 	recordWords  = removedStart + allKeys

@@ -3,6 +3,7 @@ package main
 import (
 	"path/filepath"
 	"testing"
+	"time"
 )
 
 func TestRecord_SurvivesReopen(t *testing.T) {
@@ -136,6 +137,41 @@ func TestCovered(t *testing.T) {
 	for _, tt := range tests {
 		if lo, hi := covered(tt.c0, tt.c1); lo != tt.lo || hi != tt.hi {
 			t.Errorf("covered(%d, %d) = %d-%d, want %d-%d", tt.c0, tt.c1, lo, hi, tt.lo, tt.hi)
+		}
+	}
+}
+
+// A clock window's periods are Unix time / Period, far past a Rotate
+// count: the window word keeps them whole, and a weight that outgrows its
+// bits saturates instead of spilling into the period.
+func TestRecord_WindowRingClockPeriods(t *testing.T) {
+	r, err := openRecord(filepath.Join(t.TempDir(), "record"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.close()
+	p := uint64(time.Now().UnixNano() / int64(stormClockWindow.Period))
+	r.raiseWindow(fieldCountMinClock, 3, p, 9)
+	r.raiseWindow(fieldBloomClock, 3, p+1, 1)
+	r.raiseWindow(fieldCountMinClock, 5, p, maxWeight)
+	r.raiseWindow(fieldCountMinClock, 5, p, 2)
+	var ws windowSnap
+	ws.read([]*record{r})
+	tests := []struct {
+		field, key int
+		lo, hi     uint64
+		want       uint64
+	}{
+		{fieldCountMinClock, 3, p, p, 9},
+		{fieldCountMinClock, 3, p + 1, p + 4, 0},
+		{fieldBloomClock, 3, p - 3, p + 1, 1},
+		{fieldBloomClock, 3, p, p, 0},
+		{fieldCountMinClock, 5, p, p, maxWeight},
+		{fieldCountMinWindow, 3, 0, p + 4, 0}, // the Rotate window's field is apart
+	}
+	for _, tt := range tests {
+		if got := ws.landed(tt.field, tt.key, tt.lo, tt.hi); got != tt.want {
+			t.Errorf("landed(%s, key %d, periods %d-%d) = %d, want %d", fieldNames[tt.field], tt.key, tt.lo, tt.hi, got, tt.want)
 		}
 	}
 }

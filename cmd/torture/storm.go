@@ -24,12 +24,13 @@ type stormResult struct {
 	kills        int
 	failures     int // workers that ended by themselves (a call failed)
 	firstFailure string
-	calls        uint64 // calls that returned, over every worker's record
-	removes      uint64 // counting Bloom removes among them (and those killed in flight)
-	merges       uint64 // counting Bloom merges among them
+	calls        uint64              // calls that returned, over every worker's record
+	removes      uint64              // counting Bloom removes among them (and those killed in flight)
+	merges       [plainFields]uint64 // merges among them, per plain field
 	checkers     []checkerResult
 	elapsed      time.Duration
-	rotations    [2]uint64 // the Count-Min and Bloom windows' periods at the end: their turns
+	rotations    [2]uint64 // the Rotate windows' periods at the end (Count-Min, Bloom): their turns
+	clockTurns   [2]uint64 // the clock windows' periods turned from the start to the end
 }
 
 // runStorm starts cfg.workers workers of both builds on the storm's files and
@@ -49,11 +50,25 @@ func runStorm(dir string, builds []build, cfg stormConfig) (stormResult, error) 
 	if err != nil {
 		return res, err
 	}
-	err = writeControl(dir, s, cfg.seed)
-	s.close()
+	defer s.close()
+	if err := writeControl(dir, s, cfg.seed); err != nil {
+		return res, err
+	}
+	control, err := openRecord(recordPath(dir, -1))
 	if err != nil {
 		return res, err
 	}
+	defer control.close()
+	clockFrom := [2]uint64{s.cmc.Current(), s.bwc.Current()}
+	stopClaims, claimsDone := make(chan struct{}), make(chan struct{})
+	go func() {
+		claimClock(control, s, stopClaims)
+		close(claimsDone)
+	}()
+	defer func() { // the checkers' final passes need the claims too
+		close(stopClaims)
+		<-claimsDone
+	}()
 
 	rng := rand.New(rand.NewPCG(cfg.seed, 2))
 	workers := make([]*child, cfg.workers)
@@ -139,13 +154,12 @@ func runStorm(dir string, builds []build, cfg stormConfig) (stormResult, error) 
 		}
 		res.calls += r.calls()
 		res.removes += r.removes()
-		res.merges += r.merges()
+		for f := range res.merges {
+			res.merges[f] += r.merges(f)
+		}
 		r.close()
 	}
-	if s, err = openStorm(dir); err != nil {
-		return res, err
-	}
 	res.rotations = [2]uint64{s.cmw.Current(), s.bw.Current()}
-	s.close()
+	res.clockTurns = [2]uint64{s.cmc.Current() - clockFrom[0], s.bwc.Current() - clockFrom[1]}
 	return res, nil
 }

@@ -40,23 +40,30 @@ func stormRows(r stormResult) []row {
 		"counting Bloom: no false negative for adds (and merges) not removed",
 		"Count-Min window (Rotate only): no estimate below returned adds of the periods covered",
 		"Bloom window (Rotate only): no false negative for an add in a period covered",
+		fmt.Sprintf("Count-Min window (clock, %s): no estimate below returned adds of the periods covered", stormClockWindow.Period),
+		fmt.Sprintf("Bloom window (clock, %s): no false negative for an add in a period covered", stormClockWindow.Period),
 	}
 	for f := 0; f < fields; f++ {
-		low, asked, uncovered, first := 0, 0, 0, ""
+		low, asked, uncovered, backed, first := 0, 0, 0, 0, ""
 		for _, c := range r.checkers {
 			low += c.Low[f]
 			asked += c.Asked[f]
 			uncovered += c.Uncovered[f]
+			backed += c.Backed[f]
 			if first == "" && c.Low[f] > 0 {
 				first = c.FirstProblem
 			}
 		}
-		extra := ""
-		if f == fieldCountingBloom {
-			extra = fmt.Sprintf(" (%d removes of the workers' own adds, %d merges)", r.removes, r.merges)
-		}
-		if f >= plainFields {
-			extra = fmt.Sprintf(" (%d with no period certainly covered), %d rotations", uncovered, r.rotations[f-plainFields])
+		var extra string
+		switch {
+		case f == fieldCountingBloom:
+			extra = fmt.Sprintf(" (%d removes of the workers' own adds, %d merges)", r.removes, r.merges[f])
+		case f < plainFields:
+			extra = fmt.Sprintf(" (%d merges)", r.merges[f])
+		case f < fieldCountMinClock:
+			extra = fmt.Sprintf(" (%d of real keys with an add in a period covered, %d with no period certainly covered), %d rotations", backed, uncovered, r.rotations[f-plainFields])
+		default:
+			extra = fmt.Sprintf(" (%d of real keys with an add in a period covered, %d with no period certainly covered), %d periods turned", backed, uncovered, r.clockTurns[f-fieldCountMinClock])
 		}
 		rows = append(rows, row{
 			test:       promise[f],
@@ -97,7 +104,7 @@ func stormRows(r stormResult) []row {
 		test:       "negative control: every checker catches fake adds",
 		runs:       fmt.Sprintf("%d checkers x %d kinds", len(r.checkers), fields),
 		violations: missed,
-		figure:     fmt.Sprintf("final pass caught (CM/Bloom/CBF/CMW/BW) of %d keys: %s", controlKeys, strings.Join(caught, ", ")),
+		figure:     fmt.Sprintf("final pass caught (CM/Bloom/CBF/CMW/BW/CMW clock/BW clock) of %d keys: %s", controlKeys, strings.Join(caught, ", ")),
 	})
 	return rows
 }

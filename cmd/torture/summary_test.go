@@ -9,11 +9,23 @@ import (
 // A checker that did not catch the negative control fails the run, as a
 // real violation does: otherwise a broken checker would pass everything.
 func TestStormRows_MissedControlIsViolation(t *testing.T) {
-	caughtAll := [fields]int{controlKeys, controlKeys, controlKeys, controlKeys, controlKeys}
+	var caughtAll [fields]int
+	for f := range caughtAll {
+		caughtAll[f] = controlKeys
+	}
 	good := checkerResult{Backend: "cgo", Passes: 10, Caught: caughtAll, CaughtFinal: caughtAll}
 	blind := good
 	blind.Backend = "purego"
 	blind.Caught[fieldBloom], blind.CaughtFinal[fieldBloom] = 0, 0
+	// A checker that never asks the clock's windows, or brackets them
+	// with the wrong periods, catches none of their control claims.
+	clockBlind := good
+	clockBlind.Caught[fieldCountMinClock], clockBlind.CaughtFinal[fieldCountMinClock] = 0, 0
+	clockBlind.Caught[fieldBloomClock], clockBlind.CaughtFinal[fieldBloomClock] = 0, 0
+	// One that caught the clock's control during the storm but not in its
+	// final pass, when the claims had stopped moving with the clock.
+	clockLate := good
+	clockLate.CaughtFinal[fieldBloomClock] = 0
 	low := good
 	low.Low[fieldCountMin] = 1
 	low.FirstProblem = `Estimate("k") = 1, want >= 2`
@@ -25,6 +37,8 @@ func TestStormRows_MissedControlIsViolation(t *testing.T) {
 	}{
 		{"all caught, none low", []checkerResult{good, good}, 0},
 		{"one checker blind to the control", []checkerResult{good, blind}, 1},
+		{"one checker blind to the clock windows' control", []checkerResult{clockBlind, good}, 2},
+		{"one checker missing the clock windows' control at the end", []checkerResult{good, clockLate}, 1},
 		{"one low estimate", []checkerResult{good, low}, 1},
 	}
 	for _, tt := range tests {

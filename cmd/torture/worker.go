@@ -7,17 +7,19 @@ import (
 
 // runWorker adds to the storm's structures until it is killed, raising its
 // record after every call returns: single and weighted adds, and batches
-// (which the cgo build serves from the C core). Window adds are recorded with
-// the period they landed in, when it is known. Counting Bloom removes take
-// back the worker's own adds (remove.go), merges bring in a side filter's
-// (merge.go). Slot 0 also rotates the windows. A call that fails ends the worker with an error, which the
-// supervisor counts.
+// (which the cgo build serves from the C core). Window adds, to the Rotate
+// windows and the clock's, are recorded with the period they landed in,
+// when it is known. Counting Bloom removes take back the worker's own adds
+// (remove.go), merges bring in a side structure's (merge.go). Slot 0 also
+// rotates the Rotate windows. A call that fails ends the worker with an
+// error, which the supervisor counts.
 func runWorker(dir string, slot int, seed uint64) error {
 	rec, err := openRecord(recordPath(dir, slot))
 	if err != nil {
 		return err
 	}
-	s, err := openStorm(dir)
+	clock := addsToClock(slot)
+	s, err := openStormFiles(dir, clock)
 	if err != nil {
 		return err
 	}
@@ -34,10 +36,8 @@ func runWorker(dir string, slot int, seed uint64) error {
 	batch := make([][]byte, 0, 64)
 	idx := make([]int, 0, 64)
 	for {
-		if rng.IntN(mergeOneIn) == 0 {
-			if batch, idx, err = mg.merge(rng, s, rec, batch, idx); err != nil {
-				return err
-			}
+		if batch, idx, err = mg.maybeMerge(rng, s, rec, batch, idx); err != nil {
+			return err
 		}
 		if control != nil && rng.IntN(rotateOneIn) == 0 {
 			if err := rotate(s, control); err != nil {
@@ -91,44 +91,13 @@ func runWorker(dir string, slot int, seed uint64) error {
 			for _, k := range idx {
 				rec.raise(fieldCountingBloom, k, 1)
 			}
-		case 7:
-			w := 1 + rng.Uint64N(9)
-			p, ok, err := landedIn(s.cmw.Current, func() error { _, err := s.cmw.AddN(keyTable[key], w); return err })
-			if err != nil {
-				return fmt.Errorf("count-min window add %d: %w", w, err)
+		case 7, 8, 9, 10: // a pair of windows: the clock's half the time, in a clock slot
+			wp := s.windowPairs()[0]
+			if clock && rng.IntN(2) == 0 {
+				wp = s.windowPairs()[1]
 			}
-			if ok {
-				rec.raiseWindow(fieldCountMinWindow, key, p, w)
-			}
-		case 8:
-			batch, idx = pickBatch(rng, batch, idx)
-			p, ok, err := landedIn(s.cmw.Current, func() error { return s.cmw.AddBatch(batch, nil) })
-			if err != nil {
-				return fmt.Errorf("count-min window batch: %w", err)
-			}
-			if ok {
-				for _, k := range idx {
-					rec.raiseWindow(fieldCountMinWindow, k, p, 1)
-				}
-			}
-		case 9:
-			p, ok, err := landedIn(s.bw.Current, func() error { _, err := s.bw.Add(keyTable[key]); return err })
-			if err != nil {
-				return fmt.Errorf("bloom window add: %w", err)
-			}
-			if ok {
-				rec.raiseWindow(fieldBloomWindow, key, p, 1)
-			}
-		case 10:
-			batch, idx = pickBatch(rng, batch, idx)
-			p, ok, err := landedIn(s.bw.Current, func() error { return s.bw.AddBatch(batch, nil) })
-			if err != nil {
-				return fmt.Errorf("bloom window batch: %w", err)
-			}
-			if ok {
-				for _, k := range idx {
-					rec.raiseWindow(fieldBloomWindow, k, p, 1)
-				}
+			if batch, idx, err = addToWindow(rng, rec, wp, op-7, key, batch, idx); err != nil {
+				return err
 			}
 		case 11: // as many tries as batch adds, but only of the worker's own adds
 			batch, idx = pickBatch(rng, batch, idx)
@@ -142,7 +111,63 @@ func runWorker(dir string, slot int, seed uint64) error {
 	}
 }
 
-// rotate turns both windows, then moves the negative control's window claims
+// addsToClock reports whether worker slot adds to the clock windows: half
+// the slots, one of each build among every four. Holding a clock window
+// costs a worker that lives a few tenths of a second far more than holding
+// a Rotate window (in runs on a loaded 2-CPU machine, workers that did not
+// open the clock windows returned nearly twice the calls), while half the
+// slots already back hundreds of thousands of answers in a short run.
+func addsToClock(slot int) bool { return slot%4 < 2 }
+
+// addToWindow makes one add of kind op (0 to 3: Count-Min AddN, Count-Min
+// batch, Bloom Add, Bloom batch) to a pair of windows, and records it with
+// its period when it landed in the one it was asked in.
+func addToWindow(rng *rand.Rand, rec *record, wp windowPair, op, key int, batch [][]byte, idx []int) ([][]byte, []int, error) {
+	switch op {
+	case 0:
+		w := 1 + rng.Uint64N(9)
+		p, ok, err := landedIn(wp.cm.Current, func() error { _, err := wp.cm.AddN(keyTable[key], w); return err })
+		if err != nil {
+			return batch, idx, fmt.Errorf("%v add %d: %w", wp.cm, w, err)
+		}
+		if ok {
+			rec.raiseWindow(wp.cmField, key, p, w)
+		}
+	case 1:
+		batch, idx = pickBatch(rng, batch, idx)
+		p, ok, err := landedIn(wp.cm.Current, func() error { return wp.cm.AddBatch(batch, nil) })
+		if err != nil {
+			return batch, idx, fmt.Errorf("%v batch: %w", wp.cm, err)
+		}
+		if ok {
+			for _, k := range idx {
+				rec.raiseWindow(wp.cmField, k, p, 1)
+			}
+		}
+	case 2:
+		p, ok, err := landedIn(wp.bw.Current, func() error { _, err := wp.bw.Add(keyTable[key]); return err })
+		if err != nil {
+			return batch, idx, fmt.Errorf("%v add: %w", wp.bw, err)
+		}
+		if ok {
+			rec.raiseWindow(wp.bwField, key, p, 1)
+		}
+	case 3:
+		batch, idx = pickBatch(rng, batch, idx)
+		p, ok, err := landedIn(wp.bw.Current, func() error { return wp.bw.AddBatch(batch, nil) })
+		if err != nil {
+			return batch, idx, fmt.Errorf("%v batch: %w", wp.bw, err)
+		}
+		if ok {
+			for _, k := range idx {
+				rec.raiseWindow(wp.bwField, k, p, 1)
+			}
+		}
+	}
+	return batch, idx, nil
+}
+
+// rotate turns both Rotate windows, then moves the negative control's window claims
 // to the new periods.
 func rotate(s *stormFiles, control *record) error {
 	if err := s.cmw.Rotate(); err != nil {
