@@ -77,7 +77,10 @@ func (r *refCBF) remove(key []byte) bool {
 		return false
 	}
 	for _, i := range r.probes(key) {
-		if r.c[i] != 15 {
+		// A counter a key probes twice may reach zero before its second
+		// decrement (a key removed that was never added, its count made
+		// by others): it stays at zero, as the cores' counters do.
+		if r.c[i] != 15 && r.c[i] != 0 {
 			r.c[i]--
 		}
 	}
