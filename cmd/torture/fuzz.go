@@ -184,7 +184,7 @@ type fuzzOutcome struct {
 	reason      string // the first line saying why it failed
 	// deadlineRace is a run that failed with nothing but the bare
 	// "context deadline exceeded" of Go's fuzz coordinator and no input:
-	// its -fuzztime deadline raced its workers' stop (go.dev/issue/75804,
+	// its -fuzztime deadline raced its workers' stop (golang/go issue 75804,
 	// fixed in Go 1.27). Nothing failed; it is not counted as a failure.
 	deadlineRace bool
 }
@@ -256,7 +256,7 @@ func fuzzRow(test string, o fuzzOutcome, per, took time.Duration) row {
 		r.figure += "; no input fuzzed past the seed corpus"
 	}
 	if o.deadlineRace {
-		r.figure += "; ended by the race of Go's -fuzztime deadline with its workers (go.dev/issue/75804), no input failed"
+		r.figure += "; ended by the race of Go's -fuzztime deadline with its workers (golang/go issue 75804), no input failed"
 	}
 	if o.failed {
 		r.violations = 1

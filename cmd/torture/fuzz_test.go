@@ -87,7 +87,7 @@ func TestFuzzRow_Verdict(t *testing.T) {
 		{"passed", fuzzPassed, nil, 0, "1237 inputs"},
 		{"found an input", fuzzFoundInput, errors.New("exit status 1"), 1, "failing input testdata/fuzz/FuzzOpen/6de0857e42c00932 (kept)"},
 		{"a seed failed", fuzzSeedFailed, errors.New("exit status 1"), 1, "FAILED: arena_file_test.go:231"},
-		{"deadline race", fuzzDeadlineRace, errors.New("exit status 1"), 0, "go.dev/issue/75804"},
+		{"deadline race", fuzzDeadlineRace, errors.New("exit status 1"), 0, "golang/go issue 75804"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
