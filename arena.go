@@ -360,7 +360,7 @@ func (a *Arena) refresh() error {
 func (a *Arena) create(name string, sp spec) (entry, error) {
 	switch {
 	case a.ro:
-		return entry{}, fmt.Errorf("%w: no structure of that name (a read-only arena does not create)", fs.ErrNotExist)
+		return entry{}, fmt.Errorf("%w: no structure of that name, and a read-only handle does not create one (%w)", fs.ErrNotExist, ErrReadOnly)
 	case atomic.LoadUint32(a.sealed) != 0:
 		return entry{}, fmt.Errorf("%w: no structure of that name, and the arena is frozen", ErrFrozen)
 	case sp.size == 0:

@@ -654,3 +654,30 @@ func TestCountMinWindow_IdlePeriods(t *testing.T) {
 		})
 	}
 }
+
+// TestWindow_DamagedEpoch: an epoch word no window can reach (damage, or
+// a crafted file) makes Rotate and adds say the file is corrupt, on both
+// windows, rather than blame the caller's argument.
+func TestWindow_DamagedEpoch(t *testing.T) {
+	cw := mustOpenWindow(t, tempPath(t, "win"), Window{Keep: 2}, winCfg)
+	bw, err := OpenBloomWindow(tempPath(t, "bwin"), Window{Keep: 2}, BloomConfig{Capacity: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer bw.Close()
+	for _, ctl := range []*windowCtl{&cw.ctl, &bw.ctl} {
+		atomic.StoreUint64(ctl.epochWord(), maxPeriod+5)
+	}
+	if err := cw.Rotate(); !errors.Is(err, ErrCorrupt) {
+		t.Errorf("count-min window Rotate = %v, want ErrCorrupt", err)
+	}
+	if err := bw.Rotate(); !errors.Is(err, ErrCorrupt) {
+		t.Errorf("bloom window Rotate = %v, want ErrCorrupt", err)
+	}
+	if _, err := cw.AddString("k"); !errors.Is(err, ErrCorrupt) {
+		t.Errorf("count-min window Add = %v, want ErrCorrupt", err)
+	}
+	if _, err := bw.AddString("k"); !errors.Is(err, ErrCorrupt) {
+		t.Errorf("bloom window Add = %v, want ErrCorrupt", err)
+	}
+}

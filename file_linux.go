@@ -228,7 +228,7 @@ func adopt(fd int, path string, sp spec, o options, deadline time.Time) (*mappin
 		return nil, ErrInterruptedCreate
 	}
 	if sp.size == 0 {
-		return nil, errCannotCreate
+		return nil, errCannotAdopt
 	}
 	what := "empty file"
 	if st.Size != 0 {

@@ -4,7 +4,11 @@ package sketch
 
 import (
 	"errors"
+	"fmt"
+	"io/fs"
+	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -131,5 +135,51 @@ func TestFilters_FPRate(t *testing.T) {
 		if tt.got != tt.want || tt.stats != tt.want {
 			t.Errorf("%s: FPRate() = %v, Stats().FPRate = %v, want %v", tt.name, tt.got, tt.stats, tt.want)
 		}
+	}
+}
+
+// Errors say what is so: an empty file opened with a config that cannot
+// create is there (not fs.ErrNotExist); a read-only arena refuses to create
+// with ErrReadOnly (the name is still missing); a file of the other byte
+// order says which order each side has.
+func TestErrors_SayWhatIsSo(t *testing.T) {
+	dir := t.TempDir()
+	empty := filepath.Join(dir, "empty")
+	if err := os.WriteFile(empty, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, err := OpenBloom(empty, BloomConfig{})
+	if !errors.Is(err, ErrInvalidConfig) || errors.Is(err, fs.ErrNotExist) || !strings.Contains(err.Error(), "empty or all zero") {
+		t.Errorf("OpenBloom of an empty file with a zero config = %v, want ErrInvalidConfig saying the file is empty, not fs.ErrNotExist", err)
+	}
+	if _, err := OpenBloom(filepath.Join(dir, "missing"), BloomConfig{}); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("OpenBloom of a missing file with a zero config = %v, want fs.ErrNotExist", err)
+	}
+
+	arenaPath := filepath.Join(dir, "arena")
+	a, err := OpenArena(arenaPath, 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.Close()
+	ro, err := OpenArena(arenaPath, 0, ReadOnly())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ro.Close()
+	_, err = ro.CountMin("new", CountMinConfig{Rows: 1, Width: 8})
+	if !errors.Is(err, ErrReadOnly) || !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("a read-only arena asked to create = %v, want ErrReadOnly and fs.ErrNotExist", err)
+	}
+
+	_, valid := otMakeFile(t, otCfg)
+	foreign := filepath.Join(dir, "foreign")
+	if err := os.WriteFile(foreign, otConvert(valid, native, otOther), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, err = OpenCountMin(foreign, CountMinConfig{})
+	want := fmt.Sprintf("the file is %s, this machine %s", otherByteOrderName(), byteOrderName())
+	if !errors.Is(err, ErrByteOrder) || !strings.Contains(err.Error(), want) {
+		t.Errorf("OpenCountMin of a file of the other byte order = %v, want ErrByteOrder saying %q", err, want)
 	}
 }

@@ -242,7 +242,7 @@ func decodeHeader(b []byte) (layout, error) {
 	switch m := native.Uint64(b[offMagic:]); m {
 	case fileMagic:
 	case bits.ReverseBytes64(fileMagic):
-		return l, ErrByteOrder
+		return l, fmt.Errorf("%w: the file is %s, this machine %s", ErrByteOrder, otherByteOrderName(), byteOrderName())
 	case 0:
 		return l, errNoMagic
 	default:

@@ -128,6 +128,14 @@ func entryInfo(e entry) EntryInfo {
 }
 
 // byteOrderName names this machine's byte order, which a valid file shares.
+// otherByteOrderName names the byte order a file of the other one has.
+func otherByteOrderName() string {
+	if byteOrderName() == "little-endian" {
+		return "big-endian"
+	}
+	return "little-endian"
+}
+
 func byteOrderName() string {
 	var b [2]byte
 	native.PutUint16(b[:], 1)

@@ -165,6 +165,11 @@ func (sp spec) seeded(o options) (spec, error) {
 // filter's zero config) found nothing to attach to.
 var errCannotCreate = fmt.Errorf("%w: no sketch to attach to (%w), and the config does not say what to create", ErrInvalidConfig, fs.ErrNotExist)
 
+// errCannotAdopt is errCannotCreate for a file that is there but empty or
+// all zero (prepared for an opener, or left by a create that never
+// finished): it is not a missing file.
+var errCannotAdopt = fmt.Errorf("%w: the file is empty or all zero, with no sketch to attach to, and the config does not say what to create in it", ErrInvalidConfig)
+
 // fileSize returns the size of the file a create lays out for sp.
 func (sp spec) fileSize() uint64 {
 	if sp.arena {

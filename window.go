@@ -379,7 +379,9 @@ func casMax(w *uint64, v uint64) {
 // slot serves a later period than p.
 func (c *windowCtl) prepare(p uint64, wait bool) error {
 	if p > maxPeriod {
-		return fmt.Errorf("%w: period %d is past the largest a window holds", ErrInvalidArgument, p)
+		// Only damaged control words (the epoch, latest) reach it: no
+		// clock nor Rotate count comes near.
+		return fmt.Errorf("%w: period %d is past the largest a window holds", ErrCorrupt, p)
 	}
 	s := c.slotOf(p)
 	wp := c.word(s)
@@ -562,7 +564,7 @@ func (c *windowCtl) rotate() error {
 		e := atomic.LoadUint64(c.epochWord())
 		p = c.current()
 		if e >= maxPeriod || p+1 > maxPeriod {
-			return fmt.Errorf("%w: the window has turned %d times, the most it can", ErrInvalidArgument, e)
+			return fmt.Errorf("%w: the window's epoch word says it turned %d times, past the most it can", ErrCorrupt, e)
 		}
 		err := c.prepare(p+1, true)
 		if err == errStale {
