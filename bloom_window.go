@@ -456,6 +456,10 @@ func (w *BloomWindow) CheckString(key string) bool {
 // starts again for the new window (the words only move forward, so this
 // ends; after a few tries the last answer is kept).
 func (w *BloomWindow) check(lo, hi uint64) (found bool, p uint64) {
+	p = w.ctl.currentRead()
+	if found, ok := w.checkHeld(lo, hi, p); ok {
+		return found, p
+	}
 	p = w.ctl.readStable(func(p uint64) bool {
 		found = false
 		return w.ctl.readWindow(p, false, func(s uint64) bool {
@@ -464,6 +468,34 @@ func (w *BloomWindow) check(lo, hi uint64) (found bool, p uint64) {
 		})
 	})
 	return found, p
+}
+
+// checkHeld is check's usual case, written out (the read protocol's
+// closures cost a Check at Keep 2 about 2 ns, 8-10%: measured with
+// BenchmarkBloomWindowCheck): every slot of p's window holds its period
+// and none changed under its read. ok is false when one did not, and
+// check then reads the window again with readWindow.
+func (w *BloomWindow) checkHeld(lo, hi, p uint64) (found, ok bool) {
+	c := &w.ctl
+	q, s, first := p, c.slotOf(p), c.first(p)
+	for {
+		wp := c.word(s)
+		wd := atomic.LoadUint64(wp)
+		if wd != heldWord(q) {
+			return false, false
+		}
+		f := w.slots[s].checkHashed(lo, hi)
+		if atomic.LoadUint64(wp) != wd {
+			return false, false
+		}
+		if f {
+			return true, true
+		}
+		if q == first {
+			return false, true
+		}
+		q, s = q-1, c.prevSlot(s)
+	}
 }
 
 // CheckBatch stores Check(keys[i]) in out[i]. out should have len(keys)
