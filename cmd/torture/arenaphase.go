@@ -81,23 +81,12 @@ func runArenaPhase(dir string, builds []build, cfg phaseConfig, plan *arenaPlan)
 	defer unmap(ctlMem)
 
 	rng := rand.New(rand.NewPCG(cfg.seed, 13))
-	workers := make([]*child, cfg.workers)
-	start := func(slot int) error {
-		c, err := startChild(builds[slot%len(builds)], nil, nil, "arena", "worker", "-dir", dir,
-			"-phase", cfg.phase, "-slot", strconv.Itoa(slot), "-seed", strconv.FormatUint(rng.Uint64(), 10))
-		workers[slot] = c
-		return err
-	}
-	failed := func(slot int, err error) {
-		res.failures++
-		if res.firstFailure == "" {
-			res.firstFailure = fmt.Sprintf("worker %d (%s): %v", slot, builds[slot%len(builds)].backend, err)
-		}
-	}
-	for slot := range workers {
-		if err := start(slot); err != nil {
-			return res, err
-		}
+	workers, err := startPool(builds, cfg.workers, func(slot int) []string {
+		return []string{"arena", "worker", "-dir", dir,
+			"-phase", cfg.phase, "-slot", strconv.Itoa(slot), "-seed", strconv.FormatUint(rng.Uint64(), 10)}
+	})
+	if err != nil {
+		return res, err
 	}
 
 	checkers, err := startArenaCheckers(dir, cfg.phase, builds, cfg.workers)
@@ -146,21 +135,14 @@ func runArenaPhase(dir string, builds []build, cfg phaseConfig, plan *arenaPlan)
 	}
 	for advance() {
 		time.Sleep(cfg.gap/2 + rand.N(cfg.gap))
-		for slot, w := range workers {
-			if exited, err := w.exited(); exited {
-				failed(slot, err)
-				if err := start(slot); err != nil {
-					return res, err
-				}
-			}
+		if err := workers.restartExited(); err != nil {
+			return res, err
 		}
-		slot := rng.IntN(len(workers))
+		slot := rng.IntN(len(workers.workers))
 		if rng.IntN(2) == 0 {
 			slot = aimAtCreate(recs, slot, 5*time.Millisecond)
 		}
-		if err := workers[slot].kill(); err != nil {
-			failed(slot, err)
-		}
+		workers.kill(slot)
 		res.kills++
 		if v := recs[slot].head(awInflight); v&inflightPresent != 0 {
 			res.inOpen++
@@ -168,7 +150,7 @@ func runArenaPhase(dir string, builds []build, cfg phaseConfig, plan *arenaPlan)
 				res.inCreate++
 			}
 		}
-		if err := start(slot); err != nil {
+		if err := workers.start(slot); err != nil {
 			return res, err
 		}
 		if err := checkers.send(quiet()); err != nil {
@@ -178,11 +160,8 @@ func runArenaPhase(dir string, builds []build, cfg phaseConfig, plan *arenaPlan)
 			return res, err
 		}
 	}
-	for slot, w := range workers {
-		if err := w.kill(); err != nil {
-			failed(slot, err)
-		}
-	}
+	workers.stop()
+	res.failures, res.firstFailure = workers.failures, workers.firstFailure
 	res.elapsed = time.Since(began)
 	for _, r := range recs {
 		res.calls += r.head(awCalls)

@@ -90,3 +90,67 @@ func killedBySignal(err error) bool {
 	ws, ok := ee.Sys().(syscall.WaitStatus)
 	return ok && ws.Signaled() && ws.Signal() == syscall.SIGKILL
 }
+
+// A workerPool is slots of workers, alternately of each build, that the
+// supervisor kills and restarts in their slots. A worker that ended by
+// itself (a call that failed) is a failure, and is restarted too.
+type workerPool struct {
+	builds  []build
+	args    func(slot int) []string // a worker's arguments, drawn at each start
+	workers []*child
+
+	failures     int
+	firstFailure string
+}
+
+// startPool starts a worker in each of n slots.
+func startPool(builds []build, n int, args func(slot int) []string) (*workerPool, error) {
+	p := &workerPool{builds: builds, args: args, workers: make([]*child, n)}
+	for slot := range p.workers {
+		if err := p.start(slot); err != nil {
+			return nil, err
+		}
+	}
+	return p, nil
+}
+
+func (p *workerPool) start(slot int) error {
+	c, err := startChild(p.builds[slot%len(p.builds)], nil, nil, p.args(slot)...)
+	p.workers[slot] = c
+	return err
+}
+
+func (p *workerPool) failed(slot int, err error) {
+	p.failures++
+	if p.firstFailure == "" {
+		p.firstFailure = fmt.Sprintf("worker %d (%s): %v", slot, p.builds[slot%len(p.builds)].backend, err)
+	}
+}
+
+// restartExited counts and restarts the workers that ended by themselves.
+func (p *workerPool) restartExited() error {
+	for slot, w := range p.workers {
+		if exited, err := w.exited(); exited {
+			p.failed(slot, err)
+			if err := p.start(slot); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// kill sends the worker in slot SIGKILL and reaps it; the caller starts
+// the next one (start).
+func (p *workerPool) kill(slot int) {
+	if err := p.workers[slot].kill(); err != nil {
+		p.failed(slot, err)
+	}
+}
+
+// stop kills every worker.
+func (p *workerPool) stop() {
+	for slot := range p.workers {
+		p.kill(slot)
+	}
+}

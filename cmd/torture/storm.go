@@ -71,24 +71,11 @@ func runStorm(dir string, builds []build, cfg stormConfig) (stormResult, error) 
 	}()
 
 	rng := rand.New(rand.NewPCG(cfg.seed, 2))
-	workers := make([]*child, cfg.workers)
-	start := func(slot int) error {
-		seed := strconv.FormatUint(rng.Uint64(), 10)
-		c, err := startChild(builds[slot%len(builds)], nil, nil,
-			"worker", "-dir", dir, "-slot", strconv.Itoa(slot), "-seed", seed)
-		workers[slot] = c
-		return err
-	}
-	failed := func(slot int, err error) {
-		res.failures++
-		if res.firstFailure == "" {
-			res.firstFailure = fmt.Sprintf("worker %d (%s): %v", slot, builds[slot%len(builds)].backend, err)
-		}
-	}
-	for slot := range workers {
-		if err := start(slot); err != nil {
-			return res, err
-		}
+	workers, err := startPool(builds, cfg.workers, func(slot int) []string {
+		return []string{"worker", "-dir", dir, "-slot", strconv.Itoa(slot), "-seed", strconv.FormatUint(rng.Uint64(), 10)}
+	})
+	if err != nil {
+		return res, err
 	}
 
 	type running struct {
@@ -112,28 +99,18 @@ func runStorm(dir string, builds []build, cfg stormConfig) (stormResult, error) 
 	began := time.Now()
 	for time.Since(began) < cfg.duration {
 		time.Sleep(cfg.gap/2 + rand.N(cfg.gap))
-		for slot, w := range workers {
-			if exited, err := w.exited(); exited {
-				failed(slot, err)
-				if err := start(slot); err != nil {
-					return res, err
-				}
-			}
+		if err := workers.restartExited(); err != nil {
+			return res, err
 		}
-		slot := rng.IntN(len(workers))
-		if err := workers[slot].kill(); err != nil {
-			failed(slot, err)
-		}
+		slot := rng.IntN(len(workers.workers))
+		workers.kill(slot)
 		res.kills++
-		if err := start(slot); err != nil {
+		if err := workers.start(slot); err != nil {
 			return res, err
 		}
 	}
-	for slot, w := range workers {
-		if err := w.kill(); err != nil {
-			failed(slot, err)
-		}
-	}
+	workers.stop()
+	res.failures, res.firstFailure = workers.failures, workers.firstFailure
 	res.elapsed = time.Since(began)
 
 	for _, r := range checkers {
