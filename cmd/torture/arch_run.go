@@ -104,12 +104,11 @@ func runTogether(dir string, tests []string, d time.Duration, arm64, arm runner,
 		if err := c.wait(); err != nil {
 			failed[who] = fmt.Sprintf("%s adder: %v", procs[who].name, err)
 		}
-		mem, w, err := readRecord(dir, who)
+		steps, err := recordedSteps(dir, who)
 		if err != nil {
 			return nil, err
 		}
-		plan.Procs = append(plan.Procs, archProcess{Who: who, Steps: atomic.LoadUint64(&w[arSteps])})
-		unmap(mem)
+		plan.Procs = append(plan.Procs, archProcess{Who: who, Steps: steps})
 	}
 	if err := writeArchPlan(dir, plan); err != nil {
 		return nil, err
@@ -225,12 +224,11 @@ func runArchKills(dir string, tests []string, kills int, seed uint64, arm64 runn
 	plan := archPlanFile{Killed: true}
 	plan.Procs = append(plan.Procs, archProcess{Who: whoArm64, Steps: atomic.LoadUint64(&rec[arSteps]), InFlight: kl.inFlight})
 	for _, who := range []int{whoCgo, whoPurego} {
-		mem, w, err := readRecord(dir, who)
+		steps, err := recordedSteps(dir, who)
 		if err != nil {
 			return nil, err
 		}
-		plan.Procs = append(plan.Procs, archProcess{Who: who, Steps: atomic.LoadUint64(&w[arSteps])})
-		unmap(mem)
+		plan.Procs = append(plan.Procs, archProcess{Who: who, Steps: steps})
 	}
 	if err := writeArchPlan(dir, plan); err != nil {
 		return nil, err

@@ -343,6 +343,16 @@ func readRecord(dir string, who int) ([]byte, []uint64, error) {
 	return openWords(archRecordPath(dir, who), arWords)
 }
 
+// recordedSteps is how many steps process who recorded as returned.
+func recordedSteps(dir string, who int) (uint64, error) {
+	mem, w, err := readRecord(dir, who)
+	if err != nil {
+		return 0, err
+	}
+	defer unmap(mem)
+	return atomic.LoadUint64(&w[arSteps]), nil
+}
+
 // writeArchPlan writes the plan the checkers read.
 func writeArchPlan(dir string, plan archPlanFile) error {
 	b, err := json.Marshal(plan)

@@ -84,17 +84,12 @@ func (r *faultReport) problem(format string, args ...any) {
 // refused counts a call that failed as it had to, by its error's class.
 func (r *faultReport) refused(err error) { r.Outcomes[errorClass(err)]++ }
 
-// errorClasses name the errors a fault expects, most specific first.
-var errorClasses = []struct {
+// systemErrors name what a fault may meet that no sentinel of the library
+// wraps.
+var systemErrors = []struct {
 	name   string
 	target error
 }{
-	{"ErrNoSpace", sketch.ErrNoSpace},
-	{"ErrArenaFull", sketch.ErrArenaFull},
-	{"ErrReadOnly", sketch.ErrReadOnly},
-	{"ErrFrozen", sketch.ErrFrozen},
-	{"ErrTimeout", sketch.ErrTimeout},
-	{"ErrClosed", sketch.ErrClosed},
 	{"EROFS", syscall.EROFS},
 	{"EMFILE", syscall.EMFILE},
 	{"ENFILE", syscall.ENFILE},
@@ -102,9 +97,13 @@ var errorClasses = []struct {
 	{"not exist", fs.ErrNotExist},
 }
 
-// errorClass names err by the first class it matches, or "other".
+// errorClass names err by the library's sentinel it wraps (sentinelName),
+// else by the system's error, else "other".
 func errorClass(err error) string {
-	for _, c := range errorClasses {
+	if name := sentinelName(err); name != unclassified {
+		return name
+	}
+	for _, c := range systemErrors {
 		if errors.Is(err, c.target) {
 			return c.name
 		}

@@ -49,9 +49,6 @@ func (t *mutateTally) add(r hostileResult, m mutant) {
 			t.firstOdd = fmt.Sprintf("#%d (%s): %s", m.index, m.what, r.Odd)
 		}
 	}
-	if os.Getenv("MUTDEBUG") != "" && r.Micros > 3000 {
-		fmt.Fprintf(os.Stderr, "%s %d %dus %s\n", t.backend, m.index, r.Micros, m.what)
-	}
 	if d := time.Duration(r.Micros) * time.Microsecond; d > t.slowest {
 		t.slowest, t.slowestWhat = d, fmt.Sprintf("#%d", m.index)
 	}
