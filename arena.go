@@ -33,7 +33,7 @@ import (
 // count covers it, under the file's write lock, so a process killed part
 // way leaves an entry nobody sees, which the next create overwrites.
 type Arena struct {
-	handle
+	Handle
 	mu sync.Mutex // serialises lookups and creates in this process
 	// lay is the arena's layout with the entries validated so far; later
 	// entries are validated when the entry count shows them.

@@ -147,7 +147,7 @@ func TestArena_RaceToCreate(t *testing.T) {
 				t.Fatal(err)
 			}
 			for p := range procs {
-				if !b.CheckString(fmt.Sprint("child-", p)) {
+				if !b.ContainsString(fmt.Sprint("child-", p)) {
 					missing++
 				}
 			}

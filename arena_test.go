@@ -86,7 +86,7 @@ func TestArena_GatewayStructures(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer seen2.Close()
-	if !seen2.CheckString("req-1") {
+	if !seen2.ContainsString("req-1") {
 		t.Error("second handle: the Bloom filter lost req-1")
 	}
 	if already, _ := seen2.AddString("req-1"); !already {

@@ -94,7 +94,7 @@ func BenchmarkBloom(b *testing.B) {
 			b.ReportAllocs()
 			n := 0
 			for i := 0; i < b.N; i++ {
-				if f.Check(keys[i&mask]) {
+				if f.Contains(keys[i&mask]) {
 					n++
 				}
 			}
@@ -304,7 +304,7 @@ func BenchmarkBloomLayout(b *testing.B) {
 		b.Run(name+"/blocked/Check", func(b *testing.B) {
 			n := 0
 			for i := 0; i < b.N; i++ {
-				if f.Check(keys[i&mask]) {
+				if f.Contains(keys[i&mask]) {
 					n++
 				}
 			}

@@ -29,7 +29,7 @@ func benchCBF(b *testing.B) *CountingBloom {
 		s.b, s.err = NewCountingBloom(CountingBloomConfig{Capacity: 1_000_000, FPRate: 0.01, Seed: benchSeed})
 		if s.err == nil {
 			_, u, _ := benchStreams()
-			_, s.err = s.b.AddMany(u.bytes[:len(u.bytes)/2])
+			_, s.err = s.b.AddBatch(u.bytes[:len(u.bytes)/2])
 		}
 	})
 	if s.err != nil {
@@ -66,7 +66,7 @@ func BenchmarkCountingBloom(b *testing.B) {
 		b.ReportAllocs()
 		n := 0
 		for i := 0; i < b.N; i++ {
-			n += int(f.CountOf(keys[i&mask]))
+			n += int(f.Estimate(keys[i&mask]))
 		}
 		benchSink.Add(uint64(n))
 	})
@@ -86,7 +86,7 @@ func BenchmarkCountingBloom(b *testing.B) {
 			n := 0
 			for i := 0; i < b.N; i += 256 {
 				start := i & mask &^ 255
-				m, _ := view.AddMany(keys[start : start+256])
+				m, _ := view.AddBatch(keys[start : start+256])
 				n += m
 			}
 			benchSink.Add(uint64(n))
@@ -196,7 +196,7 @@ func BenchmarkCountingBloomWalks(b *testing.B) {
 			b.ReportAllocs()
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
-				if err := dst.Clear(); err != nil {
+				if err := dst.Reset(); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -232,7 +232,7 @@ func BenchmarkCountingBloomBatch(b *testing.B) {
 			b.Fatal(err)
 		}
 		defer f.Close()
-		if _, err := f.AddMany(keys[:capacity/2]); err != nil {
+		if _, err := f.AddBatch(keys[:capacity/2]); err != nil {
 			b.Fatal(err)
 		}
 		for _, n := range []int{1, 2, 4, 8, 16, 256} {
@@ -243,7 +243,7 @@ func BenchmarkCountingBloomBatch(b *testing.B) {
 					added := 0
 					for i := 0; i < b.N; i += n {
 						start := i & mask // n divides the stream's length
-						m, _ := view.AddMany(keys[start : start+n])
+						m, _ := view.AddBatch(keys[start : start+n])
 						added += m
 					}
 					benchSink.Add(uint64(added))

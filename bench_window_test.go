@@ -246,7 +246,7 @@ func BenchmarkBloomWindowCheck(b *testing.B) {
 		b.ReportAllocs()
 		mask, n := len(keys)-1, 0
 		for i := 0; b.Loop(); i++ {
-			if f.Check(keys[i&mask]) {
+			if f.Contains(keys[i&mask]) {
 				n++
 			}
 		}
@@ -255,7 +255,7 @@ func BenchmarkBloomWindowCheck(b *testing.B) {
 		b.ReportAllocs()
 		mask, n := len(keys)-1, 0
 		for i := 0; b.Loop(); i++ {
-			if w.Check(keys[i&mask]) {
+			if w.Contains(keys[i&mask]) {
 				n++
 			}
 		}
@@ -304,12 +304,12 @@ func BenchmarkBloomWindowCheckBatch(b *testing.B) {
 		b.Run(bloomCoreName(core), func(b *testing.B) {
 			forBloomWindowSizes(b, func(b *testing.B, f *Bloom, keys [][]byte) {
 				f = f.withCore(core)
-				benchBloomBatches(b, keys, func(k [][]byte) { f.CheckBatch(k, out[:len(k)]) })
+				benchBloomBatches(b, keys, func(k [][]byte) { f.ContainsBatch(k, out[:len(k)]) })
 			}, func(b *testing.B, w *BloomWindow, keys [][]byte) {
 				old := w.core
 				w.core = core
 				defer func() { w.core = old }()
-				benchBloomBatches(b, keys, func(k [][]byte) { w.CheckBatch(k, out[:len(k)]) })
+				benchBloomBatches(b, keys, func(k [][]byte) { w.ContainsBatch(k, out[:len(k)]) })
 			})
 		})
 	}

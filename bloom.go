@@ -251,7 +251,7 @@ func validateBloomParams(capacity, fpBits, blocks, k uint64) error {
 // Past Capacity the rate climbs fast: at twice the capacity it is several
 // times FPRate. Watch Fill in Stats: it sits near one half at Capacity.
 type Bloom struct {
-	handle
+	Handle
 	l      bloomLayout
 	core   bloomCore // serves batches
 	stripe int       // this handle's stripe of the added and seen counts
@@ -429,10 +429,10 @@ func (b *Bloom) AddBatch(keys [][]byte, already []bool) error {
 	return b.after("add")
 }
 
-// Check reports whether key is probably in the filter. False is exact: a
-// key added before Check started (and not forgotten by Reset) is always
+// Contains reports whether key is probably in the filter. False is exact: a
+// key added before Contains started (and not forgotten by Reset) is always
 // found. A closed handle answers true: it never claims a key is absent.
-func (b *Bloom) Check(key []byte) bool {
+func (b *Bloom) Contains(key []byte) bool {
 	if !b.open.Load() {
 		return true
 	}
@@ -440,8 +440,8 @@ func (b *Bloom) Check(key []byte) bool {
 	return b.l.checkHashed(h1, hi) || !b.open.Load()
 }
 
-// CheckString is Check for a string key.
-func (b *Bloom) CheckString(key string) bool {
+// ContainsString is Check for a string key.
+func (b *Bloom) ContainsString(key string) bool {
 	if !b.open.Load() {
 		return true
 	}
@@ -449,11 +449,11 @@ func (b *Bloom) CheckString(key string) bool {
 	return b.l.checkHashed(h1, hi) || !b.open.Load()
 }
 
-// CheckBatch stores Check(keys[i]) in out[i]. out should have len(keys)
+// ContainsBatch stores Check(keys[i]) in out[i]. out should have len(keys)
 // elements: only the first min(len(keys), len(out)) keys are asked about.
 // Like AddBatch it fetches ahead on a filter past the caches. A closed
 // handle answers true for every key.
-func (b *Bloom) CheckBatch(keys [][]byte, out []bool) {
+func (b *Bloom) ContainsBatch(keys [][]byte, out []bool) {
 	n := min(len(keys), len(out))
 	keys, out = keys[:n], out[:n]
 	if b.open.Load() {

@@ -31,7 +31,7 @@ func ExampleOpenBloom() {
 		}
 		fmt.Println("run", id)
 	}
-	fmt.Println("job-3 seen:", seen.CheckString("job-3"))
+	fmt.Println("job-3 seen:", seen.ContainsString("job-3"))
 	st := seen.Stats()
 	fmt.Printf("%d hashes, %.1f bits a key, added %d, seen %d\n", st.Hashes, float64(st.Bits)/float64(st.Capacity), st.Added, st.Seen)
 	// Output:
@@ -57,7 +57,7 @@ func ExampleBloom_Merge() {
 		log.Fatal(err)
 	}
 	found := make([]bool, 3)
-	a.CheckBatch([][]byte{[]byte("alpha"), []byte("gamma"), []byte("delta")}, found)
+	a.ContainsBatch([][]byte{[]byte("alpha"), []byte("gamma"), []byte("delta")}, found)
 	fmt.Println(found)
 
 	other, _ := sketch.NewBloom(sketch.BloomConfig{Capacity: 10_000, FPRate: 0.01, Seed: 7})

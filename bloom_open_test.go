@@ -110,7 +110,7 @@ func TestBloom_OpenAttach(t *testing.T) {
 		if err != nil {
 			t.Fatalf("OpenBloom(%+v) of an existing filter: %v", c, err)
 		}
-		if !b.CheckString("k") || b.Capacity() != 5000 || b.Bits() != w.Bits() {
+		if !b.ContainsString("k") || b.Capacity() != 5000 || b.Bits() != w.Bits() {
 			t.Errorf("OpenBloom(%+v) does not see the filter: %v", c, b)
 		}
 		b.Close()
@@ -129,8 +129,8 @@ func TestBloom_OpenAttach(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !a.CheckString("k") || a.Path() != "" {
-		t.Errorf("AttachBloom: Check(k) = %v, Path() = %q", a.CheckString("k"), a.Path())
+	if !a.ContainsString("k") || a.Path() != "" {
+		t.Errorf("AttachBloom: Check(k) = %v, Path() = %q", a.ContainsString("k"), a.Path())
 	}
 	a.Close()
 	mf, err := NewBloomMemfd("m", cfg)
@@ -138,7 +138,7 @@ func TestBloom_OpenAttach(t *testing.T) {
 		t.Fatal(err)
 	}
 	mf.AddString("m")
-	if !mf.CheckString("m") {
+	if !mf.ContainsString("m") {
 		t.Error("memfd filter lost its key")
 	}
 	mf.Close()
@@ -152,7 +152,7 @@ func TestBloom_OpenAttach(t *testing.T) {
 	}
 	defer r.Close()
 	w.AddString("later")
-	if !r.ReadOnly() || !r.CheckString("k") || !r.CheckString("later") {
+	if !r.ReadOnly() || !r.ContainsString("k") || !r.ContainsString("later") {
 		t.Errorf("read-only view: ReadOnly() = %v, misses keys", r.ReadOnly())
 	}
 	if st := r.Stats(); !st.ReadOnly || st.Added != 2 {

@@ -217,16 +217,16 @@ func bloomParityRun(t *testing.T, cfg BloomConfig, ops []byte) {
 			}
 			for _, f := range fs {
 				for j, k := range keys {
-					if got := f.main.Check(k); got != want[j] {
+					if got := f.main.Contains(k); got != want[j] {
 						t.Fatalf("op %d: %s Check(%q) = %v, want %v", i/2, f.name(), k, got, want[j])
 					}
-					if got := f.main.CheckString(string(k)); got != want[j] {
+					if got := f.main.ContainsString(string(k)); got != want[j] {
 						t.Fatalf("op %d: %s CheckString(%q) = %v, want %v", i/2, f.name(), k, got, want[j])
 					}
 				}
 				got := make([]bool, len(keys))
 				if op%10 == 4 {
-					f.main.CheckBatch(keys, got)
+					f.main.ContainsBatch(keys, got)
 				} else {
 					f.core.checkBatch(&f.main.l, keys, got)
 				}

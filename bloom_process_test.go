@@ -63,7 +63,7 @@ func childBloomAdd() error {
 		time.Sleep(time.Millisecond) // the parent's context bounds this
 	}
 	for i := range all {
-		if !b.Check(bloomKey("p", i)) {
+		if !b.Contains(bloomKey("p", i)) {
 			return fmt.Errorf("key p-%d, added by another process, is missing", i)
 		}
 	}
@@ -113,7 +113,7 @@ func TestBloom_FourProcesses(t *testing.T) {
 	}
 	defer b.Close()
 	for i := range 4 * per {
-		if k := bloomKey("p", i); !b.Check(k) {
+		if k := bloomKey("p", i); !b.Contains(k) {
 			t.Fatalf("Check(%q) = false for a key a child added", k)
 		}
 	}

@@ -106,7 +106,7 @@ func bloomRate(b *Bloom, probes int) float64 {
 		for j := range n {
 			keys[j] = strconv.AppendInt(append(keys[j][:0], "absent-"...), int64(base+j), 10)
 		}
-		b.CheckBatch(keys[:n], out[:n])
+		b.ContainsBatch(keys[:n], out[:n])
 		for _, f := range out[:n] {
 			if f {
 				fp++
@@ -132,7 +132,7 @@ func TestBloom_FalsePositives(t *testing.T) {
 				b.core, b.l.prefetch = core, true // every batch through core
 				bloomFill(t, b, "in", 0, tc.n)
 				for i := range tc.n {
-					if k := bloomKey("in", i); !b.Check(k) {
+					if k := bloomKey("in", i); !b.Contains(k) {
 						t.Fatalf("Check(%q) = false for a key added", k)
 					}
 				}
@@ -261,7 +261,7 @@ func TestBloom_StatsResetClose(t *testing.T) {
 	if err := b.Reset(); err != nil {
 		t.Fatal(err)
 	}
-	if b.CheckString("a") {
+	if b.ContainsString("a") {
 		t.Error("Check(a) = true after Reset")
 	}
 	if st := b.Stats(); st.Set != 0 || st.Added != 0 || st.Seen != 0 || st.Estimated != 0 {
@@ -282,11 +282,11 @@ func TestBloom_StatsResetClose(t *testing.T) {
 			t.Errorf("%s after Close = %v, want ErrClosed", name, err)
 		}
 	}
-	if !b.CheckString("never") || !b.Check([]byte("never")) {
+	if !b.ContainsString("never") || !b.Contains([]byte("never")) {
 		t.Error("Check after Close = false, want true (a closed handle never claims absence)")
 	}
 	out := []bool{false, false}
-	b.CheckBatch([][]byte{[]byte("x"), []byte("y")}, out)
+	b.ContainsBatch([][]byte{[]byte("x"), []byte("y")}, out)
 	if !out[0] || !out[1] {
 		t.Errorf("CheckBatch after Close = %v, want all true", out)
 	}
@@ -294,8 +294,8 @@ func TestBloom_StatsResetClose(t *testing.T) {
 		t.Errorf("Stats() after Close = %+v, want closed and full", st)
 	}
 	var zero Bloom
-	if _, err := zero.Add([]byte("x")); !errors.Is(err, ErrClosed) || !zero.Check([]byte("x")) || !zero.Stats().Closed {
-		t.Errorf("zero Bloom: Add = %v, Check = %v, Stats = %+v", err, zero.Check([]byte("x")), zero.Stats())
+	if _, err := zero.Add([]byte("x")); !errors.Is(err, ErrClosed) || !zero.Contains([]byte("x")) || !zero.Stats().Closed {
+		t.Errorf("zero Bloom: Add = %v, Check = %v, Stats = %+v", err, zero.Contains([]byte("x")), zero.Stats())
 	}
 }
 
@@ -355,7 +355,7 @@ func TestBloom_Merge(t *testing.T) {
 		t.Errorf("Merge into a frozen filter = %v, want ErrFrozen", err)
 	}
 	fresh := mustBloom(t, cfg)
-	if err := fresh.Merge(parts[0]); err != nil || !fresh.Check(bloomKey("part0", 7)) {
+	if err := fresh.Merge(parts[0]); err != nil || !fresh.Contains(bloomKey("part0", 7)) {
 		t.Errorf("Merge of a frozen filter = %v", err)
 	}
 }
@@ -394,12 +394,12 @@ func TestBloom_Allocs(t *testing.T) {
 			}{
 				{"Add", func() { b.Add(key) }},
 				{"AddString", func() { b.AddString(skey) }},
-				{"Check", func() { b.Check(key) }},
-				{"CheckString", func() { b.CheckString(skey) }},
+				{"Check", func() { b.Contains(key) }},
+				{"CheckString", func() { b.ContainsString(skey) }},
 				{"AddBatch", func() { b.AddBatch(keys, nil) }},
 				{"AddBatch/already", func() { b.AddBatch(keys, out) }},
 				{"AddBatch/5", func() { b.AddBatch(keys[:5], out[:5]) }},
-				{"CheckBatch", func() { b.CheckBatch(keys, out) }},
+				{"CheckBatch", func() { b.ContainsBatch(keys, out) }},
 			} {
 				if n := testing.AllocsPerRun(100, tc.f); n != 0 {
 					t.Errorf("%s/ahead=%v: %s allocates %.1f times a call", core.name(), ahead, tc.name, n)
@@ -417,16 +417,16 @@ func TestBloom_BadArguments(t *testing.T) {
 	if err := b.AddBatch(keys, make([]bool, 1)); !errors.Is(err, ErrInvalidArgument) {
 		t.Errorf("AddBatch with 1 answer for 2 keys = %v, want ErrInvalidArgument", err)
 	}
-	if b.CheckString("a") {
+	if b.ContainsString("a") {
 		t.Error("a refused AddBatch added keys")
 	}
 	b.AddBatch(keys, nil)
 	out := make([]bool, 1)
-	b.CheckBatch(keys, out)
+	b.ContainsBatch(keys, out)
 	if !out[0] {
 		t.Errorf("CheckBatch with a short out = %v", out)
 	}
-	b.CheckBatch(keys[:1], make([]bool, 5))
+	b.ContainsBatch(keys[:1], make([]bool, 5))
 	if err := b.AddBatch(nil, nil); err != nil {
 		t.Errorf("AddBatch(nil) = %v", err)
 	}

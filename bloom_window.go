@@ -425,11 +425,11 @@ func (w *BloomWindow) AddBatch(keys [][]byte, already []bool) error {
 	return w.after("add")
 }
 
-// Check reports whether key is probably in the window: whether the filter
+// Contains reports whether key is probably in the window: whether the filter
 // of any of the last Keep periods has it. False is exact: a key added in
-// one of those periods before Check started, in any process, is always
+// one of those periods before Contains started, in any process, is always
 // found. A closed handle answers true: it never claims a key is absent.
-func (w *BloomWindow) Check(key []byte) bool {
+func (w *BloomWindow) Contains(key []byte) bool {
 	if !w.open.Load() {
 		return true
 	}
@@ -438,8 +438,8 @@ func (w *BloomWindow) Check(key []byte) bool {
 	return found || !w.open.Load()
 }
 
-// CheckString is Check for a string key.
-func (w *BloomWindow) CheckString(key string) bool {
+// ContainsString is Check for a string key.
+func (w *BloomWindow) ContainsString(key string) bool {
 	if !w.open.Load() {
 		return true
 	}
@@ -498,12 +498,12 @@ func (w *BloomWindow) checkHeld(lo, hi, p uint64) (found, ok bool) {
 	}
 }
 
-// CheckBatch stores Check(keys[i]) in out[i]. out should have len(keys)
+// ContainsBatch stores Check(keys[i]) in out[i]. out should have len(keys)
 // elements: only the first min(len(keys), len(out)) keys are asked about.
 // Each slot of the window is asked, as a Bloom filter's batch, about the
 // keys the newer slots did not have. A closed handle answers true for
 // every key.
-func (w *BloomWindow) CheckBatch(keys [][]byte, out []bool) {
+func (w *BloomWindow) ContainsBatch(keys [][]byte, out []bool) {
 	n := min(len(keys), len(out))
 	keys, out = keys[:n], out[:n]
 	if w.open.Load() {

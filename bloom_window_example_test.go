@@ -41,7 +41,7 @@ func ExampleOpenBloomWindow() {
 	run("job-2")
 	seen.Rotate()
 	seen.Rotate()
-	fmt.Println("periods 2-3 have job-2:", seen.CheckString("job-2"))
+	fmt.Println("periods 2-3 have job-2:", seen.ContainsString("job-2"))
 	run("job-2") // period 3: period 1 left the window
 	// Output:
 	// run job-1

@@ -318,7 +318,7 @@ func TestBloomWindow_KillClearer(t *testing.T) {
 			if st := w.Stats().Slots[0]; st.Set != 0 || st.Added != 0 {
 				t.Errorf("slot 0 of period 3 before any add: %+v, want it empty", st)
 			}
-			if w.CheckString("old") || w.CheckString("old-1") {
+			if w.ContainsString("old") || w.ContainsString("old-1") {
 				t.Error("Check finds keys of periods 0 and 1 in periods 2..3")
 			}
 			if already, err := w.AddString("new"); already || err != nil {

@@ -97,10 +97,10 @@ func TestBloomWindow_RotateRaceNoFalseNegative(t *testing.T) {
 				var found bool
 				if batch {
 					out := make([]bool, 1)
-					reader.CheckBatch([][]byte{key}, out)
+					reader.ContainsBatch([][]byte{key}, out)
 					found = out[0]
 				} else {
-					found = reader.Check(key)
+					found = reader.Contains(key)
 				}
 				p1 := reader.Current()
 				first := reader.ctl.first(p0)

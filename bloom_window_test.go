@@ -162,7 +162,7 @@ func TestBloomWindow_RotateExact(t *testing.T) {
 					// Every key added in the window is found.
 					for q := model.first(round); q <= round; q++ {
 						for _, k := range added[q] {
-							if !w.CheckString(k) {
+							if !w.ContainsString(k) {
 								t.Fatalf("round %d: Check(%q) = false for a key added in period %d", round, k, q)
 							}
 						}
@@ -173,10 +173,10 @@ func TestBloomWindow_RotateExact(t *testing.T) {
 						all[i] = bloomKey("k", i) // the last 500 never added
 					}
 					out := make([]bool, len(all))
-					w.CheckBatch(all, out)
+					w.ContainsBatch(all, out)
 					for i, k := range all {
 						want := model.check(k, round)
-						if got := w.Check(k); got != want || out[i] != want {
+						if got := w.Contains(k); got != want || out[i] != want {
 							t.Fatalf("round %d: Check(%q) = %v, CheckBatch %v, model says %v", round, k, got, out[i], want)
 						}
 					}
@@ -245,7 +245,7 @@ func TestBloomWindow_ExpiredRate(t *testing.T) {
 				for i := range keys {
 					keys[i] = bloomKey(prefix, i)
 				}
-				w.CheckBatch(keys, out)
+				w.ContainsBatch(keys, out)
 				found := 0
 				for _, f := range out {
 					if f {
@@ -435,7 +435,7 @@ func TestBloomWindow_ErrIncompatible(t *testing.T) {
 		if err != nil {
 			t.Fatalf("OpenBloomWindow(%+v, %+v): %v", tc.w, tc.cfg, err)
 		}
-		if w.Window() != win || w.Capacity() != bwinCfg.Capacity || w.Bits() != first.Bits() || w.Hashes() != first.Hashes() || !w.CheckString("k") {
+		if w.Window() != win || w.Capacity() != bwinCfg.Capacity || w.Bits() != first.Bits() || w.Hashes() != first.Hashes() || !w.ContainsString("k") {
 			t.Errorf("attached with %+v, %+v: %v, capacity %d", tc.w, tc.cfg, w, w.Capacity())
 		}
 		w.Close()
@@ -477,7 +477,7 @@ func TestBloomWindow_Arena(t *testing.T) {
 	}
 	w.Rotate()
 	w.Rotate()
-	if w2.CheckString("job-1") || w2.CheckString("job-2") {
+	if w2.ContainsString("job-1") || w2.ContainsString("job-2") {
 		t.Error("after two more turns the window still has the keys")
 	}
 	if _, err := b.BloomWindow("seen", Window{Keep: 3}, cfg); !errors.Is(err, ErrIncompatible) {
@@ -520,8 +520,8 @@ func TestBloomWindow_ViewsAndClose(t *testing.T) {
 			"AddBatch": w.AddBatch([][]byte{[]byte("x")}, nil), "Rotate": w.Rotate(), "Freeze": w.Freeze()}
 	}
 	ro := mustOpenBloomWindow(t, path, win, bwinCfg, ReadOnly())
-	if !ro.CheckString("k") || ro.CheckString("absent") {
-		t.Errorf("read-only Check(k), Check(absent) = %v, %v; want true, false", ro.CheckString("k"), ro.CheckString("absent"))
+	if !ro.ContainsString("k") || ro.ContainsString("absent") {
+		t.Errorf("read-only Check(k), Check(absent) = %v, %v; want true, false", ro.ContainsString("k"), ro.ContainsString("absent"))
 	}
 	for name, err := range mutators(ro) {
 		if !errors.Is(err, ErrReadOnly) {
@@ -539,8 +539,8 @@ func TestBloomWindow_ViewsAndClose(t *testing.T) {
 		}
 	}
 	for _, h := range []*BloomWindow{w, ro} {
-		if !h.CheckString("k") || h.CheckString("x") || h.Current() != frozenAt {
-			t.Errorf("frozen window: Check(k) = %v, Check(x) = %v at period %d, want true, false at %d", h.CheckString("k"), h.CheckString("x"), h.Current(), frozenAt)
+		if !h.ContainsString("k") || h.ContainsString("x") || h.Current() != frozenAt {
+			t.Errorf("frozen window: Check(k) = %v, Check(x) = %v at period %d, want true, false at %d", h.ContainsString("k"), h.ContainsString("x"), h.Current(), frozenAt)
 		}
 		if st := h.Stats(); !st.Frozen || st.Current != frozenAt {
 			t.Errorf("frozen window: Stats = %+v", st)
@@ -565,11 +565,11 @@ func TestBloomWindow_ViewsAndClose(t *testing.T) {
 	if err := w.Rotate(); !errors.Is(err, ErrClosed) {
 		t.Errorf("Rotate after Close = %v, want ErrClosed", err)
 	}
-	if !w.Check([]byte("never")) || !w.CheckString("never") {
+	if !w.Contains([]byte("never")) || !w.ContainsString("never") {
 		t.Error("Check after Close = false: a closed handle must not claim absence")
 	}
 	out := []bool{false}
-	w.CheckBatch([][]byte{[]byte("never")}, out)
+	w.ContainsBatch([][]byte{[]byte("never")}, out)
 	if !out[0] {
 		t.Error("CheckBatch after Close = false")
 	}
@@ -577,7 +577,7 @@ func TestBloomWindow_ViewsAndClose(t *testing.T) {
 		t.Errorf("Stats after Close = %+v", st)
 	}
 	var zero BloomWindow
-	if _, err := zero.Add([]byte("k")); !errors.Is(err, ErrClosed) || !zero.Check(nil) || zero.Close() != nil || zero.Current() != 0 {
+	if _, err := zero.Add([]byte("k")); !errors.Is(err, ErrClosed) || !zero.Contains(nil) || zero.Close() != nil || zero.Current() != 0 {
 		t.Errorf("zero BloomWindow: Add = %v", err)
 	}
 	_ = zero.String()
@@ -592,16 +592,16 @@ func TestBloomWindow_BadArguments(t *testing.T) {
 	if err := w.AddBatch(keys, make([]bool, 1)); !errors.Is(err, ErrInvalidArgument) {
 		t.Errorf("AddBatch with 1 answer for 2 keys = %v, want ErrInvalidArgument", err)
 	}
-	if w.CheckString("a") {
+	if w.ContainsString("a") {
 		t.Error("a refused AddBatch added keys")
 	}
 	w.AddBatch(keys, nil)
 	out := make([]bool, 1)
-	w.CheckBatch(keys, out)
+	w.ContainsBatch(keys, out)
 	if !out[0] {
 		t.Errorf("CheckBatch with a short out = %v", out)
 	}
-	w.CheckBatch(keys[:1], make([]bool, 5))
+	w.ContainsBatch(keys[:1], make([]bool, 5))
 	if err := w.AddBatch(nil, nil); err != nil {
 		t.Errorf("AddBatch(nil) = %v", err)
 	}
@@ -700,7 +700,7 @@ func TestBloomWindow_TakeOverDeadClearer(t *testing.T) {
 			if err != nil || already {
 				t.Fatalf("Add after a dead clearer = %v, %v; want new", already, err)
 			}
-			if w.CheckString("old") {
+			if w.ContainsString("old") {
 				t.Error("Check(old) = true: the slot was not cleared")
 			}
 			if got := atomic.LoadUint64(w.ctl.word(s)); got != heldWord(3) {
@@ -742,7 +742,7 @@ func TestBloomWindow_WaitsForLiveClearer(t *testing.T) {
 	done := mustBlock(t, func() { a.AddString("k") }, 30*time.Millisecond)
 	close(release)
 	<-done
-	if !a.CheckString("k") {
+	if !a.ContainsString("k") {
 		t.Error("Check(k) = false after the wait")
 	}
 	if st := a.Stats().Slots[1]; st.Period != 4 || st.Added != 1 {
@@ -776,12 +776,12 @@ func TestBloomWindow_NoAllocs(t *testing.T) {
 				{"Add", func() { w.Add(key) }},
 				{"AddString", func() { w.AddString(skey) }},
 				{"Add/new", func() { w.Add(keys[599]) }},
-				{"Check", func() { w.Check(key) }},
-				{"CheckString", func() { w.CheckString(skey) }},
-				{"Check/absent", func() { w.CheckString("absent") }},
+				{"Check", func() { w.Contains(key) }},
+				{"CheckString", func() { w.ContainsString(skey) }},
+				{"Check/absent", func() { w.ContainsString("absent") }},
 				{"AddBatch", func() { w.AddBatch(keys, nil) }},
 				{"AddBatch/already", func() { w.AddBatch(keys, out) }},
-				{"CheckBatch", func() { w.CheckBatch(keys, out) }},
+				{"CheckBatch", func() { w.ContainsBatch(keys, out) }},
 			} {
 				if n := testing.AllocsPerRun(100, tc.f); n != 0 {
 					t.Errorf("%s/ahead=%v: %s allocates %.1f times a call", core.name(), ahead, tc.name, n)
@@ -897,10 +897,10 @@ func TestBloomWindow_GarbageSlotWords(t *testing.T) {
 	if err := w.AddBatch([][]byte{[]byte("k")}, nil); !errors.Is(err, ErrCorrupt) {
 		t.Errorf("AddBatch = %v, want ErrCorrupt", err)
 	}
-	if w.CheckString("k") {
+	if w.ContainsString("k") {
 		t.Error("Check = true for a key never added")
 	}
-	w.CheckBatch([][]byte{[]byte("k")}, make([]bool, 1))
+	w.ContainsBatch([][]byte{[]byte("k")}, make([]bool, 1))
 }
 
 // TestBloomWindow_MemfdAttach: a window in a memfd, attached through a
@@ -928,8 +928,8 @@ func TestBloomWindow_MemfdAttach(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer a.Close()
-	if !a.CheckString("k") || a.Window() != win || a.Path() != "" {
-		t.Errorf("attached: Check(k) = %v, Window() = %+v, Path() = %q", a.CheckString("k"), a.Window(), a.Path())
+	if !a.ContainsString("k") || a.Window() != win || a.Path() != "" {
+		t.Errorf("attached: Check(k) = %v, Window() = %+v, Path() = %q", a.ContainsString("k"), a.Window(), a.Path())
 	}
 	if err := a.Rotate(); err != nil {
 		t.Fatal(err)

@@ -163,7 +163,7 @@ func validateCountingBloomEntry(e entry) error {
 // and Freeze its write lock; a process killed holding either is recovered
 // from within about 10 ms (docs/DESIGN.md).
 type CountingBloom struct {
-	handle
+	Handle
 	l      cbfLayout
 	core   countingBloomCore
 	lk     *fileLock // nil on a read-only handle
@@ -284,12 +284,12 @@ func (b *CountingBloom) AddString(key string) (bool, error) {
 	return b.Add(unsafe.Slice(unsafe.StringData(key), len(key)))
 }
 
-// AddMany adds every key under one acquisition of the lock and returns how
+// AddBatch adds every key under one acquisition of the lock and returns how
 // many were new. In the cgo build a batch of 8 keys or more (on a filter
 // past the caches, 2 or more) goes to the C core, 256 keys a crossing,
 // fetching counters ahead on a filter larger than a quarter of L2; at 256
 // keys a key costs a fraction of a single Add.
-func (b *CountingBloom) AddMany(keys [][]byte) (added int, err error) {
+func (b *CountingBloom) AddBatch(keys [][]byte) (added int, err error) {
 	if err := b.refuse("add"); err != nil {
 		return 0, err
 	}
@@ -318,11 +318,11 @@ func (b *CountingBloom) ContainsString(key string) bool {
 	return b.Contains(unsafe.Slice(unsafe.StringData(key), len(key)))
 }
 
-// CountOf returns how many times key is stored (added minus removed), 0 to
+// Estimate returns how many times key is stored (added minus removed), 0 to
 // 15: the smallest of its counters. Below 15 it is never under the truth
 // (collisions can only raise it); 15 means 15 or more. 0 means definitely
 // absent. A closed handle returns 15.
-func (b *CountingBloom) CountOf(key []byte) uint8 {
+func (b *CountingBloom) Estimate(key []byte) uint8 {
 	if !b.open.Load() {
 		return cbfMax
 	}
@@ -334,9 +334,9 @@ func (b *CountingBloom) CountOf(key []byte) uint8 {
 	return uint8(n)
 }
 
-// CountOfString is CountOf for a string key.
-func (b *CountingBloom) CountOfString(key string) uint8 {
-	return b.CountOf(unsafe.Slice(unsafe.StringData(key), len(key)))
+// EstimateString is CountOf for a string key.
+func (b *CountingBloom) EstimateString(key string) uint8 {
+	return b.Estimate(unsafe.Slice(unsafe.StringData(key), len(key)))
 }
 
 // Remove takes one copy of key out, if the filter contains it, and reports
@@ -366,8 +366,8 @@ func (b *CountingBloom) RemoveString(key string) (bool, error) {
 	return b.Remove(unsafe.Slice(unsafe.StringData(key), len(key)))
 }
 
-// Clear empties the filter, under the write lock.
-func (b *CountingBloom) Clear() error {
+// Reset empties the filter, under the write lock.
+func (b *CountingBloom) Reset() error {
 	return b.exclusive("clear", func() error {
 		b.core.clear(&b.l)
 		return nil

@@ -186,7 +186,7 @@ func cbfParityRun(t *testing.T, cfg CountingBloomConfig, ops []byte) {
 			want := ref.addMany(keys)
 			ref.ops++
 			for _, f := range fs {
-				if got, err := f.main.AddMany(keys); err != nil || got != want {
+				if got, err := f.main.AddBatch(keys); err != nil || got != want {
 					t.Fatalf("op %d: %s AddMany(%d keys from %q) = %d, %v, want %d", i/2, f.core.name(), len(keys), key, got, err, want)
 				}
 			}
@@ -202,7 +202,7 @@ func cbfParityRun(t *testing.T, cfg CountingBloomConfig, ops []byte) {
 			for _, k := range [][]byte{key, cbfParityKey(arg + 1), cbfParityKey(arg ^ 0xff)} {
 				want := ref.countOf(k)
 				for _, f := range fs {
-					if got := f.main.CountOf(k); got != want {
+					if got := f.main.Estimate(k); got != want {
 						t.Fatalf("op %d: %s CountOf(%q) = %d, want %d", i/2, f.core.name(), k, got, want)
 					}
 					if got := f.main.Contains(k); got != (want > 0) {
@@ -219,14 +219,14 @@ func cbfParityRun(t *testing.T, cfg CountingBloomConfig, ops []byte) {
 			wantRemoved := ref.remove(key)
 			ref.ops += 2
 			for _, f := range fs {
-				got, err := f.main.AddMany(keys)
+				got, err := f.main.AddBatch(keys)
 				if err != nil || got != want {
 					t.Fatalf("op %d: %s AddMany(17 x %q) = %d, %v, want %d", i/2, f.core.name(), key, got, err, want)
 				}
 				if got, err := f.main.Remove(key); err != nil || got != wantRemoved {
 					t.Fatalf("op %d: %s Remove(saturated %q) = %v, %v, want %v", i/2, f.core.name(), key, got, err, wantRemoved)
 				}
-				if got, want := f.main.CountOf(key), ref.countOf(key); got != want {
+				if got, want := f.main.Estimate(key), ref.countOf(key); got != want {
 					t.Fatalf("op %d: %s CountOf(saturated %q) = %d, want %d", i/2, f.core.name(), key, got, want)
 				}
 			}
@@ -235,7 +235,7 @@ func cbfParityRun(t *testing.T, cfg CountingBloomConfig, ops []byte) {
 				keys := batch(arg)
 				want := refOther.addMany(keys)
 				for _, f := range fs {
-					if got, err := f.other.AddMany(keys); err != nil || got != want {
+					if got, err := f.other.AddBatch(keys); err != nil || got != want {
 						t.Fatalf("op %d: %s other.AddMany(%d keys) = %d, %v, want %d", i/2, f.core.name(), len(keys), got, err, want)
 					}
 				}
@@ -254,7 +254,7 @@ func cbfParityRun(t *testing.T, cfg CountingBloomConfig, ops []byte) {
 				clear(ref.c)
 				ref.ops++
 				for _, f := range fs {
-					if err := f.main.Clear(); err != nil {
+					if err := f.main.Reset(); err != nil {
 						t.Fatalf("op %d: %s Clear: %v", i/2, f.core.name(), err)
 					}
 				}
@@ -262,7 +262,7 @@ func cbfParityRun(t *testing.T, cfg CountingBloomConfig, ops []byte) {
 				clear(refOther.c)
 				refOther.ops++
 				for _, f := range fs {
-					if err := f.other.Clear(); err != nil {
+					if err := f.other.Reset(); err != nil {
 						t.Fatalf("op %d: %s other.Clear: %v", i/2, f.core.name(), err)
 					}
 				}
@@ -375,7 +375,7 @@ func TestParityCountingBloom_Frozen(t *testing.T) {
 		}
 		defer b.Close()
 		b.core = core
-		if _, err := b.AddMany([][]byte{[]byte("a")}); err != nil {
+		if _, err := b.AddBatch([][]byte{[]byte("a")}); err != nil {
 			t.Fatal(err)
 		}
 		before := append([]byte(nil), b.m.entryBytes()[stripesBytes:]...)
@@ -418,7 +418,7 @@ func TestParityCountingBloom_AddManyWaits(t *testing.T) {
 			b.lk.lock()
 			done := make(chan int)
 			go func() {
-				added, err := b.AddMany(keys)
+				added, err := b.AddBatch(keys)
 				if err != nil {
 					t.Error(err)
 				}

@@ -64,7 +64,7 @@ func childCBFAdd() error {
 			batch = append(batch, cbfKey("p", i))
 		}
 	}
-	if _, err := b.AddMany(batch); err != nil {
+	if _, err := b.AddBatch(batch); err != nil {
 		return err
 	}
 	for range 3 {
@@ -113,7 +113,7 @@ func TestCountingBloom_FourProcesses(t *testing.T) {
 	if missing != 0 {
 		t.Errorf("%d of %d added keys are missing", missing, 4*per)
 	}
-	if got := b.CountOfString("shared"); got != 12 {
+	if got := b.EstimateString("shared"); got != 12 {
 		t.Errorf("CountOf(shared) = %d, want 12", got)
 	}
 	for range 12 {
@@ -141,9 +141,9 @@ func childCBFLoop() error {
 	for {
 		switch os.Getenv(envCBFLoop) {
 		case "addmany":
-			_, err = b.AddMany(keys)
+			_, err = b.AddBatch(keys)
 		default:
-			err = b.Clear()
+			err = b.Reset()
 		}
 		if err != nil {
 			return err
@@ -173,13 +173,13 @@ func TestCountingBloom_KillLockHolder(t *testing.T) {
 				// in either of its loops.
 				done := make(chan error, 1)
 				if parked {
-					go func() { done <- b.Clear() }()
+					go func() { done <- b.Reset() }()
 				}
 				killed := time.Now()
 				child.cmd.Process.Signal(syscall.SIGKILL)
 				<-child.done
 				if !parked {
-					go func() { done <- b.Clear() }()
+					go func() { done <- b.Reset() }()
 				}
 				select {
 				case err := <-done:

@@ -84,7 +84,7 @@ func TestCountingBloom_Oracles(t *testing.T) {
 		if !b.Contains([]byte(k)) {
 			t.Fatalf("Contains(%q) = false for an added item", k)
 		}
-		if got := b.CountOf([]byte(k)); int(got) < min(times, 15) {
+		if got := b.Estimate([]byte(k)); int(got) < min(times, 15) {
 			t.Fatalf("CountOf(%q) = %d, added %d times", k, got, times)
 		}
 	}
@@ -140,13 +140,13 @@ func TestCountingBloom_AddRemove(t *testing.T) {
 	for range 20 {
 		b.Add(hot)
 	}
-	if got := b.CountOf(hot); got != 15 {
+	if got := b.Estimate(hot); got != 15 {
 		t.Errorf("CountOf after 20 adds = %d, want 15 (saturated)", got)
 	}
 	if removed, _ := b.Remove(hot); !removed {
 		t.Error("Remove of a saturated item = false, want true")
 	}
-	if got := b.CountOf(hot); got != 15 {
+	if got := b.Estimate(hot); got != 15 {
 		t.Errorf("CountOf after removing a saturated item = %d, want 15 (it sticks)", got)
 	}
 }
@@ -166,14 +166,14 @@ func TestCountingBloom_MergeAndClear(t *testing.T) {
 		t.Fatalf("Merge: %v", err)
 	}
 	for i := range 2000 {
-		if !a.Contains(cbfKey("a", i)) || a.CountOf(cbfKey("b", i)) < 2 {
-			t.Fatalf("after Merge: Contains(a-%d) = %v, CountOf(b-%d) = %d", i, a.Contains(cbfKey("a", i)), i, a.CountOf(cbfKey("b", i)))
+		if !a.Contains(cbfKey("a", i)) || a.Estimate(cbfKey("b", i)) < 2 {
+			t.Fatalf("after Merge: Contains(a-%d) = %v, CountOf(b-%d) = %d", i, a.Contains(cbfKey("a", i)), i, a.Estimate(cbfKey("b", i)))
 		}
 	}
 	if err := a.Merge(a); err != nil {
 		t.Fatalf("Merge with itself: %v", err)
 	}
-	if got := a.CountOf(cbfKey("b", 7)); got < 4 {
+	if got := a.Estimate(cbfKey("b", 7)); got < 4 {
 		t.Errorf("CountOf after merging with itself = %d, want >= 4", got)
 	}
 	for _, other := range []CountingBloomConfig{{Capacity: 50_000, Seed: 9}, {Capacity: 5000, Seed: 10}} {
@@ -181,7 +181,7 @@ func TestCountingBloom_MergeAndClear(t *testing.T) {
 			t.Errorf("Merge of %+v = %v, want ErrIncompatible", other, err)
 		}
 	}
-	if err := a.Clear(); err != nil {
+	if err := a.Reset(); err != nil {
 		t.Fatal(err)
 	}
 	if st := a.Stats(); st.CountersSet != 0 || a.Contains(cbfKey("a", 1)) {
@@ -213,7 +213,7 @@ func TestCountingBloom_Concurrent(t *testing.T) {
 					}
 				}
 			}
-			if _, err := b.AddMany(batch); err != nil {
+			if _, err := b.AddBatch(batch); err != nil {
 				t.Error(err)
 			}
 		})
@@ -244,7 +244,7 @@ func TestCountingBloom_Views(t *testing.T) {
 	}
 	defer ro.Close()
 	cbfMutationsFail(t, ro, ErrReadOnly)
-	if !ro.Contains([]byte("x")) || ro.CountOf([]byte("x")) != 1 {
+	if !ro.Contains([]byte("x")) || ro.Estimate([]byte("x")) != 1 {
 		t.Error("the read-only view does not see the item")
 	}
 	if err := b.Freeze(); err != nil {
@@ -272,10 +272,10 @@ func TestCountingBloom_Views(t *testing.T) {
 func cbfMutationsFail(t *testing.T, b *CountingBloom, want error) {
 	t.Helper()
 	_, add := b.Add([]byte("y"))
-	_, many := b.AddMany([][]byte{[]byte("y")})
+	_, many := b.AddBatch([][]byte{[]byte("y")})
 	_, rm := b.Remove([]byte("x"))
 	for name, err := range map[string]error{
-		"Add": add, "AddMany": many, "Remove": rm, "Clear": b.Clear(),
+		"Add": add, "AddMany": many, "Remove": rm, "Clear": b.Reset(),
 		"Merge": b.Merge(b), "Freeze": b.Freeze(),
 	} {
 		if !errors.Is(err, want) {
@@ -295,7 +295,7 @@ func TestCountingBloom_Closed(t *testing.T) {
 	var zero CountingBloom
 	for _, h := range []*CountingBloom{b, &zero} {
 		cbfMutationsFail(t, h, ErrClosed)
-		if !h.Contains([]byte("never added")) || h.CountOf([]byte("z")) != 15 {
+		if !h.Contains([]byte("never added")) || h.Estimate([]byte("z")) != 15 {
 			t.Errorf("a closed handle reports an item absent")
 		}
 		if st := h.Stats(); !st.Closed {
@@ -312,9 +312,9 @@ func TestCountingBloom_Allocs(t *testing.T) {
 	for name, f := range map[string]func(){
 		"Add":      func() { b.Add(k) },
 		"Contains": func() { b.Contains(k) },
-		"CountOf":  func() { b.CountOf(k) },
+		"CountOf":  func() { b.Estimate(k) },
 		"Remove":   func() { b.Remove(k) },
-		"AddMany":  func() { b.AddMany(keys) },
+		"AddMany":  func() { b.AddBatch(keys) },
 	} {
 		if n := testing.AllocsPerRun(100, f); n != 0 {
 			t.Errorf("%s allocates %.1f times a call", name, n)

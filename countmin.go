@@ -58,7 +58,7 @@ const (
 // have landed in some rows of the file and not others, as a killed
 // process's add would (Check reports ErrTornAdd; nothing needs repair).
 type CountMin struct {
-	handle
+	Handle
 	l    cmsLayout
 	core countMinCore // serves batches and whole-array walks
 }

@@ -158,11 +158,11 @@ func TestWindows_ZeroValue(t *testing.T) {
 	if err := b.AddBatch([][]byte{k}, make([]bool, 1)); !errors.Is(err, ErrClosed) {
 		t.Errorf("Bloom window AddBatch: %v", err)
 	}
-	if !b.Check(k) || !b.CheckString("k") {
+	if !b.Contains(k) || !b.ContainsString("k") {
 		t.Error("Bloom window Check of the zero value is not true")
 	}
 	res := []bool{false}
-	b.CheckBatch([][]byte{k}, res)
+	b.ContainsBatch([][]byte{k}, res)
 	if !res[0] {
 		t.Error("Bloom window CheckBatch of the zero value is not true")
 	}

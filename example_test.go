@@ -144,7 +144,7 @@ func ExampleOpenCountingBloom() {
 	isNew, _ := seen.AddString("token-1")
 	fmt.Println("new:", isNew)
 	isNew, _ = seen.AddString("token-1")
-	fmt.Println("new again:", isNew, "count:", seen.CountOfString("token-1"))
+	fmt.Println("new again:", isNew, "count:", seen.EstimateString("token-1"))
 	seen.RemoveString("token-1")
 	fmt.Println("after one remove:", seen.ContainsString("token-1"))
 	seen.RemoveString("token-1")
@@ -170,7 +170,7 @@ func ExampleCountingBloom_Freeze() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	known.AddMany([][]byte{[]byte("alice"), []byte("bob")})
+	known.AddBatch([][]byte{[]byte("alice"), []byte("bob")})
 	if err := known.Freeze(); err != nil {
 		log.Fatal(err)
 	}
@@ -270,7 +270,7 @@ func ExampleRemove() {
 	}
 	_, err = os.Stat(path)
 	fmt.Println("file gone:", errors.Is(err, os.ErrNotExist))
-	fmt.Println("handle still answers:", b.CheckString("alice"))
+	fmt.Println("handle still answers:", b.ContainsString("alice"))
 	b.Close()
 
 	notes := filepath.Join(dir, "notes.txt")

@@ -27,7 +27,7 @@ func TestFilters_SmallRateFloor(t *testing.T) {
 	}{
 		{"countingbloom", func(t *testing.T, capacity int, seed uint64, keys [][]byte) (func([]byte) bool, string) {
 			b := mustCBF(t, CountingBloomConfig{Capacity: uint64(capacity), FPRate: rate, Seed: seed})
-			if _, err := b.AddMany(keys); err != nil {
+			if _, err := b.AddBatch(keys); err != nil {
 				t.Fatal(err)
 			}
 			return b.Contains, fmt.Sprintf("%d counters, k %d", b.Counters(), b.Hashes())
@@ -38,7 +38,7 @@ func TestFilters_SmallRateFloor(t *testing.T) {
 				t.Fatal(err)
 			}
 			st := b.Stats()
-			return b.Check, fmt.Sprintf("%d bits, k %d", st.Bits, st.Hashes)
+			return b.Contains, fmt.Sprintf("%d bits, k %d", st.Bits, st.Hashes)
 		}},
 	}
 	// Forty filters of 10 keys, where the floor shows, and one of 5000.

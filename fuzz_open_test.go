@@ -186,10 +186,10 @@ func fuzzCountMin(c *CountMin) {
 func fuzzBloom(t *testing.T, b *Bloom) {
 	b.AddString("x")
 	b.AddBatch(fuzzKeys, make([]bool, len(fuzzKeys)))
-	if !b.CheckString("x") && !b.Frozen() && !b.ReadOnly() {
+	if !b.ContainsString("x") && !b.Frozen() && !b.ReadOnly() {
 		t.Error("Bloom: Check(x) = false after Add(x)")
 	}
-	b.CheckBatch(fuzzKeys, make([]bool, len(fuzzKeys)))
+	b.ContainsBatch(fuzzKeys, make([]bool, len(fuzzKeys)))
 	b.Stats()
 	b.Merge(b)
 	b.Reset()
@@ -197,13 +197,13 @@ func fuzzBloom(t *testing.T, b *Bloom) {
 
 func fuzzCountingBloom(b *CountingBloom) {
 	b.AddString("x")
-	b.AddMany(fuzzKeys)
+	b.AddBatch(fuzzKeys)
 	b.ContainsString("x")
-	b.CountOfString("k1")
+	b.EstimateString("k1")
 	b.RemoveString("x")
 	b.Stats()
 	b.Merge(b)
-	b.Clear()
+	b.Reset()
 }
 
 func fuzzCountMinWindow(w *CountMinWindow) {
@@ -222,12 +222,12 @@ func fuzzCountMinWindow(w *CountMinWindow) {
 func fuzzBloomWindow(w *BloomWindow) {
 	w.AddString("x")
 	w.AddBatch(fuzzKeys, make([]bool, len(fuzzKeys)))
-	w.CheckString("x")
-	w.CheckBatch(fuzzKeys, make([]bool, len(fuzzKeys)))
+	w.ContainsString("x")
+	w.ContainsBatch(fuzzKeys, make([]bool, len(fuzzKeys)))
 	w.Current()
 	w.Stats()
 	w.Rotate()
-	w.Check([]byte("y"))
+	w.Contains([]byte("y"))
 }
 
 // fuzzArena opens every listed structure by its kind, with the config the

@@ -6,10 +6,10 @@ import (
 	"sync/atomic"
 )
 
-// handle is what every structure's handle holds beside its own layout: the
-// mapping, whether the handle is open and read-only, and the file's sealed
+// Handle is what every structure's Handle holds beside its own layout: the
+// mapping, whether the Handle is open and read-only, and the file's sealed
 // word; and the methods that are the same for every structure.
-type handle struct {
+type Handle struct {
 	m *mapping
 	// open is set by the constructors and cleared by Close. Every call
 	// loads it: a word of this handle that only Close writes, so the load
@@ -27,13 +27,13 @@ type handle struct {
 }
 
 // init fills the handle from its mapping; the constructor opens it last.
-func (h *handle) init(m *mapping) {
+func (h *Handle) init(m *mapping) {
 	h.m, h.ro, h.sealed = m, m.readOnly, sealedWord(m.data)
 }
 
 // Path returns the file's path, or "" for a memfd, an inherited
 // descriptor or an in-memory structure.
-func (h *handle) Path() string {
+func (h *Handle) Path() string {
 	if h.m == nil {
 		return ""
 	}
@@ -44,7 +44,7 @@ func (h *handle) Path() string {
 // process (exec.Cmd.ExtraFiles) that attaches with the structure's Attach
 // function (AttachCountMin, AttachBloom, AttachCountingBloom, AttachArena,
 // and so on). The caller owns it and closes it.
-func (h *handle) File() (*os.File, error) {
+func (h *Handle) File() (*os.File, error) {
 	if h.m == nil {
 		return nil, h.closedErr("file")
 	}
@@ -53,7 +53,7 @@ func (h *handle) File() (*os.File, error) {
 
 // Sync flushes the mapping to the file and reports a write error, such as
 // a full disk on a filesystem that allocates at writeback.
-func (h *handle) Sync() error {
+func (h *Handle) Sync() error {
 	if h.m == nil {
 		return h.closedErr("sync")
 	}
@@ -70,7 +70,7 @@ func (h *handle) Sync() error {
 // replacement can race). It works on a read-only handle too: it changes
 // the directory, not the file, and needs write permission on the
 // directory only (Remove does the same by path, without a handle).
-func (h *handle) Unlink() error {
+func (h *Handle) Unlink() error {
 	if h.m == nil {
 		return nil
 	}
@@ -83,7 +83,7 @@ func (h *handle) Unlink() error {
 // never held), so it is in no message, String or Stats. It is for creating
 // structures that merge with this one, which needs the same seed: pass it
 // to WithSeed when creating each host's file. A zero handle returns 0.
-func (h *handle) Seed() uint64 {
+func (h *Handle) Seed() uint64 {
 	if h.m == nil {
 		return 0
 	}
@@ -91,15 +91,15 @@ func (h *handle) Seed() uint64 {
 }
 
 // Frozen reports whether the file is sealed (Freeze).
-func (h *handle) Frozen() bool { return h.open.Load() && atomic.LoadUint32(h.sealed) != 0 }
+func (h *Handle) Frozen() bool { return h.open.Load() && atomic.LoadUint32(h.sealed) != 0 }
 
 // ReadOnly reports whether the handle was opened with ReadOnly, or is the
 // handle that froze the file (Freeze): neither writes to it any more.
-func (h *handle) ReadOnly() bool { return h.ro || h.froze.Load() }
+func (h *Handle) ReadOnly() bool { return h.ro || h.froze.Load() }
 
 // close is Close for every structure: calls after it report the handle
 // closed, and the mapping swaps its pages for a placeholder (mapping.close).
-func (h *handle) close() error {
+func (h *Handle) close() error {
 	if h.m == nil {
 		return nil
 	}
@@ -107,7 +107,7 @@ func (h *handle) close() error {
 	return h.m.close()
 }
 
-func (h *handle) name() string {
+func (h *Handle) name() string {
 	if h.m == nil {
 		return "(zero value)"
 	}
@@ -116,7 +116,7 @@ func (h *handle) name() string {
 
 // refuse returns why a mutator may not run: the handle is closed (or the
 // zero value), read-only, or the file is sealed; nil when it may.
-func (h *handle) refuse(op string) error {
+func (h *Handle) refuse(op string) error {
 	switch {
 	case !h.open.Load():
 		return h.closedErr(op)
@@ -129,13 +129,13 @@ func (h *handle) refuse(op string) error {
 }
 
 // after reports a handle closed while its call ran.
-func (h *handle) after(op string) error {
+func (h *Handle) after(op string) error {
 	if !h.open.Load() {
 		return h.closedErr(op)
 	}
 	return nil
 }
 
-func (h *handle) closedErr(op string) error {
+func (h *Handle) closedErr(op string) error {
 	return fmt.Errorf("sketch: %s %s: %w", op, h.name(), ErrClosed)
 }

@@ -145,7 +145,7 @@ func TestSeed_MergeBloom(t *testing.T) {
 		add:    func(b *Bloom, key string) error { _, err := b.AddString(key); return err },
 		merge:  func(dst, src *Bloom) error { return dst.Merge(src) },
 		count: func(b *Bloom, key string) uint64 {
-			if b.CheckString(key) {
+			if b.ContainsString(key) {
 				return 1
 			}
 			return 0
@@ -163,7 +163,7 @@ func TestSeed_MergeCountingBloom(t *testing.T) {
 		arena:  func(a *Arena) (*CountingBloom, error) { return a.CountingBloom("cbf", cfg) },
 		add:    func(b *CountingBloom, key string) error { _, err := b.AddString(key); return err },
 		merge:  func(dst, src *CountingBloom) error { return dst.Merge(src) },
-		count:  func(b *CountingBloom, key string) uint64 { return uint64(b.CountOfString(key)) },
+		count:  func(b *CountingBloom, key string) uint64 { return uint64(b.EstimateString(key)) },
 	})
 }
 

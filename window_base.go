@@ -17,7 +17,7 @@ import (
 
 // windowBase is embedded first in CountMinWindow and BloomWindow.
 type windowBase struct {
-	handle
+	Handle
 	ctl windowCtl
 	win Window
 }

@@ -87,7 +87,7 @@ func TestBloomWindow_RotateWithLateTimer(t *testing.T) {
 	if late.Current() != early.Current() {
 		t.Errorf("handles disagree on the period after Rotate: %d and %d", late.Current(), early.Current())
 	}
-	if !early.CheckString("after") {
+	if !early.ContainsString("after") {
 		t.Error("a key added after Rotate returned is not found through the other handle")
 	}
 }

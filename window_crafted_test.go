@@ -98,8 +98,8 @@ func TestBloomWindow_CraftedPeriodWords(t *testing.T) {
 			}
 			defer h.Close()
 			k := [][]byte{[]byte("k")}
-			mustNotPanic(t, "Check", func() { h.Check(k[0]) })
-			mustNotPanic(t, "CheckBatch", func() { h.CheckBatch(k, make([]bool, 1)) })
+			mustNotPanic(t, "Check", func() { h.Contains(k[0]) })
+			mustNotPanic(t, "CheckBatch", func() { h.ContainsBatch(k, make([]bool, 1)) })
 			mustNotPanic(t, "Stats", func() { h.Stats() })
 		})
 	}

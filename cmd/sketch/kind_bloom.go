@@ -76,7 +76,7 @@ func (a bloomAnswer) weight() uint64 {
 
 func (s *bloom) query(keys [][]byte) []answer {
 	in := make([]bool, len(keys))
-	s.b.CheckBatch(keys, in) // a closed handle answers present: never a false "absent"
+	s.b.ContainsBatch(keys, in) // a closed handle answers present: never a false "absent"
 	out := make([]answer, len(keys))
 	for i, k := range keys {
 		out[i] = bloomAnswer{Key: string(k), Present: in[i]}

@@ -53,7 +53,7 @@ func (s *bloomWindow) addKey(key []byte, n uint64) (answer, error) {
 // query answers over the window: false is exact for the periods covered.
 func (s *bloomWindow) query(keys [][]byte) []answer {
 	in := make([]bool, len(keys))
-	s.w.CheckBatch(keys, in) // a closed handle answers present: never a false "absent"
+	s.w.ContainsBatch(keys, in) // a closed handle answers present: never a false "absent"
 	out := make([]answer, len(keys))
 	for i, k := range keys {
 		out[i] = bloomAnswer{Key: string(k), Present: in[i]}

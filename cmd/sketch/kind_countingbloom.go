@@ -38,7 +38,7 @@ const cbfSaturated = 15
 
 func (s *countingBloom) add(keys [][]byte, weights []uint64) error {
 	if weights == nil {
-		_, err := s.b.AddMany(keys)
+		_, err := s.b.AddBatch(keys)
 		return err
 	}
 	for i, k := range keys {
@@ -74,7 +74,7 @@ func (a cbfAnswer) weight() uint64 { return uint64(a.Count) }
 func (s *countingBloom) query(keys [][]byte) []answer {
 	out := make([]answer, len(keys))
 	for i, k := range keys {
-		n := s.b.CountOf(k)
+		n := s.b.Estimate(k)
 		out[i] = cbfAnswer{Key: string(k), Count: n, Present: n > 0}
 	}
 	return out
@@ -114,7 +114,7 @@ func (s *countingBloom) sample() sample {
 // valid, and a crash leaves nothing to repair (docs/DESIGN.md). What the
 // lock shows is checked by the command.
 func (s *countingBloom) check() error  { return nil }
-func (s *countingBloom) reset() error  { return s.b.Clear() }
+func (s *countingBloom) reset() error  { return s.b.Reset() }
 func (s *countingBloom) freeze() error { return s.b.Freeze() }
 func (s *countingBloom) unlink() error { return s.b.Unlink() }
 

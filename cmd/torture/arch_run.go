@@ -336,7 +336,7 @@ func (kl *armKiller) killOne(k killTiming) error {
 		return err
 	}
 	in := make(chan error, 1)
-	go func() { in <- kl.f.probe.Clear() }()
+	go func() { in <- kl.f.probe.Reset() }()
 	select {
 	case err := <-in:
 		k.took = time.Since(killed)

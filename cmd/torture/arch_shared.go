@@ -95,7 +95,7 @@ func (f *sharedFiles) step(keys [][]byte, s uint64) error {
 	case opBloomBatch:
 		err = f.bf.AddBatch(batch, nil)
 	case opCountingBloom:
-		_, err = f.cbf.AddMany(batch)
+		_, err = f.cbf.AddBatch(batch)
 	case opCountMinWindow:
 		err = f.cmw.AddBatch(batch, nil)
 	case opBloomWindow:
@@ -161,7 +161,7 @@ func roleArchAdder(fs *flag.FlagSet, args []string) error {
 		atomic.StoreUint64(&w[arSteps], s+1)
 		if *hold > 0 && s%*hold == 0 {
 			atomic.StoreUint64(&w[arPhase], pid)
-			err := f.hold.Clear()
+			err := f.hold.Reset()
 			atomic.StoreUint64(&w[arPhase], 0)
 			if err != nil {
 				return err
@@ -255,13 +255,13 @@ func roleArchCheck(fs *flag.FlagSet, args []string) error {
 		res.Answers += 5
 		between("Count-Min Estimate", k, f.cms.Estimate(kb), lo.countMin, hi.countMin, collideCM[k])
 		between("Count-Min window Estimate", k, f.cmw.Estimate(kb), lo.window, hi.window, collideW[k])
-		if got, want := f.cbf.CountOf(kb), min(lo.countingBloom, 15); uint64(got) < want {
+		if got, want := f.cbf.Estimate(kb), min(lo.countingBloom, 15); uint64(got) < want {
 			problem(&res.Low, "counting Bloom CountOf(%q) = %d, want >= %d", k, got, want)
 		}
-		if lo.bloom && !f.bf.Check(kb) {
+		if lo.bloom && !f.bf.Contains(kb) {
 			problem(&res.Low, "Bloom Check(%q) = false after an add returned", k)
 		}
-		if lo.bloomWindow && !f.bw.Check(kb) {
+		if lo.bloomWindow && !f.bw.Contains(kb) {
 			problem(&res.Low, "Bloom window Check(%q) = false after an add returned", k)
 		}
 	}
@@ -271,7 +271,7 @@ func roleArchCheck(fs *flag.FlagSet, args []string) error {
 	absent := 0
 	for i := 0; i < archControlKeys; i++ {
 		kb := fmt.Appendf(nil, "arch-never-%03d", i)
-		if f.cms.Estimate(kb) == 0 && f.cmw.Estimate(kb) == 0 && !f.bf.Check(kb) && !f.bw.Check(kb) && !f.cbf.Contains(kb) {
+		if f.cms.Estimate(kb) == 0 && f.cmw.Estimate(kb) == 0 && !f.bf.Contains(kb) && !f.bw.Contains(kb) && !f.cbf.Contains(kb) {
 			absent++
 		}
 	}

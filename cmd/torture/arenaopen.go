@@ -81,7 +81,7 @@ func (o *arenaStruct) addBatch(keys [][]byte) error {
 	case o.bf != nil:
 		err = o.bf.AddBatch(keys, nil)
 	case o.cbf != nil:
-		_, err = o.cbf.AddMany(keys)
+		_, err = o.cbf.AddBatch(keys)
 	case o.bw != nil:
 		err = o.bw.AddBatch(keys, nil)
 	}
@@ -98,11 +98,11 @@ func (o *arenaStruct) ask(key []byte) uint64 {
 	case o.cmw != nil:
 		return o.cmw.Estimate(key)
 	case o.bf != nil:
-		hit = o.bf.Check(key)
+		hit = o.bf.Contains(key)
 	case o.cbf != nil:
 		hit = o.cbf.Contains(key)
 	case o.bw != nil:
-		hit = o.bw.Check(key)
+		hit = o.bw.Contains(key)
 	}
 	if hit {
 		return 1

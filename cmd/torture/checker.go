@@ -114,10 +114,10 @@ func (c *checker) pass() {
 	}
 
 	if batch {
-		c.s.bf.CheckBatch(keyTable, c.hit)
+		c.s.bf.ContainsBatch(keyTable, c.hit)
 	} else {
 		for k := range keyTable {
-			c.hit[k] = c.s.bf.Check(keyTable[k])
+			c.hit[k] = c.s.bf.Contains(keyTable[k])
 		}
 	}
 	for k, h := range c.hit {
@@ -198,9 +198,9 @@ func (c *checker) countMinWindow(w *sketch.CountMinWindow, field int, batch bool
 func (c *checker) bloomWindow(w *sketch.BloomWindow, field int, batch bool, caught *[fields]int) {
 	lo, hi := c.lo, c.hi
 	c.askWindow(w.Current, batch, func() bool {
-		w.CheckBatch(keyTable, c.hit)
+		w.ContainsBatch(keyTable, c.hit)
 		return true
-	}, func(k int) { c.hit[k] = w.Check(keyTable[k]) })
+	}, func(k int) { c.hit[k] = w.Contains(keyTable[k]) })
 	c.countUncovered(field, lo, hi)
 	for k, h := range c.hit {
 		added := c.ws.landed(field, k, lo[k], hi[k]) != 0

@@ -138,7 +138,7 @@ func openFaultBloom(path string, size uint64, opts ...sketch.Option) (*faultHand
 		path: path,
 		add:  func(k []byte, _ uint64) error { _, err := b.Add(k); return err },
 		answer: func(k []byte) uint64 {
-			if b.Check(k) {
+			if b.Contains(k) {
 				return 1
 			}
 			return 0
@@ -173,15 +173,15 @@ func openFaultCountingBloom(path string, size uint64, opts ...sketch.Option) (*f
 			}
 			return nil
 		},
-		answer: func(k []byte) uint64 { return uint64(b.CountOf(k)) },
+		answer: func(k []byte) uint64 { return uint64(b.Estimate(k)) },
 		freeze: b.Freeze,
 		mutators: []namedCall{
 			{"Add", func() error { _, err := b.Add([]byte("x")); return err }},
 			{"AddString", func() error { _, err := b.AddString("x"); return err }},
-			{"AddMany", func() error { _, err := b.AddMany([][]byte{[]byte("x"), []byte("y")}); return err }},
+			{"AddMany", func() error { _, err := b.AddBatch([][]byte{[]byte("x"), []byte("y")}); return err }},
 			{"Remove", func() error { _, err := b.Remove([]byte("x")); return err }},
 			{"RemoveString", func() error { _, err := b.RemoveString("x"); return err }},
-			{"Clear", b.Clear},
+			{"Clear", b.Reset},
 			{"Merge", func() error { return b.Merge(b) }},
 			{"Freeze", b.Freeze},
 			{"Unlink", b.Unlink},
@@ -222,7 +222,7 @@ func openFaultBloomWindow(path string, size uint64, opts ...sketch.Option) (*fau
 		path: path,
 		add:  func(k []byte, _ uint64) error { _, err := w.Add(k); return err },
 		answer: func(k []byte) uint64 {
-			if w.Check(k) {
+			if w.Contains(k) {
 				return 1
 			}
 			return 0

@@ -251,7 +251,7 @@ func waiterRole(args []string) (*faultReport, error) {
 		time.Sleep(50 * time.Microsecond)
 	}
 	atomic.StoreUint64(&words[waitCalling], pid)
-	err = probe.Clear()
+	err = probe.Reset()
 	atomic.StoreUint64(&words[waitIn], uint64(time.Now().UnixNano()))
 	if err != nil {
 		return nil, err
@@ -287,9 +287,9 @@ func holderRole(args []string) (*faultReport, error) {
 	for {
 		atomic.StoreUint64(&words[holdInside], pid)
 		if *mode == "write" {
-			err = big.Clear()
+			err = big.Reset()
 		} else {
-			_, err = big.AddMany(keys)
+			_, err = big.AddBatch(keys)
 		}
 		atomic.StoreUint64(&words[holdInside], 0)
 		if err != nil {

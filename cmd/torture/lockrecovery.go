@@ -66,9 +66,9 @@ func runLockHolder(dir, mode string) error {
 	for {
 		atomic.StoreUint64(&phase[0], pid)
 		if mode == "write" {
-			err = big.Clear()
+			err = big.Reset()
 		} else {
-			_, err = big.AddMany(keys)
+			_, err = big.AddBatch(keys)
 		}
 		atomic.StoreUint64(&phase[0], 0)
 		if err != nil {
@@ -88,7 +88,7 @@ func runLockAdder(dir string) error {
 		for j := range keys {
 			keys[j] = fmt.Appendf(keys[j][:0], "add-%d-%d", os.Getpid(), i*len(keys)+j)
 		}
-		if _, err := big.AddMany(keys); err != nil {
+		if _, err := big.AddBatch(keys); err != nil {
 			return err
 		}
 	}
@@ -187,7 +187,7 @@ func killHolder(dir string, b build, mode string, phase []uint64, probe *sketch.
 		return 0, false, err
 	}
 	in := make(chan error, 1)
-	go func() { in <- probe.Clear() }()
+	go func() { in <- probe.Reset() }()
 	select {
 	case err := <-in:
 		d := time.Since(killed)

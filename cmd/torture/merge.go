@@ -80,10 +80,10 @@ func (m *merger) mergeCountingBloom(s *stormFiles, batch [][]byte) error {
 			return fmt.Errorf("counting bloom side filter: %w", err)
 		}
 		m.cbf = side
-	} else if err := m.cbf.Clear(); err != nil {
+	} else if err := m.cbf.Reset(); err != nil {
 		return fmt.Errorf("counting bloom side clear: %w", err)
 	}
-	if _, err := m.cbf.AddMany(batch); err != nil {
+	if _, err := m.cbf.AddBatch(batch); err != nil {
 		return fmt.Errorf("counting bloom side add many: %w", err)
 	}
 	if err := s.cbf.Merge(m.cbf); err != nil {

@@ -230,8 +230,8 @@ func (p *probe) countMinSteps(c *sketch.CountMin, rw bool) []namedStep {
 func (p *probe) bloomSteps(b *sketch.Bloom, rw bool) []namedStep {
 	out := make([]bool, len(p.keys))
 	s := []namedStep{
-		{"Check", func() { b.Check(p.keys[0]); b.CheckString("x") }},
-		{"CheckBatch", func() { b.CheckBatch(p.keys, out) }},
+		{"Check", func() { b.Contains(p.keys[0]); b.ContainsString("x") }},
+		{"CheckBatch", func() { b.ContainsBatch(p.keys, out) }},
 		{"Stats", func() { b.Stats(); _ = b.StatsVar().String(); b.Bits(); b.Hashes(); b.Capacity() }},
 		{"String", func() { _ = b.String(); b.Seed(); b.Frozen(); b.ReadOnly() }},
 	}
@@ -247,7 +247,7 @@ func (p *probe) bloomSteps(b *sketch.Bloom, rw bool) []namedStep {
 
 func (p *probe) countingBloomSteps(b *sketch.CountingBloom, rw bool) []namedStep {
 	s := []namedStep{
-		{"Contains", func() { b.Contains(p.keys[0]); b.ContainsString("x"); b.CountOf(p.keys[1]) }},
+		{"Contains", func() { b.Contains(p.keys[0]); b.ContainsString("x"); b.Estimate(p.keys[1]) }},
 		{"Stats", func() {
 			b.Stats()
 			_ = b.StatsVar().String()
@@ -261,7 +261,7 @@ func (p *probe) countingBloomSteps(b *sketch.CountingBloom, rw bool) []namedStep
 	if rw {
 		s = append(s,
 			namedStep{"Add", func() { _, err := b.Add(p.keys[1]); p.call(err) }},
-			namedStep{"AddMany", func() { _, err := b.AddMany(p.keys); p.call(err) }},
+			namedStep{"AddMany", func() { _, err := b.AddBatch(p.keys); p.call(err) }},
 			namedStep{"Remove", func() { _, err := b.Remove(p.keys[1]); p.call(err) }},
 			namedStep{"Remove absent", func() { _, err := b.RemoveString("never added"); p.call(err) }},
 			namedStep{"Freeze", func() { p.call(b.Freeze()) }},
@@ -295,8 +295,8 @@ func (p *probe) countMinWindowSteps(w *sketch.CountMinWindow, rw bool) []namedSt
 func (p *probe) bloomWindowSteps(w *sketch.BloomWindow, rw bool) []namedStep {
 	out := make([]bool, len(p.keys))
 	s := []namedStep{
-		{"Check", func() { w.Check(p.keys[0]); w.CheckString("x") }},
-		{"CheckBatch", func() { w.CheckBatch(p.keys, out) }},
+		{"Check", func() { w.Contains(p.keys[0]); w.ContainsString("x") }},
+		{"CheckBatch", func() { w.ContainsBatch(p.keys, out) }},
 		{"Window", func() { _ = w.Window().String(); w.Current(); w.Bits(); w.Hashes(); w.Capacity() }},
 		{"Stats", func() { w.Stats(); _ = w.StatsVar().String() }},
 		{"String", func() { _ = w.String(); w.Seed(); w.Frozen(); w.ReadOnly() }},
@@ -306,7 +306,7 @@ func (p *probe) bloomWindowSteps(w *sketch.BloomWindow, rw bool) []namedStep {
 			namedStep{"Add", func() { _, err := w.Add(p.keys[1]); p.call(err) }},
 			namedStep{"AddBatch", func() { p.call(w.AddBatch(p.keys, out)) }},
 			namedStep{"Rotate", func() { p.call(w.Rotate()) }},
-			namedStep{"Add after Rotate", func() { _, err := w.Add(p.keys[3]); p.call(err); w.Check(p.keys[3]) }},
+			namedStep{"Add after Rotate", func() { _, err := w.Add(p.keys[3]); p.call(err); w.Contains(p.keys[3]) }},
 			namedStep{"Freeze", func() { p.call(w.Freeze()) }},
 		)
 	}
