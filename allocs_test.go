@@ -20,7 +20,7 @@ func TestAllocs(t *testing.T) {
 			t.Run(fmt.Sprintf("%s/%dx%d", core.name(), sh.rows, sh.width), func(t *testing.T) {
 				cfg := CountMinConfig{Rows: sh.rows, Width: sh.width, Seed: 1}
 				path := filepath.Join(t.TempDir(), "cms")
-				c, err := OpenCountMin(path, cfg)
+				c, err := OpenCountMin(Path(path), cfg)
 				if err != nil {
 					t.Fatalf("OpenCountMin(%s, %+v): %v", path, cfg, err)
 				}

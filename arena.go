@@ -63,93 +63,38 @@ type ArenaStats struct {
 	Closed   bool   `json:"closed"`
 }
 
-func arenaSpec(size int64, o options) (spec, error) {
+func arenaSpec(size int64) (spec, error) {
 	if size < 0 {
 		return spec{}, fmt.Errorf("%w: arena size %d is negative", ErrInvalidConfig, size)
 	}
-	return spec{arena: true, size: uint64(size), seed: o.seed, match: func(entry) error { return nil }}, nil
+	return spec{arena: true, size: uint64(size), match: func(entry) error { return nil }}, nil
 }
 
-// OpenArena opens the arena in the file at path, creating it with size
-// bytes (rounded up to a page) if it does not exist. The header and the
-// directory take the first 12 KiB to 532 KiB (the directory has an entry
-// per 4096 bytes, 16 to 4096 of them), and the smallest arena has one page
-// after them; the sum of the structures' Bytes (each counts a standalone
-// file's header) plus 1 MiB always fits them. The files, the trust
-// rules and the options are OpenCountMin's; WithSeed sets the seed of a new
-// arena. Attaching to an existing arena needs the size it was created with,
-// or 0, which attaches to any (and cannot create). A file that holds a
-// standalone structure is ErrIncompatible.
-func OpenArena(path string, size int64, opts ...Option) (*Arena, error) {
-	o, err := buildOptions(opts)
-	if err != nil {
-		return nil, fmt.Errorf("sketch: open %s: %w", path, err)
+// OpenArena opens the arena at a place (a path, a new memfd, an inherited
+// descriptor or memory; see Place), creating it with size bytes (rounded
+// up to a page) where there is none. The header and the directory take the
+// first 12 KiB to 532 KiB (the directory has an entry per 4096 bytes, 16
+// to 4096 of them), and the smallest arena has one page after them; the
+// sum of the structures' Bytes (each counts a standalone file's header)
+// plus 1 MiB always fits them. The trust rules and the options are the
+// place's; WithSeed sets the seed of a new arena, with which every
+// structure in it hashes. Attaching to an existing arena needs the size it
+// was created with, or 0, which attaches to any (and cannot create: a
+// memfd or memory arena needs its size). A file that holds a standalone
+// structure is ErrIncompatible, and arenas do not nest (an arena's Place
+// is ErrInvalidArgument).
+func OpenArena(at Place, size int64, opts ...Option) (*Arena, error) {
+	specOf := func() (spec, error) { return arenaSpec(size) }
+	createOf := func() (spec, error) {
+		if size == 0 {
+			return spec{}, fmt.Errorf("%w: arena size is missing", ErrInvalidConfig)
+		}
+		return arenaSpec(size)
 	}
-	sp, err := arenaSpec(size, o)
-	if err != nil {
-		return nil, fmt.Errorf("sketch: open %s: %w", path, err)
+	if at.how == atArena {
+		return nil, fmt.Errorf("sketch: open arena %s: %w: arenas do not nest", entryLabel(at.name), ErrInvalidArgument)
 	}
-	m, err := openPath(path, sp, o)
-	if err != nil {
-		return nil, err
-	}
-	return newArena(m), nil
-}
-
-// NewArenaMemfd creates an arena of size bytes in a new memfd, to hand to
-// child processes (File, AttachArena), as NewCountMinMemfd does.
-func NewArenaMemfd(name string, size int64, opts ...Option) (*Arena, error) {
-	o, err := buildOptions(opts)
-	if err == nil && o.readOnly {
-		err = fmt.Errorf("%w: a new arena cannot be read-only", ErrInvalidConfig)
-	}
-	var sp spec
-	if err == nil {
-		sp, err = arenaSpec(size, o)
-	}
-	if err == nil && size == 0 {
-		err = fmt.Errorf("%w: arena size is missing", ErrInvalidConfig)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("sketch: create memfd:%s: %w", name, err)
-	}
-	m, err := createMemfd(name, sp)
-	if err != nil {
-		return nil, err
-	}
-	return newArena(m), nil
-}
-
-// NewArena creates an arena of size bytes in memory, for one process, as
-// NewCountMin does.
-func NewArena(size int64, opts ...Option) (*Arena, error) {
-	o, err := buildOptions(opts)
-	var sp spec
-	if err == nil {
-		sp, err = arenaSpec(size, o)
-	}
-	if err == nil && size == 0 {
-		err = fmt.Errorf("%w: arena size is missing", ErrInvalidConfig)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("sketch: create in memory: %w", err)
-	}
-	m, err := createInMemory(sp)
-	if err != nil {
-		return nil, err
-	}
-	return newArena(m), nil
-}
-
-// AttachArena attaches to the arena behind a descriptor this process
-// inherited, as AttachCountMin does.
-func AttachArena(fd uintptr, opts ...Option) (*Arena, error) {
-	o, err := buildOptions(opts)
-	if err != nil {
-		return nil, fmt.Errorf("sketch: attach fd %d: %w", fd, err)
-	}
-	sp, _ := arenaSpec(0, o)
-	m, err := attachInherited(fd, sp, o)
+	m, err := at.open(specOf, createOf, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -163,67 +108,18 @@ func newArena(m *mapping) *Arena {
 	return a
 }
 
-// CountMin returns the Count-Min sketch named name, creating it with cfg
-// if the arena has none of that name. A name already used must hold a
-// Count-Min sketch that matches an explicit cfg (ErrIncompatible says what
-// differs); the zero config attaches to whatever shape is stored, and
-// creates the default shape when the name is new.
-func (a *Arena) CountMin(name string, cfg CountMinConfig) (*CountMin, error) {
-	sp, err := cfg.spec()
-	m, err := a.structure(name, sp, err)
+// entryOptions applies the options given with an arena's Place to sp:
+// only a seed (which must be the arena's, as structure checks) and, on a
+// read-only arena, ReadOnly mean anything there.
+func (a *Arena) entryOptions(sp spec, opts []Option) (spec, error) {
+	o, err := buildOptions(opts)
 	if err != nil {
-		return nil, err
+		return sp, err
 	}
-	return newCountMin(m), nil
-}
-
-// Bloom returns the Bloom filter named name, creating it with cfg if the
-// arena has none of that name, as CountMin does. The zero config only
-// attaches.
-func (a *Arena) Bloom(name string, cfg BloomConfig) (*Bloom, error) {
-	sp, err := cfg.spec()
-	m, err := a.structure(name, sp, err)
-	if err != nil {
-		return nil, err
+	if o.readOnly && !a.ro {
+		return sp, fmt.Errorf("%w: ReadOnly for a structure of a read-write arena (open the arena with ReadOnly)", ErrInvalidConfig)
 	}
-	return newBloom(m)
-}
-
-// CountMinWindow returns the Count-Min window named name, creating it
-// with w and cfg if the arena has none of that name, as CountMin does. The
-// zero Window only attaches, to whatever window is stored.
-func (a *Arena) CountMinWindow(name string, w Window, cfg CountMinConfig) (*CountMinWindow, error) {
-	sp, err := countMinWindowSpec(w, cfg)
-	m, err := a.structure(name, sp, err)
-	if err != nil {
-		return nil, err
-	}
-	return newCountMinWindow(m)
-}
-
-// BloomWindow returns the Bloom window named name, creating it with w and
-// cfg if the arena has none of that name, as CountMin does. The zero
-// Window only attaches, to whatever window is stored, and so does a cfg
-// without Capacity.
-func (a *Arena) BloomWindow(name string, w Window, cfg BloomConfig) (*BloomWindow, error) {
-	sp, err := bloomWindowSpec(w, cfg)
-	m, err := a.structure(name, sp, err)
-	if err != nil {
-		return nil, err
-	}
-	return newBloomWindow(m)
-}
-
-// CountingBloom returns the counting Bloom filter named name, creating it
-// with cfg if the arena has none of that name, as CountMin does. The zero
-// config only attaches.
-func (a *Arena) CountingBloom(name string, cfg CountingBloomConfig) (*CountingBloom, error) {
-	sp, err := cfg.spec()
-	m, err := a.structure(name, sp, err)
-	if err != nil {
-		return nil, err
-	}
-	return newCountingBloom(m)
+	return sp.seeded(o)
 }
 
 func (a *Arena) errorf(op, name string, err error) error {

@@ -18,25 +18,25 @@ import (
 func arMakeFile(t testing.TB) []byte {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "arena")
-	a, err := OpenArena(path, 256<<10)
+	a, err := OpenArena(Path(path), 256<<10)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, name := range []string{"one", "two"} {
-		c, err := a.CountMin(name, CountMinConfig{Rows: 2, Width: 64})
+		c, err := OpenCountMin(a.Place(name), CountMinConfig{Rows: 2, Width: 64})
 		if err != nil {
 			t.Fatal(err)
 		}
 		c.AddString("k")
 		c.Close()
 	}
-	b, err := a.CountingBloom("three", CountingBloomConfig{Capacity: 100})
+	b, err := OpenCountingBloom(a.Place("three"), CountingBloomConfig{Capacity: 100})
 	if err != nil {
 		t.Fatal(err)
 	}
 	b.AddString("k")
 	b.Close()
-	bl, err := a.Bloom("four", BloomConfig{Capacity: 100})
+	bl, err := OpenBloom(a.Place("four"), BloomConfig{Capacity: 100})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -119,7 +119,7 @@ func TestArena_CraftedFiles(t *testing.T) {
 				t.Fatal(err)
 			}
 			for _, opts := range [][]Option{nil, {ReadOnly()}} {
-				a, err := OpenArena(path, 0, opts...)
+				a, err := OpenArena(Path(path), 0, opts...)
 				if !errors.Is(err, tc.want) {
 					t.Errorf("OpenArena(%v) = %v, want %v", opts, err, tc.want)
 				}
@@ -168,21 +168,21 @@ func TestArena_EntriesChangedAfterAttach(t *testing.T) {
 		t.Fatal(err)
 	}
 	count(n + 1)
-	if _, err := a.CountMin("evil", CountMinConfig{}); !errors.Is(err, ErrCorrupt) {
+	if _, err := OpenCountMin(a.Place("evil"), CountMinConfig{}); !errors.Is(err, ErrCorrupt) {
 		t.Errorf("an appended entry past the end: %v, want ErrCorrupt", err)
 	}
-	if _, err := a.CountMin("new", arCMS); !errors.Is(err, ErrCorrupt) {
+	if _, err := OpenCountMin(a.Place("new"), arCMS); !errors.Is(err, ErrCorrupt) {
 		t.Errorf("create behind a bad entry: %v, want ErrCorrupt", err)
 	}
 	count(math.MaxUint32)
-	if _, err := a.CountMin("one", CountMinConfig{}); !errors.Is(err, ErrCorrupt) {
+	if _, err := OpenCountMin(a.Place("one"), CountMinConfig{}); !errors.Is(err, ErrCorrupt) {
 		t.Errorf("an entry count past the capacity: %v, want ErrCorrupt", err)
 	}
 	if got := uint32(len(a.List())); got != n {
 		t.Errorf("List() has %d entries, want the %d validated ones", got, n)
 	}
 	count(n)
-	c, err := a.CountMin("one", CountMinConfig{})
+	c, err := OpenCountMin(a.Place("one"), CountMinConfig{})
 	if err != nil {
 		t.Fatalf("the validated entries still open: %v", err)
 	}

@@ -28,7 +28,7 @@ func childArenaRace() error {
 	if err := childBarrier(); err != nil {
 		return err
 	}
-	a, err := OpenArena(os.Getenv(envPath), arRaceSize)
+	a, err := OpenArena(Path(os.Getenv(envPath)), arRaceSize)
 	if err != nil {
 		return err
 	}
@@ -38,7 +38,7 @@ func childArenaRace() error {
 	for _, i := range order {
 		switch i % 3 {
 		case 0:
-			c, err := a.CountMin(arRaceName(i), arCMS)
+			c, err := OpenCountMin(a.Place(arRaceName(i)), arCMS)
 			if err != nil {
 				return err
 			}
@@ -47,7 +47,7 @@ func childArenaRace() error {
 			}
 			c.Close()
 		case 1:
-			b, err := a.CountingBloom(arRaceName(i), arCBF)
+			b, err := OpenCountingBloom(a.Place(arRaceName(i)), arCBF)
 			if err != nil {
 				return err
 			}
@@ -56,7 +56,7 @@ func childArenaRace() error {
 			}
 			b.Close()
 		case 2:
-			b, err := a.Bloom(arRaceName(i), arBloom)
+			b, err := OpenBloom(a.Place(arRaceName(i)), arBloom)
 			if err != nil {
 				return err
 			}
@@ -114,7 +114,7 @@ func TestArena_RaceToCreate(t *testing.T) {
 	for i := range arRaceNames {
 		switch i % 3 {
 		case 0:
-			c, err := a.CountMin(arRaceName(i), arCMS)
+			c, err := OpenCountMin(a.Place(arRaceName(i)), arCMS)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -131,7 +131,7 @@ func TestArena_RaceToCreate(t *testing.T) {
 			}
 			c.Close()
 		case 1:
-			b, err := a.CountingBloom(arRaceName(i), arCBF)
+			b, err := OpenCountingBloom(a.Place(arRaceName(i)), arCBF)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -142,7 +142,7 @@ func TestArena_RaceToCreate(t *testing.T) {
 			}
 			b.Close()
 		case 2:
-			b, err := a.Bloom(arRaceName(i), arBloom)
+			b, err := OpenBloom(a.Place(arRaceName(i)), arBloom)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -167,7 +167,7 @@ func TestArena_RaceToCreate(t *testing.T) {
 // entry and before publishing it, holding the write lock; it tells the
 // parent on fd 3 and waits to be killed.
 func childArenaKill() error {
-	a, err := OpenArena(os.Getenv(envPath), 1<<20)
+	a, err := OpenArena(Path(os.Getenv(envPath)), 1<<20)
 	if err != nil {
 		return err
 	}
@@ -175,7 +175,7 @@ func childArenaKill() error {
 		os.NewFile(3, "ready").Write([]byte{1})
 		time.Sleep(time.Hour)
 	}
-	_, err = a.CountMin("victim", arCMS)
+	_, err = OpenCountMin(a.Place("victim"), arCMS)
 	return fmt.Errorf("the create returned (%v) instead of stopping", err)
 }
 
@@ -186,7 +186,7 @@ func TestArena_KilledCreator(t *testing.T) {
 	requireReexec(t)
 	path := tempPath(t, "arena")
 	a := mustOpenArena(t, path, 1<<20)
-	first, err := a.CountMin("first", arCMS)
+	first, err := OpenCountMin(a.Place("first"), arCMS)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -211,7 +211,7 @@ func TestArena_KilledCreator(t *testing.T) {
 		t.Errorf("after the kill the directory lists %d entries, want 1", got)
 	}
 	b := mustOpenArena(t, path, 0)
-	v, err := b.CountMin("victim", arCMS)
+	v, err := OpenCountMin(b.Place("victim"), arCMS)
 	if err != nil {
 		t.Fatalf("creating the name again: %v", err)
 	}
@@ -224,7 +224,7 @@ func TestArena_KilledCreator(t *testing.T) {
 	if len(got) != 2 || got[0].Name != "first" || got[1].Name != "victim" {
 		t.Errorf("List() = %+v, want first and victim", got)
 	}
-	c, err := a.CountMin("first", CountMinConfig{})
+	c, err := OpenCountMin(a.Place("first"), CountMinConfig{})
 	if err != nil {
 		t.Fatal(err)
 	}

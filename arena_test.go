@@ -17,7 +17,7 @@ import (
 
 func mustOpenArena(t testing.TB, path string, size int64, opts ...Option) *Arena {
 	t.Helper()
-	a, err := OpenArena(path, size, opts...)
+	a, err := OpenArena(Path(path), size, opts...)
 	if err != nil {
 		t.Fatalf("OpenArena(%s, %d): %v", path, size, err)
 	}
@@ -37,12 +37,12 @@ var (
 func TestArena_GatewayStructures(t *testing.T) {
 	path := tempPath(t, "arena")
 	a := mustOpenArena(t, path, 1<<20)
-	c, err := a.CountMin("clients", arCMS)
+	c, err := OpenCountMin(a.Place("clients"), arCMS)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	b, err := a.CountingBloom("banned", arCBF)
+	b, err := OpenCountingBloom(a.Place("banned"), arCBF)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -51,7 +51,7 @@ func TestArena_GatewayStructures(t *testing.T) {
 		c.AddString("10.0.0.1")
 	}
 	b.AddString("evil")
-	seen, err := a.Bloom("seen", arBloom)
+	seen, err := OpenBloom(a.Place("seen"), arBloom)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -59,7 +59,7 @@ func TestArena_GatewayStructures(t *testing.T) {
 	seen.AddString("req-1")
 
 	w := mustOpenArena(t, path, 0)
-	c2, err := w.CountMin("clients", CountMinConfig{}) // zero config: whatever is stored
+	c2, err := OpenCountMin(w.Place("clients"), CountMinConfig{}) // zero config: whatever is stored
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,7 +73,7 @@ func TestArena_GatewayStructures(t *testing.T) {
 	if got := c.EstimateString("10.0.0.1"); got != 4 {
 		t.Errorf("first handle: Estimate = %d, want 4", got)
 	}
-	b2, err := w.CountingBloom("banned", CountingBloomConfig{})
+	b2, err := OpenCountingBloom(w.Place("banned"), CountingBloomConfig{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,7 +81,7 @@ func TestArena_GatewayStructures(t *testing.T) {
 	if !b2.ContainsString("evil") || b2.ContainsString("good") {
 		t.Errorf("second handle: Contains(evil) = %v, Contains(good) = %v", b2.ContainsString("evil"), b2.ContainsString("good"))
 	}
-	seen2, err := w.Bloom("seen", BloomConfig{})
+	seen2, err := OpenBloom(w.Place("seen"), BloomConfig{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -122,7 +122,7 @@ func TestArena_GatewayStructures(t *testing.T) {
 func TestArena_ErrIncompatible(t *testing.T) {
 	path := tempPath(t, "arena")
 	a := mustOpenArena(t, path, 1<<20)
-	if _, err := a.CountMin("x", arCMS); err != nil {
+	if _, err := OpenCountMin(a.Place("x"), arCMS); err != nil {
 		t.Fatal(err)
 	}
 	for _, tc := range []struct {
@@ -130,11 +130,14 @@ func TestArena_ErrIncompatible(t *testing.T) {
 		open func() error
 		want string
 	}{
-		{"other kind", func() error { _, err := a.CountingBloom("x", arCBF); return err }, "holds a Count-Min sketch, not a counting Bloom filter"},
-		{"other shape", func() error { _, err := a.CountMin("x", CountMinConfig{Rows: 2, Width: 1024}); return err }, "asked for 2 x 1024 counters, the file has 4 x 1024"},
-		{"other seed", func() error { _, err := a.CountMin("x", CountMinConfig{Rows: 4, Width: 1024, Seed: 1}); return err }, "seed is not the arena's"},
-		{"standalone open", func() error { _, err := OpenCountMin(path, arCMS); return err }, "is an arena; open it with OpenArena"},
-		{"other size", func() error { _, err := OpenArena(path, 2<<20); return err }, "arena of 2097152 bytes, the file has 1048576"},
+		{"other kind", func() error { _, err := OpenCountingBloom(a.Place("x"), arCBF); return err }, "holds a Count-Min sketch, not a counting Bloom filter"},
+		{"other shape", func() error { _, err := OpenCountMin(a.Place("x"), CountMinConfig{Rows: 2, Width: 1024}); return err }, "asked for 2 x 1024 counters, the file has 4 x 1024"},
+		{"other seed", func() error {
+			_, err := OpenCountMin(a.Place("x"), CountMinConfig{Rows: 4, Width: 1024, Seed: 1})
+			return err
+		}, "seed is not the arena's"},
+		{"standalone open", func() error { _, err := OpenCountMin(Path(path), arCMS); return err }, "is an arena; open it with OpenArena"},
+		{"other size", func() error { _, err := OpenArena(Path(path), 2<<20); return err }, "arena of 2097152 bytes, the file has 1048576"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := tc.open()
@@ -145,7 +148,7 @@ func TestArena_ErrIncompatible(t *testing.T) {
 	}
 	standalone := tempPath(t, "cms")
 	mustOpen(t, standalone, arCMS)
-	if _, err := OpenArena(standalone, 1<<20); !errors.Is(err, ErrIncompatible) || !strings.Contains(err.Error(), "not an arena") {
+	if _, err := OpenArena(Path(standalone), 1<<20); !errors.Is(err, ErrIncompatible) || !strings.Contains(err.Error(), "not an arena") {
 		t.Errorf("OpenArena on a standalone sketch: %v, want ErrIncompatible", err)
 	}
 }
@@ -153,13 +156,13 @@ func TestArena_ErrIncompatible(t *testing.T) {
 func TestArena_Names(t *testing.T) {
 	a := mustOpenArena(t, tempPath(t, "arena"), 1<<20)
 	long := strings.Repeat("n", MaxNameLen)
-	if c, err := a.CountMin(long, arCMS); err != nil {
+	if c, err := OpenCountMin(a.Place(long), arCMS); err != nil {
 		t.Errorf("name of MaxNameLen bytes: %v", err)
 	} else {
 		c.Close()
 	}
 	for _, name := range []string{"", long + "x", "a\x00b"} {
-		if _, err := a.CountMin(name, arCMS); !errors.Is(err, ErrInvalidArgument) {
+		if _, err := OpenCountMin(a.Place(name), arCMS); !errors.Is(err, ErrInvalidArgument) {
 			t.Errorf("CountMin(%q) = %v, want ErrInvalidArgument", name, err)
 		}
 	}
@@ -174,7 +177,7 @@ func TestArena_Names(t *testing.T) {
 		"a:b":              `:"a:b": `,
 		"née":              `:"née": `,
 	} {
-		_, err := a.Bloom(name, BloomConfig{Capacity: 1 << 22, FPRate: 0.001}) // 7.7 MiB: more than the arena, and mappable on 32-bit machines
+		_, err := OpenBloom(a.Place(name), BloomConfig{Capacity: 1 << 22, FPRate: 0.001}) // 7.7 MiB: more than the arena, and mappable on 32-bit machines
 		if !errors.Is(err, ErrArenaFull) || !strings.Contains(err.Error(), want) {
 			t.Errorf("Bloom(%q) = %v, want ErrArenaFull naming it as %s", name, err, want)
 		}
@@ -184,17 +187,17 @@ func TestArena_Names(t *testing.T) {
 	// a terminal), a format character (which reverses text), bytes that
 	// are not UTF-8. Printable names of any script are made.
 	for _, name := range []string{"a\x01b", "\x1b]0;owned\x07", "tab\tname", "del\x7f", "rtl\u202eexe.txt", "bad\xffutf8"} {
-		_, err := a.CountMin(name, CountMinConfig{Rows: 1, Width: 8})
+		_, err := OpenCountMin(a.Place(name), CountMinConfig{Rows: 1, Width: 8})
 		if !errors.Is(err, ErrInvalidArgument) || !strings.Contains(err.Error(), strconv.Quote(name)) {
 			t.Errorf("CountMin(%q) = %v, want ErrInvalidArgument with the name quoted", name, err)
 		}
 	}
-	if c, err := a.CountMin("née", CountMinConfig{Rows: 1, Width: 8}); err != nil {
+	if c, err := OpenCountMin(a.Place("née"), CountMinConfig{Rows: 1, Width: 8}); err != nil {
 		t.Errorf("CountMin(%q) = %v, want it made", "née", err)
 	} else {
 		c.Close()
 	}
-	c, err := a.CountMin("two words", CountMinConfig{Rows: 1, Width: 8})
+	c, err := OpenCountMin(a.Place("two words"), CountMinConfig{Rows: 1, Width: 8})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -211,7 +214,7 @@ func TestArena_ErrArenaFull(t *testing.T) {
 	var err error
 	for n = 0; n < 100; n++ {
 		var c *CountMin
-		if c, err = a.CountMin(fmt.Sprint("s", n), cfg); err != nil {
+		if c, err = OpenCountMin(a.Place(fmt.Sprint("s", n)), cfg); err != nil {
 			break
 		}
 		c.Close()
@@ -226,7 +229,7 @@ func TestArena_ErrArenaFull(t *testing.T) {
 	// What still fits is still given.
 	small := CountMinConfig{Rows: 1, Width: 1}
 	if st.Free >= countMinBytes(1, 1)+64 {
-		if _, err := a.CountMin("small", small); err != nil {
+		if _, err := OpenCountMin(a.Place("small"), small); err != nil {
 			t.Errorf("a structure that fits: %v", err)
 		}
 	}
@@ -236,11 +239,11 @@ func TestArena_ErrArenaFull(t *testing.T) {
 func TestArena_CloseOrder(t *testing.T) {
 	path := tempPath(t, "arena")
 	a := mustOpenArena(t, path, 1<<20)
-	c, err := a.CountMin("c", arCMS)
+	c, err := OpenCountMin(a.Place("c"), arCMS)
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := a.CountingBloom("b", arCBF)
+	b, err := OpenCountingBloom(a.Place("b"), arCBF)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -250,7 +253,7 @@ func TestArena_CloseOrder(t *testing.T) {
 	if err := a.Close(); err != nil {
 		t.Errorf("second Close: %v", err)
 	}
-	if _, err := a.CountMin("d", arCMS); !errors.Is(err, ErrClosed) {
+	if _, err := OpenCountMin(a.Place("d"), arCMS); !errors.Is(err, ErrClosed) {
 		t.Errorf("CountMin after the arena's Close: %v, want ErrClosed", err)
 	}
 	// The structures outlive the arena's handle.
@@ -272,7 +275,7 @@ func TestArena_CloseOrder(t *testing.T) {
 
 	// Structures closed first, then the arena.
 	a2 := mustOpenArena(t, path, 0)
-	c2, err := a2.CountMin("c", CountMinConfig{})
+	c2, err := OpenCountMin(a2.Place("c"), CountMinConfig{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -291,14 +294,14 @@ func TestArena_CloseOrder(t *testing.T) {
 func TestArena_ReadOnlyAndFrozen(t *testing.T) {
 	path := tempPath(t, "arena")
 	a := mustOpenArena(t, path, 1<<20)
-	c, err := a.CountMin("c", arCMS)
+	c, err := OpenCountMin(a.Place("c"), arCMS)
 	if err != nil {
 		t.Fatal(err)
 	}
 	c.AddString("k")
 
 	ro := mustOpenArena(t, path, 0, ReadOnly())
-	rc, err := ro.CountMin("c", CountMinConfig{})
+	rc, err := OpenCountMin(ro.Place("c"), CountMinConfig{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -308,7 +311,7 @@ func TestArena_ReadOnlyAndFrozen(t *testing.T) {
 	if _, err := rc.AddString("k"); !errors.Is(err, ErrReadOnly) {
 		t.Errorf("read-only view: Add = %v, want ErrReadOnly", err)
 	}
-	if _, err := ro.CountMin("missing", arCMS); !errors.Is(err, fs.ErrNotExist) {
+	if _, err := OpenCountMin(ro.Place("missing"), arCMS); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("read-only arena, new name: %v, want fs.ErrNotExist", err)
 	}
 	if err := ro.Freeze(); !errors.Is(err, ErrReadOnly) {
@@ -324,10 +327,10 @@ func TestArena_ReadOnlyAndFrozen(t *testing.T) {
 	if _, err := c.AddString("k"); !errors.Is(err, ErrFrozen) {
 		t.Errorf("Add in a frozen arena: %v, want ErrFrozen", err)
 	}
-	if _, err := a.CountMin("new", arCMS); !errors.Is(err, ErrFrozen) {
+	if _, err := OpenCountMin(a.Place("new"), arCMS); !errors.Is(err, ErrFrozen) {
 		t.Errorf("create in a frozen arena: %v, want ErrFrozen", err)
 	}
-	if _, err := OpenArena(path, 0); !errors.Is(err, ErrFrozen) {
+	if _, err := OpenArena(Path(path), 0); !errors.Is(err, ErrFrozen) {
 		t.Errorf("read-write open of a frozen arena: %v, want ErrFrozen", err)
 	}
 	if !ro.Stats().Frozen || !rc.Frozen() {
@@ -336,12 +339,12 @@ func TestArena_ReadOnlyAndFrozen(t *testing.T) {
 }
 
 func TestArena_Memfd(t *testing.T) {
-	a, err := NewArenaMemfd("arena", 1<<20)
+	a, err := OpenArena(Memfd("arena"), 1<<20)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer a.Close()
-	c, err := a.CountMin("c", arCMS)
+	c, err := OpenCountMin(a.Place("c"), arCMS)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -352,12 +355,12 @@ func TestArena_Memfd(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	b, err := AttachArena(f.Fd())
+	b, err := OpenArena(Inherited(f.Fd()), 0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer b.Close()
-	c2, err := b.CountMin("c", arCMS)
+	c2, err := OpenCountMin(b.Place("c"), arCMS)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -365,27 +368,27 @@ func TestArena_Memfd(t *testing.T) {
 	if got := c2.Estimate([]byte("k")); got != 5 {
 		t.Errorf("through the attached descriptor: Estimate = %d, want 5", got)
 	}
-	if _, err := b.CountingBloom("f", arCBF); err != nil {
+	if _, err := OpenCountingBloom(b.Place("f"), arCBF); err != nil {
 		t.Errorf("create through the attached descriptor: %v", err)
 	}
 	if got := len(a.List()); got != 2 {
 		t.Errorf("the creator lists %d entries, want 2", got)
 	}
 
-	mem, err := NewArena(256 << 10)
+	mem, err := OpenArena(Memory(), 256<<10)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer mem.Close()
-	if _, err := mem.CountingBloom("f", arCBF); err != nil {
+	if _, err := OpenCountingBloom(mem.Place("f"), arCBF); err != nil {
 		t.Errorf("in-memory arena: %v", err)
 	}
 	for _, size := range []int64{0, -1} {
-		if _, err := NewArena(size); !errors.Is(err, ErrInvalidConfig) {
+		if _, err := OpenArena(Memory(), size); !errors.Is(err, ErrInvalidConfig) {
 			t.Errorf("NewArena(%d) = %v, want ErrInvalidConfig", size, err)
 		}
 	}
-	if _, err := OpenArena(tempPath(t, "none"), 0); !errors.Is(err, ErrInvalidConfig) {
+	if _, err := OpenArena(Path(tempPath(t, "none")), 0); !errors.Is(err, ErrInvalidConfig) {
 		t.Errorf("OpenArena of a missing file with size 0 = %v, want ErrInvalidConfig", err)
 	}
 }
@@ -395,7 +398,7 @@ func TestArena_WithSeed(t *testing.T) {
 	var seeds []uint64
 	for _, name := range []string{"a", "b"} {
 		a := mustOpenArena(t, dir+"/"+name, 1<<20, WithSeed(42))
-		c, err := a.CountMin("c", arCMS)
+		c, err := OpenCountMin(a.Place("c"), arCMS)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -405,7 +408,7 @@ func TestArena_WithSeed(t *testing.T) {
 	if seeds[0] != 42 || seeds[1] != 42 {
 		t.Errorf("seeds %v, want 42 twice", seeds)
 	}
-	if _, err := OpenArena(dir+"/a", 0, WithSeed(43)); !errors.Is(err, ErrIncompatible) {
+	if _, err := OpenArena(Path(dir+"/a"), 0, WithSeed(43)); !errors.Is(err, ErrIncompatible) {
 		t.Errorf("attach with another seed: %v, want ErrIncompatible", err)
 	}
 }
@@ -432,14 +435,14 @@ func TestArena_StandaloneHandlesUnchanged(t *testing.T) {
 func TestArena_CountMinWindow(t *testing.T) {
 	path := tempPath(t, "arena")
 	a := mustOpenArena(t, path, 4<<20)
-	w, err := a.CountMinWindow("rate", Window{Keep: 2}, arCMS)
+	w, err := OpenCountMinWindow(a.Place("rate"), CountMinWindowConfig{Window: Window{Keep: 2}, CountMin: arCMS})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer w.Close()
 	w.AddString("k")
 	b := mustOpenArena(t, path, 0)
-	w2, err := b.CountMinWindow("rate", Window{}, CountMinConfig{})
+	w2, err := OpenCountMinWindow(b.Place("rate"), CountMinWindowConfig{Window: Window{}, CountMin: CountMinConfig{}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -457,10 +460,10 @@ func TestArena_CountMinWindow(t *testing.T) {
 	if got := w2.EstimateString("k"); got != 1 {
 		t.Errorf("after two turns: Estimate = %d, want 1 (the first period left the window)", got)
 	}
-	if _, err := b.CountMinWindow("rate", Window{Keep: 3}, arCMS); !errors.Is(err, ErrIncompatible) {
+	if _, err := OpenCountMinWindow(b.Place("rate"), CountMinWindowConfig{Window: Window{Keep: 3}, CountMin: arCMS}); !errors.Is(err, ErrIncompatible) {
 		t.Errorf("another Keep: %v, want ErrIncompatible", err)
 	}
-	if _, err := b.CountMinWindow("new", Window{}, arCMS); !errors.Is(err, ErrInvalidConfig) {
+	if _, err := OpenCountMinWindow(b.Place("new"), CountMinWindowConfig{Window: Window{}, CountMin: arCMS}); !errors.Is(err, ErrInvalidConfig) {
 		t.Errorf("zero Window for a new name: %v, want ErrInvalidConfig (it cannot create)", err)
 	}
 	got := b.List()
@@ -474,7 +477,7 @@ func TestArena_CountMinWindow(t *testing.T) {
 // not empty as the clock moves on.
 func TestArena_FreezeHoldsWindows(t *testing.T) {
 	a := mustOpenArena(t, tempPath(t, "arena"), 4<<20)
-	w, err := a.CountMinWindow("rate", Window{Period: 20 * time.Millisecond, Keep: 2}, arCMS)
+	w, err := OpenCountMinWindow(a.Place("rate"), CountMinWindowConfig{Window: Window{Period: 20 * time.Millisecond, Keep: 2}, CountMin: arCMS})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -511,9 +514,9 @@ func TestConfigBytes(t *testing.T) {
 		}
 	}
 	n, err := arBloom.Bytes()
-	check("bloom", n, err, func(p string) error { b, err := OpenBloom(p, arBloom); b.Close(); return err })
+	check("bloom", n, err, func(p string) error { b, err := OpenBloom(Path(p), arBloom); b.Close(); return err })
 	n, err = arCBF.Bytes()
-	check("cbf", n, err, func(p string) error { b, err := OpenCountingBloom(p, arCBF); b.Close(); return err })
+	check("cbf", n, err, func(p string) error { b, err := OpenCountingBloom(Path(p), arCBF); b.Close(); return err })
 	if _, err := (BloomConfig{}).Bytes(); !errors.Is(err, ErrInvalidConfig) {
 		t.Errorf("zero BloomConfig.Bytes: %v, want ErrInvalidConfig", err)
 	}
@@ -525,23 +528,23 @@ func TestConfigBytes(t *testing.T) {
 func TestArena_StatsBytes(t *testing.T) {
 	a := mustOpenArena(t, tempPath(t, "arena"), 4<<20)
 	win := Window{Keep: 2}
-	cms, err := a.CountMin("cms", arCMS)
+	cms, err := OpenCountMin(a.Place("cms"), arCMS)
 	if err != nil {
 		t.Fatal(err)
 	}
-	bf, err := a.Bloom("bloom", BloomConfig{Capacity: 1000})
+	bf, err := OpenBloom(a.Place("bloom"), BloomConfig{Capacity: 1000})
 	if err != nil {
 		t.Fatal(err)
 	}
-	cbf, err := a.CountingBloom("cbf", arCBF)
+	cbf, err := OpenCountingBloom(a.Place("cbf"), arCBF)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cw, err := a.CountMinWindow("cmswin", win, arCMS)
+	cw, err := OpenCountMinWindow(a.Place("cmswin"), CountMinWindowConfig{Window: win, CountMin: arCMS})
 	if err != nil {
 		t.Fatal(err)
 	}
-	bw, err := a.BloomWindow("bloomwin", win, BloomConfig{Capacity: 1000})
+	bw, err := OpenBloomWindow(a.Place("bloomwin"), BloomWindowConfig{Window: win, Bloom: BloomConfig{Capacity: 1000}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,19 +15,19 @@ import (
 // goroutines either hands out a working window or reports ErrClosed.
 func TestArena_WindowsOutliveArena(t *testing.T) {
 	path := tempPath(t, "arena")
-	a, err := OpenArena(path, 4<<20)
+	a, err := OpenArena(Path(path), 4<<20)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cw, err := a.CountMinWindow("c", Window{Keep: 2}, CountMinConfig{Rows: 2, Width: 256})
+	cw, err := OpenCountMinWindow(a.Place("c"), CountMinWindowConfig{Window: Window{Keep: 2}, CountMin: CountMinConfig{Rows: 2, Width: 256}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	bw, err := a.BloomWindow("b", Window{Period: 5 * time.Millisecond, Keep: 2}, BloomConfig{Capacity: 100})
+	bw, err := OpenBloomWindow(a.Place("b"), BloomWindowConfig{Window: Window{Period: 5 * time.Millisecond, Keep: 2}, Bloom: BloomConfig{Capacity: 100}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	sib, err := a.CountMin("s", CountMinConfig{Rows: 1, Width: 64})
+	sib, err := OpenCountMin(a.Place("s"), CountMinConfig{Rows: 1, Width: 64})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,7 +63,7 @@ func TestArena_WindowsOutliveArena(t *testing.T) {
 	bw.Close()
 
 	for range 20 {
-		a, err := OpenArena(path, 0, ReadOnly())
+		a, err := OpenArena(Path(path), 0, ReadOnly())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -72,7 +72,7 @@ func TestArena_WindowsOutliveArena(t *testing.T) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				w, err := a.CountMinWindow("c", Window{}, CountMinConfig{})
+				w, err := OpenCountMinWindow(a.Place("c"), CountMinWindowConfig{Window: Window{}, CountMin: CountMinConfig{}})
 				if err != nil {
 					if !errors.Is(err, ErrClosed) {
 						t.Error(err)

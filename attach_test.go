@@ -32,7 +32,7 @@ func TestOpen_ReaderLockDoesNotBlock(t *testing.T) {
 	if err := unix.Flock(int(rd.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
 		t.Fatalf("flock -x on a read-only descriptor: %v", err)
 	}
-	c, err := OpenCountMin(path, otCfg, WithWaitTimeout(time.Millisecond))
+	c, err := OpenCountMin(Path(path), otCfg, WithWaitTimeout(time.Millisecond))
 	if err != nil {
 		t.Fatalf("OpenCountMin while a reader holds flock -x = %v, want it attached", err)
 	}
@@ -196,7 +196,7 @@ func TestAttachCountMin_ZeroMagic(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer f.Close()
-			c, err := AttachCountMin(f.Fd(), CountMinConfig{})
+			c, err := OpenCountMin(Inherited(f.Fd()), CountMinConfig{})
 			if err == nil {
 				c.Close()
 				t.Fatal("AttachCountMin succeeded on a file without a magic")

@@ -34,7 +34,7 @@ func benchBloom(b *testing.B, capacity uint64) *Bloom {
 		_, u, _ := benchStreams()
 		s.f = map[uint64]*Bloom{}
 		for _, c := range bloomBenchCapacities {
-			f, err := NewBloom(BloomConfig{Capacity: c, FPRate: 0.01, Seed: benchSeed})
+			f, err := OpenBloom(Memory(), BloomConfig{Capacity: c, FPRate: 0.01, Seed: benchSeed})
 			if err != nil {
 				s.err = err
 				return
@@ -184,7 +184,7 @@ func BenchmarkBloomWalks(b *testing.B) {
 			benchSink.Add(src.Stats().Set)
 		}
 	})
-	dst, err := NewBloom(BloomConfig{Capacity: 1_000_000, FPRate: 0.01, Seed: benchSeed})
+	dst, err := OpenBloom(Memory(), BloomConfig{Capacity: 1_000_000, FPRate: 0.01, Seed: benchSeed})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -234,7 +234,7 @@ func newClassicBloom(b *testing.B, n uint64, p float64) *classicBloom {
 	k := int(math.Round(-math.Log2(p)))
 	m := uint64(nextPow2(int(math.Ceil(float64(n) * -math.Log(p) / (math.Ln2 * math.Ln2)))))
 	// A Bloom filter of at least m bits lends its mapping.
-	mem, err := NewBloom(BloomConfig{Capacity: m / 8, FPRate: 0.01})
+	mem, err := OpenBloom(Memory(), BloomConfig{Capacity: m / 8, FPRate: 0.01})
 	if err != nil || mem.Bits() < m {
 		b.Fatalf("a mapping of %d bits: %v", m, err)
 	}
@@ -320,7 +320,7 @@ func BenchmarkBloomAhead(b *testing.B) {
 	_, u, _ := benchStreams()
 	keys, mask := u.bytes, len(u.bytes)-1
 	for _, capacity := range []uint64{50_000, 200_000, 400_000, 1_000_000, 10_000_000} {
-		f, err := NewBloom(BloomConfig{Capacity: capacity, FPRate: 0.01, Seed: benchSeed})
+		f, err := OpenBloom(Memory(), BloomConfig{Capacity: capacity, FPRate: 0.01, Seed: benchSeed})
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -26,7 +26,7 @@ var benchCBFs struct {
 func benchCBF(b *testing.B) *CountingBloom {
 	s := &benchCBFs
 	s.once.Do(func() {
-		s.b, s.err = NewCountingBloom(CountingBloomConfig{Capacity: 1_000_000, FPRate: 0.01, Seed: benchSeed})
+		s.b, s.err = OpenCountingBloom(Memory(), CountingBloomConfig{Capacity: 1_000_000, FPRate: 0.01, Seed: benchSeed})
 		if s.err == nil {
 			_, u, _ := benchStreams()
 			_, s.err = s.b.AddBatch(u.bytes[:len(u.bytes)/2])
@@ -207,7 +207,7 @@ func BenchmarkCountingBloomWalks(b *testing.B) {
 // benchCBFCopy returns a filter of benchCBF's geometry and seed holding
 // its items, that uses core.
 func benchCBFCopy(b *testing.B, core countingBloomCore) *CountingBloom {
-	f, err := NewCountingBloom(CountingBloomConfig{Capacity: 1_000_000, FPRate: 0.01, Seed: benchSeed})
+	f, err := OpenCountingBloom(Memory(), CountingBloomConfig{Capacity: 1_000_000, FPRate: 0.01, Seed: benchSeed})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -227,7 +227,7 @@ func BenchmarkCountingBloomBatch(b *testing.B) {
 	_, u, _ := benchStreams()
 	keys, mask := u.bytes, len(u.bytes)-1
 	for _, capacity := range []uint64{10_000, 1_000_000} {
-		f, err := NewCountingBloom(CountingBloomConfig{Capacity: capacity, FPRate: 0.01, Seed: benchSeed})
+		f, err := OpenCountingBloom(Memory(), CountingBloomConfig{Capacity: capacity, FPRate: 0.01, Seed: benchSeed})
 		if err != nil {
 			b.Fatal(err)
 		}

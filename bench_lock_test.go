@@ -120,7 +120,7 @@ func BenchmarkLock(b *testing.B) {
 // childLockSpin takes and releases the write lock of envPath in a loop,
 // holding it a microsecond each time, until stdin closes.
 func childLockSpin() error {
-	c, err := OpenCountMin(os.Getenv(envPath), lockCfg)
+	c, err := OpenCountMin(Path(os.Getenv(envPath)), lockCfg)
 	if err != nil {
 		return err
 	}

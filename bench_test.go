@@ -164,7 +164,7 @@ func benchSketch(b *testing.B, sh benchShape) *CountMin {
 		return c
 	}
 	cfg := CountMinConfig{Rows: sh.rows, Width: sh.width, Seed: benchSeed}
-	c, err := NewCountMinMemfd("bench-"+sh.name, cfg)
+	c, err := OpenCountMin(Memfd("bench-"+sh.name), cfg)
 	if err != nil {
 		b.Fatalf("NewCountMinMemfd(%+v): %v", cfg, err)
 	}

@@ -35,7 +35,7 @@ func benchWindow(b *testing.B, sh benchShape) *CountMinWindow {
 		return w
 	}
 	cfg := CountMinConfig{Rows: sh.rows, Width: sh.width, Seed: benchSeed}
-	w, err := NewCountMinWindowMemfd("bench-window-"+sh.name, Window{Period: time.Hour, Keep: 2}, cfg)
+	w, err := OpenCountMinWindow(Memfd("bench-window-"+sh.name), CountMinWindowConfig{Window: Window{Period: time.Hour, Keep: 2}, CountMin: cfg})
 	if err != nil {
 		b.Fatalf("NewCountMinWindowMemfd(%+v): %v", cfg, err)
 	}
@@ -178,12 +178,12 @@ func BenchmarkCountMinWindowRotate(b *testing.B) {
 func benchBloomPair(b *testing.B, capacity uint64) (*Bloom, *BloomWindow) {
 	_, u, _ := benchStreams()
 	cfg := BloomConfig{Capacity: capacity, FPRate: 0.01, Seed: benchSeed}
-	f, err := NewBloom(cfg)
+	f, err := OpenBloom(Memory(), cfg)
 	if err != nil {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { f.Close() })
-	w, err := NewBloomWindowMemfd("bench-bloom-window", Window{Period: time.Hour, Keep: 2}, cfg)
+	w, err := OpenBloomWindow(Memfd("bench-bloom-window"), BloomWindowConfig{Window: Window{Period: time.Hour, Keep: 2}, Bloom: cfg})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -288,48 +288,12 @@ type BloomStats struct {
 	Closed bool `json:"closed"`
 }
 
-// OpenBloom opens the Bloom filter in the file at path, creating it if it
-// does not exist, as OpenCountMin does for a Count-Min sketch (the same
-// files, trust rules and options). Every process may call it with the
-// same path and config: the first creates the file, the rest attach. An
-// explicit config must match the stored bits and hashes
-// (ErrIncompatible); the zero config attaches to any, and cannot create.
-func OpenBloom(path string, cfg BloomConfig, opts ...Option) (*Bloom, error) {
-	sp, err := cfg.spec()
-	m, err := openSpec(path, sp, err, opts)
-	if err != nil {
-		return nil, err
-	}
-	return newBloom(m)
-}
-
-// NewBloomMemfd creates a Bloom filter in a new memfd, to hand to child
-// processes (File, AttachBloom), as NewCountMinMemfd does.
-func NewBloomMemfd(name string, cfg BloomConfig, opts ...Option) (*Bloom, error) {
-	sp, err := cfg.createSpec()
-	m, err := memfdSpec(name, "filter", sp, err, opts)
-	if err != nil {
-		return nil, err
-	}
-	return newBloom(m)
-}
-
-// NewBloom creates a Bloom filter in memory, for one process, as
-// NewCountMin does.
-func NewBloom(cfg BloomConfig, opts ...Option) (*Bloom, error) {
-	sp, err := cfg.createSpec()
-	m, err := inMemorySpec(sp, err, opts)
-	if err != nil {
-		return nil, err
-	}
-	return newBloom(m)
-}
-
-// AttachBloom attaches to the Bloom filter behind a descriptor this
-// process inherited, as AttachCountMin does.
-func AttachBloom(fd uintptr, cfg BloomConfig, opts ...Option) (*Bloom, error) {
-	sp, err := cfg.spec()
-	m, err := attachSpec(fd, sp, err, opts)
+// OpenBloom opens the Bloom filter at a place (see Place), creating it with
+// cfg where there is none, as OpenCountMin does. An explicit config must
+// match the stored bits and hashes (ErrIncompatible); the zero config
+// attaches to any, and cannot create.
+func OpenBloom(at Place, cfg BloomConfig, opts ...Option) (*Bloom, error) {
+	m, err := at.open(cfg.spec, cfg.createSpec, opts)
 	if err != nil {
 		return nil, err
 	}

@@ -15,7 +15,7 @@ func ExampleOpenBloom() {
 	dir, _ := os.MkdirTemp("", "sketch-example")
 	defer os.RemoveAll(dir)
 
-	seen, err := sketch.OpenBloom(filepath.Join(dir, "seen.bloom"), sketch.BloomConfig{
+	seen, err := sketch.OpenBloom(sketch.Path(filepath.Join(dir, "seen.bloom")), sketch.BloomConfig{
 		Capacity: 1_000_000, // distinct keys...
 		FPRate:   0.001,     // ...at which one absent key in 1000 reads present
 	})
@@ -46,8 +46,8 @@ func ExampleOpenBloom() {
 // shipped) merge into one that holds every key.
 func ExampleBloom_Merge() {
 	cfg := sketch.BloomConfig{Capacity: 10_000, FPRate: 0.01, Seed: 42} // one shape and seed
-	a, _ := sketch.NewBloom(cfg)
-	b, _ := sketch.NewBloom(cfg)
+	a, _ := sketch.OpenBloom(sketch.Memory(), cfg)
+	b, _ := sketch.OpenBloom(sketch.Memory(), cfg)
 	defer a.Close()
 	defer b.Close()
 
@@ -60,7 +60,7 @@ func ExampleBloom_Merge() {
 	a.ContainsBatch([][]byte{[]byte("alpha"), []byte("gamma"), []byte("delta")}, found)
 	fmt.Println(found)
 
-	other, _ := sketch.NewBloom(sketch.BloomConfig{Capacity: 10_000, FPRate: 0.01, Seed: 7})
+	other, _ := sketch.OpenBloom(sketch.Memory(), sketch.BloomConfig{Capacity: 10_000, FPRate: 0.01, Seed: 7})
 	defer other.Close()
 	fmt.Println(a.Merge(other) != nil)
 	// Output:

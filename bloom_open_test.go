@@ -16,7 +16,7 @@ import (
 func bloomMakeFile(t testing.TB) []byte {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "bloom")
-	b, err := OpenBloom(path, BloomConfig{Capacity: 100, Seed: 3})
+	b, err := OpenBloom(Path(path), BloomConfig{Capacity: 100, Seed: 3})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,7 +65,7 @@ func TestBloom_Corrupt(t *testing.T) {
 				t.Fatal(err)
 			}
 			for _, opts := range [][]Option{nil, {ReadOnly()}} {
-				_, err := OpenBloom(path, BloomConfig{}, opts...)
+				_, err := OpenBloom(Path(path), BloomConfig{}, opts...)
 				if !errors.Is(err, tc.want) || !strings.Contains(err.Error(), path) {
 					t.Errorf("OpenBloom(%d options) = %v, want %v naming the file", len(opts), err, tc.want)
 				}
@@ -74,17 +74,17 @@ func TestBloom_Corrupt(t *testing.T) {
 	}
 	// Other kinds are not Bloom filters, and the reverse.
 	path, _ := otMakeFile(t, otCfg)
-	if _, err := OpenBloom(path, BloomConfig{}); !errors.Is(err, ErrIncompatible) {
+	if _, err := OpenBloom(Path(path), BloomConfig{}); !errors.Is(err, ErrIncompatible) {
 		t.Errorf("OpenBloom of a Count-Min file = %v, want ErrIncompatible", err)
 	}
 	bpath := filepath.Join(t.TempDir(), "bloom")
 	if err := os.WriteFile(bpath, valid, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := OpenCountMin(bpath, CountMinConfig{}); !errors.Is(err, ErrIncompatible) {
+	if _, err := OpenCountMin(Path(bpath), CountMinConfig{}); !errors.Is(err, ErrIncompatible) {
 		t.Errorf("OpenCountMin of a Bloom file = %v, want ErrIncompatible", err)
 	}
-	if _, err := OpenCountingBloom(bpath, CountingBloomConfig{}); !errors.Is(err, ErrIncompatible) {
+	if _, err := OpenCountingBloom(Path(bpath), CountingBloomConfig{}); !errors.Is(err, ErrIncompatible) {
 		t.Errorf("OpenCountingBloom of a Bloom file = %v, want ErrIncompatible", err)
 	}
 }
@@ -96,17 +96,17 @@ func TestBloom_Corrupt(t *testing.T) {
 func TestBloom_OpenAttach(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "bloom")
 	cfg := BloomConfig{Capacity: 5000, FPRate: 0.001, Seed: 77}
-	if _, err := OpenBloom(path, BloomConfig{}); err == nil {
+	if _, err := OpenBloom(Path(path), BloomConfig{}); err == nil {
 		t.Fatal("OpenBloom with the zero config created a file")
 	}
-	w, err := OpenBloom(path, cfg)
+	w, err := OpenBloom(Path(path), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer w.Close()
 	w.AddString("k")
 	for _, c := range []BloomConfig{cfg, {}, {Capacity: 5000, FPRate: 0.001}} {
-		b, err := OpenBloom(path, c)
+		b, err := OpenBloom(Path(path), c)
 		if err != nil {
 			t.Fatalf("OpenBloom(%+v) of an existing filter: %v", c, err)
 		}
@@ -116,7 +116,7 @@ func TestBloom_OpenAttach(t *testing.T) {
 		b.Close()
 	}
 	for _, c := range []BloomConfig{{Capacity: 50_000, FPRate: 0.001}, {Capacity: 5000, FPRate: 0.01}, {Capacity: 5000, FPRate: 0.001, Seed: 78}} {
-		if _, err := OpenBloom(path, c); !errors.Is(err, ErrIncompatible) {
+		if _, err := OpenBloom(Path(path), c); !errors.Is(err, ErrIncompatible) {
 			t.Errorf("OpenBloom(%+v) = %v, want ErrIncompatible", c, err)
 		}
 	}
@@ -124,7 +124,7 @@ func TestBloom_OpenAttach(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a, err := AttachBloom(f.Fd(), BloomConfig{})
+	a, err := OpenBloom(Inherited(f.Fd()), BloomConfig{})
 	f.Close()
 	if err != nil {
 		t.Fatal(err)
@@ -133,7 +133,7 @@ func TestBloom_OpenAttach(t *testing.T) {
 		t.Errorf("AttachBloom: Check(k) = %v, Path() = %q", a.ContainsString("k"), a.Path())
 	}
 	a.Close()
-	mf, err := NewBloomMemfd("m", cfg)
+	mf, err := OpenBloom(Memfd("m"), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -142,11 +142,11 @@ func TestBloom_OpenAttach(t *testing.T) {
 		t.Error("memfd filter lost its key")
 	}
 	mf.Close()
-	if _, err := NewBloomMemfd("m", cfg, ReadOnly()); !errors.Is(err, ErrInvalidConfig) {
+	if _, err := OpenBloom(Memfd("m"), cfg, ReadOnly()); !errors.Is(err, ErrInvalidConfig) {
 		t.Errorf("NewBloomMemfd(ReadOnly) = %v, want ErrInvalidConfig", err)
 	}
 
-	r, err := OpenBloom(path, BloomConfig{}, ReadOnly())
+	r, err := OpenBloom(Path(path), BloomConfig{}, ReadOnly())
 	if err != nil {
 		t.Fatal(err)
 	}

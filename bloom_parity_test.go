@@ -139,7 +139,7 @@ func bloomParityRun(t *testing.T, cfg BloomConfig, ops []byte) {
 				if p == &f.other {
 					name = "other"
 				}
-				b, err := OpenBloom(filepath.Join(dir, fmt.Sprintf("%s.%v.%s", core.name(), ahead, name)), cfg)
+				b, err := OpenBloom(Path(filepath.Join(dir, fmt.Sprintf("%s.%v.%s", core.name(), ahead, name))), cfg)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -349,7 +349,7 @@ func TestBloom_ParityBatchSingle(t *testing.T) {
 	for i := range keys {
 		keys[i] = bloomKey("bs", i%4500)
 	}
-	single, err := OpenBloom(filepath.Join(dir, "single"), cfg)
+	single, err := OpenBloom(Path(filepath.Join(dir, "single")), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -361,7 +361,7 @@ func TestBloom_ParityBatchSingle(t *testing.T) {
 	}
 	for _, core := range bloomCores() {
 		for _, ahead := range []bool{false, true} {
-			b, err := OpenBloom(filepath.Join(dir, fmt.Sprintf("%s.%v", core.name(), ahead)), cfg)
+			b, err := OpenBloom(Path(filepath.Join(dir, fmt.Sprintf("%s.%v", core.name(), ahead))), cfg)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -43,7 +43,7 @@ func bloomAddRange(b *Bloom, first, n int) error {
 // childBloomAdd adds its range, waits until every child's adds are counted
 // (a count moves after its bits), then checks every child's keys.
 func childBloomAdd() error {
-	b, err := OpenBloom(os.Getenv(envPath), bloomProcCfg)
+	b, err := OpenBloom(Path(os.Getenv(envPath)), bloomProcCfg)
 	if err != nil {
 		return err
 	}
@@ -73,7 +73,7 @@ func childBloomAdd() error {
 // childBloomFrozen creates its own filter file, adds its range and
 // freezes the file.
 func childBloomFrozen() error {
-	b, err := OpenBloom(os.Getenv(envPath), bloomProcCfg)
+	b, err := OpenBloom(Path(os.Getenv(envPath)), bloomProcCfg)
 	if err != nil {
 		return err
 	}
@@ -107,7 +107,7 @@ func TestBloom_FourProcesses(t *testing.T) {
 	if t.Failed() {
 		t.FailNow()
 	}
-	b, err := OpenBloom(path, BloomConfig{})
+	b, err := OpenBloom(Path(path), BloomConfig{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -151,10 +151,10 @@ func TestBloom_MergeFrozenCopies(t *testing.T) {
 	var copies []*Bloom
 	for i := range 4 {
 		path := filepath.Join(dir, fmt.Sprint(i))
-		if _, err := OpenBloom(path, bloomProcCfg); !errors.Is(err, ErrFrozen) {
+		if _, err := OpenBloom(Path(path), bloomProcCfg); !errors.Is(err, ErrFrozen) {
 			t.Errorf("read-write open of a frozen copy = %v, want ErrFrozen", err)
 		}
-		c, err := OpenBloom(path, bloomProcCfg, ReadOnly())
+		c, err := OpenBloom(Path(path), bloomProcCfg, ReadOnly())
 		if err != nil {
 			t.Fatal(err)
 		}

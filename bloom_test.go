@@ -17,7 +17,7 @@ func bloomKey(prefix string, i int) []byte { return []byte(fmt.Sprintf("%s-%d", 
 
 func mustBloom(t testing.TB, cfg BloomConfig) *Bloom {
 	t.Helper()
-	b, err := NewBloom(cfg)
+	b, err := OpenBloom(Memory(), cfg)
 	if err != nil {
 		t.Fatalf("NewBloom(%+v): %v", cfg, err)
 	}
@@ -72,7 +72,7 @@ func TestBloom_Geometry(t *testing.T) {
 		}
 	}
 	for _, cfg := range []BloomConfig{{}, {FPRate: 0.01}, {Capacity: 10, FPRate: 2}, {Capacity: 10, FPRate: -1}} {
-		if _, err := NewBloom(cfg); !errors.Is(err, ErrInvalidConfig) {
+		if _, err := OpenBloom(Memory(), cfg); !errors.Is(err, ErrInvalidConfig) {
 			t.Errorf("NewBloom(%+v) = %v, want ErrInvalidConfig", cfg, err)
 		}
 	}

@@ -23,23 +23,25 @@ func bloomWindowBytes(blocks uint64, keep int) uint64 {
 	return windowControlBytes(keep) + uint64(keep+1)*bloomBytes(blocks)
 }
 
-// bloomWindowCreateSpec is bloomWindowSpec for the constructors that
+// createSpec is spec for the constructors that
 // always create: the zero Window and a config without Capacity, which
 // only attach, are refused.
-func bloomWindowCreateSpec(w Window, cfg BloomConfig) (spec, error) {
+func (wc BloomWindowConfig) createSpec() (spec, error) {
+	w, cfg := wc.Window, wc.Bloom
 	if err := w.validate(); err != nil {
 		return spec{}, err
 	}
 	if cfg.Capacity == 0 {
 		return spec{}, errNoCapacity
 	}
-	return bloomWindowSpec(w, cfg)
+	return wc.spec()
 }
 
-// bloomWindowSpec asks for a Bloom window. The zero Window attaches to
+// spec asks for a Bloom window. The zero Window attaches to
 // whatever window is stored, and a config without Capacity to whatever
 // filters; either one cannot create (size 0).
-func bloomWindowSpec(w Window, cfg BloomConfig) (spec, error) {
+func (wc BloomWindowConfig) spec() (spec, error) {
+	w, cfg := wc.Window, wc.Bloom
 	bsp, err := cfg.spec()
 	if err != nil {
 		return spec{}, err
@@ -204,51 +206,16 @@ type BloomWindowSlotStats struct {
 	Seen  uint64 `json:"seen"`
 }
 
-// OpenBloomWindow opens the Bloom window in the file at path, creating it
-// if it does not exist, as OpenBloom does for a Bloom filter (the same
-// files, trust rules and options). cfg sizes each period's filter. w must
-// be the stored window (ErrIncompatible otherwise), and a cfg with a
-// Capacity must size the stored filters; the zero Window attaches to any
-// window and a cfg without Capacity to any filters, and neither can
-// create. A window's Keep must be 1 to MaxWindowKeep and its Period 0 or
-// at least a millisecond (ErrInvalidConfig).
-func OpenBloomWindow(path string, w Window, cfg BloomConfig, opts ...Option) (*BloomWindow, error) {
-	sp, err := bloomWindowSpec(w, cfg)
-	m, err := openSpec(path, sp, err, opts)
-	if err != nil {
-		return nil, err
-	}
-	return newBloomWindow(m)
-}
-
-// NewBloomWindowMemfd creates a Bloom window in a new memfd, to hand to
-// child processes (File, AttachBloomWindow), as NewBloomMemfd does. It
-// needs a whole Window and a Capacity.
-func NewBloomWindowMemfd(name string, w Window, cfg BloomConfig, opts ...Option) (*BloomWindow, error) {
-	sp, err := bloomWindowCreateSpec(w, cfg)
-	m, err := memfdSpec(name, "window", sp, err, opts)
-	if err != nil {
-		return nil, err
-	}
-	return newBloomWindow(m)
-}
-
-// NewBloomWindow creates a Bloom window in memory, for one process, as
-// NewBloom does. It needs a whole Window and a Capacity.
-func NewBloomWindow(w Window, cfg BloomConfig, opts ...Option) (*BloomWindow, error) {
-	sp, err := bloomWindowCreateSpec(w, cfg)
-	m, err := inMemorySpec(sp, err, opts)
-	if err != nil {
-		return nil, err
-	}
-	return newBloomWindow(m)
-}
-
-// AttachBloomWindow attaches to the Bloom window behind a descriptor this
-// process inherited, as AttachBloom does.
-func AttachBloomWindow(fd uintptr, w Window, cfg BloomConfig, opts ...Option) (*BloomWindow, error) {
-	sp, err := bloomWindowSpec(w, cfg)
-	m, err := attachSpec(fd, sp, err, opts)
+// OpenBloomWindow opens the Bloom window at a place (see Place), creating
+// it with cfg where there is none, as OpenCountMin does. cfg.Bloom sizes
+// each period's filter. A given cfg.Window must be the stored window
+// (ErrIncompatible otherwise), and a cfg.Bloom with a Capacity must size
+// the stored filters; the zero Window attaches to any window and a
+// cfg.Bloom without Capacity to any filters, and neither can create. A
+// window's Keep must be 1 to MaxWindowKeep and its Period 0 or at least a
+// millisecond (ErrInvalidConfig).
+func OpenBloomWindow(at Place, cfg BloomWindowConfig, opts ...Option) (*BloomWindow, error) {
+	m, err := at.open(cfg.spec, cfg.createSpec, opts)
 	if err != nil {
 		return nil, err
 	}

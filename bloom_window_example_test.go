@@ -18,10 +18,10 @@ func ExampleOpenBloomWindow() {
 	dir, _ := os.MkdirTemp("", "sketch-example")
 	defer os.RemoveAll(dir)
 
-	seen, err := sketch.OpenBloomWindow(filepath.Join(dir, "seen.bwin"), sketch.Window{Keep: 2}, sketch.BloomConfig{
+	seen, err := sketch.OpenBloomWindow(sketch.Path(filepath.Join(dir, "seen.bwin")), sketch.BloomWindowConfig{Window: sketch.Window{Keep: 2}, Bloom: sketch.BloomConfig{
 		Capacity: 100_000, // distinct keys a period...
 		FPRate:   0.0005,  // ...at which a period's filter reads an absent key present
-	})
+	}})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -55,7 +55,7 @@ func ExampleOpenBloomWindow() {
 // Stats says which periods Check covers and how full each slot is (a
 // fixed seed keeps the output the same on every run).
 func ExampleBloomWindow_Stats() {
-	w, err := sketch.NewBloomWindow(sketch.Window{Period: time.Hour, Keep: 3}, sketch.BloomConfig{Capacity: 1000, Seed: 1})
+	w, err := sketch.OpenBloomWindow(sketch.Memory(), sketch.BloomWindowConfig{Window: sketch.Window{Period: time.Hour, Keep: 3}, Bloom: sketch.BloomConfig{Capacity: 1000, Seed: 1}})
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -35,7 +35,7 @@ func bwinProcKey(child string, i int) []byte { return []byte(fmt.Sprintf("c%s-%d
 // no later than the one it went to: a window that covers that one covers
 // the batch's.
 func childBloomWinAdd() error {
-	w, err := OpenBloomWindow(os.Getenv(envPath), envWindow(), bwinProcCfg)
+	w, err := OpenBloomWindow(Path(os.Getenv(envPath)), BloomWindowConfig{Window: envWindow(), Bloom: bwinProcCfg})
 	if err != nil {
 		return err
 	}
@@ -240,7 +240,7 @@ func TestBloomWindow_RotateProcesses(t *testing.T) {
 // inside the first clear it wins (saying "clearing SLOT PERIOD"), and
 // waits there to be killed.
 func childBloomWinClear() error {
-	w, err := OpenBloomWindow(os.Getenv(envPath), Window{Keep: 2}, bwinProcCfg)
+	w, err := OpenBloomWindow(Path(os.Getenv(envPath)), BloomWindowConfig{Window: Window{Keep: 2}, Bloom: bwinProcCfg})
 	if err != nil {
 		return err
 	}

@@ -19,7 +19,7 @@ func TestBloomWindow_RotateRaceNoFalseNegative(t *testing.T) {
 			path := tempPath(t, "bwin")
 			cfg := BloomConfig{Capacity: 64}
 			open := func() *BloomWindow {
-				w, err := OpenBloomWindow(path, Window{Keep: keep}, cfg)
+				w, err := OpenBloomWindow(Path(path), BloomWindowConfig{Window: Window{Keep: keep}, Bloom: cfg})
 				if err != nil {
 					t.Fatal(err)
 				}

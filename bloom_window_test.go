@@ -27,7 +27,7 @@ var bwinCfg = BloomConfig{Capacity: 4000, FPRate: 0.01, Seed: 0xb1d0}
 
 func mustOpenBloomWindow(t testing.TB, path string, w Window, cfg BloomConfig, opts ...Option) *BloomWindow {
 	t.Helper()
-	bw, err := OpenBloomWindow(path, w, cfg, opts...)
+	bw, err := OpenBloomWindow(Path(path), BloomWindowConfig{Window: w, Bloom: cfg}, opts...)
 	if err != nil {
 		t.Fatalf("OpenBloomWindow(%s, %+v, %+v): %v", path, w, cfg, err)
 	}
@@ -37,7 +37,7 @@ func mustOpenBloomWindow(t testing.TB, path string, w Window, cfg BloomConfig, o
 
 func mustNewBloomWindow(t testing.TB, w Window, cfg BloomConfig) *BloomWindow {
 	t.Helper()
-	bw, err := NewBloomWindow(w, cfg)
+	bw, err := OpenBloomWindow(Memory(), BloomWindowConfig{Window: w, Bloom: cfg})
 	if err != nil {
 		t.Fatalf("NewBloomWindow(%+v, %+v): %v", w, cfg, err)
 	}
@@ -332,14 +332,14 @@ func TestBloomWindow_ErrInvalidConfig(t *testing.T) {
 		{Period: time.Microsecond, Keep: 2},
 	} {
 		t.Run(fmt.Sprintf("period=%v/keep=%d", w.Period, w.Keep), func(t *testing.T) {
-			_, err := OpenBloomWindow(tempPath(t, "bwin"), w, bwinCfg)
+			_, err := OpenBloomWindow(Path(tempPath(t, "bwin")), BloomWindowConfig{Window: w, Bloom: bwinCfg})
 			if !errors.Is(err, ErrInvalidConfig) {
 				t.Errorf("OpenBloomWindow = %v, want ErrInvalidConfig", err)
 			}
-			if _, err := NewBloomWindow(w, bwinCfg); !errors.Is(err, ErrInvalidConfig) {
+			if _, err := OpenBloomWindow(Memory(), BloomWindowConfig{Window: w, Bloom: bwinCfg}); !errors.Is(err, ErrInvalidConfig) {
 				t.Errorf("NewBloomWindow = %v, want ErrInvalidConfig", err)
 			}
-			if _, err := NewBloomWindowMemfd("bwin", w, bwinCfg); !errors.Is(err, ErrInvalidConfig) {
+			if _, err := OpenBloomWindow(Memfd("bwin"), BloomWindowConfig{Window: w, Bloom: bwinCfg}); !errors.Is(err, ErrInvalidConfig) {
 				t.Errorf("NewBloomWindowMemfd = %v, want ErrInvalidConfig", err)
 			}
 		})
@@ -353,10 +353,10 @@ func TestBloomWindow_ErrInvalidConfig(t *testing.T) {
 		{Capacity: 1 << 62},
 	} {
 		t.Run(fmt.Sprintf("capacity=%d/rate=%v", cfg.Capacity, cfg.FPRate), func(t *testing.T) {
-			if _, err := NewBloomWindow(Window{Keep: 2}, cfg); !errors.Is(err, ErrInvalidConfig) {
+			if _, err := OpenBloomWindow(Memory(), BloomWindowConfig{Window: Window{Keep: 2}, Bloom: cfg}); !errors.Is(err, ErrInvalidConfig) {
 				t.Errorf("NewBloomWindow = %v, want ErrInvalidConfig", err)
 			}
-			_, err := OpenBloomWindow(tempPath(t, "bwin"), Window{Keep: 2}, cfg)
+			_, err := OpenBloomWindow(Path(tempPath(t, "bwin")), BloomWindowConfig{Window: Window{Keep: 2}, Bloom: cfg})
 			if !errors.Is(err, ErrInvalidConfig) {
 				t.Errorf("OpenBloomWindow = %v, want ErrInvalidConfig", err)
 			}
@@ -365,16 +365,16 @@ func TestBloomWindow_ErrInvalidConfig(t *testing.T) {
 	// A config without Capacity, or the zero Window, only attaches.
 	for _, w := range []Window{{}, {Keep: 2}} {
 		path := tempPath(t, "bwin")
-		_, err := OpenBloomWindow(path, w, BloomConfig{})
+		_, err := OpenBloomWindow(Path(path), BloomWindowConfig{Window: w, Bloom: BloomConfig{}})
 		if !errors.Is(err, ErrInvalidConfig) || !errors.Is(err, fs.ErrNotExist) || !strings.Contains(err.Error(), path) {
 			t.Errorf("OpenBloomWindow(%+v, zero config) of no file = %v, want ErrInvalidConfig and fs.ErrNotExist naming the file", w, err)
 		}
 	}
-	if _, err := NewBloomWindowMemfd("bwin", Window{Keep: 2}, bwinCfg, ReadOnly()); !errors.Is(err, ErrInvalidConfig) {
+	if _, err := OpenBloomWindow(Memfd("bwin"), BloomWindowConfig{Window: Window{Keep: 2}, Bloom: bwinCfg}, ReadOnly()); !errors.Is(err, ErrInvalidConfig) {
 		t.Errorf("read-only NewBloomWindowMemfd = %v, want ErrInvalidConfig", err)
 	}
 	// 257 slots of 2^40 blocks do not fit a file.
-	if _, err := NewBloomWindow(Window{Keep: MaxWindowKeep}, BloomConfig{Capacity: 1 << 44, FPRate: 0.5}); !errors.Is(err, ErrInvalidConfig) {
+	if _, err := OpenBloomWindow(Memory(), BloomWindowConfig{Window: Window{Keep: MaxWindowKeep}, Bloom: BloomConfig{Capacity: 1 << 44, FPRate: 0.5}}); !errors.Is(err, ErrInvalidConfig) {
 		t.Errorf("a window past the largest file = %v, want ErrInvalidConfig", err)
 	}
 }
@@ -401,37 +401,37 @@ func TestBloomWindow_ErrIncompatible(t *testing.T) {
 		{"keep, zero config", Window{Period: time.Minute, Keep: 2}, BloomConfig{}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := OpenBloomWindow(path, tc.w, tc.cfg)
+			_, err := OpenBloomWindow(Path(path), BloomWindowConfig{Window: tc.w, Bloom: tc.cfg})
 			if !errors.Is(err, ErrIncompatible) {
 				t.Errorf("OpenBloomWindow(%+v, %+v) = %v, want ErrIncompatible", tc.w, tc.cfg, err)
 			}
 		})
 	}
-	if _, err := OpenBloom(path, BloomConfig{}); !errors.Is(err, ErrIncompatible) {
+	if _, err := OpenBloom(Path(path), BloomConfig{}); !errors.Is(err, ErrIncompatible) {
 		t.Errorf("OpenBloom of a Bloom window file = %v, want ErrIncompatible", err)
 	}
-	if _, err := OpenCountMinWindow(path, Window{}, CountMinConfig{}); !errors.Is(err, ErrIncompatible) {
+	if _, err := OpenCountMinWindow(Path(path), CountMinWindowConfig{Window: Window{}, CountMin: CountMinConfig{}}); !errors.Is(err, ErrIncompatible) {
 		t.Errorf("OpenCountMinWindow of a Bloom window file = %v, want ErrIncompatible", err)
 	}
 	bloom := tempPath(t, "bloom")
-	b, err := OpenBloom(bloom, bwinCfg)
+	b, err := OpenBloom(Path(bloom), bwinCfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	b.Close()
-	if _, err := OpenBloomWindow(bloom, Window{}, BloomConfig{}); !errors.Is(err, ErrIncompatible) {
+	if _, err := OpenBloomWindow(Path(bloom), BloomWindowConfig{Window: Window{}, Bloom: BloomConfig{}}); !errors.Is(err, ErrIncompatible) {
 		t.Errorf("OpenBloomWindow of a Bloom file = %v, want ErrIncompatible", err)
 	}
 	cmw := tempPath(t, "cmw")
 	mustOpenWindow(t, cmw, win, CountMinConfig{})
-	if _, err := OpenBloomWindow(cmw, win, bwinCfg); !errors.Is(err, ErrIncompatible) {
+	if _, err := OpenBloomWindow(Path(cmw), BloomWindowConfig{Window: win, Bloom: bwinCfg}); !errors.Is(err, ErrIncompatible) {
 		t.Errorf("OpenBloomWindow of a Count-Min window file = %v, want ErrIncompatible", err)
 	}
 	for _, tc := range []struct {
 		w   Window
 		cfg BloomConfig
 	}{{Window{}, BloomConfig{}}, {win, BloomConfig{}}, {Window{}, bwinCfg}, {win, BloomConfig{Capacity: 4000, FPRate: 0.01}}} {
-		w, err := OpenBloomWindow(path, tc.w, tc.cfg)
+		w, err := OpenBloomWindow(Path(path), BloomWindowConfig{Window: tc.w, Bloom: tc.cfg})
 		if err != nil {
 			t.Fatalf("OpenBloomWindow(%+v, %+v): %v", tc.w, tc.cfg, err)
 		}
@@ -449,7 +449,7 @@ func TestBloomWindow_Arena(t *testing.T) {
 	path := tempPath(t, "arena")
 	a := mustOpenArena(t, path, 4<<20)
 	cfg := BloomConfig{Capacity: 10_000, FPRate: 0.001}
-	w, err := a.BloomWindow("seen", Window{Keep: 2}, cfg)
+	w, err := OpenBloomWindow(a.Place("seen"), BloomWindowConfig{Window: Window{Keep: 2}, Bloom: cfg})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -458,7 +458,7 @@ func TestBloomWindow_Arena(t *testing.T) {
 		t.Fatalf("Add(job-1) = %v, %v, want new", already, err)
 	}
 	b := mustOpenArena(t, path, 0)
-	w2, err := b.BloomWindow("seen", Window{}, BloomConfig{})
+	w2, err := OpenBloomWindow(b.Place("seen"), BloomWindowConfig{Window: Window{}, Bloom: BloomConfig{}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -480,17 +480,17 @@ func TestBloomWindow_Arena(t *testing.T) {
 	if w2.ContainsString("job-1") || w2.ContainsString("job-2") {
 		t.Error("after two more turns the window still has the keys")
 	}
-	if _, err := b.BloomWindow("seen", Window{Keep: 3}, cfg); !errors.Is(err, ErrIncompatible) {
+	if _, err := OpenBloomWindow(b.Place("seen"), BloomWindowConfig{Window: Window{Keep: 3}, Bloom: cfg}); !errors.Is(err, ErrIncompatible) {
 		t.Errorf("another Keep: %v, want ErrIncompatible", err)
 	}
-	if _, err := b.Bloom("seen", cfg); !errors.Is(err, ErrIncompatible) {
+	if _, err := OpenBloom(b.Place("seen"), cfg); !errors.Is(err, ErrIncompatible) {
 		t.Errorf("a Bloom filter of the window's name: %v, want ErrIncompatible", err)
 	}
 	for _, tc := range []struct {
 		w   Window
 		cfg BloomConfig
 	}{{Window{}, cfg}, {Window{Keep: 2}, BloomConfig{}}} {
-		if _, err := b.BloomWindow("new", tc.w, tc.cfg); !errors.Is(err, ErrInvalidConfig) {
+		if _, err := OpenBloomWindow(b.Place("new"), BloomWindowConfig{Window: tc.w, Bloom: tc.cfg}); !errors.Is(err, ErrInvalidConfig) {
 			t.Errorf("%+v, %+v for a new name: %v, want ErrInvalidConfig (it cannot create)", tc.w, tc.cfg, err)
 		}
 	}
@@ -546,7 +546,7 @@ func TestBloomWindow_ViewsAndClose(t *testing.T) {
 			t.Errorf("frozen window: Stats = %+v", st)
 		}
 	}
-	if _, err := OpenBloomWindow(path, win, bwinCfg); !errors.Is(err, ErrFrozen) {
+	if _, err := OpenBloomWindow(Path(path), BloomWindowConfig{Window: win, Bloom: bwinCfg}); !errors.Is(err, ErrFrozen) {
 		t.Errorf("read-write open of a frozen window = %v, want ErrFrozen", err)
 	}
 	s := fmt.Sprintf("%v %+v %#v %s", w, w, w, w.String())
@@ -875,7 +875,7 @@ func TestBloomWindow_Corrupt(t *testing.T) {
 			if err := os.WriteFile(path, data, 0o600); err != nil {
 				t.Fatal(err)
 			}
-			_, err := OpenBloomWindow(path, Window{}, BloomConfig{})
+			_, err := OpenBloomWindow(Path(path), BloomWindowConfig{Window: Window{}, Bloom: BloomConfig{}})
 			if !errors.Is(err, tc.want) || !strings.Contains(err.Error(), path) {
 				t.Errorf("OpenBloomWindow = %v, want %v naming the file", err, tc.want)
 			}
@@ -909,7 +909,7 @@ func TestBloomWindow_GarbageSlotWords(t *testing.T) {
 // is refused.
 func TestBloomWindow_MemfdAttach(t *testing.T) {
 	win := Window{Keep: 2}
-	w, err := NewBloomWindowMemfd("bwin", win, bwinCfg)
+	w, err := OpenBloomWindow(Memfd("bwin"), BloomWindowConfig{Window: win, Bloom: bwinCfg})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -921,7 +921,7 @@ func TestBloomWindow_MemfdAttach(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer f.Close()
-		return AttachBloomWindow(f.Fd(), aw, cfg)
+		return OpenBloomWindow(Inherited(f.Fd()), BloomWindowConfig{Window: aw, Bloom: cfg})
 	}
 	a, err := attach(Window{}, BloomConfig{})
 	if err != nil {

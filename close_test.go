@@ -22,7 +22,7 @@ func TestCountMin_CloseWhileInUse(t *testing.T) {
 		keys[i] = []byte(fmt.Sprintf("key-%d", i))
 	}
 	for round := range 20 {
-		c, err := NewCountMinMemfd("close-race", cfg)
+		c, err := OpenCountMin(Memfd("close-race"), cfg)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -68,7 +68,7 @@ func TestCountMin_CloseWhileInUse(t *testing.T) {
 			t.Fatal(err)
 		}
 		// Mapped where the closed sketch was, had its pages been unmapped.
-		d, err := NewCountMinMemfd("close-race-next", cfg)
+		d, err := OpenCountMin(Memfd("close-race-next"), cfg)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -186,48 +186,12 @@ type CountingBloomStats struct {
 	Closed      bool    `json:"closed"`       // this handle was closed
 }
 
-// OpenCountingBloom opens the counting Bloom filter in the file at path,
-// creating it if it does not exist, as OpenCountMin does for a Count-Min
-// sketch (the same files, trust rules and options). An explicit config
-// must match the stored geometry (ErrIncompatible); the zero config
-// attaches to any, and cannot create.
-func OpenCountingBloom(path string, cfg CountingBloomConfig, opts ...Option) (*CountingBloom, error) {
-	sp, err := cfg.spec()
-	m, err := openSpec(path, sp, err, opts)
-	if err != nil {
-		return nil, err
-	}
-	return newCountingBloom(m)
-}
-
-// NewCountingBloomMemfd creates a counting Bloom filter in a new memfd, to
-// hand to child processes (File, AttachCountingBloom), as
-// NewCountMinMemfd does.
-func NewCountingBloomMemfd(name string, cfg CountingBloomConfig, opts ...Option) (*CountingBloom, error) {
-	sp, err := cfg.createSpec()
-	m, err := memfdSpec(name, "filter", sp, err, opts)
-	if err != nil {
-		return nil, err
-	}
-	return newCountingBloom(m)
-}
-
-// NewCountingBloom creates a counting Bloom filter in memory, for one
-// process, as NewCountMin does.
-func NewCountingBloom(cfg CountingBloomConfig, opts ...Option) (*CountingBloom, error) {
-	sp, err := cfg.createSpec()
-	m, err := inMemorySpec(sp, err, opts)
-	if err != nil {
-		return nil, err
-	}
-	return newCountingBloom(m)
-}
-
-// AttachCountingBloom attaches to the counting Bloom filter behind a
-// descriptor this process inherited, as AttachCountMin does.
-func AttachCountingBloom(fd uintptr, cfg CountingBloomConfig, opts ...Option) (*CountingBloom, error) {
-	sp, err := cfg.spec()
-	m, err := attachSpec(fd, sp, err, opts)
+// OpenCountingBloom opens the counting Bloom filter at a place (see
+// Place), creating it with cfg where there is none, as OpenCountMin does.
+// An explicit config must match the stored geometry (ErrIncompatible); the
+// zero config attaches to any, and cannot create.
+func OpenCountingBloom(at Place, cfg CountingBloomConfig, opts ...Option) (*CountingBloom, error) {
+	m, err := at.open(cfg.spec, cfg.createSpec, opts)
 	if err != nil {
 		return nil, err
 	}

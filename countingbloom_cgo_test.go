@@ -43,7 +43,7 @@ func BenchmarkCountingBloomAhead(b *testing.B) {
 	_, u, _ := benchStreams()
 	keys, mask := u.bytes, len(u.bytes)-1
 	for _, capacity := range []uint64{10_000, 30_000, 60_000, 120_000, 1_000_000} {
-		f, err := NewCountingBloom(CountingBloomConfig{Capacity: capacity, FPRate: 0.01, Seed: benchSeed})
+		f, err := OpenCountingBloom(Memory(), CountingBloomConfig{Capacity: capacity, FPRate: 0.01, Seed: benchSeed})
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -16,7 +16,7 @@ import (
 func cbfMakeFile(t testing.TB) []byte {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "cbf")
-	b, err := OpenCountingBloom(path, CountingBloomConfig{Capacity: 10, Seed: 3})
+	b, err := OpenCountingBloom(Path(path), CountingBloomConfig{Capacity: 10, Seed: 3})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -54,7 +54,7 @@ func TestCountingBloom_Corrupt(t *testing.T) {
 			if err := os.WriteFile(path, data, 0o600); err != nil {
 				t.Fatal(err)
 			}
-			_, err := OpenCountingBloom(path, CountingBloomConfig{})
+			_, err := OpenCountingBloom(Path(path), CountingBloomConfig{})
 			if !errors.Is(err, tc.want) || !strings.Contains(err.Error(), path) {
 				t.Errorf("OpenCountingBloom = %v, want %v naming the file", err, tc.want)
 			}
@@ -62,7 +62,7 @@ func TestCountingBloom_Corrupt(t *testing.T) {
 	}
 	// A Count-Min file is not a counting Bloom filter, and the reverse.
 	path, _ := otMakeFile(t, otCfg)
-	if _, err := OpenCountingBloom(path, CountingBloomConfig{}); !errors.Is(err, ErrIncompatible) {
+	if _, err := OpenCountingBloom(Path(path), CountingBloomConfig{}); !errors.Is(err, ErrIncompatible) {
 		t.Errorf("OpenCountingBloom of a Count-Min file = %v, want ErrIncompatible", err)
 	}
 }

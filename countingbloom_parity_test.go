@@ -146,7 +146,7 @@ func cbfParityRun(t *testing.T, cfg CountingBloomConfig, ops []byte) {
 			if f == &p.other {
 				name = "other"
 			}
-			b, err := OpenCountingBloom(filepath.Join(dir, core.name()+"."+name+".cbf"), cfg)
+			b, err := OpenCountingBloom(Path(filepath.Join(dir, core.name()+"."+name+".cbf")), cfg)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -369,7 +369,7 @@ func TestParityCountingBloom(t *testing.T) {
 func TestParityCountingBloom_Frozen(t *testing.T) {
 	dir := t.TempDir()
 	for _, core := range append(append([]countingBloomCore{}, countingBloomCores()...), cbfParityExtra...) {
-		b, err := OpenCountingBloom(filepath.Join(dir, core.name()+".cbf"), CountingBloomConfig{Capacity: 100, Seed: 1})
+		b, err := OpenCountingBloom(Path(filepath.Join(dir, core.name()+".cbf")), CountingBloomConfig{Capacity: 100, Seed: 1})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -403,7 +403,7 @@ func TestParityCountingBloom_Frozen(t *testing.T) {
 func TestParityCountingBloom_AddManyWaits(t *testing.T) {
 	dir := t.TempDir()
 	for _, core := range append(append([]countingBloomCore{}, countingBloomCores()...), cbfParityExtra...) {
-		b, err := OpenCountingBloom(filepath.Join(dir, core.name()+".cbf"), CountingBloomConfig{Capacity: 1000, Seed: 2})
+		b, err := OpenCountingBloom(Path(filepath.Join(dir, core.name()+".cbf")), CountingBloomConfig{Capacity: 1000, Seed: 2})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -46,7 +46,7 @@ func otherBackendExe(t *testing.T) string {
 // childCBFAdd adds its disjoint range of keys (half one by one, half in
 // one AddMany) and "shared" three times.
 func childCBFAdd() error {
-	b, err := OpenCountingBloom(os.Getenv(envPath), cbfProcCfg)
+	b, err := OpenCountingBloom(Path(os.Getenv(envPath)), cbfProcCfg)
 	if err != nil {
 		return err
 	}
@@ -99,7 +99,7 @@ func TestCountingBloom_FourProcesses(t *testing.T) {
 	if t.Failed() {
 		t.FailNow()
 	}
-	b, err := OpenCountingBloom(path, cbfProcCfg)
+	b, err := OpenCountingBloom(Path(path), cbfProcCfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -129,7 +129,7 @@ func TestCountingBloom_FourProcesses(t *testing.T) {
 // childCBFLoop says "started" and then holds the lock again and again: a
 // long AddMany (read lock) or Clear (write lock), until it is killed.
 func childCBFLoop() error {
-	b, err := OpenCountingBloom(os.Getenv(envPath), cbfProcCfg)
+	b, err := OpenCountingBloom(Path(os.Getenv(envPath)), cbfProcCfg)
 	if err != nil {
 		return err
 	}
@@ -161,7 +161,7 @@ func TestCountingBloom_KillLockHolder(t *testing.T) {
 		for _, parked := range []bool{true, false} {
 			t.Run(fmt.Sprintf("%s/parked=%v", loop, parked), func(t *testing.T) {
 				path := filepath.Join(t.TempDir(), "cbf")
-				b, err := OpenCountingBloom(path, cbfProcCfg)
+				b, err := OpenCountingBloom(Path(path), cbfProcCfg)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -209,7 +209,7 @@ func childCBFRace() error {
 	for in.Scan() {
 		n := in.Text()
 		err := func() error {
-			b, err := OpenCountingBloom(filepath.Join(dir, "cbf-"+n), CountingBloomConfig{Capacity: 1000})
+			b, err := OpenCountingBloom(Path(filepath.Join(dir, "cbf-"+n)), CountingBloomConfig{Capacity: 1000})
 			if err != nil {
 				return err
 			}
@@ -275,7 +275,7 @@ func TestCountingBloom_RaceToCreate(t *testing.T) {
 				t.Fatalf("round %d: %s said %q (%v)", n, r.h.name, line, err)
 			}
 		}
-		b, err := OpenCountingBloom(filepath.Join(dir, fmt.Sprintf("cbf-%d", n)), CountingBloomConfig{}, ReadOnly())
+		b, err := OpenCountingBloom(Path(filepath.Join(dir, fmt.Sprintf("cbf-%d", n))), CountingBloomConfig{}, ReadOnly())
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -16,7 +16,7 @@ func cbfKey(prefix string, i int) []byte { return []byte(fmt.Sprintf("%s-%d", pr
 
 func mustCBF(t testing.TB, cfg CountingBloomConfig) *CountingBloom {
 	t.Helper()
-	b, err := NewCountingBloom(cfg)
+	b, err := OpenCountingBloom(Memory(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -232,13 +232,13 @@ func TestCountingBloom_Concurrent(t *testing.T) {
 // mutator and still answer.
 func TestCountingBloom_Views(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "cbf")
-	b, err := OpenCountingBloom(path, CountingBloomConfig{Capacity: 1000})
+	b, err := OpenCountingBloom(Path(path), CountingBloomConfig{Capacity: 1000})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer b.Close()
 	b.Add([]byte("x"))
-	ro, err := OpenCountingBloom(path, CountingBloomConfig{}, ReadOnly())
+	ro, err := OpenCountingBloom(Path(path), CountingBloomConfig{}, ReadOnly())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -251,20 +251,20 @@ func TestCountingBloom_Views(t *testing.T) {
 		t.Fatal(err)
 	}
 	cbfMutationsFail(t, b, ErrFrozen)
-	if _, err := OpenCountingBloom(path, CountingBloomConfig{Capacity: 1000}); !errors.Is(err, ErrFrozen) {
+	if _, err := OpenCountingBloom(Path(path), CountingBloomConfig{Capacity: 1000}); !errors.Is(err, ErrFrozen) {
 		t.Errorf("read-write open of a frozen filter = %v, want ErrFrozen", err)
 	}
 	if !ro.Frozen() || !ro.Contains([]byte("x")) {
 		t.Errorf("read-only view of the frozen filter: Frozen %v", ro.Frozen())
 	}
 	// The zero config attaches but cannot create.
-	if _, err := OpenCountingBloom(filepath.Join(t.TempDir(), "new"), CountingBloomConfig{}); !errors.Is(err, ErrInvalidConfig) || !errors.Is(err, fs.ErrNotExist) {
+	if _, err := OpenCountingBloom(Path(filepath.Join(t.TempDir(), "new")), CountingBloomConfig{}); !errors.Is(err, ErrInvalidConfig) || !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("zero config on a missing file = %v, want ErrInvalidConfig and fs.ErrNotExist", err)
 	}
-	if _, err := OpenCountingBloom(path+"2", CountingBloomConfig{Capacity: 1000}); err != nil {
+	if _, err := OpenCountingBloom(Path(path+"2"), CountingBloomConfig{Capacity: 1000}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := OpenCountingBloom(path+"2", CountingBloomConfig{Capacity: 100_000}); !errors.Is(err, ErrIncompatible) {
+	if _, err := OpenCountingBloom(Path(path+"2"), CountingBloomConfig{Capacity: 100_000}); !errors.Is(err, ErrIncompatible) {
 		t.Errorf("another geometry = %v, want ErrIncompatible", err)
 	}
 }
@@ -287,7 +287,7 @@ func cbfMutationsFail(t *testing.T, b *CountingBloom, want error) {
 // TestCountingBloom_Closed: a closed or zero handle never claims an item
 // is absent and refuses every mutator.
 func TestCountingBloom_Closed(t *testing.T) {
-	b, err := NewCountingBloom(CountingBloomConfig{Capacity: 100})
+	b, err := OpenCountingBloom(Memory(), CountingBloomConfig{Capacity: 100})
 	if err != nil {
 		t.Fatal(err)
 	}

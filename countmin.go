@@ -244,80 +244,14 @@ func validateCountMinEntry(e entry) error {
 	return nil
 }
 
-// OpenCountMin opens the Count-Min sketch in the file at path, creating it
-// if it does not exist. Every process calls it with the same path and
-// config; the first creates the file and the rest attach, also when several
-// processes (of one user or several) race on a path that does not exist yet.
-//
-// A new file is built complete under no name, with mode 0600 unless
-// WithMode says otherwise, its blocks reserved (a full filesystem fails
-// here with ErrNoSpace) and its header written, and then linked at path; so
-// attaching to a file takes no lock and never waits. A symlink at path is
-// refused (ErrSymlink), and so is a file owned by a user the caller does
-// not trust (ErrNotOwner; see WithOwner). An empty file owned by the
-// caller, prepared for it, is initialised in place, and so is the all-zero
-// file of exactly the size the config needs that an interrupted
-// initialisation leaves; such a file with another hard link is refused
-// (ErrHardLinked), and a partly written header is ErrInterruptedCreate. An
-// existing sketch is validated (ErrCorrupt and the sentinels that wrap it)
-// and must match an explicit config (ErrIncompatible).
-func OpenCountMin(path string, cfg CountMinConfig, opts ...Option) (*CountMin, error) {
-	sp, err := cfg.spec()
-	m, err := openSpec(path, sp, err, opts)
-	if err != nil {
-		return nil, err
-	}
-	return newCountMin(m), nil
-}
-
-// NewCountMinMemfd creates a Count-Min sketch in a new memfd, an anonymous
-// file that lives as long as a descriptor or mapping of it does. Hand it to
-// a child process with File and exec.Cmd.ExtraFiles; the child attaches
-// with AttachCountMin. The memfd's size is sealed, so no holder can shrink
-// or grow it under the others (a memfd made any other way is refused at
-// attach unless it is sealed too). name shows in /proc and in errors only. Options
-// about files on a path (WithMode, WithOwner) do not apply; ReadOnly is
-// refused (ErrInvalidConfig).
-func NewCountMinMemfd(name string, cfg CountMinConfig, opts ...Option) (*CountMin, error) {
-	sp, err := cfg.spec()
-	m, err := memfdSpec(name, "sketch", sp, err, opts)
-	if err != nil {
-		return nil, err
-	}
-	return newCountMin(m), nil
-}
-
-// NewCountMin creates a Count-Min sketch in memory, for one process: its
-// goroutines share it as they would a file's, and code that uses the
-// package runs its unit tests with it on any system. On Linux it is an
-// unnamed memfd (File still hands it to a child); elsewhere, plain memory.
-// Of the options, WithSeed applies; ReadOnly is refused (ErrInvalidConfig),
-// and the options about files on a path do nothing.
-func NewCountMin(cfg CountMinConfig, opts ...Option) (*CountMin, error) {
-	sp, err := cfg.spec()
-	m, err := inMemorySpec(sp, err, opts)
-	if err != nil {
-		return nil, err
-	}
-	return newCountMin(m), nil
-}
-
-// AttachCountMin attaches to the Count-Min sketch behind a descriptor this
-// process inherited or received, such as fd 3 in a child started with
-// exec.Cmd.ExtraFiles. The descriptor must be open for reading and writing
-// (ErrInvalidArgument otherwise), or for reading with ReadOnly; it is
-// duplicated, so it stays the caller's to close. The file is validated as
-// OpenCountMin validates it (ErrCorrupt and the sentinels that wrap it, and
-// ErrSparse for another user's file with holes), but a descriptor has no
-// path, so its trust has its own rule: a memfd must carry the seals that
-// fix its size (ErrUnsealed), and any other file must be owned by the
-// caller, root or a uid named with WithOwner (ErrNotOwner); whoever could
-// change its size could kill this process with SIGBUS. A memory-backed
-// file larger than the machine's memory is ErrNoSpace. With ReadOnly the
-// trust rule does not apply, as for OpenCountMin.
-func AttachCountMin(fd uintptr, cfg CountMinConfig, opts ...Option) (*CountMin, error) {
-	sp, err := cfg.spec()
-	m, err := attachSpec(fd, sp, err, opts)
+// OpenCountMin opens the Count-Min sketch at a place (a file, a new memfd,
+// an inherited descriptor, memory, a name in an arena: see Place),
+// creating it with cfg where there is none. Every process may call it with
+// the same place and config: the first creates the sketch, the rest attach.
+// The zero config creates the default shape and attaches to any; an
+// explicit one must match the stored shape (ErrIncompatible).
+func OpenCountMin(at Place, cfg CountMinConfig, opts ...Option) (*CountMin, error) {
+	m, err := at.open(cfg.spec, cfg.spec, opts)
 	if err != nil {
 		return nil, err
 	}

@@ -130,7 +130,7 @@ var mergeProcCfg = CountMinConfig{Rows: 4, Width: 1 << 16, Seed: 0x6d657267}
 
 // childMergePart writes stream envChild into its own file and freezes it.
 func childMergePart() error {
-	c, err := OpenCountMin(os.Getenv(envPath), mergeProcCfg)
+	c, err := OpenCountMin(Path(os.Getenv(envPath)), mergeProcCfg)
 	if err != nil {
 		return err
 	}

@@ -22,7 +22,7 @@ func tempPath(t testing.TB, name string) string {
 
 func mustOpen(t testing.TB, path string, cfg CountMinConfig, opts ...Option) *CountMin {
 	t.Helper()
-	c, err := OpenCountMin(path, cfg, opts...)
+	c, err := OpenCountMin(Path(path), cfg, opts...)
 	if err != nil {
 		t.Fatalf("OpenCountMin(%s, %+v): %v", path, cfg, err)
 	}
@@ -89,7 +89,7 @@ func TestOpenCountMin_InvalidConfig(t *testing.T) {
 	} {
 		t.Run(fmt.Sprintf("%+v", cfg), func(t *testing.T) {
 			path := tempPath(t, "cms")
-			_, err := OpenCountMin(path, cfg)
+			_, err := OpenCountMin(Path(path), cfg)
 			if !errors.Is(err, ErrInvalidConfig) {
 				t.Fatalf("OpenCountMin(%+v) error = %v, want ErrInvalidConfig", cfg, err)
 			}
@@ -178,7 +178,7 @@ func TestCountMin_Reset(t *testing.T) {
 }
 
 func TestCountMin_Closed(t *testing.T) {
-	c, err := OpenCountMin(tempPath(t, "cms"), CountMinConfig{Rows: 1, Width: 8})
+	c, err := OpenCountMin(Path(tempPath(t, "cms")), CountMinConfig{Rows: 1, Width: 8})
 	if err != nil {
 		t.Fatal(err)
 	}

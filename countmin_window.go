@@ -29,16 +29,17 @@ func countMinWindowBytes(rows, width, keep int) uint64 {
 	return windowControlBytes(keep) + uint64(keep+1)*countMinSlotBytes(rows, width)
 }
 
-// countMinWindowCreateSpec is countMinWindowSpec for the constructors that
+// createSpec is spec for the constructors that
 // always create: the zero Window, which only attaches, is refused.
-func countMinWindowCreateSpec(w Window, cfg CountMinConfig) (spec, error) {
-	if err := w.validate(); err != nil {
+func (wc CountMinWindowConfig) createSpec() (spec, error) {
+	if err := wc.Window.validate(); err != nil {
 		return spec{}, err
 	}
-	return countMinWindowSpec(w, cfg)
+	return wc.spec()
 }
 
-func countMinWindowSpec(w Window, cfg CountMinConfig) (spec, error) {
+func (wc CountMinWindowConfig) spec() (spec, error) {
+	w, cfg := wc.Window, wc.CountMin
 	rows, width, explicit, err := cfg.shape()
 	if err != nil {
 		return spec{}, err
@@ -197,50 +198,16 @@ type WindowSlotStats struct {
 	Total uint64 `json:"total"`
 }
 
-// OpenCountMinWindow opens the Count-Min window in the file at path,
-// creating it if it does not exist, as OpenCountMin does for a Count-Min
-// sketch (the same files, trust rules and options). w must be the stored
-// window (ErrIncompatible otherwise), and an explicit cfg the stored shape;
-// the zero cfg creates the default shape and attaches to any. A window's
-// Keep must be 1 to MaxWindowKeep and its Period 0 or at least a
-// millisecond (ErrInvalidConfig).
-func OpenCountMinWindow(path string, w Window, cfg CountMinConfig, opts ...Option) (*CountMinWindow, error) {
-	sp, err := countMinWindowSpec(w, cfg)
-	m, err := openSpec(path, sp, err, opts)
-	if err != nil {
-		return nil, err
-	}
-	return newCountMinWindow(m)
-}
-
-// NewCountMinWindowMemfd creates a Count-Min window in a new memfd, to
-// hand to child processes (File, AttachCountMinWindow), as
-// NewCountMinMemfd does.
-func NewCountMinWindowMemfd(name string, w Window, cfg CountMinConfig, opts ...Option) (*CountMinWindow, error) {
-	sp, err := countMinWindowCreateSpec(w, cfg)
-	m, err := memfdSpec(name, "window", sp, err, opts)
-	if err != nil {
-		return nil, err
-	}
-	return newCountMinWindow(m)
-}
-
-// NewCountMinWindow creates a Count-Min window in memory, for one process,
-// as NewCountMin does.
-func NewCountMinWindow(w Window, cfg CountMinConfig, opts ...Option) (*CountMinWindow, error) {
-	sp, err := countMinWindowCreateSpec(w, cfg)
-	m, err := inMemorySpec(sp, err, opts)
-	if err != nil {
-		return nil, err
-	}
-	return newCountMinWindow(m)
-}
-
-// AttachCountMinWindow attaches to the Count-Min window behind a
-// descriptor this process inherited, as AttachCountMin does.
-func AttachCountMinWindow(fd uintptr, w Window, cfg CountMinConfig, opts ...Option) (*CountMinWindow, error) {
-	sp, err := countMinWindowSpec(w, cfg)
-	m, err := attachSpec(fd, sp, err, opts)
+// OpenCountMinWindow opens the Count-Min window at a place (see Place),
+// creating it with cfg where there is none, as OpenCountMin does. A given
+// cfg.Window must be the stored window (ErrIncompatible otherwise), and an
+// explicit cfg.CountMin the stored shape; the zero cfg.CountMin creates
+// the default shape and attaches to any, and the zero Window attaches to
+// any window and cannot create. A window's Keep must be 1 to
+// MaxWindowKeep and its Period 0 or at least a millisecond
+// (ErrInvalidConfig).
+func OpenCountMinWindow(at Place, cfg CountMinWindowConfig, opts ...Option) (*CountMinWindow, error) {
+	m, err := at.open(cfg.spec, cfg.createSpec, opts)
 	if err != nil {
 		return nil, err
 	}

@@ -16,7 +16,7 @@ func TestCountMinWindow_CloseDuringRotate(t *testing.T) {
 		path := tempPath(t, "win")
 		cfg := CountMinConfig{Rows: 4, Width: 1 << 12}
 		other := mustOpenWindow(t, path, Window{Keep: 2}, cfg)
-		w, err := OpenCountMinWindow(path, Window{Keep: 2}, cfg)
+		w, err := OpenCountMinWindow(Path(path), CountMinWindowConfig{Window: Window{Keep: 2}, CountMin: cfg})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -186,10 +186,10 @@ func TestWindows_ZeroValue(t *testing.T) {
 	}
 
 	var a Arena
-	if _, err := a.CountMinWindow("x", Window{Keep: 2}, winCfg); !errors.Is(err, ErrClosed) {
+	if _, err := OpenCountMinWindow(a.Place("x"), CountMinWindowConfig{Window: Window{Keep: 2}, CountMin: winCfg}); !errors.Is(err, ErrClosed) {
 		t.Errorf("Arena.CountMinWindow: %v", err)
 	}
-	if _, err := a.BloomWindow("x", Window{Keep: 2}, BloomConfig{Capacity: 100}); !errors.Is(err, ErrClosed) {
+	if _, err := OpenBloomWindow(a.Place("x"), BloomWindowConfig{Window: Window{Keep: 2}, Bloom: BloomConfig{Capacity: 100}}); !errors.Is(err, ErrClosed) {
 		t.Errorf("Arena.BloomWindow: %v", err)
 	}
 	if l := a.List(); len(l) != 0 {
@@ -234,17 +234,17 @@ func TestCountMinWindow_ZeroWindowAttach(t *testing.T) {
 		t.Errorf("after the zero-Window handle's add and Rotate: estimate %d, current %d", got, w.Current())
 	}
 	missing := tempPath(t, "missing")
-	_, err := OpenCountMinWindow(missing, Window{}, winCfg)
+	_, err := OpenCountMinWindow(Path(missing), CountMinWindowConfig{Window: Window{}, CountMin: winCfg})
 	if err == nil || !errors.Is(err, fs.ErrNotExist) || !strings.Contains(err.Error(), missing) {
 		t.Errorf("zero Window on a missing file: %v", err)
 	}
-	if _, err := NewCountMinWindow(Window{}, winCfg); !errors.Is(err, ErrInvalidConfig) {
+	if _, err := OpenCountMinWindow(Memory(), CountMinWindowConfig{Window: Window{}, CountMin: winCfg}); !errors.Is(err, ErrInvalidConfig) {
 		t.Errorf("NewCountMinWindow with the zero Window: %v", err)
 	}
 	// A window asked of a file that holds a plain Count-Min sketch.
 	cm := tempPath(t, "cm")
 	mustOpen(t, cm, winCfg)
-	if _, err := OpenCountMinWindow(cm, Window{}, CountMinConfig{}); !errors.Is(err, ErrIncompatible) {
+	if _, err := OpenCountMinWindow(Path(cm), CountMinWindowConfig{Window: Window{}, CountMin: CountMinConfig{}}); !errors.Is(err, ErrIncompatible) {
 		t.Errorf("zero Window on a Count-Min file: %v", err)
 	}
 }
@@ -254,7 +254,7 @@ func TestCountMinWindow_ZeroWindowAttach(t *testing.T) {
 func TestCountMinWindow_CloseWhileInUse(t *testing.T) {
 	for range 20 {
 		path := tempPath(t, "win")
-		w, err := OpenCountMinWindow(path, Window{Keep: 3}, CountMinConfig{Rows: 2, Width: 256})
+		w, err := OpenCountMinWindow(Path(path), CountMinWindowConfig{Window: Window{Keep: 3}, CountMin: CountMinConfig{Rows: 2, Width: 256}})
 		if err != nil {
 			t.Fatal(err)
 		}

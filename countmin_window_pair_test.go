@@ -99,12 +99,12 @@ func TestCountMinWindow_PairParity(t *testing.T) {
 	} {
 		for _, nearMax := range []bool{false, true} {
 			t.Run(fmt.Sprintf("%dx%d/nearMax=%v", shape.Rows, shape.Width, nearMax), func(t *testing.T) {
-				w, err := NewCountMinWindow(Window{Keep: 2}, shape)
+				w, err := OpenCountMinWindow(Memory(), CountMinWindowConfig{Window: Window{Keep: 2}, CountMin: shape})
 				if err != nil {
 					t.Fatal(err)
 				}
 				defer w.Close()
-				c, err := NewCountMin(shape)
+				c, err := OpenCountMin(Memory(), shape)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -167,7 +167,7 @@ func TestCountMinWindow_PairClose(t *testing.T) {
 	for i := range 40 {
 		path := tempPath(t, "win")
 		cfg := CountMinConfig{Rows: 4, Width: 1 << 10}
-		w, err := OpenCountMinWindow(path, Window{Keep: 2}, cfg)
+		w, err := OpenCountMinWindow(Path(path), CountMinWindowConfig{Window: Window{Keep: 2}, CountMin: cfg})
 		if err != nil {
 			t.Fatal(err)
 		}

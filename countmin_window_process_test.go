@@ -80,7 +80,7 @@ func envWindow() Window {
 // "ref PERIOD KEY N" lines. Its keys are its own, so its counts are the
 // truth for them.
 func childWinAdd() error {
-	w, err := OpenCountMinWindow(os.Getenv(envPath), envWindow(), winCfg)
+	w, err := OpenCountMinWindow(Path(os.Getenv(envPath)), CountMinWindowConfig{Window: envWindow(), CountMin: winCfg})
 	if err != nil {
 		return err
 	}
@@ -367,7 +367,7 @@ func TestCountMinWindow_RotateProcesses(t *testing.T) {
 // first clear it wins (saying "clearing SLOT PERIOD"), and waits there to
 // be killed.
 func childWinClear() error {
-	w, err := OpenCountMinWindow(os.Getenv(envPath), Window{Keep: 2}, winCfg)
+	w, err := OpenCountMinWindow(Path(os.Getenv(envPath)), CountMinWindowConfig{Window: Window{Keep: 2}, CountMin: winCfg})
 	if err != nil {
 		return err
 	}

@@ -24,7 +24,7 @@ var winCfg = CountMinConfig{Rows: 4, Width: 1 << 14}
 
 func mustOpenWindow(t testing.TB, path string, w Window, cfg CountMinConfig, opts ...Option) *CountMinWindow {
 	t.Helper()
-	cw, err := OpenCountMinWindow(path, w, cfg, opts...)
+	cw, err := OpenCountMinWindow(Path(path), CountMinWindowConfig{Window: w, CountMin: cfg}, opts...)
 	if err != nil {
 		t.Fatalf("OpenCountMinWindow(%s, %+v, %+v): %v", path, w, cfg, err)
 	}
@@ -168,16 +168,16 @@ func TestCountMinWindow_ErrInvalidConfig(t *testing.T) {
 		{Period: time.Microsecond, Keep: 2},
 	} {
 		t.Run(fmt.Sprintf("period=%v/keep=%d", w.Period, w.Keep), func(t *testing.T) {
-			_, err := OpenCountMinWindow(tempPath(t, "win"), w, winCfg)
+			_, err := OpenCountMinWindow(Path(tempPath(t, "win")), CountMinWindowConfig{Window: w, CountMin: winCfg})
 			if !errors.Is(err, ErrInvalidConfig) {
 				t.Errorf("OpenCountMinWindow = %v, want ErrInvalidConfig", err)
 			}
-			if _, err := NewCountMinWindow(w, winCfg); !errors.Is(err, ErrInvalidConfig) {
+			if _, err := OpenCountMinWindow(Memory(), CountMinWindowConfig{Window: w, CountMin: winCfg}); !errors.Is(err, ErrInvalidConfig) {
 				t.Errorf("NewCountMinWindow = %v, want ErrInvalidConfig", err)
 			}
 		})
 	}
-	if _, err := NewCountMinWindow(Window{Keep: 2}, CountMinConfig{Rows: 65, Width: 8}); !errors.Is(err, ErrInvalidConfig) {
+	if _, err := OpenCountMinWindow(Memory(), CountMinWindowConfig{Window: Window{Keep: 2}, CountMin: CountMinConfig{Rows: 65, Width: 8}}); !errors.Is(err, ErrInvalidConfig) {
 		t.Errorf("65 rows: %v, want ErrInvalidConfig", err)
 	}
 }
@@ -200,18 +200,18 @@ func TestCountMinWindow_ErrIncompatible(t *testing.T) {
 		{"shape", win, CountMinConfig{Rows: 4, Width: 1 << 12}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := OpenCountMinWindow(path, tc.w, tc.cfg)
+			_, err := OpenCountMinWindow(Path(path), CountMinWindowConfig{Window: tc.w, CountMin: tc.cfg})
 			if !errors.Is(err, ErrIncompatible) {
 				t.Errorf("OpenCountMinWindow(%+v, %+v) = %v, want ErrIncompatible", tc.w, tc.cfg, err)
 			}
 		})
 	}
-	if _, err := OpenCountMin(path, CountMinConfig{}); !errors.Is(err, ErrIncompatible) {
+	if _, err := OpenCountMin(Path(path), CountMinConfig{}); !errors.Is(err, ErrIncompatible) {
 		t.Errorf("OpenCountMin of a window file = %v, want ErrIncompatible", err)
 	}
 	cms := tempPath(t, "cms")
 	mustOpen(t, cms, CountMinConfig{})
-	if _, err := OpenCountMinWindow(cms, win, CountMinConfig{}); !errors.Is(err, ErrIncompatible) {
+	if _, err := OpenCountMinWindow(Path(cms), CountMinWindowConfig{Window: win, CountMin: CountMinConfig{}}); !errors.Is(err, ErrIncompatible) {
 		t.Errorf("OpenCountMinWindow of a Count-Min file = %v, want ErrIncompatible", err)
 	}
 	w := mustOpenWindow(t, path, win, CountMinConfig{})
@@ -262,7 +262,7 @@ func TestCountMinWindow_ViewsAndClose(t *testing.T) {
 			t.Errorf("frozen window: Estimate = %d at period %d, want 7 at %d", got, h.Current(), frozenAt)
 		}
 	}
-	if _, err := OpenCountMinWindow(path, win, winCfg); !errors.Is(err, ErrFrozen) {
+	if _, err := OpenCountMinWindow(Path(path), CountMinWindowConfig{Window: win, CountMin: winCfg}); !errors.Is(err, ErrFrozen) {
 		t.Errorf("read-write open of a frozen window = %v, want ErrFrozen", err)
 	}
 	s := fmt.Sprintf("%v %+v %#v", w, w, w)
@@ -301,7 +301,7 @@ func TestCountMinWindow_Batches(t *testing.T) {
 	for _, core := range countMinCores() {
 		t.Run(core.name(), func(t *testing.T) {
 			// Wide, with a fixed seed: no key shares all its counters.
-			w, err := NewCountMinWindow(Window{Keep: 3}, CountMinConfig{Rows: 3, Width: 1 << 14, Seed: 99})
+			w, err := OpenCountMinWindow(Memory(), CountMinWindowConfig{Window: Window{Keep: 3}, CountMin: CountMinConfig{Rows: 3, Width: 1 << 14, Seed: 99}})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -347,7 +347,7 @@ func TestCountMinWindow_Batches(t *testing.T) {
 func TestCountMinWindow_CoresParity(t *testing.T) {
 	var regions [][]byte
 	for _, core := range countMinCores() {
-		w, err := NewCountMinWindow(Window{Keep: 2}, CountMinConfig{Rows: 3, Width: 1 << 8, Seed: 42})
+		w, err := OpenCountMinWindow(Memory(), CountMinWindowConfig{Window: Window{Keep: 2}, CountMin: CountMinConfig{Rows: 3, Width: 1 << 8, Seed: 42}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -465,7 +465,7 @@ func TestCountMinWindow_WaitsForLiveClearer(t *testing.T) {
 // TestCountMinWindow_NoAllocs: single-key adds and estimates allocate
 // nothing.
 func TestCountMinWindow_NoAllocs(t *testing.T) {
-	w, err := NewCountMinWindow(Window{Period: time.Hour, Keep: 2}, CountMinConfig{})
+	w, err := OpenCountMinWindow(Memory(), CountMinWindowConfig{Window: Window{Period: time.Hour, Keep: 2}, CountMin: CountMinConfig{}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -550,7 +550,7 @@ func TestCountMinWindow_Corrupt(t *testing.T) {
 			if err := os.WriteFile(path, data, 0o600); err != nil {
 				t.Fatal(err)
 			}
-			_, err := OpenCountMinWindow(path, win, CountMinConfig{})
+			_, err := OpenCountMinWindow(Path(path), CountMinWindowConfig{Window: win, CountMin: CountMinConfig{}})
 			if !errors.Is(err, tc.want) || !strings.Contains(err.Error(), path) {
 				t.Errorf("OpenCountMinWindow = %v, want %v naming the file", err, tc.want)
 			}
@@ -660,7 +660,7 @@ func TestCountMinWindow_IdlePeriods(t *testing.T) {
 // windows, rather than blame the caller's argument.
 func TestWindow_DamagedEpoch(t *testing.T) {
 	cw := mustOpenWindow(t, tempPath(t, "win"), Window{Keep: 2}, winCfg)
-	bw, err := OpenBloomWindow(tempPath(t, "bwin"), Window{Keep: 2}, BloomConfig{Capacity: 100})
+	bw, err := OpenBloomWindow(Path(tempPath(t, "bwin")), BloomWindowConfig{Window: Window{Keep: 2}, Bloom: BloomConfig{Capacity: 100}})
 	if err != nil {
 		t.Fatal(err)
 	}

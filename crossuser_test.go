@@ -125,7 +125,7 @@ func TestOpen_CrossUserRace(t *testing.T) {
 // crossOpen is one side's turn in a round: open path, add the key who
 // (naming the side) once, close.
 func crossOpen(path, who string, opts ...Option) error {
-	c, err := OpenCountMin(path, crossCfg, opts...)
+	c, err := OpenCountMin(Path(path), crossCfg, opts...)
 	if err != nil {
 		return fmt.Errorf("OpenCountMin(%s) = %v", path, err)
 	}
@@ -159,7 +159,7 @@ func crossCheck(t *testing.T, n int, path string) int64 {
 	if uid != 0 && uid != crossUID {
 		t.Errorf("round %d: the file is owned by uid %d, want 0 or %d", n, uid, crossUID)
 	}
-	c, err := OpenCountMin(path, crossCfg, WithoutCreate(), WithOwner(crossUID))
+	c, err := OpenCountMin(Path(path), crossCfg, WithoutCreate(), WithOwner(crossUID))
 	if err != nil {
 		t.Errorf("round %d: reopening: OpenCountMin(%s) = %v", n, path, err)
 		return int64(uid)

@@ -47,12 +47,12 @@ func TestDescriptorPath(t *testing.T) {
 func TestOpen_DescriptorPath(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "cms")
-	c, err := OpenCountMin(path, CountMinConfig{Rows: 2, Width: 64})
+	c, err := OpenCountMin(Path(path), CountMinConfig{Rows: 2, Width: 64})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	mem, err := NewCountMinMemfd("handed", CountMinConfig{Rows: 2, Width: 64})
+	mem, err := OpenCountMin(Memfd("handed"), CountMinConfig{Rows: 2, Width: 64})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,7 +69,7 @@ func TestOpen_DescriptorPath(t *testing.T) {
 			fmt.Sprintf("/proc/%d/fd/%d", os.Getpid(), fd),
 			fmt.Sprintf("/dev/fd/%d", fd),
 		} {
-			d, err := OpenCountMin(p, CountMinConfig{})
+			d, err := OpenCountMin(Path(p), CountMinConfig{})
 			if err != nil {
 				t.Fatalf("open %s (of %s): %v", p, src.m.name, err)
 			}
@@ -86,7 +86,7 @@ func TestOpen_DescriptorPath(t *testing.T) {
 				t.Errorf("%s: Unlink = %v, want nil (nothing to do)", p, err)
 			}
 			d.Close()
-			r, err := OpenCountMin(p, CountMinConfig{}, ReadOnly())
+			r, err := OpenCountMin(Path(p), CountMinConfig{}, ReadOnly())
 			if err != nil {
 				t.Fatalf("open %s read-only: %v", p, err)
 			}
@@ -102,7 +102,7 @@ func TestOpen_DescriptorPath(t *testing.T) {
 
 	// A descriptor not open is not created.
 	missing := "/proc/self/fd/999999"
-	if _, err := OpenCountMin(missing, CountMinConfig{Rows: 2, Width: 64}); !errors.Is(err, fs.ErrNotExist) {
+	if _, err := OpenCountMin(Path(missing), CountMinConfig{Rows: 2, Width: 64}); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("open %s = %v, want fs.ErrNotExist", missing, err)
 	}
 
@@ -112,10 +112,10 @@ func TestOpen_DescriptorPath(t *testing.T) {
 		if err := os.Symlink(target, link); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := OpenCountMin(link, CountMinConfig{}); !errors.Is(err, ErrSymlink) {
+		if _, err := OpenCountMin(Path(link), CountMinConfig{}); !errors.Is(err, ErrSymlink) {
 			t.Errorf("open %s -> %s = %v, want ErrSymlink", link, target, err)
 		}
-		if _, err := OpenCountMin(link, CountMinConfig{}, ReadOnly()); !errors.Is(err, ErrSymlink) {
+		if _, err := OpenCountMin(Path(link), CountMinConfig{}, ReadOnly()); !errors.Is(err, ErrSymlink) {
 			t.Errorf("open %s -> %s read-only = %v, want ErrSymlink", link, target, err)
 		}
 	}

@@ -16,7 +16,7 @@ func ExampleOpenCountMin() {
 	dir, _ := os.MkdirTemp("", "sketch-example")
 	defer os.RemoveAll(dir)
 
-	cms, err := sketch.OpenCountMin(filepath.Join(dir, "requests.cms"), sketch.CountMinConfig{
+	cms, err := sketch.OpenCountMin(sketch.Path(filepath.Join(dir, "requests.cms")), sketch.CountMinConfig{
 		ErrorRate:  0.001, // estimates within 0.1% of the total...
 		Confidence: 0.99,  // ...with 99% probability
 	})
@@ -47,7 +47,7 @@ func ExampleOpenCountMin() {
 func ExampleCountMin_Stats() {
 	dir, _ := os.MkdirTemp("", "sketch-example")
 	defer os.RemoveAll(dir)
-	cms, err := sketch.OpenCountMin(filepath.Join(dir, "clients.cms"), sketch.CountMinConfig{})
+	cms, err := sketch.OpenCountMin(sketch.Path(filepath.Join(dir, "clients.cms")), sketch.CountMinConfig{})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -70,8 +70,8 @@ func ExampleCountMin_Stats() {
 // A memfd-backed sketch lives in no directory: hand its descriptor to a
 // child process with exec.Cmd.ExtraFiles, where it appears as fd 3, and
 // attach there with sketch.AttachCountMin(3, sketch.CountMinConfig{}).
-func ExampleNewCountMinMemfd() {
-	cms, err := sketch.NewCountMinMemfd("requests", sketch.CountMinConfig{Rows: 4, Width: 1024})
+func ExampleMemfd() {
+	cms, err := sketch.OpenCountMin(sketch.Memfd("requests"), sketch.CountMinConfig{Rows: 4, Width: 1024})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -84,7 +84,7 @@ func ExampleNewCountMinMemfd() {
 	defer f.Close()
 
 	// Attaching through a descriptor is what the child does.
-	other, err := sketch.AttachCountMin(f.Fd(), sketch.CountMinConfig{})
+	other, err := sketch.OpenCountMin(sketch.Inherited(f.Fd()), sketch.CountMinConfig{})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -108,7 +108,7 @@ func ExampleSuggestCountMin() {
 func ExampleCountMin_AddBatch() {
 	dir, _ := os.MkdirTemp("", "sketch-example")
 	defer os.RemoveAll(dir)
-	cms, err := sketch.OpenCountMin(filepath.Join(dir, "paths.cms"), sketch.CountMinConfig{Rows: 4, Width: 1 << 16})
+	cms, err := sketch.OpenCountMin(sketch.Path(filepath.Join(dir, "paths.cms")), sketch.CountMinConfig{Rows: 4, Width: 1 << 16})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -132,7 +132,7 @@ func ExampleOpenCountingBloom() {
 	dir, _ := os.MkdirTemp("", "sketch-example")
 	defer os.RemoveAll(dir)
 
-	seen, err := sketch.OpenCountingBloom(filepath.Join(dir, "tokens.cbf"), sketch.CountingBloomConfig{
+	seen, err := sketch.OpenCountingBloom(sketch.Path(filepath.Join(dir, "tokens.cbf")), sketch.CountingBloomConfig{
 		Capacity: 10_000, // items held at once
 		FPRate:   0.001,  // false-positive rate at that load
 	})
@@ -166,7 +166,7 @@ func ExampleCountingBloom_Freeze() {
 	defer os.RemoveAll(dir)
 	path := filepath.Join(dir, "known.cbf")
 
-	known, err := sketch.OpenCountingBloom(path, sketch.CountingBloomConfig{Capacity: 1000})
+	known, err := sketch.OpenCountingBloom(sketch.Path(path), sketch.CountingBloomConfig{Capacity: 1000})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -178,7 +178,7 @@ func ExampleCountingBloom_Freeze() {
 	fmt.Println("add after freeze:", errors.Is(err, sketch.ErrFrozen))
 	known.Close()
 
-	ro, err := sketch.OpenCountingBloom(path, sketch.CountingBloomConfig{}, sketch.ReadOnly())
+	ro, err := sketch.OpenCountingBloom(sketch.Path(path), sketch.CountingBloomConfig{}, sketch.ReadOnly())
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -191,8 +191,8 @@ func ExampleCountingBloom_Freeze() {
 
 // An in-memory sketch serves one process's goroutines, and unit tests on
 // any system.
-func ExampleNewCountMin() {
-	cms, err := sketch.NewCountMin(sketch.CountMinConfig{Rows: 4, Width: 1024})
+func ExampleMemory() {
+	cms, err := sketch.OpenCountMin(sketch.Memory(), sketch.CountMinConfig{Rows: 4, Width: 1024})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -204,7 +204,7 @@ func ExampleNewCountMin() {
 
 // StatsVar publishes a sketch's Stats on /debug/vars (expvar) in one line.
 func ExampleCountMin_StatsVar() {
-	cms, err := sketch.NewCountMin(sketch.CountMinConfig{Rows: 2, Width: 8})
+	cms, err := sketch.OpenCountMin(sketch.Memory(), sketch.CountMinConfig{Rows: 2, Width: 8})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -224,17 +224,17 @@ func ExampleOpenArena() {
 	dir, _ := os.MkdirTemp("", "sketch-example")
 	defer os.RemoveAll(dir)
 
-	arena, err := sketch.OpenArena(filepath.Join(dir, "gateway.arena"), 16<<20)
+	arena, err := sketch.OpenArena(sketch.Path(filepath.Join(dir, "gateway.arena")), 16<<20)
 	if err != nil {
 		log.Fatal(err)
 	}
 	defer arena.Close()
-	clients, err := arena.CountMin("requests-per-client", sketch.CountMinConfig{ErrorRate: 0.001})
+	clients, err := sketch.OpenCountMin(arena.Place("requests-per-client"), sketch.CountMinConfig{ErrorRate: 0.001})
 	if err != nil {
 		log.Fatal(err)
 	}
 	defer clients.Close()
-	banned, err := arena.CountingBloom("banned-keys", sketch.CountingBloomConfig{Capacity: 10_000})
+	banned, err := sketch.OpenCountingBloom(arena.Place("banned-keys"), sketch.CountingBloomConfig{Capacity: 10_000})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -260,7 +260,7 @@ func ExampleRemove() {
 	defer os.RemoveAll(dir)
 	path := filepath.Join(dir, "yesterday.bloom")
 
-	b, err := sketch.OpenBloom(path, sketch.BloomConfig{Capacity: 1000})
+	b, err := sketch.OpenBloom(sketch.Path(path), sketch.BloomConfig{Capacity: 1000})
 	if err != nil {
 		log.Fatal(err)
 	}

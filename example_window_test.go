@@ -16,7 +16,7 @@ func ExampleOpenCountMinWindow() {
 	dir, _ := os.MkdirTemp("", "sketch-example")
 	defer os.RemoveAll(dir)
 
-	w, err := sketch.OpenCountMinWindow(filepath.Join(dir, "logins.cmw"), sketch.Window{Keep: 2}, sketch.CountMinConfig{})
+	w, err := sketch.OpenCountMinWindow(sketch.Path(filepath.Join(dir, "logins.cmw")), sketch.CountMinWindowConfig{Window: sketch.Window{Keep: 2}, CountMin: sketch.CountMinConfig{}})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -38,7 +38,7 @@ func ExampleOpenCountMinWindow() {
 
 // Stats says which periods an estimate covers.
 func ExampleCountMinWindow_Stats() {
-	w, err := sketch.NewCountMinWindow(sketch.Window{Period: time.Minute, Keep: 5}, sketch.CountMinConfig{})
+	w, err := sketch.OpenCountMinWindow(sketch.Memory(), sketch.CountMinWindowConfig{Window: sketch.Window{Period: time.Minute, Keep: 5}, CountMin: sketch.CountMinConfig{}})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -58,9 +58,9 @@ func ExampleCountMinWindow_Stats() {
 // and merged into one.
 func ExampleCountMin_Merge() {
 	cfg := sketch.CountMinConfig{Rows: 4, Width: 1 << 12, Seed: 0x5eed}
-	east, _ := sketch.NewCountMin(cfg)
-	west, _ := sketch.NewCountMin(cfg)
-	all, _ := sketch.NewCountMin(cfg)
+	east, _ := sketch.OpenCountMin(sketch.Memory(), cfg)
+	west, _ := sketch.OpenCountMin(sketch.Memory(), cfg)
+	all, _ := sketch.OpenCountMin(sketch.Memory(), cfg)
 	defer east.Close()
 	defer west.Close()
 	defer all.Close()

@@ -141,31 +141,31 @@ var fuzzKeys = [][]byte{[]byte("k0"), []byte("k1"), []byte("k2"), []byte("k3"), 
 var fuzzOpeners = []fuzzOpener{
 	{"OpenCountMin",
 		func(p string, o []Option) (interface{ Close() error }, error) {
-			return OpenCountMin(p, CountMinConfig{}, o...)
+			return OpenCountMin(Path(p), CountMinConfig{}, o...)
 		},
 		func(t *testing.T, h any) { fuzzCountMin(h.(*CountMin)) }},
 	{"OpenBloom",
 		func(p string, o []Option) (interface{ Close() error }, error) {
-			return OpenBloom(p, BloomConfig{}, o...)
+			return OpenBloom(Path(p), BloomConfig{}, o...)
 		},
 		func(t *testing.T, h any) { fuzzBloom(t, h.(*Bloom)) }},
 	{"OpenCountingBloom",
 		func(p string, o []Option) (interface{ Close() error }, error) {
-			return OpenCountingBloom(p, CountingBloomConfig{}, o...)
+			return OpenCountingBloom(Path(p), CountingBloomConfig{}, o...)
 		},
 		func(t *testing.T, h any) { fuzzCountingBloom(h.(*CountingBloom)) }},
 	{"OpenCountMinWindow",
 		func(p string, o []Option) (interface{ Close() error }, error) {
-			return OpenCountMinWindow(p, Window{}, CountMinConfig{}, o...)
+			return OpenCountMinWindow(Path(p), CountMinWindowConfig{Window: Window{}, CountMin: CountMinConfig{}}, o...)
 		},
 		func(t *testing.T, h any) { fuzzCountMinWindow(h.(*CountMinWindow)) }},
 	{"OpenBloomWindow",
 		func(p string, o []Option) (interface{ Close() error }, error) {
-			return OpenBloomWindow(p, Window{}, BloomConfig{}, o...)
+			return OpenBloomWindow(Path(p), BloomWindowConfig{Window: Window{}, Bloom: BloomConfig{}}, o...)
 		},
 		func(t *testing.T, h any) { fuzzBloomWindow(h.(*BloomWindow)) }},
 	{"OpenArena",
-		func(p string, o []Option) (interface{ Close() error }, error) { return OpenArena(p, 0, o...) },
+		func(p string, o []Option) (interface{ Close() error }, error) { return OpenArena(Path(p), 0, o...) },
 		func(t *testing.T, h any) { fuzzArena(t, h.(*Arena)) }},
 }
 
@@ -240,31 +240,31 @@ func fuzzArena(t *testing.T, a *Arena) {
 		switch e.Kind {
 		case KindCountMin:
 			var c *CountMin
-			if c, err = a.CountMin(e.Name, CountMinConfig{}); err == nil {
+			if c, err = OpenCountMin(a.Place(e.Name), CountMinConfig{}); err == nil {
 				fuzzCountMin(c)
 				h = c
 			}
 		case KindBloom:
 			var b *Bloom
-			if b, err = a.Bloom(e.Name, BloomConfig{}); err == nil {
+			if b, err = OpenBloom(a.Place(e.Name), BloomConfig{}); err == nil {
 				fuzzBloom(t, b)
 				h = b
 			}
 		case KindCountingBloom:
 			var b *CountingBloom
-			if b, err = a.CountingBloom(e.Name, CountingBloomConfig{}); err == nil {
+			if b, err = OpenCountingBloom(a.Place(e.Name), CountingBloomConfig{}); err == nil {
 				fuzzCountingBloom(b)
 				h = b
 			}
 		case KindCountMinWindow:
 			var w *CountMinWindow
-			if w, err = a.CountMinWindow(e.Name, Window{}, CountMinConfig{}); err == nil {
+			if w, err = OpenCountMinWindow(a.Place(e.Name), CountMinWindowConfig{Window: Window{}, CountMin: CountMinConfig{}}); err == nil {
 				fuzzCountMinWindow(w)
 				h = w
 			}
 		case KindBloomWindow:
 			var w *BloomWindow
-			if w, err = a.BloomWindow(e.Name, Window{}, BloomConfig{}); err == nil {
+			if w, err = OpenBloomWindow(a.Place(e.Name), BloomWindowConfig{Window: Window{}, Bloom: BloomConfig{}}); err == nil {
 				fuzzBloomWindow(w)
 				h = w
 			}
@@ -273,7 +273,7 @@ func fuzzArena(t *testing.T, a *Arena) {
 			h.Close()
 		}
 	}
-	if c, err := a.CountMin("fuzz-new", CountMinConfig{Rows: 1, Width: 8}); err == nil {
+	if c, err := OpenCountMin(a.Place("fuzz-new"), CountMinConfig{Rows: 1, Width: 8}); err == nil {
 		c.AddString("y")
 		c.Close()
 	}
@@ -307,33 +307,33 @@ func fuzzValidFiles(t testing.TB) []fuzzValid {
 	p := func(name string) string { return filepath.Join(dir, name) }
 	var out []fuzzValid
 
-	c, err := OpenCountMin(p("cms"), CountMinConfig{Rows: 2, Width: 64, Seed: 3})
+	c, err := OpenCountMin(Path(p("cms")), CountMinConfig{Rows: 2, Width: 64, Seed: 3})
 	must(err)
 	c.AddString("k")
 	c.Close()
 	out = append(out, fuzzValid{data: read("cms"), opener: 0})
 
-	b, err := OpenBloom(p("bloom"), BloomConfig{Capacity: 100, Seed: 3})
+	b, err := OpenBloom(Path(p("bloom")), BloomConfig{Capacity: 100, Seed: 3})
 	must(err)
 	b.AddString("k")
 	b.Close()
 	out = append(out, fuzzValid{data: read("bloom"), opener: 1})
 
-	fb, err := OpenBloom(p("frozen"), BloomConfig{Capacity: 100, Seed: 3})
+	fb, err := OpenBloom(Path(p("frozen")), BloomConfig{Capacity: 100, Seed: 3})
 	must(err)
 	fb.AddString("k")
 	must(fb.Freeze())
 	fb.Close()
 	out = append(out, fuzzValid{data: read("frozen"), opener: 1})
 
-	cb, err := OpenCountingBloom(p("cbf"), CountingBloomConfig{Capacity: 10, Seed: 3})
+	cb, err := OpenCountingBloom(Path(p("cbf")), CountingBloomConfig{Capacity: 10, Seed: 3})
 	must(err)
 	cb.AddString("k")
 	cb.Close()
 	out = append(out, fuzzValid{data: read("cbf"), opener: 2})
 
 	for i, win := range []Window{{Keep: 2}, {Period: time.Hour, Keep: 3}} {
-		cw, err := OpenCountMinWindow(p("cmw"), win, CountMinConfig{Rows: 2, Width: 32, Seed: 3})
+		cw, err := OpenCountMinWindow(Path(p("cmw")), CountMinWindowConfig{Window: win, CountMin: CountMinConfig{Rows: 2, Width: 32, Seed: 3}})
 		must(err)
 		cw.AddString("k")
 		if i == 0 {
@@ -344,7 +344,7 @@ func fuzzValidFiles(t testing.TB) []fuzzValid {
 		out = append(out, fuzzValid{data: read("cmw"), opener: 3})
 		must(os.Remove(p("cmw")))
 
-		bw, err := OpenBloomWindow(p("bw"), win, BloomConfig{Capacity: 50, Seed: 3})
+		bw, err := OpenBloomWindow(Path(p("bw")), BloomWindowConfig{Window: win, Bloom: BloomConfig{Capacity: 50, Seed: 3}})
 		must(err)
 		bw.AddString("k")
 		if i == 0 {
@@ -355,27 +355,27 @@ func fuzzValidFiles(t testing.TB) []fuzzValid {
 		must(os.Remove(p("bw")))
 	}
 
-	a, err := OpenArena(p("arena"), 256<<10, WithSeed(3))
+	a, err := OpenArena(Path(p("arena")), 256<<10, WithSeed(3))
 	must(err)
 	for _, name := range []string{"one", "two"} {
-		c, err := a.CountMin(name, CountMinConfig{Rows: 2, Width: 64})
+		c, err := OpenCountMin(a.Place(name), CountMinConfig{Rows: 2, Width: 64})
 		must(err)
 		c.AddString("k")
 		c.Close()
 	}
-	ab, err := a.CountingBloom("three", CountingBloomConfig{Capacity: 100})
+	ab, err := OpenCountingBloom(a.Place("three"), CountingBloomConfig{Capacity: 100})
 	must(err)
 	ab.AddString("k")
 	ab.Close()
-	bl, err := a.Bloom("four", BloomConfig{Capacity: 100})
+	bl, err := OpenBloom(a.Place("four"), BloomConfig{Capacity: 100})
 	must(err)
 	bl.AddString("k")
 	bl.Close()
-	aw, err := a.CountMinWindow("five", Window{Keep: 2}, CountMinConfig{Rows: 1, Width: 16})
+	aw, err := OpenCountMinWindow(a.Place("five"), CountMinWindowConfig{Window: Window{Keep: 2}, CountMin: CountMinConfig{Rows: 1, Width: 16}})
 	must(err)
 	aw.AddString("k")
 	aw.Close()
-	abw, err := a.BloomWindow("six", Window{Period: time.Hour, Keep: 2}, BloomConfig{Capacity: 20})
+	abw, err := OpenBloomWindow(a.Place("six"), BloomWindowConfig{Window: Window{Period: time.Hour, Keep: 2}, Bloom: BloomConfig{Capacity: 20}})
 	must(err)
 	abw.AddString("k")
 	abw.Close()

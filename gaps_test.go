@@ -31,32 +31,36 @@ func TestFreeze_FreezingHandleIsReadOnly(t *testing.T) {
 		add   func(h frozenable) error
 	}{
 		{"countmin",
-			func(p string) (frozenable, error) { return OpenCountMin(p, CountMinConfig{Rows: 2, Width: 64}) },
+			func(p string) (frozenable, error) { return OpenCountMin(Path(p), CountMinConfig{Rows: 2, Width: 64}) },
 			func(h frozenable) bool { return h.(*CountMin).Stats().ReadOnly },
 			func(h frozenable) error { _, err := h.(*CountMin).Add([]byte("k")); return err }},
 		{"bloom",
-			func(p string) (frozenable, error) { return OpenBloom(p, BloomConfig{Capacity: 100}) },
+			func(p string) (frozenable, error) { return OpenBloom(Path(p), BloomConfig{Capacity: 100}) },
 			func(h frozenable) bool { return h.(*Bloom).Stats().ReadOnly },
 			func(h frozenable) error { _, err := h.(*Bloom).Add([]byte("k")); return err }},
 		{"countingbloom",
-			func(p string) (frozenable, error) { return OpenCountingBloom(p, CountingBloomConfig{Capacity: 100}) },
+			func(p string) (frozenable, error) {
+				return OpenCountingBloom(Path(p), CountingBloomConfig{Capacity: 100})
+			},
 			func(h frozenable) bool { return h.(*CountingBloom).Stats().ReadOnly },
 			func(h frozenable) error { _, err := h.(*CountingBloom).Add([]byte("k")); return err }},
 		{"countminwindow",
 			func(p string) (frozenable, error) {
-				return OpenCountMinWindow(p, win, CountMinConfig{Rows: 2, Width: 64})
+				return OpenCountMinWindow(Path(p), CountMinWindowConfig{Window: win, CountMin: CountMinConfig{Rows: 2, Width: 64}})
 			},
 			func(h frozenable) bool { return h.(*CountMinWindow).Stats().ReadOnly },
 			func(h frozenable) error { _, err := h.(*CountMinWindow).Add([]byte("k")); return err }},
 		{"bloomwindow",
-			func(p string) (frozenable, error) { return OpenBloomWindow(p, win, BloomConfig{Capacity: 100}) },
+			func(p string) (frozenable, error) {
+				return OpenBloomWindow(Path(p), BloomWindowConfig{Window: win, Bloom: BloomConfig{Capacity: 100}})
+			},
 			func(h frozenable) bool { return h.(*BloomWindow).Stats().ReadOnly },
 			func(h frozenable) error { _, err := h.(*BloomWindow).Add([]byte("k")); return err }},
 		{"arena",
-			func(p string) (frozenable, error) { return OpenArena(p, 1<<20) },
+			func(p string) (frozenable, error) { return OpenArena(Path(p), 1<<20) },
 			func(h frozenable) bool { return h.(*Arena).Stats().ReadOnly },
 			func(h frozenable) error {
-				_, err := h.(*Arena).CountMin("new", CountMinConfig{Rows: 1, Width: 8})
+				_, err := OpenCountMin(h.(*Arena).Place("new"), CountMinConfig{Rows: 1, Width: 8})
 				return err
 			}},
 	}
@@ -101,22 +105,22 @@ func TestFreeze_FreezingHandleIsReadOnly(t *testing.T) {
 // their Stats do, also on a handle that attached with a zero config.
 func TestFilters_FPRate(t *testing.T) {
 	dir := t.TempDir()
-	b, err := OpenBloom(filepath.Join(dir, "b"), BloomConfig{Capacity: 1000, FPRate: 0.002})
+	b, err := OpenBloom(Path(filepath.Join(dir, "b")), BloomConfig{Capacity: 1000, FPRate: 0.002})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer b.Close()
-	ba, err := OpenBloom(filepath.Join(dir, "b"), BloomConfig{})
+	ba, err := OpenBloom(Path(filepath.Join(dir, "b")), BloomConfig{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer ba.Close()
-	c, err := OpenCountingBloom(filepath.Join(dir, "c"), CountingBloomConfig{Capacity: 1000})
+	c, err := OpenCountingBloom(Path(filepath.Join(dir, "c")), CountingBloomConfig{Capacity: 1000})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	w, err := OpenBloomWindow(filepath.Join(dir, "w"), Window{Keep: 2}, BloomConfig{Capacity: 1000, FPRate: 0.03})
+	w, err := OpenBloomWindow(Path(filepath.Join(dir, "w")), BloomWindowConfig{Window: Window{Keep: 2}, Bloom: BloomConfig{Capacity: 1000, FPRate: 0.03}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -148,26 +152,26 @@ func TestErrors_SayWhatIsSo(t *testing.T) {
 	if err := os.WriteFile(empty, nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	_, err := OpenBloom(empty, BloomConfig{})
+	_, err := OpenBloom(Path(empty), BloomConfig{})
 	if !errors.Is(err, ErrInvalidConfig) || errors.Is(err, fs.ErrNotExist) || !strings.Contains(err.Error(), "empty or all zero") {
 		t.Errorf("OpenBloom of an empty file with a zero config = %v, want ErrInvalidConfig saying the file is empty, not fs.ErrNotExist", err)
 	}
-	if _, err := OpenBloom(filepath.Join(dir, "missing"), BloomConfig{}); !errors.Is(err, fs.ErrNotExist) {
+	if _, err := OpenBloom(Path(filepath.Join(dir, "missing")), BloomConfig{}); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("OpenBloom of a missing file with a zero config = %v, want fs.ErrNotExist", err)
 	}
 
 	arenaPath := filepath.Join(dir, "arena")
-	a, err := OpenArena(arenaPath, 1<<20)
+	a, err := OpenArena(Path(arenaPath), 1<<20)
 	if err != nil {
 		t.Fatal(err)
 	}
 	a.Close()
-	ro, err := OpenArena(arenaPath, 0, ReadOnly())
+	ro, err := OpenArena(Path(arenaPath), 0, ReadOnly())
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer ro.Close()
-	_, err = ro.CountMin("new", CountMinConfig{Rows: 1, Width: 8})
+	_, err = OpenCountMin(ro.Place("new"), CountMinConfig{Rows: 1, Width: 8})
 	if !errors.Is(err, ErrReadOnly) || !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("a read-only arena asked to create = %v, want ErrReadOnly and fs.ErrNotExist", err)
 	}
@@ -177,7 +181,7 @@ func TestErrors_SayWhatIsSo(t *testing.T) {
 	if err := os.WriteFile(foreign, otConvert(valid, native, otOther), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	_, err = OpenCountMin(foreign, CountMinConfig{})
+	_, err = OpenCountMin(Path(foreign), CountMinConfig{})
 	want := fmt.Sprintf("the file is %s, this machine %s", otherByteOrderName(), byteOrderName())
 	if !errors.Is(err, ErrByteOrder) || !strings.Contains(err.Error(), want) {
 		t.Errorf("OpenCountMin of a file of the other byte order = %v, want ErrByteOrder saying %q", err, want)

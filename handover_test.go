@@ -75,7 +75,7 @@ func TestAttach_DescriptorFromAnotherUser(t *testing.T) {
 	}
 	refused := func(t *testing.T, f *os.File, want error, opts ...Option) {
 		t.Helper()
-		c, err := AttachCountMin(f.Fd(), crossCfg, opts...)
+		c, err := OpenCountMin(Inherited(f.Fd()), crossCfg, opts...)
 		if err == nil {
 			c.Close()
 			t.Fatalf("AttachCountMin(%s) succeeded, want %v", f.Name(), want)
@@ -86,7 +86,7 @@ func TestAttach_DescriptorFromAnotherUser(t *testing.T) {
 	}
 	attached := func(t *testing.T, f *os.File, opts ...Option) {
 		t.Helper()
-		c, err := AttachCountMin(f.Fd(), crossCfg, opts...)
+		c, err := OpenCountMin(Inherited(f.Fd()), crossCfg, opts...)
 		if err != nil {
 			t.Fatalf("AttachCountMin(%s) = %v", f.Name(), err)
 		}
@@ -146,7 +146,7 @@ func childHandover() error {
 		var f *os.File
 		switch kind := in.Text(); kind {
 		case "file":
-			c, err := OpenCountMin(filepath.Join(os.Getenv(envCrossDir), "nobody.cms"), crossCfg)
+			c, err := OpenCountMin(Path(filepath.Join(os.Getenv(envCrossDir), "nobody.cms")), crossCfg)
 			if err != nil {
 				return err
 			}
@@ -184,7 +184,7 @@ func childHandover() error {
 				return err
 			}
 		case "sealed":
-			c, err := NewCountMinMemfd("sealed", crossCfg)
+			c, err := OpenCountMin(Memfd("sealed"), crossCfg)
 			if err != nil {
 				return err
 			}

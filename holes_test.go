@@ -82,7 +82,7 @@ func TestOpen_SparseFileOfAnotherUser(t *testing.T) {
 		"read-only":  func(path string) error { return otOpenErr(t, path, holesCfg, ReadOnly()) },
 		"Inspect":    func(path string) error { _, err := Inspect(path); return err },
 		"arena": func(path string) error {
-			a, err := OpenArena(path, 0, trust)
+			a, err := OpenArena(Path(path), 0, trust)
 			if err == nil {
 				a.Close()
 			}
@@ -143,7 +143,7 @@ func attachPathErr(path string, flag int, opts ...Option) error {
 		return err
 	}
 	defer f.Close()
-	c, err := AttachCountMin(f.Fd(), CountMinConfig{}, opts...)
+	c, err := OpenCountMin(Inherited(f.Fd()), CountMinConfig{}, opts...)
 	if err == nil {
 		c.Close()
 	}
@@ -178,7 +178,7 @@ func TestAttach_MemfdLargerThanMemory(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, opts := range [][]Option{nil, {ReadOnly()}} {
-		c, err := AttachCountMin(f.Fd(), cfg, opts...)
+		c, err := OpenCountMin(Inherited(f.Fd()), cfg, opts...)
 		if err == nil {
 			c.Close()
 			t.Fatalf("AttachCountMin of a %s memfd on a machine with %d bytes of memory succeeded, want ErrNoSpace", holesIn(fd), ram)

@@ -15,7 +15,7 @@ func ExampleInspect() {
 	dir, _ := os.MkdirTemp("", "sketch-example")
 	defer os.RemoveAll(dir)
 	path := filepath.Join(dir, "banned.cbf")
-	cbf, err := sketch.OpenCountingBloom(path, sketch.CountingBloomConfig{Capacity: 10_000, FPRate: 0.01})
+	cbf, err := sketch.OpenCountingBloom(sketch.Path(path), sketch.CountingBloomConfig{Capacity: 10_000, FPRate: 0.01})
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -76,7 +76,7 @@ func TestInspect_CountMin(t *testing.T) {
 
 func TestInspect_CountingBloom(t *testing.T) {
 	path := tempPath(t, "cbf")
-	b, err := OpenCountingBloom(path, CountingBloomConfig{Capacity: 1000, FPRate: 0.01})
+	b, err := OpenCountingBloom(Path(path), CountingBloomConfig{Capacity: 1000, FPRate: 0.01})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,7 +104,7 @@ func TestInspect_CountingBloom(t *testing.T) {
 // and in an arena, and their JSON names.
 func TestInspect_BloomWindow(t *testing.T) {
 	path := tempPath(t, "bw")
-	w, err := OpenBloomWindow(path, Window{Period: 250 * time.Millisecond, Keep: 4}, BloomConfig{Capacity: 3000, FPRate: 0.001})
+	w, err := OpenBloomWindow(Path(path), BloomWindowConfig{Window: Window{Period: 250 * time.Millisecond, Keep: 4}, Bloom: BloomConfig{Capacity: 3000, FPRate: 0.001}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -131,12 +131,12 @@ func TestInspect_BloomWindow(t *testing.T) {
 
 	// In an arena, turned by Rotate only.
 	apath := tempPath(t, "arena")
-	a, err := OpenArena(apath, 1<<20)
+	a, err := OpenArena(Path(apath), 1<<20)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer a.Close()
-	aw, err := a.BloomWindow("recent", Window{Keep: 2}, BloomConfig{Capacity: 100})
+	aw, err := OpenBloomWindow(a.Place("recent"), BloomWindowConfig{Window: Window{Keep: 2}, Bloom: BloomConfig{Capacity: 100}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -229,27 +229,27 @@ func TestInspect_Errors(t *testing.T) {
 // TestInspect_Arena: an arena's entries, each kind's parameters decoded.
 func TestInspect_Arena(t *testing.T) {
 	path := tempPath(t, "arena")
-	a, err := OpenArena(path, 1<<20)
+	a, err := OpenArena(Path(path), 1<<20)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer a.Close()
-	c, err := a.CountMin("cms", CountMinConfig{Rows: 3, Width: 256})
+	c, err := OpenCountMin(a.Place("cms"), CountMinConfig{Rows: 3, Width: 256})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	b, err := a.Bloom("seen", BloomConfig{Capacity: 5000, FPRate: 0.001})
+	b, err := OpenBloom(a.Place("seen"), BloomConfig{Capacity: 5000, FPRate: 0.001})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer b.Close()
-	cb, err := a.CountingBloom("cbf", CountingBloomConfig{Capacity: 100})
+	cb, err := OpenCountingBloom(a.Place("cbf"), CountingBloomConfig{Capacity: 100})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer cb.Close()
-	w, err := a.CountMinWindow("win", Window{Period: 1500 * time.Millisecond, Keep: 3}, CountMinConfig{Rows: 2, Width: 128})
+	w, err := OpenCountMinWindow(a.Place("win"), CountMinWindowConfig{Window: Window{Period: 1500 * time.Millisecond, Keep: 3}, CountMin: CountMinConfig{Rows: 2, Width: 128}})
 	if err != nil {
 		t.Fatal(err)
 	}

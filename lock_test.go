@@ -34,7 +34,7 @@ const (
 // lockHandle opens the Count-Min file at path and joins its lock.
 func lockHandle(t testing.TB, path string) (*CountMin, *fileLock) {
 	t.Helper()
-	c, err := OpenCountMin(path, lockCfg)
+	c, err := OpenCountMin(Path(path), lockCfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -179,7 +179,7 @@ func (lc *lockChild) expect(t *testing.T, want string) {
 // read, envLockMode; through the core envLockCore picks), says "held", and
 // keeps it until stdin closes; then it releases it and says "released".
 func childLockHold() error {
-	c, err := OpenCountMin(os.Getenv(envPath), lockCfg)
+	c, err := OpenCountMin(Path(os.Getenv(envPath)), lockCfg)
 	if err != nil {
 		return err
 	}
@@ -211,7 +211,7 @@ func childLockHold() error {
 // lock, with read-locked checks between them, through the core envLockCore
 // picks.
 func childLockCount() error {
-	c, err := OpenCountMin(os.Getenv(envPath), lockCfg)
+	c, err := OpenCountMin(Path(os.Getenv(envPath)), lockCfg)
 	if err != nil {
 		return err
 	}

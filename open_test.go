@@ -45,7 +45,7 @@ var otSpecific = []error{ErrByteOrder, ErrVersion, ErrChecksum, ErrInterruptedCr
 func otMakeFile(t testing.TB, cfg CountMinConfig, opts ...Option) (string, []byte) {
 	t.Helper()
 	path := tempPath(t, "cms")
-	c, err := OpenCountMin(path, cfg, opts...)
+	c, err := OpenCountMin(Path(path), cfg, opts...)
 	if err != nil {
 		t.Fatalf("OpenCountMin(%s, %+v): %v", path, cfg, err)
 	}
@@ -107,7 +107,7 @@ func otFlip(t testing.TB, path string, b []byte, off int) {
 // as a failure rather than going unnoticed, and closed.
 func otOpenErr(t testing.TB, path string, cfg CountMinConfig, opts ...Option) error {
 	t.Helper()
-	c, err := OpenCountMin(path, cfg, opts...)
+	c, err := OpenCountMin(Path(path), cfg, opts...)
 	if err == nil {
 		otExercise(t, c)
 		c.Close()
@@ -842,7 +842,7 @@ func otOpenBounded(t *testing.T, path string) error {
 	t.Helper()
 	done := make(chan error, 1)
 	go func() {
-		c, err := OpenCountMin(path, otCfg, WithWaitTimeout(500*time.Millisecond))
+		c, err := OpenCountMin(Path(path), otCfg, WithWaitTimeout(500*time.Millisecond))
 		if err == nil {
 			c.Close()
 		}
@@ -1042,7 +1042,7 @@ func TestOpen_Mode(t *testing.T) {
 	for _, m := range []fs.FileMode{fs.ModeDir | 0o600, fs.ModeSetuid | 0o600, fs.ModeSticky | 0o600, 0o4600, 0o1000} {
 		t.Run(fmt.Sprintf("invalid %v", m), func(t *testing.T) {
 			path := tempPath(t, "cms")
-			_, err := OpenCountMin(path, otCfg, WithMode(m))
+			_, err := OpenCountMin(Path(path), otCfg, WithMode(m))
 			if !errors.Is(err, ErrInvalidConfig) {
 				t.Fatalf("WithMode(%v) error = %v, want ErrInvalidConfig", m, err)
 			}
@@ -1095,7 +1095,7 @@ func TestOpen_FullTmpfs(t *testing.T) {
 	})
 	t.Run("small sketch after a failed create", func(t *testing.T) {
 		path := filepath.Join(dir, "small")
-		c, err := OpenCountMin(path, otCfg)
+		c, err := OpenCountMin(Path(path), otCfg)
 		if err != nil {
 			t.Fatalf("small sketch on the tmpfs: %v", err)
 		}
@@ -1240,10 +1240,10 @@ func TestOpen_Unlink(t *testing.T) {
 // on every route, not a missing file with no name.
 func TestOpen_EmptyPath(t *testing.T) {
 	routes := map[string]func() error{
-		"OpenCountMin": func() error { _, err := OpenCountMin("", otCfg); return err },
-		"ReadOnly":     func() error { _, err := OpenCountMin("", otCfg, ReadOnly()); return err },
-		"OpenBloom":    func() error { _, err := OpenBloom("", BloomConfig{Capacity: 100}); return err },
-		"OpenArena":    func() error { _, err := OpenArena("", 1<<20); return err },
+		"OpenCountMin": func() error { _, err := OpenCountMin(Path(""), otCfg); return err },
+		"ReadOnly":     func() error { _, err := OpenCountMin(Path(""), otCfg, ReadOnly()); return err },
+		"OpenBloom":    func() error { _, err := OpenBloom(Path(""), BloomConfig{Capacity: 100}); return err },
+		"OpenArena":    func() error { _, err := OpenArena(Path(""), 1<<20); return err },
 		"Inspect":      func() error { _, err := Inspect(""); return err },
 	}
 	for name, open := range routes {
@@ -1292,9 +1292,9 @@ func TestOpen_OutOfInodes(t *testing.T) {
 	}
 	before, _ := os.ReadDir(dir)
 	for name, open := range map[string]func(string) error{
-		"count-min": func(p string) error { _, err := OpenCountMin(p, CountMinConfig{Rows: 1, Width: 64}); return err },
-		"bloom":     func(p string) error { _, err := OpenBloom(p, BloomConfig{Capacity: 10}); return err },
-		"arena":     func(p string) error { _, err := OpenArena(p, 64<<10); return err },
+		"count-min": func(p string) error { _, err := OpenCountMin(Path(p), CountMinConfig{Rows: 1, Width: 64}); return err },
+		"bloom":     func(p string) error { _, err := OpenBloom(Path(p), BloomConfig{Capacity: 10}); return err },
+		"arena":     func(p string) error { _, err := OpenArena(Path(p), 64<<10); return err },
 	} {
 		p := filepath.Join(dir, name)
 		if err := open(p); !errors.Is(err, ErrNoSpace) || !strings.Contains(err.Error(), p) {

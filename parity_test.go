@@ -128,7 +128,7 @@ func parityRun(t *testing.T, rows, width int, prefetch bool, ops []byte) {
 	ref := newRef(rows, width, seed)
 	var sks []*CountMin
 	for _, core := range countMinCores() {
-		c, err := OpenCountMin(fmt.Sprintf("%s/%s.cms", dir, core.name()), CountMinConfig{Rows: rows, Width: width, Seed: seed})
+		c, err := OpenCountMin(Path(fmt.Sprintf("%s/%s.cms", dir, core.name())), CountMinConfig{Rows: rows, Width: width, Seed: seed})
 		if err != nil {
 			t.Fatal(err)
 		}

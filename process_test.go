@@ -156,7 +156,7 @@ func childStream() error {
 	if err := childBarrier(); err != nil {
 		return err
 	}
-	c, err := OpenCountMin(os.Getenv(envPath), envConfig())
+	c, err := OpenCountMin(Path(os.Getenv(envPath)), envConfig())
 	if err != nil {
 		return err
 	}
@@ -174,7 +174,7 @@ func childRace() error {
 	if err := childBarrier(); err != nil {
 		return err
 	}
-	c, err := OpenCountMin(os.Getenv(envPath), envConfig())
+	c, err := OpenCountMin(Path(os.Getenv(envPath)), envConfig())
 	if err != nil {
 		return err
 	}
@@ -194,7 +194,7 @@ func childRace() error {
 
 // childLoop adds key i%killKeys for i = 0, 1, ... until it is killed.
 func childLoop() error {
-	c, err := OpenCountMin(os.Getenv(envPath), CountMinConfig{})
+	c, err := OpenCountMin(Path(os.Getenv(envPath)), CountMinConfig{})
 	if err != nil {
 		return err
 	}
@@ -214,7 +214,7 @@ func loopKey(buf []byte, k uint64) []byte {
 // childMemfd attaches to the sketch on fd 3, checks the parent's counts,
 // and adds key "c-j" j+1 times for each j < envCKeys.
 func childMemfd() error {
-	c, err := AttachCountMin(3, CountMinConfig{})
+	c, err := OpenCountMin(Inherited(3), CountMinConfig{})
 	if err != nil {
 		return err
 	}
@@ -781,7 +781,7 @@ func TestCountMin_KillMidStream(t *testing.T) {
 func TestCountMin_MemfdChild(t *testing.T) {
 	requireReexec(t)
 	const pkeys, ckeys = 50, 40
-	c, err := NewCountMinMemfd("memfd-child", CountMinConfig{Rows: 4, Width: 1 << 12, Seed: 42})
+	c, err := OpenCountMin(Memfd("memfd-child"), CountMinConfig{Rows: 4, Width: 1 << 12, Seed: 42})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -902,7 +902,7 @@ func testAttachNotASketch(t *testing.T) {
 		files[name] = f
 	}
 	for name, f := range files {
-		c, err := AttachCountMin(f.Fd(), CountMinConfig{})
+		c, err := OpenCountMin(Inherited(f.Fd()), CountMinConfig{})
 		if !errors.Is(err, ErrCorrupt) {
 			c.Close()
 			t.Errorf("AttachCountMin(%s) error = %v, want ErrCorrupt", name, err)

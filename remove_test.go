@@ -14,20 +14,20 @@ import (
 func TestRemove(t *testing.T) {
 	dir := t.TempDir()
 	cmsPath := filepath.Join(dir, "cms")
-	c, err := OpenCountMin(cmsPath, CountMinConfig{Rows: 2, Width: 64})
+	c, err := OpenCountMin(Path(cmsPath), CountMinConfig{Rows: 2, Width: 64})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer c.Close()
 	c.Add([]byte("k"))
 	arenaPath := filepath.Join(dir, "arena")
-	a, err := OpenArena(arenaPath, 1<<20)
+	a, err := OpenArena(Path(arenaPath), 1<<20)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer a.Close()
 	frozenPath := filepath.Join(dir, "frozen")
-	f, err := OpenBloom(frozenPath, BloomConfig{Capacity: 100})
+	f, err := OpenBloom(Path(frozenPath), BloomConfig{Capacity: 100})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -59,7 +59,7 @@ func TestRemove(t *testing.T) {
 	interrupted := filepath.Join(dir, "interrupted")
 	os.WriteFile(interrupted, make([]byte, 1<<16), 0o600)
 	target := filepath.Join(dir, "target")
-	tc, err := OpenCountMin(target, CountMinConfig{Rows: 1, Width: 8})
+	tc, err := OpenCountMin(Path(target), CountMinConfig{Rows: 1, Width: 8})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -92,7 +92,7 @@ func TestRemove(t *testing.T) {
 
 	// A file that replaces the judged one at the path stays.
 	racy := filepath.Join(dir, "racy")
-	rc, err := OpenCountMin(racy, CountMinConfig{Rows: 1, Width: 8})
+	rc, err := OpenCountMin(Path(racy), CountMinConfig{Rows: 1, Width: 8})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,13 +18,13 @@ func ExampleWithSeed() {
 	defer os.RemoveAll(dir)
 	cfg := sketch.CountMinConfig{ErrorRate: 0.001}
 
-	east, err := sketch.OpenCountMin(filepath.Join(dir, "east.cms"), cfg) // a random seed
+	east, err := sketch.OpenCountMin(sketch.Path(filepath.Join(dir, "east.cms")), cfg) // a random seed
 	if err != nil {
 		log.Fatal(err)
 	}
 	defer east.Close()
 	seed := east.Seed() // a secret: keep it out of logs and command lines
-	west, err := sketch.OpenCountMin(filepath.Join(dir, "west.cms"), cfg, sketch.WithSeed(seed))
+	west, err := sketch.OpenCountMin(sketch.Path(filepath.Join(dir, "west.cms")), cfg, sketch.WithSeed(seed))
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -39,13 +39,13 @@ func ExampleWithSeed() {
 		}
 	}
 
-	total, err := sketch.NewCountMin(cfg, sketch.WithSeed(seed))
+	total, err := sketch.OpenCountMin(sketch.Memory(), cfg, sketch.WithSeed(seed))
 	if err != nil {
 		log.Fatal(err)
 	}
 	defer total.Close()
 	for _, name := range []string{"east.cms", "west.cms"} {
-		shipped, err := sketch.OpenCountMin(filepath.Join(dir, name), sketch.CountMinConfig{}, sketch.ReadOnly())
+		shipped, err := sketch.OpenCountMin(sketch.Path(filepath.Join(dir, name)), sketch.CountMinConfig{}, sketch.ReadOnly())
 		if err != nil {
 			log.Fatal(err)
 		}
@@ -57,7 +57,8 @@ func ExampleWithSeed() {
 	}
 	fmt.Println("/login:", total.EstimateString("/login"), "/search:", total.EstimateString("/search"))
 
-	other, _ := sketch.NewCountMin(cfg) // its own random seed
+	other, _ := sketch.OpenCountMin(sketch. // its own random seed
+						Memory(), cfg)
 	defer other.Close()
 	fmt.Println("another seed merges:", other.Merge(east) == nil)
 	// Output:

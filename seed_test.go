@@ -62,7 +62,7 @@ func (k seedKind[S]) make(t *testing.T, route string, seed uint64) S {
 		s, err = k.memory(opts...)
 	case "arena":
 		var a *Arena
-		if a, err = OpenArena(tempPath(t, "a.arena"), 4<<20, opts...); err == nil {
+		if a, err = OpenArena(Path(tempPath(t, "a.arena")), 4<<20, opts...); err == nil {
 			t.Cleanup(func() { a.Close() })
 			s, err = k.arena(a)
 		}
@@ -125,10 +125,10 @@ func testSeedMerge[S seeded](t *testing.T, k seedKind[S]) {
 func TestSeed_MergeCountMin(t *testing.T) {
 	cfg := CountMinConfig{Rows: 4, Width: 1 << 12}
 	testSeedMerge(t, seedKind[*CountMin]{
-		open:   func(p string, o ...Option) (*CountMin, error) { return OpenCountMin(p, cfg, o...) },
-		memfd:  func(o ...Option) (*CountMin, error) { return NewCountMinMemfd("cms", cfg, o...) },
-		memory: func(o ...Option) (*CountMin, error) { return NewCountMin(cfg, o...) },
-		arena:  func(a *Arena) (*CountMin, error) { return a.CountMin("cms", cfg) },
+		open:   func(p string, o ...Option) (*CountMin, error) { return OpenCountMin(Path(p), cfg, o...) },
+		memfd:  func(o ...Option) (*CountMin, error) { return OpenCountMin(Memfd("cms"), cfg, o...) },
+		memory: func(o ...Option) (*CountMin, error) { return OpenCountMin(Memory(), cfg, o...) },
+		arena:  func(a *Arena) (*CountMin, error) { return OpenCountMin(a.Place("cms"), cfg) },
 		add:    func(c *CountMin, key string) error { _, err := c.AddString(key); return err },
 		merge:  func(dst, src *CountMin) error { return dst.Merge(src) },
 		count:  func(c *CountMin, key string) uint64 { return c.EstimateString(key) },
@@ -138,10 +138,10 @@ func TestSeed_MergeCountMin(t *testing.T) {
 func TestSeed_MergeBloom(t *testing.T) {
 	cfg := BloomConfig{Capacity: 1000, FPRate: 0.001}
 	testSeedMerge(t, seedKind[*Bloom]{
-		open:   func(p string, o ...Option) (*Bloom, error) { return OpenBloom(p, cfg, o...) },
-		memfd:  func(o ...Option) (*Bloom, error) { return NewBloomMemfd("bloom", cfg, o...) },
-		memory: func(o ...Option) (*Bloom, error) { return NewBloom(cfg, o...) },
-		arena:  func(a *Arena) (*Bloom, error) { return a.Bloom("bloom", cfg) },
+		open:   func(p string, o ...Option) (*Bloom, error) { return OpenBloom(Path(p), cfg, o...) },
+		memfd:  func(o ...Option) (*Bloom, error) { return OpenBloom(Memfd("bloom"), cfg, o...) },
+		memory: func(o ...Option) (*Bloom, error) { return OpenBloom(Memory(), cfg, o...) },
+		arena:  func(a *Arena) (*Bloom, error) { return OpenBloom(a.Place("bloom"), cfg) },
 		add:    func(b *Bloom, key string) error { _, err := b.AddString(key); return err },
 		merge:  func(dst, src *Bloom) error { return dst.Merge(src) },
 		count: func(b *Bloom, key string) uint64 {
@@ -157,10 +157,10 @@ func TestSeed_MergeBloom(t *testing.T) {
 func TestSeed_MergeCountingBloom(t *testing.T) {
 	cfg := CountingBloomConfig{Capacity: 1000, FPRate: 0.001}
 	testSeedMerge(t, seedKind[*CountingBloom]{
-		open:   func(p string, o ...Option) (*CountingBloom, error) { return OpenCountingBloom(p, cfg, o...) },
-		memfd:  func(o ...Option) (*CountingBloom, error) { return NewCountingBloomMemfd("cbf", cfg, o...) },
-		memory: func(o ...Option) (*CountingBloom, error) { return NewCountingBloom(cfg, o...) },
-		arena:  func(a *Arena) (*CountingBloom, error) { return a.CountingBloom("cbf", cfg) },
+		open:   func(p string, o ...Option) (*CountingBloom, error) { return OpenCountingBloom(Path(p), cfg, o...) },
+		memfd:  func(o ...Option) (*CountingBloom, error) { return OpenCountingBloom(Memfd("cbf"), cfg, o...) },
+		memory: func(o ...Option) (*CountingBloom, error) { return OpenCountingBloom(Memory(), cfg, o...) },
+		arena:  func(a *Arena) (*CountingBloom, error) { return OpenCountingBloom(a.Place("cbf"), cfg) },
 		add:    func(b *CountingBloom, key string) error { _, err := b.AddString(key); return err },
 		merge:  func(dst, src *CountingBloom) error { return dst.Merge(src) },
 		count:  func(b *CountingBloom, key string) uint64 { return uint64(b.EstimateString(key)) },
@@ -174,7 +174,7 @@ func TestSeed_Windows(t *testing.T) {
 	cms := CountMinConfig{Rows: 2, Width: 64}
 	bloom := BloomConfig{Capacity: 100}
 	seed := WithSeed(fleetSeed)
-	arena, err := NewArena(1<<20, seed)
+	arena, err := OpenArena(Memory(), 1<<20, seed)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -183,14 +183,30 @@ func TestSeed_Windows(t *testing.T) {
 		name string
 		make func() (seeded, error)
 	}{
-		{"OpenCountMinWindow", func() (seeded, error) { return OpenCountMinWindow(tempPath(t, "w"), win, cms, seed) }},
-		{"NewCountMinWindowMemfd", func() (seeded, error) { return NewCountMinWindowMemfd("w", win, cms, seed) }},
-		{"NewCountMinWindow", func() (seeded, error) { return NewCountMinWindow(win, cms, seed) }},
-		{"Arena.CountMinWindow", func() (seeded, error) { return arena.CountMinWindow("cmw", win, cms) }},
-		{"OpenBloomWindow", func() (seeded, error) { return OpenBloomWindow(tempPath(t, "w"), win, bloom, seed) }},
-		{"NewBloomWindowMemfd", func() (seeded, error) { return NewBloomWindowMemfd("w", win, bloom, seed) }},
-		{"NewBloomWindow", func() (seeded, error) { return NewBloomWindow(win, bloom, seed) }},
-		{"Arena.BloomWindow", func() (seeded, error) { return arena.BloomWindow("bw", win, bloom) }},
+		{"OpenCountMinWindow", func() (seeded, error) {
+			return OpenCountMinWindow(Path(tempPath(t, "w")), CountMinWindowConfig{Window: win, CountMin: cms}, seed)
+		}},
+		{"NewCountMinWindowMemfd", func() (seeded, error) {
+			return OpenCountMinWindow(Memfd("w"), CountMinWindowConfig{Window: win, CountMin: cms}, seed)
+		}},
+		{"NewCountMinWindow", func() (seeded, error) {
+			return OpenCountMinWindow(Memory(), CountMinWindowConfig{Window: win, CountMin: cms}, seed)
+		}},
+		{"Arena.CountMinWindow", func() (seeded, error) {
+			return OpenCountMinWindow(arena.Place("cmw"), CountMinWindowConfig{Window: win, CountMin: cms})
+		}},
+		{"OpenBloomWindow", func() (seeded, error) {
+			return OpenBloomWindow(Path(tempPath(t, "w")), BloomWindowConfig{Window: win, Bloom: bloom}, seed)
+		}},
+		{"NewBloomWindowMemfd", func() (seeded, error) {
+			return OpenBloomWindow(Memfd("w"), BloomWindowConfig{Window: win, Bloom: bloom}, seed)
+		}},
+		{"NewBloomWindow", func() (seeded, error) {
+			return OpenBloomWindow(Memory(), BloomWindowConfig{Window: win, Bloom: bloom}, seed)
+		}},
+		{"Arena.BloomWindow", func() (seeded, error) {
+			return OpenBloomWindow(arena.Place("bw"), BloomWindowConfig{Window: win, Bloom: bloom})
+		}},
 		{"NewArena", func() (seeded, error) { return arena, nil }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -225,21 +241,33 @@ func TestWithSeed_Config(t *testing.T) {
 			name string
 			make func(...Option) (seeded, error)
 		}{
-			{"OpenCountMin", func(o ...Option) (seeded, error) { return OpenCountMin(tempPath(t, "f"), cms, o...) }},
-			{"NewCountMinMemfd", func(o ...Option) (seeded, error) { return NewCountMinMemfd("f", cms, o...) }},
-			{"NewCountMin", func(o ...Option) (seeded, error) { return NewCountMin(cms, o...) }},
-			{"OpenBloom", func(o ...Option) (seeded, error) { return OpenBloom(tempPath(t, "f"), bloom, o...) }},
-			{"NewBloomMemfd", func(o ...Option) (seeded, error) { return NewBloomMemfd("f", bloom, o...) }},
-			{"NewBloom", func(o ...Option) (seeded, error) { return NewBloom(bloom, o...) }},
-			{"OpenCountingBloom", func(o ...Option) (seeded, error) { return OpenCountingBloom(tempPath(t, "f"), cbf, o...) }},
-			{"NewCountingBloomMemfd", func(o ...Option) (seeded, error) { return NewCountingBloomMemfd("f", cbf, o...) }},
-			{"NewCountingBloom", func(o ...Option) (seeded, error) { return NewCountingBloom(cbf, o...) }},
-			{"OpenCountMinWindow", func(o ...Option) (seeded, error) { return OpenCountMinWindow(tempPath(t, "f"), win, cms, o...) }},
-			{"NewCountMinWindowMemfd", func(o ...Option) (seeded, error) { return NewCountMinWindowMemfd("f", win, cms, o...) }},
-			{"NewCountMinWindow", func(o ...Option) (seeded, error) { return NewCountMinWindow(win, cms, o...) }},
-			{"OpenBloomWindow", func(o ...Option) (seeded, error) { return OpenBloomWindow(tempPath(t, "f"), win, bloom, o...) }},
-			{"NewBloomWindowMemfd", func(o ...Option) (seeded, error) { return NewBloomWindowMemfd("f", win, bloom, o...) }},
-			{"NewBloomWindow", func(o ...Option) (seeded, error) { return NewBloomWindow(win, bloom, o...) }},
+			{"OpenCountMin", func(o ...Option) (seeded, error) { return OpenCountMin(Path(tempPath(t, "f")), cms, o...) }},
+			{"NewCountMinMemfd", func(o ...Option) (seeded, error) { return OpenCountMin(Memfd("f"), cms, o...) }},
+			{"NewCountMin", func(o ...Option) (seeded, error) { return OpenCountMin(Memory(), cms, o...) }},
+			{"OpenBloom", func(o ...Option) (seeded, error) { return OpenBloom(Path(tempPath(t, "f")), bloom, o...) }},
+			{"NewBloomMemfd", func(o ...Option) (seeded, error) { return OpenBloom(Memfd("f"), bloom, o...) }},
+			{"NewBloom", func(o ...Option) (seeded, error) { return OpenBloom(Memory(), bloom, o...) }},
+			{"OpenCountingBloom", func(o ...Option) (seeded, error) { return OpenCountingBloom(Path(tempPath(t, "f")), cbf, o...) }},
+			{"NewCountingBloomMemfd", func(o ...Option) (seeded, error) { return OpenCountingBloom(Memfd("f"), cbf, o...) }},
+			{"NewCountingBloom", func(o ...Option) (seeded, error) { return OpenCountingBloom(Memory(), cbf, o...) }},
+			{"OpenCountMinWindow", func(o ...Option) (seeded, error) {
+				return OpenCountMinWindow(Path(tempPath(t, "f")), CountMinWindowConfig{Window: win, CountMin: cms}, o...)
+			}},
+			{"NewCountMinWindowMemfd", func(o ...Option) (seeded, error) {
+				return OpenCountMinWindow(Memfd("f"), CountMinWindowConfig{Window: win, CountMin: cms}, o...)
+			}},
+			{"NewCountMinWindow", func(o ...Option) (seeded, error) {
+				return OpenCountMinWindow(Memory(), CountMinWindowConfig{Window: win, CountMin: cms}, o...)
+			}},
+			{"OpenBloomWindow", func(o ...Option) (seeded, error) {
+				return OpenBloomWindow(Path(tempPath(t, "f")), BloomWindowConfig{Window: win, Bloom: bloom}, o...)
+			}},
+			{"NewBloomWindowMemfd", func(o ...Option) (seeded, error) {
+				return OpenBloomWindow(Memfd("f"), BloomWindowConfig{Window: win, Bloom: bloom}, o...)
+			}},
+			{"NewBloomWindow", func(o ...Option) (seeded, error) {
+				return OpenBloomWindow(Memory(), BloomWindowConfig{Window: win, Bloom: bloom}, o...)
+			}},
 		}
 	}
 	for _, m := range makers(3) {
@@ -281,7 +309,7 @@ func TestWithSeed_Attach(t *testing.T) {
 	path := tempPath(t, "f")
 	cfg := CountMinConfig{Rows: 2, Width: 64}
 	c := mustOpen(t, path, cfg, WithSeed(7))
-	if _, err := OpenCountMin(path, cfg, WithSeed(8)); !errors.Is(err, ErrIncompatible) {
+	if _, err := OpenCountMin(Path(path), cfg, WithSeed(8)); !errors.Is(err, ErrIncompatible) {
 		t.Errorf("OpenCountMin of a file with seed 7, WithSeed(8) = %v, want ErrIncompatible", err)
 	}
 	mustOpen(t, path, cfg, WithSeed(7))
@@ -291,10 +319,10 @@ func TestWithSeed_Attach(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	if _, err := AttachCountMin(f.Fd(), cfg, WithSeed(8)); !errors.Is(err, ErrIncompatible) {
+	if _, err := OpenCountMin(Inherited(f.Fd()), cfg, WithSeed(8)); !errors.Is(err, ErrIncompatible) {
 		t.Errorf("AttachCountMin of a file with seed 7, WithSeed(8) = %v, want ErrIncompatible", err)
 	}
-	a, err := AttachCountMin(f.Fd(), cfg, WithSeed(7))
+	a, err := OpenCountMin(Inherited(f.Fd()), cfg, WithSeed(7))
 	if err != nil {
 		t.Fatalf("AttachCountMin with the file's seed: %v", err)
 	}
@@ -302,7 +330,7 @@ func TestWithSeed_Attach(t *testing.T) {
 
 	apath := tempPath(t, "a.arena")
 	mustOpenArena(t, apath, 1<<20, WithSeed(7))
-	if _, err := OpenArena(apath, 0, WithSeed(8)); !errors.Is(err, ErrIncompatible) {
+	if _, err := OpenArena(Path(apath), 0, WithSeed(8)); !errors.Is(err, ErrIncompatible) {
 		t.Errorf("OpenArena of an arena with seed 7, WithSeed(8) = %v, want ErrIncompatible", err)
 	}
 	if _, err := os.Stat(apath); err != nil {

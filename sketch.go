@@ -439,7 +439,7 @@ func pickEntry(lay layout, sp spec) (entry, error) {
 // spec with the error of resolving it, and wraps any error with what was
 // being done to what.
 
-// openSpec opens or creates the file at path (OpenCountMin and the like).
+// openSpec opens or creates the file at path (Path).
 func openSpec(path string, sp spec, err error, opts []Option) (*mapping, error) {
 	if err == nil {
 		var o options
@@ -452,13 +452,12 @@ func openSpec(path string, sp spec, err error, opts []Option) (*mapping, error) 
 	return nil, fmt.Errorf("sketch: open %s: %w", path, err)
 }
 
-// memfdSpec creates a new memfd (NewCountMinMemfd and the like); what
-// names the structure when ReadOnly is refused.
-func memfdSpec(name, what string, sp spec, err error, opts []Option) (*mapping, error) {
+// memfdSpec creates a new memfd (Memfd).
+func memfdSpec(name string, sp spec, err error, opts []Option) (*mapping, error) {
 	if err == nil {
 		var o options
 		if o, err = buildOptions(opts); err == nil && o.readOnly {
-			err = fmt.Errorf("%w: a new %s cannot be read-only", ErrInvalidConfig, what)
+			err = fmt.Errorf("%w: a new memfd cannot be read-only", ErrInvalidConfig)
 		} else if err == nil {
 			sp, err = sp.seeded(o)
 		}
@@ -469,8 +468,7 @@ func memfdSpec(name, what string, sp spec, err error, opts []Option) (*mapping, 
 	return createMemfd(name, sp)
 }
 
-// inMemorySpec creates a structure for one process (NewCountMin and the
-// like).
+// inMemorySpec creates a structure for one process (Memory).
 func inMemorySpec(sp spec, err error, opts []Option) (*mapping, error) {
 	if err == nil {
 		var o options
@@ -486,8 +484,7 @@ func inMemorySpec(sp spec, err error, opts []Option) (*mapping, error) {
 	return createInMemory(sp)
 }
 
-// attachSpec attaches to an inherited descriptor (AttachCountMin and the
-// like).
+// attachSpec attaches to an inherited descriptor (Inherited).
 func attachSpec(fd uintptr, sp spec, err error, opts []Option) (*mapping, error) {
 	if err == nil {
 		var o options

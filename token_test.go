@@ -136,7 +136,7 @@ func readableFile(t *testing.T) (dir, path string) {
 	requireReexec(t)
 	dir = crossDir(t)
 	path = filepath.Join(dir, "cms")
-	c, err := OpenCountMin(path, lockCfg, WithMode(0o644))
+	c, err := OpenCountMin(Path(path), lockCfg, WithMode(0o644))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -209,7 +209,7 @@ func TestToken_ReaderCannotObstruct(t *testing.T) {
 func TestToken_ReaderCannotKeepClearerAlive(t *testing.T) {
 	dir, _ := readableFile(t)
 	path := filepath.Join(dir, "win")
-	w, err := OpenCountMinWindow(path, Window{Keep: 2}, winCfg, WithMode(0o644))
+	w, err := OpenCountMinWindow(Path(path), CountMinWindowConfig{Window: Window{Keep: 2}, CountMin: winCfg}, WithMode(0o644))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -367,7 +367,7 @@ func TestLock_DeadReaderUnderAdders(t *testing.T) {
 // behind: inside the recovery (holding the dead holder's token) it says
 // "recovering" and waits to be killed.
 func childRecoverKill() error {
-	c, err := OpenCountMin(os.Getenv(envPath), lockCfg)
+	c, err := OpenCountMin(Path(os.Getenv(envPath)), lockCfg)
 	if err != nil {
 		return err
 	}

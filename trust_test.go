@@ -266,7 +266,7 @@ func TestOpen_WorldWritableMode(t *testing.T) {
 	for _, m := range []os.FileMode{0o666, 0o777, 0o602, 0o662} {
 		t.Run(fmt.Sprintf("%#o", uint32(m)), func(t *testing.T) {
 			path := tempPath(t, "cms")
-			_, err := OpenCountMin(path, otCfg, WithMode(m))
+			_, err := OpenCountMin(Path(path), otCfg, WithMode(m))
 			if !errors.Is(err, ErrInvalidConfig) {
 				t.Fatalf("OpenCountMin(WithMode(%#o)) = %v, want ErrInvalidConfig", uint32(m), err)
 			}
@@ -278,7 +278,7 @@ func TestOpen_WorldWritableMode(t *testing.T) {
 			if _, err := os.Lstat(path); !os.IsNotExist(err) {
 				t.Errorf("a refused mode left a file behind: %v", err)
 			}
-			if _, err := NewCountMinMemfd("m", otCfg, WithMode(m)); !errors.Is(err, ErrInvalidConfig) {
+			if _, err := OpenCountMin(Memfd("m"), otCfg, WithMode(m)); !errors.Is(err, ErrInvalidConfig) {
 				t.Errorf("NewCountMinMemfd(WithMode(%#o)) = %v, want ErrInvalidConfig", uint32(m), err)
 			}
 		})

@@ -71,7 +71,7 @@ func TestCountMin_ReadOnly(t *testing.T) {
 	}
 	// Nothing is created for a reader.
 	missing := filepath.Join(t.TempDir(), "missing")
-	if _, err := OpenCountMin(missing, CountMinConfig{}, ReadOnly()); !errors.Is(err, os.ErrNotExist) {
+	if _, err := OpenCountMin(Path(missing), CountMinConfig{}, ReadOnly()); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("read-only open of a missing file = %v, want ErrNotExist", err)
 	}
 	if _, err := os.Lstat(missing); !os.IsNotExist(err) {
@@ -161,7 +161,7 @@ func TestCountMin_FreezeFromAnotherProcess(t *testing.T) {
 
 // childFreeze freezes the sketch at envPath.
 func childFreeze() error {
-	c, err := OpenCountMin(os.Getenv(envPath), CountMinConfig{})
+	c, err := OpenCountMin(Path(os.Getenv(envPath)), CountMinConfig{})
 	if err != nil {
 		return err
 	}
@@ -201,7 +201,7 @@ func TestCountMin_ReadOnlyAsAnotherUser(t *testing.T) {
 // it) and prints the estimate of "k" for each line it reads. Its
 // mutators must fail with ErrReadOnly.
 func childReadOnlyView() error {
-	c, err := OpenCountMin(os.Getenv(envPath), CountMinConfig{}, ReadOnly())
+	c, err := OpenCountMin(Path(os.Getenv(envPath)), CountMinConfig{}, ReadOnly())
 	if err != nil {
 		return err
 	}
@@ -220,7 +220,7 @@ func childReadOnlyView() error {
 // TestNewCountMin: an in-memory sketch counts like a file's, shares with
 // goroutines, has no path, and can still be handed to a child.
 func TestNewCountMin(t *testing.T) {
-	c, err := NewCountMin(CountMinConfig{Rows: 4, Width: 1 << 12})
+	c, err := OpenCountMin(Memory(), CountMinConfig{Rows: 4, Width: 1 << 12})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -235,7 +235,7 @@ func TestNewCountMin(t *testing.T) {
 	if got := c.Estimate([]byte("k")); got < 4 {
 		t.Errorf("Estimate = %d, want >= 4", got)
 	}
-	if _, err := NewCountMinMemfd("x", CountMinConfig{}, ReadOnly()); !errors.Is(err, ErrInvalidConfig) {
+	if _, err := OpenCountMin(Memfd("x"), CountMinConfig{}, ReadOnly()); !errors.Is(err, ErrInvalidConfig) {
 		t.Errorf("NewCountMinMemfd with ReadOnly = %v, want ErrInvalidConfig", err)
 	}
 }
@@ -246,15 +246,15 @@ func TestNewCountMin(t *testing.T) {
 func TestNewCountingBloom_TooLarge(t *testing.T) {
 	huge := CountingBloomConfig{Capacity: 1 << 40} // 2^44 counters, 8 TiB
 	// On a 32-bit platform the geometry itself is refused.
-	if _, err := NewCountingBloom(huge); !errors.Is(err, ErrNoSpace) && !errors.Is(err, ErrInvalidConfig) {
+	if _, err := OpenCountingBloom(Memory(), huge); !errors.Is(err, ErrNoSpace) && !errors.Is(err, ErrInvalidConfig) {
 		t.Errorf("NewCountingBloom(%+v) = %v, want ErrNoSpace", huge, err)
 	}
-	if _, err := NewCountingBloomMemfd("huge", huge); !errors.Is(err, ErrNoSpace) && !errors.Is(err, ErrInvalidConfig) {
+	if _, err := OpenCountingBloom(Memfd("huge"), huge); !errors.Is(err, ErrNoSpace) && !errors.Is(err, ErrInvalidConfig) {
 		t.Errorf("NewCountingBloomMemfd(%+v) = %v, want ErrNoSpace", huge, err)
 	}
 	if bits.UintSize == 64 {
 		huge := CountMinConfig{Rows: 64, Width: 1 << (bits.UintSize - 28)} // 2^36 a row, 2^45 bytes
-		if _, err := NewCountMin(huge); !errors.Is(err, ErrNoSpace) {
+		if _, err := OpenCountMin(Memory(), huge); !errors.Is(err, ErrNoSpace) {
 			t.Errorf("NewCountMin of 2^45 bytes = %v, want ErrNoSpace", err)
 		}
 	}

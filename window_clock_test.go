@@ -62,7 +62,7 @@ func TestBloomWindow_RotateWithLateTimer(t *testing.T) {
 	path := tempPath(t, "bwin")
 	win := Window{Period: time.Hour, Keep: 1}
 	open := func() *BloomWindow {
-		w, err := OpenBloomWindow(path, win, BloomConfig{Capacity: 1000})
+		w, err := OpenBloomWindow(Path(path), BloomWindowConfig{Window: win, Bloom: BloomConfig{Capacity: 1000}})
 		if err != nil {
 			t.Fatal(err)
 		}

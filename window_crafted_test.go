@@ -52,7 +52,7 @@ func TestCountMinWindow_CraftedPeriodWords(t *testing.T) {
 			w.AddString("k")
 			atomic.StoreUint64(c.word(&w.ctl), c.value)
 			w.Close()
-			h, err := OpenCountMinWindow(path, Window{}, CountMinConfig{}, ReadOnly())
+			h, err := OpenCountMinWindow(Path(path), CountMinWindowConfig{Window: Window{}, CountMin: CountMinConfig{}}, ReadOnly())
 			if err != nil {
 				return // refused: fine
 			}
@@ -62,7 +62,7 @@ func TestCountMinWindow_CraftedPeriodWords(t *testing.T) {
 			mustNotPanic(t, "Estimate", func() { h.Estimate(k[0]) })
 			mustNotPanic(t, "EstimateBatch", func() { h.EstimateBatch(k, out) })
 			mustNotPanic(t, "Stats", func() { h.Stats() })
-			h2, err := OpenCountMinWindow(path, Window{}, CountMinConfig{})
+			h2, err := OpenCountMinWindow(Path(path), CountMinWindowConfig{Window: Window{}, CountMin: CountMinConfig{}})
 			if err != nil {
 				return
 			}
@@ -81,7 +81,7 @@ func TestBloomWindow_CraftedPeriodWords(t *testing.T) {
 	for _, keep := range []int{1, 2, 3} {
 		t.Run(fmt.Sprintf("epoch keep=%d", keep), func(t *testing.T) {
 			path := tempPath(t, "bwin")
-			w, err := OpenBloomWindow(path, Window{Keep: keep}, BloomConfig{Capacity: 1000})
+			w, err := OpenBloomWindow(Path(path), BloomWindowConfig{Window: Window{Keep: keep}, Bloom: BloomConfig{Capacity: 1000}})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -92,7 +92,7 @@ func TestBloomWindow_CraftedPeriodWords(t *testing.T) {
 			// check covers.
 			atomic.StoreUint64(w.ctl.word(511), heldWord(hugeCraftedPeriod))
 			w.Close()
-			h, err := OpenBloomWindow(path, Window{}, BloomConfig{}, ReadOnly())
+			h, err := OpenBloomWindow(Path(path), BloomWindowConfig{Window: Window{}, Bloom: BloomConfig{}}, ReadOnly())
 			if err != nil {
 				return
 			}
@@ -120,7 +120,7 @@ func openCraftedWindows(t *testing.T, path string) map[string]func() craftedWind
 			return craftedWindow{&w.ctl, func() error { _, err := w.AddString("k"); return err }, w.Rotate}
 		},
 		"bloom": func() craftedWindow {
-			w, err := OpenBloomWindow(path+".bloom", Window{Keep: 2}, BloomConfig{Capacity: 100})
+			w, err := OpenBloomWindow(Path(path+".bloom"), BloomWindowConfig{Window: Window{Keep: 2}, Bloom: BloomConfig{Capacity: 100}})
 			if err != nil {
 				t.Fatal(err)
 			}

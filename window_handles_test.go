@@ -214,7 +214,7 @@ func twoHandles(t *testing.T, keeps []int, open func(t *testing.T, a *Arena, kee
 			t.Run(name, func(t *testing.T) {
 				path := tempPath(t, "arena")
 				arena := func() *Arena {
-					a, err := OpenArena(path, 1<<20)
+					a, err := OpenArena(Path(path), 1<<20)
 					if err != nil {
 						t.Fatal(err)
 					}
@@ -233,7 +233,7 @@ func twoHandles(t *testing.T, keeps []int, open func(t *testing.T, a *Arena, kee
 }
 
 func openCountMinOps(t *testing.T, a *Arena, keep int) winOps {
-	w, err := a.CountMinWindow("w", Window{Keep: keep}, CountMinConfig{Rows: 2, Width: 1 << 12})
+	w, err := OpenCountMinWindow(a.Place("w"), CountMinWindowConfig{Window: Window{Keep: keep}, CountMin: CountMinConfig{Rows: 2, Width: 1 << 12}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -242,7 +242,7 @@ func openCountMinOps(t *testing.T, a *Arena, keep int) winOps {
 }
 
 func openBloomOps(t *testing.T, a *Arena, keep int) winOps {
-	w, err := a.BloomWindow("w", Window{Keep: keep}, BloomConfig{Capacity: 1 << 12})
+	w, err := OpenBloomWindow(a.Place("w"), BloomWindowConfig{Window: Window{Keep: keep}, Bloom: BloomConfig{Capacity: 1 << 12}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -28,7 +28,7 @@ type setMap struct {
 
 func bloomPeers(b *testing.B, s *stream) (*sketch.Bloom, *bloom.BloomFilter, *setMap) {
 	half := len(s.bytes) / 2
-	ours, err := sketch.OpenBloom(filepath.Join(b.TempDir(), "bloom"), sketch.BloomConfig{Capacity: bloomCapacity, FPRate: bloomFPRate, Seed: seed})
+	ours, err := sketch.OpenBloom(sketch.Path(filepath.Join(b.TempDir(), "bloom")), sketch.BloomConfig{Capacity: bloomCapacity, FPRate: bloomFPRate, Seed: seed})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -95,7 +95,7 @@ func BenchmarkBloomCheck(b *testing.B) {
 	b.Run("sketch", func(b *testing.B) {
 		b.ReportAllocs()
 		for i := 0; i < b.N; i++ {
-			if ours.Check(keys[i&mask]) {
+			if ours.Contains(keys[i&mask]) {
 				n++
 			}
 		}
@@ -137,7 +137,7 @@ func BenchmarkBloomBatch(b *testing.B) {
 	b.Run("CheckBatch256", func(b *testing.B) {
 		b.ReportAllocs()
 		for i := 0; i < b.N; i += 256 {
-			ours.CheckBatch(keys[i&mask:i&mask+256], out)
+			ours.ContainsBatch(keys[i&mask:i&mask+256], out)
 		}
 	})
 }

@@ -22,7 +22,7 @@ const (
 )
 
 func openCBF(b *testing.B) *sketch.CountingBloom {
-	f, err := sketch.OpenCountingBloom(filepath.Join(b.TempDir(), "cbf"), sketch.CountingBloomConfig{Capacity: cbfCapacity, FPRate: cbfFPRate, Seed: seed})
+	f, err := sketch.OpenCountingBloom(sketch.Path(filepath.Join(b.TempDir(), "cbf")), sketch.CountingBloomConfig{Capacity: cbfCapacity, FPRate: cbfFPRate, Seed: seed})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -38,7 +38,7 @@ type rwMap struct {
 func cbfPeers(b *testing.B, s *stream) (*sketch.CountingBloom, *boom.CountingBloomFilter, *rwMap) {
 	half := len(s.bytes) / 2
 	ours := openCBF(b)
-	if _, err := ours.AddMany(s.bytes[:half]); err != nil {
+	if _, err := ours.AddBatch(s.bytes[:half]); err != nil {
 		b.Fatal(err)
 	}
 	theirs := boom.NewCountingBloomFilter(cbfCapacity, 4, cbfFPRate)
@@ -95,7 +95,7 @@ func BenchmarkCountingBloomContains(b *testing.B) {
 	b.Run("sketch-countof", func(b *testing.B) {
 		b.ReportAllocs()
 		for i := 0; i < b.N; i++ {
-			n += int(ours.CountOf(keys[i&mask]))
+			n += int(ours.Estimate(keys[i&mask]))
 		}
 	})
 	b.Run("boom", func(b *testing.B) {

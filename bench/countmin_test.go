@@ -103,7 +103,7 @@ var sink uint64
 // openSketch opens a default-shape sketch.CountMin in a temporary file.
 func openSketch(b *testing.B) *sketch.CountMin {
 	path := filepath.Join(b.TempDir(), "cms")
-	c, err := sketch.OpenCountMin(path, sketch.CountMinConfig{Seed: seed})
+	c, err := sketch.OpenCountMin(sketch.Path(path), sketch.CountMinConfig{Seed: seed})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -112,7 +112,7 @@ func BenchmarkFloorScaling(b *testing.B) {
 			// A handle per goroutine, as separate processes would have.
 			c := openSketch(b)
 			run(b, g, func(int) func([]byte) uint64 {
-				h, err := sketch.OpenCountMin(c.Path(), sketch.CountMinConfig{})
+				h, err := sketch.OpenCountMin(sketch.Path(c.Path()), sketch.CountMinConfig{})
 				if err != nil {
 					b.Fatal(err)
 				}

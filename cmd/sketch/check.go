@@ -88,7 +88,7 @@ func checkFile(path string) checkResult {
 	// Every structure: the one of a standalone file, or each of an arena's.
 	places := []place{{path: path, opts: fileOpts(false)}}
 	if fi.Arena {
-		a, err := sketch.OpenArena(path, 0, fileOpts(false)...)
+		a, err := sketch.OpenArena(sketch.Path(path), 0, fileOpts(false)...)
 		if err != nil {
 			return fail(err)
 		}

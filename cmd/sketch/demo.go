@@ -120,17 +120,17 @@ func runDemo(procs, adds int, duration time.Duration, path string) error {
 	// A Bloom filter at 1% takes about 1.3 bytes a key; the file is
 	// sparse, so the slack costs nothing.
 	size := int64(uint64(demoWindowCfg.Keep+1)*slot + 2*capacity + 1<<20)
-	a, err := sketch.OpenArena(path, size)
+	a, err := sketch.OpenArena(sketch.Path(path), size)
 	if err != nil {
 		return err
 	}
 	defer a.Close()
-	win, err := a.CountMinWindow(demoWindow, demoWindowCfg, cmsCfg)
+	win, err := sketch.OpenCountMinWindow(a.Place(demoWindow), sketch.CountMinWindowConfig{Window: demoWindowCfg, CountMin: cmsCfg})
 	if err != nil {
 		return err
 	}
 	defer win.Close()
-	ids, err := a.Bloom(demoBloom, sketch.BloomConfig{Capacity: capacity, FPRate: 0.01})
+	ids, err := sketch.OpenBloom(a.Place(demoBloom), sketch.BloomConfig{Capacity: capacity, FPRate: 0.01})
 	if err != nil {
 		return err
 	}
@@ -394,17 +394,17 @@ func runDemoWorker(args []string) error {
 	if err1 != nil || err2 != nil || err3 != nil {
 		return usageError("bad arguments %q", strings.Join(args, " "))
 	}
-	a, err := sketch.OpenArena(args[0], 0, sketch.WithoutCreate())
+	a, err := sketch.OpenArena(sketch.Path(args[0]), 0, sketch.WithoutCreate())
 	if err != nil {
 		return err
 	}
 	defer a.Close()
-	win, err := a.CountMinWindow(demoWindow, sketch.Window{}, sketch.CountMinConfig{})
+	win, err := sketch.OpenCountMinWindow(a.Place(demoWindow), sketch.CountMinWindowConfig{Window: sketch.Window{}, CountMin: sketch.CountMinConfig{}})
 	if err != nil {
 		return err
 	}
 	defer win.Close()
-	ids, err := a.Bloom(demoBloom, sketch.BloomConfig{})
+	ids, err := sketch.OpenBloom(a.Place(demoBloom), sketch.BloomConfig{})
 	if err != nil {
 		return err
 	}

@@ -14,9 +14,9 @@ func (p place) bloom(cfg sketch.BloomConfig) (structure, error) {
 	var b *sketch.Bloom
 	var err error
 	if p.arena != nil {
-		b, err = p.arena.Bloom(p.name, cfg)
+		b, err = sketch.OpenBloom(p.arena.Place(p.name), cfg)
 	} else {
-		b, err = sketch.OpenBloom(p.path, cfg, p.opts...)
+		b, err = sketch.OpenBloom(sketch.Path(p.path), cfg, p.opts...)
 	}
 	if err != nil {
 		return nil, err

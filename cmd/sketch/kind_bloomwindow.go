@@ -17,9 +17,9 @@ func (p place) bloomWindow(w sketch.Window, cfg sketch.BloomConfig) (structure, 
 	var bw *sketch.BloomWindow
 	var err error
 	if p.arena != nil {
-		bw, err = p.arena.BloomWindow(p.name, w, cfg)
+		bw, err = sketch.OpenBloomWindow(p.arena.Place(p.name), sketch.BloomWindowConfig{Window: w, Bloom: cfg})
 	} else {
-		bw, err = sketch.OpenBloomWindow(p.path, w, cfg, p.opts...)
+		bw, err = sketch.OpenBloomWindow(sketch.Path(p.path), sketch.BloomWindowConfig{Window: w, Bloom: cfg}, p.opts...)
 	}
 	if err != nil {
 		return nil, err

@@ -15,9 +15,9 @@ func (p place) countingBloom(cfg sketch.CountingBloomConfig) (structure, error) 
 	var b *sketch.CountingBloom
 	var err error
 	if p.arena != nil {
-		b, err = p.arena.CountingBloom(p.name, cfg)
+		b, err = sketch.OpenCountingBloom(p.arena.Place(p.name), cfg)
 	} else {
-		b, err = sketch.OpenCountingBloom(p.path, cfg, p.opts...)
+		b, err = sketch.OpenCountingBloom(sketch.Path(p.path), cfg, p.opts...)
 	}
 	if err != nil {
 		return nil, err

@@ -14,9 +14,9 @@ func (p place) countMin(cfg sketch.CountMinConfig) (structure, error) {
 	var c *sketch.CountMin
 	var err error
 	if p.arena != nil {
-		c, err = p.arena.CountMin(p.name, cfg)
+		c, err = sketch.OpenCountMin(p.arena.Place(p.name), cfg)
 	} else {
-		c, err = sketch.OpenCountMin(p.path, cfg, p.opts...)
+		c, err = sketch.OpenCountMin(sketch.Path(p.path), cfg, p.opts...)
 	}
 	if err != nil {
 		return nil, err

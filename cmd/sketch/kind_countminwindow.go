@@ -18,9 +18,9 @@ func (p place) countMinWindow(w sketch.Window, cfg sketch.CountMinConfig) (struc
 	var cw *sketch.CountMinWindow
 	var err error
 	if p.arena != nil {
-		cw, err = p.arena.CountMinWindow(p.name, w, cfg)
+		cw, err = sketch.OpenCountMinWindow(p.arena.Place(p.name), sketch.CountMinWindowConfig{Window: w, CountMin: cfg})
 	} else {
-		cw, err = sketch.OpenCountMinWindow(p.path, w, cfg, p.opts...)
+		cw, err = sketch.OpenCountMinWindow(sketch.Path(p.path), sketch.CountMinWindowConfig{Window: w, CountMin: cfg}, p.opts...)
 	}
 	if err != nil {
 		return nil, err

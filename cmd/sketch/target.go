@@ -186,7 +186,7 @@ func openWhole(t target, readWrite bool) (s structure, a *sketch.Arena, err erro
 		s, err = openEntry(place{path: t.path, opts: fileOpts(readWrite)}, sketch.Kind(fi.Entries[0].Kind))
 		return s, nil, err
 	}
-	a, err = sketch.OpenArena(t.path, 0, fileOpts(readWrite)...)
+	a, err = sketch.OpenArena(sketch.Path(t.path), 0, fileOpts(readWrite)...)
 	if err != nil || t.name == "" {
 		return nil, a, err
 	}

@@ -51,17 +51,17 @@ func openAs(kind, path string, opts ...sketch.Option) error {
 	var err error
 	switch kind {
 	case "countmin":
-		c, err = sketch.OpenCountMin(path, boCountMin, opts...)
+		c, err = sketch.OpenCountMin(sketch.Path(path), boCountMin, opts...)
 	case "bloom":
-		c, err = sketch.OpenBloom(path, boBloom, opts...)
+		c, err = sketch.OpenBloom(sketch.Path(path), boBloom, opts...)
 	case "countingbloom":
-		c, err = sketch.OpenCountingBloom(path, boCountingBloom, opts...)
+		c, err = sketch.OpenCountingBloom(sketch.Path(path), boCountingBloom, opts...)
 	case "countminwindow":
-		c, err = sketch.OpenCountMinWindow(path, boWindow, boWindowCountMin, opts...)
+		c, err = sketch.OpenCountMinWindow(sketch.Path(path), sketch.CountMinWindowConfig{Window: boWindow, CountMin: boWindowCountMin}, opts...)
 	case "bloomwindow":
-		c, err = sketch.OpenBloomWindow(path, boWindow, boWindowBloom, opts...)
+		c, err = sketch.OpenBloomWindow(sketch.Path(path), sketch.BloomWindowConfig{Window: boWindow, Bloom: boWindowBloom}, opts...)
 	case "arena":
-		c, err = sketch.OpenArena(path, 0, opts...)
+		c, err = sketch.OpenArena(sketch.Path(path), 0, opts...)
 	default:
 		return fmt.Errorf("no kind %q", kind)
 	}
@@ -101,47 +101,47 @@ func openBoSets(dir string, opts ...sketch.Option) (sets []boSet, closeAll func(
 	p := func(name string) string { return filepath.Join(dir, name) }
 	var alone, in boSet
 	var a *sketch.Arena
-	alone.cms, err = sketch.OpenCountMin(p("bo.cms"), boCountMin, opts...)
+	alone.cms, err = sketch.OpenCountMin(sketch.Path(p("bo.cms")), boCountMin, opts...)
 	if !keep(alone.cms, err) {
 		return nil, nil, err
 	}
-	alone.bf, err = sketch.OpenBloom(p("bo.bloom"), boBloom, opts...)
+	alone.bf, err = sketch.OpenBloom(sketch.Path(p("bo.bloom")), boBloom, opts...)
 	if !keep(alone.bf, err) {
 		return nil, nil, err
 	}
-	alone.cbf, err = sketch.OpenCountingBloom(p("bo.cbf"), boCountingBloom, opts...)
+	alone.cbf, err = sketch.OpenCountingBloom(sketch.Path(p("bo.cbf")), boCountingBloom, opts...)
 	if !keep(alone.cbf, err) {
 		return nil, nil, err
 	}
-	alone.cmw, err = sketch.OpenCountMinWindow(p("bo.cmw"), boWindow, boWindowCountMin, opts...)
+	alone.cmw, err = sketch.OpenCountMinWindow(sketch.Path(p("bo.cmw")), sketch.CountMinWindowConfig{Window: boWindow, CountMin: boWindowCountMin}, opts...)
 	if !keep(alone.cmw, err) {
 		return nil, nil, err
 	}
-	alone.bw, err = sketch.OpenBloomWindow(p("bo.bloomw"), boWindow, boWindowBloom, opts...)
+	alone.bw, err = sketch.OpenBloomWindow(sketch.Path(p("bo.bloomw")), sketch.BloomWindowConfig{Window: boWindow, Bloom: boWindowBloom}, opts...)
 	if !keep(alone.bw, err) {
 		return nil, nil, err
 	}
-	a, err = sketch.OpenArena(p("bo.arena"), boArenaSize, opts...)
+	a, err = sketch.OpenArena(sketch.Path(p("bo.arena")), boArenaSize, opts...)
 	if !keep(a, err) {
 		return nil, nil, err
 	}
-	in.cms, err = a.CountMin("cm", boCountMin)
+	in.cms, err = sketch.OpenCountMin(a.Place("cm"), boCountMin)
 	if !keep(in.cms, err) {
 		return nil, nil, err
 	}
-	in.bf, err = a.Bloom("bloom", boBloom)
+	in.bf, err = sketch.OpenBloom(a.Place("bloom"), boBloom)
 	if !keep(in.bf, err) {
 		return nil, nil, err
 	}
-	in.cbf, err = a.CountingBloom("cbf", boCountingBloom)
+	in.cbf, err = sketch.OpenCountingBloom(a.Place("cbf"), boCountingBloom)
 	if !keep(in.cbf, err) {
 		return nil, nil, err
 	}
-	in.cmw, err = a.CountMinWindow("cmw", boWindow, boWindowCountMin)
+	in.cmw, err = sketch.OpenCountMinWindow(a.Place("cmw"), sketch.CountMinWindowConfig{Window: boWindow, CountMin: boWindowCountMin})
 	if !keep(in.cmw, err) {
 		return nil, nil, err
 	}
-	in.bw, err = a.BloomWindow("bw", boWindow, boWindowBloom)
+	in.bw, err = sketch.OpenBloomWindow(a.Place("bw"), sketch.BloomWindowConfig{Window: boWindow, Bloom: boWindowBloom})
 	if !keep(in.bw, err) {
 		return nil, nil, err
 	}

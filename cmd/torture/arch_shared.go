@@ -58,19 +58,19 @@ type sharedFiles struct {
 // openShared opens the arena and every structure in it (closing the arena
 // closes them all).
 func openShared(dir string, opts ...sketch.Option) (*sharedFiles, error) {
-	a, err := sketch.OpenArena(sharedArenaPath(dir), sharedArenaSize, opts...)
+	a, err := sketch.OpenArena(sketch.Path(sharedArenaPath(dir)), sharedArenaSize, opts...)
 	if err != nil {
 		return nil, err
 	}
 	f := &sharedFiles{a: a}
 	var errs [7]error
-	f.cms, errs[0] = a.CountMin("cm", sharedCountMin)
-	f.bf, errs[1] = a.Bloom("bloom", sharedBloom)
-	f.cbf, errs[2] = a.CountingBloom("cbf", sharedCountingBloom)
-	f.cmw, errs[3] = a.CountMinWindow("cmw", sharedWindow, sharedWindowCountMin)
-	f.bw, errs[4] = a.BloomWindow("bw", sharedWindow, sharedWindowBloom)
-	f.hold, errs[5] = a.CountingBloom("hold", sharedHold)
-	f.probe, errs[6] = a.CountingBloom("probe", sharedProbe)
+	f.cms, errs[0] = sketch.OpenCountMin(a.Place("cm"), sharedCountMin)
+	f.bf, errs[1] = sketch.OpenBloom(a.Place("bloom"), sharedBloom)
+	f.cbf, errs[2] = sketch.OpenCountingBloom(a.Place("cbf"), sharedCountingBloom)
+	f.cmw, errs[3] = sketch.OpenCountMinWindow(a.Place("cmw"), sketch.CountMinWindowConfig{Window: sharedWindow, CountMin: sharedWindowCountMin})
+	f.bw, errs[4] = sketch.OpenBloomWindow(a.Place("bw"), sketch.BloomWindowConfig{Window: sharedWindow, Bloom: sharedWindowBloom})
+	f.hold, errs[5] = sketch.OpenCountingBloom(a.Place("hold"), sharedHold)
+	f.probe, errs[6] = sketch.OpenCountingBloom(a.Place("probe"), sharedProbe)
 	if err := errors.Join(errs[:]...); err != nil {
 		a.Close()
 		return nil, err
@@ -303,7 +303,7 @@ func roleArchCheck(fs *flag.FlagSet, args []string) error {
 // cfg's shape and this seed, all hold some other key too: their estimates
 // may exceed their own adds.
 func collidingKeys(keys []string, cfg sketch.CountMinConfig, seed uint64) (map[string]bool, error) {
-	c, err := sketch.NewCountMin(cfg, sketch.WithSeed(seed))
+	c, err := sketch.OpenCountMin(sketch.Memory(), cfg, sketch.WithSeed(seed))
 	if err != nil {
 		return nil, err
 	}

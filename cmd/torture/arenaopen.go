@@ -27,15 +27,15 @@ func (s structSpec) open(a *sketch.Arena, name string) (*arenaStruct, error) {
 	w := sketch.Window{Period: 0, Keep: s.Keep}
 	switch s.Kind {
 	case sketch.KindCountMin:
-		o.cm, err = a.CountMin(name, cm)
+		o.cm, err = sketch.OpenCountMin(a.Place(name), cm)
 	case sketch.KindBloom:
-		o.bf, err = a.Bloom(name, bf)
+		o.bf, err = sketch.OpenBloom(a.Place(name), bf)
 	case sketch.KindCountingBloom:
-		o.cbf, err = a.CountingBloom(name, sketch.CountingBloomConfig{Capacity: s.Capacity, FPRate: s.FPRate})
+		o.cbf, err = sketch.OpenCountingBloom(a.Place(name), sketch.CountingBloomConfig{Capacity: s.Capacity, FPRate: s.FPRate})
 	case sketch.KindCountMinWindow:
-		o.cmw, err = a.CountMinWindow(name, w, cm)
+		o.cmw, err = sketch.OpenCountMinWindow(a.Place(name), sketch.CountMinWindowConfig{Window: w, CountMin: cm})
 	case sketch.KindBloomWindow:
-		o.bw, err = a.BloomWindow(name, w, bf)
+		o.bw, err = sketch.OpenBloomWindow(a.Place(name), sketch.BloomWindowConfig{Window: w, Bloom: bf})
 	default:
 		err = fmt.Errorf("unknown kind %q", s.Kind)
 	}

@@ -101,7 +101,7 @@ func countingBloomFor(size uint64) sketch.CountingBloomConfig {
 const slots = 4
 
 func openFaultCountMin(path string, size uint64, opts ...sketch.Option) (*faultHandle, error) {
-	c, err := sketch.OpenCountMin(path, countMinFor(size), opts...)
+	c, err := sketch.OpenCountMin(sketch.Path(path), countMinFor(size), opts...)
 	if err != nil {
 		return nil, err
 	}
@@ -130,7 +130,7 @@ func countMinHandle(path string, c *sketch.CountMin) *faultHandle {
 }
 
 func openFaultBloom(path string, size uint64, opts ...sketch.Option) (*faultHandle, error) {
-	b, err := sketch.OpenBloom(path, bloomFor(size), opts...)
+	b, err := sketch.OpenBloom(sketch.Path(path), bloomFor(size), opts...)
 	if err != nil {
 		return nil, err
 	}
@@ -159,7 +159,7 @@ func openFaultBloom(path string, size uint64, opts ...sketch.Option) (*faultHand
 }
 
 func openFaultCountingBloom(path string, size uint64, opts ...sketch.Option) (*faultHandle, error) {
-	b, err := sketch.OpenCountingBloom(path, countingBloomFor(size), opts...)
+	b, err := sketch.OpenCountingBloom(sketch.Path(path), countingBloomFor(size), opts...)
 	if err != nil {
 		return nil, err
 	}
@@ -191,7 +191,7 @@ func openFaultCountingBloom(path string, size uint64, opts ...sketch.Option) (*f
 }
 
 func openFaultCountMinWindow(path string, size uint64, opts ...sketch.Option) (*faultHandle, error) {
-	w, err := sketch.OpenCountMinWindow(path, faultWindow, countMinFor(size/slots), opts...)
+	w, err := sketch.OpenCountMinWindow(sketch.Path(path), sketch.CountMinWindowConfig{Window: faultWindow, CountMin: countMinFor(size / slots)}, opts...)
 	if err != nil {
 		return nil, err
 	}
@@ -214,7 +214,7 @@ func openFaultCountMinWindow(path string, size uint64, opts ...sketch.Option) (*
 }
 
 func openFaultBloomWindow(path string, size uint64, opts ...sketch.Option) (*faultHandle, error) {
-	w, err := sketch.OpenBloomWindow(path, faultWindow, bloomFor(size/slots), opts...)
+	w, err := sketch.OpenBloomWindow(sketch.Path(path), sketch.BloomWindowConfig{Window: faultWindow, Bloom: bloomFor(size / slots)}, opts...)
 	if err != nil {
 		return nil, err
 	}
@@ -249,11 +249,11 @@ var arenaCountMin = sketch.CountMinConfig{Rows: 2, Width: 256}
 // mutators are the sketch's and the arena's (creating a structure of each
 // kind, Freeze, Unlink).
 func openFaultArena(path string, size uint64, opts ...sketch.Option) (*faultHandle, error) {
-	a, err := sketch.OpenArena(path, int64(size), opts...)
+	a, err := sketch.OpenArena(sketch.Path(path), int64(size), opts...)
 	if err != nil {
 		return nil, err
 	}
-	c, err := a.CountMin("cm", countMinFor(size/2))
+	c, err := sketch.OpenCountMin(a.Place("cm"), countMinFor(size/2))
 	if err != nil {
 		a.Close()
 		return nil, err
@@ -261,18 +261,18 @@ func openFaultArena(path string, size uint64, opts ...sketch.Option) (*faultHand
 	h := countMinHandle(path, c)
 	h.freeze = a.Freeze
 	h.mutators = append(h.mutators,
-		namedCall{"arena CountMin (new)", func() error { _, err := a.CountMin("new-cm", arenaCountMin); return err }},
-		namedCall{"arena Bloom (new)", func() error { _, err := a.Bloom("new-bloom", bloomFor(4096)); return err }},
+		namedCall{"arena CountMin (new)", func() error { _, err := sketch.OpenCountMin(a.Place("new-cm"), arenaCountMin); return err }},
+		namedCall{"arena Bloom (new)", func() error { _, err := sketch.OpenBloom(a.Place("new-bloom"), bloomFor(4096)); return err }},
 		namedCall{"arena CountingBloom (new)", func() error {
-			_, err := a.CountingBloom("new-cbf", countingBloomFor(4096))
+			_, err := sketch.OpenCountingBloom(a.Place("new-cbf"), countingBloomFor(4096))
 			return err
 		}},
 		namedCall{"arena CountMinWindow (new)", func() error {
-			_, err := a.CountMinWindow("new-cmw", faultWindow, arenaCountMin)
+			_, err := sketch.OpenCountMinWindow(a.Place("new-cmw"), sketch.CountMinWindowConfig{Window: faultWindow, CountMin: arenaCountMin})
 			return err
 		}},
 		namedCall{"arena BloomWindow (new)", func() error {
-			_, err := a.BloomWindow("new-bw", faultWindow, bloomFor(4096))
+			_, err := sketch.OpenBloomWindow(a.Place("new-bw"), sketch.BloomWindowConfig{Window: faultWindow, Bloom: bloomFor(4096)})
 			return err
 		}},
 		namedCall{"arena Freeze", a.Freeze},

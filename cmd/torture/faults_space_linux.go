@@ -212,13 +212,13 @@ func refuseCreate(r *faultReport, dir string, k faultKind, size uint64, want []s
 // arenaFull asks the arena for a structure larger than it: the arena's
 // blocks are its own, so that is ErrArenaFull, whatever the filesystem has.
 func arenaFull(r *faultReport, path string) {
-	a, err := sketch.OpenArena(path, 0)
+	a, err := sketch.OpenArena(sketch.Path(path), 0)
 	if err != nil {
 		r.problem("attach %s: %v", filepath.Base(path), err)
 		return
 	}
 	defer a.Close()
-	_, err = a.CountMin("too-big", sketch.CountMinConfig{Rows: 4, Width: 1 << 16})
+	_, err = sketch.OpenCountMin(a.Place("too-big"), sketch.CountMinConfig{Rows: 4, Width: 1 << 16})
 	switch {
 	case errors.Is(err, sketch.ErrArenaFull):
 		r.Counts["arena full"]++

@@ -42,33 +42,33 @@ func openStorm(dir string, opts ...sketch.Option) (*stormFiles, error) {
 func openStormFiles(dir string, clock bool, opts ...sketch.Option) (*stormFiles, error) {
 	s := &stormFiles{}
 	var err error
-	if s.cms, err = sketch.OpenCountMin(stormPath(dir, "storm.cms"), stormCountMin, opts...); err != nil {
+	if s.cms, err = sketch.OpenCountMin(sketch.Path(stormPath(dir, "storm.cms")), stormCountMin, opts...); err != nil {
 		return nil, err
 	}
-	if s.bf, err = sketch.OpenBloom(stormPath(dir, "storm.bloom"), stormBloom, opts...); err != nil {
+	if s.bf, err = sketch.OpenBloom(sketch.Path(stormPath(dir, "storm.bloom")), stormBloom, opts...); err != nil {
 		s.close()
 		return nil, err
 	}
-	if s.cbf, err = sketch.OpenCountingBloom(stormPath(dir, "storm.cbf"), stormCountingBloom, opts...); err != nil {
+	if s.cbf, err = sketch.OpenCountingBloom(sketch.Path(stormPath(dir, "storm.cbf")), stormCountingBloom, opts...); err != nil {
 		s.close()
 		return nil, err
 	}
-	if s.cmw, err = sketch.OpenCountMinWindow(stormPath(dir, "storm.cmw"), stormWindow, stormCountMinWindow, opts...); err != nil {
+	if s.cmw, err = sketch.OpenCountMinWindow(sketch.Path(stormPath(dir, "storm.cmw")), sketch.CountMinWindowConfig{Window: stormWindow, CountMin: stormCountMinWindow}, opts...); err != nil {
 		s.close()
 		return nil, err
 	}
-	if s.bw, err = sketch.OpenBloomWindow(stormPath(dir, "storm.bloomw"), stormWindow, stormBloomWindow, opts...); err != nil {
+	if s.bw, err = sketch.OpenBloomWindow(sketch.Path(stormPath(dir, "storm.bloomw")), sketch.BloomWindowConfig{Window: stormWindow, Bloom: stormBloomWindow}, opts...); err != nil {
 		s.close()
 		return nil, err
 	}
 	if !clock {
 		return s, nil
 	}
-	if s.cmc, err = sketch.OpenCountMinWindow(stormPath(dir, "storm.cmwclock"), stormClockWindow, stormCountMinWindow, opts...); err != nil {
+	if s.cmc, err = sketch.OpenCountMinWindow(sketch.Path(stormPath(dir, "storm.cmwclock")), sketch.CountMinWindowConfig{Window: stormClockWindow, CountMin: stormCountMinWindow}, opts...); err != nil {
 		s.close()
 		return nil, err
 	}
-	if s.bwc, err = sketch.OpenBloomWindow(stormPath(dir, "storm.bloomwclock"), stormClockWindow, stormBloomWindow, opts...); err != nil {
+	if s.bwc, err = sketch.OpenBloomWindow(sketch.Path(stormPath(dir, "storm.bloomwclock")), sketch.BloomWindowConfig{Window: stormClockWindow, Bloom: stormBloomWindow}, opts...); err != nil {
 		s.close()
 		return nil, err
 	}
@@ -129,11 +129,11 @@ func phasePath(dir string) string     { return filepath.Join(dir, "lock.phase") 
 
 // openLockArena opens the arena and the named counting Bloom filter in it.
 func openLockArena(dir, name string, cfg sketch.CountingBloomConfig) (*sketch.Arena, *sketch.CountingBloom, error) {
-	a, err := sketch.OpenArena(lockArenaPath(dir), lockArenaSize)
+	a, err := sketch.OpenArena(sketch.Path(lockArenaPath(dir)), lockArenaSize)
 	if err != nil {
 		return nil, nil, err
 	}
-	cb, err := a.CountingBloom(name, cfg)
+	cb, err := sketch.OpenCountingBloom(a.Place(name), cfg)
 	if err != nil {
 		a.Close()
 		return nil, nil, err

@@ -75,7 +75,7 @@ func (m *merger) maybeMerge(rng *rand.Rand, s *stormFiles, rec *record, batch []
 // merges it into the storm filter.
 func (m *merger) mergeCountingBloom(s *stormFiles, batch [][]byte) error {
 	if m.cbf == nil {
-		side, err := sketch.NewCountingBloom(stormCountingBloom, sketch.WithSeed(s.cbf.Seed()))
+		side, err := sketch.OpenCountingBloom(sketch.Memory(), stormCountingBloom, sketch.WithSeed(s.cbf.Seed()))
 		if err != nil {
 			return fmt.Errorf("counting bloom side filter: %w", err)
 		}
@@ -96,7 +96,7 @@ func (m *merger) mergeCountingBloom(s *stormFiles, batch [][]byte) error {
 // occurrence of a key counts) and merges it into the storm sketch.
 func (m *merger) mergeCountMin(s *stormFiles, batch [][]byte) error {
 	if m.cms == nil {
-		side, err := sketch.NewCountMin(stormCountMin, sketch.WithSeed(s.cms.Seed()))
+		side, err := sketch.OpenCountMin(sketch.Memory(), stormCountMin, sketch.WithSeed(s.cms.Seed()))
 		if err != nil {
 			return fmt.Errorf("count-min side sketch: %w", err)
 		}
@@ -117,7 +117,7 @@ func (m *merger) mergeCountMin(s *stormFiles, batch [][]byte) error {
 // into the storm filter.
 func (m *merger) mergeBloom(s *stormFiles, batch [][]byte) error {
 	if m.bf == nil {
-		side, err := sketch.NewBloom(stormBloom, sketch.WithSeed(s.bf.Seed()))
+		side, err := sketch.OpenBloom(sketch.Memory(), stormBloom, sketch.WithSeed(s.bf.Seed()))
 		if err != nil {
 			return fmt.Errorf("bloom side filter: %w", err)
 		}

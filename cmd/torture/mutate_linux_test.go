@@ -22,7 +22,7 @@ import (
 func TestResum_PassesTheChecksums(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "cms")
-	c, err := sketch.OpenCountMin(path, sketch.CountMinConfig{Rows: 2, Width: 64})
+	c, err := sketch.OpenCountMin(sketch.Path(path), sketch.CountMinConfig{Rows: 2, Width: 64})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -43,7 +43,7 @@ func TestResum_PassesTheChecksums(t *testing.T) {
 		if err := os.WriteFile(path, b, 0o600); err != nil {
 			t.Fatal(err)
 		}
-		c, err := sketch.OpenCountMin(path, sketch.CountMinConfig{}, sketch.ReadOnly())
+		c, err := sketch.OpenCountMin(sketch.Path(path), sketch.CountMinConfig{}, sketch.ReadOnly())
 		switch {
 		case resummed && err != nil:
 			t.Errorf("resummed: %v, want it to open", err)

@@ -41,21 +41,21 @@ type hostileOpener struct {
 
 var openers = []hostileOpener{
 	{"countmin", func(p string, o ...sketch.Option) (any, error) {
-		return sketch.OpenCountMin(p, sketch.CountMinConfig{}, o...)
+		return sketch.OpenCountMin(sketch.Path(p), sketch.CountMinConfig{}, o...)
 	}},
 	{"bloom", func(p string, o ...sketch.Option) (any, error) {
-		return sketch.OpenBloom(p, sketch.BloomConfig{}, o...)
+		return sketch.OpenBloom(sketch.Path(p), sketch.BloomConfig{}, o...)
 	}},
 	{"countingbloom", func(p string, o ...sketch.Option) (any, error) {
-		return sketch.OpenCountingBloom(p, sketch.CountingBloomConfig{}, o...)
+		return sketch.OpenCountingBloom(sketch.Path(p), sketch.CountingBloomConfig{}, o...)
 	}},
 	{"countminwindow", func(p string, o ...sketch.Option) (any, error) {
-		return sketch.OpenCountMinWindow(p, sketch.Window{}, sketch.CountMinConfig{}, o...)
+		return sketch.OpenCountMinWindow(sketch.Path(p), sketch.CountMinWindowConfig{Window: sketch.Window{}, CountMin: sketch.CountMinConfig{}}, o...)
 	}},
 	{"bloomwindow", func(p string, o ...sketch.Option) (any, error) {
-		return sketch.OpenBloomWindow(p, sketch.Window{}, sketch.BloomConfig{}, o...)
+		return sketch.OpenBloomWindow(sketch.Path(p), sketch.BloomWindowConfig{Window: sketch.Window{}, Bloom: sketch.BloomConfig{}}, o...)
 	}},
-	{"arena", func(p string, o ...sketch.Option) (any, error) { return sketch.OpenArena(p, 0, o...) }},
+	{"arena", func(p string, o ...sketch.Option) (any, error) { return sketch.OpenArena(sketch.Path(p), 0, o...) }},
 }
 
 // runHostile is the opener child: it reads file paths from stdin, one a
@@ -350,7 +350,7 @@ func (p *probe) arenaSteps(where string, a *sketch.Arena, rw bool) []namedStep {
 	if rw {
 		s = append(s,
 			namedStep{"new structure", func() {
-				c, err := a.CountMin("hostile-new", sketch.CountMinConfig{Rows: 2, Width: 64})
+				c, err := sketch.OpenCountMin(a.Place("hostile-new"), sketch.CountMinConfig{Rows: 2, Width: 64})
 				p.call(err)
 				if err == nil {
 					p.exercise(where+" hostile-new", c, rw)
@@ -368,16 +368,20 @@ var arenaKinds = []struct {
 	kind sketch.Kind
 	get  func(a *sketch.Arena, name string) (any, error)
 }{
-	{sketch.KindCountMin, func(a *sketch.Arena, n string) (any, error) { return a.CountMin(n, sketch.CountMinConfig{}) }},
-	{sketch.KindBloom, func(a *sketch.Arena, n string) (any, error) { return a.Bloom(n, sketch.BloomConfig{}) }},
+	{sketch.KindCountMin, func(a *sketch.Arena, n string) (any, error) {
+		return sketch.OpenCountMin(a.Place(n), sketch.CountMinConfig{})
+	}},
+	{sketch.KindBloom, func(a *sketch.Arena, n string) (any, error) {
+		return sketch.OpenBloom(a.Place(n), sketch.BloomConfig{})
+	}},
 	{sketch.KindCountingBloom, func(a *sketch.Arena, n string) (any, error) {
-		return a.CountingBloom(n, sketch.CountingBloomConfig{})
+		return sketch.OpenCountingBloom(a.Place(n), sketch.CountingBloomConfig{})
 	}},
 	{sketch.KindCountMinWindow, func(a *sketch.Arena, n string) (any, error) {
-		return a.CountMinWindow(n, sketch.Window{}, sketch.CountMinConfig{})
+		return sketch.OpenCountMinWindow(a.Place(n), sketch.CountMinWindowConfig{Window: sketch.Window{}, CountMin: sketch.CountMinConfig{}})
 	}},
 	{sketch.KindBloomWindow, func(a *sketch.Arena, n string) (any, error) {
-		return a.BloomWindow(n, sketch.Window{}, sketch.BloomConfig{})
+		return sketch.OpenBloomWindow(a.Place(n), sketch.BloomWindowConfig{Window: sketch.Window{}, Bloom: sketch.BloomConfig{}})
 	}},
 }
 

@@ -80,7 +80,7 @@ func (e *env) countMin(sh shape) (*sketch.CountMin, error) {
 		return c, nil
 	}
 	path := filepath.Join(e.dir, fmt.Sprintf("cms-%s-%s", e.build, sh.name))
-	c, err := sketch.OpenCountMin(path, sketch.CountMinConfig{Rows: sh.rows, Width: sh.width, Seed: keySeed})
+	c, err := sketch.OpenCountMin(sketch.Path(path), sketch.CountMinConfig{Rows: sh.rows, Width: sh.width, Seed: keySeed})
 	if err != nil {
 		return nil, err
 	}
@@ -143,7 +143,7 @@ func (e *env) countingBloom(name string) (*sketch.CountingBloom, error) {
 		return f, nil
 	}
 	path := filepath.Join(e.dir, fmt.Sprintf("cbf-%s-%s", e.build, name))
-	f, err := sketch.OpenCountingBloom(path, sketch.CountingBloomConfig{Capacity: cbfCapacity, FPRate: cbfFPRate, Seed: keySeed})
+	f, err := sketch.OpenCountingBloom(sketch.Path(path), sketch.CountingBloomConfig{Capacity: cbfCapacity, FPRate: cbfFPRate, Seed: keySeed})
 	if err != nil {
 		return nil, err
 	}
@@ -152,7 +152,7 @@ func (e *env) countingBloom(name string) (*sketch.CountingBloom, error) {
 	case e.attach:
 		f.Stats() // maps every page by reading it
 	default:
-		if err := f.Clear(); err != nil { // every page in first
+		if err := f.Reset(); err != nil { // every page in first
 			f.Close()
 			return nil, err
 		}
@@ -160,7 +160,7 @@ func (e *env) countingBloom(name string) (*sketch.CountingBloom, error) {
 	// An empty filter contains nothing: a peer attaching to a filled one
 	// leaves it as it is.
 	if keys := e.stream("uniform").bytes; name == "query" && !f.Contains(keys[0]) {
-		if _, err := f.AddMany(keys[:len(keys)/2]); err != nil {
+		if _, err := f.AddBatch(keys[:len(keys)/2]); err != nil {
 			f.Close()
 			return nil, err
 		}

@@ -101,7 +101,7 @@ func measureMemory(bin string, counts []int) (*memTable, error) {
 		return nil, err
 	}
 	for _, n := range counts {
-		f, err := sketch.NewBloom(sketch.BloomConfig{Capacity: uint64(n), FPRate: cbfFPRate})
+		f, err := sketch.OpenBloom(sketch.Memory(), sketch.BloomConfig{Capacity: uint64(n), FPRate: cbfFPRate})
 		if err != nil {
 			return nil, err
 		}
@@ -113,7 +113,7 @@ func measureMemory(bin string, counts []int) (*memTable, error) {
 	}
 	for _, n := range counts {
 		t.Bytes["countmin"] = append(t.Bytes["countmin"], int64(cms))
-		f, err := sketch.NewCountingBloom(sketch.CountingBloomConfig{Capacity: uint64(n), FPRate: cbfFPRate})
+		f, err := sketch.OpenCountingBloom(sketch.Memory(), sketch.CountingBloomConfig{Capacity: uint64(n), FPRate: cbfFPRate})
 		if err != nil {
 			return nil, err
 		}

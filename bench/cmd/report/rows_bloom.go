@@ -49,7 +49,7 @@ func bloomKey(op, impl, build, capacity string, batch, writers, procs int) Key {
 func (e *env) bloomOf(capacity, name string) (*sketch.Bloom, error) {
 	return cachedErr(e, "bloom-"+capacity+"-"+name, func() (*sketch.Bloom, error) {
 		path := filepath.Join(e.dir, fmt.Sprintf("bloom-%s-%s-%s", e.build, capacity, name))
-		f, err := sketch.OpenBloom(path, sketch.BloomConfig{Capacity: capacityOf(capacity), FPRate: cbfFPRate, Seed: keySeed})
+		f, err := sketch.OpenBloom(sketch.Path(path), sketch.BloomConfig{Capacity: capacityOf(capacity), FPRate: cbfFPRate, Seed: keySeed})
 		if err != nil {
 			return nil, err
 		}
@@ -65,7 +65,7 @@ func (e *env) bloomOf(capacity, name string) (*sketch.Bloom, error) {
 				return nil, err
 			}
 		}
-		if keys := e.stream("uniform").bytes; name == "query" && !f.Check(keys[0]) {
+		if keys := e.stream("uniform").bytes; name == "query" && !f.Contains(keys[0]) {
 			if err := f.AddBatch(keys[:len(keys)/2], nil); err != nil {
 				f.Close()
 				return nil, err
@@ -113,7 +113,7 @@ func bloomOp(f *sketch.Bloom, op string, batch int) func([][]byte) {
 		return func(keys [][]byte) {
 			n := 0
 			for _, k := range keys {
-				if f.Check(k) {
+				if f.Contains(k) {
 					n++
 				}
 			}
@@ -124,7 +124,7 @@ func bloomOp(f *sketch.Bloom, op string, batch int) func([][]byte) {
 	return func(keys [][]byte) {
 		n := 0
 		for i := 0; i < len(keys); i += batch {
-			f.CheckBatch(keys[i:i+batch], out)
+			f.ContainsBatch(keys[i:i+batch], out)
 			if out[0] {
 				n++
 			}

@@ -61,7 +61,7 @@ func cbfOp(f *sketch.CountingBloom, op string, batch int) func([][]byte) {
 		if batch > 1 {
 			return func(keys [][]byte) {
 				for i := 0; i < len(keys); i += batch {
-					f.AddMany(keys[i : i+batch])
+					f.AddBatch(keys[i : i+batch])
 				}
 			}
 		}
@@ -84,7 +84,7 @@ func cbfOp(f *sketch.CountingBloom, op string, batch int) func([][]byte) {
 		return func(keys [][]byte) {
 			n := 0
 			for _, k := range keys {
-				n += int(f.CountOf(k))
+				n += int(f.Estimate(k))
 			}
 			sink.Add(uint64(n))
 		}

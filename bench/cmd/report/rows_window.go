@@ -44,7 +44,7 @@ func windowKey(op, build, shape string, batch, procs int) Key {
 func (e *env) window(sh shape) (*sketch.CountMinWindow, error) {
 	return cachedErr(e, "window-"+sh.name, func() (*sketch.CountMinWindow, error) {
 		path := filepath.Join(e.dir, fmt.Sprintf("window-%s-%s", e.build, sh.name))
-		w, err := sketch.OpenCountMinWindow(path, windowSpan, sketch.CountMinConfig{Rows: sh.rows, Width: sh.width, Seed: keySeed})
+		w, err := sketch.OpenCountMinWindow(sketch.Path(path), sketch.CountMinWindowConfig{Window: windowSpan, CountMin: sketch.CountMinConfig{Rows: sh.rows, Width: sh.width, Seed: keySeed}})
 		if err != nil {
 			return nil, err
 		}
@@ -120,7 +120,7 @@ func mergeRow(shape string) subject {
 			return opener{}, err
 		}
 		src, err := cachedErr(e, "merge-src-"+shape, func() (*sketch.CountMin, error) {
-			c, err := sketch.OpenCountMin(filepath.Join(e.dir, fmt.Sprintf("cms-%s-%s-src", e.build, shape)), sketch.CountMinConfig{Rows: sh.rows, Width: sh.width, Seed: keySeed})
+			c, err := sketch.OpenCountMin(sketch.Path(filepath.Join(e.dir, fmt.Sprintf("cms-%s-%s-src", e.build, shape))), sketch.CountMinConfig{Rows: sh.rows, Width: sh.width, Seed: keySeed})
 			if err == nil {
 				e.closers = append(e.closers, func() { c.Close() })
 				err = c.Reset()
