@@ -103,7 +103,7 @@ func OpenArena(at Place, size int64, opts ...Option) (*Arena, error) {
 
 func newArena(m *mapping) *Arena {
 	a := &Arena{lay: m.lay}
-	a.init(m)
+	a.init(m, a)
 	a.open.Store(true)
 	return a
 }
@@ -361,11 +361,9 @@ func (a *Arena) Stats() ArenaStats {
 // Size returns the arena file's size in bytes.
 func (a *Arena) Size() uint64 { return a.lay.fileSize }
 
-// Freeze seals the arena's file for good, under the write lock: from then
-// on every mutator of every structure in it, in every process, returns
-// ErrFrozen, no structure can be created, and a read-write open is refused
-// (ErrFrozen). Freeze flushes the file (Sync).
-func (a *Arena) Freeze() error {
+// freeze is the arena's Freeze: it seals the file under the write lock,
+// so that no structure is being created as it does.
+func (a *Arena) freeze() error {
 	if err := a.refuse("freeze"); err != nil {
 		return err
 	}
@@ -395,12 +393,27 @@ func (a *Arena) Close() error {
 	return a.close()
 }
 
-// String describes the arena without its seed.
-func (a *Arena) String() string {
+func (a *Arena) describe() (string, string) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	return fmt.Sprintf("sketch.Arena{%s, %d bytes, %d structures}", a.name(), a.lay.fileSize, len(a.lay.entries))
+	return "Arena", fmt.Sprintf("%d bytes, %d structures", a.lay.fileSize, len(a.lay.entries))
 }
 
-// GoString is String, so that %#v does not print the seed either.
-func (a *Arena) GoString() string { return a.String() }
+func (a *Arena) statsOf() any { return a.Stats() }
+
+// check is the arena's part of Check: every directory entry decodes and
+// lies inside the file.
+func (a *Arena) check() error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	n := atomic.LoadUint32(a.countWord())
+	if n > a.lay.dirCap {
+		return a.m.errorf("check", fmt.Errorf("%w: %d directory entries, capacity %d", ErrCorrupt, n, a.lay.dirCap))
+	}
+	for i := uint32(0); i < n; i++ {
+		if _, err := a.lay.decodeEntry(a.m.data, i); err != nil {
+			return a.m.errorf("check", err)
+		}
+	}
+	return nil
+}

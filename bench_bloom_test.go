@@ -56,7 +56,7 @@ func benchBloom(b *testing.B, capacity uint64) *Bloom {
 // core.
 func (f *Bloom) withCore(core bloomCore) *Bloom {
 	v := &Bloom{l: f.l, core: core, stripe: f.stripe}
-	v.init(f.m)
+	v.init(f.m, v)
 	v.open.Store(true)
 	return v
 }

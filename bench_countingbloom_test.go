@@ -143,7 +143,7 @@ func benchRWMap() *rwMap {
 // withCore returns another handle on b's mapping and lock that uses core.
 func (b *CountingBloom) withCore(core countingBloomCore) *CountingBloom {
 	v := &CountingBloom{l: b.l, core: core, lk: b.lk, stripe: b.stripe}
-	v.init(b.m)
+	v.init(b.m, v)
 	v.open.Store(true)
 	return v
 }

@@ -319,7 +319,7 @@ func newBloom(m *mapping) (*Bloom, error) {
 		},
 		core: buildCores.bloom,
 	}
-	b.init(m)
+	b.init(m, b)
 	if !m.readOnly {
 		if err := m.joinLock(); err != nil {
 			m.close()
@@ -496,7 +496,7 @@ func (b *Bloom) Merge(others ...*Bloom) error {
 // filter. Adds take no lock, so an add another process started just before
 // Freeze may still land after it returns: freeze once the writers have
 // stopped when the copy must be exact. Freeze flushes the file (Sync).
-func (b *Bloom) Freeze() error {
+func (b *Bloom) freeze() error {
 	if err := b.refuse("freeze"); err != nil {
 		return err
 	}
@@ -551,12 +551,6 @@ func bloomEstimate(l *bloomLayout, set uint64) float64 {
 	return -float64(l.blocks) * math.Log1p(-float64(set)/float64(m)) / perKey
 }
 
-// StatsVar returns the filter's Stats as an expvar.Var, as
-// CountMin.StatsVar does: expvar.Publish("seen", bloom.StatsVar()).
-func (b *Bloom) StatsVar() StatsVar {
-	return StatsVar{func() any { return b.Stats() }}
-}
-
 // Bits returns m, the number of bits: blocks of 512.
 func (b *Bloom) Bits() uint64 { return b.l.blocks * bloomBlockBits }
 
@@ -591,14 +585,7 @@ func (b *Bloom) Close() error {
 	return b.close()
 }
 
-// String describes the handle without its seed, which is secret.
-func (b *Bloom) String() string {
-	state := ""
-	if !b.open.Load() {
-		state = ", closed"
-	}
-	return fmt.Sprintf("sketch.Bloom(%s, %d bits, %d hashes%s)", b.name(), b.l.blocks*bloomBlockBits, b.l.k, state)
-}
+func (b *Bloom) describe() (string, string) { return "Bloom", fmt.Sprintf("%d bits, %d hashes", b.l.blocks*bloomBlockBits, b.l.k) }
+func (b *Bloom) statsOf() any                { return b.Stats() }
 
-// GoString is String, for %#v.
-func (b *Bloom) GoString() string { return b.String() }
+func (b *Bloom) check() error { return nil }

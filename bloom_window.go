@@ -244,7 +244,7 @@ func newBloomWindow(m *mapping) (*BloomWindow, error) {
 			prefetch: blocks*bloomBlockBytes > l2Bytes()/4,
 		})
 	}
-	lk, err := w.start(m, win, w.clearSlot)
+	lk, err := w.start(m, w, win, w.clearSlot)
 	if err != nil {
 		return nil, err
 	}
@@ -401,7 +401,7 @@ func (w *BloomWindow) Contains(key []byte) bool {
 		return true
 	}
 	lo, hi := hashKey(key, w.slots[0].seed)
-	found, _ := w.check(lo, hi)
+	found, _ := w.lookup(lo, hi)
 	return found || !w.open.Load()
 }
 
@@ -411,18 +411,18 @@ func (w *BloomWindow) ContainsString(key string) bool {
 		return true
 	}
 	lo, hi := hashString(key, w.slots[0].seed)
-	found, _ := w.check(lo, hi)
+	found, _ := w.lookup(lo, hi)
 	return found || !w.open.Load()
 }
 
-// check asks the slots of the window, newest first, each read between two
+// lookup asks the slots of the window, newest first, each read between two
 // loads of its word, and returns the answer and the window's last period.
 // A slot whose word does not hold its period is not asked. When a word
 // changed under a read that found nothing, or a skipped word names a
 // period past the next, another process has turned the period: the read
 // starts again for the new window (the words only move forward, so this
 // ends; after a few tries the last answer is kept).
-func (w *BloomWindow) check(lo, hi uint64) (found bool, p uint64) {
+func (w *BloomWindow) lookup(lo, hi uint64) (found bool, p uint64) {
 	p = w.ctl.currentRead()
 	if found, ok := w.checkHeld(lo, hi, p); ok {
 		return found, p
@@ -640,12 +640,6 @@ func (w *BloomWindow) closedStats(s BloomWindowStats) BloomWindowStats {
 		Period: s.Period, Keep: s.Keep, Bytes: s.Bytes, CheckRate: 1, ReadOnly: w.ReadOnly(), Closed: true}
 }
 
-// StatsVar returns the window's Stats as an expvar.Var, as
-// Bloom.StatsVar does.
-func (w *BloomWindow) StatsVar() StatsVar {
-	return StatsVar{func() any { return w.Stats() }}
-}
-
 // Close stops the handle's clock and releases the descriptor, the lock's
 // liveness token and the file's pages; safe twice and while other
 // goroutines use the handle, as Bloom.Close is. A slot this handle was
@@ -657,14 +651,5 @@ func (w *BloomWindow) Close() error {
 	return w.closeWindow()
 }
 
-// String describes the handle without its seed, which is secret.
-func (w *BloomWindow) String() string {
-	state := ""
-	if !w.open.Load() {
-		state = ", closed"
-	}
-	return fmt.Sprintf("sketch.BloomWindow(%s, %d bits, %d hashes, %v%s)", w.name(), w.Bits(), w.Hashes(), w.win, state)
-}
-
-// GoString is String, for %#v.
-func (w *BloomWindow) GoString() string { return w.String() }
+func (w *BloomWindow) describe() (string, string) { return "BloomWindow", fmt.Sprintf("%d bits, %d hashes, %v", w.Bits(), w.Hashes(), w.win) }
+func (w *BloomWindow) statsOf() any                { return w.Stats() }

@@ -48,7 +48,7 @@ func childBloomWinAdd() error {
 	var period []uint64 // key i went to period[i] (or later)
 	mustFind := func(i int) error {
 		lo, hi := hashKey(bwinProcKey(me, i), w.slots[0].seed)
-		found, p := w.check(lo, hi)
+		found, p := w.lookup(lo, hi)
 		if q := period[i]; !found && q >= w.ctl.first(p) && q <= p {
 			return fmt.Errorf("%s: Check(%q) = false at period %d; it was added in period %d", Backend, bwinProcKey(me, i), p, q)
 		}
@@ -137,7 +137,7 @@ func checkBwinTruth(t *testing.T, w *BloomWindow, refs bwinRefs) int {
 	for q, keys := range refs {
 		for _, k := range keys {
 			lo, hi := hashString(k, w.slots[0].seed)
-			found, p := w.check(lo, hi)
+			found, p := w.lookup(lo, hi)
 			if q < w.ctl.first(p) || q > p {
 				continue
 			}

@@ -301,7 +301,7 @@ func TestBloomWindow_ClockExact(t *testing.T) {
 			for j := i - 63; j <= i; j++ {
 				k := bloomKey("c", max(j, 0)%3000)
 				lo, hi := hashKey(k, w.slots[0].seed)
-				found, p := w.check(lo, hi)
+				found, p := w.lookup(lo, hi)
 				if q, ok := period[string(k)]; ok && !found && q >= model.first(p) && q <= p {
 					t.Fatalf("Check(%q) = false at period %d; it was added in period %d", k, p, q)
 				}
@@ -315,7 +315,7 @@ func TestBloomWindow_ClockExact(t *testing.T) {
 	// (qemu) the period turns while this loop runs.
 	for k, q := range period {
 		lo, hi := hashKey([]byte(k), w.slots[0].seed)
-		if found, p := w.check(lo, hi); !found && q >= model.first(p) && q <= p {
+		if found, p := w.lookup(lo, hi); !found && q >= model.first(p) && q <= p {
 			t.Errorf("Check(%q) = false at period %d; it was added in period %d", k, p, q)
 		}
 	}

@@ -158,7 +158,7 @@ func validateCountingBloomEntry(e entry) error {
 // probability about FPRate at Capacity items. Counters saturate at 15 and
 // stick there.
 //
-// Contains, CountOf, Count and Stats take no lock. Add and AddMany take the
+// Contains, Estimate, Count and Stats take no lock. Add and AddBatch take the
 // file's read lock (so many processes add at once), Remove, Clear, Merge
 // and Freeze its write lock; a process killed holding either is recovered
 // from within about 10 ms (docs/DESIGN.md).
@@ -211,7 +211,7 @@ func newCountingBloom(m *mapping) (*CountingBloom, error) {
 		},
 		core: buildCores.countingBloom,
 	}
-	b.init(m)
+	b.init(m, b)
 	if !m.readOnly {
 		if err := m.joinLock(); err != nil {
 			m.close()
@@ -298,7 +298,7 @@ func (b *CountingBloom) Estimate(key []byte) uint8 {
 	return uint8(n)
 }
 
-// EstimateString is CountOf for a string key.
+// EstimateString is Estimate for a string key.
 func (b *CountingBloom) EstimateString(key string) uint8 {
 	return b.Estimate(unsafe.Slice(unsafe.StringData(key), len(key)))
 }
@@ -387,7 +387,7 @@ func (b *CountingBloom) snapshot() []byte {
 // read-write open is refused with ErrFrozen. The file may then be copied
 // to hosts of the same byte order and opened there with ReadOnly. Freeze
 // flushes the file (Sync).
-func (b *CountingBloom) Freeze() error {
+func (b *CountingBloom) freeze() error {
 	err := b.exclusive("freeze", func() error {
 		atomic.StoreUint32(b.sealed, 1)
 		b.froze.Store(true)
@@ -467,12 +467,6 @@ func (b *CountingBloom) Stats() CountingBloomStats {
 	return s
 }
 
-// StatsVar returns the filter's Stats as an expvar.Var, as
-// CountMin.StatsVar does: expvar.Publish("banned", cbf.StatsVar()).
-func (b *CountingBloom) StatsVar() StatsVar {
-	return StatsVar{func() any { return b.Stats() }}
-}
-
 // Capacity returns the number of items the filter was sized for.
 func (b *CountingBloom) Capacity() uint64 {
 	if b.m == nil {
@@ -507,14 +501,7 @@ func (b *CountingBloom) Close() error {
 	return b.close()
 }
 
-// String describes the handle without its seed.
-func (b *CountingBloom) String() string {
-	state := ""
-	if !b.open.Load() {
-		state = ", closed"
-	}
-	return fmt.Sprintf("sketch.CountingBloom(%s, %d counters, %d hashes%s)", b.name(), b.l.mask+1, b.l.k, state)
-}
+func (b *CountingBloom) describe() (string, string) { return "CountingBloom", fmt.Sprintf("%d counters, %d hashes", b.l.mask+1, b.l.k) }
+func (b *CountingBloom) statsOf() any                { return b.Stats() }
 
-// GoString is String, for %#v.
-func (b *CountingBloom) GoString() string { return b.String() }
+func (b *CountingBloom) check() error { return nil }

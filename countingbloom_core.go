@@ -240,7 +240,7 @@ func saturatingNibbleAdd(a, b uint32) uint32 {
 // Bloom.Reset and CountMin.Reset do: an atomic store per word is an XCHG
 // on amd64, twenty times slower, and the write lock is held throughout.
 // The write lock keeps every adder and remover out; a lock-free reader
-// (Contains, CountOf) sees each counter as before or as zero, since no
+// (Contains, Estimate) sees each counter as before or as zero, since no
 // store tears a byte, which is what a clear under way means.
 func (countingBloomGo) clear(l *cbfLayout) {
 	clear(unsafe.Slice((*uint32)(l.words), l.nwords()))

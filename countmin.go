@@ -275,7 +275,7 @@ func newCountMin(m *mapping) *CountMin {
 		},
 		core: buildCores.countMin,
 	}
-	c.init(m)
+	c.init(m, c)
 	c.open.Store(true)
 	return c
 }
@@ -288,7 +288,7 @@ func newCountMin(m *mapping) *CountMin {
 // lock-free, so an add that another process started just before Freeze
 // may still land after it returns: freeze once the writers have stopped
 // when the copy must be exact. Freeze flushes the file (Sync).
-func (c *CountMin) Freeze() error {
+func (c *CountMin) freeze() error {
 	if err := c.refuse("freeze"); err != nil {
 		return err
 	}
@@ -506,15 +506,6 @@ func (c *CountMin) ErrorBound() uint64 {
 	return errorBound(t, int(c.l.mask+1))
 }
 
-// StatsVar returns the sketch's Stats as an expvar.Var (its String method
-// returns them as JSON, computed on each call), so that /debug/vars shows
-// the sketch with one line: expvar.Publish("requests", cms.StatsVar()).
-// The package does not import expvar, which would register its handler on
-// http.DefaultServeMux for every program that uses sketches.
-func (c *CountMin) StatsVar() StatsVar {
-	return StatsVar{func() any { return c.Stats() }}
-}
-
 // errorBound is ceil(e/width · total), computed without losing a count to
 // rounding for totals that fit a float exactly.
 func errorBound(total uint64, width int) uint64 {
@@ -525,31 +516,17 @@ func errorBound(total uint64, width int) uint64 {
 	return uint64(b)
 }
 
-// Check verifies the file: the header and directory again (ErrCorrupt and
-// its sentinels: damage), and that every row sums to the same total, as
-// it must since every add puts its count in exactly one counter of each
-// row. Rows that disagree are not damage (ErrInconsistent): adds that
-// raced a Reset leave them, and Check says so, or an add was cut short by
-// a killed process (ErrTornAdd), which leaves a pattern of its own (see
-// resetTracked). Either way nothing needs repair: estimates
-// stay upper bounds for every key but the few caught in the middle, and a
+// check is the Count-Min part of Check: every row must sum to the same
+// total, as it must since every add puts its count in exactly one counter
+// of each row. Rows that disagree are not damage (ErrInconsistent): adds
+// that raced a Reset leave them, and Check says so, or an add was cut
+// short by a killed process (ErrTornAdd), which leaves a pattern of its
+// own (see resetTracked). Either way nothing needs repair: estimates stay
+// upper bounds for every key but the few caught in the middle, and a
 // Reset with no adds running clears the finding. Row sums are exact only
 // while no add is running (a concurrent add lands in some rows before
 // others), and are not compared once a counter has saturated.
-func (c *CountMin) Check() error {
-	if !c.open.Load() {
-		return c.closedErr("check")
-	}
-	lay, err := decodeHeader(c.m.data)
-	if !c.open.Load() {
-		return c.closedErr("check") // what was read may be the placeholder
-	}
-	if err != nil {
-		return c.m.errorf("check", err)
-	}
-	if lay.seed != c.l.seed || !lay.holds(c.m.ent) {
-		return c.m.errorf("check", fmt.Errorf("%w: the header changed under the mapping", ErrCorrupt))
-	}
+func (c *CountMin) check() error {
 	sums := make([]uint64, c.l.rows)
 	var adds uint64
 	for try := 0; ; try++ {
@@ -614,15 +591,8 @@ func (c *CountMin) Close() error {
 	return c.close()
 }
 
-// String describes the handle without its seed, which is secret: fmt's
-// %v and %+v of a *CountMin print this.
-func (c *CountMin) String() string {
-	state := ""
-	if !c.open.Load() {
-		state = ", closed"
-	}
-	return fmt.Sprintf("sketch.CountMin(%s, %d x %d%s)", c.name(), c.l.rows, c.l.mask+1, state)
+func (c *CountMin) describe() (string, string) {
+	return "CountMin", fmt.Sprintf("%d x %d", c.l.rows, c.l.mask+1)
 }
 
-// GoString is String, for %#v.
-func (c *CountMin) GoString() string { return c.String() }
+func (c *CountMin) statsOf() any { return c.Stats() }

@@ -248,7 +248,7 @@ func testClosedHandle(t *testing.T, c *CountMin) {
 // withCore returns another handle on c's mapping that uses core.
 func (c *CountMin) withCore(core countMinCore) *CountMin {
 	v := &CountMin{l: c.l, core: core}
-	v.init(c.m)
+	v.init(c.m, v)
 	v.open.Store(true)
 	return v
 }

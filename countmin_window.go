@@ -240,7 +240,7 @@ func newCountMinWindow(m *mapping) (*CountMinWindow, error) {
 			uncounted: true,
 		})
 	}
-	if _, err := w.start(m, win, w.clearSlot); err != nil {
+	if _, err := w.start(m, w, win, w.clearSlot); err != nil {
 		return nil, err
 	}
 	return w, nil
@@ -752,12 +752,6 @@ func (w *CountMinWindow) Stats() CountMinWindowStats {
 	return s
 }
 
-// StatsVar returns the window's Stats as an expvar.Var, as
-// CountMin.StatsVar does.
-func (w *CountMinWindow) StatsVar() StatsVar {
-	return StatsVar{func() any { return w.Stats() }}
-}
-
 // Close stops the handle's clock and releases the descriptor, the lock's
 // liveness token and the file's pages; safe twice and while other
 // goroutines use the handle, as CountMin.Close is. A slot this handle was
@@ -769,18 +763,12 @@ func (w *CountMinWindow) Close() error {
 	return w.closeWindow()
 }
 
-// String describes the handle without its seed.
-func (w *CountMinWindow) String() string {
-	state := ""
-	if !w.open.Load() {
-		state = ", closed"
-	}
+func (w *CountMinWindow) describe() (string, string) {
 	rows, width := 0, uint64(0)
 	if len(w.slots) > 0 {
 		rows, width = w.slots[0].rows, w.slots[0].mask+1
 	}
-	return fmt.Sprintf("sketch.CountMinWindow(%s, %d x %d, %v%s)", w.name(), rows, width, w.win, state)
+	return "CountMinWindow", fmt.Sprintf("%d x %d, %v", rows, width, w.win)
 }
 
-// GoString is String, for %#v.
-func (w *CountMinWindow) GoString() string { return w.String() }
+func (w *CountMinWindow) statsOf() any { return w.Stats() }

@@ -36,16 +36,25 @@
 // shared rate limiter. A [BloomWindow] does the same for a Bloom filter:
 // "seen in the last Keep periods".
 //
-// An [Arena] holds many named structures in one file: every process asks
-// for each by name ([Arena.CountMin], [Arena.Bloom], [Arena.CountingBloom],
-// [Arena.CountMinWindow], [Arena.BloomWindow]); the first to ask creates
-// it, the rest attach.
+// Where a structure lives is one value, a [Place]: a file ([Path]), a new
+// memfd for child processes ([Memfd]), a descriptor this process inherited
+// ([Inherited]), memory for one process ([Memory]), or a name in an
+// [Arena], which holds many named structures in one file ([Arena.Place]).
+// Each kind has one constructor that takes the place and the kind's
+// config: [OpenCountMin], [OpenBloom], [OpenCountingBloom],
+// [OpenCountMinWindow], [OpenBloomWindow], and [OpenArena] for the arena.
+// Every process asks for the same place and config; the first to ask
+// creates the structure, the rest attach.
 //
-// Every structure opens read-only ([ReadOnly]), seals for good (Freeze) to
-// ship a copy to other hosts, where a collector merges copies of the same
-// shape and seed ([CountMin.Merge], [Bloom.Merge], [CountingBloom.Merge]),
-// and lives in memory for one process ([NewCountMin], [NewBloom],
-// [NewCountingBloom], [NewArena], ...).
+// The methods mean the same on every kind that has them: Add, AddString
+// and AddBatch count or insert; Contains, ContainsString and
+// ContainsBatch ask a filter; Estimate, EstimateString and EstimateBatch
+// ask for a count; Remove, Reset, Merge (of any number of others), Stats.
+// What every structure shares is its [Handle]: every structure opens
+// read-only ([ReadOnly]), verifies its file ([Handle.Check]), seals for
+// good ([Handle.Freeze]) to ship a copy to other hosts, where a collector
+// merges copies of the same shape and seed ([CountMin.Merge],
+// [Bloom.Merge], [CountingBloom.Merge]).
 //
 // # Files and processes
 //

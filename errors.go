@@ -86,7 +86,7 @@ var (
 	// ErrUnsealed means a memfd handed over by descriptor lacks the seals
 	// that fix its size (F_SEAL_SHRINK and F_SEAL_GROW): whoever holds it
 	// could truncate it under this process's mapping and kill it with
-	// SIGBUS. The memfds NewCountMinMemfd and the like create are sealed.
+	// SIGBUS. The memfds Memfd places create are sealed.
 	ErrUnsealed = errors.New("memfd's size is not sealed")
 
 	// ErrSparse means a file of another user has holes: fewer blocks

@@ -6,11 +6,15 @@ import (
 	"sync/atomic"
 )
 
-// Handle is what every structure's Handle holds beside its own layout: the
-// mapping, whether the Handle is open and read-only, and the file's sealed
-// word; and the methods that are the same for every structure.
+// Handle is what every structure shares: the file it lives in and the
+// methods that mean the same for every kind (Path, File, Sync, Unlink,
+// Seed, Frozen, ReadOnly, Freeze, Check, StatsVar, String). Every
+// structure type embeds one; its zero value is a closed handle.
 type Handle struct {
 	m *mapping
+	// self is the structure the handle serves, for the shared methods
+	// whose work is the kind's.
+	self served
 	// open is set by the constructors and cleared by Close. Every call
 	// loads it: a word of this handle that only Close writes, so the load
 	// costs what a plain load does and no cache line moves between cores.
@@ -26,10 +30,91 @@ type Handle struct {
 	sealed *uint32
 }
 
-// init fills the handle from its mapping; the constructor opens it last.
-func (h *Handle) init(m *mapping) {
-	h.m, h.ro, h.sealed = m, m.readOnly, sealedWord(m.data)
+// served is what a Handle asks of the structure it serves.
+type served interface {
+	// describe names the kind and its shape for String ("CountMin",
+	// "5 x 4096").
+	describe() (kind, shape string)
+	statsOf() any  // the kind's Stats
+	freeze() error // the kind's Freeze
+	// check is the kind's part of Check, after the header's.
+	check() error
 }
+
+// init fills the handle from its mapping; the constructor opens it last.
+func (h *Handle) init(m *mapping, self served) {
+	h.m, h.ro, h.sealed, h.self = m, m.readOnly, sealedWord(m.data), self
+}
+
+// Freeze seals the file for good: from then on every mutator of every
+// handle on it, in every process, returns ErrFrozen, a read-write open of
+// it is refused with ErrFrozen, and this handle reports itself ReadOnly. A
+// sealed file may be copied to another host of the same byte order and
+// opened there with ReadOnly (freeze and ship); a collector merges such
+// copies. Freeze of any structure of an arena (or of the arena) seals the
+// whole arena, and a window's freeze also fixes it at the current period:
+// answers then cover the periods it covered at the freeze, however late
+// they are asked. Adds take no lock, so an add that another process
+// started just before Freeze may still land after it returns: freeze once
+// the writers have stopped when the copy must be exact. Freeze flushes the
+// file (Sync).
+func (h *Handle) Freeze() error {
+	if h.self == nil {
+		return h.closedErr("freeze")
+	}
+	return h.self.freeze()
+}
+
+// Check verifies the file: the header and directory again (ErrCorrupt and
+// its sentinels: damage), then what the kind can verify of its own cells
+// (a Count-Min sketch's row sums: see CountMin.Check; an arena's every
+// directory entry). A filter's bits and a window's slots have no
+// redundancy to verify beyond the header.
+func (h *Handle) Check() error {
+	if !h.open.Load() {
+		return h.closedErr("check")
+	}
+	lay, err := decodeHeader(h.m.data)
+	if !h.open.Load() {
+		return h.closedErr("check") // what was read may be the placeholder
+	}
+	if err != nil {
+		return h.m.errorf("check", err)
+	}
+	if lay.seed != h.m.lay.seed || (h.m.ent != entry{} && !lay.holds(h.m.ent)) {
+		return h.m.errorf("check", fmt.Errorf("%w: the header changed under the mapping", ErrCorrupt))
+	}
+	return h.self.check()
+}
+
+// StatsVar returns the structure's Stats as an expvar.Var (its String
+// method returns them as JSON), so that a service publishes a structure
+// with one line: expvar.Publish("requests", cms.StatsVar()).
+func (h *Handle) StatsVar() StatsVar {
+	return StatsVar{func() any {
+		if h.self == nil {
+			return nil
+		}
+		return h.self.statsOf()
+	}}
+}
+
+// String describes the handle without its seed, which is secret: fmt's
+// %v and %+v of a structure print this.
+func (h *Handle) String() string {
+	if h.self == nil {
+		return "sketch.Handle((zero value), closed)"
+	}
+	kind, shape := h.self.describe()
+	state := ""
+	if !h.open.Load() {
+		state = ", closed"
+	}
+	return fmt.Sprintf("sketch.%s(%s, %s%s)", kind, h.name(), shape, state)
+}
+
+// GoString is String, so that %#v does not print the seed either.
+func (h *Handle) GoString() string { return h.String() }
 
 // Path returns the file's path, or "" for a memfd, an inherited
 // descriptor or an in-memory structure.
@@ -41,9 +126,8 @@ func (h *Handle) Path() string {
 }
 
 // File returns a duplicate of the structure's descriptor, for a child
-// process (exec.Cmd.ExtraFiles) that attaches with the structure's Attach
-// function (AttachCountMin, AttachBloom, AttachCountingBloom, AttachArena,
-// and so on). The caller owns it and closes it.
+// process (exec.Cmd.ExtraFiles) that opens the structure with the
+// Inherited place. The caller owns it and closes it.
 func (h *Handle) File() (*os.File, error) {
 	if h.m == nil {
 		return nil, h.closedErr("file")

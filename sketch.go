@@ -79,10 +79,9 @@ func WithOwner(uid int) Option {
 	return func(o *options) { o.owners = append(o.owners, uint32(uid)) }
 }
 
-// WithSeed sets the hash seed of the file the call creates, by any route:
-// a structure's (OpenCountMin, NewBloomMemfd, NewCountingBloom, ...) or an
-// arena's (OpenArena, NewArenaMemfd, NewArena), with which every structure
-// in the arena hashes. Structures merge (CountMin.Merge, Bloom.Merge,
+// WithSeed sets the hash seed of the file the call creates, at any place:
+// a structure's (OpenCountMin, OpenBloom, ...) or an arena's (OpenArena),
+// with which every structure in the arena hashes. Structures merge (CountMin.Merge, Bloom.Merge,
 // CountingBloom.Merge) only when they hash with one seed, so create the
 // files of every host that are to be merged with one seed: another file's
 // (its Seed method), or one kept as secretly as a key. Zero, the default,

@@ -112,7 +112,7 @@ func checkDescriptor(fd int, st *unix.Stat_t, o *options) error {
 		return nil
 	}
 	if isMemfd(fd, st, err == nil) {
-		return fmt.Errorf("%w: a memfd of %s without the F_SEAL_SHRINK and F_SEAL_GROW seals, which any holder could truncate under this process; create it with NewCountMinMemfd and the like, which seal it", ErrUnsealed, describeUID(st.Uid))
+		return fmt.Errorf("%w: a memfd of %s without the F_SEAL_SHRINK and F_SEAL_GROW seals, which any holder could truncate under this process; create it with the Memfd place, which seals it", ErrUnsealed, describeUID(st.Uid))
 	}
 	if trustedUID(st.Uid, o) {
 		return nil

@@ -27,8 +27,8 @@ type windowBase struct {
 // token names it in the slots it clears; then the control starts (with the
 // clock, in clock mode) and the handle opens. It returns the lock (nil on
 // a read-only handle). On error the mapping is closed.
-func (b *windowBase) start(m *mapping, win Window, clear func(s uint64)) (*fileLock, error) {
-	b.init(m)
+func (b *windowBase) start(m *mapping, self served, win Window, clear func(s uint64)) (*fileLock, error) {
+	b.init(m, self)
 	b.win = win
 	var lk *fileLock
 	if !m.readOnly {
@@ -69,11 +69,9 @@ func (b *windowBase) Rotate() error {
 	return b.after("rotate")
 }
 
-// Freeze seals the file for good, as the plain structures' Freeze does,
-// and fixes the window at the current period: answers through any handle,
-// here or on a copy of the file, then cover the periods the window covered
-// at the freeze, however late they are asked.
-func (b *windowBase) Freeze() error {
+// freeze is Freeze for both windows: it seals the file and fixes the
+// window at the current period.
+func (b *windowBase) freeze() error {
 	if err := b.refuse("freeze"); err != nil {
 		return err
 	}
@@ -190,3 +188,7 @@ func (c *windowCtl) readStable(read func(p uint64) (whole bool)) uint64 {
 		c.refresh()
 	}
 }
+
+// check is the windows' part of Check: their slots have no redundancy to
+// verify beyond the header.
+func (b *windowBase) check() error { return nil }

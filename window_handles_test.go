@@ -43,7 +43,7 @@ func bloomOps(w *BloomWindow) winOps {
 		add: func(key []byte) error { _, err := w.Add(key); return err },
 		has: func(key []byte) (bool, uint64) {
 			lo, hi := hashKey(key, w.slots[0].seed)
-			return w.check(lo, hi)
+			return w.lookup(lo, hi)
 		},
 		cur: w.Current, first: w.ctl.first, rotate: w.Rotate,
 	}

@@ -244,7 +244,7 @@ func readBoFiles(dir string) (boReadResult, error) {
 				wrong("Count-Min window Estimate(%q) = %d, want %d", k, got, boWeight(u))
 			}
 			if got := s.cbf.Estimate(k); got != boCountingAdds(u) {
-				wrong("counting Bloom CountOf(%q) = %d, want %d", k, got, boCountingAdds(u))
+				wrong("counting Bloom Estimate(%q) = %d, want %d", k, got, boCountingAdds(u))
 			}
 			if !s.bf.Contains(k) {
 				wrong("Bloom Check(%q) = false", k)

@@ -22,7 +22,7 @@ const (
 	opCountMinBatch  = iota // CountMin.AddBatch: +1 each
 	opCountMinSingle        // CountMin.AddN, key by key: +archWeight(u) each
 	opBloomBatch            // Bloom.AddBatch
-	opCountingBloom         // CountingBloom.AddMany: +1 each
+	opCountingBloom         // CountingBloom.AddBatch: +1 each
 	opCountMinWindow        // CountMinWindow.AddBatch: +1 each
 	opBloomWindow           // BloomWindow.AddBatch
 	archOps

@@ -50,7 +50,7 @@ func killRows(tests []string, plan archPlanFile, results []archCheckResult, fail
 		}
 	}
 	lock := row{test: tests[1], runs: fmt.Sprintf("%d kills", len(timings)), violations: slow + takenForDead,
-		figure: fmt.Sprintf("kill to next writer in: %s; %d kills inside Clear (write lock held at %d), %d in PID mode; live holder taken for dead in %d of %d Inspect samples",
+		figure: fmt.Sprintf("kill to next writer in: %s; %d kills inside Reset (write lock held at %d), %d in PID mode; live holder taken for dead in %d of %d Inspect samples",
 			distributionOf(times), inClear, held, pidMode, takenForDead, samples)}
 
 	records, pidMode, right, faked, wrongPID, missing := 0, 0, 0, 0, 0, 0

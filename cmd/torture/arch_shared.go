@@ -256,7 +256,7 @@ func roleArchCheck(fs *flag.FlagSet, args []string) error {
 		between("Count-Min Estimate", k, f.cms.Estimate(kb), lo.countMin, hi.countMin, collideCM[k])
 		between("Count-Min window Estimate", k, f.cmw.Estimate(kb), lo.window, hi.window, collideW[k])
 		if got, want := f.cbf.Estimate(kb), min(lo.countingBloom, 15); uint64(got) < want {
-			problem(&res.Low, "counting Bloom CountOf(%q) = %d, want >= %d", k, got, want)
+			problem(&res.Low, "counting Bloom Estimate(%q) = %d, want >= %d", k, got, want)
 		}
 		if lo.bloom && !f.bf.Contains(kb) {
 			problem(&res.Low, "Bloom Check(%q) = false after an add returned", k)

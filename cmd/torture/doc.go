@@ -29,7 +29,7 @@
 //
 //   - storm: the kill storm above.
 //   - locks: a holder is killed inside a counting Bloom Clear (write lock)
-//     or a large AddMany (read lock), with and without other processes
+//     or a large AddBatch (read lock), with and without other processes
 //     adding, and the supervisor times the kill to its own next
 //     write-locked call returning.
 //   - arena: processes of both builds race to create the same names of

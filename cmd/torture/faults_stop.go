@@ -9,16 +9,16 @@ import (
 // A stopCase is one kind of holder stopped.
 type stopCase struct {
 	name string
-	mode string // "write": the holder is inside Clear; "read": inside AddMany
+	mode string // "write": the holder is inside Reset; "read": inside AddBatch
 	loop bool   // the holder calls again at once after SIGCONT, competing with the waiter
 }
 
-// stopCases are the holders stopped: for writing (inside Clear) or reading
-// (inside AddMany), leaving after the call they were stopped in, or
+// stopCases are the holders stopped: for writing (inside Reset) or reading
+// (inside AddBatch), leaving after the call they were stopped in, or
 // looping on, so that the waiter competes with the holder's next Clear.
 var stopCases = []stopCase{
 	{"write holder (Clear)", "write", false},
-	{"read holder (AddMany)", "read", false},
+	{"read holder (AddBatch)", "read", false},
 	{"write holder looping on", "write", true},
 }
 

@@ -260,7 +260,7 @@ func waiterRole(args []string) (*faultReport, error) {
 }
 
 // holderRole holds the lock arena's big filter's lock, for writing (Clear)
-// or reading (AddMany), with its PID in the holdInside word while inside
+// or reading (AddBatch), with its PID in the holdInside word while inside
 // the call. Once resumed it stores when its call returned and leaves,
 // unless it loops on.
 func holderRole(args []string) (*faultReport, error) {

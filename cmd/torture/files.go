@@ -114,7 +114,7 @@ func recordPath(dir string, slot int) string {
 }
 
 // The lock-recovery arena: one large counting Bloom filter that holders keep
-// inside Clear (write lock) or AddMany (read lock) for milliseconds, and a
+// inside Reset (write lock) or AddBatch (read lock) for milliseconds, and a
 // tiny one the supervisor clears to time the next writer in. Structures of
 // one arena share the file's lock.
 const lockArenaSize = 32 << 20

@@ -14,15 +14,15 @@ import (
 // processes adding (taking the read lock) at the same time.
 type lockCase struct {
 	name   string
-	mode   string // "write": inside Clear; "read": inside AddMany
+	mode   string // "write": inside Reset; "read": inside AddBatch
 	adders bool
 }
 
 var lockCases = []lockCase{
 	{"dead writer (Clear), alone", "write", false},
 	{"dead writer (Clear), adders running", "write", true},
-	{"dead reader (AddMany), alone", "read", false},
-	{"dead reader (AddMany), adders running", "read", true},
+	{"dead reader (AddBatch), alone", "read", false},
+	{"dead reader (AddBatch), adders running", "read", true},
 }
 
 // slowRecovery is the longest a next writer may wait for a dead holder's
@@ -43,11 +43,11 @@ type lockResult struct {
 }
 
 // holdBatch is the keys a read holder adds under one acquisition: enough to
-// stay inside AddMany for milliseconds.
+// stay inside AddBatch for milliseconds.
 const holdBatch = 20000
 
 // runLockHolder keeps the big filter's lock held, for writing (Clear) or
-// reading (AddMany), with its PID in the phase word while inside the call,
+// reading (AddBatch), with its PID in the phase word while inside the call,
 // until it is killed.
 func runLockHolder(dir, mode string) error {
 	_, phase, err := openWords(phasePath(dir), 1)

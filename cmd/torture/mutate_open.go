@@ -231,7 +231,7 @@ func (p *probe) bloomSteps(b *sketch.Bloom, rw bool) []namedStep {
 	out := make([]bool, len(p.keys))
 	s := []namedStep{
 		{"Check", func() { b.Contains(p.keys[0]); b.ContainsString("x") }},
-		{"CheckBatch", func() { b.ContainsBatch(p.keys, out) }},
+		{"ContainsBatch", func() { b.ContainsBatch(p.keys, out) }},
 		{"Stats", func() { b.Stats(); _ = b.StatsVar().String(); b.Bits(); b.Hashes(); b.Capacity() }},
 		{"String", func() { _ = b.String(); b.Seed(); b.Frozen(); b.ReadOnly() }},
 	}
@@ -261,7 +261,7 @@ func (p *probe) countingBloomSteps(b *sketch.CountingBloom, rw bool) []namedStep
 	if rw {
 		s = append(s,
 			namedStep{"Add", func() { _, err := b.Add(p.keys[1]); p.call(err) }},
-			namedStep{"AddMany", func() { _, err := b.AddBatch(p.keys); p.call(err) }},
+			namedStep{"AddBatch", func() { _, err := b.AddBatch(p.keys); p.call(err) }},
 			namedStep{"Remove", func() { _, err := b.Remove(p.keys[1]); p.call(err) }},
 			namedStep{"Remove absent", func() { _, err := b.RemoveString("never added"); p.call(err) }},
 			namedStep{"Freeze", func() { p.call(b.Freeze()) }},
@@ -296,7 +296,7 @@ func (p *probe) bloomWindowSteps(w *sketch.BloomWindow, rw bool) []namedStep {
 	out := make([]bool, len(p.keys))
 	s := []namedStep{
 		{"Check", func() { w.Contains(p.keys[0]); w.ContainsString("x") }},
-		{"CheckBatch", func() { w.ContainsBatch(p.keys, out) }},
+		{"ContainsBatch", func() { w.ContainsBatch(p.keys, out) }},
 		{"Window", func() { _ = w.Window().String(); w.Current(); w.Bits(); w.Hashes(); w.Capacity() }},
 		{"Stats", func() { w.Stats(); _ = w.StatsVar().String() }},
 		{"String", func() { _ = w.String(); w.Seed(); w.Frozen(); w.ReadOnly() }},
