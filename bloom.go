@@ -585,7 +585,9 @@ func (b *Bloom) Close() error {
 	return b.close()
 }
 
-func (b *Bloom) describe() (string, string) { return "Bloom", fmt.Sprintf("%d bits, %d hashes", b.l.blocks*bloomBlockBits, b.l.k) }
-func (b *Bloom) statsOf() any                { return b.Stats() }
+func (b *Bloom) describe() (string, string) {
+	return "Bloom", fmt.Sprintf("%d bits, %d hashes", b.l.blocks*bloomBlockBits, b.l.k)
+}
+func (b *Bloom) statsOf() any { return b.Stats() }
 
 func (b *Bloom) check() error { return nil }

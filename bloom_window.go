@@ -651,5 +651,7 @@ func (w *BloomWindow) Close() error {
 	return w.closeWindow()
 }
 
-func (w *BloomWindow) describe() (string, string) { return "BloomWindow", fmt.Sprintf("%d bits, %d hashes, %v", w.Bits(), w.Hashes(), w.win) }
-func (w *BloomWindow) statsOf() any                { return w.Stats() }
+func (w *BloomWindow) describe() (string, string) {
+	return "BloomWindow", fmt.Sprintf("%d bits, %d hashes, %v", w.Bits(), w.Hashes(), w.win)
+}
+func (w *BloomWindow) statsOf() any { return w.Stats() }

@@ -501,7 +501,9 @@ func (b *CountingBloom) Close() error {
 	return b.close()
 }
 
-func (b *CountingBloom) describe() (string, string) { return "CountingBloom", fmt.Sprintf("%d counters, %d hashes", b.l.mask+1, b.l.k) }
-func (b *CountingBloom) statsOf() any                { return b.Stats() }
+func (b *CountingBloom) describe() (string, string) {
+	return "CountingBloom", fmt.Sprintf("%d counters, %d hashes", b.l.mask+1, b.l.k)
+}
+func (b *CountingBloom) statsOf() any { return b.Stats() }
 
 func (b *CountingBloom) check() error { return nil }
