@@ -39,3 +39,17 @@ func countingBloomCores() []countingBloomCore {
 	}
 	return cs
 }
+
+// addedOf adds keys to b in one batch and returns how many were new, from
+// AddBatch's answers.
+func addedOf(b *CountingBloom, keys [][]byte) (int, error) {
+	already := make([]bool, len(keys))
+	err := b.AddBatch(keys, already)
+	n := 0
+	for _, a := range already {
+		if !a {
+			n++
+		}
+	}
+	return n, err
+}

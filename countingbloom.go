@@ -224,10 +224,12 @@ func newCountingBloom(m *mapping) (*CountingBloom, error) {
 	return b, nil
 }
 
-// Add adds key and reports whether it was new: whether one of its counters
-// was zero before. isNew is exact when nothing else adds or removes the
-// same item at the same moment; a false positive reads as not new.
-func (b *CountingBloom) Add(key []byte) (isNew bool, err error) {
+// Add adds key and reports whether it was already there: whether all its
+// counters were above zero before, the same answer Bloom.Add gives (so a
+// key added for the first time returns false). already is exact when
+// nothing else adds or removes the same item at the same moment; a false
+// positive reads as already there.
+func (b *CountingBloom) Add(key []byte) (already bool, err error) {
 	if err := b.refuse("add"); err != nil {
 		return false, err
 	}
@@ -237,33 +239,36 @@ func (b *CountingBloom) Add(key []byte) (isNew bool, err error) {
 		b.lk.runlock()
 		return false, b.m.errorf("add", ErrFrozen)
 	}
-	isNew = b.l.addHashed(h1, hi)
+	already = !b.l.addHashed(h1, hi)
 	b.l.countOps(b.stripe)
 	b.lk.runlock()
-	return isNew, b.after("add")
+	return already, b.after("add")
 }
 
 // AddString is Add for a string key.
-func (b *CountingBloom) AddString(key string) (bool, error) {
+func (b *CountingBloom) AddString(key string) (already bool, err error) {
 	return b.Add(unsafe.Slice(unsafe.StringData(key), len(key)))
 }
 
-// AddBatch adds every key under one acquisition of the lock and returns how
-// many were new. In the cgo build a batch of 8 keys or more (on a filter
+// AddBatch adds every key, as Add does each, under one acquisition of the
+// lock. When already is not nil it must have len(keys) elements
+// (ErrInvalidArgument otherwise) and receives each key's answer. In the cgo build a batch of 8 keys or more (on a filter
 // past the caches, 2 or more) goes to the C core, 256 keys a crossing,
 // fetching counters ahead on a filter larger than a quarter of L2; at 256
 // keys a key costs a fraction of a single Add.
-func (b *CountingBloom) AddBatch(keys [][]byte) (added int, err error) {
+func (b *CountingBloom) AddBatch(keys [][]byte, already []bool) error {
 	if err := b.refuse("add"); err != nil {
-		return 0, err
+		return err
 	}
-	added, frozen := b.core.addMany(&b.l, b.lk, b.sealed, keys)
-	if frozen {
-		return 0, b.m.errorf("add", ErrFrozen)
+	if already != nil && len(already) != len(keys) {
+		return b.m.errorf("add", fmt.Errorf("%w: %d answers for %d keys", ErrInvalidArgument, len(already), len(keys)))
+	}
+	if _, frozen := b.core.addMany(&b.l, b.lk, b.sealed, keys, already); frozen {
+		return b.m.errorf("add", ErrFrozen)
 	}
 	b.l.countOps(b.stripe)
 	runtime.KeepAlive(b)
-	return added, b.after("add")
+	return b.after("add")
 }
 
 // Contains reports whether key is probably in the filter. False is exact:
@@ -280,6 +285,19 @@ func (b *CountingBloom) Contains(key []byte) bool {
 // ContainsString is Contains for a string key.
 func (b *CountingBloom) ContainsString(key string) bool {
 	return b.Contains(unsafe.Slice(unsafe.StringData(key), len(key)))
+}
+
+// ContainsBatch stores Contains(keys[i]) in out[i]; out must have
+// len(keys) elements (ErrInvalidArgument otherwise). A closed handle
+// answers true for every key and returns ErrClosed.
+func (b *CountingBloom) ContainsBatch(keys [][]byte, out []bool) error {
+	if len(out) != len(keys) {
+		return fmt.Errorf("sketch: contains %s: %w: %d answers for %d keys", b.name(), ErrInvalidArgument, len(out), len(keys))
+	}
+	for i, k := range keys {
+		out[i] = b.Contains(k)
+	}
+	return b.after("contains")
 }
 
 // Estimate returns how many times key is stored (added minus removed), 0 to
@@ -338,31 +356,38 @@ func (b *CountingBloom) Reset() error {
 	})
 }
 
-// Merge adds other's counters into b's, counter by counter, saturating at
-// 15: afterwards b contains every item either contained. The filters must
-// have the same geometry and seed (ErrIncompatible). other is copied under
-// its read lock, then b changes under its write lock; no lock is held
-// while the other is taken, so merging a filter into itself, or two
-// processes merging into each other at once, cannot deadlock.
-func (b *CountingBloom) Merge(other *CountingBloom) error {
+// Merge adds the others' counters into b's, counter by counter,
+// saturating at 15: afterwards b contains every item any of them
+// contained. The filters must have the same geometry and seed
+// (ErrIncompatible). Each other is copied under its read lock, then b
+// changes under its write lock; no lock is held while another is taken,
+// so merging a filter into itself, or two processes merging into each
+// other at once, cannot deadlock.
+func (b *CountingBloom) Merge(others ...*CountingBloom) error {
 	if err := b.refuse("merge"); err != nil {
 		return err
 	}
-	if other == nil || !other.open.Load() {
-		return b.m.errorf("merge", fmt.Errorf("%w: the other filter is closed", ErrInvalidArgument))
-	}
-	if other.l.mask != b.l.mask || other.l.k != b.l.k {
-		return b.m.errorf("merge", fmt.Errorf("%w: %d counters and %d hashes against %d and %d", ErrIncompatible, other.l.mask+1, other.l.k, b.l.mask+1, b.l.k))
-	}
-	if other.l.seed != b.l.seed {
-		return b.m.errorf("merge", fmt.Errorf("%w: the filters hash with different seeds", ErrIncompatible))
-	}
-	snap := other.snapshot()
-	if !other.open.Load() {
-		return b.m.errorf("merge", fmt.Errorf("%w: the other filter was closed during the merge", ErrInvalidArgument))
+	snaps := make([][]byte, 0, len(others))
+	for i, other := range others {
+		if other == nil || !other.open.Load() {
+			return b.m.errorf("merge", fmt.Errorf("%w: filter %d of %d is closed", ErrInvalidArgument, i+1, len(others)))
+		}
+		if other.l.mask != b.l.mask || other.l.k != b.l.k {
+			return b.m.errorf("merge", fmt.Errorf("%w: %s has %d counters and %d hashes against %d and %d", ErrIncompatible, other.name(), other.l.mask+1, other.l.k, b.l.mask+1, b.l.k))
+		}
+		if other.l.seed != b.l.seed {
+			return b.m.errorf("merge", fmt.Errorf("%w: %s hashes with another seed", ErrIncompatible, other.name()))
+		}
+		snap := other.snapshot()
+		if !other.open.Load() {
+			return b.m.errorf("merge", fmt.Errorf("%w: %s was closed during the merge", ErrInvalidArgument, other.name()))
+		}
+		snaps = append(snaps, snap)
 	}
 	return b.exclusive("merge", func() error {
-		b.core.merge(&b.l, snap)
+		for _, snap := range snaps {
+			b.core.merge(&b.l, snap)
+		}
 		return nil
 	})
 }

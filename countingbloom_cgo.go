@@ -41,18 +41,18 @@ func (c countingBloomCgo) filter(l *cbfLayout, sealed *uint32) csrc.Filter {
 // A batch of at most csrc.Batch keys is one crossing that takes the lock
 // in C where the C lock is built (countingbloom_cgo_linux.go); a larger one
 // takes it in Go and hands C its chunks.
-func (c countingBloomCgo) addMany(l *cbfLayout, lk *fileLock, sealed *uint32, keys [][]byte) (int, bool) {
+func (c countingBloomCgo) addMany(l *cbfLayout, lk *fileLock, sealed *uint32, keys [][]byte, already []bool) (int, bool) {
 	f := c.filter(l, sealed)
 	if !c.always && (len(keys) < countingBloomMinBatchAhead || !f.Prefetch && len(keys) < countingBloomMinBatch) {
-		return countingBloomGo{}.addMany(l, lk, sealed, keys)
+		return countingBloomGo{}.addMany(l, lk, sealed, keys, already)
 	}
 	var added int
 	var frozen bool
 	if len(keys) <= csrc.Batch {
-		added, frozen = cbfAddLocked(&f, lk, keys)
+		added, frozen = cbfAddLocked(&f, lk, keys, already)
 	} else {
 		lk.rlock()
-		added, frozen = f.AddMany(keys)
+		added, frozen = f.AddMany(keys, already)
 		lk.runlock()
 	}
 	runtime.KeepAlive(l)

@@ -9,6 +9,6 @@ import "github.com/shmsketch/sketch/csrc"
 // cbfAddLocked adds at most csrc.Batch keys in one crossing that takes the
 // file's read lock in C (csrc/lock.c), checks the sealed word under it,
 // adds and releases it.
-func cbfAddLocked(f *csrc.Filter, lk *fileLock, keys [][]byte) (added int, frozen bool) {
-	return f.AddManyLocked(keys, lk.cLock())
+func cbfAddLocked(f *csrc.Filter, lk *fileLock, keys [][]byte, already []bool) (added int, frozen bool) {
+	return f.AddManyLocked(keys, already, lk.cLock())
 }

@@ -8,8 +8,8 @@ import "github.com/shmsketch/sketch/csrc"
 
 // cbfAddLocked adds at most csrc.Batch keys under the file's read lock,
 // taken in Go: the C lock (csrc/lock.c) is Linux-only.
-func cbfAddLocked(f *csrc.Filter, lk *fileLock, keys [][]byte) (added int, frozen bool) {
+func cbfAddLocked(f *csrc.Filter, lk *fileLock, keys [][]byte, already []bool) (added int, frozen bool) {
 	lk.rlock()
 	defer lk.runlock()
-	return f.AddMany(keys)
+	return f.AddMany(keys, already)
 }

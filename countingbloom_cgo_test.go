@@ -23,10 +23,10 @@ func TestCountingBloom_CAllocs(t *testing.T) {
 	for _, core := range []countingBloomCgo{{}, {always: true}} {
 		b.core = core
 		for name, f := range map[string]func(){
-			"AddMany(9)":   func() { b.AddBatch(few) },
-			"AddMany(600)": func() { b.AddBatch(many) },
-			"Stats":        func() { b.Stats() },
-			"Clear":        func() { b.Reset() },
+			"AddBatch(9)":   func() { b.AddBatch(few, nil) },
+			"AddBatch(600)": func() { b.AddBatch(many, nil) },
+			"Stats":         func() { b.Stats() },
+			"Clear":         func() { b.Reset() },
 		} {
 			if n := testing.AllocsPerRun(100, f); n != 0 {
 				t.Errorf("%s: %s allocates %.1f times a call", core.name(), name, n)
@@ -48,7 +48,7 @@ func BenchmarkCountingBloomAhead(b *testing.B) {
 			b.Fatal(err)
 		}
 		defer f.Close()
-		if _, err := f.AddBatch(keys[:capacity/2]); err != nil {
+		if err := f.AddBatch(keys[:capacity/2], nil); err != nil {
 			b.Fatal(err)
 		}
 		for _, ahead := range []bool{false, true} {
@@ -59,7 +59,7 @@ func BenchmarkCountingBloomAhead(b *testing.B) {
 				for i := 0; i < b.N; i += 256 {
 					start := i & mask
 					f.lk.rlock()
-					fl.AddMany(keys[start : start+256])
+					fl.AddMany(keys[start:start+256], nil)
 					f.lk.runlock()
 				}
 			})

@@ -166,8 +166,9 @@ type countingBloomCore interface {
 	name() string
 	// addMany adds every key under the read lock, unless the file is
 	// sealed (then it adds nothing and reports frozen), and returns how
-	// many keys were new.
-	addMany(l *cbfLayout, lk *fileLock, sealed *uint32, keys [][]byte) (added int, frozen bool)
+	// many keys were new; already, when not nil, receives each key's
+	// answer (true: it was not new).
+	addMany(l *cbfLayout, lk *fileLock, sealed *uint32, keys [][]byte, already []bool) (added int, frozen bool)
 	// countSet returns how many counters are above zero.
 	countSet(l *cbfLayout) uint64
 	// merge adds src, another filter's counter bytes, into l's counters,
@@ -182,17 +183,21 @@ type countingBloomGo struct{}
 
 func (countingBloomGo) name() string { return "purego" }
 
-func (countingBloomGo) addMany(l *cbfLayout, lk *fileLock, sealed *uint32, keys [][]byte) (int, bool) {
+func (countingBloomGo) addMany(l *cbfLayout, lk *fileLock, sealed *uint32, keys [][]byte, already []bool) (int, bool) {
 	lk.rlock()
 	defer lk.runlock()
 	if atomic.LoadUint32(sealed) != 0 {
 		return 0, true
 	}
 	added := 0
-	for _, k := range keys {
+	for i, k := range keys {
 		h1, hi := hashKey(k, l.seed)
-		if l.addHashed(h1, hi) {
+		isNew := l.addHashed(h1, hi)
+		if isNew {
 			added++
+		}
+		if already != nil {
+			already[i] = !isNew
 		}
 	}
 	return added, false

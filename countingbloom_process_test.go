@@ -64,7 +64,7 @@ func childCBFAdd() error {
 			batch = append(batch, cbfKey("p", i))
 		}
 	}
-	if _, err := b.AddBatch(batch); err != nil {
+	if err := b.AddBatch(batch, nil); err != nil {
 		return err
 	}
 	for range 3 {
@@ -141,7 +141,7 @@ func childCBFLoop() error {
 	for {
 		switch os.Getenv(envCBFLoop) {
 		case "addmany":
-			_, err = b.AddBatch(keys)
+			err = b.AddBatch(keys, nil)
 		default:
 			err = b.Reset()
 		}

@@ -141,10 +141,10 @@ func ExampleOpenCountingBloom() {
 	}
 	defer seen.Close()
 
-	isNew, _ := seen.AddString("token-1")
-	fmt.Println("new:", isNew)
-	isNew, _ = seen.AddString("token-1")
-	fmt.Println("new again:", isNew, "count:", seen.EstimateString("token-1"))
+	already, _ := seen.AddString("token-1")
+	fmt.Println("already:", already)
+	already, _ = seen.AddString("token-1")
+	fmt.Println("already the second time:", already, "count:", seen.EstimateString("token-1"))
 	seen.RemoveString("token-1")
 	fmt.Println("after one remove:", seen.ContainsString("token-1"))
 	seen.RemoveString("token-1")
@@ -152,8 +152,8 @@ func ExampleOpenCountingBloom() {
 	st := seen.Stats()
 	fmt.Printf("%d counters, %d hashes\n", st.Counters, st.Hashes)
 	// Output:
-	// new: true
-	// new again: false count: 2
+	// already: false
+	// already the second time: true count: 2
 	// after one remove: true
 	// after two: false
 	// 262144 counters, 10 hashes
@@ -170,7 +170,7 @@ func ExampleCountingBloom_Freeze() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	known.AddBatch([][]byte{[]byte("alice"), []byte("bob")})
+	known.AddBatch([][]byte{[]byte("alice"), []byte("bob")}, nil)
 	if err := known.Freeze(); err != nil {
 		log.Fatal(err)
 	}

@@ -27,7 +27,7 @@ func TestFilters_SmallRateFloor(t *testing.T) {
 	}{
 		{"countingbloom", func(t *testing.T, capacity int, seed uint64, keys [][]byte) (func([]byte) bool, string) {
 			b := mustCBF(t, CountingBloomConfig{Capacity: uint64(capacity), FPRate: rate, Seed: seed})
-			if _, err := b.AddBatch(keys); err != nil {
+			if err := b.AddBatch(keys, nil); err != nil {
 				t.Fatal(err)
 			}
 			return b.Contains, fmt.Sprintf("%d counters, k %d", b.Counters(), b.Hashes())

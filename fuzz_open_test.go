@@ -197,7 +197,7 @@ func fuzzBloom(t *testing.T, b *Bloom) {
 
 func fuzzCountingBloom(b *CountingBloom) {
 	b.AddString("x")
-	b.AddBatch(fuzzKeys)
+	b.AddBatch(fuzzKeys, nil)
 	b.ContainsString("x")
 	b.EstimateString("k1")
 	b.RemoveString("x")

@@ -93,7 +93,10 @@ func (h *Handle) Check() error {
 func (h *Handle) StatsVar() StatsVar {
 	return StatsVar{func() any {
 		if h.self == nil {
-			return nil
+			// A zero value is no structure: it has no kind to report.
+			return struct {
+				Closed bool `json:"closed"`
+			}{true}
 		}
 		return h.self.statsOf()
 	}}

@@ -96,7 +96,7 @@ static void sk_cbf_runlock(sk_lock *lock)
  * several keys overlap and the compare-and-swaps find their lines. Without, it does not even touch a key's words first
  * as Go's addHashed does: in cache that only costs. */
 int64_t sk_cbf_add_many(uint32_t *words, const uint32_t *sealed, sk_lock *lock, uint64_t seed, uint64_t mask,
-			uint32_t k, int prefetch, const sk_key *keys, size_t count)
+			uint32_t k, int prefetch, const sk_key *keys, size_t count, uint8_t *already)
 {
 	sk_cbf_rlock(lock);
 	if (sealed && atomic_load(SK_CA32(sealed)) != 0) {
@@ -108,7 +108,10 @@ int64_t sk_cbf_add_many(uint32_t *words, const uint32_t *sealed, sk_lock *lock, 
 		for (size_t i = 0; i < count; i++) {
 			sk_u128 h;
 			sk_xxh3_128(keys[i].p, keys[i].n, seed, &h);
-			added += sk_cbf_add_hashed(words, mask, k, h);
+			int isnew = sk_cbf_add_hashed(words, mask, k, h);
+			added += isnew;
+			if (already)
+				already[i] = (uint8_t)!isnew;
 		}
 		sk_cbf_runlock(lock);
 		return added;
@@ -126,7 +129,10 @@ int64_t sk_cbf_add_many(uint32_t *words, const uint32_t *sealed, sk_lock *lock, 
 			sk_xxh3_128(keys[next].p, keys[next].n, seed, &ring[i % SK_CBF_AHEAD]);
 			sk_cbf_prefetch(words, mask, k, ring[i % SK_CBF_AHEAD]);
 		}
-		added += sk_cbf_add_hashed(words, mask, k, h);
+		int isnew = sk_cbf_add_hashed(words, mask, k, h);
+		added += isnew;
+		if (already)
+			already[i] = (uint8_t)!isnew;
 	}
 	sk_cbf_runlock(lock);
 	return added;

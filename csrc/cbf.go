@@ -43,11 +43,12 @@ func (f *Filter) prefetch() C.int {
 }
 
 // AddMany adds each key once, Batch keys per crossing, and returns how
-// many were new. The caller holds the file's read lock; frozen reports a
+// many were new; already, when not nil, receives each key's answer (true:
+// it was not new). The caller holds the file's read lock; frozen reports a
 // sealed file (then nothing was added).
-func (f *Filter) AddMany(keys [][]byte) (added int, frozen bool) {
+func (f *Filter) AddMany(keys [][]byte, already []bool) (added int, frozen bool) {
 	for base := 0; base < len(keys); base += Batch {
-		n, frozen := f.addChunk(keys[base:min(base+Batch, len(keys))], nil)
+		n, frozen := f.addChunk(keys[base:min(base+Batch, len(keys))], boolPtr(already, base), nil)
 		if frozen {
 			return added, true
 		}
@@ -62,18 +63,18 @@ const smallChunk = 16
 
 // addChunk adds at most Batch keys in one crossing, under lock when it is
 // not nil (C takes and releases it).
-func (f *Filter) addChunk(chunk [][]byte, lock *C.sk_lock) (int, bool) {
+func (f *Filter) addChunk(chunk [][]byte, already *C.uint8_t, lock *C.sk_lock) (int, bool) {
 	if len(chunk) <= smallChunk {
 		var buf [smallChunk]cKey
-		return f.cross(buf[:len(chunk)], chunk, lock)
+		return f.cross(buf[:len(chunk)], chunk, already, lock)
 	}
 	var buf [Batch]cKey
-	return f.cross(buf[:len(chunk)], chunk, lock)
+	return f.cross(buf[:len(chunk)], chunk, already, lock)
 }
 
 // cross passes the keys through a pointer computed beforehand, as
 // csrc.go's batches do, so that buf stays on the stack.
-func (f *Filter) cross(buf []cKey, chunk [][]byte, lock *C.sk_lock) (int, bool) {
+func (f *Filter) cross(buf []cKey, chunk [][]byte, already *C.uint8_t, lock *C.sk_lock) (int, bool) {
 	for i, k := range chunk {
 		buf[i] = cKey{n: uint64(len(k))}
 		if len(k) > 0 {
@@ -85,7 +86,7 @@ func (f *Filter) cross(buf []cKey, chunk [][]byte, lock *C.sk_lock) (int, bool) 
 		ckeys = (*C.sk_key)(unsafe.Pointer(&buf[0]))
 	}
 	n := C.sk_cbf_add_many(f.words(), f.sealed(), lock, C.uint64_t(f.Seed), C.uint64_t(f.Mask), C.uint32_t(f.K),
-		f.prefetch(), ckeys, C.size_t(len(chunk)))
+		f.prefetch(), ckeys, C.size_t(len(chunk)), already)
 	if n == C.SK_CBF_FROZEN {
 		return 0, true
 	}

@@ -117,12 +117,13 @@ void sk_unlock_read(sk_lock *l);
 #define SK_CBF_AHEAD 8     /* keys hashed and prefetched ahead */
 
 /* sk_cbf_add_many adds each key once and returns how many were new (one
- * of their counters was zero), or SK_CBF_FROZEN, adding nothing, when
+ * of their counters was zero); already, when not NULL, receives 1 for a
+ * key that was not new, else 0. It returns SK_CBF_FROZEN, adding nothing, when
  * *sealed is not zero. It takes lock's read lock around the batch when
  * lock is not NULL (Linux only: elsewhere lock must be NULL); with NULL,
  * the caller holds it. prefetch asks it to fetch SK_CBF_AHEAD keys ahead. */
 int64_t sk_cbf_add_many(uint32_t *words, const uint32_t *sealed, sk_lock *lock, uint64_t seed, uint64_t mask,
-			uint32_t k, int prefetch, const sk_key *keys, size_t count);
+			uint32_t k, int prefetch, const sk_key *keys, size_t count, uint8_t *already);
 /* sk_cbf_count_set returns how many counters are above zero. */
 uint64_t sk_cbf_count_set(const uint32_t *words, uint64_t nwords);
 /* sk_cbf_merge adds src (nwords native-endian words, any alignment) into

@@ -38,8 +38,7 @@ const cbfSaturated = 15
 
 func (s *countingBloom) add(keys [][]byte, weights []uint64) error {
 	if weights == nil {
-		_, err := s.b.AddBatch(keys)
-		return err
+		return s.b.AddBatch(keys, nil)
 	}
 	for i, k := range keys {
 		for n := min(weights[i], cbfSaturated); n > 0; n-- {

@@ -95,7 +95,7 @@ func (f *sharedFiles) step(keys [][]byte, s uint64) error {
 	case opBloomBatch:
 		err = f.bf.AddBatch(batch, nil)
 	case opCountingBloom:
-		_, err = f.cbf.AddBatch(batch)
+		err = f.cbf.AddBatch(batch, nil)
 	case opCountMinWindow:
 		err = f.cmw.AddBatch(batch, nil)
 	case opBloomWindow:

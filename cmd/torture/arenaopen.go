@@ -81,7 +81,7 @@ func (o *arenaStruct) addBatch(keys [][]byte) error {
 	case o.bf != nil:
 		err = o.bf.AddBatch(keys, nil)
 	case o.cbf != nil:
-		_, err = o.cbf.AddBatch(keys)
+		err = o.cbf.AddBatch(keys, nil)
 	case o.bw != nil:
 		err = o.bw.AddBatch(keys, nil)
 	}

@@ -178,7 +178,7 @@ func openFaultCountingBloom(path string, size uint64, opts ...sketch.Option) (*f
 		mutators: []namedCall{
 			{"Add", func() error { _, err := b.Add([]byte("x")); return err }},
 			{"AddString", func() error { _, err := b.AddString("x"); return err }},
-			{"AddBatch", func() error { _, err := b.AddBatch([][]byte{[]byte("x"), []byte("y")}); return err }},
+			{"AddBatch", func() error { return b.AddBatch([][]byte{[]byte("x"), []byte("y")}, nil) }},
 			{"Remove", func() error { _, err := b.Remove([]byte("x")); return err }},
 			{"RemoveString", func() error { _, err := b.RemoveString("x"); return err }},
 			{"Clear", b.Reset},

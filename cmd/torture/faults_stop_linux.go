@@ -289,7 +289,7 @@ func holderRole(args []string) (*faultReport, error) {
 		if *mode == "write" {
 			err = big.Reset()
 		} else {
-			_, err = big.AddBatch(keys)
+			err = big.AddBatch(keys, nil)
 		}
 		atomic.StoreUint64(&words[holdInside], 0)
 		if err != nil {

@@ -68,7 +68,7 @@ func runLockHolder(dir, mode string) error {
 		if mode == "write" {
 			err = big.Reset()
 		} else {
-			_, err = big.AddBatch(keys)
+			err = big.AddBatch(keys, nil)
 		}
 		atomic.StoreUint64(&phase[0], 0)
 		if err != nil {
@@ -88,7 +88,7 @@ func runLockAdder(dir string) error {
 		for j := range keys {
 			keys[j] = fmt.Appendf(keys[j][:0], "add-%d-%d", os.Getpid(), i*len(keys)+j)
 		}
-		if _, err := big.AddBatch(keys); err != nil {
+		if err := big.AddBatch(keys, nil); err != nil {
 			return err
 		}
 	}

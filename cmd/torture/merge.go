@@ -83,7 +83,7 @@ func (m *merger) mergeCountingBloom(s *stormFiles, batch [][]byte) error {
 	} else if err := m.cbf.Reset(); err != nil {
 		return fmt.Errorf("counting bloom side clear: %w", err)
 	}
-	if _, err := m.cbf.AddBatch(batch); err != nil {
+	if err := m.cbf.AddBatch(batch, nil); err != nil {
 		return fmt.Errorf("counting bloom side add many: %w", err)
 	}
 	if err := s.cbf.Merge(m.cbf); err != nil {

@@ -87,7 +87,7 @@ func makeSpecimens(dir string, rng *rand.Rand) ([]specimen, error) {
 		{"countingbloom-adds", func(p string) error {
 			b, err := sketch.OpenCountingBloom(sketch.Path(p), sketch.CountingBloomConfig{Capacity: 1000, FPRate: 0.01}, seed())
 			if err == nil {
-				_, err = b.AddBatch(keys)
+				err = b.AddBatch(keys, nil)
 				b.Remove(keys[0])
 			}
 			return closeAfter(b, err)
@@ -95,7 +95,7 @@ func makeSpecimens(dir string, rng *rand.Rand) ([]specimen, error) {
 		{"countingbloom-frozen", func(p string) error {
 			b, err := sketch.OpenCountingBloom(sketch.Path(p), sketch.CountingBloomConfig{Capacity: 500, FPRate: 0.01}, seed())
 			if err == nil {
-				b.AddBatch(keys)
+				b.AddBatch(keys, nil)
 				err = b.Freeze()
 			}
 			return closeAfter(b, err)
@@ -167,7 +167,7 @@ func makeSpecimens(dir string, rng *rand.Rand) ([]specimen, error) {
 		{"countingbloom-large", func(p string) error {
 			b, err := sketch.OpenCountingBloom(sketch.Path(p), sketch.CountingBloomConfig{Capacity: 1 << 18, FPRate: 0.01}, seed())
 			if err == nil {
-				_, err = b.AddBatch(keys)
+				err = b.AddBatch(keys, nil)
 			}
 			return closeAfter(b, err)
 		}},
@@ -226,7 +226,7 @@ func makeArena(path string, keys [][]byte, seed sketch.Option, freeze bool) erro
 		return err
 	}
 	handles = append(handles, cb)
-	cb.AddBatch(keys)
+	cb.AddBatch(keys, nil)
 	cw, err := sketch.OpenCountMinWindow(a.Place("cmw"), sketch.CountMinWindowConfig{Window: sketch.Window{Keep: 2}, CountMin: sketch.CountMinConfig{Rows: 2, Width: 64}})
 	if err != nil {
 		return err

@@ -85,7 +85,7 @@ func runWorker(dir string, slot int, seed uint64) error {
 			rec.raise(fieldCountingBloom, key, 1)
 		case 6:
 			batch, idx = pickBatch(rng, batch, idx)
-			if _, err := s.cbf.AddBatch(batch); err != nil {
+			if err := s.cbf.AddBatch(batch, nil); err != nil {
 				return fmt.Errorf("counting bloom add many: %w", err)
 			}
 			for _, k := range idx {
