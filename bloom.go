@@ -413,22 +413,24 @@ func (b *Bloom) ContainsString(key string) bool {
 	return b.l.checkHashed(h1, hi) || !b.open.Load()
 }
 
-// ContainsBatch stores Check(keys[i]) in out[i]. out should have len(keys)
-// elements: only the first min(len(keys), len(out)) keys are asked about.
+// ContainsBatch stores Contains(keys[i]) in out[i]; out must have
+// len(keys) elements (ErrInvalidArgument otherwise, and nothing is asked).
 // Like AddBatch it fetches ahead on a filter past the caches. A closed
-// handle answers true for every key.
-func (b *Bloom) ContainsBatch(keys [][]byte, out []bool) {
-	n := min(len(keys), len(out))
-	keys, out = keys[:n], out[:n]
+// handle answers true for every key and returns ErrClosed.
+func (b *Bloom) ContainsBatch(keys [][]byte, out []bool) error {
+	if len(out) != len(keys) {
+		return fmt.Errorf("sketch: contains %s: %w: %d answers for %d keys", b.name(), ErrInvalidArgument, len(out), len(keys))
+	}
 	if b.open.Load() {
-		b.batchCore(n).checkBatch(&b.l, keys, out)
+		b.batchCore(len(keys)).checkBatch(&b.l, keys, out)
 		if b.open.Load() {
-			return
+			return nil
 		}
 	}
 	for i := range out {
 		out[i] = true
 	}
+	return b.closedErr("contains")
 }
 
 // batchCore picks the core for a batch of n keys: the default core on a

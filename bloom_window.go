@@ -465,23 +465,25 @@ func (w *BloomWindow) checkHeld(lo, hi, p uint64) (found, ok bool) {
 	}
 }
 
-// ContainsBatch stores Check(keys[i]) in out[i]. out should have len(keys)
-// elements: only the first min(len(keys), len(out)) keys are asked about.
+// ContainsBatch stores Contains(keys[i]) in out[i]; out must have
+// len(keys) elements (ErrInvalidArgument otherwise, and nothing is asked).
 // Each slot of the window is asked, as a Bloom filter's batch, about the
 // keys the newer slots did not have. A closed handle answers true for
-// every key.
-func (w *BloomWindow) ContainsBatch(keys [][]byte, out []bool) {
-	n := min(len(keys), len(out))
-	keys, out = keys[:n], out[:n]
+// every key and returns ErrClosed.
+func (w *BloomWindow) ContainsBatch(keys [][]byte, out []bool) error {
+	if len(out) != len(keys) {
+		return fmt.Errorf("sketch: contains %s: %w: %d answers for %d keys", w.name(), ErrInvalidArgument, len(out), len(keys))
+	}
 	if w.open.Load() {
 		w.checkBatch(keys, out)
 		if w.open.Load() {
-			return
+			return nil
 		}
 	}
 	for i := range out {
 		out[i] = true
 	}
+	return w.closedErr("contains")
 }
 
 // checkBatch is check for a batch: the whole window again when a slot's

@@ -596,12 +596,15 @@ func TestBloomWindow_BadArguments(t *testing.T) {
 		t.Error("a refused AddBatch added keys")
 	}
 	w.AddBatch(keys, nil)
-	out := make([]bool, 1)
-	w.ContainsBatch(keys, out)
-	if !out[0] {
-		t.Errorf("CheckBatch with a short out = %v", out)
+	for _, out := range [][]bool{make([]bool, 1), make([]bool, 5)} {
+		if err := w.ContainsBatch(keys, out); !errors.Is(err, ErrInvalidArgument) {
+			t.Errorf("ContainsBatch with %d answers for 2 keys = %v, want ErrInvalidArgument", len(out), err)
+		}
 	}
-	w.ContainsBatch(keys[:1], make([]bool, 5))
+	out := make([]bool, 2)
+	if err := w.ContainsBatch(keys, out); err != nil || !out[0] || !out[1] {
+		t.Errorf("ContainsBatch = %v, %v, want both present", out, err)
+	}
 	if err := w.AddBatch(nil, nil); err != nil {
 		t.Errorf("AddBatch(nil) = %v", err)
 	}

@@ -288,8 +288,9 @@ func (b *CountingBloom) ContainsString(key string) bool {
 }
 
 // ContainsBatch stores Contains(keys[i]) in out[i]; out must have
-// len(keys) elements (ErrInvalidArgument otherwise). A closed handle
-// answers true for every key and returns ErrClosed.
+// len(keys) elements (ErrInvalidArgument otherwise, and nothing is
+// asked). A closed handle answers true for every key and returns
+// ErrClosed.
 func (b *CountingBloom) ContainsBatch(keys [][]byte, out []bool) error {
 	if len(out) != len(keys) {
 		return fmt.Errorf("sketch: contains %s: %w: %d answers for %d keys", b.name(), ErrInvalidArgument, len(out), len(keys))

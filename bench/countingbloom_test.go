@@ -38,7 +38,7 @@ type rwMap struct {
 func cbfPeers(b *testing.B, s *stream) (*sketch.CountingBloom, *boom.CountingBloomFilter, *rwMap) {
 	half := len(s.bytes) / 2
 	ours := openCBF(b)
-	if _, err := ours.AddBatch(s.bytes[:half]); err != nil {
+	if err := ours.AddBatch(s.bytes[:half], nil); err != nil {
 		b.Fatal(err)
 	}
 	theirs := boom.NewCountingBloomFilter(cbfCapacity, 4, cbfFPRate)

@@ -17,7 +17,7 @@ type stopCase struct {
 // (inside AddBatch), leaving after the call they were stopped in, or
 // looping on, so that the waiter competes with the holder's next Clear.
 var stopCases = []stopCase{
-	{"write holder (Clear)", "write", false},
+	{"write holder (Reset)", "write", false},
 	{"read holder (AddBatch)", "read", false},
 	{"write holder looping on", "write", true},
 }

@@ -259,7 +259,7 @@ func waiterRole(args []string) (*faultReport, error) {
 	return newFaultReport(), nil
 }
 
-// holderRole holds the lock arena's big filter's lock, for writing (Clear)
+// holderRole holds the lock arena's big filter's lock, for writing (Reset)
 // or reading (AddBatch), with its PID in the holdInside word while inside
 // the call. Once resumed it stores when its call returned and leaves,
 // unless it loops on.

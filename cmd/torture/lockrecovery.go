@@ -19,8 +19,8 @@ type lockCase struct {
 }
 
 var lockCases = []lockCase{
-	{"dead writer (Clear), alone", "write", false},
-	{"dead writer (Clear), adders running", "write", true},
+	{"dead writer (Reset), alone", "write", false},
+	{"dead writer (Reset), adders running", "write", true},
 	{"dead reader (AddBatch), alone", "read", false},
 	{"dead reader (AddBatch), adders running", "read", true},
 }
@@ -46,7 +46,7 @@ type lockResult struct {
 // stay inside AddBatch for milliseconds.
 const holdBatch = 20000
 
-// runLockHolder keeps the big filter's lock held, for writing (Clear) or
+// runLockHolder keeps the big filter's lock held, for writing (Reset) or
 // reading (AddBatch), with its PID in the phase word while inside the call,
 // until it is killed.
 func runLockHolder(dir, mode string) error {

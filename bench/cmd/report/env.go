@@ -160,7 +160,7 @@ func (e *env) countingBloom(name string) (*sketch.CountingBloom, error) {
 	// An empty filter contains nothing: a peer attaching to a filled one
 	// leaves it as it is.
 	if keys := e.stream("uniform").bytes; name == "query" && !f.Contains(keys[0]) {
-		if _, err := f.AddBatch(keys[:len(keys)/2]); err != nil {
+		if err := f.AddBatch(keys[:len(keys)/2], nil); err != nil {
 			f.Close()
 			return nil, err
 		}

@@ -9,7 +9,7 @@ import (
 )
 
 // Counting Bloom rows, for 1M items at 1% and the uniform stream: each
-// operation on each build (AddMany in batches of 16, 256 and 4096), one
+// operation on each build (AddBatch in batches of 16, 256 and 4096), one
 // against two writers, beside BoomFilters' CountingBloomFilter and a
 // sync.RWMutex + map[string]uint8. Lookups run on filters holding the stream's
 // first half, so half of them find their key.
@@ -61,7 +61,7 @@ func cbfOp(f *sketch.CountingBloom, op string, batch int) func([][]byte) {
 		if batch > 1 {
 			return func(keys [][]byte) {
 				for i := 0; i < len(keys); i += batch {
-					f.AddBatch(keys[i : i+batch])
+					f.AddBatch(keys[i:i+batch], nil)
 				}
 			}
 		}

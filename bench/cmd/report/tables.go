@@ -92,11 +92,11 @@ func (v *view) headline(mem *memTable) (*mdTable, []string) {
 	row("counting Bloom `Add` / BoomFilters `CountingBloomFilter.Add` (1M items, 1%)", "a counting Bloom filter `Add` costs %s BoomFilters'", cbfKey("add", "sketch", b, 1, 1, 1), cbfKey("add", "boom", "", 1, 1, 1), false)
 	row("counting Bloom `Contains` / BoomFilters `Test`", "", cbfKey("contains", "sketch", b, 1, 1, 1), cbfKey("contains", "boom", "", 1, 1, 1), false)
 	if v.has("cgo") {
-		row("counting Bloom `AddMany` ×256 (cgo build) / `Add`", "", cbfKey("add", "sketch", "cgo", 256, 1, 1), cbfKey("add", "sketch", "cgo", 1, 1, 1), false)
+		row("counting Bloom `AddBatch` ×256 (cgo build) / `Add`", "", cbfKey("add", "sketch", "cgo", 256, 1, 1), cbfKey("add", "sketch", "cgo", 1, 1, 1), false)
 	}
 	row("Bloom `Add` / bits-and-blooms `Add` (1M keys, 1%)", "", bloomKey("add", "sketch", b, "1M", 1, 1, 1), bloomKey("add", "bitsblooms", "", "1M", 1, 1, 1), false)
-	row("Bloom `Check` / bits-and-blooms `Test` (1M keys, 1%)", "a Bloom filter `Check` costs %s bits-and-blooms' `Test`", bloomKey("check", "sketch", b, "1M", 1, 1, 1), bloomKey("check", "bitsblooms", "", "1M", 1, 1, 1), false)
-	row("Bloom `Check` / bits-and-blooms `Test` (100M keys, 1%: 120 MiB)", "", bloomKey("check", "sketch", b, "100M", 1, 1, 1), bloomKey("check", "bitsblooms", "", "100M", 1, 1, 1), false)
+	row("Bloom `Contains` / bits-and-blooms `Test` (1M keys, 1%)", "a Bloom filter `Contains` costs %s bits-and-blooms' `Test`", bloomKey("check", "sketch", b, "1M", 1, 1, 1), bloomKey("check", "bitsblooms", "", "1M", 1, 1, 1), false)
+	row("Bloom `Contains` / bits-and-blooms `Test` (100M keys, 1%: 120 MiB)", "", bloomKey("check", "sketch", b, "100M", 1, 1, 1), bloomKey("check", "bitsblooms", "", "100M", 1, 1, 1), false)
 	row("Count-Min window `Add` (two periods) / Count-Min `Add`, default shape", "", windowKey("add", b, "default", 1, 1), add1, false)
 	row("two goroutines adding to one Count-Min (default shape) / one", "", cmsKey("add", "sketch", b, "default", "uniform", 1, 2, 1), add1, true)
 	row("two processes adding to one Count-Min file (default shape) / one", "two processes adding to one default-shape file get %s the throughput of one", cmsKey("add", "sketch", b, "default", "uniform", 1, 1, 2), add1, true)
@@ -233,10 +233,10 @@ func (v *view) cbfTable() *mdTable {
 	}
 	row("`Add`", "add", 1, true)
 	row("`Contains` (`Test`)", "contains", 1, true)
-	row("`CountOf`", "countof", 1, false)
+	row("`Estimate`", "countof", 1, false)
 	row("`Add` + `Remove` (`TestAndRemove`)", "addremove", 1, true)
 	for _, n := range []int{16, 256, 4096} {
-		row(fmt.Sprintf("`AddMany` ×%d", n), "add", n, false)
+		row(fmt.Sprintf("`AddBatch` ×%d", n), "add", n, false)
 	}
 	ratio := func(label, op, peer string) {
 		cells := []string{label}
@@ -276,7 +276,7 @@ func (v *view) bloomTable() *mdTable {
 		t.add(cells...)
 	}
 	row("`Add`", "add", 1)
-	row("`Check` (`Test`)", "check", 1)
+	row("`Contains` (`Test`)", "check", 1)
 	for _, n := range []int{16, 256, 4096} {
 		row(fmt.Sprintf("`AddBatch` ×%d", n), "add", n)
 	}
@@ -292,7 +292,7 @@ func (v *view) bloomTable() *mdTable {
 		t.add(cells...)
 	}
 	ratio("time ratio, `Add` / bits-and-blooms", "add")
-	ratio("time ratio, `Check` / bits-and-blooms `Test`", "check")
+	ratio("time ratio, `Contains` / bits-and-blooms `Test`", "check")
 	return t
 }
 
@@ -392,7 +392,7 @@ func (v *view) writerRows() []writerRow {
 	}
 	for _, b := range v.buildList() {
 		row("counting Bloom `Add`, "+buildName[b], "CBF Add, "+short[b], cbfKey("add", "sketch", b, 1, 1, 1))
-		row("counting Bloom `AddMany` ×256, "+buildName[b], "CBF AddMany 256, "+short[b], cbfKey("add", "sketch", b, 256, 1, 1))
+		row("counting Bloom `AddBatch` ×256, "+buildName[b], "CBF AddBatch 256, "+short[b], cbfKey("add", "sketch", b, 256, 1, 1))
 	}
 	for _, b := range v.buildList() {
 		row("Bloom `Add`, 1M keys, "+buildName[b], "Bloom Add, "+short[b], bloomKey("add", "sketch", b, "1M", 1, 1, 1))
@@ -483,14 +483,14 @@ func instrLabel(k Key) string {
 	case "countingbloom":
 		op := map[string]string{"add": "`Add`", "contains": "`Contains`"}[k.Op]
 		if k.Batch > 1 {
-			op = fmt.Sprintf("`AddMany` ×%d", k.Batch)
+			op = fmt.Sprintf("`AddBatch` ×%d", k.Batch)
 		}
 		if k.Impl == "boom" {
 			return "BoomFilters `CountingBloomFilter.Add`"
 		}
 		return "counting Bloom " + op
 	case "bloom":
-		op := map[string]string{"add": "`Add`", "check": "`Check`"}[k.Op]
+		op := map[string]string{"add": "`Add`", "check": "`Contains`"}[k.Op]
 		if k.Batch > 1 {
 			op = map[string]string{"add": "`AddBatch`", "check": "`CheckBatch`"}[k.Op] + fmt.Sprintf(" ×%d", k.Batch)
 		}
