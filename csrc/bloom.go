@@ -41,7 +41,7 @@ func (f *Bloom) prefetch() C.int {
 // boolPtr passes a []bool to C as bytes, which C sets to 0 or 1: the
 // values a Go bool may hold.
 func boolPtr(b []bool, base int) *C.uint8_t {
-	if b == nil {
+	if base >= len(b) { // nil, or an empty batch's answers
 		return nil
 	}
 	return (*C.uint8_t)(unsafe.Pointer(&b[base]))
