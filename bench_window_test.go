@@ -113,6 +113,38 @@ func BenchmarkCountMinWindowEstimate(b *testing.B) {
 	})
 }
 
+// BenchmarkCountMinWindowTotal is Total: the add count for the plain
+// sketch; for the window, its cache (served) or a walk of one row of each
+// slot (refreshed: every call after the cache's life).
+func BenchmarkCountMinWindowTotal(b *testing.B) {
+	forWindowShapes(b, func(b *testing.B, c *CountMin, keys [][]byte) {
+		b.ReportAllocs()
+		var sum uint64
+		for b.Loop() {
+			sum += c.Total()
+		}
+		benchSink.Add(sum)
+	}, func(b *testing.B, w *CountMinWindow, keys [][]byte) {
+		b.Run("served", func(b *testing.B) {
+			b.ReportAllocs()
+			var sum uint64
+			for b.Loop() {
+				sum += w.Total()
+			}
+			benchSink.Add(sum)
+		})
+		b.Run("refreshed", func(b *testing.B) {
+			b.ReportAllocs()
+			var sum uint64
+			for b.Loop() {
+				w.totals.at.Store(0)
+				sum += w.Total()
+			}
+			benchSink.Add(sum)
+		})
+	})
+}
+
 // BenchmarkCountMinWindowAddBatch is AddBatch of benchBatch keys with
 // estimates, through each core.
 func BenchmarkCountMinWindowAddBatch(b *testing.B) {

@@ -146,8 +146,9 @@ func validateCountMinWindowEntry(e entry) error {
 // CountMin's do.
 type CountMinWindow struct {
 	windowBase
-	slots []cmsLayout
-	core  countMinCore // serves batches and whole-slot walks
+	slots  []cmsLayout
+	core   countMinCore // serves batches and whole-slot walks
+	totals windowTotals // Total's cache
 }
 
 // CountMinWindowStats describes a Count-Min window at one moment.
