@@ -150,14 +150,14 @@ func TestCountMin_ConfidenceHolds(t *testing.T) {
 			for _, conf := range []float64{0.9999, 0.99999} {
 				c := mustOpen(t, tempPath(t, fmt.Sprint(conf)), CountMinConfig{ErrorRate: errorRate, Confidence: conf, Seed: 0x5eed})
 				c.core = core
-				if c.Width() != 512 {
-					t.Fatalf("Width() = %d, want 512", c.Width())
+				if c.Config().Width != 512 {
+					t.Fatalf("Width() = %d, want 512", c.Config().Width)
 				}
 				over := s.overBound(t, c)
 				share := float64(over) / float64(lights)
 				const factor = 2
 				t.Logf("confidence %v (%d x %d): %d of %d keys over 1 + ErrorBound() = %d (%.2e; promised <= %.0e; one row %.4f)",
-					conf, c.Rows(), c.Width(), over, lights, 1+c.ErrorBound(), share, 1-conf, single)
+					conf, c.Config().Rows, c.Config().Width, over, lights, 1+c.ErrorBound(), share, 1-conf, single)
 				if share > factor*(1-conf) {
 					t.Errorf("confidence %v: %d of %d keys (%.2e) read above 1 + ErrorBound(), want <= %d x %.0e",
 						conf, over, lights, share, factor, 1-conf)

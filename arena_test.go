@@ -447,7 +447,7 @@ func TestArena_CountMinWindow(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer w2.Close()
-	if got := w2.Window(); got != (Window{Keep: 2}) {
+	if got := w2.Config().Window; got != (Window{Keep: 2}) {
 		t.Errorf("attached window %+v, want Keep 2", got)
 	}
 	if err := w2.Rotate(); err != nil {

@@ -521,7 +521,7 @@ func (b *Bloom) Stats() BloomStats {
 		return b.closedStats(s)
 	}
 	s.Capacity = b.m.ent.params[0]
-	s.FPRate = b.FPRate()
+	s.FPRate = b.Config().FPRate
 	s.Bytes = b.m.ownBytes()
 	s.Set = b.l.countSet()
 	s.Fill = float64(s.Set) / float64(s.Bits)
@@ -559,24 +559,6 @@ func (b *Bloom) Bits() uint64 { return b.l.blocks * bloomBlockBits }
 // Hashes returns k, the bits a key sets.
 func (b *Bloom) Hashes() int { return b.l.k }
 
-// Capacity returns the number of keys the filter was sized for.
-func (b *Bloom) Capacity() uint64 {
-	if b.m == nil {
-		return 0
-	}
-	return b.m.ent.params[0]
-}
-
-// FPRate returns the false-positive rate the filter was sized for at
-// Capacity (DefaultFPRate when its config left it zero), as stored in the
-// file. A zero handle returns 0.
-func (b *Bloom) FPRate() float64 {
-	if b.m == nil {
-		return 0
-	}
-	return math.Float64frombits(b.m.ent.params[1])
-}
-
 // Close releases the descriptor and the file's pages; safe twice and
 // while other goroutines use the handle, as CountMin.Close is: their calls
 // finish on memory that stays mapped, and report the handle closed.
@@ -593,3 +575,14 @@ func (b *Bloom) describe() (string, string) {
 func (b *Bloom) statsOf() any { return b.Stats() }
 
 func (b *Bloom) check() error { return nil }
+
+// Config returns the config stored in the file: the Capacity and FPRate the filter was sized for (FPRate is DefaultFPRate where the config left it zero), without the seed
+// (a secret: see Seed). Opening the same place with it attaches; creating
+// another structure with it (and the same seed) makes one that merges with
+// this one. A zero handle returns the zero config.
+func (b *Bloom) Config() BloomConfig {
+	if b.m == nil {
+		return BloomConfig{}
+	}
+	return bloomEntryConfig(b.m.ent).(BloomConfig)
+}

@@ -110,7 +110,7 @@ func TestBloom_OpenAttach(t *testing.T) {
 		if err != nil {
 			t.Fatalf("OpenBloom(%+v) of an existing filter: %v", c, err)
 		}
-		if !b.ContainsString("k") || b.Capacity() != 5000 || b.Bits() != w.Bits() {
+		if !b.ContainsString("k") || b.Config().Capacity != 5000 || b.Bits() != w.Bits() {
 			t.Errorf("OpenBloom(%+v) does not see the filter: %v", c, b)
 		}
 		b.Close()

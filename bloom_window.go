@@ -568,24 +568,6 @@ func (w *BloomWindow) Hashes() int {
 	return w.slots[0].k
 }
 
-// Capacity returns the number of keys each period's filter was sized for.
-func (w *BloomWindow) Capacity() uint64 {
-	if w.m == nil {
-		return 0
-	}
-	return w.m.ent.params[0]
-}
-
-// FPRate returns the false-positive rate each period's filter was sized for at
-// Capacity (DefaultFPRate when its config left it zero), as stored in the
-// file. A zero handle returns 0.
-func (w *BloomWindow) FPRate() float64 {
-	if w.m == nil {
-		return 0
-	}
-	return math.Float64frombits(w.m.ent.params[1])
-}
-
 // Stats reports the window's periods and each slot's state, fill and
 // counts. It walks every slot's bits, so it belongs on a status page, not
 // in a loop.
@@ -593,13 +575,13 @@ func (w *BloomWindow) Stats() BloomWindowStats {
 	s := BloomWindowStats{
 		Bits:     w.Bits(),
 		Hashes:   w.Hashes(),
-		Capacity: w.Capacity(),
+		Capacity: w.Config().Bloom.Capacity,
 		Period:   w.win.Period,
 		Keep:     w.win.Keep,
 		ReadOnly: w.ReadOnly(),
 	}
 	if w.m != nil {
-		s.FPRate = w.FPRate()
+		s.FPRate = w.Config().Bloom.FPRate
 		s.Bytes = w.m.ownBytes()
 	}
 	if !w.open.Load() {
@@ -657,3 +639,14 @@ func (w *BloomWindow) describe() (string, string) {
 	return "BloomWindow", fmt.Sprintf("%d bits, %d hashes, %v", w.Bits(), w.Hashes(), w.win)
 }
 func (w *BloomWindow) statsOf() any { return w.Stats() }
+
+// Config returns the config stored in the file: the window and the Capacity and FPRate each period's filter was sized for, without the seed
+// (a secret: see Seed). Opening the same place with it attaches; creating
+// another structure with it (and the same seed) makes one that merges with
+// this one. A zero handle returns the zero config.
+func (w *BloomWindow) Config() BloomWindowConfig {
+	if w.m == nil {
+		return BloomWindowConfig{}
+	}
+	return bloomWindowEntryConfig(w.m.ent).(BloomWindowConfig)
+}

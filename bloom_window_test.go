@@ -435,8 +435,8 @@ func TestBloomWindow_ErrIncompatible(t *testing.T) {
 		if err != nil {
 			t.Fatalf("OpenBloomWindow(%+v, %+v): %v", tc.w, tc.cfg, err)
 		}
-		if w.Window() != win || w.Capacity() != bwinCfg.Capacity || w.Bits() != first.Bits() || w.Hashes() != first.Hashes() || !w.ContainsString("k") {
-			t.Errorf("attached with %+v, %+v: %v, capacity %d", tc.w, tc.cfg, w, w.Capacity())
+		if w.Config().Window != win || w.Config().Bloom.Capacity != bwinCfg.Capacity || w.Bits() != first.Bits() || w.Hashes() != first.Hashes() || !w.ContainsString("k") {
+			t.Errorf("attached with %+v, %+v: %v, capacity %d", tc.w, tc.cfg, w, w.Config().Bloom.Capacity)
 		}
 		w.Close()
 	}
@@ -463,7 +463,7 @@ func TestBloomWindow_Arena(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer w2.Close()
-	if got := w2.Window(); got != (Window{Keep: 2}) {
+	if got := w2.Config().Window; got != (Window{Keep: 2}) {
 		t.Errorf("attached window %+v, want Keep 2", got)
 	}
 	if err := w2.Rotate(); err != nil {
@@ -931,8 +931,8 @@ func TestBloomWindow_MemfdAttach(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer a.Close()
-	if !a.ContainsString("k") || a.Window() != win || a.Path() != "" {
-		t.Errorf("attached: Check(k) = %v, Window() = %+v, Path() = %q", a.ContainsString("k"), a.Window(), a.Path())
+	if !a.ContainsString("k") || a.Config().Window != win || a.Path() != "" {
+		t.Errorf("attached: Check(k) = %v, Window() = %+v, Path() = %q", a.ContainsString("k"), a.Config().Window, a.Path())
 	}
 	if err := a.Rotate(); err != nil {
 		t.Fatal(err)

@@ -19,10 +19,10 @@ import (
 // filter, whatever its geometry.
 type CountingBloomConfig struct {
 	// Capacity is how many items the filter is sized to hold.
-	Capacity uint64
+	Capacity uint64 `json:"capacity"`
 	// FPRate is the false-positive rate at Capacity, in (0, 1). Zero
 	// means DefaultFPRate.
-	FPRate float64
+	FPRate float64 `json:"fp_rate"`
 	// Seed is the hash seed; zero means random at create and any on
 	// attach, as for CountMinConfig.
 	Seed uint64
@@ -447,16 +447,6 @@ func (b *CountingBloom) exclusive(op string, f func() error) error {
 	return b.after(op)
 }
 
-// Count estimates how many distinct items the filter holds,
-// -(m/k)·ln(1 - X/m) with X the counters above zero (Swamidass and Baldi,
-// 2007). It walks the counters.
-func (b *CountingBloom) Count() float64 {
-	if !b.open.Load() {
-		return math.Inf(1)
-	}
-	return b.count(b.core.countSet(&b.l))
-}
-
 func (b *CountingBloom) count(set uint64) float64 {
 	m, k := float64(b.l.mask+1), float64(b.l.k)
 	if set >= b.l.mask+1 {
@@ -477,7 +467,7 @@ func (b *CountingBloom) Stats() CountingBloomStats {
 		return s
 	}
 	s.Capacity = b.m.ent.params[0]
-	s.FPRate = b.FPRate()
+	s.FPRate = b.Config().FPRate
 	s.Bytes = b.m.ownBytes()
 	s.CountersSet = b.core.countSet(&b.l)
 	s.Count = b.count(s.CountersSet)
@@ -491,24 +481,6 @@ func (b *CountingBloom) Stats() CountingBloomStats {
 		return CountingBloomStats{Counters: s.Counters, Hashes: s.Hashes, ReadOnly: b.ReadOnly(), Closed: true}
 	}
 	return s
-}
-
-// Capacity returns the number of items the filter was sized for.
-func (b *CountingBloom) Capacity() uint64 {
-	if b.m == nil {
-		return 0
-	}
-	return b.m.ent.params[0]
-}
-
-// FPRate returns the false-positive rate the filter was sized for at
-// Capacity (DefaultFPRate when its config left it zero), as stored in the
-// file. A zero handle returns 0.
-func (b *CountingBloom) FPRate() float64 {
-	if b.m == nil {
-		return 0
-	}
-	return math.Float64frombits(b.m.ent.params[1])
 }
 
 // Counters returns m, the number of 4-bit counters.
@@ -533,3 +505,14 @@ func (b *CountingBloom) describe() (string, string) {
 func (b *CountingBloom) statsOf() any { return b.Stats() }
 
 func (b *CountingBloom) check() error { return nil }
+
+// Config returns the config stored in the file: the Capacity and FPRate the filter was sized for (FPRate is DefaultFPRate where the config left it zero), without the seed
+// (a secret: see Seed). Opening the same place with it attaches; creating
+// another structure with it (and the same seed) makes one that merges with
+// this one. A zero handle returns the zero config.
+func (b *CountingBloom) Config() CountingBloomConfig {
+	if b.m == nil {
+		return CountingBloomConfig{}
+	}
+	return countingBloomEntryConfig(b.m.ent).(CountingBloomConfig)
+}

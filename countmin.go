@@ -18,17 +18,18 @@ import (
 type CountMinConfig struct {
 	// ErrorRate is ε: an estimate exceeds the true count by more than
 	// ε·total with probability at most 1-Confidence. Default 0.001.
-	ErrorRate float64
+	ErrorRate float64 `json:"error_rate,omitempty"`
 	// Confidence is 1-δ. Default 0.99.
-	Confidence float64
+	Confidence float64 `json:"confidence,omitempty"`
 	// Rows and Width give the shape directly instead; Width is rounded up
 	// to a power of two. Sizing by ErrorRate is almost always better.
-	Rows, Width int
+	Rows  int `json:"rows,omitempty"`
+	Width int `json:"width,omitempty"`
 	// Seed is the hash seed. Zero means a random seed at create, so that
 	// nobody who cannot read the file can craft colliding keys; on attach,
 	// zero accepts the stored seed. WithSeed gives it as well, for every
 	// kind and an arena; the two must agree.
-	Seed uint64
+	Seed uint64 `json:"seed"`
 }
 
 // Default sizing of a Count-Min sketch.
@@ -441,12 +442,6 @@ func (c *CountMin) Reset() error {
 	return nil
 }
 
-// Rows returns the number of rows (hash functions).
-func (c *CountMin) Rows() int { return c.l.rows }
-
-// Width returns the number of counters in a row, a power of two.
-func (c *CountMin) Width() int { return int(c.l.mask + 1) }
-
 // Stats reports the shape, the total and the error bound at that total.
 // It walks the whole grid, so it belongs on a status page, not in a loop.
 func (c *CountMin) Stats() CountMinStats {
@@ -596,3 +591,14 @@ func (c *CountMin) describe() (string, string) {
 }
 
 func (c *CountMin) statsOf() any { return c.Stats() }
+
+// Config returns the config stored in the file: the sketch's shape, Rows and Width, without the seed
+// (a secret: see Seed). Opening the same place with it attaches; creating
+// another structure with it (and the same seed) makes one that merges with
+// this one. A zero handle returns the zero config.
+func (c *CountMin) Config() CountMinConfig {
+	if c.m == nil {
+		return CountMinConfig{}
+	}
+	return countMinEntryConfig(c.m.ent).(CountMinConfig)
+}

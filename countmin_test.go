@@ -57,8 +57,8 @@ func TestSuggestCountMin(t *testing.T) {
 
 func TestOpenCountMin_Defaults(t *testing.T) {
 	c := mustOpen(t, tempPath(t, "cms"), CountMinConfig{})
-	if c.Rows() != 5 || c.Width() != 4096 {
-		t.Fatalf("default shape = %d x %d, want 5 x 4096", c.Rows(), c.Width())
+	if c.Config().Rows != 5 || c.Config().Width != 4096 {
+		t.Fatalf("default shape = %d x %d, want 5 x 4096", c.Config().Rows, c.Config().Width)
 	}
 	st := c.Stats()
 	want := CountMinStats{Rows: 5, Width: 4096, Bytes: st.Bytes, ErrorRate: st.ErrorRate, Confidence: st.Confidence}

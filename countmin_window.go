@@ -696,28 +696,12 @@ func (w *CountMinWindow) EstimateString(key string) uint64 {
 	return est
 }
 
-// Rows returns the number of rows of each slot.
-func (w *CountMinWindow) Rows() int {
-	if len(w.slots) == 0 {
-		return 0
-	}
-	return w.slots[0].rows
-}
-
-// Width returns the number of counters in a row of each slot.
-func (w *CountMinWindow) Width() int {
-	if len(w.slots) == 0 {
-		return 0
-	}
-	return int(w.slots[0].mask + 1)
-}
-
 // Stats reports the window's periods, each slot's state and total, and the
 // total and error bound over the periods covered. It walks every slot.
 func (w *CountMinWindow) Stats() CountMinWindowStats {
 	s := CountMinWindowStats{
-		Rows:     w.Rows(),
-		Width:    w.Width(),
+		Rows:     w.Config().CountMin.Rows,
+		Width:    w.Config().CountMin.Width,
 		Period:   w.win.Period,
 		Keep:     w.win.Keep,
 		ReadOnly: w.ReadOnly(),
@@ -773,3 +757,14 @@ func (w *CountMinWindow) describe() (string, string) {
 }
 
 func (w *CountMinWindow) statsOf() any { return w.Stats() }
+
+// Config returns the config stored in the file: the window (Period and Keep) and each slot's shape (Rows and Width), without the seed
+// (a secret: see Seed). Opening the same place with it attaches; creating
+// another structure with it (and the same seed) makes one that merges with
+// this one. A zero handle returns the zero config.
+func (w *CountMinWindow) Config() CountMinWindowConfig {
+	if w.m == nil {
+		return CountMinWindowConfig{}
+	}
+	return countMinWindowEntryConfig(w.m.ent).(CountMinWindowConfig)
+}

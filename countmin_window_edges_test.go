@@ -134,7 +134,7 @@ func TestWindows_ZeroValue(t *testing.T) {
 	}
 	_ = w.StatsVar().String()
 	_ = w.String()
-	_, _ = w.Current(), w.Rows()+w.Width()
+	_, _ = w.Current(), w.Config().CountMin.Rows+w.Config().CountMin.Width
 	if _, err := w.File(); !errors.Is(err, ErrClosed) {
 		t.Errorf("File: %v", err)
 	}
@@ -177,7 +177,7 @@ func TestWindows_ZeroValue(t *testing.T) {
 	}
 	_ = b.StatsVar().String()
 	_ = b.String()
-	_, _, _, _ = b.Current(), b.Bits(), b.Hashes(), b.Capacity()
+	_, _, _, _ = b.Current(), b.Bits(), b.Hashes(), b.Config().Bloom.Capacity
 	if err := b.Close(); err != nil {
 		t.Errorf("Bloom window Close: %v", err)
 	}
@@ -218,8 +218,8 @@ func TestCountMinWindow_ZeroWindowAttach(t *testing.T) {
 	w := mustOpenWindow(t, path, Window{Keep: 3}, winCfg)
 	w.AddString("a")
 	z := mustOpenWindow(t, path, Window{}, CountMinConfig{})
-	if z.Window() != (Window{Keep: 3}) || z.Rows() != winCfg.Rows || z.Width() != winCfg.Width {
-		t.Errorf("zero Window attached as %v, %d x %d", z.Window(), z.Rows(), z.Width())
+	if z.Config().Window != (Window{Keep: 3}) || z.Config().CountMin.Rows != winCfg.Rows || z.Config().CountMin.Width != winCfg.Width {
+		t.Errorf("zero Window attached as %v, %d x %d", z.Config().Window, z.Config().CountMin.Rows, z.Config().CountMin.Width)
 	}
 	if got := z.EstimateString("a"); got != 1 {
 		t.Errorf("Estimate through the zero-Window handle = %d", got)

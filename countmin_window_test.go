@@ -215,8 +215,8 @@ func TestCountMinWindow_ErrIncompatible(t *testing.T) {
 		t.Errorf("OpenCountMinWindow of a Count-Min file = %v, want ErrIncompatible", err)
 	}
 	w := mustOpenWindow(t, path, win, CountMinConfig{})
-	if w.Rows() != winCfg.Rows || w.Width() != winCfg.Width || w.Window() != win {
-		t.Errorf("attached %d x %d %v, want %d x %d %v", w.Rows(), w.Width(), w.Window(), winCfg.Rows, winCfg.Width, win)
+	if w.Config().CountMin.Rows != winCfg.Rows || w.Config().CountMin.Width != winCfg.Width || w.Config().Window != win {
+		t.Errorf("attached %d x %d %v, want %d x %d %v", w.Config().CountMin.Rows, w.Config().CountMin.Width, w.Config().Window, winCfg.Rows, winCfg.Width, win)
 	}
 }
 

@@ -35,7 +35,7 @@ func ExampleOpenCountMin() {
 		}
 	}
 	fmt.Println("192.0.2.7:", cms.EstimateString("192.0.2.7"))
-	fmt.Printf("shape: %d x %d\n", cms.Rows(), cms.Width())
+	fmt.Printf("shape: %d x %d\n", cms.Config().Rows, cms.Config().Width)
 	// Output:
 	// 192.0.2.1 seen 2 times
 	// 192.0.2.7: 1

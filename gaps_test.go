@@ -130,11 +130,11 @@ func TestFilters_FPRate(t *testing.T) {
 		got, stats float64
 		want       float64
 	}{
-		{"bloom", b.FPRate(), b.Stats().FPRate, 0.002},
-		{"bloom attached with a zero config", ba.FPRate(), ba.Stats().FPRate, 0.002},
-		{"counting bloom (default rate)", c.FPRate(), c.Stats().FPRate, DefaultFPRate},
-		{"bloom window", w.FPRate(), w.Stats().FPRate, 0.03},
-		{"zero Bloom", (&Bloom{}).FPRate(), 0, 0},
+		{"bloom", b.Config().FPRate, b.Stats().FPRate, 0.002},
+		{"bloom attached with a zero config", ba.Config().FPRate, ba.Stats().FPRate, 0.002},
+		{"counting bloom (default rate)", c.Config().FPRate, c.Stats().FPRate, DefaultFPRate},
+		{"bloom window", w.Config().Bloom.FPRate, w.Stats().FPRate, 0.03},
+		{"zero Bloom", (&Bloom{}).Config().FPRate, 0, 0},
 	} {
 		if tt.got != tt.want || tt.stats != tt.want {
 			t.Errorf("%s: FPRate() = %v, Stats().FPRate = %v, want %v", tt.name, tt.got, tt.stats, tt.want)

@@ -739,8 +739,8 @@ func TestOpen_AllZero(t *testing.T) {
 				t.Errorf("mode of the adopted file = %v, want %v", m, fs.FileMode(0o640))
 			}
 			want := native.Uint64(tmpl[otDirOff+entParams:])
-			if c.Rows() != int(want) {
-				t.Errorf("Rows() = %d, want %d", c.Rows(), want)
+			if c.Config().Rows != int(want) {
+				t.Errorf("Rows() = %d, want %d", c.Config().Rows, want)
 			}
 			if tc.cfg.Seed != 0 && c.Seed() != tc.cfg.Seed {
 				t.Errorf("Seed = %#x, want %#x", c.Seed(), tc.cfg.Seed)
@@ -770,8 +770,8 @@ func TestOpen_EmptyFile(t *testing.T) {
 	if m := otMode(t, path); m != 0o660 {
 		t.Errorf("mode of the adopted empty file = %v, want %v", m, fs.FileMode(0o660))
 	}
-	if c.Rows() != otCfg.Rows || c.Width() != otCfg.Width {
-		t.Errorf("shape = %d x %d, want %d x %d", c.Rows(), c.Width(), otCfg.Rows, otCfg.Width)
+	if c.Config().Rows != otCfg.Rows || c.Config().Width != otCfg.Width {
+		t.Errorf("shape = %d x %d, want %d x %d", c.Config().Rows, c.Config().Width, otCfg.Rows, otCfg.Width)
 	}
 	otWorks(t, c)
 }
@@ -982,8 +982,8 @@ func TestOpen_ErrIncompatible(t *testing.T) {
 			path, valid := otMakeFile(t, tc.create)
 			if !tc.wantIncompat {
 				c := mustOpen(t, path, tc.open)
-				if c.Rows() != tc.rows || c.Width() != tc.width {
-					t.Errorf("shape = %d x %d, want %d x %d", c.Rows(), c.Width(), tc.rows, tc.width)
+				if c.Config().Rows != tc.rows || c.Config().Width != tc.width {
+					t.Errorf("shape = %d x %d, want %d x %d", c.Config().Rows, c.Config().Width, tc.rows, tc.width)
 				}
 				if got := c.EstimateString("a"); got < 2 {
 					t.Errorf("EstimateString(a) = %d, want >= 2 (counted before)", got)

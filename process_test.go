@@ -614,8 +614,8 @@ func TestCountMin_FourProcesses(t *testing.T) {
 		t.FailNow()
 	}
 	c := mustOpen(t, path, CountMinConfig{})
-	if c.Rows() != 4 || c.Width() != 1<<16 {
-		t.Errorf("shape %d x %d, want 4 x %d", c.Rows(), c.Width(), 1<<16)
+	if c.Config().Rows != 4 || c.Config().Width != 1<<16 {
+		t.Errorf("shape %d x %d, want 4 x %d", c.Config().Rows, c.Config().Width, 1<<16)
 	}
 	checkAgainstTruth(t, c, truth, total, adds)
 	seed := strconv.FormatUint(c.Seed(), 10)
@@ -726,7 +726,7 @@ func TestCountMin_KillMidStream(t *testing.T) {
 
 		// A new handle, with the zero config: the file must still open.
 		c := mustOpen(t, path, CountMinConfig{})
-		sums := make([]uint64, c.Rows())
+		sums := make([]uint64, c.Config().Rows)
 		c.core.rowSums(&c.l, sums)
 		lo, hi := slices.Min(sums), slices.Max(sums)
 		if hi-lo > 1 {
@@ -962,7 +962,7 @@ func TestCountMin_CgoAndPuregoProcesses(t *testing.T) {
 	// Every core in this binary walks the grid to the same sums.
 	var first []uint64
 	for _, core := range countMinCores() {
-		sums := make([]uint64, c.Rows())
+		sums := make([]uint64, c.Config().Rows)
 		core.rowSums(&c.l, sums)
 		if first == nil {
 			first = sums

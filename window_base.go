@@ -82,9 +82,6 @@ func (b *windowBase) freeze() error {
 	return b.Sync()
 }
 
-// Window returns the window's period and keep.
-func (b *windowBase) Window() Window { return b.win }
-
 // Current returns the period adds go to now (or, on a frozen window, the
 // one it was frozen in): answers cover Current-Keep+1 to Current.
 func (b *windowBase) Current() uint64 {

@@ -31,7 +31,7 @@ func (s *bloomWindow) Close() error { return s.w.Close() }
 func (s *bloomWindow) kind() string { return string(sketch.KindBloomWindow) }
 
 func (s *bloomWindow) describe() string {
-	return fmt.Sprintf("Bloom window, %s, %d bits, %d hashes a period", windowText(s.w.Window()), s.w.Bits(), s.w.Hashes())
+	return fmt.Sprintf("Bloom window, %s, %d bits, %d hashes a period", windowText(s.w.Config().Window), s.w.Bits(), s.w.Hashes())
 }
 
 // add adds each key to the current period; a weight changes nothing, since

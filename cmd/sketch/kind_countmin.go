@@ -28,7 +28,7 @@ func (s *countMin) Close() error { return s.c.Close() }
 func (s *countMin) kind() string { return "countmin" }
 
 func (s *countMin) describe() string {
-	return fmt.Sprintf("Count-Min sketch, %d x %d counters", s.c.Rows(), s.c.Width())
+	return fmt.Sprintf("Count-Min sketch, %d x %d counters", s.c.Config().Rows, s.c.Config().Width)
 }
 
 func (s *countMin) add(keys [][]byte, weights []uint64) error {

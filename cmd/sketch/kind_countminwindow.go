@@ -32,7 +32,7 @@ func (s *countMinWindow) Close() error { return s.w.Close() }
 func (s *countMinWindow) kind() string { return string(sketch.KindCountMinWindow) }
 
 func (s *countMinWindow) describe() string {
-	return fmt.Sprintf("Count-Min window, %s, %d x %d counters a period", windowText(s.w.Window()), s.w.Rows(), s.w.Width())
+	return fmt.Sprintf("Count-Min window, %s, %d x %d counters a period", windowText(s.w.Config().Window), s.w.Config().CountMin.Rows, s.w.Config().CountMin.Width)
 }
 
 // windowText says how a window turns: "the last 3 periods of 1s".

@@ -209,8 +209,8 @@ func (p *probe) countMinSteps(c *sketch.CountMin, rw bool) []namedStep {
 			_ = c.StatsVar().String()
 			c.Total()
 			c.ErrorBound()
-			c.Rows()
-			c.Width()
+			c.Config()
+			c.Check()
 		}},
 		{"String", func() { _ = c.String(); c.Seed(); c.Frozen(); c.ReadOnly(); c.Path() }},
 		{"Check", func() { p.call(c.Check()) }},
@@ -232,7 +232,14 @@ func (p *probe) bloomSteps(b *sketch.Bloom, rw bool) []namedStep {
 	s := []namedStep{
 		{"Check", func() { b.Contains(p.keys[0]); b.ContainsString("x") }},
 		{"ContainsBatch", func() { b.ContainsBatch(p.keys, out) }},
-		{"Stats", func() { b.Stats(); _ = b.StatsVar().String(); b.Bits(); b.Hashes(); b.Capacity() }},
+		{"Stats", func() {
+			b.Stats()
+			_ = b.StatsVar().String()
+			b.Bits()
+			b.Hashes()
+			b.Config()
+			b.Check()
+		}},
 		{"String", func() { _ = b.String(); b.Seed(); b.Frozen(); b.ReadOnly() }},
 	}
 	if rw {
@@ -251,8 +258,9 @@ func (p *probe) countingBloomSteps(b *sketch.CountingBloom, rw bool) []namedStep
 		{"Stats", func() {
 			b.Stats()
 			_ = b.StatsVar().String()
-			b.Count()
-			b.Capacity()
+			_ = b.Stats().Count
+			b.Config()
+			b.Check()
 			b.Counters()
 			b.Hashes()
 		}},
@@ -275,7 +283,14 @@ func (p *probe) countMinWindowSteps(w *sketch.CountMinWindow, rw bool) []namedSt
 	s := []namedStep{
 		{"Estimate", func() { w.Estimate(p.keys[0]); w.EstimateString("x") }},
 		{"EstimateBatch", func() { p.call(w.EstimateBatch(p.keys, est)) }},
-		{"Window", func() { _ = w.Window().String(); w.Current(); w.Rows(); w.Width() }},
+		{"Window", func() {
+			_ = w.Config().Window.String()
+			w.Current()
+			w.Config()
+			w.Total()
+			w.ErrorBound()
+			w.Check()
+		}},
 		{"Stats", func() { w.Stats(); _ = w.StatsVar().String() }},
 		{"String", func() { _ = w.String(); w.Seed(); w.Frozen(); w.ReadOnly() }},
 	}
@@ -297,7 +312,14 @@ func (p *probe) bloomWindowSteps(w *sketch.BloomWindow, rw bool) []namedStep {
 	s := []namedStep{
 		{"Check", func() { w.Contains(p.keys[0]); w.ContainsString("x") }},
 		{"ContainsBatch", func() { w.ContainsBatch(p.keys, out) }},
-		{"Window", func() { _ = w.Window().String(); w.Current(); w.Bits(); w.Hashes(); w.Capacity() }},
+		{"Window", func() {
+			_ = w.Config().Window.String()
+			w.Current()
+			w.Bits()
+			w.Hashes()
+			w.Config()
+			w.Check()
+		}},
 		{"Stats", func() { w.Stats(); _ = w.StatsVar().String() }},
 		{"String", func() { _ = w.String(); w.Seed(); w.Frozen(); w.ReadOnly() }},
 	}
