@@ -53,14 +53,11 @@ type ArenaEntry struct {
 
 // ArenaStats describes an arena's use of its file.
 type ArenaStats struct {
-	Size     uint64 `json:"size"`     // the file's bytes
 	Used     uint64 `json:"used"`     // header, directory and regions up to the last one's end
 	Free     uint64 `json:"free"`     // bytes left for new structures
 	Entries  int    `json:"entries"`  // structures in the arena
 	Capacity int    `json:"capacity"` // directory entries: the most structures it can hold
-	Frozen   bool   `json:"frozen"`   // sealed by Freeze
-	ReadOnly bool   `json:"read_only"`
-	Closed   bool   `json:"closed"`
+	FileStats
 }
 
 func arenaSpec(size int64) (spec, error) {
@@ -347,19 +344,13 @@ func (a *Arena) Stats() ArenaStats {
 	}
 	used := roundUp(a.lay.end(), cacheLine)
 	return ArenaStats{
-		Size:     a.lay.fileSize,
-		Used:     min(used, a.lay.fileSize),
-		Free:     a.lay.fileSize - min(used, a.lay.fileSize),
-		Entries:  len(a.lay.entries),
-		Capacity: int(a.lay.dirCap),
-		Frozen:   a.Frozen(),
-		ReadOnly: a.ReadOnly(),
-		Closed:   !open,
+		Used:      min(used, a.lay.fileSize),
+		Free:      a.lay.fileSize - min(used, a.lay.fileSize),
+		Entries:   len(a.lay.entries),
+		Capacity:  int(a.lay.dirCap),
+		FileStats: FileStats{Bytes: a.lay.fileSize, Frozen: a.Frozen(), ReadOnly: a.ReadOnly(), Closed: !open},
 	}
 }
-
-// Size returns the arena file's size in bytes.
-func (a *Arena) Size() uint64 { return a.lay.fileSize }
 
 // freeze is the arena's Freeze: it seals the file under the write lock,
 // so that no structure is being created as it does.

@@ -111,7 +111,7 @@ func TestArena_GatewayStructures(t *testing.T) {
 		t.Errorf("List() (-want +got):\n%s", diff)
 	}
 	st := w.Stats()
-	if st.Entries != 3 || st.Size != 1<<20 || st.Used+st.Free != st.Size || st.Capacity != 256 {
+	if st.Entries != 3 || st.Bytes != 1<<20 || st.Used+st.Free != st.Bytes || st.Capacity != 256 {
 		t.Errorf("Stats() = %+v", st)
 	}
 	if !strings.Contains(c2.String(), "clients") || strings.Contains(fmt.Sprint(c2), fmt.Sprint(c2.Seed())) {
@@ -562,8 +562,8 @@ func TestArena_StatsBytes(t *testing.T) {
 		}
 		sum += got[e.Name]
 	}
-	if sum > a.Size() {
-		t.Errorf("the structures' Bytes sum to %d, more than the arena's %d", sum, a.Size())
+	if sum > a.Stats().Bytes {
+		t.Errorf("the structures' Bytes sum to %d, more than the arena's %d", sum, a.Stats().Bytes)
 	}
 	c := mustOpen(t, tempPath(t, "cms"), arCMS)
 	if n, _ := arCMS.Bytes(); c.Stats().Bytes != n {

@@ -279,13 +279,8 @@ type BloomStats struct {
 	// Seen counts the Add calls that found every bit already set: keys
 	// probably added before (or false positives). Added + Seen is every
 	// add since the last Reset; Merge changes neither.
-	Seen     uint64 `json:"seen"`
-	Bytes    uint64 `json:"bytes"`     // the file's, or in an arena the filter's region
-	Frozen   bool   `json:"frozen"`    // sealed by Freeze
-	ReadOnly bool   `json:"read_only"` // this handle is a read-only view
-	// Closed is set when the handle was closed; then the filter reads as
-	// full (Set = Bits, Fill 1, Estimated MaxFloat64), never as empty.
-	Closed bool `json:"closed"`
+	Seen uint64 `json:"seen"`
+	FileStats
 }
 
 // OpenBloom opens the Bloom filter at a place (see Place), creating it with
@@ -513,9 +508,9 @@ func (b *Bloom) freeze() error {
 // bit array, so it belongs on a status page, not in a loop.
 func (b *Bloom) Stats() BloomStats {
 	s := BloomStats{
-		Bits:     b.l.blocks * bloomBlockBits,
-		Hashes:   b.l.k,
-		ReadOnly: b.ReadOnly(),
+		Bits:      b.l.blocks * bloomBlockBits,
+		Hashes:    b.l.k,
+		FileStats: FileStats{ReadOnly: b.ReadOnly()},
 	}
 	if b.m == nil || !b.open.Load() {
 		return b.closedStats(s)
@@ -536,7 +531,7 @@ func (b *Bloom) Stats() BloomStats {
 
 func (b *Bloom) closedStats(s BloomStats) BloomStats {
 	return BloomStats{Bits: s.Bits, Hashes: s.Hashes, Capacity: s.Capacity, FPRate: s.FPRate,
-		Set: s.Bits, Fill: 1, Estimated: math.MaxFloat64, ReadOnly: b.ReadOnly(), Closed: true}
+		Set: s.Bits, Fill: 1, Estimated: math.MaxFloat64, FileStats: FileStats{ReadOnly: b.ReadOnly(), Closed: true}}
 }
 
 // estimate inverts the expected fill of a blocked filter holding n keys,

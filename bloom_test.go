@@ -244,7 +244,7 @@ func TestBloom_StatsResetClose(t *testing.T) {
 	b.AddString("a")
 	st := b.Stats()
 	want := BloomStats{Bits: b.Bits(), Hashes: b.Hashes(), Capacity: 1000, FPRate: 0.01, Set: st.Set,
-		Fill: float64(st.Set) / float64(b.Bits()), Estimated: st.Estimated, Added: 1, Seen: 1, Bytes: st.Bytes}
+		Fill: float64(st.Set) / float64(b.Bits()), Estimated: st.Estimated, Added: 1, Seen: 1, FileStats: FileStats{Bytes: st.Bytes}}
 	if diff := cmp.Diff(want, st); diff != "" {
 		t.Errorf("Stats() (-want +got):\n%s", diff)
 	}

@@ -175,14 +175,7 @@ type BloomWindowStats struct {
 	CheckRate float64 `json:"check_rate"`
 	// Slots describes each slot.
 	Slots []BloomWindowSlotStats `json:"slots"`
-	// Bytes is the size of the file, or in an arena of the window's own
-	// region.
-	Bytes    uint64 `json:"bytes"`
-	Frozen   bool   `json:"frozen"`
-	ReadOnly bool   `json:"read_only"`
-	// Closed is set when the handle was closed; then CheckRate is 1 and
-	// no slot is listed.
-	Closed bool `json:"closed"`
+	FileStats
 }
 
 // BloomWindowSlotStats describes one slot of a Bloom window.
@@ -573,12 +566,12 @@ func (w *BloomWindow) Hashes() int {
 // in a loop.
 func (w *BloomWindow) Stats() BloomWindowStats {
 	s := BloomWindowStats{
-		Bits:     w.Bits(),
-		Hashes:   w.Hashes(),
-		Capacity: w.Config().Bloom.Capacity,
-		Period:   w.win.Period,
-		Keep:     w.win.Keep,
-		ReadOnly: w.ReadOnly(),
+		Bits:      w.Bits(),
+		Hashes:    w.Hashes(),
+		Capacity:  w.Config().Bloom.Capacity,
+		Period:    w.win.Period,
+		Keep:      w.win.Keep,
+		FileStats: FileStats{ReadOnly: w.ReadOnly()},
 	}
 	if w.m != nil {
 		s.FPRate = w.Config().Bloom.FPRate
@@ -621,7 +614,7 @@ func (w *BloomWindow) Stats() BloomWindowStats {
 
 func (w *BloomWindow) closedStats(s BloomWindowStats) BloomWindowStats {
 	return BloomWindowStats{Bits: s.Bits, Hashes: s.Hashes, Capacity: s.Capacity, FPRate: s.FPRate,
-		Period: s.Period, Keep: s.Keep, Bytes: s.Bytes, CheckRate: 1, ReadOnly: w.ReadOnly(), Closed: true}
+		Period: s.Period, Keep: s.Keep, CheckRate: 1, FileStats: FileStats{Bytes: s.Bytes, ReadOnly: w.ReadOnly(), Closed: true}}
 }
 
 // Close stops the handle's clock and releases the descriptor, the lock's

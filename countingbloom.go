@@ -180,10 +180,7 @@ type CountingBloomStats struct {
 	Count       float64 `json:"count"`        // estimated distinct items present (MaxFloat64 when full)
 	FillRatio   float64 `json:"fill_ratio"`   // CountersSet / Counters
 	Ops         uint64  `json:"ops"`          // write-path calls, in every process
-	Bytes       uint64  `json:"bytes"`        // the file's, or in an arena the filter's region
-	Frozen      bool    `json:"frozen"`       // sealed by Freeze
-	ReadOnly    bool    `json:"read_only"`    // this handle is a read-only view
-	Closed      bool    `json:"closed"`       // this handle was closed
+	FileStats
 }
 
 // OpenCountingBloom opens the counting Bloom filter at a place (see
@@ -458,9 +455,9 @@ func (b *CountingBloom) count(set uint64) float64 {
 // Stats reports the filter's geometry and fill. It walks the counters.
 func (b *CountingBloom) Stats() CountingBloomStats {
 	s := CountingBloomStats{
-		Counters: b.l.mask + 1,
-		Hashes:   b.l.k,
-		ReadOnly: b.ReadOnly(),
+		Counters:  b.l.mask + 1,
+		Hashes:    b.l.k,
+		FileStats: FileStats{ReadOnly: b.ReadOnly()},
 	}
 	if b.m == nil || !b.open.Load() {
 		s.Closed = true
@@ -478,7 +475,7 @@ func (b *CountingBloom) Stats() CountingBloomStats {
 	s.Ops = b.l.ops()
 	s.Frozen = atomic.LoadUint32(b.sealed) != 0
 	if !b.open.Load() {
-		return CountingBloomStats{Counters: s.Counters, Hashes: s.Hashes, ReadOnly: b.ReadOnly(), Closed: true}
+		return CountingBloomStats{Counters: s.Counters, Hashes: s.Hashes, FileStats: FileStats{ReadOnly: b.ReadOnly(), Closed: true}}
 	}
 	return s
 }

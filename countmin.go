@@ -88,9 +88,6 @@ type CountMinStats struct {
 	// Rows and Width are the shape: hash functions, counters per row.
 	Rows  int `json:"rows"`
 	Width int `json:"width"`
-	// Bytes is the size of the file (header and counters), or in an arena
-	// of the sketch's own region.
-	Bytes uint64 `json:"bytes"`
 	// Total is everything counted since the last reset (the largest row
 	// sum, so an add interrupted by a crash can only raise it).
 	Total uint64 `json:"total"`
@@ -108,13 +105,7 @@ type CountMinStats struct {
 	ErrorRate float64 `json:"error_rate"`
 	// Confidence is the effective 1-δ, 1 - e^-Rows, for one query.
 	Confidence float64 `json:"confidence"`
-	// Frozen is set when the file is sealed (Freeze).
-	Frozen bool `json:"frozen"`
-	// ReadOnly is set on a read-only view.
-	ReadOnly bool `json:"read_only"`
-	// Closed is set when the handle was closed; then Total and ErrorBound
-	// are ClosedEstimate and Adds is 0.
-	Closed bool `json:"closed"`
+	FileStats
 }
 
 // SuggestCountMin returns the shape that gives estimates within

@@ -61,7 +61,7 @@ func TestOpenCountMin_Defaults(t *testing.T) {
 		t.Fatalf("default shape = %d x %d, want 5 x 4096", c.Config().Rows, c.Config().Width)
 	}
 	st := c.Stats()
-	want := CountMinStats{Rows: 5, Width: 4096, Bytes: st.Bytes, ErrorRate: st.ErrorRate, Confidence: st.Confidence}
+	want := CountMinStats{Rows: 5, Width: 4096, FileStats: FileStats{Bytes: st.Bytes}, ErrorRate: st.ErrorRate, Confidence: st.Confidence}
 	if diff := cmp.Diff(want, st); diff != "" {
 		t.Errorf("Stats of a new sketch (-want +got):\n%s", diff)
 	}

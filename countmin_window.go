@@ -176,12 +176,7 @@ type CountMinWindowStats struct {
 	ErrorBound uint64 `json:"error_bound"`
 	// Slots describes each slot.
 	Slots []WindowSlotStats `json:"slots"`
-	// Bytes is the size of the file, or in an arena of the window's own
-	// region.
-	Bytes    uint64 `json:"bytes"`
-	Frozen   bool   `json:"frozen"`
-	ReadOnly bool   `json:"read_only"`
-	Closed   bool   `json:"closed"`
+	FileStats
 }
 
 // WindowSlotStats describes one slot of a window.
@@ -700,11 +695,11 @@ func (w *CountMinWindow) EstimateString(key string) uint64 {
 // total and error bound over the periods covered. It walks every slot.
 func (w *CountMinWindow) Stats() CountMinWindowStats {
 	s := CountMinWindowStats{
-		Rows:     w.Config().CountMin.Rows,
-		Width:    w.Config().CountMin.Width,
-		Period:   w.win.Period,
-		Keep:     w.win.Keep,
-		ReadOnly: w.ReadOnly(),
+		Rows:      w.Config().CountMin.Rows,
+		Width:     w.Config().CountMin.Width,
+		Period:    w.win.Period,
+		Keep:      w.win.Keep,
+		FileStats: FileStats{ReadOnly: w.ReadOnly()},
 	}
 	if w.m != nil {
 		s.Bytes = w.m.ownBytes()
@@ -731,8 +726,8 @@ func (w *CountMinWindow) Stats() CountMinWindowStats {
 	s.ErrorBound = errorBound(s.Total, s.Width)
 	s.Frozen = atomic.LoadUint32(w.sealed) != 0
 	if !w.open.Load() {
-		return CountMinWindowStats{Rows: s.Rows, Width: s.Width, Period: s.Period, Keep: s.Keep, Bytes: s.Bytes,
-			ReadOnly: w.ReadOnly(), Closed: true, Total: ClosedEstimate, ErrorBound: ClosedEstimate}
+		return CountMinWindowStats{Rows: s.Rows, Width: s.Width, Period: s.Period, Keep: s.Keep,
+			FileStats: FileStats{Bytes: s.Bytes, ReadOnly: w.ReadOnly(), Closed: true}, Total: ClosedEstimate, ErrorBound: ClosedEstimate}
 	}
 	return s
 }

@@ -65,7 +65,7 @@ func makeArena(t *testing.T, dir string, seed string) string {
 	path := filepath.Join(dir, "web.arena")
 	var a createdOut[sketch.ArenaStats]
 	decode(t, sk(t, "create", path, "--kind", "arena", "--size", "4M", "--seed-file", seedFile(t, seed), "--json").ok(t, "create arena"), &a)
-	if a.File != path || a.Kind != "arena" || a.Bytes != 4<<20 || a.Stats.Size != 4<<20 || a.Stats.Entries != 0 || a.Stats.Free == 0 {
+	if a.File != path || a.Kind != "arena" || a.Bytes != 4<<20 || a.Stats.Bytes != 4<<20 || a.Stats.Entries != 0 || a.Stats.Free == 0 {
 		t.Fatalf("create --kind arena --json = %+v", a)
 	}
 	var c createdOut[sketch.CountMinStats]

@@ -86,7 +86,7 @@ func checkFile(path string) checkResult {
 		r.Findings = append(r.Findings, msg)
 	}
 	// Every structure: the one of a standalone file, or each of an arena's.
-	places := []place{{path: path, opts: fileOpts(false)}}
+	places := []place{filePlace(path, fileOpts(false))}
 	if fi.Arena {
 		a, err := sketch.OpenArena(sketch.Path(path), 0, fileOpts(false)...)
 		if err != nil {
@@ -96,7 +96,7 @@ func checkFile(path string) checkResult {
 		r.what = arenaDescription(a.Stats())
 		places = places[:0]
 		for _, e := range fi.Entries {
-			places = append(places, place{path: path, arena: a, name: e.Name})
+			places = append(places, entryPlace(a, path, e.Name))
 		}
 	}
 	for i, p := range places {
@@ -120,7 +120,7 @@ func checkFile(path string) checkResult {
 			what = "a torn add: a writer was killed (or closed) part way through an add"
 		}
 		if fi.Arena {
-			what = quoteName(p.name) + ": " + what
+			what = quoteName(p.entry) + ": " + what
 		}
 		interrupted(fmt.Sprintf("%s, which is not damage and needs no repair (%v)", what, err))
 	}

@@ -149,7 +149,7 @@ sketch create /dev/shm/a.cms --seed-file seed; sketch create /dev/shm/b.cms --se
 				return printArenaCreated(t.path, a, *jsonOut)
 			}
 			flags.cms.Seed, flags.seed = seed, seed
-			s, err := makeStructure(place{path: t.path, opts: opts}, flags)
+			s, err := makeStructure(filePlace(t.path, opts), flags)
 			if err != nil {
 				return err
 			}
@@ -201,9 +201,9 @@ func makeStructure(p place, f createFlags) (structure, error) {
 	case string(sketch.KindCountingBloom):
 		return p.countingBloom(sketch.CountingBloomConfig{Capacity: f.capacity, FPRate: f.fpRate, Seed: f.seed})
 	case string(sketch.KindCountMinWindow):
-		return p.countMinWindow(f.window, f.cms)
+		return p.countMinWindow(sketch.CountMinWindowConfig{Window: f.window, CountMin: f.cms})
 	case string(sketch.KindBloomWindow):
-		return p.bloomWindow(f.window, sketch.BloomConfig{Capacity: f.capacity, FPRate: f.fpRate, Seed: f.seed})
+		return p.bloomWindow(sketch.BloomWindowConfig{Window: f.window, Bloom: sketch.BloomConfig{Capacity: f.capacity, FPRate: f.fpRate, Seed: f.seed}})
 	}
 	return nil, usageError("an arena holds structures, not arenas")
 }
@@ -226,7 +226,7 @@ func createInArena(t target, f createFlags, jsonOut bool) error {
 			return fmt.Errorf("%s exists: the arena has a %s named %s", t, e.Kind, quoteName(t.name))
 		}
 	}
-	s, err := makeStructure(place{path: t.path, arena: a, name: t.name}, f)
+	s, err := makeStructure(entryPlace(a, t.path, t.name), f)
 	if err != nil {
 		return err
 	}
@@ -347,7 +347,7 @@ func printArenaCreated(path string, a *sketch.Arena, jsonOut bool) error {
 	st := a.Stats()
 	desc := arenaDescription(st)
 	if jsonOut {
-		return printJSON(stdout, createdJSON{path, "arena", desc, st.Size, st})
+		return printJSON(stdout, createdJSON{path, "arena", desc, st.Bytes, st})
 	}
 	fmt.Fprintf(stdout, "created %s: %s\n  %d bytes free; add structures with sketch create %s:NAME --kind ...\n", path, desc, st.Free, path)
 	return nil
@@ -355,5 +355,5 @@ func printArenaCreated(path string, a *sketch.Arena, jsonOut bool) error {
 
 // arenaDescription says what an arena is, in a few words.
 func arenaDescription(st sketch.ArenaStats) string {
-	return fmt.Sprintf("arena of %d bytes, %d of %d structures", st.Size, st.Entries, st.Capacity)
+	return fmt.Sprintf("arena of %d bytes, %d of %d structures", st.Bytes, st.Entries, st.Capacity)
 }

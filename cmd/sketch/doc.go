@@ -70,7 +70,7 @@
 //   - create: {"file", "kind", "description", "bytes", "stats"}, where
 //     "stats" is what stats gives for the structure, "bytes" the file's
 //     size, or the region's of a structure in an arena. An arena's "stats"
-//     is the library's ArenaStats ("size", "used", "free", "entries",
+//     is the library's ArenaStats ("bytes", "used", "free", "entries",
 //     "capacity", "frozen", "read_only", "closed").
 //   - add with keys, query: JSON Lines, one object a key. A Count-Min
 //     sketch or window: {"key", "estimate", "low"} (the true count is in

@@ -11,13 +11,7 @@ type bloom struct{ b *sketch.Bloom }
 
 // bloom opens (or, with a Capacity, makes) the Bloom filter at p.
 func (p place) bloom(cfg sketch.BloomConfig) (structure, error) {
-	var b *sketch.Bloom
-	var err error
-	if p.arena != nil {
-		b, err = sketch.OpenBloom(p.arena.Place(p.name), cfg)
-	} else {
-		b, err = sketch.OpenBloom(sketch.Path(p.path), cfg, p.opts...)
-	}
+	b, err := sketch.OpenBloom(p.at, cfg, p.opts...)
 	if err != nil {
 		return nil, err
 	}
@@ -122,7 +116,7 @@ func (s *bloom) sample() sample {
 
 // check has nothing to add to the open's validation: any bit pattern is a
 // valid filter.
-func (s *bloom) check() error  { return nil }
+func (s *bloom) check() error  { return s.b.Check() }
 func (s *bloom) reset() error  { return s.b.Reset() }
 func (s *bloom) freeze() error { return s.b.Freeze() }
 func (s *bloom) unlink() error { return s.b.Unlink() }

@@ -13,14 +13,8 @@ type bloomWindow struct{ w *sketch.BloomWindow }
 
 // bloomWindow opens (or, with a window and a Capacity, makes) the Bloom
 // window at p.
-func (p place) bloomWindow(w sketch.Window, cfg sketch.BloomConfig) (structure, error) {
-	var bw *sketch.BloomWindow
-	var err error
-	if p.arena != nil {
-		bw, err = sketch.OpenBloomWindow(p.arena.Place(p.name), sketch.BloomWindowConfig{Window: w, Bloom: cfg})
-	} else {
-		bw, err = sketch.OpenBloomWindow(sketch.Path(p.path), sketch.BloomWindowConfig{Window: w, Bloom: cfg}, p.opts...)
-	}
+func (p place) bloomWindow(cfg sketch.BloomWindowConfig) (structure, error) {
+	bw, err := sketch.OpenBloomWindow(p.at, cfg, p.opts...)
 	if err != nil {
 		return nil, err
 	}
@@ -136,7 +130,7 @@ func (s *bloomWindow) rotate() error { return s.w.Rotate() }
 
 // check has nothing to add to the open's validation, which reads every
 // slot's word: any bit pattern is a valid filter.
-func (s *bloomWindow) check() error  { return nil }
+func (s *bloomWindow) check() error  { return s.w.Check() }
 func (s *bloomWindow) freeze() error { return s.w.Freeze() }
 func (s *bloomWindow) unlink() error { return s.w.Unlink() }
 

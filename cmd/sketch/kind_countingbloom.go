@@ -12,13 +12,7 @@ type countingBloom struct{ b *sketch.CountingBloom }
 // countingBloom opens (or, with a Capacity, makes) the counting Bloom
 // filter at p.
 func (p place) countingBloom(cfg sketch.CountingBloomConfig) (structure, error) {
-	var b *sketch.CountingBloom
-	var err error
-	if p.arena != nil {
-		b, err = sketch.OpenCountingBloom(p.arena.Place(p.name), cfg)
-	} else {
-		b, err = sketch.OpenCountingBloom(sketch.Path(p.path), cfg, p.opts...)
-	}
+	b, err := sketch.OpenCountingBloom(p.at, cfg, p.opts...)
 	if err != nil {
 		return nil, err
 	}
@@ -112,7 +106,7 @@ func (s *countingBloom) sample() sample {
 // check has nothing to add to the open's validation: any counter value is
 // valid, and a crash leaves nothing to repair (docs/DESIGN.md). What the
 // lock shows is checked by the command.
-func (s *countingBloom) check() error  { return nil }
+func (s *countingBloom) check() error  { return s.b.Check() }
 func (s *countingBloom) reset() error  { return s.b.Reset() }
 func (s *countingBloom) freeze() error { return s.b.Freeze() }
 func (s *countingBloom) unlink() error { return s.b.Unlink() }

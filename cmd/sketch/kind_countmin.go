@@ -11,13 +11,7 @@ type countMin struct{ c *sketch.CountMin }
 
 // countMin opens (or, with an explicit cfg, makes) the Count-Min sketch at p.
 func (p place) countMin(cfg sketch.CountMinConfig) (structure, error) {
-	var c *sketch.CountMin
-	var err error
-	if p.arena != nil {
-		c, err = sketch.OpenCountMin(p.arena.Place(p.name), cfg)
-	} else {
-		c, err = sketch.OpenCountMin(sketch.Path(p.path), cfg, p.opts...)
-	}
+	c, err := sketch.OpenCountMin(p.at, cfg, p.opts...)
 	if err != nil {
 		return nil, err
 	}

@@ -14,14 +14,8 @@ type countMinWindow struct{ w *sketch.CountMinWindow }
 
 // countMinWindow opens (or, with a window, makes) the Count-Min window at
 // p.
-func (p place) countMinWindow(w sketch.Window, cfg sketch.CountMinConfig) (structure, error) {
-	var cw *sketch.CountMinWindow
-	var err error
-	if p.arena != nil {
-		cw, err = sketch.OpenCountMinWindow(p.arena.Place(p.name), sketch.CountMinWindowConfig{Window: w, CountMin: cfg})
-	} else {
-		cw, err = sketch.OpenCountMinWindow(sketch.Path(p.path), sketch.CountMinWindowConfig{Window: w, CountMin: cfg}, p.opts...)
-	}
+func (p place) countMinWindow(cfg sketch.CountMinWindowConfig) (structure, error) {
+	cw, err := sketch.OpenCountMinWindow(p.at, cfg, p.opts...)
 	if err != nil {
 		return nil, err
 	}
@@ -121,7 +115,7 @@ func (s *countMinWindow) rotate() error { return s.w.Rotate() }
 // check has nothing to add to the open's validation, which reads every
 // slot's word; the slots' rows are not compared, since a slot being
 // cleared is torn on purpose.
-func (s *countMinWindow) check() error  { return nil }
+func (s *countMinWindow) check() error  { return s.w.Check() }
 func (s *countMinWindow) freeze() error { return s.w.Freeze() }
 func (s *countMinWindow) unlink() error { return s.w.Unlink() }
 

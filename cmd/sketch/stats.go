@@ -81,7 +81,7 @@ func arenaStats(path string, a *sketch.Arena, jsonOut bool) error {
 	out := statsJSON{File: path, Arena: &st, Structures: []structureStats{}}
 	var rows [][]string
 	for _, e := range a.List() {
-		s, err := openEntry(place{path: path, arena: a, name: e.Name}, e.Kind)
+		s, err := openEntry(entryPlace(a, path, e.Name), e.Kind)
 		if err != nil {
 			return err
 		}
@@ -95,7 +95,7 @@ func arenaStats(path string, a *sketch.Arena, jsonOut bool) error {
 	}
 	fmt.Fprintf(stdout, "%s: %s\n", path, arenaDescription(st))
 	printTable(stdout, [][2]string{
-		{"size", fmt.Sprintf("%d bytes", st.Size)},
+		{"size", fmt.Sprintf("%d bytes", st.Bytes)},
 		{"used", fmt.Sprintf("%d bytes (header, directory, structures)", st.Used)},
 		{"free", fmt.Sprintf("%d bytes", st.Free)},
 		{"structures", fmt.Sprintf("%d of %d", st.Entries, st.Capacity)},

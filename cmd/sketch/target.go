@@ -139,13 +139,24 @@ type sample struct {
 	what    string  // what Total counts, for the text view
 }
 
-// place is where a structure is opened or made: a standalone file, or a
-// name in an arena. Each kind's file opens its kind at a place.
+// place is where a structure is opened or made (the library's Place),
+// with the options that open it and the name messages give it. Each kind's
+// file opens its kind at a place.
 type place struct {
-	path  string
+	at    sketch.Place
 	opts  []sketch.Option // a standalone file's
-	arena *sketch.Arena   // nil for a standalone file
-	name  string
+	label string          // FILE or FILE:NAME, quoted as messages show it
+	entry string          // the name in an arena, "" for a standalone file
+}
+
+// filePlace is the standalone file at path.
+func filePlace(path string, opts []sketch.Option) place {
+	return place{at: sketch.Path(path), opts: opts, label: path}
+}
+
+// entryPlace is the structure named name in the arena a, at path.
+func entryPlace(a *sketch.Arena, path, name string) place {
+	return place{at: a.Place(name), label: path + ":" + quoteName(name), entry: name}
 }
 
 // fileOpts are the options that open an existing file: read-only, or
@@ -183,7 +194,7 @@ func openWhole(t target, readWrite bool) (s structure, a *sketch.Arena, err erro
 	case !fi.Arena && t.name != "":
 		return nil, nil, &exitError{exitUsage, fmt.Errorf("%s: FILE:NAME addresses a structure in an arena; %s holds a %s, not an arena", t, t.path, fi.Entries[0].Description)}
 	case !fi.Arena:
-		s, err = openEntry(place{path: t.path, opts: fileOpts(readWrite)}, sketch.Kind(fi.Entries[0].Kind))
+		s, err = openEntry(filePlace(t.path, fileOpts(readWrite)), sketch.Kind(fi.Entries[0].Kind))
 		return s, nil, err
 	}
 	a, err = sketch.OpenArena(sketch.Path(t.path), 0, fileOpts(readWrite)...)
@@ -194,7 +205,7 @@ func openWhole(t target, readWrite bool) (s structure, a *sketch.Arena, err erro
 	defer a.Close()
 	for _, e := range a.List() {
 		if e.Name == t.name {
-			s, err = openEntry(place{path: t.path, arena: a, name: t.name}, e.Kind)
+			s, err = openEntry(entryPlace(a, t.path, t.name), e.Kind)
 			return s, nil, err
 		}
 	}
@@ -216,15 +227,11 @@ func openEntry(p place, kind sketch.Kind) (structure, error) {
 	case sketch.KindCountingBloom:
 		return p.countingBloom(sketch.CountingBloomConfig{})
 	case sketch.KindCountMinWindow:
-		return p.countMinWindow(sketch.Window{}, sketch.CountMinConfig{})
+		return p.countMinWindow(sketch.CountMinWindowConfig{})
 	case sketch.KindBloomWindow:
-		return p.bloomWindow(sketch.Window{}, sketch.BloomConfig{})
+		return p.bloomWindow(sketch.BloomWindowConfig{})
 	}
-	where := p.path
-	if p.arena != nil {
-		where += ":" + quoteName(p.name)
-	}
-	return nil, fmt.Errorf("%s holds a structure this build does not know (%s)", where, kind)
+	return nil, fmt.Errorf("%s holds a structure this build does not know (%s)", p.label, kind)
 }
 
 // arenaNames are the names of a's structures, quoted for messages.

@@ -343,7 +343,7 @@ func (p *probe) arenaSteps(where string, a *sketch.Arena, rw bool) []namedStep {
 		{"List", func() { a.List() }},
 		{"Stats", func() {
 			a.Stats()
-			a.Size()
+			a.Stats()
 			_ = a.String()
 			a.Seed()
 			a.Frozen()
