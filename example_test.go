@@ -214,7 +214,7 @@ func ExampleCountMin_StatsVar() {
 	// expvar.Publish("requests", cms.StatsVar()) serves this at /debug/vars:
 	fmt.Println(cms.StatsVar())
 	// Output:
-	// {"rows":2,"width":8,"bytes":36864,"total":3,"adds":3,"error_bound":2,"error_rate":0.33978522855738064,"confidence":0.8646647167633873,"frozen":false,"read_only":false,"closed":false}
+	// {"rows":2,"width":8,"total":3,"adds":3,"error_bound":2,"error_rate":0.33978522855738064,"confidence":0.8646647167633873,"bytes":36864,"frozen":false,"read_only":false,"closed":false}
 }
 
 // A gateway keeps its structures in one arena: every worker opens the
