@@ -238,7 +238,7 @@ func validateBloomParams(capacity, fpBits, blocks, k uint64) error {
 }
 
 // Bloom is a Bloom filter (Bloom, 1970) in a shared mapping: a set that
-// answers "no" exactly and "yes" probably. Check never returns false for
+// answers "no" exactly and "yes" probably. Contains never returns false for
 // a key added before it started, in any process, and returns true for a
 // key never added with probability about FPRate at Capacity keys. It holds
 // no keys, so a million long keys cost what a million short ones do. It
@@ -399,7 +399,7 @@ func (b *Bloom) Contains(key []byte) bool {
 	return b.l.checkHashed(h1, hi) || !b.open.Load()
 }
 
-// ContainsString is Check for a string key.
+// ContainsString is Contains for a string key.
 func (b *Bloom) ContainsString(key string) bool {
 	if !b.open.Load() {
 		return true
@@ -439,7 +439,7 @@ func (b *Bloom) batchCore(n int) bloomCore {
 }
 
 // Reset forgets every key and zeroes the counts, in every process. It is
-// not atomic: readers and adders are not locked out, so a Check at the
+// not atomic: readers and adders are not locked out, so a Contains at the
 // same moment may see the filter half cleared and answer either way for a
 // key being forgotten (what it would have answered a moment either side),
 // and a key added at the same moment may survive in part, and then read

@@ -126,13 +126,13 @@ func validateBloomWindowEntry(e entry) error {
 // BloomConfig for one period's keys, and the window's control words
 // (window.go; docs/DESIGN.md, "Windows"). Every process computes the same
 // current period, from the clock or from the Rotate count stored in the
-// file, and adds to that period's slot; Check asks the Keep slots of the
+// file, and adds to that period's slot; Contains asks the Keep slots of the
 // window. The spare slot is cleared for the next period while the others
 // serve, by the one process that wins it; a process killed while it
 // clears is taken over by the next one that needs the slot.
 //
-// Check's false is exact for the periods covered: a key added in any of
-// the last Keep periods, before Check started, in any process, is found.
+// The false of Contains is exact for the periods covered: a key added in any of
+// the last Keep periods, before Contains started, in any process, is found.
 // A key added only in periods that have left the window, or never, is
 // found with the false-positive rate of the Keep filters asked: about
 // 1 - (1-r_1)·…·(1-r_Keep), each r_i its filter's rate at its load, so at
@@ -141,7 +141,7 @@ func validateBloomWindowEntry(e entry) error {
 // moment of a turn by a process that had not seen it yet lands in the old
 // period, as CountMinWindow's do.
 //
-// Calls after Close return ErrClosed; Check then answers true, never
+// Calls after Close return ErrClosed; Contains then answers true, never
 // claiming a key is absent.
 type BloomWindow struct {
 	windowBase
@@ -162,7 +162,7 @@ type BloomWindowStats struct {
 	Period time.Duration `json:"period"`
 	Keep   int           `json:"keep"`
 	// Current is the period adds go to now, and Oldest the first period
-	// Check covers: it covers Oldest to Current.
+	// Contains covers: it covers Oldest to Current.
 	Current uint64 `json:"current"`
 	Oldest  uint64 `json:"oldest"`
 	// Start is when the current period started by the clock (Period > 0
@@ -170,7 +170,7 @@ type BloomWindowStats struct {
 	Start time.Time `json:"start,omitempty"`
 	// Rotations is how many times Rotate turned the period.
 	Rotations uint64 `json:"rotations"`
-	// CheckRate is the modelled rate at which Check finds a key never
+	// CheckRate is the modelled rate at which Contains finds a key never
 	// added in the periods covered: 1 - Π(1 - Rate) over their slots.
 	CheckRate float64 `json:"check_rate"`
 	// Slots describes each slot.
@@ -318,7 +318,7 @@ func (w *BloomWindow) inEarlier(lo, hi, p, s uint64) bool {
 // Add adds key to the current period and reports whether it was already
 // in the window: true when every one of its bits was already set in the
 // current period's filter, or when the filter of an earlier period of the
-// window has the key (what Check would have answered just before, up to
+// window has the key (what Contains would have answered just before, up to
 // the current filter's own bits). Either way the key is now in the
 // current period, so it stays in the window for Keep more periods. False
 // means this call set a bit in the current filter and no earlier period
@@ -398,7 +398,7 @@ func (w *BloomWindow) Contains(key []byte) bool {
 	return found || !w.open.Load()
 }
 
-// ContainsString is Check for a string key.
+// ContainsString is Contains for a string key.
 func (w *BloomWindow) ContainsString(key string) bool {
 	if !w.open.Load() {
 		return true
@@ -431,7 +431,7 @@ func (w *BloomWindow) lookup(lo, hi uint64) (found bool, p uint64) {
 }
 
 // checkHeld is check's usual case, written out (the read protocol's
-// closures cost a Check at Keep 2 about 2 ns, 8-10%: measured with
+// closures cost a Contains at Keep 2 about 2 ns, 8-10%: measured with
 // BenchmarkBloomWindowCheck): every slot of p's window holds its period
 // and none changed under its read. ok is false when one did not, and
 // check then reads the window again with readWindow.

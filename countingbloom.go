@@ -159,7 +159,7 @@ func validateCountingBloomEntry(e entry) error {
 // stick there.
 //
 // Contains, Estimate, Count and Stats take no lock. Add and AddBatch take the
-// file's read lock (so many processes add at once), Remove, Clear, Merge
+// file's read lock (so many processes add at once), Remove, Reset, Merge
 // and Freeze its write lock; a process killed holding either is recovered
 // from within about 10 ms (docs/DESIGN.md).
 type CountingBloom struct {
