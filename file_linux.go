@@ -228,6 +228,16 @@ func adopt(fd int, path string, sp spec, o options, deadline time.Time) (*mappin
 		return nil, ErrInterruptedCreate
 	}
 	if sp.size == 0 {
+		// Nothing to create: a partly written header is still what a
+		// create cut short left, and says so; an empty or all-zero file
+		// has nothing to attach to.
+		if st.Size != 0 {
+			if zero, err := allZero(fd, st.Size, deadline); err != nil {
+				return nil, err
+			} else if !zero {
+				return nil, ErrInterruptedCreate
+			}
+		}
 		return nil, errCannotAdopt
 	}
 	what := "empty file"
