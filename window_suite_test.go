@@ -7,7 +7,7 @@ package sketch
 // the clear's election), so what holds for that base is tested once here,
 // over a table of the two kinds, with subtests named by kind: turns,
 // views, freeze, close, damaged words, clears taken over or waited for,
-// clock windows.
+// clock windows, and the race tests whose logic is the same.
 // The model is bbolt's freelist_test.go, one table over every freelist.
 // What only one kind promises (a Count-Min window's exact estimates per
 // period, a Bloom window's fill and false positives) stays in the kind's
@@ -1001,6 +1001,155 @@ func TestWindows_RotateWithLateTimer(t *testing.T) {
 		lateClk.cur.Add(1) // late's timer fires at last
 		if got := late.countString("after"); got != 1 {
 			t.Errorf("an add made after Rotate returned: count %d through the rotating handle once its timer fired, want 1", got)
+		}
+	})
+}
+
+// seenBound bounds a test that runs until it has seen what it checks
+// (periods turned, adds checked): only a machine that makes no progress
+// at all gets near it.
+const seenBound = time.Minute
+
+// rotateRaceRef counts completed adds by the number of Rotate calls that
+// had returned when each add started: such an add lands in that period or
+// a later one.
+type rotateRaceRef struct {
+	rotDone atomic.Uint64
+	done    [1 << 20]atomic.Uint64
+}
+
+// lowerInWindow returns a lower bound of what the window of period p
+// holds, from a snapshot of done taken before p was read.
+func lowerInWindow(snap map[uint64]uint64, first, p uint64) uint64 {
+	var n uint64
+	for r := first; r <= p; r++ {
+		n += snap[r]
+	}
+	return n
+}
+
+// TestWindows_RotateRace: goroutines add one key through one handle while
+// another handle turns a Rotate-only window as fast as it can; a third
+// checks, through its own handle, that its answers one by one and in
+// batches never tell less than the adds that certainly fall in the window
+// (those started after the window's first period began and done before
+// the read started): a Count-Min estimate is never below them, a key
+// such an add put in a Bloom window is always found. Each add's own
+// answer, while the period stays, meets the same bound.
+func TestWindows_RotateRace(t *testing.T) {
+	forEachKind(t, func(t *testing.T, k *windowKind) {
+		for _, keep := range []int{1, 2, 3, 4, 5} {
+			t.Run(fmt.Sprintf("keep=%d", keep), func(t *testing.T) {
+				path := tempPath(t, "win")
+				cfgs := windowCfgs{CountMin: CountMinConfig{Rows: 2, Width: 64}, Bloom: BloomConfig{Capacity: 64}}
+				open := func() testWindow { return mustOpenKind(t, k, Path(path), Window{Keep: keep}, cfgs) }
+				adder, rot, reader := open(), open(), open()
+				ref := new(rotateRaceRef)
+				key := []byte("hot")
+				stop := make(chan struct{})
+				var wg sync.WaitGroup
+				var failed atomic.Bool
+				for g := range 2 {
+					wg.Go(func() {
+						for i := 0; ; i++ {
+							select {
+							case <-stop:
+								return
+							default:
+							}
+							c0 := adder.Current()
+							first := adder.base().ctl.first(c0)
+							var lower uint64
+							for r := first; r <= c0; r++ {
+								lower += ref.done[r].Load()
+							}
+							r := ref.rotDone.Load()
+							batch := g == 1 && i%2 == 0
+							var got addAnswer
+							var err error
+							if batch {
+								out := make([]addAnswer, 1)
+								err = adder.addBatch([][]byte{key}, out)
+								got = out[0]
+							} else {
+								got, err = adder.addN(key, 1)
+							}
+							if err != nil {
+								t.Error(err)
+								return
+							}
+							ref.done[r].Add(1)
+							if adder.Current() == c0 && (got.after < k.counts(lower+1) || got.before < k.counts(lower)) {
+								failed.Store(true)
+								t.Errorf("period %d: add (batch %v) answered %+v, but at least %d adds fall in periods %d..%d", c0, batch, got, lower+1, first, c0)
+								return
+							}
+							// Leave periods without the key now and then.
+							if i%64 == 0 {
+								time.Sleep(50 * time.Microsecond)
+							}
+						}
+					})
+				}
+				wg.Go(func() {
+					for {
+						select {
+						case <-stop:
+							return
+						default:
+						}
+						if ref.rotDone.Load() >= uint64(len(ref.done))-8 {
+							return
+						}
+						if err := rot.Rotate(); err != nil {
+							t.Error(err)
+							return
+						}
+						ref.rotDone.Add(1)
+					}
+				})
+				checks, bad := 0, 0
+				deadline := time.Now().Add(700 * time.Millisecond)
+				for time.Now().Before(deadline) && !failed.Load() {
+					rd := ref.rotDone.Load()
+					lo := uint64(0)
+					if rd > uint64(keep)+3 {
+						lo = rd - uint64(keep) - 3
+					}
+					hi := rd + 3
+					snap := map[uint64]uint64{}
+					for r := lo; r <= hi; r++ {
+						snap[r] = ref.done[r].Load()
+					}
+					p0 := reader.Current()
+					var got uint64
+					batch := checks%2 == 1
+					if batch {
+						out := make([]uint64, 1)
+						if err := reader.countBatch([][]byte{key}, out); err != nil {
+							t.Fatal(err)
+						}
+						got = out[0]
+					} else {
+						got = reader.count(key)
+					}
+					p1 := reader.Current()
+					first := reader.base().ctl.first(p0)
+					if p0 != p1 || first < lo || p0 > hi {
+						continue
+					}
+					checks++
+					if n := lowerInWindow(snap, first, p0); got < k.counts(n) {
+						bad++
+						if bad <= 3 {
+							t.Errorf("period %d (batch %v): count %d, but at least %d adds fall in periods %d..%d", p0, batch, got, n, first, p0)
+						}
+					}
+				}
+				close(stop)
+				wg.Wait()
+				t.Logf("%d checks, %d below the reference, %d rotations", checks, bad, ref.rotDone.Load())
+			})
 		}
 	})
 }
