@@ -7,13 +7,14 @@ package sketch
 // the clear's election), so what holds for that base is tested once here,
 // over a table of the two kinds, with subtests named by kind: turns,
 // views, freeze, close, damaged words, clears taken over or waited for,
-// clock windows, and the race tests whose logic is the same.
+// clock windows, and the process and race tests whose logic is the same.
 // The model is bbolt's freelist_test.go, one table over every freelist.
 // What only one kind promises (a Count-Min window's exact estimates per
 // period, a Bloom window's fill and false positives) stays in the kind's
 // files.
 
 import (
+	"bufio"
 	"bytes"
 	"errors"
 	"fmt"
@@ -22,6 +23,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -37,6 +39,8 @@ var (
 	// exactCfgs: a Count-Min window whose estimates of a few hundred keys
 	// are exact, and a Bloom window of a few thousand keys a period at 1%.
 	exactCfgs = windowCfgs{CountMin: winCfg, Bloom: bwinCfg}
+	// procCfgs are the windows the child processes share.
+	procCfgs = windowCfgs{CountMin: winCfg, Bloom: bwinProcCfg}
 )
 
 // windowKind is one kind of window as the suite drives it.
@@ -60,6 +64,14 @@ type windowKind struct {
 	// keepParam and periodParam index the window's Keep and Period in the
 	// file's entry parameters; spareParam is the first one unused.
 	keepParam, periodParam, spareParam int
+	// addRole and clearRole are the roles (TestHelperProcess) of the
+	// kind's child that adds its own keys and of the one that stops inside
+	// a clear.
+	addRole, clearRole string
+	// truth checks, once the children that added (addRole) are done, that
+	// the window's answers cover the keys they printed; when the window no
+	// longer turns (Rotate only), that it answers for all of them.
+	truth func(t *testing.T, w testWindow, hs []*helper, still bool)
 }
 
 // counts is what the kind tells of a key counted n times in the window.
@@ -101,6 +113,8 @@ type testWindow interface {
 	// clear that stopped half way leaves it.
 	plant(s uint64, key string, n uint64)
 	stats() windowStats
+	// sample is what the file shows now, for the process tests.
+	sample() winSample
 }
 
 // addAnswer is what an add reports of its key: the window's count just
@@ -153,6 +167,8 @@ var (
 		},
 		most: maxCount, closedCount: ClosedEstimate,
 		keepParam: 3, periodParam: 2, spareParam: 4,
+		addRole: "winadd", clearRole: "winclear",
+		truth: countMinWindowTruth,
 	}
 	bloomWindowKind = &windowKind{
 		name: "BloomWindow",
@@ -176,6 +192,8 @@ var (
 		},
 		most: 1, closedCount: 1,
 		keepParam: 5, periodParam: 4, spareParam: 6,
+		addRole: "bwinadd", clearRole: "bwinclear",
+		truth: bloomWindowTruth,
 	}
 	windowKinds = []*windowKind{countMinWindowKind, bloomWindowKind}
 )
@@ -268,6 +286,20 @@ func (w cmWindow) stats() windowStats {
 	return ws
 }
 
+// sample takes each slot's first row sum: a slot keeps no add count.
+func (w cmWindow) sample() winSample {
+	s := winSample{epoch: w.ctl.epoch()}
+	sums := make([]uint64, w.slots[0].rows)
+	for i := range w.slots {
+		s.words = append(s.words, atomic.LoadUint64(w.ctl.word(uint64(i))))
+		// The handle's core: C in cgo builds, which the race detector
+		// does not slow down (the sampler must finish inside a period).
+		w.core.rowSums(&w.slots[i], sums)
+		s.adds = append(s.adds, sums[0])
+	}
+	return s
+}
+
 // bloomWindow is a Bloom window through the suite's adapter.
 type bloomWindow struct{ *BloomWindow }
 
@@ -331,6 +363,17 @@ func (w bloomWindow) stats() windowStats {
 		ws.slots = append(ws.slots, slotStats{state: sl.State, period: sl.Period, counted: sl.Added, seen: sl.Seen, empty: sl.Set == 0})
 	}
 	return ws
+}
+
+// sample takes each slot's adds, new or not.
+func (w bloomWindow) sample() winSample {
+	s := winSample{epoch: w.ctl.epoch()}
+	for i := range w.slots {
+		s.words = append(s.words, atomic.LoadUint64(w.ctl.word(uint64(i))))
+		added, seen := w.slots[i].counts()
+		s.adds = append(s.adds, added+seen)
+	}
+	return s
 }
 
 // checkTurned checks a Rotate-only window after round turns: Current and
@@ -1149,6 +1192,388 @@ func TestWindows_RotateRace(t *testing.T) {
 				close(stop)
 				wg.Wait()
 				t.Logf("%d checks, %d below the reference, %d rotations", checks, bad, ref.rotDone.Load())
+			})
+		}
+	})
+}
+
+// Windows shared by real processes of both backends: periods turned by
+// the clock and by Rotate from another process while everyone adds, and
+// a clearer killed inside its clear.
+
+const (
+	envWinPeriod = "SKETCH_TEST_WIN_PERIOD_MS" // winadd: the window's period
+	envWinKeep   = "SKETCH_TEST_WIN_KEEP"      // winadd: the window's keep
+	envWinRun    = "SKETCH_TEST_WIN_RUN_MS"    // winadd: the longest it adds
+	envWinStop   = "SKETCH_TEST_WIN_STOP"      // winadd: a file whose creation says stop
+)
+
+// winAdderRun bounds how long a child adder runs when its parent never
+// tells it to stop (a parent that failed): within childTimeout.
+const winAdderRun = 45 * time.Second
+
+// winSampling bounds how long a parent samples the periods of its adders;
+// they keep adding until it has seen what it must.
+const winSampling = 30 * time.Second
+
+// winStop tells a child adder when to stop: once the parent has created
+// the file at envWinStop (looked for every 50 steps), or after envWinRun
+// ms.
+type winStop struct {
+	path     string
+	deadline time.Time
+	stopped  bool
+}
+
+func newWinStop() *winStop {
+	return &winStop{path: os.Getenv(envWinStop), deadline: time.Now().Add(time.Duration(envInt(envWinRun)) * time.Millisecond)}
+}
+
+// now reports whether the adder should stop before step.
+func (s *winStop) now(step int) bool {
+	if step%50 == 0 && !s.stopped {
+		_, err := os.Stat(s.path)
+		s.stopped = err == nil || time.Now().After(s.deadline)
+	}
+	return s.stopped
+}
+
+// winAdderEnv is the environment of child adder i of the window w at path,
+// which stops once stopPath exists.
+func winAdderEnv(path, stopPath string, i int, w Window) []string {
+	return envs(envPath, path, envChild, i, envWinPeriod, w.Period.Milliseconds(), envWinKeep, w.Keep, envWinRun, winAdderRun.Milliseconds(), envWinStop, stopPath)
+}
+
+// stopAdders tells the adders started with stopPath to stop.
+func stopAdders(t *testing.T, stopPath string) {
+	t.Helper()
+	if err := os.WriteFile(stopPath, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func envWindow() Window {
+	return Window{Period: time.Duration(envInt(envWinPeriod)) * time.Millisecond, Keep: envInt(envWinKeep)}
+}
+
+// inChildWindow runs add, in child adder envChild, on the window of kind
+// k at envPath (envWindow, procCfgs) once every child opened it, and
+// closes the window.
+func inChildWindow(k *windowKind, add func(w testWindow, me string) error) error {
+	w, err := k.open(Path(os.Getenv(envPath)), envWindow(), procCfgs)
+	if err != nil {
+		return err
+	}
+	defer w.Close()
+	if err := childBarrier(); err != nil {
+		return err
+	}
+	return add(w, os.Getenv(envChild))
+}
+
+// windowAdders starts children adders of kind k, alternating backends
+// where both build; they add until stopAdders(t, stopPath).
+func windowAdders(t *testing.T, k *windowKind, path, stopPath string, w Window, children int) []*helper {
+	t.Helper()
+	other := otherBackendExe(t)
+	var specs []childSpec
+	for i := range children {
+		exe := ""
+		if i%2 == 1 {
+			exe = other
+		}
+		specs = append(specs, childSpec{exe: exe, name: fmt.Sprintf("adder %d", i), role: k.addRole, env: winAdderEnv(path, stopPath, i, w)})
+	}
+	return startGroup(t, childContext(t), specs)
+}
+
+// scanRefs calls parse with the fields after "ref" of each "ref" line of
+// four fields that child c printed.
+func scanRefs(t *testing.T, hs []*helper, parse func(c int, f []string) error) {
+	t.Helper()
+	for c, h := range hs {
+		sc := bufio.NewScanner(bytes.NewReader(h.stdout.Bytes()))
+		for sc.Scan() {
+			f := strings.Fields(sc.Text())
+			if len(f) != 4 || f[0] != "ref" {
+				continue
+			}
+			if err := parse(c, f[1:]); err != nil {
+				t.Fatalf("%s printed %q: %v", h.name, sc.Text(), err)
+			}
+		}
+	}
+}
+
+// winSample is what a window's file shows at one moment: each slot's word
+// and what it counted.
+type winSample struct {
+	epoch uint64
+	words []uint64
+	adds  []uint64
+}
+
+// grew reports whether any slot grew from sample a to b.
+func grew(a, b winSample) bool {
+	for i := range a.adds {
+		if b.adds[i] > a.adds[i] {
+			return true
+		}
+	}
+	return false
+}
+
+// checkOneSlotGrew fails unless, between samples a and b taken inside
+// period p, p's slot held p throughout and grew, and no other slot grew
+// but the previous period's: an add that read its period before the turn
+// may still land there.
+func checkOneSlotGrew(t *testing.T, p uint64, a, b winSample) {
+	t.Helper()
+	n := uint64(len(a.words))
+	s := p % n
+	if a.words[s] != heldWord(p) || b.words[s] != heldWord(p) {
+		t.Errorf("period %d: its slot %d held words %#x then %#x, want %#x", p, s, a.words[s], b.words[s], heldWord(p))
+	}
+	if b.adds[s] <= a.adds[s] {
+		t.Errorf("period %d: its slot %d did not grow (%d then %d adds)", p, s, a.adds[s], b.adds[s])
+	}
+	for i := range a.adds {
+		if uint64(i) != s && uint64(i) != (p+n-1)%n && b.adds[i] > a.adds[i] {
+			t.Errorf("period %d: slot %d (word %#x) grew from %d to %d adds while slot %d serves", p, i, b.words[i], a.adds[i], b.adds[i], s)
+		}
+	}
+}
+
+// sampleClockPeriods samples the file of the clock-turned window c twice
+// inside each period of the clock, once the period is published and its
+// slot holds it, and checks with checkOneSlotGrew each period in which
+// the adders added between the samples. It returns how many periods it
+// checked: want, unless an adder stopped or winSampling ran out first. A
+// period in which this sampler ran late, or nobody added, gives no
+// verdict: on a loaded machine either happens.
+func sampleClockPeriods(t *testing.T, c *windowCtl, hs []*helper, want int, sample func() winSample) int {
+	t.Helper()
+	period := c.period
+	deadline := time.Now().Add(winSampling)
+	checked := 0
+	for checked < want && !anyDone(hs) && time.Now().Before(deadline) {
+		p := time.Now().UnixNano()/period + 1 // the next whole period
+		end := p*period + period*85/100
+		sleepUntil(p*period + period*4/10)
+		// Until some adder published p and prepared its slot, a late
+		// timer's adds still go to the period before.
+		for !c.held(uint64(p)%c.n, uint64(p)) || atomic.LoadUint64(c.latestWord()) < uint64(p) {
+			if time.Now().UnixNano() >= end {
+				break
+			}
+			time.Sleep(time.Millisecond)
+		}
+		a := sample()
+		sleepUntil(end)
+		b := sample()
+		if time.Now().UnixNano() >= (p+1)*period || !grew(a, b) {
+			continue
+		}
+		checkOneSlotGrew(t, uint64(p), a, b)
+		checked++
+	}
+	return checked
+}
+
+// sampleRotatedPeriods turns the Rotate-only window c with rotate, samples
+// its file twice between turns, and checks with checkOneSlotGrew each
+// period in which the adders added between the samples. It returns how
+// many periods it checked, as sampleClockPeriods.
+func sampleRotatedPeriods(t *testing.T, c *windowCtl, hs []*helper, want int, rotate func() error, sample func() winSample) int {
+	t.Helper()
+	deadline := time.Now().Add(winSampling)
+	checked := 0
+	for checked < want && !anyDone(hs) && time.Now().Before(deadline) {
+		if err := rotate(); err != nil {
+			t.Fatal(err)
+		}
+		p := c.epoch()
+		time.Sleep(15 * time.Millisecond)
+		a := sample()
+		time.Sleep(45 * time.Millisecond)
+		b := sample()
+		if a.epoch != p || b.epoch != p {
+			t.Fatalf("epoch moved from %d to %d/%d without a Rotate", p, a.epoch, b.epoch)
+		}
+		if !grew(a, b) {
+			continue
+		}
+		checkOneSlotGrew(t, p, a, b)
+		checked++
+	}
+	return checked
+}
+
+func anyDone(hs []*helper) bool {
+	for _, h := range hs {
+		select {
+		case <-h.done:
+			return true
+		default:
+		}
+	}
+	return false
+}
+
+// sleepUntil sleeps until the clock reads unix nanoseconds at.
+func sleepUntil(at int64) { time.Sleep(time.Duration(at - time.Now().UnixNano())) }
+
+// runAdders creates the window of kind k at a new path, starts four
+// children that add to it, lets sample check its periods (want of them),
+// stops the children, and checks the kind's truth.
+func runAdders(t *testing.T, k *windowKind, win Window, want int, sample func(w testWindow, hs []*helper) int) {
+	w := mustOpenKind(t, k, Path(tempPath(t, "win")), win, procCfgs) // creates it before the children race
+	stopPath := w.Path() + ".stop"
+	hs := windowAdders(t, k, w.Path(), stopPath, win, 4)
+	checked := sample(w, hs)
+	stopAdders(t, stopPath)
+	for _, h := range hs {
+		h.wait(t)
+	}
+	if checked < want {
+		t.Errorf("checked %d periods in %v, want %d", checked, winSampling, want)
+	}
+	k.truth(t, w, hs, win.Period == 0)
+	t.Logf("checked %d periods; stats %s", checked, w.StatsVar().String())
+}
+
+// TestWindows_ClockProcesses: four processes, of both backends, add
+// through 100 ms periods of the clock until six periods were checked.
+// Inside every period the file shows one slot growing, the period's own;
+// every answer a child gets covers what it added itself in the periods
+// the answer covers (checked in the child), and so do this process's
+// answers once the children are done (the kind's truth). A Count-Min
+// window of Keep 2 takes its short ways; a Bloom window's answers look
+// through 4 periods.
+func TestWindows_ClockProcesses(t *testing.T) {
+	requireReexec(t)
+	for _, tc := range []struct {
+		k    *windowKind
+		keep int
+	}{{countMinWindowKind, 2}, {bloomWindowKind, 4}} {
+		t.Run(tc.k.name, func(t *testing.T) {
+			runAdders(t, tc.k, Window{Period: 100 * time.Millisecond, Keep: tc.keep}, 6, func(w testWindow, hs []*helper) int {
+				return sampleClockPeriods(t, &w.base().ctl, hs, 6, w.sample)
+			})
+		})
+	}
+}
+
+// TestWindows_RotateProcesses: four processes, of both backends, add while
+// this process turns a Rotate-only window about every 60 ms, until eight
+// periods were checked. Between two turns the file shows one slot
+// growing, the new period's, and the answers cover the children's adds as
+// above.
+func TestWindows_RotateProcesses(t *testing.T) {
+	requireReexec(t)
+	forEachKind(t, func(t *testing.T, k *windowKind) {
+		runAdders(t, k, Window{Keep: 3}, 8, func(w testWindow, hs []*helper) int {
+			return sampleRotatedPeriods(t, &w.base().ctl, hs, 8, w.Rotate, w.sample)
+		})
+	})
+}
+
+// childWindowClear opens the Rotate-only window of kind k at envPath,
+// stops inside the first clear it wins (saying "clearing SLOT PERIOD"),
+// and waits there to be killed.
+func childWindowClear(k *windowKind) error {
+	w, err := k.open(Path(os.Getenv(envPath)), Window{Keep: 2}, procCfgs)
+	if err != nil {
+		return err
+	}
+	testHookWindowClear = func(s, p uint64) {
+		fmt.Printf("clearing %d %d\n", s, p)
+		time.Sleep(time.Hour) // (select{} would be a deadlock to the runtime)
+	}
+	return w.Rotate()
+}
+
+func childWinClear() error      { return childWindowClear(countMinWindowKind) }
+func childBloomWinClear() error { return childWindowClear(bloomWindowKind) }
+
+// TestWindows_KillClearer: a process killed with SIGKILL inside the clear
+// of a slot is finished by the next process that needs the slot, whether
+// it was already waiting or came after: the slot ends up holding the new
+// period, empty of what it held before.
+func TestWindows_KillClearer(t *testing.T) {
+	requireReexec(t)
+	other := otherBackendExe(t)
+	forEachKind(t, func(t *testing.T, k *windowKind) {
+		for _, tc := range []struct {
+			name   string
+			exe    string
+			parked bool
+		}{
+			{"parked", "", true},
+			{"after/other backend", other, false},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				path := tempPath(t, "win")
+				w := mustOpenKind(t, k, Path(path), Window{Keep: 2}, procCfgs)
+				ctl := &w.base().ctl
+				w.addN([]byte("old"), 5) // period 0, slot 0
+				if err := w.Rotate(); err != nil {
+					t.Fatal(err)
+				}
+				w.addN([]byte("old-1"), 7) // period 1, slot 1
+				// The child's Rotate turns to period 2 and clears slot 0
+				// ahead for period 3; it stops inside that clear.
+				exe := tc.exe
+				if exe == "" {
+					exe = selfExe(t)
+				}
+				child := startLockChildCmd(t, childContext(t), "clearer", k.clearRole, path, nil,
+					[]string{exe, "-test.run=^TestHelperProcess$"})
+				child.expect(t, "clearing 0 3")
+				if got := decodeSlotWord(atomic.LoadUint64(ctl.word(0))); !got.clearing || got.period != 3 || got.id == ctl.me {
+					t.Fatalf("slot 0 is %+v, want cleared for period 3 by the child", got)
+				}
+				// Period 3's turn needs slot 0.
+				var done <-chan struct{}
+				var rotErr error
+				if tc.parked {
+					done = mustBlock(t, func() { rotErr = w.Rotate() }, 50*time.Millisecond)
+				}
+				killed := time.Now()
+				child.cmd.Process.Signal(syscall.SIGKILL)
+				<-child.done
+				if !tc.parked {
+					ch := make(chan struct{})
+					go func() { rotErr = w.Rotate(); close(ch) }()
+					done = ch
+				}
+				select {
+				case <-done:
+				case <-time.After(10 * time.Second):
+					t.Fatal("Rotate did not finish within 10s of the clearer's death")
+				}
+				if rotErr != nil {
+					t.Fatal(rotErr)
+				}
+				t.Logf("finished %v after the SIGKILL", time.Since(killed))
+				if p := w.Current(); p != 3 {
+					t.Fatalf("Current() = %d, want 3", p)
+				}
+				if got := atomic.LoadUint64(ctl.word(0)); got != heldWord(3) {
+					t.Errorf("slot 0 word %#x, want held(3)", got)
+				}
+				if st := w.stats().slots[0]; !st.empty || st.counted != 0 {
+					t.Errorf("slot 0 of period 3 before any add: %+v, want it empty", st)
+				}
+				if old, old1 := w.countString("old"), w.countString("old-1"); old != 0 || old1 != 0 {
+					t.Errorf("count(old), count(old-1) = %d, %d in periods 2..3, want 0: the slots of periods 0 and 1 left the window", old, old1)
+				}
+				if got, err := w.addN([]byte("new"), 1); got != (addAnswer{0, 1}) || err != nil {
+					t.Errorf("Add(new) = %+v, %v; want new", got, err)
+				}
+				if st := w.stats().slots[0]; st.counted != 1 || st.seen != 0 || st.empty {
+					t.Errorf("slot 0 %+v, want the one new add", st)
+				}
 			})
 		}
 	})
