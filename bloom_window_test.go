@@ -9,17 +9,16 @@ import (
 	"io/fs"
 	"math"
 	"math/rand/v2"
-	"os"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 	"unsafe"
 )
 
-// Single-process tests of the Bloom window: every answer against a model
-// of one filter per period across turns, the rate of keys that left the
-// window, configs, views, the arena, and the clear's election.
+// Single-process tests of the Bloom window's own promises: every answer
+// against a model of one filter per period across turns, the rate of keys
+// that left the window, its filters' configs, the arena, cores and the
+// format. What both windows share is in window_suite_test.go.
 
 // bwinCfg holds a few thousand keys a period at 1%, with a fixed seed so
 // that the model and the statistical bounds are reproducible.
@@ -27,22 +26,17 @@ var bwinCfg = BloomConfig{Capacity: 4000, FPRate: 0.01, Seed: 0xb1d0}
 
 func mustOpenBloomWindow(t testing.TB, path string, w Window, cfg BloomConfig, opts ...Option) *BloomWindow {
 	t.Helper()
-	bw, err := OpenBloomWindow(Path(path), BloomWindowConfig{Window: w, Bloom: cfg}, opts...)
-	if err != nil {
-		t.Fatalf("OpenBloomWindow(%s, %+v, %+v): %v", path, w, cfg, err)
-	}
-	t.Cleanup(func() { bw.Close() })
-	return bw
+	return mustOpenBloomWindowAt(t, Path(path), w, cfg, opts...)
 }
 
 func mustNewBloomWindow(t testing.TB, w Window, cfg BloomConfig) *BloomWindow {
 	t.Helper()
-	bw, err := OpenBloomWindow(Memory(), BloomWindowConfig{Window: w, Bloom: cfg})
-	if err != nil {
-		t.Fatalf("NewBloomWindow(%+v, %+v): %v", w, cfg, err)
-	}
-	t.Cleanup(func() { bw.Close() })
-	return bw
+	return mustOpenBloomWindowAt(t, Memory(), w, cfg)
+}
+
+func mustOpenBloomWindowAt(t testing.TB, at Place, w Window, cfg BloomConfig, opts ...Option) *BloomWindow {
+	t.Helper()
+	return mustOpenKind(t, bloomWindowKind, at, w, windowCfgs{Bloom: cfg}, opts...).(bloomWindow).BloomWindow
 }
 
 // bwinModel is the reference: one model filter (refBloom) per period.
@@ -105,8 +99,8 @@ func bwinSetCores(w *BloomWindow, core bloomCore) {
 // TestBloomWindow_RotateExact: adds over many Rotate turns, one by one and
 // in batches through each core; every answer of Add, AddBatch, Check and
 // CheckBatch equals the model's, no key added in a period the window
-// covers is ever missing, and Stats names the periods covered and counts
-// each slot as the model does.
+// covers is ever missing, and Stats names the periods covered
+// (checkTurned) and counts each slot as the model does.
 func TestBloomWindow_RotateExact(t *testing.T) {
 	for _, core := range bloomCores() {
 		for _, keep := range []int{1, 2, 3, 5, 9} {
@@ -119,9 +113,6 @@ func TestBloomWindow_RotateExact(t *testing.T) {
 				const universe = 3000
 				key := func() []byte { return bloomKey("k", r.IntN(universe)) }
 				for round := uint64(0); round < 10; round++ {
-					if got := w.Current(); got != round {
-						t.Fatalf("Current() = %d after %d rotations", got, round)
-					}
 					for i := range 400 {
 						k := key()
 						var got bool
@@ -180,15 +171,8 @@ func TestBloomWindow_RotateExact(t *testing.T) {
 							t.Fatalf("round %d: Check(%q) = %v, CheckBatch %v, model says %v", round, k, got, out[i], want)
 						}
 					}
-					st := w.Stats()
-					first := model.first(round)
-					if st.Current != round || st.Oldest != first || st.Rotations != round {
-						t.Fatalf("round %d: Stats = current %d oldest %d rotations %d, want %d %d %d",
-							round, st.Current, st.Oldest, st.Rotations, round, first, round)
-					}
-					states := map[string]int{}
-					for i, sl := range st.Slots {
-						states[sl.State]++
+					checkTurned(t, bloomWindow{w}, round)
+					for i, sl := range w.Stats().Slots {
 						if sl.State != "current" && sl.State != "window" {
 							continue
 						}
@@ -197,12 +181,6 @@ func TestBloomWindow_RotateExact(t *testing.T) {
 							t.Fatalf("round %d: slot %d of period %d: %d set, %d added, %d seen; model %d, %d, %d",
 								round, i, sl.Period, sl.Set, sl.Added, sl.Seen, f.set(), f.added, f.seen)
 						}
-					}
-					if states["current"] != 1 || states["window"] != min(keep-1, int(round)) {
-						t.Fatalf("round %d: slot states %v", round, states)
-					}
-					if round > 0 && states["next"] != 1 {
-						t.Fatalf("round %d: no slot cleared ahead for the next period: %v", round, states)
 					}
 					if err := w.Rotate(); err != nil {
 						t.Fatal(err)
@@ -321,29 +299,10 @@ func TestBloomWindow_ClockExact(t *testing.T) {
 	}
 }
 
-// TestBloomWindow_ErrInvalidConfig: windows and filters that cannot be
-// built, and configs that only attach given nothing to attach to.
+// TestBloomWindow_ErrInvalidConfig: filters that cannot be built, and
+// configs that only attach given nothing to attach to (the windows that
+// cannot be built are TestWindows_ErrInvalidConfig's).
 func TestBloomWindow_ErrInvalidConfig(t *testing.T) {
-	for _, w := range []Window{
-		{},
-		{Keep: -1},
-		{Keep: MaxWindowKeep + 1},
-		{Period: -time.Second, Keep: 2},
-		{Period: time.Microsecond, Keep: 2},
-	} {
-		t.Run(fmt.Sprintf("period=%v/keep=%d", w.Period, w.Keep), func(t *testing.T) {
-			_, err := OpenBloomWindow(Path(tempPath(t, "bwin")), BloomWindowConfig{Window: w, Bloom: bwinCfg})
-			if !errors.Is(err, ErrInvalidConfig) {
-				t.Errorf("OpenBloomWindow = %v, want ErrInvalidConfig", err)
-			}
-			if _, err := OpenBloomWindow(Memory(), BloomWindowConfig{Window: w, Bloom: bwinCfg}); !errors.Is(err, ErrInvalidConfig) {
-				t.Errorf("NewBloomWindow = %v, want ErrInvalidConfig", err)
-			}
-			if _, err := OpenBloomWindow(Memfd("bwin"), BloomWindowConfig{Window: w, Bloom: bwinCfg}); !errors.Is(err, ErrInvalidConfig) {
-				t.Errorf("NewBloomWindowMemfd = %v, want ErrInvalidConfig", err)
-			}
-		})
-	}
 	for _, cfg := range []BloomConfig{
 		{},
 		{FPRate: 0.01},
@@ -362,13 +321,11 @@ func TestBloomWindow_ErrInvalidConfig(t *testing.T) {
 			}
 		})
 	}
-	// A config without Capacity, or the zero Window, only attaches.
-	for _, w := range []Window{{}, {Keep: 2}} {
-		path := tempPath(t, "bwin")
-		_, err := OpenBloomWindow(Path(path), BloomWindowConfig{Window: w, Bloom: BloomConfig{}})
-		if !errors.Is(err, ErrInvalidConfig) || !errors.Is(err, fs.ErrNotExist) || !strings.Contains(err.Error(), path) {
-			t.Errorf("OpenBloomWindow(%+v, zero config) of no file = %v, want ErrInvalidConfig and fs.ErrNotExist naming the file", w, err)
-		}
+	// A config without Capacity only attaches.
+	path := tempPath(t, "bwin")
+	_, err := OpenBloomWindow(Path(path), BloomWindowConfig{Window: Window{Keep: 2}, Bloom: BloomConfig{}})
+	if !errors.Is(err, ErrInvalidConfig) || !errors.Is(err, fs.ErrNotExist) || !strings.Contains(err.Error(), path) {
+		t.Errorf("OpenBloomWindow(Keep 2, zero config) of no file = %v, want ErrInvalidConfig and fs.ErrNotExist naming the file", err)
 	}
 	if _, err := OpenBloomWindow(Memfd("bwin"), BloomWindowConfig{Window: Window{Keep: 2}, Bloom: bwinCfg}, ReadOnly()); !errors.Is(err, ErrInvalidConfig) {
 		t.Errorf("read-only NewBloomWindowMemfd = %v, want ErrInvalidConfig", err)
@@ -379,54 +336,21 @@ func TestBloomWindow_ErrInvalidConfig(t *testing.T) {
 	}
 }
 
-// TestBloomWindow_ErrIncompatible: a window attached with another window
-// or filter size than the file's, and other kinds' files, are refused; the
-// zero Window and the zero config attach to what is stored.
+// TestBloomWindow_ErrIncompatible: a window attached with another filter
+// size than the file's is refused; the zero Window and the zero config
+// attach to what is stored (another window, and other kinds' files:
+// TestWindows_ErrIncompatible).
 func TestBloomWindow_ErrIncompatible(t *testing.T) {
 	path := tempPath(t, "bwin")
 	win := Window{Period: time.Minute, Keep: 3}
 	first := mustOpenBloomWindow(t, path, win, bwinCfg)
 	first.AddString("k")
-	for _, tc := range []struct {
-		name string
-		w    Window
-		cfg  BloomConfig
-	}{
-		{"keep", Window{Period: time.Minute, Keep: 2}, bwinCfg},
-		{"period", Window{Period: time.Second, Keep: 3}, bwinCfg},
-		{"rotate only", Window{Keep: 3}, bwinCfg},
-		{"capacity", win, BloomConfig{Capacity: 40_000, FPRate: 0.01}},
-		{"rate", win, BloomConfig{Capacity: 4000, FPRate: 0.001}},
-		{"zero window, capacity", Window{}, BloomConfig{Capacity: 40_000}},
-		{"keep, zero config", Window{Period: time.Minute, Keep: 2}, BloomConfig{}},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			_, err := OpenBloomWindow(Path(path), BloomWindowConfig{Window: tc.w, Bloom: tc.cfg})
-			if !errors.Is(err, ErrIncompatible) {
-				t.Errorf("OpenBloomWindow(%+v, %+v) = %v, want ErrIncompatible", tc.w, tc.cfg, err)
-			}
-		})
-	}
-	if _, err := OpenBloom(Path(path), BloomConfig{}); !errors.Is(err, ErrIncompatible) {
-		t.Errorf("OpenBloom of a Bloom window file = %v, want ErrIncompatible", err)
-	}
-	if _, err := OpenCountMinWindow(Path(path), CountMinWindowConfig{Window: Window{}, CountMin: CountMinConfig{}}); !errors.Is(err, ErrIncompatible) {
-		t.Errorf("OpenCountMinWindow of a Bloom window file = %v, want ErrIncompatible", err)
-	}
-	bloom := tempPath(t, "bloom")
-	b, err := OpenBloom(Path(bloom), bwinCfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b.Close()
-	if _, err := OpenBloomWindow(Path(bloom), BloomWindowConfig{Window: Window{}, Bloom: BloomConfig{}}); !errors.Is(err, ErrIncompatible) {
-		t.Errorf("OpenBloomWindow of a Bloom file = %v, want ErrIncompatible", err)
-	}
-	cmw := tempPath(t, "cmw")
-	mustOpenWindow(t, cmw, win, CountMinConfig{})
-	if _, err := OpenBloomWindow(Path(cmw), BloomWindowConfig{Window: win, Bloom: bwinCfg}); !errors.Is(err, ErrIncompatible) {
-		t.Errorf("OpenBloomWindow of a Count-Min window file = %v, want ErrIncompatible", err)
-	}
+	checkIncompatible(t, bloomWindowKind, opener(bloomWindowKind, path), []incompatible{
+		{"capacity", win, windowCfgs{Bloom: BloomConfig{Capacity: 40_000, FPRate: 0.01}}},
+		{"rate", win, windowCfgs{Bloom: BloomConfig{Capacity: 4000, FPRate: 0.001}}},
+		{"zero window, capacity", Window{}, windowCfgs{Bloom: BloomConfig{Capacity: 40_000}}},
+		{"keep, zero config", Window{Period: time.Minute, Keep: 2}, windowCfgs{}},
+	})
 	for _, tc := range []struct {
 		w   Window
 		cfg BloomConfig
@@ -501,87 +425,13 @@ func TestBloomWindow_Arena(t *testing.T) {
 	}
 }
 
-// TestBloomWindow_ViewsAndClose: a read-only view checks and refuses
-// mutators; a frozen window refuses them and keeps its window however
-// late it is read; a closed handle reports ErrClosed and answers true;
-// String hides the seed.
-func TestBloomWindow_ViewsAndClose(t *testing.T) {
-	path := tempPath(t, "bwin")
-	// Periods long enough that k stays in the window until the freeze.
-	win := Window{Period: 100 * time.Millisecond, Keep: 2}
-	w := mustOpenBloomWindow(t, path, win, bwinCfg)
-	if _, err := w.AddString("k"); err != nil {
-		t.Fatal(err)
+// TestBloomWindow_ZeroShape: the zero handle has no filters: 0 bits and
+// 0 hashes (the rest of it answers closed: TestWindows_ZeroValue).
+func TestBloomWindow_ZeroShape(t *testing.T) {
+	var w BloomWindow
+	if w.Bits() != 0 || w.Hashes() != 0 {
+		t.Errorf("zero BloomWindow: %d bits, %d hashes, want 0, 0", w.Bits(), w.Hashes())
 	}
-	mutators := func(w *BloomWindow) map[string]error {
-		_, add := w.Add([]byte("x"))
-		_, addS := w.AddString("x")
-		return map[string]error{"Add": add, "AddString": addS,
-			"AddBatch": w.AddBatch([][]byte{[]byte("x")}, nil), "Rotate": w.Rotate(), "Freeze": w.Freeze()}
-	}
-	ro := mustOpenBloomWindow(t, path, win, bwinCfg, ReadOnly())
-	if !ro.ContainsString("k") || ro.ContainsString("absent") {
-		t.Errorf("read-only Check(k), Check(absent) = %v, %v; want true, false", ro.ContainsString("k"), ro.ContainsString("absent"))
-	}
-	for name, err := range mutators(ro) {
-		if !errors.Is(err, ErrReadOnly) {
-			t.Errorf("read-only %s = %v, want ErrReadOnly", name, err)
-		}
-	}
-	if err := w.Freeze(); err != nil {
-		t.Fatal(err)
-	}
-	frozenAt := w.Current()
-	time.Sleep(3 * win.Period) // the clock moves past the window
-	for name, err := range mutators(w) {
-		if !errors.Is(err, ErrFrozen) {
-			t.Errorf("frozen %s = %v, want ErrFrozen", name, err)
-		}
-	}
-	for _, h := range []*BloomWindow{w, ro} {
-		if !h.ContainsString("k") || h.ContainsString("x") || h.Current() != frozenAt {
-			t.Errorf("frozen window: Check(k) = %v, Check(x) = %v at period %d, want true, false at %d", h.ContainsString("k"), h.ContainsString("x"), h.Current(), frozenAt)
-		}
-		if st := h.Stats(); !st.Frozen || st.Current != frozenAt {
-			t.Errorf("frozen window: Stats = %+v", st)
-		}
-	}
-	if _, err := OpenBloomWindow(Path(path), BloomWindowConfig{Window: win, Bloom: bwinCfg}); !errors.Is(err, ErrFrozen) {
-		t.Errorf("read-write open of a frozen window = %v, want ErrFrozen", err)
-	}
-	s := fmt.Sprintf("%v %+v %#v %s", w, w, w, w.String())
-	if strings.Contains(s, fmt.Sprint(w.slots[0].seed)) || strings.Contains(s, fmt.Sprintf("%x", w.slots[0].seed)) || !strings.Contains(s, "BloomWindow") {
-		t.Errorf("String = %q: want a description without the seed", s)
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Close(); err != nil {
-		t.Errorf("second Close = %v", err)
-	}
-	if _, err := w.AddString("k"); !errors.Is(err, ErrClosed) {
-		t.Errorf("Add after Close = %v, want ErrClosed", err)
-	}
-	if err := w.Rotate(); !errors.Is(err, ErrClosed) {
-		t.Errorf("Rotate after Close = %v, want ErrClosed", err)
-	}
-	if !w.Contains([]byte("never")) || !w.ContainsString("never") {
-		t.Error("Check after Close = false: a closed handle must not claim absence")
-	}
-	out := []bool{false}
-	w.ContainsBatch([][]byte{[]byte("never")}, out)
-	if !out[0] {
-		t.Error("CheckBatch after Close = false")
-	}
-	if st := w.Stats(); !st.Closed || st.CheckRate != 1 || len(st.Slots) != 0 {
-		t.Errorf("Stats after Close = %+v", st)
-	}
-	var zero BloomWindow
-	if _, err := zero.Add([]byte("k")); !errors.Is(err, ErrClosed) || !zero.Contains(nil) || zero.Close() != nil || zero.Current() != 0 {
-		t.Errorf("zero BloomWindow: Add = %v", err)
-	}
-	_ = zero.String()
-	_ = zero.Stats()
 }
 
 // TestBloomWindow_BadArguments: a wrong-length answer slice is refused
@@ -675,84 +525,6 @@ func TestBloomWindow_CoresParity(t *testing.T) {
 	}
 }
 
-// TestBloomWindow_TakeOverDeadClearer: a slot left "clearing" under a
-// token nobody holds (a dead process's) or under this handle's own id (a
-// dead predecessor's) is cleared again by the next writer: the key the
-// half-cleared slot still held is gone, and the new key is new.
-func TestBloomWindow_TakeOverDeadClearer(t *testing.T) {
-	for _, own := range []bool{false, true} {
-		t.Run(fmt.Sprintf("own=%v", own), func(t *testing.T) {
-			w := mustOpenBloomWindow(t, tempPath(t, "bwin"), Window{Keep: 2}, bwinCfg)
-			w.AddString("old") // period 0, slot 0
-			for range 3 {
-				if err := w.Rotate(); err != nil {
-					t.Fatal(err)
-				}
-			}
-			// Period 3 uses slot 0, which Rotate cleared ahead; make it look
-			// half cleared by a dead process.
-			id := 4000
-			if own {
-				id = w.ctl.me
-			}
-			s := w.ctl.slotOf(3)
-			atomic.StoreUint64(w.ctl.word(s), clearingWord(3, id))
-			lo, hi := hashString("old", w.slots[0].seed)
-			w.slots[s].addHashed(lo, hi)
-			already, err := w.AddString("new")
-			if err != nil || already {
-				t.Fatalf("Add after a dead clearer = %v, %v; want new", already, err)
-			}
-			if w.ContainsString("old") {
-				t.Error("Check(old) = true: the slot was not cleared")
-			}
-			if got := atomic.LoadUint64(w.ctl.word(s)); got != heldWord(3) {
-				t.Errorf("slot word %#x, want held(3)", got)
-			}
-			if st := w.Stats().Slots[s]; st.Added != 1 || st.Seen != 0 {
-				t.Errorf("slot %d counts %+v, want the one new add", s, st)
-			}
-		})
-	}
-}
-
-// TestBloomWindow_WaitsForLiveClearer: a writer whose slot another live
-// handle is clearing waits for it rather than adding into the clear.
-func TestBloomWindow_WaitsForLiveClearer(t *testing.T) {
-	path := tempPath(t, "bwin")
-	a := mustOpenBloomWindow(t, path, Window{Keep: 2}, bwinCfg)
-	b := mustOpenBloomWindow(t, path, Window{Keep: 2}, bwinCfg)
-	a.AddString("k")
-	a.Rotate()
-	a.Rotate()
-	// Period 4's slot (1) holds period 1: a clear is due, which b runs,
-	// stopped inside it until released.
-	inside, release := make(chan struct{}), make(chan struct{})
-	testHookWindowClear = func(s, p uint64) {
-		if p == 4 {
-			close(inside)
-			<-release
-		}
-	}
-	t.Cleanup(func() { testHookWindowClear = nil })
-	go b.ctl.prepare(4, true)
-	select {
-	case <-inside:
-	case <-time.After(10 * time.Second):
-		t.Fatal("the clear of period 4 did not start")
-	}
-	atomic.StoreUint64(a.ctl.epochWord(), 4) // turn without Rotate's own clear
-	done := mustBlock(t, func() { a.AddString("k") }, 30*time.Millisecond)
-	close(release)
-	<-done
-	if !a.ContainsString("k") {
-		t.Error("Check(k) = false after the wait")
-	}
-	if st := a.Stats().Slots[1]; st.Period != 4 || st.Added != 1 {
-		t.Errorf("slot 1 after the wait: %+v, want period 4 holding the one add", st)
-	}
-}
-
 // TestBloomWindow_NoAllocs: adds and checks allocate nothing, one by one
 // and in batches, on every core.
 func TestBloomWindow_NoAllocs(t *testing.T) {
@@ -838,114 +610,14 @@ func TestBloomWindow_Format(t *testing.T) {
 	}
 }
 
-// TestBloomWindow_Corrupt: damaged window entries are refused with the
-// sentinel that says what is wrong, naming the file.
+// TestBloomWindow_Corrupt: damaged filter words are refused as damaged
+// window words are (TestWindows_Corrupt).
 func TestBloomWindow_Corrupt(t *testing.T) {
-	win := Window{Keep: 2}
-	cfg := BloomConfig{Capacity: 100, Seed: 3}
-	src := tempPath(t, "bwin")
-	w := mustOpenBloomWindow(t, src, win, cfg)
-	w.AddString("a")
-	w.Close()
-	valid, err := os.ReadFile(src)
-	if err != nil {
-		t.Fatal(err)
-	}
-	param := func(i int, v uint64) func(b []byte) {
-		return func(b []byte) { native.PutUint64(b[otDirOff+entParams+8*i:], v); otResum(b) }
-	}
-	for _, tc := range []struct {
-		name string
-		edit func(b []byte)
-		want error
-	}{
-		{"capacity zero", param(0, 0), ErrCorrupt},
-		{"rate one", param(1, math.Float64bits(1)), ErrCorrupt},
-		{"blocks zero", param(2, 0), ErrCorrupt},
-		{"blocks of another region", param(2, 1<<20), ErrCorrupt},
-		{"hashes 33", param(3, 33), ErrCorrupt},
-		{"period under a millisecond", param(4, 1000), ErrCorrupt},
-		{"keep zero", param(5, 0), ErrCorrupt},
-		{"keep too large", param(5, MaxWindowKeep+1), ErrCorrupt},
-		{"keep of another region", param(5, 3), ErrCorrupt},
-		{"unknown parameter", param(6, 1), ErrCorrupt},
-		{"entry checksum", func(b []byte) { b[otDirOff+entParams+40] ^= 1 }, ErrChecksum},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			data := bytes.Clone(valid)
-			tc.edit(data)
-			path := tempPath(t, "bwin")
-			if err := os.WriteFile(path, data, 0o600); err != nil {
-				t.Fatal(err)
-			}
-			_, err := OpenBloomWindow(Path(path), BloomWindowConfig{Window: Window{}, Bloom: BloomConfig{}})
-			if !errors.Is(err, tc.want) || !strings.Contains(err.Error(), path) {
-				t.Errorf("OpenBloomWindow = %v, want %v naming the file", err, tc.want)
-			}
-		})
-	}
-}
-
-// TestBloomWindow_GarbageSlotWords: slot words that name periods far in
-// the future (a damaged or crafted file) make adds fail with ErrCorrupt
-// and checks answer, rather than loop.
-func TestBloomWindow_GarbageSlotWords(t *testing.T) {
-	w := mustOpenBloomWindow(t, tempPath(t, "bwin"), Window{Keep: 2}, bwinCfg)
-	for s := range uint64(3) {
-		atomic.StoreUint64(w.ctl.word(s), heldWord(maxPeriod))
-	}
-	if _, err := w.AddString("k"); !errors.Is(err, ErrCorrupt) {
-		t.Errorf("Add = %v, want ErrCorrupt", err)
-	}
-	if err := w.AddBatch([][]byte{[]byte("k")}, nil); !errors.Is(err, ErrCorrupt) {
-		t.Errorf("AddBatch = %v, want ErrCorrupt", err)
-	}
-	if w.ContainsString("k") {
-		t.Error("Check = true for a key never added")
-	}
-	w.ContainsBatch([][]byte{[]byte("k")}, make([]bool, 1))
-}
-
-// TestBloomWindow_MemfdAttach: a window in a memfd, attached through a
-// duplicate of its descriptor with the zero Window and config, is the
-// same window: a turn through one is a turn for the other. Another window
-// is refused.
-func TestBloomWindow_MemfdAttach(t *testing.T) {
-	win := Window{Keep: 2}
-	w, err := OpenBloomWindow(Memfd("bwin"), BloomWindowConfig{Window: win, Bloom: bwinCfg})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Close()
-	w.AddString("k")
-	attach := func(aw Window, cfg BloomConfig) (*BloomWindow, error) {
-		f, err := w.File()
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer f.Close()
-		return OpenBloomWindow(Inherited(f.Fd()), BloomWindowConfig{Window: aw, Bloom: cfg})
-	}
-	a, err := attach(Window{}, BloomConfig{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer a.Close()
-	if !a.ContainsString("k") || a.Config().Window != win || a.Path() != "" {
-		t.Errorf("attached: Check(k) = %v, Window() = %+v, Path() = %q", a.ContainsString("k"), a.Config().Window, a.Path())
-	}
-	if err := a.Rotate(); err != nil {
-		t.Fatal(err)
-	}
-	if already, _ := w.AddString("k"); !already || w.Current() != 1 {
-		t.Errorf("after the attached handle's Rotate: Add(k) = %v at period %d, want true at 1", already, w.Current())
-	}
-	for _, tc := range []struct {
-		w   Window
-		cfg BloomConfig
-	}{{Window{Keep: 3}, BloomConfig{}}, {Window{}, BloomConfig{Capacity: 10}}, {win, BloomConfig{Capacity: 4000, FPRate: 0.01, Seed: 1}}} {
-		if _, err := attach(tc.w, tc.cfg); !errors.Is(err, ErrIncompatible) {
-			t.Errorf("AttachBloomWindow(%+v, %+v) = %v, want ErrIncompatible", tc.w, tc.cfg, err)
-		}
-	}
+	checkDamaged(t, bloomWindowKind, []damage{
+		{"capacity zero", paramSet(0, 0), ErrCorrupt},
+		{"rate one", paramSet(1, math.Float64bits(1)), ErrCorrupt},
+		{"blocks zero", paramSet(2, 0), ErrCorrupt},
+		{"blocks of another region", paramSet(2, 1<<20), ErrCorrupt},
+		{"hashes 33", paramSet(3, 33), ErrCorrupt},
+	})
 }
