@@ -11,26 +11,6 @@ import (
 	"testing"
 )
 
-// bloomMakeFile makes a small Bloom file with a few keys and returns its
-// bytes.
-func bloomMakeFile(t testing.TB) []byte {
-	t.Helper()
-	path := filepath.Join(t.TempDir(), "bloom")
-	b, err := OpenBloom(Path(path), BloomConfig{Capacity: 100, Seed: 3})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, k := range []string{"a", "b", "c"} {
-		b.AddString(k)
-	}
-	b.Close()
-	data, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return data
-}
-
 // TestBloom_Corrupt: damaged Bloom entries are refused with the sentinel
 // that says what is wrong, naming the file.
 func TestBloom_Corrupt(t *testing.T) {

@@ -11,26 +11,6 @@ import (
 	"testing"
 )
 
-// cbfMakeFile makes a small counting Bloom file with a few items and
-// returns its bytes.
-func cbfMakeFile(t testing.TB) []byte {
-	t.Helper()
-	path := filepath.Join(t.TempDir(), "cbf")
-	b, err := OpenCountingBloom(Path(path), CountingBloomConfig{Capacity: 10, Seed: 3})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, k := range []string{"a", "b", "c"} {
-		b.AddString(k)
-	}
-	b.Close()
-	data, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return data
-}
-
 // TestCountingBloom_Corrupt: damaged counting Bloom entries are refused
 // with the sentinel that says what is wrong.
 func TestCountingBloom_Corrupt(t *testing.T) {
