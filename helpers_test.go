@@ -63,32 +63,32 @@ func mustNotPanic(t *testing.T, what string, f func()) {
 	f()
 }
 
-// makeFile makes a real file at a fresh path (its last element name):
-// create opens a structure there, adds a few keys and closes it. It
-// returns the path and the file's bytes.
-func makeFile(t testing.TB, name string, create func(path string) error) (string, []byte) {
+// makeWith makes a real file at a fresh path (its last element name):
+// it opens a structure there with open, cfg and opts, adds keys to it with
+// add, one call each, and closes it. It returns the path and the file's
+// bytes.
+func makeWith[S io.Closer, C any](t testing.TB, name string, open func(Place, C, ...Option) (S, error), cfg C, opts []Option,
+	add func(s S, key string) error, keys ...string) (string, []byte) {
 	t.Helper()
 	path := tempPath(t, name)
-	if err := create(path); err != nil {
-		t.Fatalf("making %s: %v", path, err)
+	s, err := open(Path(path), cfg, opts...)
+	if err != nil {
+		t.Fatalf("open %T at %s with %+v: %v", s, path, cfg, err)
+	}
+	for _, k := range keys {
+		if err := add(s, k); err != nil {
+			s.Close()
+			t.Fatalf("adding %q to %s: %v", k, path, err)
+		}
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
 	}
 	b, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return path, b
-}
-
-// addAndClose adds keys to c, one add call each, and closes it: the last
-// step of a create for makeFile.
-func addAndClose(c io.Closer, add func(key string) error, keys ...string) error {
-	for _, k := range keys {
-		if err := add(k); err != nil {
-			c.Close()
-			return err
-		}
-	}
-	return c.Close()
 }
 
 // otCfg is the shape of the Count-Min files the tests break: 1 x 8
@@ -102,41 +102,7 @@ const otDirOff = slotsOff + defaultSlots*(slotSize+tokenSize)
 // a few keys, closes it and returns its path and contents.
 func otMakeFile(t testing.TB, cfg CountMinConfig, opts ...Option) (string, []byte) {
 	t.Helper()
-	return makeFile(t, "cms", func(path string) error {
-		c, err := OpenCountMin(Path(path), cfg, opts...)
-		if err != nil {
-			return err
-		}
-		return addAndClose(c, func(k string) error { _, err := c.AddString(k); return err }, "a", "b", "c", "a")
-	})
-}
-
-// bloomMakeFile makes a small Bloom file with a few keys and returns its
-// bytes.
-func bloomMakeFile(t testing.TB) []byte {
-	t.Helper()
-	_, b := makeFile(t, "bloom", func(path string) error {
-		b, err := OpenBloom(Path(path), BloomConfig{Capacity: 100, Seed: 3})
-		if err != nil {
-			return err
-		}
-		return addAndClose(b, func(k string) error { _, err := b.AddString(k); return err }, "a", "b", "c")
-	})
-	return b
-}
-
-// cbfMakeFile makes a small counting Bloom file with a few items and
-// returns its bytes.
-func cbfMakeFile(t testing.TB) []byte {
-	t.Helper()
-	_, b := makeFile(t, "cbf", func(path string) error {
-		b, err := OpenCountingBloom(Path(path), CountingBloomConfig{Capacity: 10, Seed: 3})
-		if err != nil {
-			return err
-		}
-		return addAndClose(b, func(k string) error { _, err := b.AddString(k); return err }, "a", "b", "c")
-	})
-	return b
+	return makeWith(t, "cms", OpenCountMin, cfg, opts, func(c *CountMin, k string) error { _, err := c.AddString(k); return err }, "a", "b", "c", "a")
 }
 
 // otWriteAt overwrites part of the file at path.
