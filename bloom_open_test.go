@@ -3,91 +3,10 @@
 package sketch
 
 import (
-	"bytes"
 	"errors"
-	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 )
-
-// bloomMakeFile makes a small Bloom file with a few keys and returns its
-// bytes.
-func bloomMakeFile(t testing.TB) []byte {
-	t.Helper()
-	path := filepath.Join(t.TempDir(), "bloom")
-	b, err := OpenBloom(Path(path), BloomConfig{Capacity: 100, Seed: 3})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, k := range []string{"a", "b", "c"} {
-		b.AddString(k)
-	}
-	b.Close()
-	data, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return data
-}
-
-// TestBloom_Corrupt: damaged Bloom entries are refused with the sentinel
-// that says what is wrong, naming the file.
-func TestBloom_Corrupt(t *testing.T) {
-	valid := bloomMakeFile(t)
-	param := func(i int, v uint64) func(b []byte) {
-		return func(b []byte) { native.PutUint64(b[otDirOff+entParams+8*i:], v); otResum(b) }
-	}
-	blocks := native.Uint64(valid[otDirOff+entParams+16:])
-	for _, tc := range []struct {
-		name string
-		edit func(b []byte)
-		want error
-	}{
-		{"capacity zero", param(0, 0), ErrCorrupt},
-		{"rate one", param(1, 0x3ff0000000000000), ErrCorrupt},
-		{"rate zero", param(1, 0), ErrCorrupt},
-		{"rate NaN", param(1, 0x7ff8000000000001), ErrCorrupt},
-		{"no blocks", param(2, 0), ErrCorrupt},
-		{"blocks past the region", param(2, blocks+1), ErrCorrupt},
-		{"blocks fewer than the region", param(2, blocks-1), ErrCorrupt},
-		{"blocks past any file", param(2, 1<<62), ErrCorrupt},
-		{"no hashes", param(3, 0), ErrCorrupt},
-		{"too many hashes", param(3, 33), ErrCorrupt},
-		{"unknown parameter", param(7, 1), ErrCorrupt},
-		{"entry checksum", func(b []byte) { b[otDirOff+entParams+16] ^= 1 }, ErrChecksum},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			data := bytes.Clone(valid)
-			tc.edit(data)
-			path := filepath.Join(t.TempDir(), "bloom")
-			if err := os.WriteFile(path, data, 0o600); err != nil {
-				t.Fatal(err)
-			}
-			for _, opts := range [][]Option{nil, {ReadOnly()}} {
-				_, err := OpenBloom(Path(path), BloomConfig{}, opts...)
-				if !errors.Is(err, tc.want) || !strings.Contains(err.Error(), path) {
-					t.Errorf("OpenBloom(%d options) = %v, want %v naming the file", len(opts), err, tc.want)
-				}
-			}
-		})
-	}
-	// Other kinds are not Bloom filters, and the reverse.
-	path, _ := otMakeFile(t, otCfg)
-	if _, err := OpenBloom(Path(path), BloomConfig{}); !errors.Is(err, ErrIncompatible) {
-		t.Errorf("OpenBloom of a Count-Min file = %v, want ErrIncompatible", err)
-	}
-	bpath := filepath.Join(t.TempDir(), "bloom")
-	if err := os.WriteFile(bpath, valid, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := OpenCountMin(Path(bpath), CountMinConfig{}); !errors.Is(err, ErrIncompatible) {
-		t.Errorf("OpenCountMin of a Bloom file = %v, want ErrIncompatible", err)
-	}
-	if _, err := OpenCountingBloom(Path(bpath), CountingBloomConfig{}); !errors.Is(err, ErrIncompatible) {
-		t.Errorf("OpenCountingBloom of a Bloom file = %v, want ErrIncompatible", err)
-	}
-}
 
 // TestBloom_OpenAttach: the first open creates, the next attach with the
 // same config or the zero config; another size or seed is refused; a

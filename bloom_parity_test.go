@@ -100,12 +100,29 @@ func (r *refBloom) bytes() []byte {
 // bloomBits is the filter's bit array as bytes.
 func bloomBits(b *Bloom) []byte { return b.m.entryBytes()[stripesBytes:] }
 
-// bloomParityKey is key number b of a universe of 256; 0 is the empty key.
-func bloomParityKey(b byte) []byte {
+// parityKey is key number b of a universe of 256, "prefix-b"; 0 is the
+// empty key.
+func parityKey(prefix string, b byte) []byte {
 	if b == 0 {
 		return []byte{}
 	}
-	return []byte(fmt.Sprintf("bloom-%d", b))
+	return []byte(fmt.Sprintf("%s-%d", prefix, b))
+}
+
+func bloomParityKey(b byte) []byte { return parityKey("bloom", b) }
+
+// parityBatch is the batch an operation's argument names: arg%mod keys,
+// or for arg >= 192 one of sizes, keys from arg on in steps of 7.
+func parityBatch(arg byte, mod int, sizes []int, key func(byte) []byte) [][]byte {
+	n := int(arg) % mod
+	if arg >= 192 {
+		n = sizes[int(arg)%len(sizes)]
+	}
+	keys := make([][]byte, n)
+	for j := range keys {
+		keys[j] = key(arg + byte(j*7))
+	}
+	return keys
 }
 
 // bloomBatchSizes are batch sizes around the C core's chunk (csrc.Batch,
@@ -153,17 +170,7 @@ func bloomParityRun(t *testing.T, cfg BloomConfig, ops []byte) {
 	}
 	blocks, k := fs[0].main.l.blocks, fs[0].main.l.k
 	ref, refOther := newRefBloom(blocks, k, cfg.Seed), newRefBloom(blocks, k, cfg.Seed)
-	batch := func(arg byte) [][]byte {
-		n := int(arg) % 40
-		if arg >= 192 {
-			n = bloomBatchSizes[int(arg)%len(bloomBatchSizes)]
-		}
-		keys := make([][]byte, n)
-		for j := range keys {
-			keys[j] = bloomParityKey(arg + byte(j*7))
-		}
-		return keys
-	}
+	batch := func(arg byte) [][]byte { return parityBatch(arg, 40, bloomBatchSizes[:], bloomParityKey) }
 	for i := 0; i+1 < len(ops); i += 2 {
 		op, arg := ops[i], ops[i+1]
 		key := bloomParityKey(arg)
@@ -288,13 +295,13 @@ func bloomParityRun(t *testing.T, cfg BloomConfig, ops []byte) {
 	}
 	// Same seed, same shape, same operations: the whole files are equal.
 	for _, f := range fs[1:] {
-		for _, pair := range [][2]*Bloom{{fs[0].main, f.main}, {fs[0].other, f.other}} {
-			bloomSameFiles(t, pair[0], pair[1])
-		}
+		sameFiles(t, fs[0].main, f.main)
+		sameFiles(t, fs[0].other, f.other)
 	}
 }
 
-func bloomSameFiles(t *testing.T, x, y *Bloom) {
+// sameFiles checks that the files of x and y hold the same bytes.
+func sameFiles(t *testing.T, x, y interface{ Path() string }) {
 	t.Helper()
 	a, err1 := os.ReadFile(x.Path())
 	b, err2 := os.ReadFile(y.Path())
@@ -304,6 +311,28 @@ func bloomSameFiles(t *testing.T, x, y *Bloom) {
 	if !bytes.Equal(a, b) {
 		t.Fatalf("%s and %s differ after the same operations", x.Path(), y.Path())
 	}
+}
+
+// filterParityOps is a parity run's random operations for a filter
+// config: n bytes from a generator seeded with its capacity and seed. For
+// a filter of a million keys, on which merges and walks are slow, only the
+// first short bytes are kept, and the ops 8 and 9 among them become batch
+// adds (op 2) but at every every-th byte.
+func filterParityOps(capacity, seed uint64, n, short, every int) []byte {
+	r := rand.New(rand.NewPCG(capacity, seed))
+	ops := make([]byte, n)
+	for i := range ops {
+		ops[i] = byte(r.Uint32())
+	}
+	if capacity >= 1_000_000 {
+		ops = ops[:short]
+		for i := 0; i < len(ops); i += 2 {
+			if ops[i]%10 >= 8 && i%every != 0 {
+				ops[i] = 2
+			}
+		}
+	}
+	return ops
 }
 
 // bloomParityShapes: one block (every key in it: collisions, saturation),
@@ -319,22 +348,9 @@ var bloomParityShapes = []BloomConfig{
 func TestBloom_Parity(t *testing.T) {
 	for _, cfg := range bloomParityShapes {
 		t.Run(fmt.Sprintf("%dx%v", cfg.Capacity, cfg.FPRate), func(t *testing.T) {
-			r := rand.New(rand.NewPCG(cfg.Capacity, cfg.Seed))
-			ops := make([]byte, 8000)
-			for i := range ops {
-				ops[i] = byte(r.Uint32())
-			}
-			if cfg.Capacity >= 1_000_000 {
-				// 1.2 MiB of bits, a model of 10M bools: mostly adds and
-				// checks, few walks.
-				ops = ops[:600]
-				for i := 0; i < len(ops); i += 2 {
-					if ops[i]%10 >= 8 && i%100 != 0 {
-						ops[i] = 2
-					}
-				}
-			}
-			bloomParityRun(t, cfg, ops)
+			// At a million keys, 1.2 MiB of bits, a model of 10M bools:
+			// mostly adds and checks, few walks.
+			bloomParityRun(t, cfg, filterParityOps(cfg.Capacity, cfg.Seed, 8000, 600, 100))
 		})
 	}
 }
@@ -375,7 +391,7 @@ func TestBloom_ParityBatchSingle(t *testing.T) {
 				}
 				rest = rest[n:]
 			}
-			bloomSameFiles(t, single, b)
+			sameFiles(t, single, b)
 		}
 	}
 }
@@ -391,6 +407,12 @@ func FuzzBloomParity(f *testing.F) {
 		{Capacity: 60, FPRate: 0.1, Seed: 1},
 		{Capacity: 300, FPRate: 1e-4, Seed: 7},
 	}
+	fuzzParity(f, shapes, bloomParityRun)
+}
+
+// fuzzParity fuzzes a filter's parity run: the first byte picks one of
+// shapes, the rest (4096 bytes at most) are the operations.
+func fuzzParity[C any](f *testing.F, shapes []C, run func(*testing.T, C, []byte)) {
 	f.Fuzz(func(t *testing.T, ops []byte) {
 		if len(ops) == 0 {
 			return
@@ -398,6 +420,6 @@ func FuzzBloomParity(f *testing.F) {
 		if len(ops) > 4097 {
 			ops = ops[:4097]
 		}
-		bloomParityRun(t, shapes[int(ops[0])%len(shapes)], ops[1:])
+		run(t, shapes[int(ops[0])%len(shapes)], ops[1:])
 	})
 }

@@ -24,9 +24,16 @@ const (
 
 var bloomProcCfg = BloomConfig{Capacity: 200_000, FPRate: 0.01, Seed: 0xb10b}
 
-// bloomAddRange adds keys p-first .. p-(first+n-1): even ones one by one,
-// odd ones in one batch.
-func bloomAddRange(b *Bloom, first, n int) error {
+// filterAdder is a filter's write path: a Bloom or a counting Bloom
+// filter.
+type filterAdder interface {
+	Add(key []byte) (already bool, err error)
+	AddBatch(keys [][]byte, already []bool) error
+}
+
+// bloomAddRange adds keys p-first .. p-(first+n-1) to a filter: even ones
+// one by one, odd ones in one batch.
+func bloomAddRange(b filterAdder, first, n int) error {
 	var batch [][]byte
 	for i := first; i < first+n; i++ {
 		if i%2 == 0 {
@@ -90,23 +97,10 @@ func childBloomFrozen() error {
 func TestBloom_FourProcesses(t *testing.T) {
 	requireReexec(t)
 	path := filepath.Join(t.TempDir(), "bloom")
-	other := otherBackendExe(t)
 	const per = 25_000
-	var specs []childSpec
-	for i := range 4 {
-		exe := ""
-		if i%2 == 1 {
-			exe = other
-		}
-		specs = append(specs, childSpec{exe: exe, name: fmt.Sprintf("adder %d", i), role: "bloomadd",
-			env: envs(envPath, path, envBloomFirst, i*per, envBloomCount, per, envBloomAll, 4*per)})
-	}
-	for _, h := range startGroup(t, childContext(t), specs) {
-		h.wait(t)
-	}
-	if t.Failed() {
-		t.FailNow()
-	}
+	runAdders(t, 4, "bloomadd", func(i int) []string {
+		return envs(envPath, path, envBloomFirst, i*per, envBloomCount, per, envBloomAll, 4*per)
+	})
 	b, err := OpenBloom(Path(path), BloomConfig{})
 	if err != nil {
 		t.Fatal(err)
@@ -130,24 +124,15 @@ func TestBloom_FourProcesses(t *testing.T) {
 func TestBloom_MergeFrozenCopies(t *testing.T) {
 	requireReexec(t)
 	dir := t.TempDir()
-	other := otherBackendExe(t)
+	exe := bothBackends(t)
 	const per = 10_000
 	ctx := childContext(t)
 	var hs []*helper
 	for i := range 4 {
-		exe := ""
-		if i%2 == 1 {
-			exe = other
-		}
-		hs = append(hs, startHelper(t, ctx, exe, fmt.Sprintf("copy %d", i), "bloomfrozen",
+		hs = append(hs, startHelper(t, ctx, exe(i), fmt.Sprintf("copy %d", i), "bloomfrozen",
 			envs(envPath, filepath.Join(dir, fmt.Sprint(i)), envBloomFirst, i*per, envBloomCount, per)))
 	}
-	for _, h := range hs {
-		h.wait(t)
-	}
-	if t.Failed() {
-		t.FailNow()
-	}
+	waitAll(t, hs)
 	var copies []*Bloom
 	for i := range 4 {
 		path := filepath.Join(dir, fmt.Sprint(i))

@@ -13,18 +13,6 @@ import (
 	"github.com/google/go-cmp/cmp"
 )
 
-func bloomKey(prefix string, i int) []byte { return []byte(fmt.Sprintf("%s-%d", prefix, i)) }
-
-func mustBloom(t testing.TB, cfg BloomConfig) *Bloom {
-	t.Helper()
-	b, err := OpenBloom(Memory(), cfg)
-	if err != nil {
-		t.Fatalf("NewBloom(%+v): %v", cfg, err)
-	}
-	t.Cleanup(func() { b.Close() })
-	return b
-}
-
 // TestBloom_Geometry: the sizing gives the fewest blocks whose modelled
 // rate at capacity is within the target, with the k that needs fewest;
 // and refuses what cannot be built.

@@ -3,8 +3,6 @@ package sketch
 import (
 	"bytes"
 	"fmt"
-	"math/rand/v2"
-	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -120,13 +118,7 @@ type cbfParityFilters struct {
 	main, other *CountingBloom
 }
 
-// cbfParityKey is key number b of a universe of 256; 0 is the empty key.
-func cbfParityKey(b byte) []byte {
-	if b == 0 {
-		return []byte{}
-	}
-	return []byte(fmt.Sprintf("cbf-%d", b))
-}
+func cbfParityKey(b byte) []byte { return parityKey("cbf", b) }
 
 // cbfBatchSizes are AddMany sizes around the C core's chunk (csrc.Batch,
 // 256) and its fetch-ahead ring (8).
@@ -158,17 +150,7 @@ func cbfParityRun(t *testing.T, cfg CountingBloomConfig, ops []byte) {
 	}
 	m, k := fs[0].main.Counters(), fs[0].main.Hashes()
 	ref, refOther := newRefCBF(m, k, cfg.Seed), newRefCBF(m, k, cfg.Seed)
-	batch := func(arg byte) [][]byte {
-		n := int(arg) % 48
-		if arg >= 192 {
-			n = cbfBatchSizes[int(arg)%len(cbfBatchSizes)]
-		}
-		keys := make([][]byte, n)
-		for j := range keys {
-			keys[j] = cbfParityKey(arg + byte(j*7))
-		}
-		return keys
-	}
+	batch := func(arg byte) [][]byte { return parityBatch(arg, 48, cbfBatchSizes[:], cbfParityKey) }
 	for i := 0; i+1 < len(ops); i += 2 {
 		op, arg := ops[i], ops[i+1]
 		key := cbfParityKey(arg)
@@ -316,16 +298,8 @@ func cbfParityRun(t *testing.T, cfg CountingBloomConfig, ops []byte) {
 	}
 	// Same seed, same geometry, same operations: the whole files are equal.
 	for _, f := range fs[1:] {
-		for _, pair := range [][2]*CountingBloom{{fs[0].main, f.main}, {fs[0].other, f.other}} {
-			a, err1 := os.ReadFile(pair[0].Path())
-			b, err2 := os.ReadFile(pair[1].Path())
-			if err1 != nil || err2 != nil {
-				t.Fatal(err1, err2)
-			}
-			if !bytes.Equal(a, b) {
-				t.Fatalf("%s and %s differ after the same operations", pair[0].Path(), pair[1].Path())
-			}
-		}
+		sameFiles(t, fs[0].main, f.main)
+		sameFiles(t, fs[0].other, f.other)
 	}
 }
 
@@ -344,22 +318,9 @@ var cbfParityShapes = []CountingBloomConfig{
 func TestParityCountingBloom(t *testing.T) {
 	for _, cfg := range cbfParityShapes {
 		t.Run(fmt.Sprintf("%dx%v", cfg.Capacity, cfg.FPRate), func(t *testing.T) {
-			r := rand.New(rand.NewPCG(cfg.Capacity, cfg.Seed))
-			ops := make([]byte, 20000)
-			for i := range ops {
-				ops[i] = byte(r.Uint32())
-			}
-			if cfg.Capacity >= 1_000_000 {
-				// 8 MiB a file: a merge, clear or walk takes milliseconds
-				// (much more under -race), so mostly adds.
-				ops = ops[:2000]
-				for i := 0; i < len(ops); i += 2 {
-					if ops[i]%10 >= 8 && i%64 != 0 {
-						ops[i] = 2
-					}
-				}
-			}
-			cbfParityRun(t, cfg, ops)
+			// At a million keys, 8 MiB a file: a merge, clear or walk
+			// takes milliseconds (much more under -race), so mostly adds.
+			cbfParityRun(t, cfg, filterParityOps(cfg.Capacity, cfg.Seed, 20000, 2000, 64))
 		})
 	}
 }
@@ -462,13 +423,5 @@ func FuzzParityCountingBloom(f *testing.F) {
 		{Capacity: 20, FPRate: 0.001, Seed: 3},
 		{Capacity: 1000, FPRate: 0.01, Seed: 7},
 	}
-	f.Fuzz(func(t *testing.T, ops []byte) {
-		if len(ops) == 0 {
-			return
-		}
-		if len(ops) > 4097 {
-			ops = ops[:4097]
-		}
-		cbfParityRun(t, shapes[int(ops[0])%len(shapes)], ops[1:])
-	})
+	fuzzParity(f, shapes, cbfParityRun)
 }

@@ -43,6 +43,43 @@ func otherBackendExe(t *testing.T) string {
 	return backendBinary(t, other)
 }
 
+// bothBackends gives child i of a group the test binary it runs: this one
+// for even i, the other backend's (where it can be built) for odd i.
+func bothBackends(t *testing.T) func(i int) string {
+	t.Helper()
+	other := otherBackendExe(t)
+	return func(i int) string {
+		if i%2 == 1 {
+			return other
+		}
+		return ""
+	}
+}
+
+// waitAll waits for every child and stops the test when one failed.
+func waitAll(t *testing.T, hs []*helper) {
+	t.Helper()
+	for _, h := range hs {
+		h.wait(t)
+	}
+	if t.Failed() {
+		t.FailNow()
+	}
+}
+
+// runAdders starts n children of role as one group, of both backends
+// (bothBackends), child i named "adder i" with the environment env(i),
+// and waits for them all; the test stops when one failed.
+func runAdders(t *testing.T, n int, role string, env func(i int) []string) {
+	t.Helper()
+	exe := bothBackends(t)
+	specs := make([]childSpec, n)
+	for i := range specs {
+		specs[i] = childSpec{exe: exe(i), name: fmt.Sprintf("adder %d", i), role: role, env: env(i)}
+	}
+	waitAll(t, startGroup(t, childContext(t), specs))
+}
+
 // childCBFAdd adds its disjoint range of keys (half one by one, half in
 // one AddMany) and "shared" three times.
 func childCBFAdd() error {
@@ -53,18 +90,7 @@ func childCBFAdd() error {
 	if err := childBarrier(); err != nil {
 		return err
 	}
-	first, n := envInt(envCBFFirst), envInt(envCBFCount)
-	var batch [][]byte
-	for i := first; i < first+n; i++ {
-		if i%2 == 0 {
-			if _, err := b.Add(cbfKey("p", i)); err != nil {
-				return err
-			}
-		} else {
-			batch = append(batch, cbfKey("p", i))
-		}
-	}
-	if err := b.AddBatch(batch, nil); err != nil {
+	if err := bloomAddRange(b, envInt(envCBFFirst), envInt(envCBFCount)); err != nil {
 		return err
 	}
 	for range 3 {
@@ -82,23 +108,8 @@ func childCBFAdd() error {
 func TestCountingBloom_FourProcesses(t *testing.T) {
 	requireReexec(t)
 	path := filepath.Join(t.TempDir(), "cbf")
-	other := otherBackendExe(t)
 	const per = 25_000
-	var specs []childSpec
-	for i := range 4 {
-		exe := ""
-		if i%2 == 1 {
-			exe = other
-		}
-		specs = append(specs, childSpec{exe: exe, name: fmt.Sprintf("adder %d", i), role: "cbfadd",
-			env: envs(envPath, path, envCBFFirst, i*per, envCBFCount, per)})
-	}
-	for _, h := range startGroup(t, childContext(t), specs) {
-		h.wait(t)
-	}
-	if t.Failed() {
-		t.FailNow()
-	}
+	runAdders(t, 4, "cbfadd", func(i int) []string { return envs(envPath, path, envCBFFirst, i*per, envCBFCount, per) })
 	b, err := OpenCountingBloom(Path(path), cbfProcCfg)
 	if err != nil {
 		t.Fatal(err)

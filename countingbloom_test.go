@@ -12,18 +12,6 @@ import (
 	"testing"
 )
 
-func cbfKey(prefix string, i int) []byte { return []byte(fmt.Sprintf("%s-%d", prefix, i)) }
-
-func mustCBF(t testing.TB, cfg CountingBloomConfig) *CountingBloom {
-	t.Helper()
-	b, err := OpenCountingBloom(Memory(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { b.Close() })
-	return b
-}
-
 // TestCountingBloom_Geometry: the seed's sizing, k = round(-log2 p) in
 // 1..32 and m = next_pow2(n·k/ln 2), at least 64.
 func TestCountingBloom_Geometry(t *testing.T) {

@@ -11,17 +11,6 @@ import (
 	"time"
 )
 
-// mustNotPanic runs f and reports a panic as a test error.
-func mustNotPanic(t *testing.T, what string, f func()) {
-	t.Helper()
-	defer func() {
-		if r := recover(); r != nil {
-			t.Errorf("%s panicked: %v", what, r)
-		}
-	}()
-	f()
-}
-
 // hugeCraftedPeriod is a period number a crafted file can hold in its
 // epoch, latest or frozen word: 2^55-1, the period the empty slot cache
 // of a new handle (all ones) names once shifted.

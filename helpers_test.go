@@ -1,0 +1,345 @@
+package sketch
+
+// The package's test helpers, in one place (as bbolt's internal/btesting):
+// keys, structures opened for a test, real files made to be broken, the
+// edits that break them and the checks of what opening them says. Those
+// that need Linux (a tmpfs, a child of the other backend) stay beside
+// their tests, which need Linux too.
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"runtime/debug"
+	"strings"
+	"testing"
+
+	"github.com/zeebo/xxh3"
+)
+
+// bloomKey is key number i of a family named prefix: "prefix-i".
+func bloomKey(prefix string, i int) []byte { return []byte(fmt.Sprintf("%s-%d", prefix, i)) }
+
+// cbfKey is bloomKey, under the name the counting filter's tests know.
+func cbfKey(prefix string, i int) []byte { return bloomKey(prefix, i) }
+
+// mustIn opens a structure with open (OpenBloom, OpenCountingBloom, ...)
+// at a place for the test, failing it when that fails, and closes the
+// structure when the test ends.
+func mustIn[S io.Closer, C any](t testing.TB, open func(Place, C, ...Option) (S, error), at Place, cfg C, opts ...Option) S {
+	t.Helper()
+	s, err := open(at, cfg, opts...)
+	if err != nil {
+		t.Fatalf("open %T with %+v: %v", s, cfg, err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+// mustBloom is a Bloom filter in memory for the test.
+func mustBloom(t testing.TB, cfg BloomConfig) *Bloom {
+	t.Helper()
+	return mustIn(t, OpenBloom, Memory(), cfg)
+}
+
+// mustCBF is a counting Bloom filter in memory for the test.
+func mustCBF(t testing.TB, cfg CountingBloomConfig) *CountingBloom {
+	t.Helper()
+	return mustIn(t, OpenCountingBloom, Memory(), cfg)
+}
+
+// mustNotPanic runs f and reports a panic as a test error.
+func mustNotPanic(t *testing.T, what string, f func()) {
+	t.Helper()
+	defer func() {
+		if r := recover(); r != nil {
+			t.Errorf("%s panicked: %v", what, r)
+		}
+	}()
+	f()
+}
+
+// makeWith makes a real file at a fresh path (its last element name):
+// it opens a structure there with open, cfg and opts, adds keys to it with
+// add, one call each, and closes it. It returns the path and the file's
+// bytes.
+func makeWith[S io.Closer, C any](t testing.TB, name string, open func(Place, C, ...Option) (S, error), cfg C, opts []Option,
+	add func(s S, key string) error, keys ...string) (string, []byte) {
+	t.Helper()
+	path := tempPath(t, name)
+	s, err := open(Path(path), cfg, opts...)
+	if err != nil {
+		t.Fatalf("open %T at %s with %+v: %v", s, path, cfg, err)
+	}
+	for _, k := range keys {
+		if err := add(s, k); err != nil {
+			s.Close()
+			t.Fatalf("adding %q to %s: %v", k, path, err)
+		}
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return path, b
+}
+
+// otCfg is the shape of the Count-Min files the tests break: 1 x 8
+// counters, which makes a 36 KiB file.
+var otCfg = CountMinConfig{Rows: 1, Width: 8, Seed: 0x5eed}
+
+// otDirOff is where a file made by this package keeps its directory.
+const otDirOff = slotsOff + defaultSlots*(slotSize+tokenSize)
+
+// otMakeFile creates a sketch file with OpenCountMin at a fresh path, counts
+// a few keys, closes it and returns its path and contents.
+func otMakeFile(t testing.TB, cfg CountMinConfig, opts ...Option) (string, []byte) {
+	t.Helper()
+	return makeWith(t, "cms", OpenCountMin, cfg, opts, func(c *CountMin, k string) error { _, err := c.AddString(k); return err }, "a", "b", "c", "a")
+}
+
+// otWriteAt overwrites part of the file at path.
+func otWriteAt(t testing.TB, path string, off int64, p []byte) {
+	t.Helper()
+	f, err := os.OpenFile(path, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteAt(p, off); err != nil {
+		f.Close()
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// otRewrite replaces the contents of the existing file at path.
+func otRewrite(t testing.TB, path string, b []byte) {
+	t.Helper()
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_TRUNC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.Write(b); err != nil {
+		f.Close()
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// otFlip inverts the byte at off in the file at path.
+func otFlip(t testing.TB, path string, b []byte, off int) {
+	t.Helper()
+	otWriteAt(t, path, int64(off), []byte{^b[off]})
+}
+
+// otResum rewrites the header's checksum and directory entry 0's checksum
+// the way encodeHeader does, so that only the structural checks can catch
+// a change to the fields they cover.
+func otResum(b []byte) {
+	native.PutUint64(b[offChecksum:], xxh3.Hash(b[offVersion:offChecksum]))
+	if len(b) >= otDirOff+entrySize { // not when the test cut the file short
+		eb := b[otDirOff:][:entrySize]
+		native.PutUint64(eb[entChecksum:], xxh3.Hash(eb[:entChecksum]))
+	}
+}
+
+// otResumAll recomputes the header checksum and the checksum of every
+// directory entry in use that lies inside b, wherever the header says the
+// directory is.
+func otResumAll(b []byte) []byte {
+	if len(b) < offDirCount+4 {
+		return b
+	}
+	native.PutUint64(b[offChecksum:], xxh3.Hash(b[offVersion:offChecksum]))
+	dirOff := uint64(native.Uint32(b[offDirOff:]))
+	n := min(uint64(native.Uint32(b[offDirCount:])), maxDirEntries)
+	for i := uint64(0); i < n && dirOff+(i+1)*entrySize <= uint64(len(b)); i++ {
+		eb := b[dirOff+i*entrySize:][:entrySize]
+		native.PutUint64(eb[entChecksum:], xxh3.Hash(eb[:entChecksum]))
+	}
+	return b
+}
+
+// otOther is the byte order opposite to this machine's.
+var otOther = func() binary.ByteOrder {
+	if binary.NativeEndian.Uint16([]byte{0, 1}) == 1 {
+		return binary.LittleEndian // this machine is big-endian
+	}
+	return binary.BigEndian
+}()
+
+type otField struct{ off, size int }
+
+// otHeaderFields lists every word of the header, mutable part included.
+var otHeaderFields = []otField{
+	{offMagic, 8}, {offVersion, 4}, {offHdrSize, 4}, {offFileSize, 8},
+	{offSeed, 8}, {offFlags, 8}, {offLockOff, 4}, {offLockSize, 4},
+	{offSlotsOff, 4}, {offSlotsN, 4}, {offDirOff, 4}, {offDirCap, 4},
+	{offDataOff, 8}, {offChecksum, 8}, {offDirCount, 4},
+}
+
+// otEntryFields lists every word of a directory entry (the name is bytes).
+var otEntryFields = func() []otField {
+	fs := []otField{{entKind, 4}, {entFlags, 4}, {entOff, 8}, {entSize, 8}, {entChecksum, 8}}
+	for i := 0; i < 8; i++ {
+		fs = append(fs, otField{entParams + 8*i, 8})
+	}
+	return fs
+}()
+
+func otConvertField(p []byte, size int, from, to binary.ByteOrder) {
+	switch size {
+	case 4:
+		to.PutUint32(p, from.Uint32(p))
+	case 8:
+		to.PutUint64(p, from.Uint64(p))
+	}
+}
+
+// otSwapHeader byte-swaps every header field of b in place, checksums
+// included, without recomputing anything.
+func otSwapHeader(b []byte) {
+	for _, f := range otHeaderFields {
+		otConvertField(b[f.off:], f.size, native, otOther)
+	}
+}
+
+// otConvert returns b, a file written in byte order from, as a machine of
+// byte order to would have written it: every header word, reader slot,
+// directory entry word and counter converted, and the checksums recomputed
+// and stored in the new order. The lock words are left alone (zero at rest).
+func otConvert(b []byte, from, to binary.ByteOrder) []byte {
+	b = bytes.Clone(b)
+	slots := uint64(from.Uint32(b[offSlotsN:]))
+	dirOff := uint64(from.Uint32(b[offDirOff:]))
+	n := uint64(from.Uint32(b[offDirCount:]))
+	for _, f := range otHeaderFields {
+		otConvertField(b[f.off:], f.size, from, to)
+	}
+	for i := uint64(0); i < slots; i++ {
+		otConvertField(b[slotsOff+i*slotSize:], 8, from, to)
+	}
+	for i := uint64(0); i < n; i++ {
+		eb := b[dirOff+i*entrySize:][:entrySize]
+		off, size := from.Uint64(eb[entOff:]), from.Uint64(eb[entSize:])
+		for _, f := range otEntryFields {
+			otConvertField(eb[f.off:], f.size, from, to)
+		}
+		for p := off; p+8 <= off+size; p += 8 {
+			otConvertField(b[p:], 8, from, to)
+		}
+		to.PutUint64(eb[entChecksum:], xxh3.Hash(eb[:entChecksum]))
+	}
+	to.PutUint64(b[offChecksum:], xxh3.Hash(b[offVersion:offChecksum]))
+	return b
+}
+
+// otSpecific lists the sentinels that wrap ErrCorrupt.
+var otSpecific = []error{ErrByteOrder, ErrVersion, ErrChecksum, ErrInterruptedCreate}
+
+// otOpenErr opens path and returns the error. A sketch that opens although
+// the test expects an error is exercised first, so that a bad mapping shows
+// as a failure rather than going unnoticed, and closed.
+func otOpenErr(t testing.TB, path string, cfg CountMinConfig, opts ...Option) error {
+	t.Helper()
+	c, err := OpenCountMin(Path(path), cfg, opts...)
+	if err == nil {
+		otExercise(t, c)
+		c.Close()
+	}
+	return err
+}
+
+// otExercise runs every read and write operation on c and returns Check's
+// verdict. A panic, or a fault in Go code (turned into a panic), fails t.
+func otExercise(t testing.TB, c *CountMin) (check error) {
+	t.Helper()
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	defer func() {
+		if r := recover(); r != nil {
+			t.Errorf("panic using an opened sketch: %v\n%s", r, debug.Stack())
+		}
+	}()
+	if _, err := c.Add([]byte("x")); err != nil {
+		t.Errorf("Add: %v", err)
+	}
+	if _, err := c.AddN([]byte("y"), 3); err != nil {
+		t.Errorf("AddN: %v", err)
+	}
+	if _, err := c.AddString("z"); err != nil {
+		t.Errorf("AddString: %v", err)
+	}
+	keys := [][]byte{[]byte("k0"), []byte("k1"), []byte("k2"), []byte("k3"), []byte("k4"), []byte("k5"), []byte("k6"), []byte("k7"), []byte("k8")}
+	est := make([]uint64, len(keys))
+	if err := c.AddBatch(keys, est); err != nil {
+		t.Errorf("AddBatch: %v", err)
+	}
+	if err := c.EstimateBatch(keys, est); err != nil {
+		t.Errorf("EstimateBatch: %v", err)
+	}
+	_ = c.Estimate([]byte("x"))
+	_ = c.EstimateString("y")
+	_ = c.Stats()
+	return c.Check()
+}
+
+// otWantErr checks that err is the sentinel want (exactly ErrCorrupt, not
+// one of the sentinels that wrap it, when want is ErrCorrupt), that it
+// matches ErrCorrupt when want wraps it, and that it names the file.
+func otWantErr(t testing.TB, err error, path string, want error) {
+	t.Helper()
+	if err == nil {
+		t.Fatalf("OpenCountMin(%s) succeeded, want %v", path, want)
+	}
+	if !errors.Is(err, want) {
+		t.Fatalf("OpenCountMin(%s) error = %v, want %v", path, err, want)
+	}
+	if errors.Is(want, ErrCorrupt) && !errors.Is(err, ErrCorrupt) {
+		t.Errorf("error %v does not match ErrCorrupt", err)
+	}
+	if want == ErrCorrupt {
+		for _, s := range otSpecific {
+			if errors.Is(err, s) {
+				t.Errorf("error = %v, want plain ErrCorrupt, not %v", err, s)
+			}
+		}
+	}
+	if !strings.Contains(err.Error(), path) {
+		t.Errorf("error %q does not name the file %s", err, path)
+	}
+}
+
+func otMode(t testing.TB, path string) fs.FileMode {
+	t.Helper()
+	fi, err := os.Lstat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fi.Mode()
+}
+
+// otWorks checks that c counts, estimates and passes Check.
+func otWorks(t testing.TB, c *CountMin) {
+	t.Helper()
+	before := c.EstimateString("otWorks")
+	if got, err := c.AddString("otWorks"); err != nil || got < before+1 {
+		t.Errorf("AddString = %d, %v, want >= %d", got, err, before+1)
+	}
+	if got := c.EstimateString("otWorks"); got < before+1 {
+		t.Errorf("EstimateString = %d, want >= %d", got, before+1)
+	}
+	if err := c.Check(); err != nil {
+		t.Errorf("Check() = %v", err)
+	}
+}
