@@ -1423,10 +1423,10 @@ func anyDone(hs []*helper) bool {
 // sleepUntil sleeps until the clock reads unix nanoseconds at.
 func sleepUntil(at int64) { time.Sleep(time.Duration(at - time.Now().UnixNano())) }
 
-// runAdders creates the window of kind k at a new path, starts four
+// runWindowAdders creates the window of kind k at a new path, starts four
 // children that add to it, lets sample check its periods (want of them),
 // stops the children, and checks the kind's truth.
-func runAdders(t *testing.T, k *windowKind, win Window, want int, sample func(w testWindow, hs []*helper) int) {
+func runWindowAdders(t *testing.T, k *windowKind, win Window, want int, sample func(w testWindow, hs []*helper) int) {
 	w := mustOpenKind(t, k, Path(tempPath(t, "win")), win, procCfgs) // creates it before the children race
 	stopPath := w.Path() + ".stop"
 	hs := windowAdders(t, k, w.Path(), stopPath, win, 4)
@@ -1457,7 +1457,7 @@ func TestWindows_ClockProcesses(t *testing.T) {
 		keep int
 	}{{countMinWindowKind, 2}, {bloomWindowKind, 4}} {
 		t.Run(tc.k.name, func(t *testing.T) {
-			runAdders(t, tc.k, Window{Period: 100 * time.Millisecond, Keep: tc.keep}, 6, func(w testWindow, hs []*helper) int {
+			runWindowAdders(t, tc.k, Window{Period: 100 * time.Millisecond, Keep: tc.keep}, 6, func(w testWindow, hs []*helper) int {
 				return sampleClockPeriods(t, &w.base().ctl, hs, 6, w.sample)
 			})
 		})
@@ -1472,7 +1472,7 @@ func TestWindows_ClockProcesses(t *testing.T) {
 func TestWindows_RotateProcesses(t *testing.T) {
 	requireReexec(t)
 	forEachKind(t, func(t *testing.T, k *windowKind) {
-		runAdders(t, k, Window{Keep: 3}, 8, func(w testWindow, hs []*helper) int {
+		runWindowAdders(t, k, Window{Keep: 3}, 8, func(w testWindow, hs []*helper) int {
 			return sampleRotatedPeriods(t, &w.base().ctl, hs, 8, w.Rotate, w.sample)
 		})
 	})
