@@ -20,36 +20,29 @@ import (
 //	go test -run '^$' -bench 'Bloom' -count 5 -benchtime 200ms . | tee bloom.txt
 //	benchstat bloom.txt
 
-var benchBlooms struct {
-	once sync.Once
-	f    map[uint64]*Bloom
-	err  error
-}
-
 var bloomBenchCapacities = []uint64{10_000, 1_000_000, 10_000_000}
 
+// bloomAt opens a filter at 1% for capacity, in memory.
+func bloomAt(capacity uint64) (*Bloom, error) {
+	return OpenBloom(Memory(), BloomConfig{Capacity: capacity, FPRate: 0.01, Seed: benchSeed})
+}
+
+// benchBlooms are the process's filters of bloomBenchCapacities, each
+// holding the uniform stream's first half.
+var benchBlooms benchOnce[map[uint64]*Bloom]
+
 func benchBloom(b *testing.B, capacity uint64) *Bloom {
-	s := &benchBlooms
-	s.once.Do(func() {
-		_, u, _ := benchStreams()
-		s.f = map[uint64]*Bloom{}
+	return benchBlooms.get(b, func() (map[uint64]*Bloom, error) {
+		fs := map[uint64]*Bloom{}
 		for _, c := range bloomBenchCapacities {
-			f, err := OpenBloom(Memory(), BloomConfig{Capacity: c, FPRate: 0.01, Seed: benchSeed})
+			f, err := newBenchFilter(bloomAt, c, benchUniform().firstHalf())
 			if err != nil {
-				s.err = err
-				return
+				return nil, err
 			}
-			if err := f.AddBatch(u.bytes[:len(u.bytes)/2], nil); err != nil {
-				s.err = err
-				return
-			}
-			s.f[c] = f
+			fs[c] = f
 		}
-	})
-	if s.err != nil {
-		b.Fatal(s.err)
-	}
-	return s.f[capacity]
+		return fs, nil
+	})[capacity]
 }
 
 // withCore returns another handle on f's mapping that serves batches with
@@ -61,84 +54,76 @@ func (f *Bloom) withCore(core bloomCore) *Bloom {
 	return v
 }
 
-func bloomCoreName(core bloomCore) string {
-	if core.name() == "purego" {
-		return "go"
-	}
-	return "c"
-}
-
 func bloomBenchName(f *Bloom) string {
 	return fmt.Sprintf("%dKiB", f.l.blocks*bloomBlockBytes/1024)
 }
 
+// bloomAdd is f.Add, one key an op.
+func bloomAdd(f *Bloom, keys [][]byte, mask int) benchLoop {
+	return func(b *testing.B) uint64 {
+		for i := 0; i < b.N; i++ {
+			f.Add(keys[i&mask])
+		}
+		return 0
+	}
+}
+
+// bloomCheck is f.Contains, one key an op.
+func bloomCheck(f *Bloom, keys [][]byte, mask int) benchLoop {
+	return func(b *testing.B) (n uint64) {
+		for i := 0; i < b.N; i++ {
+			if f.Contains(keys[i&mask]) {
+				n++
+			}
+		}
+		return n
+	}
+}
+
 // BenchmarkBloom times each operation per key, on each filter size.
 func BenchmarkBloom(b *testing.B) {
-	_, u, _ := benchStreams()
-	keys, strs, mask := u.bytes, u.strs, len(u.bytes)-1
+	u := benchUniform()
+	keys, strs, mask := u.bytes, u.strs, u.mask()
 	for _, capacity := range bloomBenchCapacities {
 		f := benchBloom(b, capacity)
-		b.Run(bloomBenchName(f)+"/Add", func(b *testing.B) {
-			b.ReportAllocs()
-			for i := 0; i < b.N; i++ {
-				f.Add(keys[i&mask])
-			}
-		})
-		b.Run(bloomBenchName(f)+"/AddString", func(b *testing.B) {
-			b.ReportAllocs()
+		size := bloomBenchName(f) + "/"
+		runOps(b, size, benchOp{"Add", bloomAdd(f, keys, mask)}, benchOp{"AddString", func(b *testing.B) uint64 {
 			for i := 0; i < b.N; i++ {
 				f.AddString(strs[i&mask])
 			}
-		})
-		b.Run(bloomBenchName(f)+"/Check", func(b *testing.B) {
-			b.ReportAllocs()
-			n := 0
-			for i := 0; i < b.N; i++ {
-				if f.Contains(keys[i&mask]) {
-					n++
-				}
-			}
-			benchSink.Add(uint64(n))
-		})
+			return 0
+		}}, benchOp{"Check", bloomCheck(f, keys, mask)})
 		for _, core := range bloomCores() {
 			for _, batch := range []int{1, 16, 256} {
 				if batch == 1 && core.name() == "purego" {
 					continue // that is Add
 				}
-				name := fmt.Sprintf("%s/AddBatch%d/%s", bloomBenchName(f), batch, bloomCoreName(core))
-				b.Run(name, func(b *testing.B) {
-					b.ReportAllocs()
-					var added uint64
+				runOps(b, size, benchOp{fmt.Sprintf("AddBatch%d/%s", batch, coreName(core)), func(b *testing.B) (added uint64) {
 					for i := 0; i < b.N; i += batch {
 						start := i & mask // batch divides the stream's length
 						added += core.addBatch(&f.l, keys[start:start+batch], nil)
 					}
-					benchSink.Add(added)
-				})
-				name = fmt.Sprintf("%s/CheckBatch%d/%s", bloomBenchName(f), batch, bloomCoreName(core))
-				b.Run(name, func(b *testing.B) {
+					return added
+				}}, benchOp{fmt.Sprintf("CheckBatch%d/%s", batch, coreName(core)), func(b *testing.B) uint64 {
 					out := make([]bool, batch)
-					b.ReportAllocs()
 					for i := 0; i < b.N; i += batch {
 						start := i & mask
 						core.checkBatch(&f.l, keys[start:start+batch], out)
 					}
-				})
+					return 0
+				}})
 			}
 		}
 	}
-	m := benchSetMap()
-	b.Run("MutexMap/1M/insert", func(b *testing.B) {
-		b.ReportAllocs()
+	m := benchSetMap(b)
+	runOps(b, "MutexMap/1M/", benchOp{"insert", func(b *testing.B) uint64 {
 		for i := 0; i < b.N; i++ {
 			m.mu.Lock()
 			m.m[strs[i&mask]] = struct{}{}
 			m.mu.Unlock()
 		}
-	})
-	b.Run("MutexMap/1M/lookup", func(b *testing.B) {
-		b.ReportAllocs()
-		n := 0
+		return 0
+	}}, benchOp{"lookup", func(b *testing.B) (n uint64) {
 		for i := 0; i < b.N; i++ {
 			m.mu.Lock()
 			if _, ok := m.m[strs[i&mask]]; ok {
@@ -146,8 +131,8 @@ func BenchmarkBloom(b *testing.B) {
 			}
 			m.mu.Unlock()
 		}
-		benchSink.Add(uint64(n))
-	})
+		return n
+	}})
 }
 
 type setMap struct {
@@ -155,22 +140,24 @@ type setMap struct {
 	m  map[string]struct{}
 }
 
-var benchSetMaps struct {
-	once sync.Once
-	m    *setMap
-}
+var benchSetMaps benchOnce[*setMap]
 
 // benchSetMap holds every key of the uniform stream's first half.
-func benchSetMap() *setMap {
-	s := &benchSetMaps
-	s.once.Do(func() {
-		_, u, _ := benchStreams()
-		s.m = &setMap{m: make(map[string]struct{}, len(u.strs))}
-		for _, k := range u.strs[:len(u.strs)/2] {
-			s.m.m[k] = struct{}{}
-		}
+func benchSetMap(b *testing.B) *setMap {
+	return benchSetMaps.get(b, func() (*setMap, error) {
+		return &setMap{m: benchHalfMap(struct{}{})}, nil
 	})
-	return s.m
+}
+
+// benchHalfMap returns a map holding every key of the uniform stream's
+// first half, each with value v, with room for the whole stream.
+func benchHalfMap[V any](v V) map[string]V {
+	u := benchUniform()
+	m := make(map[string]V, len(u.strs))
+	for _, k := range u.strs[:len(u.strs)/2] {
+		m[k] = v
+	}
+	return m
 }
 
 // BenchmarkBloomWalks times Stats (which counts the bits set), Merge of
@@ -184,11 +171,7 @@ func BenchmarkBloomWalks(b *testing.B) {
 			benchSink.Add(src.Stats().Set)
 		}
 	})
-	dst, err := OpenBloom(Memory(), BloomConfig{Capacity: 1_000_000, FPRate: 0.01, Seed: benchSeed})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer dst.Close()
+	dst := openBenchFilter(b, bloomAt, 1_000_000, nil)
 	b.Run("Merge/new", func(b *testing.B) {
 		// Each merge into a cleared filter: every word gains bits.
 		b.SetBytes(size)
@@ -273,43 +256,37 @@ func (c *classicBloom) check(key []byte) bool {
 // cache line) with the classic one (k bits anywhere), single keys in Go,
 // at 1% for 1M and 10M keys: what chose the layout.
 func BenchmarkBloomLayout(b *testing.B) {
-	_, u, _ := benchStreams()
-	keys, mask := u.bytes, len(u.bytes)-1
+	u := benchUniform()
+	keys, mask := u.bytes, u.mask()
 	for _, n := range []uint64{1_000_000, 10_000_000} {
 		c := newClassicBloom(b, n, 0.01)
-		for _, k := range keys[:len(keys)/2] {
+		for _, k := range u.firstHalf() {
 			c.add(k)
 		}
 		f := benchBloom(b, n)
-		name := fmt.Sprintf("%dM", n/1_000_000)
-		b.Run(name+"/classic/Add", func(b *testing.B) {
-			for i := 0; i < b.N; i++ {
-				c.add(keys[i&mask])
-			}
-		})
-		b.Run(name+"/classic/Check", func(b *testing.B) {
-			n := 0
-			for i := 0; i < b.N; i++ {
-				if c.check(keys[i&mask]) {
-					n++
+		for _, layout := range []struct {
+			name       string
+			add, check benchLoop
+		}{
+			{"classic", func(b *testing.B) uint64 {
+				for i := 0; i < b.N; i++ {
+					c.add(keys[i&mask])
 				}
-			}
-			benchSink.Add(uint64(n))
-		})
-		b.Run(name+"/blocked/Add", func(b *testing.B) {
-			for i := 0; i < b.N; i++ {
-				f.Add(keys[i&mask])
-			}
-		})
-		b.Run(name+"/blocked/Check", func(b *testing.B) {
-			n := 0
-			for i := 0; i < b.N; i++ {
-				if f.Contains(keys[i&mask]) {
-					n++
+				return 0
+			}, func(b *testing.B) (n uint64) {
+				for i := 0; i < b.N; i++ {
+					if c.check(keys[i&mask]) {
+						n++
+					}
 				}
-			}
-			benchSink.Add(uint64(n))
-		})
+				return n
+			}},
+			{"blocked", bloomAdd(f, keys, mask), bloomCheck(f, keys, mask)}, // BenchmarkBloom's loops
+		} {
+			name := fmt.Sprintf("%dM/%s/", n/1_000_000, layout.name)
+			b.Run(name+"Add", func(b *testing.B) { layout.add(b) })
+			b.Run(name+"Check", func(b *testing.B) { benchSink.Add(layout.check(b)) })
+		}
 	}
 }
 
@@ -317,26 +294,22 @@ func BenchmarkBloomLayout(b *testing.B) {
 // fetching ahead, on filters from a sixteenth of a 1 MiB L2 to twelve
 // times it: where fetching ahead starts to pay (newBloom's prefetch).
 func BenchmarkBloomAhead(b *testing.B) {
-	_, u, _ := benchStreams()
-	keys, mask := u.bytes, len(u.bytes)-1
+	u := benchUniform()
+	keys, mask := u.bytes, u.mask()
 	for _, capacity := range []uint64{50_000, 200_000, 400_000, 1_000_000, 10_000_000} {
-		f, err := OpenBloom(Memory(), BloomConfig{Capacity: capacity, FPRate: 0.01, Seed: benchSeed})
-		if err != nil {
-			b.Fatal(err)
-		}
-		defer f.Close()
-		f.AddBatch(keys[:min(int(capacity), len(keys))/2], nil)
+		f := openBenchFilter(b, bloomAt, capacity, keys[:min(int(capacity), len(keys))/2])
 		for _, core := range bloomCores() {
 			for _, ahead := range []bool{false, true} {
 				l := f.l
 				l.prefetch = ahead
-				b.Run(fmt.Sprintf("%s/AddBatch256/%s/ahead=%v", bloomBenchName(f), bloomCoreName(core), ahead), func(b *testing.B) {
+				size, tail := bloomBenchName(f)+"/", fmt.Sprintf("/%s/ahead=%v", coreName(core), ahead)
+				b.Run(size+"AddBatch256"+tail, func(b *testing.B) {
 					for i := 0; i < b.N; i += 256 {
 						core.addBatch(&l, keys[i&mask:i&mask+256], nil)
 					}
 				})
 				out := make([]bool, 256)
-				b.Run(fmt.Sprintf("%s/CheckBatch256/%s/ahead=%v", bloomBenchName(f), bloomCoreName(core), ahead), func(b *testing.B) {
+				b.Run(size+"CheckBatch256"+tail, func(b *testing.B) {
 					for i := 0; i < b.N; i += 256 {
 						core.checkBatch(&l, keys[i&mask:i&mask+256], out)
 					}

@@ -6,36 +6,20 @@ import (
 	"testing"
 )
 
-// cbfCoreName is the benchmark name of a core: go or c.
-func cbfCoreName(core countingBloomCore) string {
-	if core.name() == "purego" {
-		return "go"
-	}
-	return "c"
+// cbfAt opens a counting filter at 1% for capacity, in memory (a memfd on
+// Linux: a shared mapping, like a file's).
+func cbfAt(capacity uint64) (*CountingBloom, error) {
+	return OpenCountingBloom(Memory(), CountingBloomConfig{Capacity: capacity, FPRate: 0.01, Seed: benchSeed})
 }
+
+var benchCBFs benchOnce[*CountingBloom]
 
 // benchCBF returns a filter for 1M items at 1% (2^24 counters, 8 MiB, 7
-// hashes), holding the first half of the uniform stream's keys, in memory
-// (a memfd on Linux: a shared mapping, like a file's).
-var benchCBFs struct {
-	once sync.Once
-	b    *CountingBloom
-	err  error
-}
-
+// hashes), holding the first half of the uniform stream's keys.
 func benchCBF(b *testing.B) *CountingBloom {
-	s := &benchCBFs
-	s.once.Do(func() {
-		s.b, s.err = OpenCountingBloom(Memory(), CountingBloomConfig{Capacity: 1_000_000, FPRate: 0.01, Seed: benchSeed})
-		if s.err == nil {
-			_, u, _ := benchStreams()
-			s.err = s.b.AddBatch(u.bytes[:len(u.bytes)/2], nil)
-		}
+	return benchCBFs.get(b, func() (*CountingBloom, error) {
+		return newBenchFilter(cbfAt, 1_000_000, benchUniform().firstHalf())
 	})
-	if s.err != nil {
-		b.Fatal(s.err)
-	}
-	return s.b
 }
 
 // BenchmarkCountingBloom times each operation per key on a 1M-item 1%
@@ -44,68 +28,56 @@ func benchCBF(b *testing.B) *CountingBloom {
 // stream of 1M distinct keys).
 func BenchmarkCountingBloom(b *testing.B) {
 	f := benchCBF(b)
-	_, u, _ := benchStreams()
-	keys, mask := u.bytes, len(u.bytes)-1
-	b.Run("Add", func(b *testing.B) {
-		b.ReportAllocs()
+	u := benchUniform()
+	keys, mask := u.bytes, u.mask()
+	runOps(b, "", benchOp{"Add", func(b *testing.B) uint64 {
 		for i := 0; i < b.N; i++ {
 			f.Add(keys[i&mask])
 		}
-	})
-	b.Run("Contains", func(b *testing.B) {
-		b.ReportAllocs()
-		n := 0
+		return 0
+	}}, benchOp{"Contains", func(b *testing.B) (n uint64) {
 		for i := 0; i < b.N; i++ {
 			if f.Contains(keys[i&mask]) {
 				n++
 			}
 		}
-		benchSink.Add(uint64(n))
-	})
-	b.Run("CountOf", func(b *testing.B) {
-		b.ReportAllocs()
-		n := 0
+		return n
+	}}, benchOp{"CountOf", func(b *testing.B) (n uint64) {
 		for i := 0; i < b.N; i++ {
-			n += int(f.Estimate(keys[i&mask]))
+			n += uint64(f.Estimate(keys[i&mask]))
 		}
-		benchSink.Add(uint64(n))
-	})
-	b.Run("AddRemove", func(b *testing.B) {
+		return n
+	}}, benchOp{"AddRemove", func(b *testing.B) uint64 {
 		// A remove needs the item present: each op adds a key and removes
 		// it, so ns/op is one Add plus one Remove.
-		b.ReportAllocs()
 		for i := 0; i < b.N; i++ {
 			f.Add(keys[i&mask])
 			f.Remove(keys[i&mask])
 		}
-	})
+		return 0
+	}})
 	for _, core := range countingBloomCores() {
-		b.Run(fmt.Sprintf("AddMany256/%s", cbfCoreName(core)), func(b *testing.B) {
-			b.ReportAllocs()
+		runOps(b, "AddMany256/", benchOp{coreName(core), func(b *testing.B) (n uint64) {
 			view := f.withCore(core)
-			n := 0
 			for i := 0; i < b.N; i += 256 {
 				start := i & mask &^ 255
 				view.AddBatch(keys[start:start+256], nil)
 				n++
 			}
-			benchSink.Add(uint64(n))
-		})
+			return n
+		}})
 	}
-	b.Run("RWMutexMap/Add", func(b *testing.B) {
-		m := benchRWMap()
-		b.ReportAllocs()
+	runOps(b, "RWMutexMap/", benchOp{"Add", func(b *testing.B) uint64 {
+		m := benchRWMap(b)
 		for i := 0; i < b.N; i++ {
 			k := u.strs[i&mask]
 			m.mu.Lock()
 			m.m[k]++
 			m.mu.Unlock()
 		}
-	})
-	b.Run("RWMutexMap/Contains", func(b *testing.B) {
-		m := benchRWMap()
-		b.ReportAllocs()
-		n := 0
+		return 0
+	}}, benchOp{"Contains", func(b *testing.B) (n uint64) {
+		m := benchRWMap(b)
 		for i := 0; i < b.N; i++ {
 			m.mu.RLock()
 			if m.m[u.strs[i&mask]] > 0 {
@@ -113,8 +85,8 @@ func BenchmarkCountingBloom(b *testing.B) {
 			}
 			m.mu.RUnlock()
 		}
-		benchSink.Add(uint64(n))
-	})
+		return n
+	}})
 }
 
 type rwMap struct {
@@ -122,22 +94,13 @@ type rwMap struct {
 	m  map[string]uint8
 }
 
-var benchRWMaps struct {
-	once sync.Once
-	m    *rwMap
-}
+var benchRWMaps benchOnce[*rwMap]
 
 // benchRWMap holds every key of the uniform stream's first half.
-func benchRWMap() *rwMap {
-	s := &benchRWMaps
-	s.once.Do(func() {
-		_, u, _ := benchStreams()
-		s.m = &rwMap{m: make(map[string]uint8, len(u.strs))}
-		for _, k := range u.strs[:len(u.strs)/2] {
-			s.m.m[k] = 1
-		}
+func benchRWMap(b *testing.B) *rwMap {
+	return benchRWMaps.get(b, func() (*rwMap, error) {
+		return &rwMap{m: benchHalfMap(uint8(1))}, nil
 	})
-	return s.m
 }
 
 // withCore returns another handle on b's mapping and lock that uses core.
@@ -155,21 +118,20 @@ func (b *CountingBloom) withCore(core countingBloomCore) *CountingBloom {
 // Clear. ns/op is one operation; MB/s is counter bytes per second.
 func BenchmarkCountingBloomWalks(b *testing.B) {
 	src := benchCBF(b)
+	size := int64(src.Counters() / 2)
 	for _, core := range countingBloomCores() {
-		name := cbfCoreName(core)
-		b.Run("Stats/"+name, func(b *testing.B) {
+		name := "/" + coreName(core)
+		runOps(b, "", benchOp{"Stats" + name, func(b *testing.B) (n uint64) {
 			view := src.withCore(core)
-			b.SetBytes(int64(src.Counters() / 2))
-			b.ReportAllocs()
-			var n uint64
+			b.SetBytes(size)
 			for i := 0; i < b.N; i++ {
 				n += view.Stats().CountersSet
 			}
-			benchSink.Add(n)
-		})
-		b.Run("Merge/"+name, func(b *testing.B) {
+			return n
+		}})
+		b.Run("Merge"+name, func(b *testing.B) {
 			dst := benchCBFCopy(b, core)
-			b.SetBytes(int64(src.Counters() / 2))
+			b.SetBytes(size)
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
 				if err := dst.Merge(src); err != nil {
@@ -177,41 +139,36 @@ func BenchmarkCountingBloomWalks(b *testing.B) {
 				}
 			}
 		})
-		b.Run("MergeCore/"+name, func(b *testing.B) {
+		runOps(b, "", benchOp{"MergeCore" + name, func(b *testing.B) uint64 {
 			// The merge alone, under the write lock, without the snapshot.
 			dst := benchCBFCopy(b, core)
 			snap := src.snapshot()
-			b.SetBytes(int64(src.Counters() / 2))
-			b.ReportAllocs()
+			b.SetBytes(size)
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
 				dst.lk.lock()
 				core.merge(&dst.l, snap)
 				dst.lk.unlock()
 			}
-		})
-		b.Run("Clear/"+name, func(b *testing.B) {
+			return 0
+		}}, benchOp{"Clear" + name, func(b *testing.B) uint64 {
 			dst := benchCBFCopy(b, core)
-			b.SetBytes(int64(src.Counters() / 2))
-			b.ReportAllocs()
+			b.SetBytes(size)
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
 				if err := dst.Reset(); err != nil {
 					b.Fatal(err)
 				}
 			}
-		})
+			return 0
+		}})
 	}
 }
 
 // benchCBFCopy returns a filter of benchCBF's geometry and seed holding
 // its items, that uses core.
 func benchCBFCopy(b *testing.B, core countingBloomCore) *CountingBloom {
-	f, err := OpenCountingBloom(Memory(), CountingBloomConfig{Capacity: 1_000_000, FPRate: 0.01, Seed: benchSeed})
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { f.Close() })
+	f := openBenchFilter(b, cbfAt, 1_000_000, nil)
 	f.core = core
 	if err := f.Merge(benchCBF(b)); err != nil {
 		b.Fatal(err)
@@ -224,30 +181,22 @@ func benchCBFCopy(b *testing.B, core countingBloomCore) *CountingBloom {
 // that does not (1M items: 8 MiB): where a cgo crossing pays and where
 // fetching ahead does.
 func BenchmarkCountingBloomBatch(b *testing.B) {
-	_, u, _ := benchStreams()
-	keys, mask := u.bytes, len(u.bytes)-1
+	u := benchUniform()
+	keys, mask := u.bytes, u.mask()
 	for _, capacity := range []uint64{10_000, 1_000_000} {
-		f, err := OpenCountingBloom(Memory(), CountingBloomConfig{Capacity: capacity, FPRate: 0.01, Seed: benchSeed})
-		if err != nil {
-			b.Fatal(err)
-		}
-		defer f.Close()
-		if err := f.AddBatch(keys[:capacity/2], nil); err != nil {
-			b.Fatal(err)
-		}
+		f := openBenchFilter(b, cbfAt, capacity, keys[:capacity/2])
 		for _, n := range []int{1, 2, 4, 8, 16, 256} {
 			for _, core := range countingBloomCores() {
-				b.Run(fmt.Sprintf("%dKiB/AddMany%d/%s", f.Counters()/2048, n, cbfCoreName(core)), func(b *testing.B) {
+				runOps(b, "", benchOp{fmt.Sprintf("%dKiB/AddMany%d/%s", f.Counters()/2048, n, coreName(core)), func(b *testing.B) uint64 {
 					view := f.withCore(core)
-					b.ReportAllocs()
 					added := 0
 					for i := 0; i < b.N; i += n {
 						start := i & mask // n divides the stream's length
 						view.AddBatch(keys[start:start+n], nil)
 						added++
 					}
-					benchSink.Add(uint64(added))
-				})
+					return uint64(added)
+				}})
 			}
 		}
 	}

@@ -14,102 +14,111 @@ package sketch
 // (go, and c in cgo builds). ns/op is per key.
 
 import (
-	"sync"
 	"testing"
 	"time"
 )
 
-var benchWindows struct {
-	mu sync.Mutex
-	m  map[benchShape]*CountMinWindow
-}
+// benchSpan is the window the benchmarks run: two periods of an hour, so
+// that no period turns during a run.
+var benchSpan = Window{Period: time.Hour, Keep: 2}
+
+var benchWindows benchByShape[*CountMinWindow]
 
 // benchWindow returns the process's window of the given shape, created
 // once in a memfd with the plain sketch's seed; three Rotates clear every
 // slot, so no benchmark pays the page faults.
 func benchWindow(b *testing.B, sh benchShape) *CountMinWindow {
-	s := &benchWindows
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if w := s.m[sh]; w != nil {
-		return w
-	}
-	cfg := CountMinConfig{Rows: sh.rows, Width: sh.width, Seed: benchSeed}
-	w, err := OpenCountMinWindow(Memfd("bench-window-"+sh.name), CountMinWindowConfig{Window: Window{Period: time.Hour, Keep: 2}, CountMin: cfg})
-	if err != nil {
-		b.Fatalf("NewCountMinWindowMemfd(%+v): %v", cfg, err)
-	}
-	for range 3 {
-		if err := w.Rotate(); err != nil {
-			b.Fatal(err)
+	return benchWindows.get(b, sh, func() (*CountMinWindow, error) {
+		w, err := OpenCountMinWindow(Memfd("bench-window-"+sh.name), CountMinWindowConfig{Window: benchSpan, CountMin: sh.config()})
+		for i := 0; i < 3 && err == nil; i++ {
+			err = w.Rotate()
 		}
-	}
-	if s.m == nil {
-		s.m = make(map[benchShape]*CountMinWindow)
-	}
-	s.m[sh] = w
-	return w
+		return w, err
+	})
 }
 
 // benchWindowShapes are the shapes the window runs: in L2 and past it.
 var benchWindowShapes = []benchShape{benchDefaultShape, benchShapes[2]}
 
-// forWindowShapes runs plain and window sub-benchmarks per shape over the
-// zipf stream.
-func forWindowShapes(b *testing.B, plain func(b *testing.B, c *CountMin, keys [][]byte), window func(b *testing.B, w *CountMinWindow, keys [][]byte)) {
+// runPlainWindow runs plain and window as the sub-benchmarks <name>/plain
+// and <name>/keep=2.
+func runPlainWindow(b *testing.B, name string, plain, window benchLoop) {
+	b.Run(name, func(b *testing.B) { runOps(b, "", benchOp{"plain", plain}, benchOp{"keep=2", window}) })
+}
+
+// forWindowShapes runs the plain and window loops mk makes per shape, over
+// the zipf stream.
+func forWindowShapes(b *testing.B, mk func(c *CountMin, w *CountMinWindow, keys [][]byte, mask int) (plain, window benchLoop)) {
 	z, _, _ := benchStreams()
 	for _, sh := range benchWindowShapes {
-		c, w := benchSketch(b, sh), benchWindow(b, sh)
-		b.Run(sh.name, func(b *testing.B) {
-			b.Run("plain", func(b *testing.B) { plain(b, c, z.bytes) })
-			b.Run("keep=2", func(b *testing.B) { window(b, w, z.bytes) })
-		})
+		plain, window := mk(benchSketch(b, sh), benchWindow(b, sh), z.bytes, z.mask())
+		runPlainWindow(b, sh.name, plain, window)
+	}
+}
+
+// withCoreSet is loop run with *field set to core, and set back after.
+func withCoreSet[C any](field *C, core C, loop benchLoop) benchLoop {
+	return func(b *testing.B) uint64 {
+		old := *field
+		*field = core
+		defer func() { *field = old }()
+		return loop(b)
+	}
+}
+
+// benchBatches calls op on batches of benchBatch keys (fewer in the last)
+// until b.N keys are done, from the stream's start again where it ends.
+func benchBatches(b *testing.B, keys [][]byte, op func(keys [][]byte)) {
+	for done, pos := 0, 0; done < b.N; {
+		n := min(benchBatch, b.N-done)
+		if pos+n > len(keys) {
+			pos = 0
+		}
+		op(keys[pos : pos+n])
+		pos += n
+		done += n
 	}
 }
 
 // BenchmarkCountMinWindowAdd is Add, which returns the estimate: over the
 // window for the window.
 func BenchmarkCountMinWindowAdd(b *testing.B) {
-	forWindowShapes(b, func(b *testing.B, c *CountMin, keys [][]byte) {
-		b.ReportAllocs()
-		mask := len(keys) - 1
-		var sum uint64
-		for i := 0; b.Loop(); i++ {
-			v, _ := c.Add(keys[i&mask])
-			sum += v
+	forWindowShapes(b, func(c *CountMin, w *CountMinWindow, keys [][]byte, mask int) (plain, window benchLoop) {
+		plain = func(b *testing.B) (sum uint64) {
+			for i := 0; b.Loop(); i++ {
+				v, _ := c.Add(keys[i&mask])
+				sum += v
+			}
+			return sum
 		}
-		benchSink.Add(sum)
-	}, func(b *testing.B, w *CountMinWindow, keys [][]byte) {
-		b.ReportAllocs()
-		mask := len(keys) - 1
-		var sum uint64
-		for i := 0; b.Loop(); i++ {
-			v, _ := w.Add(keys[i&mask])
-			sum += v
+		window = func(b *testing.B) (sum uint64) {
+			for i := 0; b.Loop(); i++ {
+				v, _ := w.Add(keys[i&mask])
+				sum += v
+			}
+			return sum
 		}
-		benchSink.Add(sum)
+		return plain, window
 	})
 }
 
 // BenchmarkCountMinWindowEstimate is Estimate: over the window's two
 // slots for the window.
 func BenchmarkCountMinWindowEstimate(b *testing.B) {
-	forWindowShapes(b, func(b *testing.B, c *CountMin, keys [][]byte) {
-		b.ReportAllocs()
-		mask := len(keys) - 1
-		var sum uint64
-		for i := 0; b.Loop(); i++ {
-			sum += c.Estimate(keys[i&mask])
+	forWindowShapes(b, func(c *CountMin, w *CountMinWindow, keys [][]byte, mask int) (plain, window benchLoop) {
+		plain = func(b *testing.B) (sum uint64) {
+			for i := 0; b.Loop(); i++ {
+				sum += c.Estimate(keys[i&mask])
+			}
+			return sum
 		}
-		benchSink.Add(sum)
-	}, func(b *testing.B, w *CountMinWindow, keys [][]byte) {
-		b.ReportAllocs()
-		mask := len(keys) - 1
-		var sum uint64
-		for i := 0; b.Loop(); i++ {
-			sum += w.Estimate(keys[i&mask])
+		window = func(b *testing.B) (sum uint64) {
+			for i := 0; b.Loop(); i++ {
+				sum += w.Estimate(keys[i&mask])
+			}
+			return sum
 		}
-		benchSink.Add(sum)
+		return plain, window
 	})
 }
 
@@ -117,31 +126,29 @@ func BenchmarkCountMinWindowEstimate(b *testing.B) {
 // sketch; for the window, its cache (served) or a walk of one row of each
 // slot (refreshed: every call after the cache's life).
 func BenchmarkCountMinWindowTotal(b *testing.B) {
-	forWindowShapes(b, func(b *testing.B, c *CountMin, keys [][]byte) {
-		b.ReportAllocs()
-		var sum uint64
-		for b.Loop() {
-			sum += c.Total()
+	forWindowShapes(b, func(c *CountMin, w *CountMinWindow, _ [][]byte, _ int) (plain, window benchLoop) {
+		plain = func(b *testing.B) (sum uint64) {
+			for b.Loop() {
+				sum += c.Total()
+			}
+			return sum
 		}
-		benchSink.Add(sum)
-	}, func(b *testing.B, w *CountMinWindow, keys [][]byte) {
-		b.Run("served", func(b *testing.B) {
-			b.ReportAllocs()
-			var sum uint64
-			for b.Loop() {
-				sum += w.Total()
-			}
-			benchSink.Add(sum)
-		})
-		b.Run("refreshed", func(b *testing.B) {
-			b.ReportAllocs()
-			var sum uint64
-			for b.Loop() {
-				w.totals.at.Store(0)
-				sum += w.Total()
-			}
-			benchSink.Add(sum)
-		})
+		window = func(b *testing.B) uint64 {
+			runOps(b, "", benchOp{"served", func(b *testing.B) (sum uint64) {
+				for b.Loop() {
+					sum += w.Total()
+				}
+				return sum
+			}}, benchOp{"refreshed", func(b *testing.B) (sum uint64) {
+				for b.Loop() {
+					w.totals.at.Store(0)
+					sum += w.Total()
+				}
+				return sum
+			}})
+			return 0
+		}
+		return plain, window
 	})
 }
 
@@ -149,30 +156,18 @@ func BenchmarkCountMinWindowTotal(b *testing.B) {
 // estimates, through each core.
 func BenchmarkCountMinWindowAddBatch(b *testing.B) {
 	est := make([]uint64, benchBatch)
-	batches := func(b *testing.B, keys [][]byte, add func(keys [][]byte)) {
-		b.ReportAllocs()
-		for done, pos := 0, 0; done < b.N; {
-			n := min(benchBatch, b.N-done)
-			if pos+n > len(keys) {
-				pos = 0
-			}
-			add(keys[pos : pos+n])
-			pos += n
-			done += n
-		}
-	}
 	for _, core := range countMinCores() {
 		b.Run(coreName(core), func(b *testing.B) {
-			forWindowShapes(b, func(b *testing.B, c *CountMin, keys [][]byte) {
-				old := c.core
-				c.core = core
-				defer func() { c.core = old }()
-				batches(b, keys, func(k [][]byte) { c.AddBatch(k, est[:len(k)]) })
-			}, func(b *testing.B, w *CountMinWindow, keys [][]byte) {
-				old := w.core
-				w.core = core
-				defer func() { w.core = old }()
-				batches(b, keys, func(k [][]byte) { w.AddBatch(k, est[:len(k)]) })
+			forWindowShapes(b, func(c *CountMin, w *CountMinWindow, keys [][]byte, _ int) (plain, window benchLoop) {
+				plain = withCoreSet(&c.core, core, func(b *testing.B) uint64 {
+					benchBatches(b, keys, func(k [][]byte) { c.AddBatch(k, est[:len(k)]) })
+					return 0
+				})
+				window = withCoreSet(&w.core, core, func(b *testing.B) uint64 {
+					benchBatches(b, keys, func(k [][]byte) { w.AddBatch(k, est[:len(k)]) })
+					return 0
+				})
+				return plain, window
 			})
 		})
 	}
@@ -208,14 +203,14 @@ func BenchmarkCountMinWindowRotate(b *testing.B) {
 // benchBloomPair returns a new plain filter and window of one capacity,
 // filled as above, with the plain filter's seed.
 func benchBloomPair(b *testing.B, capacity uint64) (*Bloom, *BloomWindow) {
-	_, u, _ := benchStreams()
+	u := benchUniform()
 	cfg := BloomConfig{Capacity: capacity, FPRate: 0.01, Seed: benchSeed}
 	f, err := OpenBloom(Memory(), cfg)
 	if err != nil {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { f.Close() })
-	w, err := OpenBloomWindow(Memfd("bench-bloom-window"), BloomWindowConfig{Window: Window{Period: time.Hour, Keep: 2}, Bloom: cfg})
+	w, err := OpenBloomWindow(Memfd("bench-bloom-window"), BloomWindowConfig{Window: benchSpan, Bloom: cfg})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -235,117 +230,100 @@ func benchBloomPair(b *testing.B, capacity uint64) (*Bloom, *BloomWindow) {
 	return f, w
 }
 
-// forBloomWindowSizes runs plain and window sub-benchmarks per size over
-// the uniform stream.
-func forBloomWindowSizes(b *testing.B, plain func(b *testing.B, f *Bloom, keys [][]byte), window func(b *testing.B, w *BloomWindow, keys [][]byte)) {
-	_, u, _ := benchStreams()
+// forBloomWindowSizes runs the plain and window loops mk makes per size,
+// over the uniform stream.
+func forBloomWindowSizes(b *testing.B, mk func(f *Bloom, w *BloomWindow, keys [][]byte, mask int) (plain, window benchLoop)) {
+	u := benchUniform()
 	for _, capacity := range []uint64{10_000, 1_000_000} {
 		f, w := benchBloomPair(b, capacity)
-		b.Run(bloomBenchName(f), func(b *testing.B) {
-			b.Run("plain", func(b *testing.B) { plain(b, f, u.bytes) })
-			b.Run("keep=2", func(b *testing.B) { window(b, w, u.bytes) })
-		})
+		plain, window := mk(f, w, u.bytes, u.mask())
+		runPlainWindow(b, bloomBenchName(f), plain, window)
 	}
 }
 
 // BenchmarkBloomWindowAdd is Add, which answers for the window: a key the
 // current slot lacks is looked for in the previous one.
 func BenchmarkBloomWindowAdd(b *testing.B) {
-	forBloomWindowSizes(b, func(b *testing.B, f *Bloom, keys [][]byte) {
-		b.ReportAllocs()
-		mask, n := len(keys)-1, 0
-		for i := 0; b.Loop(); i++ {
-			if a, _ := f.Add(keys[i&mask]); a {
-				n++
+	forBloomWindowSizes(b, func(f *Bloom, w *BloomWindow, keys [][]byte, mask int) (plain, window benchLoop) {
+		plain = func(b *testing.B) (n uint64) {
+			for i := 0; b.Loop(); i++ {
+				if a, _ := f.Add(keys[i&mask]); a {
+					n++
+				}
 			}
+			return n
 		}
-		benchSink.Add(uint64(n))
-	}, func(b *testing.B, w *BloomWindow, keys [][]byte) {
-		b.ReportAllocs()
-		mask, n := len(keys)-1, 0
-		for i := 0; b.Loop(); i++ {
-			if a, _ := w.Add(keys[i&mask]); a {
-				n++
+		window = func(b *testing.B) (n uint64) {
+			for i := 0; b.Loop(); i++ {
+				if a, _ := w.Add(keys[i&mask]); a {
+					n++
+				}
 			}
+			return n
 		}
-		benchSink.Add(uint64(n))
+		return plain, window
 	})
 }
 
 // BenchmarkBloomWindowCheck is Check: up to both slots for the window.
 func BenchmarkBloomWindowCheck(b *testing.B) {
-	forBloomWindowSizes(b, func(b *testing.B, f *Bloom, keys [][]byte) {
-		b.ReportAllocs()
-		mask, n := len(keys)-1, 0
-		for i := 0; b.Loop(); i++ {
-			if f.Contains(keys[i&mask]) {
-				n++
+	forBloomWindowSizes(b, func(f *Bloom, w *BloomWindow, keys [][]byte, mask int) (plain, window benchLoop) {
+		plain = func(b *testing.B) (n uint64) {
+			for i := 0; b.Loop(); i++ {
+				if f.Contains(keys[i&mask]) {
+					n++
+				}
 			}
+			return n
 		}
-		benchSink.Add(uint64(n))
-	}, func(b *testing.B, w *BloomWindow, keys [][]byte) {
-		b.ReportAllocs()
-		mask, n := len(keys)-1, 0
-		for i := 0; b.Loop(); i++ {
-			if w.Contains(keys[i&mask]) {
-				n++
+		window = func(b *testing.B) (n uint64) {
+			for i := 0; b.Loop(); i++ {
+				if w.Contains(keys[i&mask]) {
+					n++
+				}
 			}
+			return n
 		}
-		benchSink.Add(uint64(n))
+		return plain, window
 	})
 }
 
-// benchBloomBatches calls op on batches of benchBatch keys until b.N keys
-// are done.
-func benchBloomBatches(b *testing.B, keys [][]byte, op func(keys [][]byte)) {
-	b.ReportAllocs()
-	for done, pos := 0, 0; done < b.N; {
-		n := min(benchBatch, b.N-done)
-		if pos+n > len(keys) {
-			pos = 0
-		}
-		op(keys[pos : pos+n])
-		pos += n
-		done += n
+// forBloomWindowBatches runs AddBatch (add) or CheckBatch with answers
+// through each core, benchBatch keys a call.
+func forBloomWindowBatches(b *testing.B, add bool) {
+	out := make([]bool, benchBatch)
+	for _, core := range bloomCores() {
+		b.Run(coreName(core), func(b *testing.B) {
+			forBloomWindowSizes(b, func(f *Bloom, w *BloomWindow, keys [][]byte, _ int) (plain, window benchLoop) {
+				plain = func(b *testing.B) uint64 {
+					f := f.withCore(core)
+					op := func(k [][]byte) { f.ContainsBatch(k, out[:len(k)]) }
+					if add {
+						op = func(k [][]byte) { f.AddBatch(k, out[:len(k)]) }
+					}
+					benchBatches(b, keys, op)
+					return 0
+				}
+				window = withCoreSet(&w.core, core, func(b *testing.B) uint64 {
+					op := func(k [][]byte) { w.ContainsBatch(k, out[:len(k)]) }
+					if add {
+						op = func(k [][]byte) { w.AddBatch(k, out[:len(k)]) }
+					}
+					benchBatches(b, keys, op)
+					return 0
+				})
+				return plain, window
+			})
+		})
 	}
 }
 
 // BenchmarkBloomWindowAddBatch is AddBatch with answers, through each
 // core.
-func BenchmarkBloomWindowAddBatch(b *testing.B) {
-	out := make([]bool, benchBatch)
-	for _, core := range bloomCores() {
-		b.Run(bloomCoreName(core), func(b *testing.B) {
-			forBloomWindowSizes(b, func(b *testing.B, f *Bloom, keys [][]byte) {
-				f = f.withCore(core)
-				benchBloomBatches(b, keys, func(k [][]byte) { f.AddBatch(k, out[:len(k)]) })
-			}, func(b *testing.B, w *BloomWindow, keys [][]byte) {
-				old := w.core
-				w.core = core
-				defer func() { w.core = old }()
-				benchBloomBatches(b, keys, func(k [][]byte) { w.AddBatch(k, out[:len(k)]) })
-			})
-		})
-	}
-}
+func BenchmarkBloomWindowAddBatch(b *testing.B) { forBloomWindowBatches(b, true) }
 
 // BenchmarkBloomWindowCheckBatch is CheckBatch, through each core.
-func BenchmarkBloomWindowCheckBatch(b *testing.B) {
-	out := make([]bool, benchBatch)
-	for _, core := range bloomCores() {
-		b.Run(bloomCoreName(core), func(b *testing.B) {
-			forBloomWindowSizes(b, func(b *testing.B, f *Bloom, keys [][]byte) {
-				f = f.withCore(core)
-				benchBloomBatches(b, keys, func(k [][]byte) { f.ContainsBatch(k, out[:len(k)]) })
-			}, func(b *testing.B, w *BloomWindow, keys [][]byte) {
-				old := w.core
-				w.core = core
-				defer func() { w.core = old }()
-				benchBloomBatches(b, keys, func(k [][]byte) { w.ContainsBatch(k, out[:len(k)]) })
-			})
-		})
-	}
-}
+func BenchmarkBloomWindowCheckBatch(b *testing.B) { forBloomWindowBatches(b, false) }
 
 // BenchmarkBloomWindowRotate is one turn: the epoch moves and the spare
 // slot (1% for 1M keys: 1.2 MiB) is cleared.

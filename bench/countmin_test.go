@@ -4,7 +4,6 @@
 package bench
 
 import (
-	"math/rand/v2"
 	"path/filepath"
 	"strconv"
 	"sync"
@@ -13,12 +12,13 @@ import (
 	boom "github.com/tylertreat/BoomFilters"
 
 	"github.com/shmsketch/sketch"
+	"github.com/shmsketch/sketch/bench/internal/keystream"
 )
 
 const (
-	seed      = 0x5eed_c0de_b10c_0001
-	space     = 1 << 20 // distinct keys
-	streamLen = 1 << 19 // keys in each stream, a power of two
+	seed      = keystream.Seed
+	space     = keystream.Space // distinct keys
+	streamLen = 1 << 19         // keys in each stream, a power of two
 	// errorRate and delta (1 - confidence) are sketch's defaults: 5 rows
 	// of 4096 counters for sketch.CountMin, 5 rows of 2719 for BoomFilters,
 	// which does not round the width up to a power of two.
@@ -26,12 +26,14 @@ const (
 	delta     = 1 - sketch.DefaultConfidence
 )
 
-// stream is a stream of keys, each key's bytes laid out in stream order,
-// as []byte and as string.
+// stream is a stream of keys (internal/keystream), each key's bytes laid
+// out in stream order, as []byte and as string, with the mask that the
+// benchmarks index it with.
 type stream struct {
 	name  string
 	bytes [][]byte
 	strs  []string
+	mask  int
 }
 
 var streams struct {
@@ -44,31 +46,50 @@ var streams struct {
 // 17 bytes on average.
 func keyStreams() []*stream {
 	streams.once.Do(func() {
-		r := rand.New(rand.NewPCG(seed, 1))
-		z := rand.NewZipf(r, 1.1, 1, space-1)
-		streams.zipf = newStream("zipf", z.Uint64)
-		r = rand.New(rand.NewPCG(seed, 2))
-		streams.uniform = newStream("uniform", func() uint64 { return r.Uint64N(space) })
+		streams.zipf = newStream("zipf")
+		streams.uniform = newStream("uniform")
 	})
 	return []*stream{&streams.zipf, &streams.uniform}
 }
 
-func newStream(name string, next func() uint64) stream {
-	buf := make([]byte, 0, streamLen*18)
-	ends := make([]int, streamLen)
-	for i := range ends {
-		buf = appendKey(buf, next())
-		ends[i] = len(buf)
+func newStream(name string) stream {
+	s := keystream.New(name, streamLen, 18, appendKey)
+	return stream{name: s.Name, bytes: s.Bytes, strs: s.Strs, mask: len(s.Bytes) - 1}
+}
+
+// uniformKeys returns the uniform stream, which the filter benchmarks run,
+// as []byte and as string, and the mask to index it with.
+func uniformKeys() (keys [][]byte, strs []string, mask int) {
+	s := keyStreams()[1]
+	return s.bytes, s.strs, s.mask
+}
+
+// firstHalf returns the uniform stream's first half, which the filter
+// benchmarks' filters hold.
+func firstHalf() (keys [][]byte, strs []string) {
+	s := keyStreams()[1]
+	return s.bytes[:len(s.bytes)/2], s.strs[:len(s.strs)/2]
+}
+
+// filter is a filter of the sketch module.
+type filter interface {
+	AddBatch(keys [][]byte, already []bool) error
+	Close() error
+}
+
+// openHalf opens a filter with open in a temporary file, closed when b
+// ends, and adds the uniform stream's first half to it.
+func openHalf[F filter](b *testing.B, open func(sketch.Place) (F, error)) F {
+	f, err := open(sketch.Path(filepath.Join(b.TempDir(), "filter")))
+	if err != nil {
+		b.Fatal(err)
 	}
-	str := string(buf)
-	s := stream{name: name, bytes: make([][]byte, streamLen), strs: make([]string, streamLen)}
-	start := 0
-	for i, end := range ends {
-		s.bytes[i] = buf[start:end:end]
-		s.strs[i] = str[start:end]
-		start = end
+	b.Cleanup(func() { f.Close() })
+	keys, _ := firstHalf()
+	if err := f.AddBatch(keys, nil); err != nil {
+		b.Fatal(err)
 	}
-	return s
+	return f
 }
 
 var segments = [...]string{"api", "v2", "users", "orders", "static", "images", "search", "products", "account", "blog"}
@@ -99,6 +120,38 @@ func appendKey(dst []byte, i uint64) []byte {
 }
 
 var sink uint64
+
+// op is one sub-benchmark: its name and its timed loop. A loop that
+// prepares its structure first resets the timer after.
+type op struct {
+	name string
+	loop func(b *testing.B)
+}
+
+// runOps runs each op as a sub-benchmark, reporting allocations.
+func runOps(b *testing.B, ops ...op) {
+	for _, o := range ops {
+		b.Run(o.name, func(b *testing.B) {
+			b.ReportAllocs()
+			o.loop(b)
+		})
+	}
+}
+
+// forStreams runs, for each stream, the ops mk makes as <dist>/<name>.
+func forStreams(b *testing.B, mk func(keys [][]byte, strs []string, mask int) []op) {
+	for _, s := range keyStreams() {
+		b.Run(s.name, func(b *testing.B) { runOps(b, mk(s.bytes, s.strs, s.mask)...) })
+	}
+}
+
+// countAll counts every key of keys with add, then resets b's timer.
+func countAll(b *testing.B, keys [][]byte, add func(key []byte)) {
+	for _, k := range keys {
+		add(k)
+	}
+	b.ResetTimer()
+}
 
 // openSketch opens a default-shape sketch.CountMin in a temporary file.
 func openSketch(b *testing.B) *sketch.CountMin {
@@ -140,78 +193,56 @@ func fullMap() *mutexMap {
 // FNV-64 through hash.Hash64, not safe for concurrent use) and a
 // sync.Mutex + map[string]uint64 holding all 1M keys (m[k]++).
 func BenchmarkAdd(b *testing.B) {
-	for _, s := range keyStreams() {
-		b.Run(s.name, func(b *testing.B) {
-			keys, strs, mask := s.bytes, s.strs, len(s.bytes)-1
-			b.Run("sketch", func(b *testing.B) {
-				c := openSketch(b)
-				b.ReportAllocs()
-				b.ResetTimer()
-				for i := 0; i < b.N; i++ {
-					v, _ := c.Add(keys[i&mask])
-					sink += v
-				}
-			})
-			b.Run("boom", func(b *testing.B) {
-				c := boom.NewCountMinSketch(errorRate, delta)
-				b.ReportAllocs()
-				b.ResetTimer()
-				for i := 0; i < b.N; i++ {
-					c.Add(keys[i&mask])
-				}
-			})
-			b.Run("mutexmap", func(b *testing.B) {
-				m := fullMap()
-				b.ReportAllocs()
-				b.ResetTimer()
-				for i := 0; i < b.N; i++ {
-					m.mu.Lock()
-					m.m[strs[i&mask]]++
-					m.mu.Unlock()
-				}
-			})
-		})
-	}
+	forStreams(b, func(keys [][]byte, strs []string, mask int) []op {
+		return []op{{"sketch", func(b *testing.B) {
+			c := openSketch(b)
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				v, _ := c.Add(keys[i&mask])
+				sink += v
+			}
+		}}, {"boom", func(b *testing.B) {
+			c := boom.NewCountMinSketch(errorRate, delta)
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				c.Add(keys[i&mask])
+			}
+		}}, {"mutexmap", func(b *testing.B) {
+			m := fullMap()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				m.mu.Lock()
+				m.m[strs[i&mask]]++
+				m.mu.Unlock()
+			}
+		}}}
+	})
 }
 
 // BenchmarkEstimate estimates one key per op, on structures that have
 // counted the whole stream once.
 func BenchmarkEstimate(b *testing.B) {
-	for _, s := range keyStreams() {
-		b.Run(s.name, func(b *testing.B) {
-			keys, strs, mask := s.bytes, s.strs, len(s.bytes)-1
-			b.Run("sketch", func(b *testing.B) {
-				c := openSketch(b)
-				for _, k := range keys {
-					c.Add(k)
-				}
-				b.ReportAllocs()
-				b.ResetTimer()
-				for i := 0; i < b.N; i++ {
-					sink += c.Estimate(keys[i&mask])
-				}
-			})
-			b.Run("boom", func(b *testing.B) {
-				c := boom.NewCountMinSketch(errorRate, delta)
-				for _, k := range keys {
-					c.Add(k)
-				}
-				b.ReportAllocs()
-				b.ResetTimer()
-				for i := 0; i < b.N; i++ {
-					sink += c.Count(keys[i&mask])
-				}
-			})
-			b.Run("mutexmap", func(b *testing.B) {
-				m := fullMap()
-				b.ReportAllocs()
-				b.ResetTimer()
-				for i := 0; i < b.N; i++ {
-					m.mu.Lock()
-					sink += m.m[strs[i&mask]]
-					m.mu.Unlock()
-				}
-			})
-		})
-	}
+	forStreams(b, func(keys [][]byte, strs []string, mask int) []op {
+		return []op{{"sketch", func(b *testing.B) {
+			c := openSketch(b)
+			countAll(b, keys, func(k []byte) { c.Add(k) })
+			for i := 0; i < b.N; i++ {
+				sink += c.Estimate(keys[i&mask])
+			}
+		}}, {"boom", func(b *testing.B) {
+			c := boom.NewCountMinSketch(errorRate, delta)
+			countAll(b, keys, func(k []byte) { c.Add(k) })
+			for i := 0; i < b.N; i++ {
+				sink += c.Count(keys[i&mask])
+			}
+		}}, {"mutexmap", func(b *testing.B) {
+			m := fullMap()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				m.mu.Lock()
+				sink += m.m[strs[i&mask]]
+				m.mu.Unlock()
+			}
+		}}}
+	})
 }

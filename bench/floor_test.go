@@ -30,7 +30,7 @@ func defaultShape() (rows, width int) { return 5, 4096 }
 func BenchmarkFloor(b *testing.B) {
 	rows, width := defaultShape()
 	for _, s := range keyStreams() {
-		keys, mask := s.bytes, len(s.bytes)-1
+		keys, mask := s.bytes, s.mask
 		b.Run(s.name+"/add/floor", func(b *testing.B) {
 			f := newFloor(b, rows, width)
 			b.ResetTimer()
@@ -48,20 +48,14 @@ func BenchmarkFloor(b *testing.B) {
 		})
 		b.Run(s.name+"/estimate/floor", func(b *testing.B) {
 			f := newFloor(b, rows, width)
-			for _, k := range keys {
-				f.Add(k)
-			}
-			b.ResetTimer()
+			countAll(b, keys, func(k []byte) { f.Add(k) })
 			for i := 0; i < b.N; i++ {
 				sink += f.Estimate(keys[i&mask])
 			}
 		})
 		b.Run(s.name+"/estimate/sketch", func(b *testing.B) {
 			c := openSketch(b)
-			for _, k := range keys {
-				c.Add(k)
-			}
-			b.ResetTimer()
+			countAll(b, keys, func(k []byte) { c.Add(k) })
 			for i := 0; i < b.N; i++ {
 				sink += c.Estimate(keys[i&mask])
 			}
@@ -75,8 +69,7 @@ func BenchmarkFloor(b *testing.B) {
 // is the speed-up two cores give.
 func BenchmarkFloorScaling(b *testing.B) {
 	rows, width := defaultShape()
-	keys := keyStreams()[1].bytes
-	mask := len(keys) - 1
+	keys, _, mask := uniformKeys()
 	// run gives goroutine w the add function adder(w) returns.
 	run := func(b *testing.B, g int, adder func(w int) func(key []byte) uint64) {
 		var wg sync.WaitGroup

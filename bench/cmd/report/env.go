@@ -27,11 +27,7 @@ type env struct {
 	attach bool
 
 	streams map[string]*stream
-	cms     map[string]*sketch.CountMin
-	floors  map[string]*floor.Grid
-	booms   map[string]*boom.CountMinSketch
-	cbfs    map[string]*sketch.CountingBloom
-	maps    map[string]any
+	made    map[string]any // structures and maps by name (cached)
 	closers []func()
 }
 
@@ -39,11 +35,7 @@ func newEnv(dir, self string, small bool) *env {
 	return &env{
 		dir: dir, build: sketch.Backend, self: self, small: small,
 		streams: map[string]*stream{},
-		cms:     map[string]*sketch.CountMin{},
-		floors:  map[string]*floor.Grid{},
-		booms:   map[string]*boom.CountMinSketch{},
-		cbfs:    map[string]*sketch.CountingBloom{},
-		maps:    map[string]any{},
+		made:    map[string]any{},
 	}
 }
 
@@ -53,6 +45,11 @@ func (e *env) close() {
 		e.closers[i]()
 	}
 	e.closers = nil
+}
+
+// onClose has close release c.
+func (e *env) onClose(c interface{ Close() error }) {
+	e.closers = append(e.closers, func() { c.Close() })
 }
 
 // stream returns the named key stream.
@@ -72,48 +69,95 @@ func (e *env) stream(name string) *stream {
 	return s
 }
 
-// countMin returns the sketch of the given shape, in a file of this
-// build's, every page touched (Reset writes them all) so that no
-// measurement pays page faults.
-func (e *env) countMin(sh shape) (*sketch.CountMin, error) {
-	if c := e.cms[sh.name]; c != nil {
-		return c, nil
-	}
-	path := filepath.Join(e.dir, fmt.Sprintf("cms-%s-%s", e.build, sh.name))
-	c, err := sketch.OpenCountMin(sketch.Path(path), sketch.CountMinConfig{Rows: sh.rows, Width: sh.width, Seed: keySeed})
-	if err != nil {
-		return nil, err
-	}
-	// Under callgrind pages cost no instructions: leave them. A peer
-	// must not clear its parent's counts: it maps the pages by reading
-	// them all (Stats walks the grid).
+// file is the path of this build's file of a kind of structure.
+func (e *env) file(kind, name string) string {
+	return filepath.Join(e.dir, fmt.Sprintf("%s-%s-%s", kind, e.build, name))
+}
+
+// structure is one of this module's structures in a file.
+type structure interface {
+	Reset() error
+	Close() error
+}
+
+// keep prepares a structure just opened and has close release it: every
+// page of its file is touched (Reset writes them all) so that no
+// measurement pays page faults. A peer must not clear its parent's
+// counts: it maps the pages by reading them all instead (walk, which
+// calls Stats). Under callgrind pages cost no instructions: they are
+// left. Then fill, if any, runs. keep closes s if it fails.
+func (e *env) keep(s structure, walk func(), fill func() error) error {
+	var err error
 	switch {
 	case e.small:
 	case e.attach:
-		c.Stats()
+		walk()
 	default:
-		if err := c.Reset(); err != nil {
-			c.Close()
+		err = s.Reset()
+	}
+	if err == nil && fill != nil {
+		err = fill()
+	}
+	if err != nil {
+		s.Close()
+		return err
+	}
+	e.onClose(s)
+	return nil
+}
+
+// filter is a Bloom or counting Bloom filter.
+type filter interface {
+	structure
+	Contains(key []byte) bool
+	AddBatch(keys [][]byte, already []bool) error
+}
+
+// keepFilter is keep for a filter named "query" or "add" (filterFor):
+// "query" then holds the first half of the uniform stream and is never
+// added to afterwards (so lookups see the same filter in every round);
+// "add" takes the adds. An empty filter contains nothing: a peer
+// attaching to a filled one leaves it as it is.
+func (e *env) keepFilter(f filter, name string, walk func()) error {
+	return e.keep(f, walk, func() error {
+		if keys := e.stream("uniform").Bytes; name == "query" && !f.Contains(keys[0]) {
+			return f.AddBatch(keys[:len(keys)/2], nil)
+		}
+		return nil
+	})
+}
+
+// filterFor is the name of the filter an op runs on: "add" for adds,
+// "query" for the rest.
+func filterFor(op string) string {
+	if op == "add" {
+		return "add"
+	}
+	return "query"
+}
+
+// countMin returns the sketch of the given shape, in a file of this
+// build's, kept (keep).
+func (e *env) countMin(sh shape) (*sketch.CountMin, error) {
+	return cachedErr(e, "cms-"+sh.name, func() (*sketch.CountMin, error) {
+		c, err := sketch.OpenCountMin(sketch.Path(e.file("cms", sh.name)), sh.config())
+		if err != nil {
 			return nil, err
 		}
-	}
-	e.cms[sh.name] = c
-	e.closers = append(e.closers, func() { c.Close() })
-	return c, nil
+		return c, e.keep(c, func() { c.Stats() }, nil)
+	})
 }
 
 // floorOf returns the bare floor of the given shape.
 func (e *env) floorOf(sh shape) (*floor.Grid, error) {
-	if f := e.floors[sh.name]; f != nil {
+	return cachedErr(e, "floor-"+sh.name, func() (*floor.Grid, error) {
+		f, err := floor.New(sh.rows, sh.width, keySeed, !e.small)
+		if err != nil {
+			return nil, err
+		}
+		e.onClose(f)
 		return f, nil
-	}
-	f, err := floor.New(sh.rows, sh.width, keySeed, !e.small)
-	if err != nil {
-		return nil, err
-	}
-	e.floors[sh.name] = f
-	e.closers = append(e.closers, func() { f.Close() })
-	return f, nil
+	})
 }
 
 // boomEpsilon and boomDelta give the arguments for which BoomFilters'
@@ -125,69 +169,43 @@ func boomDelta(rows int) float64    { return math.Exp(-(float64(rows) - 0.5)) }
 // boomCMS returns BoomFilters' Count-Min sketch of the given shape, each
 // counter written once so that its pages are in.
 func (e *env) boomCMS(sh shape) *boom.CountMinSketch {
-	if c := e.booms[sh.name]; c != nil {
+	return cached(e, "boomcms-"+sh.name, func() *boom.CountMinSketch {
+		c := boom.NewCountMinSketch(boomEpsilon(sh.width), boomDelta(sh.rows))
+		c.Reset()
 		return c
-	}
-	c := boom.NewCountMinSketch(boomEpsilon(sh.width), boomDelta(sh.rows))
-	c.Reset()
-	e.booms[sh.name] = c
-	return c
+	})
 }
 
 // countingBloom returns a counting Bloom filter for 1M items at 1% in a
-// file of this build's: "query" holds the first half of the uniform
-// stream and is never added to afterwards (so lookups see the same filter
-// in every round); "add" takes the adds.
+// file of this build's, kept (keepFilter).
 func (e *env) countingBloom(name string) (*sketch.CountingBloom, error) {
-	if f := e.cbfs[name]; f != nil {
-		return f, nil
-	}
-	path := filepath.Join(e.dir, fmt.Sprintf("cbf-%s-%s", e.build, name))
-	f, err := sketch.OpenCountingBloom(sketch.Path(path), sketch.CountingBloomConfig{Capacity: cbfCapacity, FPRate: cbfFPRate, Seed: keySeed})
-	if err != nil {
-		return nil, err
-	}
-	switch {
-	case e.small:
-	case e.attach:
-		f.Stats() // maps every page by reading it
-	default:
-		if err := f.Reset(); err != nil { // every page in first
-			f.Close()
+	return cachedErr(e, "cbf-"+name, func() (*sketch.CountingBloom, error) {
+		f, err := sketch.OpenCountingBloom(sketch.Path(e.file("cbf", name)), sketch.CountingBloomConfig{Capacity: cbfCapacity, FPRate: cbfFPRate, Seed: keySeed})
+		if err != nil {
 			return nil, err
 		}
-	}
-	// An empty filter contains nothing: a peer attaching to a filled one
-	// leaves it as it is.
-	if keys := e.stream("uniform").bytes; name == "query" && !f.Contains(keys[0]) {
-		if err := f.AddBatch(keys[:len(keys)/2], nil); err != nil {
-			f.Close()
-			return nil, err
-		}
-	}
-	e.cbfs[name] = f
-	e.closers = append(e.closers, func() { f.Close() })
-	return f, nil
+		return f, e.keepFilter(f, name, func() { f.Stats() })
+	})
 }
 
 // cached returns the value made by mk under name, making it once.
 func cached[T any](e *env, name string, mk func() T) T {
-	if v, ok := e.maps[name]; ok {
+	if v, ok := e.made[name]; ok {
 		return v.(T)
 	}
 	v := mk()
-	e.maps[name] = v
+	e.made[name] = v
 	return v
 }
 
 // cachedErr is cached for makers that can fail; a failure is not kept.
 func cachedErr[T any](e *env, name string, mk func() (T, error)) (T, error) {
-	if v, ok := e.maps[name]; ok {
+	if v, ok := e.made[name]; ok {
 		return v.(T), nil
 	}
 	v, err := mk()
 	if err == nil {
-		e.maps[name] = v
+		e.made[name] = v
 	}
 	return v, err
 }

@@ -1,68 +1,31 @@
 package main
 
 import (
-	"math/rand/v2"
 	"strconv"
+
+	"github.com/shmsketch/sketch/bench/internal/keystream"
 )
 
 // Keys look like what a rate limiter or a cache counts: client addresses
 // (IPv4 and IPv6) and URL paths, 8 to 60 bytes. Key number i of the key
 // space is always the same string, and distinct numbers give distinct
 // strings, so a stream is a sequence of key numbers drawn from a
-// distribution over the space.
+// distribution over the space (internal/keystream).
 const (
-	keySeed    = 0x5eed_c0de_b10c_0001 // streams and sketches
-	space      = 1 << 20               // distinct keys of the zipf and uniform streams
-	smallSpace = 10_000                // distinct keys of the small map's stream
-	streamLen  = 1 << 19               // keys in a stream, a power of two
-	zipfS      = 1.1
+	keySeed    = keystream.Seed       // streams and sketches
+	space      = keystream.Space      // distinct keys of the zipf and uniform streams
+	smallSpace = keystream.SmallSpace // distinct keys of the small map's stream
+	streamLen  = 1 << 19              // keys in a stream, a power of two
 )
 
 // stream is a sequence of keys, their bytes laid out in stream order (as
 // they would arrive in a buffer), as []byte and as string views.
-type stream struct {
-	name  string
-	bytes [][]byte
-	strs  []string
-}
-
-// newStream draws n key numbers from next and lays out their keys.
-func newStream(name string, n int, next func() uint64) *stream {
-	buf := make([]byte, 0, n*32)
-	ends := make([]int, n)
-	for i := range ends {
-		buf = appendKey(buf, next())
-		ends[i] = len(buf)
-	}
-	str := string(buf)
-	s := &stream{name: name, bytes: make([][]byte, n), strs: make([]string, n)}
-	start := 0
-	for i, end := range ends {
-		s.bytes[i] = buf[start:end:end]
-		s.strs[i] = str[start:end]
-		start = end
-	}
-	return s
-}
+type stream = keystream.Stream
 
 // makeStream builds the named stream with n keys: "zipf" (Zipf(1.1) over
 // space keys, key 0 the most frequent), "uniform" (uniform over space) or
 // "uniform10k" (uniform over smallSpace).
-func makeStream(name string, n int) *stream {
-	switch name {
-	case "zipf":
-		r := rand.New(rand.NewPCG(keySeed, 1))
-		z := rand.NewZipf(r, zipfS, 1, space-1)
-		return newStream(name, n, z.Uint64)
-	case "uniform":
-		r := rand.New(rand.NewPCG(keySeed, 2))
-		return newStream(name, n, func() uint64 { return r.Uint64N(space) })
-	case "uniform10k":
-		r := rand.New(rand.NewPCG(keySeed, 3))
-		return newStream(name, n, func() uint64 { return r.Uint64N(smallSpace) })
-	}
-	panic("unknown stream " + name)
-}
+func makeStream(name string, n int) *stream { return keystream.New(name, n, 32, appendKey) }
 
 // mix32 is a bijection of uint32 (a murmur3 finaliser with an offset), so
 // distinct key numbers give distinct keys.
@@ -136,9 +99,9 @@ const base36 = "0123456789abcdefghijklmnopqrstuvwxyz"
 func keyLengths(s *stream) (lo int, mean float64, hi int) {
 	lo = 1 << 30
 	total := 0
-	for _, k := range s.bytes {
+	for _, k := range s.Bytes {
 		lo, hi = min(lo, len(k)), max(hi, len(k))
 		total += len(k)
 	}
-	return lo, float64(total) / float64(len(s.bytes)), hi
+	return lo, float64(total) / float64(len(s.Bytes)), hi
 }

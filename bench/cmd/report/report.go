@@ -180,7 +180,7 @@ func (o *orchestration) writeReport(v *view, mem *memTable, memErr error, ic []i
 	for _, name := range []string{"zipf", "uniform", "uniform10k"} {
 		s := makeStream(name, streamLen)
 		lo, mean, hi := keyLengths(s)
-		d.Keys = append(d.Keys, fmt.Sprintf("`%s`: %d keys, %d to %d bytes, %.1f on average, %d distinct", name, len(s.bytes), lo, hi, mean, distinct(s)))
+		d.Keys = append(d.Keys, fmt.Sprintf("`%s`: %d keys, %d to %d bytes, %.1f on average, %d distinct", name, len(s.Bytes), lo, hi, mean, distinct(s)))
 	}
 	d.Shapes = v.shapesTable()
 	if v.has("cgo") && v.has("purego") {
@@ -294,8 +294,8 @@ func wrap(text string, width int) string {
 }
 
 func distinct(s *stream) int {
-	m := make(map[string]struct{}, len(s.strs))
-	for _, k := range s.strs {
+	m := make(map[string]struct{}, len(s.Strs))
+	for _, k := range s.Strs {
 		m[k] = struct{}{}
 	}
 	return len(m)

@@ -39,7 +39,7 @@ func TestAppendKey_DistinctAndSized(t *testing.T) {
 		}
 		seen[string(buf)] = i
 	}
-	if a, b := makeStream("zipf", 1024), makeStream("zipf", 1024); strings.Join(a.strs, ",") != strings.Join(b.strs, ",") {
+	if a, b := makeStream("zipf", 1024), makeStream("zipf", 1024); strings.Join(a.Strs, ",") != strings.Join(b.Strs, ",") {
 		t.Error("two zipf streams differ")
 	}
 }
@@ -63,18 +63,10 @@ func counted(e *env, s subject) (uint64, bool) {
 		c, _ := e.countMin(shapeNamed(s.Shape))
 		return c.Total(), true
 	case s.Struct == "countingbloom" && s.Impl == "sketch":
-		name := "query"
-		if s.Op == "add" {
-			name = "add"
-		}
-		f, _ := e.countingBloom(name)
+		f, _ := e.countingBloom(filterFor(s.Op))
 		return f.Stats().Ops, true
 	case s.Struct == "bloom" && s.Impl == "sketch":
-		name := "query"
-		if s.Op == "add" {
-			name = "add"
-		}
-		f, _ := e.bloomOf(s.Shape, name)
+		f, _ := e.bloomOf(s.Shape, filterFor(s.Op))
 		st := f.Stats()
 		return st.Added + st.Seen, true
 	case s.Struct == "window":

@@ -1,9 +1,6 @@
 package main
 
 import (
-	"fmt"
-	"path/filepath"
-
 	"github.com/bits-and-blooms/bloom/v3"
 
 	"github.com/shmsketch/sketch"
@@ -43,93 +40,63 @@ func bloomKey(op, impl, build, capacity string, batch, writers, procs int) Key {
 	return Key{Struct: "bloom", Op: op, Impl: impl, Build: build, Shape: capacity, Dist: "uniform", Batch: batch, Writers: writers, Procs: procs}
 }
 
-// bloomOf returns this build's Bloom filter of a capacity at 1%: "query"
-// holds the first half of the uniform stream and is never added to
-// afterwards; "add" takes the adds.
+// bloomOf returns this build's Bloom filter of a capacity at 1%, named
+// "query" or "add" (keepFilter).
 func (e *env) bloomOf(capacity, name string) (*sketch.Bloom, error) {
 	return cachedErr(e, "bloom-"+capacity+"-"+name, func() (*sketch.Bloom, error) {
-		path := filepath.Join(e.dir, fmt.Sprintf("bloom-%s-%s-%s", e.build, capacity, name))
-		f, err := sketch.OpenBloom(sketch.Path(path), sketch.BloomConfig{Capacity: capacityOf(capacity), FPRate: cbfFPRate, Seed: keySeed})
+		f, err := sketch.OpenBloom(sketch.Path(e.file("bloom", capacity+"-"+name)), sketch.BloomConfig{Capacity: capacityOf(capacity), FPRate: cbfFPRate, Seed: keySeed})
 		if err != nil {
 			return nil, err
 		}
-		// Every page in first (a fresh file's are not mapped yet), as for
-		// the Count-Min sketches; a peer finds them so.
-		switch {
-		case e.small:
-		case e.attach:
-			f.Stats() // maps every page by reading it
-		default:
-			if err := f.Reset(); err != nil {
-				f.Close()
-				return nil, err
-			}
-		}
-		if keys := e.stream("uniform").bytes; name == "query" && !f.Contains(keys[0]) {
-			if err := f.AddBatch(keys[:len(keys)/2], nil); err != nil {
-				f.Close()
-				return nil, err
-			}
-		}
-		e.closers = append(e.closers, func() { f.Close() })
-		return f, nil
+		return f, e.keepFilter(f, name, func() { f.Stats() })
 	})
 }
 
 func bloomRow(build, op, capacity string, batch, writers, procs int) subject {
 	k := bloomKey(op, "sketch", build, capacity, batch, writers, procs)
 	return subject{Key: k, open: func(e *env) (opener, error) {
-		name := "query"
-		if op == "add" {
-			name = "add"
-		}
-		f, err := e.bloomOf(capacity, name)
-		if err != nil {
-			return opener{}, err
-		}
-		return overBytes(e.stream("uniform"), func() func([][]byte) { return bloomOp(f, op, batch) }), nil
+		f, err := e.bloomOf(capacity, filterFor(op))
+		return overKeys(e, "uniform", err, func() func([][]byte) uint64 { return bloomOp(f, op, batch) })
 	}}
 }
 
-func bloomOp(f *sketch.Bloom, op string, batch int) func([][]byte) {
+func bloomOp(f *sketch.Bloom, op string, batch int) func([][]byte) uint64 {
 	switch {
 	case op == "add" && batch == 1:
-		return func(keys [][]byte) {
-			n := 0
+		return func(keys [][]byte) (n uint64) {
 			for _, k := range keys {
 				if already, _ := f.Add(k); already {
 					n++
 				}
 			}
-			sink.Add(uint64(n))
+			return n
 		}
 	case op == "add":
-		return func(keys [][]byte) {
+		return func(keys [][]byte) uint64 {
 			for i := 0; i < len(keys); i += batch {
 				f.AddBatch(keys[i:i+batch], nil)
 			}
+			return 0
 		}
 	case batch == 1:
-		return func(keys [][]byte) {
-			n := 0
+		return func(keys [][]byte) (n uint64) {
 			for _, k := range keys {
 				if f.Contains(k) {
 					n++
 				}
 			}
-			sink.Add(uint64(n))
+			return n
 		}
 	}
 	out := make([]bool, batch)
-	return func(keys [][]byte) {
-		n := 0
+	return func(keys [][]byte) (n uint64) {
 		for i := 0; i < len(keys); i += batch {
 			f.ContainsBatch(keys[i:i+batch], out)
 			if out[0] {
 				n++
 			}
 		}
-		sink.Add(uint64(n))
+		return n
 	}
 }
 
@@ -138,8 +105,7 @@ func bloomOp(f *sketch.Bloom, op string, batch int) func([][]byte) {
 func bitsBloomRow(op, capacity string) subject {
 	k := bloomKey(op, "bitsblooms", "", capacity, 1, 1, 1)
 	return subject{Key: k, open: func(e *env) (opener, error) {
-		s := e.stream("uniform")
-		keys := s.bytes
+		keys := e.stream("uniform").Bytes
 		f := cached(e, "bitsbloom-"+capacity+"-"+op, func() *bloom.BloomFilter {
 			f := bloom.NewWithEstimates(uint(capacityOf(capacity)), cbfFPRate)
 			// Every page in first, as for this module's structures: adds
@@ -156,22 +122,22 @@ func bitsBloomRow(op, capacity string) subject {
 			}
 			return f
 		})
-		return overBytes(s, func() func([][]byte) {
+		return over(keys, func() func([][]byte) uint64 {
 			if op == "add" {
-				return func(keys [][]byte) {
+				return func(keys [][]byte) uint64 {
 					for _, k := range keys {
 						f.Add(k)
 					}
+					return 0
 				}
 			}
-			return func(keys [][]byte) {
-				n := 0
+			return func(keys [][]byte) (n uint64) {
 				for _, k := range keys {
 					if f.Test(k) {
 						n++
 					}
 				}
-				sink.Add(uint64(n))
+				return n
 			}
 		}), nil
 	}}

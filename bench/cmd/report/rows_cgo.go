@@ -10,9 +10,11 @@ func cgoRows() []subject {
 		if emptyCalls == nil {
 			return opener{}, errors.New("not a cgo build")
 		}
-		s := e.stream("uniform")
-		return overBytes(s, func() func([][]byte) {
-			return func(keys [][]byte) { emptyCalls(len(keys)) }
+		return over(e.stream("uniform").Bytes, func() func([][]byte) uint64 {
+			return func(keys [][]byte) uint64 {
+				emptyCalls(len(keys))
+				return 0
+			}
 		}), nil
 	}}}
 }

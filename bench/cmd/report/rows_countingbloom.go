@@ -43,59 +43,53 @@ const cbfBytes = 8 << 20
 func cbfRow(build, op string, batch, writers, procs int) subject {
 	k := cbfKey(op, "sketch", build, batch, writers, procs)
 	return subject{Key: k, Bytes: cbfBytes, open: func(e *env) (opener, error) {
-		name := "query"
-		if op == "add" {
-			name = "add"
-		}
-		f, err := e.countingBloom(name)
-		if err != nil {
-			return opener{}, err
-		}
-		return overBytes(e.stream("uniform"), func() func([][]byte) { return cbfOp(f, op, batch) }), nil
+		f, err := e.countingBloom(filterFor(op))
+		return overKeys(e, "uniform", err, func() func([][]byte) uint64 { return cbfOp(f, op, batch) })
 	}}
 }
 
-func cbfOp(f *sketch.CountingBloom, op string, batch int) func([][]byte) {
+func cbfOp(f *sketch.CountingBloom, op string, batch int) func([][]byte) uint64 {
 	switch op {
 	case "add":
 		if batch > 1 {
-			return func(keys [][]byte) {
+			return func(keys [][]byte) uint64 {
 				for i := 0; i < len(keys); i += batch {
 					f.AddBatch(keys[i:i+batch], nil)
 				}
+				return 0
 			}
 		}
-		return func(keys [][]byte) {
+		return func(keys [][]byte) uint64 {
 			for _, k := range keys {
 				f.Add(k)
 			}
+			return 0
 		}
 	case "contains":
-		return func(keys [][]byte) {
-			n := 0
+		return func(keys [][]byte) (n uint64) {
 			for _, k := range keys {
 				if f.Contains(k) {
 					n++
 				}
 			}
-			sink.Add(uint64(n))
+			return n
 		}
 	case "countof":
-		return func(keys [][]byte) {
-			n := 0
+		return func(keys [][]byte) (n uint64) {
 			for _, k := range keys {
-				n += int(f.Estimate(k))
+				n += uint64(f.Estimate(k))
 			}
-			sink.Add(uint64(n))
+			return n
 		}
 	}
 	// addremove: an add and a remove of the same key, which leaves the
 	// query filter as it was.
-	return func(keys [][]byte) {
+	return func(keys [][]byte) uint64 {
 		for _, k := range keys {
 			f.Add(k)
 			f.Remove(k)
 		}
+		return 0
 	}
 }
 
@@ -104,13 +98,8 @@ func cbfOp(f *sketch.CountingBloom, op string, batch int) func([][]byte) {
 func boomCBFRow(op string) subject {
 	k := cbfKey(op, "boom", "", 1, 1, 1)
 	return subject{Key: k, Bytes: cbfBytes, open: func(e *env) (opener, error) {
-		s := e.stream("uniform")
-		keys := s.bytes
-		name := "boomcbf-query"
-		if op == "add" {
-			name = "boomcbf-add"
-		}
-		f := cached(e, name, func() *boom.CountingBloomFilter {
+		keys := e.stream("uniform").Bytes
+		f := cached(e, "boomcbf-"+filterFor(op), func() *boom.CountingBloomFilter {
 			f := boom.NewCountingBloomFilter(cbfCapacity, 4, cbfFPRate)
 			if op != "add" {
 				for _, k := range keys[:len(keys)/2] {
@@ -119,30 +108,31 @@ func boomCBFRow(op string) subject {
 			}
 			return f
 		})
-		return overBytes(s, func() func([][]byte) {
+		return over(keys, func() func([][]byte) uint64 {
 			switch op {
 			case "add":
-				return func(keys [][]byte) {
+				return func(keys [][]byte) uint64 {
 					for _, k := range keys {
 						f.Add(k)
 					}
+					return 0
 				}
 			case "contains":
-				return func(keys [][]byte) {
-					n := 0
+				return func(keys [][]byte) (n uint64) {
 					for _, k := range keys {
 						if f.Test(k) {
 							n++
 						}
 					}
-					sink.Add(uint64(n))
+					return n
 				}
 			}
-			return func(keys [][]byte) {
+			return func(keys [][]byte) uint64 {
 				for _, k := range keys {
 					f.Add(k)
 					f.TestAndRemove(k)
 				}
+				return 0
 			}
 		}), nil
 	}}
@@ -159,26 +149,26 @@ type rwMap struct {
 func rwMapRow(op string) subject {
 	k := cbfKey(op, "rwmutexmap", "", 1, 1, 1)
 	return subject{Key: k, open: func(e *env) (opener, error) {
-		s := e.stream("uniform")
+		strs := e.stream("uniform").Strs
 		m := cached(e, "rwmap", func() *rwMap {
-			m := &rwMap{m: make(map[string]uint8, len(s.strs))}
-			for _, k := range s.strs[:len(s.strs)/2] {
+			m := &rwMap{m: make(map[string]uint8, len(strs))}
+			for _, k := range strs[:len(strs)/2] {
 				m.m[k] = 1
 			}
 			return m
 		})
-		return overStrings(s, func() func([]string) {
+		return over(strs, func() func([]string) uint64 {
 			if op == "add" {
-				return func(keys []string) {
+				return func(keys []string) uint64 {
 					for _, k := range keys {
 						m.mu.Lock()
 						m.m[k]++
 						m.mu.Unlock()
 					}
+					return 0
 				}
 			}
-			return func(keys []string) {
-				n := 0
+			return func(keys []string) (n uint64) {
 				for _, k := range keys {
 					m.mu.RLock()
 					if m.m[k] > 0 {
@@ -186,7 +176,7 @@ func rwMapRow(op string) subject {
 					}
 					m.mu.RUnlock()
 				}
-				sink.Add(uint64(n))
+				return n
 			}
 		}), nil
 	}}

@@ -47,47 +47,42 @@ func cmsRow(build, op string, sh shape, dist string, batch, writers, procs int) 
 	k := Key{Struct: "countmin", Op: op, Impl: "sketch", Build: build, Shape: sh.name, Dist: dist, Batch: batch, Writers: writers, Procs: procs}
 	return subject{Key: k, Bytes: sh.bytes(), open: func(e *env) (opener, error) {
 		c, err := e.countMin(sh)
-		if err != nil {
-			return opener{}, err
-		}
-		return overBytes(e.stream(dist), func() func([][]byte) { return cmsOp(c, op, batch) }), nil
+		return overKeys(e, dist, err, func() func([][]byte) uint64 { return cmsOp(c, op, batch) })
 	}}
 }
 
-func cmsOp(c *sketch.CountMin, op string, batch int) func([][]byte) {
+func cmsOp(c *sketch.CountMin, op string, batch int) func([][]byte) uint64 {
 	switch {
 	case op == "add" && batch == 1:
-		return func(keys [][]byte) {
-			var sum uint64
+		return func(keys [][]byte) (sum uint64) {
 			for _, k := range keys {
 				v, _ := c.Add(k)
 				sum += v
 			}
-			sink.Add(sum)
+			return sum
 		}
 	case op == "add":
-		return func(keys [][]byte) {
+		return func(keys [][]byte) uint64 {
 			for i := 0; i < len(keys); i += batch {
 				c.AddBatch(keys[i:i+batch], nil)
 			}
+			return 0
 		}
 	case batch == 1:
-		return func(keys [][]byte) {
-			var sum uint64
+		return func(keys [][]byte) (sum uint64) {
 			for _, k := range keys {
 				sum += c.Estimate(k)
 			}
-			sink.Add(sum)
+			return sum
 		}
 	}
 	est := make([]uint64, batch)
-	return func(keys [][]byte) {
-		var sum uint64
+	return func(keys [][]byte) (sum uint64) {
 		for i := 0; i < len(keys); i += batch {
 			c.EstimateBatch(keys[i:i+batch], est)
 			sum += est[0]
 		}
-		sink.Add(sum)
+		return sum
 	}
 }
 
@@ -103,13 +98,12 @@ func floorRow(op string, sh shape, dist string, writers int) subject {
 		if op == "estimate" {
 			do = f.Estimate
 		}
-		return overBytes(e.stream(dist), func() func([][]byte) {
-			return func(keys [][]byte) {
-				var sum uint64
+		return over(e.stream(dist).Bytes, func() func([][]byte) uint64 {
+			return func(keys [][]byte) (sum uint64) {
 				for _, k := range keys {
 					sum += do(k)
 				}
-				sink.Add(sum)
+				return sum
 			}
 		}), nil
 	}}
@@ -121,20 +115,20 @@ func boomCMSRow(op string, sh shape, dist string) subject {
 	k := Key{Struct: "countmin", Op: op, Impl: "boom", Shape: sh.name, Dist: dist, Batch: 1, Writers: 1, Procs: 1}
 	return subject{Key: k, Bytes: sh.bytes(), open: func(e *env) (opener, error) {
 		c := e.boomCMS(sh)
-		return overBytes(e.stream(dist), func() func([][]byte) {
+		return over(e.stream(dist).Bytes, func() func([][]byte) uint64 {
 			if op == "add" {
-				return func(keys [][]byte) {
+				return func(keys [][]byte) uint64 {
 					for _, k := range keys {
 						c.Add(k)
 					}
+					return 0
 				}
 			}
-			return func(keys [][]byte) {
-				var sum uint64
+			return func(keys [][]byte) (sum uint64) {
 				for _, k := range keys {
 					sum += c.Count(k)
 				}
-				sink.Add(sum)
+				return sum
 			}
 		}), nil
 	}}

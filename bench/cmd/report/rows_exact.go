@@ -34,47 +34,45 @@ func exactRow(impl, op, dist string, writers int) subject {
 		n = smallSpace
 	}
 	return subject{Key: k, open: func(e *env) (opener, error) {
-		s := e.stream(dist)
+		strs := e.stream(dist).Strs
 		if impl == "syncmap" {
 			m := e.exactSyncMap(n)
-			return overStrings(s, func() func([]string) {
+			return over(strs, func() func([]string) uint64 {
 				if op == "insert" {
-					return func(keys []string) {
-						var sum uint64
+					return func(keys []string) (sum uint64) {
 						for _, k := range keys {
 							sum += m.inc(k)
 						}
-						sink.Add(sum)
+						return sum
 					}
 				}
-				return func(keys []string) {
-					var sum uint64
+				return func(keys []string) (sum uint64) {
 					for _, k := range keys {
 						sum += m.get(k)
 					}
-					sink.Add(sum)
+					return sum
 				}
 			}), nil
 		}
 		m := e.exactMutexMap(n)
-		return overStrings(s, func() func([]string) {
+		return over(strs, func() func([]string) uint64 {
 			if op == "insert" {
-				return func(keys []string) {
+				return func(keys []string) uint64 {
 					for _, k := range keys {
 						m.mu.Lock()
 						m.m[k]++
 						m.mu.Unlock()
 					}
+					return 0
 				}
 			}
-			return func(keys []string) {
-				var sum uint64
+			return func(keys []string) (sum uint64) {
 				for _, k := range keys {
 					m.mu.Lock()
 					sum += m.m[k]
 					m.mu.Unlock()
 				}
-				sink.Add(sum)
+				return sum
 			}
 		}), nil
 	}}

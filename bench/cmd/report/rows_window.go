@@ -1,8 +1,6 @@
 package main
 
 import (
-	"fmt"
-	"path/filepath"
 	"time"
 
 	"github.com/shmsketch/sketch"
@@ -43,8 +41,7 @@ func windowKey(op, build, shape string, batch, procs int) Key {
 // touched where they cost time.
 func (e *env) window(sh shape) (*sketch.CountMinWindow, error) {
 	return cachedErr(e, "window-"+sh.name, func() (*sketch.CountMinWindow, error) {
-		path := filepath.Join(e.dir, fmt.Sprintf("window-%s-%s", e.build, sh.name))
-		w, err := sketch.OpenCountMinWindow(sketch.Path(path), sketch.CountMinWindowConfig{Window: windowSpan, CountMin: sketch.CountMinConfig{Rows: sh.rows, Width: sh.width, Seed: keySeed}})
+		w, err := sketch.OpenCountMinWindow(sketch.Path(e.file("window", sh.name)), sketch.CountMinWindowConfig{Window: windowSpan, CountMin: sh.config()})
 		if err != nil {
 			return nil, err
 		}
@@ -57,7 +54,7 @@ func (e *env) window(sh shape) (*sketch.CountMinWindow, error) {
 		if !e.small {
 			w.Stats() // maps every page of every slot by reading it
 		}
-		e.closers = append(e.closers, func() { w.Close() })
+		e.onClose(w)
 		return w, nil
 	})
 }
@@ -67,46 +64,44 @@ func windowRow(build, op, shape string, batch, procs int) subject {
 	k := windowKey(op, build, shape, batch, procs)
 	return subject{Key: k, Bytes: sh.bytes(), open: func(e *env) (opener, error) {
 		w, err := e.window(sh)
-		if err != nil {
-			return opener{}, err
-		}
-		return overBytes(e.stream("uniform"), func() func([][]byte) {
-			switch {
-			case op == "add" && batch == 1:
-				return func(keys [][]byte) {
-					var sum uint64
-					for _, k := range keys {
-						v, _ := w.Add(k)
-						sum += v
-					}
-					sink.Add(sum)
-				}
-			case op == "add":
-				return func(keys [][]byte) {
-					for i := 0; i < len(keys); i += batch {
-						w.AddBatch(keys[i:i+batch], nil)
-					}
-				}
-			case batch == 1:
-				return func(keys [][]byte) {
-					var sum uint64
-					for _, k := range keys {
-						sum += w.Estimate(k)
-					}
-					sink.Add(sum)
-				}
-			}
-			est := make([]uint64, batch)
-			return func(keys [][]byte) {
-				var sum uint64
-				for i := 0; i < len(keys); i += batch {
-					w.EstimateBatch(keys[i:i+batch], est)
-					sum += est[0]
-				}
-				sink.Add(sum)
-			}
-		}), nil
+		return overKeys(e, "uniform", err, func() func([][]byte) uint64 { return windowOp(w, op, batch) })
 	}}
+}
+
+// windowOp is cmsOp for the window.
+func windowOp(w *sketch.CountMinWindow, op string, batch int) func([][]byte) uint64 {
+	switch {
+	case op == "add" && batch == 1:
+		return func(keys [][]byte) (sum uint64) {
+			for _, k := range keys {
+				v, _ := w.Add(k)
+				sum += v
+			}
+			return sum
+		}
+	case op == "add":
+		return func(keys [][]byte) uint64 {
+			for i := 0; i < len(keys); i += batch {
+				w.AddBatch(keys[i:i+batch], nil)
+			}
+			return 0
+		}
+	case batch == 1:
+		return func(keys [][]byte) (sum uint64) {
+			for _, k := range keys {
+				sum += w.Estimate(k)
+			}
+			return sum
+		}
+	}
+	est := make([]uint64, batch)
+	return func(keys [][]byte) (sum uint64) {
+		for i := 0; i < len(keys); i += batch {
+			w.EstimateBatch(keys[i:i+batch], est)
+			sum += est[0]
+		}
+		return sum
+	}
 }
 
 // mergeRow is CountMin.Merge of one sketch into another of the same shape
@@ -120,9 +115,9 @@ func mergeRow(shape string) subject {
 			return opener{}, err
 		}
 		src, err := cachedErr(e, "merge-src-"+shape, func() (*sketch.CountMin, error) {
-			c, err := sketch.OpenCountMin(sketch.Path(filepath.Join(e.dir, fmt.Sprintf("cms-%s-%s-src", e.build, shape))), sketch.CountMinConfig{Rows: sh.rows, Width: sh.width, Seed: keySeed})
+			c, err := sketch.OpenCountMin(sketch.Path(e.file("cms", shape+"-src")), sh.config())
 			if err == nil {
-				e.closers = append(e.closers, func() { c.Close() })
+				e.onClose(c)
 				err = c.Reset()
 			}
 			return c, err
@@ -131,11 +126,12 @@ func mergeRow(shape string) subject {
 			return opener{}, err
 		}
 		// One merge per "key": the stream only counts the merges.
-		return overBytes(e.stream("uniform"), func() func([][]byte) {
-			return func(keys [][]byte) {
+		return over(e.stream("uniform").Bytes, func() func([][]byte) uint64 {
+			return func(keys [][]byte) uint64 {
 				for range keys {
 					dst.Merge(src)
 				}
+				return 0
 			}
 		}), nil
 	}}

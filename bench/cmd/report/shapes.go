@@ -1,5 +1,7 @@
 package main
 
+import "github.com/shmsketch/sketch"
+
 // shape is a Count-Min geometry.
 type shape struct {
 	name        string
@@ -7,6 +9,11 @@ type shape struct {
 }
 
 func (s shape) bytes() int64 { return int64(s.rows) * int64(s.width) * 8 }
+
+// config is the shape's Count-Min config, with the streams' seed.
+func (s shape) config() sketch.CountMinConfig {
+	return sketch.CountMinConfig{Rows: s.rows, Width: s.width, Seed: keySeed}
+}
 
 // cmsShapes run from a grid in L1/L2 through the default to far past the
 // last-level cache (the report says where each falls on its machine).

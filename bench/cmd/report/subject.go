@@ -60,20 +60,23 @@ type opener struct {
 	new func() func(lo, hi int)
 }
 
-// overBytes is an opener over a stream's keys as []byte.
-func overBytes(s *stream, mk func() func(keys [][]byte)) opener {
-	return opener{n: len(s.bytes), new: func() func(lo, hi int) {
+// over is an opener over keys, a stream's as []byte or as string: each
+// goroutine's op runs over keys lo to hi, and what it returns goes to
+// sink, so that no loop is optimised away.
+func over[K []byte | string](keys []K, mk func() func(keys []K) uint64) opener {
+	return opener{n: len(keys), new: func() func(lo, hi int) {
 		do := mk()
-		return func(lo, hi int) { do(s.bytes[lo:hi]) }
+		return func(lo, hi int) { sink.Add(do(keys[lo:hi])) }
 	}}
 }
 
-// overStrings is an opener over a stream's keys as strings.
-func overStrings(s *stream, mk func() func(keys []string)) opener {
-	return opener{n: len(s.strs), new: func() func(lo, hi int) {
-		do := mk()
-		return func(lo, hi int) { do(s.strs[lo:hi]) }
-	}}
+// overKeys is over the keys of stream dist as []byte, for a structure
+// whose opening returned err: no opener if it failed.
+func overKeys(e *env, dist string, err error, mk func() func(keys [][]byte) uint64) (opener, error) {
+	if err != nil {
+		return opener{}, err
+	}
+	return over(e.stream(dist).Bytes, mk), nil
 }
 
 // ID is the subject's name in requests and results.

@@ -141,17 +141,8 @@ type peer struct {
 }
 
 func (e *env) startPeer(k Key, start int) (*peer, error) {
-	cmd := exec.Command(e.self, "-role=peer", "-dir="+e.dir, "-id="+k.String(), "-start="+strconv.Itoa(start), "-small="+strconv.FormatBool(e.small))
-	cmd.Stderr = os.Stderr
-	in, err := cmd.StdinPipe()
+	cmd, in, out, err := startProc(e.self, "-role=peer", "-dir="+e.dir, "-id="+k.String(), "-start="+strconv.Itoa(start), "-small="+strconv.FormatBool(e.small))
 	if err != nil {
-		return nil, err
-	}
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		return nil, err
-	}
-	if err := cmd.Start(); err != nil {
 		return nil, err
 	}
 	p := &peer{cmd: cmd, in: in, out: bufio.NewReader(out)}
@@ -222,20 +213,30 @@ type workerProc struct {
 }
 
 func startWorker(build, bin, dir string) (*workerProc, error) {
-	cmd := exec.Command(bin, "-role=worker", "-dir="+dir)
+	cmd, in, out, err := startProc(bin, "-role=worker", "-dir="+dir)
+	if err != nil {
+		return nil, err
+	}
+	return &workerProc{build: build, cmd: cmd, in: in, enc: json.NewEncoder(in), dec: json.NewDecoder(bufio.NewReader(out))}, nil
+}
+
+// startProc starts bin with args, its stderr this process's, and returns
+// its stdin and stdout.
+func startProc(bin string, args ...string) (*exec.Cmd, io.WriteCloser, io.ReadCloser, error) {
+	cmd := exec.Command(bin, args...)
 	cmd.Stderr = os.Stderr
 	in, err := cmd.StdinPipe()
 	if err != nil {
-		return nil, err
+		return nil, nil, nil, err
 	}
 	out, err := cmd.StdoutPipe()
 	if err != nil {
-		return nil, err
+		return nil, nil, nil, err
 	}
 	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("start %s: %w", bin, err)
+		return nil, nil, nil, fmt.Errorf("start %s: %w", bin, err)
 	}
-	return &workerProc{build: build, cmd: cmd, in: in, enc: json.NewEncoder(in), dec: json.NewDecoder(bufio.NewReader(out))}, nil
+	return cmd, in, out, nil
 }
 
 func (w *workerProc) do(req request) (response, error) {
