@@ -107,7 +107,7 @@ func checkFile(path string) checkResult {
 		if !fi.Arena {
 			r.what = s.describe()
 		}
-		err = s.check()
+		err = s.Check()
 		s.Close()
 		if err == nil {
 			continue

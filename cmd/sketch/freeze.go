@@ -48,7 +48,7 @@ writers have stopped when the copy must be exact.`,
 				return nil
 			}
 			defer s.Close()
-			if err := s.freeze(); err != nil {
+			if err := s.Freeze(); err != nil {
 				return err
 			}
 			fmt.Fprintf(stdout, "froze %s (%s)\n", t, s.describe())

@@ -28,7 +28,7 @@ arena is reset a structure at a time (FILE:NAME).`,
 				return err
 			}
 			defer s.Close()
-			if err := s.reset(); err != nil {
+			if err := s.Reset(); err != nil {
 				return nameTarget(t, err)
 			}
 			fmt.Fprintf(stdout, "reset %s (%s)\n", t, s.describe())

@@ -39,7 +39,7 @@ that replaces it at the path while rm runs is never removed.`,
 				err, what = a.Unlink(), arenaDescription(a.Stats())
 			} else {
 				defer s.Close()
-				err, what = s.unlink(), s.describe()
+				err, what = s.Unlink(), s.describe()
 			}
 			if err != nil {
 				return err

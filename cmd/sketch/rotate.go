@@ -31,7 +31,7 @@ the periods the window covers afterwards.`,
 			if !ok {
 				return fmt.Errorf("%s holds a %s, which has no periods to rotate", t, s.describe())
 			}
-			if err := r.rotate(); err != nil {
+			if err := r.Rotate(); err != nil {
 				return err
 			}
 			fmt.Fprintf(stdout, "rotated %s (%s)", t, s.describe())
