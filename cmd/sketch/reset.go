@@ -20,10 +20,7 @@ arena is reset a structure at a time (FILE:NAME).`,
 	example: `sketch reset /dev/shm/clients.cms`,
 	setup: func(fs *flag.FlagSet) func([]string) error {
 		return func(args []string) error {
-			if len(args) != 1 {
-				return usageError("want one FILE[:NAME]")
-			}
-			s, t, err := openTargetArg(args[0], true)
+			s, t, err := openOne(args, true)
 			if err != nil {
 				return err
 			}

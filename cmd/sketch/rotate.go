@@ -19,10 +19,7 @@ the periods the window covers afterwards.`,
 	example: `sketch rotate /dev/shm/web.arena:clients`,
 	setup: func(fs *flag.FlagSet) func([]string) error {
 		return func(args []string) error {
-			if len(args) != 1 {
-				return usageError("want one FILE[:NAME]")
-			}
-			s, t, err := openTargetArg(args[0], true)
+			s, t, err := openOne(args, true)
 			if err != nil {
 				return err
 			}

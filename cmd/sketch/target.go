@@ -268,6 +268,37 @@ func listNames(names []string) string {
 	return " (" + strings.Join(names, ", ") + ")"
 }
 
+// oneTarget is the one FILE[:NAME] argument of a command.
+func oneTarget(args []string) (target, error) {
+	if len(args) != 1 {
+		return target{}, usageError("want one FILE[:NAME]")
+	}
+	return parseTarget(args[0])
+}
+
+// oneFile is the one FILE argument of a command that works on a whole
+// file; does says what it does with it ("check verifies"), for the
+// refusal of FILE:NAME.
+func oneFile(args []string, does string) (target, error) {
+	if len(args) != 1 {
+		return target{}, usageError("want one FILE")
+	}
+	t, err := parseTarget(args[0])
+	if err == nil && t.name != "" {
+		return t, usageError("%s a whole file: give FILE, not %s", does, t)
+	}
+	return t, err
+}
+
+// openOne opens the structure the one FILE[:NAME] argument of a command
+// names.
+func openOne(args []string, readWrite bool) (structure, target, error) {
+	if len(args) != 1 {
+		return nil, target{}, usageError("want one FILE[:NAME]")
+	}
+	return openTargetArg(args[0], readWrite)
+}
+
 // openTargetArg parses and opens a FILE[:NAME] argument.
 func openTargetArg(arg string, readWrite bool) (structure, target, error) {
 	t, err := parseTarget(arg)
