@@ -491,15 +491,7 @@ func TestReadOnly_AsNobody(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("needs root to run the command as another user")
 	}
-	// A directory nobody may write, on a path anyone may walk.
-	dir, err := os.MkdirTemp("", "sketch-cli-readonly-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	if err := os.Chmod(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	dir := usersDir(t, "sketch-cli-readonly-", 0o755) // nobody may write it
 	for _, kind := range []string{"countmin", "countingbloom"} {
 		path := dir + "/" + kind
 		if kind == "countmin" {
