@@ -19,17 +19,12 @@ none: its periods leave it by themselves, and rotate turns one now. An
 arena is reset a structure at a time (FILE:NAME).`,
 	example: `sketch reset /dev/shm/clients.cms`,
 	setup: func(fs *flag.FlagSet) func([]string) error {
-		return func(args []string) error {
-			s, t, err := openOne(args, true)
-			if err != nil {
-				return err
-			}
-			defer s.Close()
+		return onOne(true, func(s structure, t target) error {
 			if err := s.Reset(); err != nil {
 				return nameTarget(t, err)
 			}
 			fmt.Fprintf(stdout, "reset %s (%s)\n", t, s.describe())
 			return nil
-		}
+		})
 	},
 }

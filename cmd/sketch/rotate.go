@@ -18,12 +18,7 @@ clock as well, each rotate moving every later period one ahead. It prints
 the periods the window covers afterwards.`,
 	example: `sketch rotate /dev/shm/web.arena:clients`,
 	setup: func(fs *flag.FlagSet) func([]string) error {
-		return func(args []string) error {
-			s, t, err := openOne(args, true)
-			if err != nil {
-				return err
-			}
-			defer s.Close()
+		return onOne(true, func(s structure, t target) error {
 			r, ok := s.(rotator)
 			if !ok {
 				return fmt.Errorf("%s holds a %s, which has no periods to rotate", t, s.describe())
@@ -37,6 +32,6 @@ the periods the window covers afterwards.`,
 			}
 			fmt.Fprintln(stdout)
 			return nil
-		}
+		})
 	},
 }

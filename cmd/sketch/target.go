@@ -290,13 +290,20 @@ func oneFile(args []string, does string) (target, error) {
 	return t, err
 }
 
-// openOne opens the structure the one FILE[:NAME] argument of a command
-// names.
-func openOne(args []string, readWrite bool) (structure, target, error) {
-	if len(args) != 1 {
-		return nil, target{}, usageError("want one FILE[:NAME]")
+// onOne is a command that runs f on the structure its one FILE[:NAME]
+// argument names, opened read-write or read-only, and closes it after.
+func onOne(readWrite bool, f func(s structure, t target) error) func(args []string) error {
+	return func(args []string) error {
+		if len(args) != 1 {
+			return usageError("want one FILE[:NAME]")
+		}
+		s, t, err := openTargetArg(args[0], readWrite)
+		if err != nil {
+			return err
+		}
+		defer s.Close()
+		return f(s, t)
 	}
-	return openTargetArg(args[0], readWrite)
 }
 
 // openTargetArg parses and opens a FILE[:NAME] argument.
