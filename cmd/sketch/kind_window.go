@@ -9,7 +9,7 @@ import (
 
 // window is what the Count-Min window and the Bloom window adapters share:
 // the rows and words they print alike, and the calls a window refuses.
-// Each embeds it beside its library type, whose Rotate it serves.
+// Each embeds it beside its library type, whose Rotate makes it a rotator.
 type window struct {
 	what string // the kind, as messages name it: "Count-Min window"
 }
