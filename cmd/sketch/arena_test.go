@@ -433,15 +433,7 @@ func TestReadOnly_ArenaAsNobody(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("needs root to run the command as another user")
 	}
-	dir, err := os.MkdirTemp("", "sketch-cli-readonly-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	if err := os.Chmod(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	path := makeArena(t, dir, "5")
+	path := makeArena(t, usersDir(t, "sketch-cli-readonly-", 0o755), "5")
 	for _, name := range []string{"clients", "seen", "banned", "recent"} {
 		sk(t, "add", path+":"+name, "alpha").ok(t, "add")
 	}

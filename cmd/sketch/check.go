@@ -27,15 +27,9 @@ recovers it). It opens the file read-only and takes no lock.`,
 	setup: func(fs *flag.FlagSet) func([]string) error {
 		jsonOut := fs.Bool("json", false, `print JSON: {"file", "status": "ok"|"interrupted"|"corrupt", "findings", "exit_code"}`)
 		return func(args []string) error {
-			if len(args) != 1 {
-				return usageError("want one FILE")
-			}
-			t, err := parseTarget(args[0])
+			t, err := oneFile(args, "check verifies")
 			if err != nil {
 				return err
-			}
-			if t.name != "" {
-				return usageError("check verifies a whole file: give FILE, not %s", t)
 			}
 			r := checkFile(t.path)
 			if *jsonOut {
@@ -107,7 +101,7 @@ func checkFile(path string) checkResult {
 		if !fi.Arena {
 			r.what = s.describe()
 		}
-		err = s.check()
+		err = s.Check()
 		s.Close()
 		if err == nil {
 			continue

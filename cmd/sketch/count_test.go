@@ -491,15 +491,7 @@ func TestReadOnly_AsNobody(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("needs root to run the command as another user")
 	}
-	// A directory nobody may write, on a path anyone may walk.
-	dir, err := os.MkdirTemp("", "sketch-cli-readonly-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	if err := os.Chmod(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	dir := usersDir(t, "sketch-cli-readonly-", 0o755) // nobody may write it
 	for _, kind := range []string{"countmin", "countingbloom"} {
 		path := dir + "/" + kind
 		if kind == "countmin" {
@@ -532,19 +524,7 @@ func TestReadOnly_AsNobody(t *testing.T) {
 func TestWatch(t *testing.T) {
 	path := create(t, "c.cms", "--rows", "4", "--width", "1024")
 	sk(t, "add", path, "-n", "1000", "k").ok(t, "add")
-	type line struct {
-		Time       string           `json:"time"`
-		File       string           `json:"file"`
-		Kind       string           `json:"kind"`
-		PerSecond  float64          `json:"per_second"`
-		Total      uint64           `json:"total"`
-		ErrorBound *uint64          `json:"error_bound"`
-		Fill       *float64         `json:"fill"`
-		Count      *float64         `json:"count"`
-		Frozen     bool             `json:"frozen"`
-		Lock       *sketch.LockInfo `json:"lock"`
-	}
-	lines := decodeLines[line](t, sk(t, "watch", "--json", "--count", "2", "--interval", "20ms", path).ok(t, "watch --json"))
+	lines := decodeLines[watchOut](t, sk(t, "watch", "--json", "--count", "2", "--interval", "20ms", path).ok(t, "watch --json"))
 	if len(lines) != 2 {
 		t.Fatalf("watch --count 2: %d lines", len(lines))
 	}
@@ -559,7 +539,7 @@ func TestWatch(t *testing.T) {
 	}
 	cbf := create(t, "b.cbf", "--kind", "countingbloom", "--capacity", "100")
 	sk(t, "add", cbf, "a", "b").ok(t, "add")
-	l := decodeLines[line](t, sk(t, "watch", "--json", "--count", "1", "--interval", "10ms", cbf).ok(t, "watch"))[0]
+	l := decodeLines[watchOut](t, sk(t, "watch", "--json", "--count", "1", "--interval", "10ms", cbf).ok(t, "watch"))[0]
 	if l.Kind != "countingbloom" || l.Total != 2 || l.Fill == nil || *l.Fill == 0 || l.Count == nil || l.ErrorBound != nil {
 		t.Errorf("watch --json of a counting Bloom filter: %+v", l)
 	}

@@ -77,10 +77,7 @@ sketch create /dev/shm/a.cms --seed-file seed; sketch create /dev/shm/b.cms --se
 		seedFrom := fs.String("seed-from", "", "give a new file the hash seed of the sketch `FILE`, so that the two merge")
 		jsonOut := fs.Bool("json", false, `print JSON: {"file", "kind", "description", "bytes", "stats"}`)
 		return func(args []string) error {
-			if len(args) != 1 {
-				return usageError("want one FILE[:NAME]")
-			}
-			t, err := parseTarget(args[0])
+			t, err := oneTarget(args)
 			if err != nil {
 				return err
 			}
@@ -195,15 +192,15 @@ func (f createFlags) validate() error {
 func makeStructure(p place, f createFlags) (structure, error) {
 	switch f.kind {
 	case string(sketch.KindCountMin):
-		return p.countMin(f.cms)
+		return openAt(p, sketch.OpenCountMin, f.cms, newCountMin)
 	case string(sketch.KindBloom):
-		return p.bloom(sketch.BloomConfig{Capacity: f.capacity, FPRate: f.fpRate, Seed: f.seed})
+		return openAt(p, sketch.OpenBloom, sketch.BloomConfig{Capacity: f.capacity, FPRate: f.fpRate, Seed: f.seed}, newBloom)
 	case string(sketch.KindCountingBloom):
-		return p.countingBloom(sketch.CountingBloomConfig{Capacity: f.capacity, FPRate: f.fpRate, Seed: f.seed})
+		return openAt(p, sketch.OpenCountingBloom, sketch.CountingBloomConfig{Capacity: f.capacity, FPRate: f.fpRate, Seed: f.seed}, newCountingBloom)
 	case string(sketch.KindCountMinWindow):
-		return p.countMinWindow(sketch.CountMinWindowConfig{Window: f.window, CountMin: f.cms})
+		return openAt(p, sketch.OpenCountMinWindow, sketch.CountMinWindowConfig{Window: f.window, CountMin: f.cms}, newCountMinWindow)
 	case string(sketch.KindBloomWindow):
-		return p.bloomWindow(sketch.BloomWindowConfig{Window: f.window, Bloom: sketch.BloomConfig{Capacity: f.capacity, FPRate: f.fpRate, Seed: f.seed}})
+		return openAt(p, sketch.OpenBloomWindow, sketch.BloomWindowConfig{Window: f.window, Bloom: sketch.BloomConfig{Capacity: f.capacity, FPRate: f.fpRate, Seed: f.seed}}, newBloomWindow)
 	}
 	return nil, usageError("an arena holds structures, not arenas")
 }

@@ -24,10 +24,7 @@ writers have stopped when the copy must be exact.`,
 	example: `sketch freeze /dev/shm/clients.cms && cp /dev/shm/clients.cms /srv/archive/`,
 	setup: func(fs *flag.FlagSet) func([]string) error {
 		return func(args []string) error {
-			if len(args) != 1 {
-				return usageError("want one FILE[:NAME]")
-			}
-			t, err := parseTarget(args[0])
+			t, err := oneTarget(args)
 			if err != nil {
 				return err
 			}
@@ -48,7 +45,7 @@ writers have stopped when the copy must be exact.`,
 				return nil
 			}
 			defer s.Close()
-			if err := s.freeze(); err != nil {
+			if err := s.Freeze(); err != nil {
 				return err
 			}
 			fmt.Fprintf(stdout, "froze %s (%s)\n", t, s.describe())

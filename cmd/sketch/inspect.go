@@ -29,15 +29,9 @@ sketch inspect --json /dev/shm/banned.cbf | jq .lock`,
 		jsonOut := fs.Bool("json", false, "print JSON (the library's FileInfo, with \"seed\" only under --show-seed)")
 		showSeed := fs.Bool("show-seed", false, "print the secret hash seed too")
 		return func(args []string) error {
-			if len(args) != 1 {
-				return usageError("want one FILE")
-			}
-			t, err := parseTarget(args[0])
+			t, err := oneFile(args, "inspect looks at")
 			if err != nil {
 				return err
-			}
-			if t.name != "" {
-				return usageError("inspect looks at a whole file: give FILE, not %s", t)
 			}
 			fi, err := sketch.Inspect(t.path)
 			if err != nil {

@@ -7,36 +7,54 @@ import (
 )
 
 // bloom is a Bloom filter to the commands.
-type bloom struct{ b *sketch.Bloom }
-
-// bloom opens (or, with a Capacity, makes) the Bloom filter at p.
-func (p place) bloom(cfg sketch.BloomConfig) (structure, error) {
-	b, err := sketch.OpenBloom(p.at, cfg, p.opts...)
-	if err != nil {
-		return nil, err
-	}
-	return &bloom{b}, nil
+type bloom struct {
+	*sketch.Bloom
+	set
 }
 
-func (s *bloom) Close() error { return s.b.Close() }
+func newBloom(b *sketch.Bloom) structure { return &bloom{b, set{b}} }
+
 func (s *bloom) kind() string { return string(sketch.KindBloom) }
 
 func (s *bloom) describe() string {
-	return fmt.Sprintf("Bloom filter, %d bits, %d hashes", s.b.Bits(), s.b.Hashes())
+	return fmt.Sprintf("Bloom filter, %d bits, %d hashes", s.Bits(), s.Hashes())
 }
 
-// add adds each key; a weight changes nothing, since a set holds a key
-// once.
-func (s *bloom) add(keys [][]byte, weights []uint64) error {
-	return s.b.AddBatch(keys, nil)
+// setFilter is what a Bloom filter and a Bloom window do alike.
+type setFilter interface {
+	Add(key []byte) (already bool, err error)
+	AddBatch(keys [][]byte, already []bool) error
+	ContainsBatch(keys [][]byte, out []bool) error
 }
 
-func (s *bloom) addKey(key []byte, n uint64) (answer, error) {
-	already, err := s.b.Add(key)
+// set is how the Bloom kinds add and answer.
+type set struct{ f setFilter }
+
+// add adds each key (a window's to its current period); a weight changes
+// nothing, since a set holds a key once.
+func (s set) add(keys [][]byte, weights []uint64) error {
+	return s.f.AddBatch(keys, nil)
+}
+
+// addKey's answer says whether the filter had the key before (a window:
+// in the current period or an earlier one it covers).
+func (s set) addKey(key []byte, n uint64) (answer, error) {
+	already, err := s.f.Add(key)
 	if err != nil {
 		return nil, err
 	}
 	return bloomAnswer{Key: string(key), Present: true, Already: &already}, nil
+}
+
+// query's false is exact (a window's for the periods it covers).
+func (s set) query(keys [][]byte) []answer {
+	in := make([]bool, len(keys))
+	s.f.ContainsBatch(keys, in) // a closed handle answers present: never a false "absent"
+	out := make([]answer, len(keys))
+	for i, k := range keys {
+		out[i] = bloomAnswer{Key: string(k), Present: in[i]}
+	}
+	return out
 }
 
 // bloomAnswer is whether a key is in a Bloom filter: false is exact, true
@@ -68,18 +86,8 @@ func (a bloomAnswer) weight() uint64 {
 	return 0
 }
 
-func (s *bloom) query(keys [][]byte) []answer {
-	in := make([]bool, len(keys))
-	s.b.ContainsBatch(keys, in) // a closed handle answers present: never a false "absent"
-	out := make([]answer, len(keys))
-	for i, k := range keys {
-		out[i] = bloomAnswer{Key: string(k), Present: in[i]}
-	}
-	return out
-}
-
 func (s *bloom) stats() ([][2]string, any) {
-	st := s.b.Stats()
+	st := s.Stats()
 	return [][2]string{
 		{"kind", "Bloom filter"},
 		{"capacity", fmt.Sprint(st.Capacity)},
@@ -105,26 +113,19 @@ func estimated(n float64) string {
 }
 
 func (s *bloom) summary() string {
-	st := s.b.Stats()
+	st := s.Stats()
 	return fmt.Sprintf("about %s keys, fill %s", estimated(st.Estimated), percent(st.Fill))
 }
 
 func (s *bloom) sample() sample {
-	st := s.b.Stats()
+	st := s.Stats()
 	return sample{Total: st.Added + st.Seen, Fill: &st.Fill, Count: &st.Estimated, Frozen: st.Frozen, what: "adds"}
 }
-
-// check has nothing to add to the open's validation: any bit pattern is a
-// valid filter.
-func (s *bloom) check() error  { return s.b.Check() }
-func (s *bloom) reset() error  { return s.b.Reset() }
-func (s *bloom) freeze() error { return s.b.Freeze() }
-func (s *bloom) unlink() error { return s.b.Unlink() }
 
 func (s *bloom) merge(src structure) error {
 	o, ok := src.(*bloom)
 	if !ok {
 		return fmt.Errorf("cannot merge a %s into a Bloom filter", src.describe())
 	}
-	return s.b.Merge(o.b)
+	return s.Merge(o.Bloom)
 }

@@ -7,23 +7,14 @@ import (
 )
 
 // countingBloom is a counting Bloom filter to the commands.
-type countingBloom struct{ b *sketch.CountingBloom }
+type countingBloom struct{ *sketch.CountingBloom }
 
-// countingBloom opens (or, with a Capacity, makes) the counting Bloom
-// filter at p.
-func (p place) countingBloom(cfg sketch.CountingBloomConfig) (structure, error) {
-	b, err := sketch.OpenCountingBloom(p.at, cfg, p.opts...)
-	if err != nil {
-		return nil, err
-	}
-	return &countingBloom{b}, nil
-}
+func newCountingBloom(b *sketch.CountingBloom) structure { return &countingBloom{b} }
 
-func (s *countingBloom) Close() error { return s.b.Close() }
-func (s *countingBloom) kind() string { return "countingbloom" }
+func (s *countingBloom) kind() string { return string(sketch.KindCountingBloom) }
 
 func (s *countingBloom) describe() string {
-	return fmt.Sprintf("counting Bloom filter, %d counters, %d hashes", s.b.Counters(), s.b.Hashes())
+	return fmt.Sprintf("counting Bloom filter, %d counters, %d hashes", s.Counters(), s.Hashes())
 }
 
 // cbfSaturated is where a counter sticks: adding a key more often than
@@ -32,11 +23,11 @@ const cbfSaturated = 15
 
 func (s *countingBloom) add(keys [][]byte, weights []uint64) error {
 	if weights == nil {
-		return s.b.AddBatch(keys, nil)
+		return s.AddBatch(keys, nil)
 	}
 	for i, k := range keys {
 		for n := min(weights[i], cbfSaturated); n > 0; n-- {
-			if _, err := s.b.Add(k); err != nil {
+			if _, err := s.Add(k); err != nil {
 				return err
 			}
 		}
@@ -46,7 +37,7 @@ func (s *countingBloom) add(keys [][]byte, weights []uint64) error {
 
 func (s *countingBloom) addKey(key []byte, n uint64) (answer, error) {
 	for n = min(n, cbfSaturated); n > 0; n-- {
-		if _, err := s.b.Add(key); err != nil {
+		if _, err := s.Add(key); err != nil {
 			return nil, err
 		}
 	}
@@ -67,14 +58,14 @@ func (a cbfAnswer) weight() uint64 { return uint64(a.Count) }
 func (s *countingBloom) query(keys [][]byte) []answer {
 	out := make([]answer, len(keys))
 	for i, k := range keys {
-		n := s.b.Estimate(k)
+		n := s.Estimate(k)
 		out[i] = cbfAnswer{Key: string(k), Count: n, Present: n > 0}
 	}
 	return out
 }
 
 func (s *countingBloom) stats() ([][2]string, any) {
-	st := s.b.Stats()
+	st := s.Stats()
 	count := fmt.Sprintf("%.0f", st.Count)
 	if st.CountersSet == st.Counters {
 		count = "every counter is set: the filter is full"
@@ -94,27 +85,19 @@ func (s *countingBloom) stats() ([][2]string, any) {
 }
 
 func (s *countingBloom) summary() string {
-	st := s.b.Stats()
+	st := s.Stats()
 	return fmt.Sprintf("about %.0f items, fill %s", st.Count, percent(st.FillRatio))
 }
 
 func (s *countingBloom) sample() sample {
-	st := s.b.Stats()
+	st := s.Stats()
 	return sample{Total: st.Ops, Fill: &st.FillRatio, Count: &st.Count, Frozen: st.Frozen, what: "operations"}
 }
-
-// check has nothing to add to the open's validation: any counter value is
-// valid, and a crash leaves nothing to repair (docs/DESIGN.md). What the
-// lock shows is checked by the command.
-func (s *countingBloom) check() error  { return s.b.Check() }
-func (s *countingBloom) reset() error  { return s.b.Reset() }
-func (s *countingBloom) freeze() error { return s.b.Freeze() }
-func (s *countingBloom) unlink() error { return s.b.Unlink() }
 
 func (s *countingBloom) merge(src structure) error {
 	o, ok := src.(*countingBloom)
 	if !ok {
 		return fmt.Errorf("cannot merge a %s into a counting Bloom filter", src.describe())
 	}
-	return s.b.Merge(o.b)
+	return s.Merge(o.CountingBloom)
 }

@@ -7,25 +7,33 @@ import (
 )
 
 // countMin is a Count-Min sketch to the commands.
-type countMin struct{ c *sketch.CountMin }
-
-// countMin opens (or, with an explicit cfg, makes) the Count-Min sketch at p.
-func (p place) countMin(cfg sketch.CountMinConfig) (structure, error) {
-	c, err := sketch.OpenCountMin(p.at, cfg, p.opts...)
-	if err != nil {
-		return nil, err
-	}
-	return &countMin{c}, nil
+type countMin struct {
+	*sketch.CountMin
+	counts
 }
 
-func (s *countMin) Close() error { return s.c.Close() }
-func (s *countMin) kind() string { return "countmin" }
+func newCountMin(c *sketch.CountMin) structure { return &countMin{c, counts{c, c.ErrorBound}} }
+
+func (s *countMin) kind() string { return string(sketch.KindCountMin) }
 
 func (s *countMin) describe() string {
-	return fmt.Sprintf("Count-Min sketch, %d x %d counters", s.c.Config().Rows, s.c.Config().Width)
+	return fmt.Sprintf("Count-Min sketch, %d x %d counters", s.Config().Rows, s.Config().Width)
 }
 
-func (s *countMin) add(keys [][]byte, weights []uint64) error {
+// counter is what a Count-Min sketch and a Count-Min window count alike.
+type counter interface {
+	AddN(key []byte, n uint64) (uint64, error)
+	AddBatch(keys [][]byte, estimates []uint64) error
+}
+
+// counts is how the Count-Min kinds add: bound is the error bound of
+// their answers.
+type counts struct {
+	c     counter
+	bound func() uint64
+}
+
+func (s counts) add(keys [][]byte, weights []uint64) error {
 	if weights == nil {
 		return s.c.AddBatch(keys, nil)
 	}
@@ -37,12 +45,12 @@ func (s *countMin) add(keys [][]byte, weights []uint64) error {
 	return nil
 }
 
-func (s *countMin) addKey(key []byte, n uint64) (answer, error) {
+func (s counts) addKey(key []byte, n uint64) (answer, error) {
 	est, err := s.c.AddN(key, n)
 	if err != nil {
 		return nil, err
 	}
-	return newCMSAnswer(key, est, s.c.ErrorBound()), nil
+	return newCMSAnswer(key, est, s.bound()), nil
 }
 
 // cmsAnswer is a Count-Min estimate with its error bar: the true count is
@@ -64,8 +72,8 @@ func (a cmsAnswer) weight() uint64 { return a.Estimate }
 
 func (s *countMin) query(keys [][]byte) []answer {
 	est := make([]uint64, len(keys))
-	s.c.EstimateBatch(keys, est) // a closed handle answers ClosedEstimate: never low
-	bound := s.c.ErrorBound()
+	s.EstimateBatch(keys, est) // a closed handle answers ClosedEstimate: never low
+	bound := s.ErrorBound()
 	out := make([]answer, len(keys))
 	for i, k := range keys {
 		out[i] = newCMSAnswer(k, est[i], bound)
@@ -74,7 +82,7 @@ func (s *countMin) query(keys [][]byte) []answer {
 }
 
 func (s *countMin) stats() ([][2]string, any) {
-	st := s.c.Stats()
+	st := s.Stats()
 	return [][2]string{
 		{"kind", "Count-Min sketch"},
 		{"shape", fmt.Sprintf("%d x %d counters", st.Rows, st.Width)},
@@ -89,25 +97,20 @@ func (s *countMin) stats() ([][2]string, any) {
 }
 
 func (s *countMin) summary() string {
-	st := s.c.Stats()
+	st := s.Stats()
 	return fmt.Sprintf("total %d, error bound %d", st.Total, st.ErrorBound)
 }
 
 func (s *countMin) sample() sample {
-	t := s.c.Total()
-	b := s.c.ErrorBound()
-	return sample{Total: t, ErrorBound: &b, Frozen: s.c.Frozen(), what: "adds"}
+	t := s.Total()
+	b := s.ErrorBound()
+	return sample{Total: t, ErrorBound: &b, Frozen: s.Frozen(), what: "adds"}
 }
-
-func (s *countMin) check() error  { return s.c.Check() }
-func (s *countMin) reset() error  { return s.c.Reset() }
-func (s *countMin) freeze() error { return s.c.Freeze() }
-func (s *countMin) unlink() error { return s.c.Unlink() }
 
 func (s *countMin) merge(src structure) error {
 	o, ok := src.(*countMin)
 	if !ok {
 		return fmt.Errorf("cannot merge a %s into a Count-Min sketch", src.describe())
 	}
-	return s.c.Merge(o.c)
+	return s.Merge(o.CountMin)
 }

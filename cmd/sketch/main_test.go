@@ -272,6 +272,22 @@ func TestMissingAndCorrupt(t *testing.T) {
 	}
 }
 
+// usersDir is a new directory of mode perm on a path every user may walk
+// (not the test's own TempDir, which only its owner may), removed when the
+// test ends.
+func usersDir(t *testing.T, prefix string, perm os.FileMode) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", prefix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	if err := os.Chmod(dir, perm); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
 // asNobody runs the command as uid 65534, or skips when that cannot be.
 func asNobody(t *testing.T, args ...string) result {
 	t.Helper()

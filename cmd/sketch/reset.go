@@ -19,20 +19,12 @@ none: its periods leave it by themselves, and rotate turns one now. An
 arena is reset a structure at a time (FILE:NAME).`,
 	example: `sketch reset /dev/shm/clients.cms`,
 	setup: func(fs *flag.FlagSet) func([]string) error {
-		return func(args []string) error {
-			if len(args) != 1 {
-				return usageError("want one FILE[:NAME]")
-			}
-			s, t, err := openTargetArg(args[0], true)
-			if err != nil {
-				return err
-			}
-			defer s.Close()
-			if err := s.reset(); err != nil {
+		return onOne(true, func(s structure, t target) error {
+			if err := s.Reset(); err != nil {
 				return nameTarget(t, err)
 			}
 			fmt.Fprintf(stdout, "reset %s (%s)\n", t, s.describe())
 			return nil
-		}
+		})
 	},
 }

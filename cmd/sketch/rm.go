@@ -19,15 +19,9 @@ that replaces it at the path while rm runs is never removed.`,
 	example: `sketch rm /dev/shm/clients.cms`,
 	setup: func(fs *flag.FlagSet) func([]string) error {
 		return func(args []string) error {
-			if len(args) != 1 {
-				return usageError("want one FILE")
-			}
-			t, err := parseTarget(args[0])
+			t, err := oneFile(args, "rm removes")
 			if err != nil {
 				return err
-			}
-			if t.name != "" {
-				return usageError("rm removes a whole file: give FILE, not %s", t)
 			}
 			s, a, err := openWhole(t, false)
 			if err != nil {
@@ -39,7 +33,7 @@ that replaces it at the path while rm runs is never removed.`,
 				err, what = a.Unlink(), arenaDescription(a.Stats())
 			} else {
 				defer s.Close()
-				err, what = s.unlink(), s.describe()
+				err, what = s.Unlink(), s.describe()
 			}
 			if err != nil {
 				return err

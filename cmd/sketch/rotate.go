@@ -18,20 +18,12 @@ clock as well, each rotate moving every later period one ahead. It prints
 the periods the window covers afterwards.`,
 	example: `sketch rotate /dev/shm/web.arena:clients`,
 	setup: func(fs *flag.FlagSet) func([]string) error {
-		return func(args []string) error {
-			if len(args) != 1 {
-				return usageError("want one FILE[:NAME]")
-			}
-			s, t, err := openTargetArg(args[0], true)
-			if err != nil {
-				return err
-			}
-			defer s.Close()
+		return onOne(true, func(s structure, t target) error {
 			r, ok := s.(rotator)
 			if !ok {
 				return fmt.Errorf("%s holds a %s, which has no periods to rotate", t, s.describe())
 			}
-			if err := r.rotate(); err != nil {
+			if err := r.Rotate(); err != nil {
 				return err
 			}
 			fmt.Fprintf(stdout, "rotated %s (%s)", t, s.describe())
@@ -40,6 +32,6 @@ the periods the window covers afterwards.`,
 			}
 			fmt.Fprintln(stdout)
 			return nil
-		}
+		})
 	},
 }

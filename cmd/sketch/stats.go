@@ -31,10 +31,7 @@ sketch stats --json /dev/shm/clients.cms | jq .structures[0].stats.total`,
 	setup: func(fs *flag.FlagSet) func([]string) error {
 		jsonOut := fs.Bool("json", false, `print JSON: {"file", "arena" (an arena's), "structures": [{"name", "kind", "description", "stats"}]}`)
 		return func(args []string) error {
-			if len(args) != 1 {
-				return usageError("want one FILE[:NAME]")
-			}
-			t, err := parseTarget(args[0])
+			t, err := oneTarget(args)
 			if err != nil {
 				return err
 			}

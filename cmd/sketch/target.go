@@ -76,9 +76,21 @@ func ambiguousError(arg, path, name string) error {
 		arg, arg, quoteName(name), path)
 }
 
-// structure is what the commands do with a structure of any kind.
+// structure is what the commands do with a structure of any kind. Close,
+// Check, Freeze, Unlink and Reset are the library's, promoted from the
+// library type each kind's adapter embeds (Check, Freeze and Unlink are its
+// sketch.Handle's, the same for every kind); a window refuses Reset
+// (kind_window.go).
 type structure interface {
 	Close() error
+	// Check verifies what the open did not: nil when sound, an error
+	// wrapping sketch.ErrInconsistent for an operation cut short (a
+	// Count-Min sketch's rows; a filter's bits and a window's slots have
+	// nothing more to verify). What the lock shows is check's (check.go).
+	Check() error
+	Freeze() error
+	Unlink() error
+	Reset() error
 	// kind is the name Inspect and --kind use ("countmin").
 	kind() string
 	// describe says what it is and its shape, in a few words.
@@ -98,14 +110,8 @@ type structure interface {
 	summary() string
 	// sample is what watch shows of it at one moment.
 	sample() sample
-	// check verifies what the open did not: nil when sound, an error
-	// wrapping sketch.ErrInconsistent for an operation cut short.
-	check() error
-	reset() error
-	freeze() error
 	// merge adds src, a structure of the same kind, shape and seed.
 	merge(src structure) error
-	unlink() error
 }
 
 // answer is one key's answer to a query.
@@ -116,9 +122,10 @@ type answer interface {
 	weight() uint64
 }
 
-// rotator is a windowed structure: rotate turns its period now.
+// rotator is a windowed structure: Rotate (the library's) turns its period
+// now.
 type rotator interface {
-	rotate() error
+	Rotate() error
 }
 
 // sample is what watch shows: a total that grows with the structure's
@@ -140,8 +147,7 @@ type sample struct {
 }
 
 // place is where a structure is opened or made (the library's Place),
-// with the options that open it and the name messages give it. Each kind's
-// file opens its kind at a place.
+// with the options that open it and the name messages give it.
 type place struct {
 	at    sketch.Place
 	opts  []sketch.Option // a standalone file's
@@ -221,17 +227,28 @@ func openWhole(t target, readWrite bool) (s structure, a *sketch.Arena, err erro
 func openEntry(p place, kind sketch.Kind) (structure, error) {
 	switch kind {
 	case sketch.KindCountMin:
-		return p.countMin(sketch.CountMinConfig{})
+		return openAt(p, sketch.OpenCountMin, sketch.CountMinConfig{}, newCountMin)
 	case sketch.KindBloom:
-		return p.bloom(sketch.BloomConfig{})
+		return openAt(p, sketch.OpenBloom, sketch.BloomConfig{}, newBloom)
 	case sketch.KindCountingBloom:
-		return p.countingBloom(sketch.CountingBloomConfig{})
+		return openAt(p, sketch.OpenCountingBloom, sketch.CountingBloomConfig{}, newCountingBloom)
 	case sketch.KindCountMinWindow:
-		return p.countMinWindow(sketch.CountMinWindowConfig{})
+		return openAt(p, sketch.OpenCountMinWindow, sketch.CountMinWindowConfig{}, newCountMinWindow)
 	case sketch.KindBloomWindow:
-		return p.bloomWindow(sketch.BloomWindowConfig{})
+		return openAt(p, sketch.OpenBloomWindow, sketch.BloomWindowConfig{}, newBloomWindow)
 	}
 	return nil, fmt.Errorf("%s holds a structure this build does not know (%s)", p.label, kind)
+}
+
+// openAt opens (or, with a config that can create, makes) a structure at p
+// with its kind's constructor and config, and gives it to the commands
+// through the kind's adapter.
+func openAt[C, S any](p place, open func(sketch.Place, C, ...sketch.Option) (S, error), cfg C, adapt func(S) structure) (structure, error) {
+	s, err := open(p.at, cfg, p.opts...)
+	if err != nil {
+		return nil, err
+	}
+	return adapt(s), nil
 }
 
 // arenaNames are the names of a's structures, quoted for messages.
@@ -249,6 +266,44 @@ func listNames(names []string) string {
 		return ""
 	}
 	return " (" + strings.Join(names, ", ") + ")"
+}
+
+// oneTarget is the one FILE[:NAME] argument of a command.
+func oneTarget(args []string) (target, error) {
+	if len(args) != 1 {
+		return target{}, usageError("want one FILE[:NAME]")
+	}
+	return parseTarget(args[0])
+}
+
+// oneFile is the one FILE argument of a command that works on a whole
+// file; does says what it does with it ("check verifies"), for the
+// refusal of FILE:NAME.
+func oneFile(args []string, does string) (target, error) {
+	if len(args) != 1 {
+		return target{}, usageError("want one FILE")
+	}
+	t, err := parseTarget(args[0])
+	if err == nil && t.name != "" {
+		return t, usageError("%s a whole file: give FILE, not %s", does, t)
+	}
+	return t, err
+}
+
+// onOne is a command that runs f on the structure its one FILE[:NAME]
+// argument names, opened read-write or read-only, and closes it after.
+func onOne(readWrite bool, f func(s structure, t target) error) func(args []string) error {
+	return func(args []string) error {
+		if len(args) != 1 {
+			return usageError("want one FILE[:NAME]")
+		}
+		s, t, err := openTargetArg(args[0], readWrite)
+		if err != nil {
+			return err
+		}
+		defer s.Close()
+		return f(s, t)
+	}
 }
 
 // openTargetArg parses and opens a FILE[:NAME] argument.

@@ -12,19 +12,8 @@ import (
 )
 
 // sharedDir is a new directory every user may write, sticky as /dev/shm
-// is, on a path every user may walk.
-func sharedDir(t *testing.T) string {
-	t.Helper()
-	dir, err := os.MkdirTemp("", "sketch-cli-shared-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	if err := os.Chmod(dir, 0o1777); err != nil {
-		t.Fatal(err)
-	}
-	return dir
-}
+// is.
+func sharedDir(t *testing.T) string { return usersDir(t, "sketch-cli-shared-", 0o1777) }
 
 // runAsNobody runs a program as uid 65534 and fails the test if it fails.
 func runAsNobody(t *testing.T, name string, args ...string) {

@@ -214,8 +214,8 @@ func checkArena(res *arenaCheckResult, path string, set []arenaName, t *arenaTal
 				}
 			}
 		}
-		if s.cm != nil {
-			switch err := s.cm.Check(); {
+		if cm, ok := s.h.(*sketch.CountMin); ok {
+			switch err := cm.Check(); {
 			case err == nil:
 				res.CheckClean++
 			case errors.Is(err, sketch.ErrTornAdd):

@@ -9,40 +9,20 @@ import (
 // An arenaStruct is one structure opened from an arena, of any kind, with
 // the few calls the arena part makes: adds of several forms and the one
 // question each kind promises never to answer low.
-type arenaStruct struct {
-	cm  *sketch.CountMin
-	bf  *sketch.Bloom
-	cbf *sketch.CountingBloom
-	cmw *sketch.CountMinWindow
-	bw  *sketch.BloomWindow
-}
+type arenaStruct struct{ h any }
 
 // open asks the arena for name with the spec: it creates the structure or
 // attaches to it.
 func (s structSpec) open(a *sketch.Arena, name string) (*arenaStruct, error) {
-	o := &arenaStruct{}
-	var err error
-	cm := sketch.CountMinConfig{Rows: s.Rows, Width: s.Width}
-	bf := sketch.BloomConfig{Capacity: s.Capacity, FPRate: s.FPRate}
-	w := sketch.Window{Period: 0, Keep: s.Keep}
-	switch s.Kind {
-	case sketch.KindCountMin:
-		o.cm, err = sketch.OpenCountMin(a.Place(name), cm)
-	case sketch.KindBloom:
-		o.bf, err = sketch.OpenBloom(a.Place(name), bf)
-	case sketch.KindCountingBloom:
-		o.cbf, err = sketch.OpenCountingBloom(a.Place(name), sketch.CountingBloomConfig{Capacity: s.Capacity, FPRate: s.FPRate})
-	case sketch.KindCountMinWindow:
-		o.cmw, err = sketch.OpenCountMinWindow(a.Place(name), sketch.CountMinWindowConfig{Window: w, CountMin: cm})
-	case sketch.KindBloomWindow:
-		o.bw, err = sketch.OpenBloomWindow(a.Place(name), sketch.BloomWindowConfig{Window: w, Bloom: bf})
-	default:
-		err = fmt.Errorf("unknown kind %q", s.Kind)
+	k := structKindOf(s.Kind)
+	if k == nil {
+		return nil, fmt.Errorf("unknown kind %q", s.Kind)
 	}
+	h, err := k.open(a.Place(name), s.config())
 	if err != nil {
 		return nil, err
 	}
-	return o, nil
+	return &arenaStruct{h}, nil
 }
 
 // counts reports whether the kind counts (Count-Min, Count-Min window): its
@@ -54,76 +34,20 @@ func countsKind(k sketch.Kind) bool {
 // addN adds key n times (weight n for the counting kinds, one add for the
 // filters).
 func (o *arenaStruct) addN(key []byte, n uint64) error {
-	var err error
-	switch {
-	case o.cm != nil:
-		_, err = o.cm.AddN(key, n)
-	case o.cmw != nil:
-		_, err = o.cmw.AddN(key, n)
-	case o.bf != nil:
-		_, err = o.bf.Add(key)
-	case o.cbf != nil:
-		_, err = o.cbf.Add(key)
-	case o.bw != nil:
-		_, err = o.bw.Add(key)
+	if c, ok := o.h.(counter); ok {
+		_, err := c.AddN(key, n)
+		return err
 	}
-	return err
+	return addsOf(o.h).add(key)
 }
 
 // addBatch adds every key once, in the kind's batch call.
-func (o *arenaStruct) addBatch(keys [][]byte) error {
-	var err error
-	switch {
-	case o.cm != nil:
-		err = o.cm.AddBatch(keys, nil)
-	case o.cmw != nil:
-		err = o.cmw.AddBatch(keys, nil)
-	case o.bf != nil:
-		err = o.bf.AddBatch(keys, nil)
-	case o.cbf != nil:
-		err = o.cbf.AddBatch(keys, nil)
-	case o.bw != nil:
-		err = o.bw.AddBatch(keys, nil)
-	}
-	return err
-}
+func (o *arenaStruct) addBatch(keys [][]byte) error { return addsOf(o.h).addBatch(keys) }
 
-// ask is the answer the kind promises never to give low: a Count-Min
-// estimate, or 1 for a filter's "maybe present" and 0 for "absent".
-func (o *arenaStruct) ask(key []byte) uint64 {
-	hit := false
-	switch {
-	case o.cm != nil:
-		return o.cm.Estimate(key)
-	case o.cmw != nil:
-		return o.cmw.Estimate(key)
-	case o.bf != nil:
-		hit = o.bf.Contains(key)
-	case o.cbf != nil:
-		hit = o.cbf.Contains(key)
-	case o.bw != nil:
-		hit = o.bw.Contains(key)
-	}
-	if hit {
-		return 1
-	}
-	return 0
-}
+// ask is the answer the kind promises never to give low.
+func (o *arenaStruct) ask(key []byte) uint64 { return ask(o.h, key) }
 
-func (o *arenaStruct) close() {
-	switch {
-	case o.cm != nil:
-		o.cm.Close()
-	case o.cmw != nil:
-		o.cmw.Close()
-	case o.bf != nil:
-		o.bf.Close()
-	case o.cbf != nil:
-		o.cbf.Close()
-	case o.bw != nil:
-		o.bw.Close()
-	}
-}
+func (o *arenaStruct) close() { o.h.(handle).Close() }
 
 // keysPerName is how many keys the workers add to each structure;
 // arenaControlKeys more per name are never added, for the negative control.

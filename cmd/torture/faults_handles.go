@@ -18,7 +18,7 @@ type faultHandle struct {
 	add      func(key []byte, n uint64) error
 	answer   func(key []byte) uint64
 	presence bool         // answers 1 for present: the reference is min(n, 1)
-	check    func() error // Count-Min's Check; nil for the other kinds
+	check    func() error // the structure's Check (every kind's Handle has one)
 	freeze   func() error
 	mutators []namedCall // every call that changes the structure or its file
 	close    func() error
@@ -37,13 +37,22 @@ type faultKind struct {
 	open func(path string, size uint64, opts ...sketch.Option) (*faultHandle, error)
 }
 
-var faultKinds = []faultKind{
-	{"cm", openFaultCountMin},
-	{"bloom", openFaultBloom},
-	{"cbf", openFaultCountingBloom},
-	{"cmw", openFaultCountMinWindow},
-	{"bw", openFaultBloomWindow},
-	{"arena", openFaultArena},
+// faultKinds are every kind of structKinds in a file of its own, named by
+// its short name, and an arena.
+var faultKinds = append(standaloneFaultKinds(), faultKind{"arena", openFaultArena})
+
+func standaloneFaultKinds() []faultKind {
+	var ks []faultKind
+	for _, k := range structKinds {
+		ks = append(ks, faultKind{k.short, func(path string, size uint64, opts ...sketch.Option) (*faultHandle, error) {
+			h, err := k.open(sketch.Path(path), faultConfig(k.kind, size), opts...)
+			if err != nil {
+				return nil, err
+			}
+			return newFaultHandle(path, h), nil
+		}})
+	}
+	return ks
 }
 
 func faultKindNamed(name string) faultKind {
@@ -100,149 +109,99 @@ func countingBloomFor(size uint64) sketch.CountingBloomConfig {
 // slots is how many structures a window of faultWindow holds.
 const slots = 4
 
-func openFaultCountMin(path string, size uint64, opts ...sketch.Option) (*faultHandle, error) {
-	c, err := sketch.OpenCountMin(sketch.Path(path), countMinFor(size), opts...)
-	if err != nil {
-		return nil, err
+// faultConfig is a config of kind k of about size bytes; a window's of
+// faultWindow, each of its slots' structures a slots-th of that.
+func faultConfig(k sketch.Kind, size uint64) any {
+	switch k {
+	case sketch.KindCountMin:
+		return countMinFor(size)
+	case sketch.KindBloom:
+		return bloomFor(size)
+	case sketch.KindCountingBloom:
+		return countingBloomFor(size)
+	case sketch.KindCountMinWindow:
+		return sketch.CountMinWindowConfig{Window: faultWindow, CountMin: countMinFor(size / slots)}
+	case sketch.KindBloomWindow:
+		return sketch.BloomWindowConfig{Window: faultWindow, Bloom: bloomFor(size / slots)}
 	}
-	return countMinHandle(path, c), nil
+	panic("torture: no fault config for " + string(k))
 }
 
-func countMinHandle(path string, c *sketch.CountMin) *faultHandle {
-	return &faultHandle{
-		path:   path,
-		add:    func(k []byte, n uint64) error { _, err := c.AddN(k, n); return err },
-		answer: c.Estimate,
-		check:  c.Check,
-		freeze: c.Freeze,
-		mutators: []namedCall{
-			{"Add", func() error { _, err := c.Add([]byte("x")); return err }},
-			{"AddN", func() error { _, err := c.AddN([]byte("x"), 3); return err }},
-			{"AddString", func() error { _, err := c.AddString("x"); return err }},
-			{"AddBatch", func() error { return c.AddBatch([][]byte{[]byte("x"), []byte("y")}, nil) }},
-			{"Reset", c.Reset},
-			{"Merge", func() error { return c.Merge(c) }},
-			{"Freeze", c.Freeze},
-			{"Unlink", c.Unlink},
-		},
-		close: c.Close,
-	}
-}
-
-func openFaultBloom(path string, size uint64, opts ...sketch.Option) (*faultHandle, error) {
-	b, err := sketch.OpenBloom(sketch.Path(path), bloomFor(size), opts...)
-	if err != nil {
-		return nil, err
-	}
-	return &faultHandle{
-		path: path,
-		add:  func(k []byte, _ uint64) error { _, err := b.Add(k); return err },
-		answer: func(k []byte) uint64 {
-			if b.Contains(k) {
-				return 1
-			}
-			return 0
-		},
-		presence: true,
-		freeze:   b.Freeze,
-		mutators: []namedCall{
-			{"Add", func() error { _, err := b.Add([]byte("x")); return err }},
-			{"AddString", func() error { _, err := b.AddString("x"); return err }},
-			{"AddBatch", func() error { return b.AddBatch([][]byte{[]byte("x"), []byte("y")}, nil) }},
-			{"Reset", b.Reset},
-			{"Merge", func() error { return b.Merge(b) }},
-			{"Freeze", b.Freeze},
-			{"Unlink", b.Unlink},
-		},
-		close: b.Close,
-	}, nil
-}
-
-func openFaultCountingBloom(path string, size uint64, opts ...sketch.Option) (*faultHandle, error) {
-	b, err := sketch.OpenCountingBloom(sketch.Path(path), countingBloomFor(size), opts...)
-	if err != nil {
-		return nil, err
-	}
-	return &faultHandle{
-		path: path,
-		add: func(k []byte, n uint64) error {
+// newFaultHandle is h, a structure of any kind at path, behind the one
+// shape: a Count-Min kind adds n and answers its estimate, a counting
+// Bloom filter adds n times and answers its count, a Bloom kind adds once
+// and answers presence.
+func newFaultHandle(path string, h any) *faultHandle {
+	hd := h.(handle)
+	f := &faultHandle{path: path, check: hd.Check, freeze: hd.Freeze, mutators: mutators(h), close: hd.Close}
+	switch h := h.(type) {
+	case counter:
+		f.add = func(k []byte, n uint64) error { _, err := h.AddN(k, n); return err }
+		f.answer = h.Estimate
+	case *sketch.CountingBloom:
+		f.add = func(k []byte, n uint64) error {
 			for ; n > 0; n-- {
-				if _, err := b.Add(k); err != nil {
+				if _, err := h.Add(k); err != nil {
 					return err
 				}
 			}
 			return nil
-		},
-		answer: func(k []byte) uint64 { return uint64(b.Estimate(k)) },
-		freeze: b.Freeze,
-		mutators: []namedCall{
-			{"Add", func() error { _, err := b.Add([]byte("x")); return err }},
-			{"AddString", func() error { _, err := b.AddString("x"); return err }},
-			{"AddBatch", func() error { return b.AddBatch([][]byte{[]byte("x"), []byte("y")}, nil) }},
-			{"Remove", func() error { _, err := b.Remove([]byte("x")); return err }},
-			{"RemoveString", func() error { _, err := b.RemoveString("x"); return err }},
-			{"Clear", b.Reset},
-			{"Merge", func() error { return b.Merge(b) }},
-			{"Freeze", b.Freeze},
-			{"Unlink", b.Unlink},
-		},
-		close: b.Close,
-	}, nil
-}
-
-func openFaultCountMinWindow(path string, size uint64, opts ...sketch.Option) (*faultHandle, error) {
-	w, err := sketch.OpenCountMinWindow(sketch.Path(path), sketch.CountMinWindowConfig{Window: faultWindow, CountMin: countMinFor(size / slots)}, opts...)
-	if err != nil {
-		return nil, err
+		}
+		f.answer = func(k []byte) uint64 { return uint64(h.Estimate(k)) }
+	default:
+		f.add = func(k []byte, _ uint64) error { return addsOf(h).add(k) }
+		f.answer = func(k []byte) uint64 { return ask(h, k) }
+		f.presence = true
 	}
-	return &faultHandle{
-		path:   path,
-		add:    func(k []byte, n uint64) error { _, err := w.AddN(k, n); return err },
-		answer: w.Estimate,
-		freeze: w.Freeze,
-		mutators: []namedCall{
-			{"Add", func() error { _, err := w.Add([]byte("x")); return err }},
-			{"AddN", func() error { _, err := w.AddN([]byte("x"), 3); return err }},
-			{"AddString", func() error { _, err := w.AddString("x"); return err }},
-			{"AddBatch", func() error { return w.AddBatch([][]byte{[]byte("x"), []byte("y")}, nil) }},
-			{"Rotate", w.Rotate},
-			{"Freeze", w.Freeze},
-			{"Unlink", w.Unlink},
-		},
-		close: w.Close,
-	}, nil
+	return f
 }
 
-func openFaultBloomWindow(path string, size uint64, opts ...sketch.Option) (*faultHandle, error) {
-	w, err := sketch.OpenBloomWindow(sketch.Path(path), sketch.BloomWindowConfig{Window: faultWindow, Bloom: bloomFor(size / slots)}, opts...)
-	if err != nil {
-		return nil, err
+// mutatorTable is every call that changes a structure or its file, over
+// the kinds, in the order a fault makes them: each row binds its call to
+// a structure whose kind has it, and is nil for the others.
+var mutatorTable = []struct {
+	name string
+	bind func(h any) func() error
+}{
+	{"Add", on(func(h handle) error { return addsOf(h).add([]byte("x")) })},
+	{"AddN", on(func(c counter) error { _, err := c.AddN([]byte("x"), 3); return err })},
+	{"AddString", on(func(h handle) error { return addsOf(h).addString("x") })},
+	{"AddBatch", on(func(h handle) error { return addsOf(h).addBatch([][]byte{[]byte("x"), []byte("y")}) })},
+	{"Remove", on(func(b *sketch.CountingBloom) error { _, err := b.Remove([]byte("x")); return err })},
+	{"RemoveString", on(func(b *sketch.CountingBloom) error { _, err := b.RemoveString("x"); return err })},
+	{"Reset", on(func(r interface{ Reset() error }) error { return r.Reset() })},
+	{"Merge", func(h any) func() error {
+		if k := kindOfHandle(h); k != nil && k.merge != nil {
+			return func() error { return k.merge(h) }
+		}
+		return nil
+	}},
+	{"Rotate", on(windowed.Rotate)},
+	{"Freeze", on(handle.Freeze)},
+	{"Unlink", on(handle.Unlink)},
+}
+
+// on binds call to h when h is a T, and is nil when it is not.
+func on[T any](call func(T) error) func(h any) func() error {
+	return func(h any) func() error {
+		t, ok := h.(T)
+		if !ok {
+			return nil
+		}
+		return func() error { return call(t) }
 	}
-	return &faultHandle{
-		path: path,
-		add:  func(k []byte, _ uint64) error { _, err := w.Add(k); return err },
-		answer: func(k []byte) uint64 {
-			if w.Contains(k) {
-				return 1
-			}
-			return 0
-		},
-		presence: true,
-		freeze:   w.Freeze,
-		mutators: []namedCall{
-			{"Add", func() error { _, err := w.Add([]byte("x")); return err }},
-			{"AddString", func() error { _, err := w.AddString("x"); return err }},
-			{"AddBatch", func() error { return w.AddBatch([][]byte{[]byte("x"), []byte("y")}, nil) }},
-			{"Rotate", w.Rotate},
-			{"Freeze", w.Freeze},
-			{"Unlink", w.Unlink},
-		},
-		close: w.Close,
-	}, nil
 }
 
-// arenaCountMin is the shape of the new structures an arena's mutators ask for.
-var arenaCountMin = sketch.CountMinConfig{Rows: 2, Width: 256}
+// mutators are the rows of mutatorTable that h's kind has.
+func mutators(h any) []namedCall {
+	var m []namedCall
+	for _, row := range mutatorTable {
+		if call := row.bind(h); call != nil {
+			m = append(m, namedCall{row.name, call})
+		}
+	}
+	return m
+}
 
 // openFaultArena opens an arena of size bytes and the Count-Min sketch
 // named "cm" in it, of half the arena: the handle counts there, and its
@@ -258,26 +217,15 @@ func openFaultArena(path string, size uint64, opts ...sketch.Option) (*faultHand
 		a.Close()
 		return nil, err
 	}
-	h := countMinHandle(path, c)
+	h := newFaultHandle(path, c)
 	h.freeze = a.Freeze
-	h.mutators = append(h.mutators,
-		namedCall{"arena CountMin (new)", func() error { _, err := sketch.OpenCountMin(a.Place("new-cm"), arenaCountMin); return err }},
-		namedCall{"arena Bloom (new)", func() error { _, err := sketch.OpenBloom(a.Place("new-bloom"), bloomFor(4096)); return err }},
-		namedCall{"arena CountingBloom (new)", func() error {
-			_, err := sketch.OpenCountingBloom(a.Place("new-cbf"), countingBloomFor(4096))
+	for _, k := range structKinds {
+		h.mutators = append(h.mutators, namedCall{fmt.Sprintf("arena %s (new)", k.kind), func() error {
+			_, err := k.open(a.Place("new-"+k.short), faultConfig(k.kind, 4096))
 			return err
-		}},
-		namedCall{"arena CountMinWindow (new)", func() error {
-			_, err := sketch.OpenCountMinWindow(a.Place("new-cmw"), sketch.CountMinWindowConfig{Window: faultWindow, CountMin: arenaCountMin})
-			return err
-		}},
-		namedCall{"arena BloomWindow (new)", func() error {
-			_, err := sketch.OpenBloomWindow(a.Place("new-bw"), sketch.BloomWindowConfig{Window: faultWindow, Bloom: bloomFor(4096)})
-			return err
-		}},
-		namedCall{"arena Freeze", a.Freeze},
-		namedCall{"arena Unlink", a.Unlink},
-	)
+		}})
+	}
+	h.mutators = append(h.mutators, namedCall{"arena Freeze", a.Freeze}, namedCall{"arena Unlink", a.Unlink})
 	h.close = func() error {
 		err := c.Close()
 		if aerr := a.Close(); err == nil {
@@ -312,8 +260,8 @@ func addKeys(h *faultHandle, t reference, prefix string, n int) error {
 // verify asks h about every key of t and reports each answer that is not
 // exactly the reference's (a Count-Min sketch of 4 rows is exact for n keys
 // unless one collides in every row, about n*(n/width)^4: the faults keep
-// it below 1e-3 with at most 150 keys per 4096 counters a row), and Check's complaint where the kind has one. It returns
-// the answers checked.
+// it below 1e-3 with at most 150 keys per 4096 counters a row), and
+// Check's complaint. It returns the answers checked.
 func verify(r *faultReport, h *faultHandle, t reference) int {
 	for k, n := range t {
 		want := n
@@ -324,10 +272,8 @@ func verify(r *faultReport, h *faultHandle, t reference) int {
 			r.problem("%s: answer(%q) = %d, want %d", filepath.Base(h.path), k, got, want)
 		}
 	}
-	if h.check != nil {
-		if err := h.check(); err != nil {
-			r.problem("%s: Check: %v", filepath.Base(h.path), err)
-		}
+	if err := h.check(); err != nil {
+		r.problem("%s: Check: %v", filepath.Base(h.path), err)
 	}
 	r.Checked += len(t)
 	return len(t)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"path/filepath"
 
 	"github.com/shmsketch/sketch"
@@ -29,6 +30,9 @@ type stormFiles struct {
 	bw  *sketch.BloomWindow
 	cmc *sketch.CountMinWindow // turned by the clock
 	bwc *sketch.BloomWindow
+	// opened are those that opened, to close: a field that did not is a
+	// nil pointer, which in an io.Closer is not nil.
+	opened []io.Closer
 }
 
 func stormPath(dir, name string) string { return filepath.Join(dir, name) }
@@ -40,63 +44,56 @@ func openStorm(dir string, opts ...sketch.Option) (*stormFiles, error) {
 // openStormFiles opens the storm's structures, the clock windows only when
 // clock is set (they are left nil otherwise).
 func openStormFiles(dir string, clock bool, opts ...sketch.Option) (*stormFiles, error) {
-	s := &stormFiles{}
-	var err error
-	if s.cms, err = sketch.OpenCountMin(sketch.Path(stormPath(dir, "storm.cms")), stormCountMin, opts...); err != nil {
-		return nil, err
+	o := &stormOpener{s: &stormFiles{}, dir: dir, opts: opts}
+	cmw := func(w sketch.Window) sketch.CountMinWindowConfig {
+		return sketch.CountMinWindowConfig{Window: w, CountMin: stormCountMinWindow}
 	}
-	if s.bf, err = sketch.OpenBloom(sketch.Path(stormPath(dir, "storm.bloom")), stormBloom, opts...); err != nil {
-		s.close()
-		return nil, err
+	bw := func(w sketch.Window) sketch.BloomWindowConfig {
+		return sketch.BloomWindowConfig{Window: w, Bloom: stormBloomWindow}
 	}
-	if s.cbf, err = sketch.OpenCountingBloom(sketch.Path(stormPath(dir, "storm.cbf")), stormCountingBloom, opts...); err != nil {
-		s.close()
-		return nil, err
+	openStormFile(o, &o.s.cms, sketch.OpenCountMin, "storm.cms", stormCountMin)
+	openStormFile(o, &o.s.bf, sketch.OpenBloom, "storm.bloom", stormBloom)
+	openStormFile(o, &o.s.cbf, sketch.OpenCountingBloom, "storm.cbf", stormCountingBloom)
+	openStormFile(o, &o.s.cmw, sketch.OpenCountMinWindow, "storm.cmw", cmw(stormWindow))
+	openStormFile(o, &o.s.bw, sketch.OpenBloomWindow, "storm.bloomw", bw(stormWindow))
+	if clock {
+		openStormFile(o, &o.s.cmc, sketch.OpenCountMinWindow, "storm.cmwclock", cmw(stormClockWindow))
+		openStormFile(o, &o.s.bwc, sketch.OpenBloomWindow, "storm.bloomwclock", bw(stormClockWindow))
 	}
-	if s.cmw, err = sketch.OpenCountMinWindow(sketch.Path(stormPath(dir, "storm.cmw")), sketch.CountMinWindowConfig{Window: stormWindow, CountMin: stormCountMinWindow}, opts...); err != nil {
-		s.close()
-		return nil, err
+	if o.err != nil {
+		o.s.close()
+		return nil, o.err
 	}
-	if s.bw, err = sketch.OpenBloomWindow(sketch.Path(stormPath(dir, "storm.bloomw")), sketch.BloomWindowConfig{Window: stormWindow, Bloom: stormBloomWindow}, opts...); err != nil {
-		s.close()
-		return nil, err
+	return o.s, nil
+}
+
+// A stormOpener opens the storm's files one after another, until one
+// fails: err is why, and the rest are not tried.
+type stormOpener struct {
+	s    *stormFiles
+	dir  string
+	opts []sketch.Option
+	err  error
+}
+
+// openStormFile opens the structure in the file name with the kind's
+// constructor into *field.
+func openStormFile[C any, S io.Closer](o *stormOpener, field *S, open func(sketch.Place, C, ...sketch.Option) (S, error), name string, cfg C) {
+	if o.err != nil {
+		return
 	}
-	if !clock {
-		return s, nil
+	h, err := open(sketch.Path(stormPath(o.dir, name)), cfg, o.opts...)
+	if err != nil {
+		o.err = err
+		return
 	}
-	if s.cmc, err = sketch.OpenCountMinWindow(sketch.Path(stormPath(dir, "storm.cmwclock")), sketch.CountMinWindowConfig{Window: stormClockWindow, CountMin: stormCountMinWindow}, opts...); err != nil {
-		s.close()
-		return nil, err
-	}
-	if s.bwc, err = sketch.OpenBloomWindow(sketch.Path(stormPath(dir, "storm.bloomwclock")), sketch.BloomWindowConfig{Window: stormClockWindow, Bloom: stormBloomWindow}, opts...); err != nil {
-		s.close()
-		return nil, err
-	}
-	return s, nil
+	*field = h
+	o.s.opened = append(o.s.opened, h)
 }
 
 func (s *stormFiles) close() {
-	// Each field is checked on its own: a nil pointer in an interface is not nil.
-	if s.cms != nil {
-		s.cms.Close()
-	}
-	if s.bf != nil {
-		s.bf.Close()
-	}
-	if s.cbf != nil {
-		s.cbf.Close()
-	}
-	if s.cmw != nil {
-		s.cmw.Close()
-	}
-	if s.bw != nil {
-		s.bw.Close()
-	}
-	if s.cmc != nil {
-		s.cmc.Close()
-	}
-	if s.bwc != nil {
-		s.bwc.Close()
+	for _, c := range s.opened {
+		c.Close()
 	}
 }
 

@@ -41,95 +41,64 @@ type merger struct {
 // maybeMerge merges a side structure of one kind into the storm's, now and
 // then, and records the batch's adds.
 func (m *merger) maybeMerge(rng *rand.Rand, s *stormFiles, rec *record, batch [][]byte, idx []int) ([][]byte, []int, error) {
-	var err error
+	var field int
+	var merge func(batch [][]byte) error
 	switch rng.IntN(4 * mergeOneIn) {
 	case 0, 1, 2, 3:
-		batch, idx = pickBatch(rng, batch, idx)
-		if err = m.mergeCountingBloom(s, batch); err == nil {
-			for _, k := range idx {
-				rec.raise(fieldCountingBloom, k, 1)
-			}
-			rec.merged(fieldCountingBloom)
+		field, merge = fieldCountingBloom, func(b [][]byte) error {
+			return mergeSide(&m.cbf, s.cbf, sketch.OpenCountingBloom, stormCountingBloom, "counting bloom", b)
 		}
 	case 4:
-		batch, idx = pickBatch(rng, batch, idx)
-		if err = m.mergeCountMin(s, batch); err == nil {
-			for _, k := range idx {
-				rec.raise(fieldCountMin, k, 1)
-			}
-			rec.merged(fieldCountMin)
+		field, merge = fieldCountMin, func(b [][]byte) error {
+			return mergeSide(&m.cms, s.cms, sketch.OpenCountMin, stormCountMin, "count-min", b)
 		}
 	case 5:
-		batch, idx = pickBatch(rng, batch, idx)
-		if err = m.mergeBloom(s, batch); err == nil {
-			for _, k := range idx {
-				rec.mark(fieldBloom, k)
-			}
-			rec.merged(fieldBloom)
+		field, merge = fieldBloom, func(b [][]byte) error {
+			return mergeSide(&m.bf, s.bf, sketch.OpenBloom, stormBloom, "bloom", b)
+		}
+	default:
+		return batch, idx, nil
+	}
+	batch, idx = pickBatch(rng, batch, idx)
+	if err := merge(batch); err != nil {
+		return batch, idx, err
+	}
+	for _, k := range idx {
+		if field == fieldBloom {
+			rec.mark(field, k) // a set holds a key once
+		} else {
+			rec.raise(field, k, 1)
 		}
 	}
-	return batch, idx, err
+	rec.merged(field)
+	return batch, idx, nil
 }
 
-// mergeCountingBloom empties the side filter, adds the batch to it and
-// merges it into the storm filter.
-func (m *merger) mergeCountingBloom(s *stormFiles, batch [][]byte) error {
-	if m.cbf == nil {
-		side, err := sketch.OpenCountingBloom(sketch.Memory(), stormCountingBloom, sketch.WithSeed(s.cbf.Seed()))
+// mergeSide empties the side structure (made in memory at the first
+// merge, with into's shape cfg and seed), adds the batch to it (each
+// occurrence of a key counts) and merges it into the storm structure into.
+// what names the kind in errors.
+func mergeSide[C any, S interface {
+	comparable
+	handle
+	Reset() error
+	Merge(others ...S) error
+}](side *S, into S, open func(sketch.Place, C, ...sketch.Option) (S, error), cfg C, what string, batch [][]byte) error {
+	var none S
+	if *side == none {
+		s, err := open(sketch.Memory(), cfg, sketch.WithSeed(into.Seed()))
 		if err != nil {
-			return fmt.Errorf("counting bloom side filter: %w", err)
+			return fmt.Errorf("%s side structure: %w", what, err)
 		}
-		m.cbf = side
-	} else if err := m.cbf.Reset(); err != nil {
-		return fmt.Errorf("counting bloom side clear: %w", err)
+		*side = s
+	} else if err := (*side).Reset(); err != nil {
+		return fmt.Errorf("%s side reset: %w", what, err)
 	}
-	if err := m.cbf.AddBatch(batch, nil); err != nil {
-		return fmt.Errorf("counting bloom side add many: %w", err)
+	if err := addsOf(*side).addBatch(batch); err != nil {
+		return fmt.Errorf("%s side batch: %w", what, err)
 	}
-	if err := s.cbf.Merge(m.cbf); err != nil {
-		return fmt.Errorf("counting bloom merge: %w", err)
-	}
-	return nil
-}
-
-// mergeCountMin empties the side sketch, adds the batch to it (each
-// occurrence of a key counts) and merges it into the storm sketch.
-func (m *merger) mergeCountMin(s *stormFiles, batch [][]byte) error {
-	if m.cms == nil {
-		side, err := sketch.OpenCountMin(sketch.Memory(), stormCountMin, sketch.WithSeed(s.cms.Seed()))
-		if err != nil {
-			return fmt.Errorf("count-min side sketch: %w", err)
-		}
-		m.cms = side
-	} else if err := m.cms.Reset(); err != nil {
-		return fmt.Errorf("count-min side reset: %w", err)
-	}
-	if err := m.cms.AddBatch(batch, nil); err != nil {
-		return fmt.Errorf("count-min side batch: %w", err)
-	}
-	if err := s.cms.Merge(m.cms); err != nil {
-		return fmt.Errorf("count-min merge: %w", err)
-	}
-	return nil
-}
-
-// mergeBloom empties the side filter, adds the batch to it and merges it
-// into the storm filter.
-func (m *merger) mergeBloom(s *stormFiles, batch [][]byte) error {
-	if m.bf == nil {
-		side, err := sketch.OpenBloom(sketch.Memory(), stormBloom, sketch.WithSeed(s.bf.Seed()))
-		if err != nil {
-			return fmt.Errorf("bloom side filter: %w", err)
-		}
-		m.bf = side
-	} else if err := m.bf.Reset(); err != nil {
-		return fmt.Errorf("bloom side reset: %w", err)
-	}
-	if err := m.bf.AddBatch(batch, nil); err != nil {
-		return fmt.Errorf("bloom side batch: %w", err)
-	}
-	if err := s.bf.Merge(m.bf); err != nil {
-		return fmt.Errorf("bloom merge: %w", err)
+	if err := into.Merge(*side); err != nil {
+		return fmt.Errorf("%s merge: %w", what, err)
 	}
 	return nil
 }

@@ -39,24 +39,19 @@ type hostileOpener struct {
 	open func(path string, opts ...sketch.Option) (any, error)
 }
 
-var openers = []hostileOpener{
-	{"countmin", func(p string, o ...sketch.Option) (any, error) {
-		return sketch.OpenCountMin(sketch.Path(p), sketch.CountMinConfig{}, o...)
-	}},
-	{"bloom", func(p string, o ...sketch.Option) (any, error) {
-		return sketch.OpenBloom(sketch.Path(p), sketch.BloomConfig{}, o...)
-	}},
-	{"countingbloom", func(p string, o ...sketch.Option) (any, error) {
-		return sketch.OpenCountingBloom(sketch.Path(p), sketch.CountingBloomConfig{}, o...)
-	}},
-	{"countminwindow", func(p string, o ...sketch.Option) (any, error) {
-		return sketch.OpenCountMinWindow(sketch.Path(p), sketch.CountMinWindowConfig{Window: sketch.Window{}, CountMin: sketch.CountMinConfig{}}, o...)
-	}},
-	{"bloomwindow", func(p string, o ...sketch.Option) (any, error) {
-		return sketch.OpenBloomWindow(sketch.Path(p), sketch.BloomWindowConfig{Window: sketch.Window{}, Bloom: sketch.BloomConfig{}}, o...)
-	}},
-	{"arena", func(p string, o ...sketch.Option) (any, error) { return sketch.OpenArena(sketch.Path(p), 0, o...) }},
-}
+// openers are every kind's open, by the name Inspect gives the kind, and
+// the arena's.
+var openers = func() []hostileOpener {
+	var o []hostileOpener
+	for _, k := range structKinds {
+		o = append(o, hostileOpener{string(k.kind), func(p string, opts ...sketch.Option) (any, error) {
+			return k.open(sketch.Path(p), nil, opts...)
+		}})
+	}
+	return append(o, hostileOpener{"arena", func(p string, opts ...sketch.Option) (any, error) {
+		return sketch.OpenArena(sketch.Path(p), 0, opts...)
+	}})
+}()
 
 // runHostile is the opener child: it reads file paths from stdin, one a
 // line, and opens each every way (every open function, read-only on the
@@ -167,21 +162,10 @@ func (p *probe) use(where string, rw bool, open func() (any, error)) bool {
 // adds and a Freeze at the end, then closes it.
 func (p *probe) exercise(where string, h any, rw bool) {
 	var steps []namedStep
-	switch h := h.(type) {
-	case *sketch.CountMin:
-		steps = p.countMinSteps(h, rw)
-	case *sketch.Bloom:
-		steps = p.bloomSteps(h, rw)
-	case *sketch.CountingBloom:
-		steps = p.countingBloomSteps(h, rw)
-	case *sketch.CountMinWindow:
-		steps = p.countMinWindowSteps(h, rw)
-	case *sketch.BloomWindow:
-		steps = p.bloomWindowSteps(h, rw)
-	case *sketch.Arena:
-		steps = p.arenaSteps(where, h, rw)
-	default:
-		panic(fmt.Sprintf("torture: no steps for %T", h))
+	if a, ok := h.(*sketch.Arena); ok {
+		steps = p.arenaSteps(where, a, rw)
+	} else {
+		steps = p.structSteps(h, rw)
 	}
 	for _, s := range steps {
 		if !p.step(where+": "+s.name, s.f) {
@@ -199,140 +183,72 @@ type namedStep struct {
 	f    func()
 }
 
-func (p *probe) countMinSteps(c *sketch.CountMin, rw bool) []namedStep {
-	est := make([]uint64, len(p.keys))
-	s := []namedStep{
-		{"Estimate", func() { c.Estimate(p.keys[0]); c.EstimateString("x") }},
-		{"EstimateBatch", func() { p.call(c.EstimateBatch(p.keys, est)) }},
-		{"Stats", func() {
-			c.Stats()
-			_ = c.StatsVar().String()
-			c.Total()
-			c.ErrorBound()
-			c.Config()
-			c.Check()
-		}},
-		{"String", func() { _ = c.String(); c.Seed(); c.Frozen(); c.ReadOnly(); c.Path() }},
-		{"Check", func() { p.call(c.Check()) }},
-	}
-	if rw {
-		s = append(s,
-			namedStep{"Add", func() { _, err := c.Add(p.keys[1]); p.call(err) }},
-			namedStep{"AddN", func() { _, err := c.AddN(p.keys[2], 1<<40); p.call(err) }},
-			namedStep{"AddBatch", func() { p.call(c.AddBatch(p.keys, est)) }},
-			namedStep{"Check after adds", func() { p.call(c.Check()) }},
-			namedStep{"Freeze", func() { p.call(c.Freeze()) }},
-		)
-	}
-	return append(s, namedStep{"Close", func() { p.call(c.Close()) }})
+// probeSteps are the calls the opener child makes on a structure, over the
+// kinds, in this order: each row binds its call to a structure whose kind
+// has it, and is nil for the others; write rows only on a read-write
+// handle. Close comes last (structSteps).
+var probeSteps = []struct {
+	name  string
+	write bool
+	bind  func(p *probe, h any) func()
+}{
+	{"Estimate", false, probing(func(p *probe, c counter) { c.Estimate(p.keys[0]); c.EstimateString("x") })},
+	{"EstimateBatch", false, probing(func(p *probe, c counter) { p.call(c.EstimateBatch(p.keys, make([]uint64, len(p.keys)))) })},
+	{"Total", false, probing(func(p *probe, c counter) { c.Total(); c.ErrorBound() })},
+	{"Contains", false, probing(func(p *probe, f filter) { f.Contains(p.keys[0]); f.ContainsString("x") })},
+	{"ContainsBatch", false, probing(func(p *probe, f filter) { p.call(f.ContainsBatch(p.keys, make([]bool, len(p.keys)))) })},
+	{"Count", false, probing(func(p *probe, b *sketch.CountingBloom) { b.Estimate(p.keys[1]); b.EstimateString("x"); b.Counters() })},
+	{"Bits", false, probing(func(p *probe, f interface{ Bits() uint64 }) { f.Bits() })},
+	{"Hashes", false, probing(func(p *probe, f interface{ Hashes() int }) { f.Hashes() })},
+	{"Window", false, probing(func(p *probe, w windowed) { w.Current() })},
+	// The config is of the kind's type: printing it calls the String
+	// methods in it (a window's Window).
+	{"Config", false, func(p *probe, h any) func() {
+		k := kindOfHandle(h)
+		return func() { cfg, _ := k.config(h); _ = fmt.Sprint(cfg) }
+	}},
+	{"Stats", false, probing(func(p *probe, h handle) { _ = h.StatsVar().String() })}, // the kind's Stats, as JSON
+	{"String", false, probing(func(p *probe, h handle) { _ = h.String(); h.Seed(); h.Frozen(); h.ReadOnly(); h.Path() })},
+	{"Check", false, probing(func(p *probe, h handle) { p.call(h.Check()) })},
+	{"Add", true, probing(func(p *probe, h handle) { p.call(addsOf(h).add(p.keys[1])) })},
+	{"AddN", true, probing(func(p *probe, c counter) { _, err := c.AddN(p.keys[2], 1<<40); p.call(err) })},
+	{"AddBatch", true, probing(func(p *probe, c counter) { p.call(c.AddBatch(p.keys, make([]uint64, len(p.keys)))) })},
+	{"AddBatch", true, probing(func(p *probe, f filter) { p.call(f.AddBatch(p.keys, make([]bool, len(p.keys)))) })},
+	{"AddBatch without answers", true, probing(func(p *probe, h handle) { p.call(addsOf(h).addBatch(p.keys)) })},
+	{"Remove", true, probing(func(p *probe, b *sketch.CountingBloom) { _, err := b.Remove(p.keys[1]); p.call(err) })},
+	{"Remove absent", true, probing(func(p *probe, b *sketch.CountingBloom) { _, err := b.RemoveString("never added"); p.call(err) })},
+	{"Check after adds", true, probing(func(p *probe, h handle) { p.call(h.Check()) })},
+	{"Rotate", true, probing(func(p *probe, w windowed) { p.call(w.Rotate()) })},
+	{"Add after Rotate", true, probing(func(p *probe, w windowed) { p.call(addsOf(w).add(p.keys[3])); ask(w, p.keys[3]) })},
+	{"Freeze", true, probing(func(p *probe, h handle) { p.call(h.Freeze()) })},
 }
 
-func (p *probe) bloomSteps(b *sketch.Bloom, rw bool) []namedStep {
-	out := make([]bool, len(p.keys))
-	s := []namedStep{
-		{"Check", func() { b.Contains(p.keys[0]); b.ContainsString("x") }},
-		{"ContainsBatch", func() { b.ContainsBatch(p.keys, out) }},
-		{"Stats", func() {
-			b.Stats()
-			_ = b.StatsVar().String()
-			b.Bits()
-			b.Hashes()
-			b.Config()
-			b.Check()
-		}},
-		{"String", func() { _ = b.String(); b.Seed(); b.Frozen(); b.ReadOnly() }},
+// probing binds f to p and h when h is a T, and is nil when it is not.
+func probing[T any](f func(p *probe, h T)) func(p *probe, h any) func() {
+	return func(p *probe, h any) func() {
+		t, ok := h.(T)
+		if !ok {
+			return nil
+		}
+		return func() { f(p, t) }
 	}
-	if rw {
-		s = append(s,
-			namedStep{"Add", func() { _, err := b.Add(p.keys[1]); p.call(err) }},
-			namedStep{"AddBatch", func() { p.call(b.AddBatch(p.keys, out)) }},
-			namedStep{"Freeze", func() { p.call(b.Freeze()) }},
-		)
-	}
-	return append(s, namedStep{"Close", func() { p.call(b.Close()) }})
 }
 
-func (p *probe) countingBloomSteps(b *sketch.CountingBloom, rw bool) []namedStep {
-	s := []namedStep{
-		{"Contains", func() { b.Contains(p.keys[0]); b.ContainsString("x"); b.Estimate(p.keys[1]) }},
-		{"Stats", func() {
-			b.Stats()
-			_ = b.StatsVar().String()
-			_ = b.Stats().Count
-			b.Config()
-			b.Check()
-			b.Counters()
-			b.Hashes()
-		}},
-		{"String", func() { _ = b.String(); b.Seed(); b.Frozen(); b.ReadOnly() }},
+// structSteps are the rows of probeSteps that h's kind has, then Close.
+func (p *probe) structSteps(h any, rw bool) []namedStep {
+	if kindOfHandle(h) == nil {
+		panic(fmt.Sprintf("torture: no steps for %T", h))
 	}
-	if rw {
-		s = append(s,
-			namedStep{"Add", func() { _, err := b.Add(p.keys[1]); p.call(err) }},
-			namedStep{"AddBatch", func() { p.call(b.AddBatch(p.keys, nil)) }},
-			namedStep{"Remove", func() { _, err := b.Remove(p.keys[1]); p.call(err) }},
-			namedStep{"Remove absent", func() { _, err := b.RemoveString("never added"); p.call(err) }},
-			namedStep{"Freeze", func() { p.call(b.Freeze()) }},
-		)
+	var s []namedStep
+	for _, row := range probeSteps {
+		if row.write && !rw {
+			continue
+		}
+		if f := row.bind(p, h); f != nil {
+			s = append(s, namedStep{row.name, f})
+		}
 	}
-	return append(s, namedStep{"Close", func() { p.call(b.Close()) }})
-}
-
-func (p *probe) countMinWindowSteps(w *sketch.CountMinWindow, rw bool) []namedStep {
-	est := make([]uint64, len(p.keys))
-	s := []namedStep{
-		{"Estimate", func() { w.Estimate(p.keys[0]); w.EstimateString("x") }},
-		{"EstimateBatch", func() { p.call(w.EstimateBatch(p.keys, est)) }},
-		{"Window", func() {
-			_ = w.Config().Window.String()
-			w.Current()
-			w.Config()
-			w.Total()
-			w.ErrorBound()
-			w.Check()
-		}},
-		{"Stats", func() { w.Stats(); _ = w.StatsVar().String() }},
-		{"String", func() { _ = w.String(); w.Seed(); w.Frozen(); w.ReadOnly() }},
-	}
-	if rw {
-		s = append(s,
-			namedStep{"Add", func() { _, err := w.Add(p.keys[1]); p.call(err) }},
-			namedStep{"AddN", func() { _, err := w.AddN(p.keys[2], 1<<40); p.call(err) }},
-			namedStep{"AddBatch", func() { p.call(w.AddBatch(p.keys, est)) }},
-			namedStep{"Rotate", func() { p.call(w.Rotate()) }},
-			namedStep{"Add after Rotate", func() { _, err := w.Add(p.keys[3]); p.call(err); w.Estimate(p.keys[3]) }},
-			namedStep{"Freeze", func() { p.call(w.Freeze()) }},
-		)
-	}
-	return append(s, namedStep{"Close", func() { p.call(w.Close()) }})
-}
-
-func (p *probe) bloomWindowSteps(w *sketch.BloomWindow, rw bool) []namedStep {
-	out := make([]bool, len(p.keys))
-	s := []namedStep{
-		{"Check", func() { w.Contains(p.keys[0]); w.ContainsString("x") }},
-		{"ContainsBatch", func() { w.ContainsBatch(p.keys, out) }},
-		{"Window", func() {
-			_ = w.Config().Window.String()
-			w.Current()
-			w.Bits()
-			w.Hashes()
-			w.Config()
-			w.Check()
-		}},
-		{"Stats", func() { w.Stats(); _ = w.StatsVar().String() }},
-		{"String", func() { _ = w.String(); w.Seed(); w.Frozen(); w.ReadOnly() }},
-	}
-	if rw {
-		s = append(s,
-			namedStep{"Add", func() { _, err := w.Add(p.keys[1]); p.call(err) }},
-			namedStep{"AddBatch", func() { p.call(w.AddBatch(p.keys, out)) }},
-			namedStep{"Rotate", func() { p.call(w.Rotate()) }},
-			namedStep{"Add after Rotate", func() { _, err := w.Add(p.keys[3]); p.call(err); w.Contains(p.keys[3]) }},
-			namedStep{"Freeze", func() { p.call(w.Freeze()) }},
-		)
-	}
-	return append(s, namedStep{"Close", func() { p.call(w.Close()) }})
+	return append(s, namedStep{"Close", func() { p.call(h.(handle).Close()) }})
 }
 
 // arenaSteps lists and describes the arena, opens each structure in it by
@@ -351,16 +267,16 @@ func (p *probe) arenaSteps(where string, a *sketch.Arena, rw bool) []namedStep {
 		}},
 		{"structures", func() {
 			for i, e := range a.List() {
-				wrong := arenaKinds[(arenaKindIndex(e.Kind)+1+i)%len(arenaKinds)]
+				wrong := structKinds[(structKindIndex(e.Kind)+1+i)%len(structKinds)]
 				if wrong.kind != e.Kind {
-					h, err := wrong.get(a, e.Name)
+					h, err := wrong.open(a.Place(e.Name), nil)
 					p.call(err)
 					if err == nil {
 						p.exercise(where+" "+e.Name+" as "+string(wrong.kind), h, rw)
 					}
 				}
-				if k := arenaKindIndex(e.Kind); k >= 0 {
-					h, err := arenaKinds[k].get(a, e.Name)
+				if k := structKindOf(e.Kind); k != nil {
+					h, err := k.open(a.Place(e.Name), nil)
 					p.call(err)
 					if err == nil {
 						p.exercise(where+" "+e.Name, h, rw)
@@ -382,38 +298,4 @@ func (p *probe) arenaSteps(where string, a *sketch.Arena, rw bool) []namedStep {
 		)
 	}
 	return append(s, namedStep{"Close", func() { p.call(a.Close()) }})
-}
-
-// arenaKinds are an arena's accessors with the zero config, which attach
-// to the stored shape.
-var arenaKinds = []struct {
-	kind sketch.Kind
-	get  func(a *sketch.Arena, name string) (any, error)
-}{
-	{sketch.KindCountMin, func(a *sketch.Arena, n string) (any, error) {
-		return sketch.OpenCountMin(a.Place(n), sketch.CountMinConfig{})
-	}},
-	{sketch.KindBloom, func(a *sketch.Arena, n string) (any, error) {
-		return sketch.OpenBloom(a.Place(n), sketch.BloomConfig{})
-	}},
-	{sketch.KindCountingBloom, func(a *sketch.Arena, n string) (any, error) {
-		return sketch.OpenCountingBloom(a.Place(n), sketch.CountingBloomConfig{})
-	}},
-	{sketch.KindCountMinWindow, func(a *sketch.Arena, n string) (any, error) {
-		return sketch.OpenCountMinWindow(a.Place(n), sketch.CountMinWindowConfig{Window: sketch.Window{}, CountMin: sketch.CountMinConfig{}})
-	}},
-	{sketch.KindBloomWindow, func(a *sketch.Arena, n string) (any, error) {
-		return sketch.OpenBloomWindow(a.Place(n), sketch.BloomWindowConfig{Window: sketch.Window{}, Bloom: sketch.BloomConfig{}})
-	}},
-}
-
-// arenaKindIndex is the index of k in arenaKinds, or -1 for a kind this
-// build does not know.
-func arenaKindIndex(k sketch.Kind) int {
-	for i, ak := range arenaKinds {
-		if ak.kind == k {
-			return i
-		}
-	}
-	return -1
 }

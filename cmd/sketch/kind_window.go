@@ -1,0 +1,82 @@
+package main
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/shmsketch/sketch"
+)
+
+// window is what the Count-Min window and the Bloom window adapters share:
+// the rows and words they print alike, and the calls a window refuses.
+// Each embeds it beside its library type, whose Rotate makes it a rotator.
+type window struct {
+	what string // the kind, as messages name it: "Count-Min window"
+}
+
+// Reset refuses: a window's periods leave it by themselves.
+func (w window) Reset() error {
+	return errNotSupported("reset (its periods leave the window by themselves; rotate turns one now)", w.what)
+}
+
+func (w window) merge(src structure) error { return errNotSupported("merge", w.what) }
+
+// windowText says how a window turns: "the last 3 periods of 1s".
+func windowText(w sketch.Window) string {
+	if w.Period == 0 {
+		return fmt.Sprintf("the last %d periods, turned by rotate", w.Keep)
+	}
+	return fmt.Sprintf("the last %d periods of %v", w.Keep, w.Period)
+}
+
+// windowState is what both windows' Stats report alike.
+type windowState struct {
+	window          sketch.Window
+	oldest, current uint64
+	start           time.Time // zero unless the clock turned the current period
+	rotations       uint64
+	bytes           uint64
+	frozen          bool
+}
+
+// windowSlot is a slot's row: its state, its period and the kind's figures
+// for it.
+type windowSlot struct {
+	state   string
+	period  uint64
+	figures string
+}
+
+// rows are a window's stats rows: its kind, its window, the kind's shape
+// rows, its bytes, the periods it covers, when the current one started,
+// its rotations, the kind's figures, whether it is frozen, and a row a
+// slot.
+func (w window) rows(st windowState, shape, figures [][2]string, slots []windowSlot) [][2]string {
+	rows := append([][2]string{
+		{"kind", w.what},
+		{"window", windowText(st.window)},
+	}, shape...)
+	rows = append(rows,
+		[2]string{"bytes", fmt.Sprint(st.bytes)},
+		[2]string{"periods", fmt.Sprintf("%d to %d (current %d)", st.oldest, st.current, st.current)},
+	)
+	if !st.start.IsZero() {
+		rows = append(rows, [2]string{"current since", st.start.UTC().Format(time.RFC3339Nano)})
+	}
+	rows = append(rows, [2]string{"rotations", fmt.Sprint(st.rotations)})
+	rows = append(append(rows, figures...), [2]string{"frozen", yesNo(st.frozen)})
+	for i, sl := range slots {
+		what := fmt.Sprintf("%-8s period %d, %s", sl.state, sl.period, sl.figures)
+		if sl.state == "empty" {
+			what = "empty"
+		}
+		rows = append(rows, [2]string{fmt.Sprintf("slot %d", i), what})
+	}
+	return rows
+}
+
+// summary is a window's row in an arena's stats: the periods it covers,
+// then the kind's figures.
+func (st windowState) summary(figures string) string {
+	return fmt.Sprintf("periods %d-%d: %s", st.oldest, st.current, figures)
+}

@@ -1,0 +1,207 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/shmsketch/sketch"
+)
+
+// The one table of the library's kinds, for the parts that drive every
+// kind alike (faults, mutate, arena): what is the kind's own (its open,
+// its config's type, its Merge) is in structKinds, and what the kinds do
+// alike is asked of a handle through the interfaces below, not case by
+// case.
+
+// handle is what every structure, and an arena, does alike: its
+// sketch.Handle and Close.
+type handle interface {
+	Close() error
+	Check() error
+	Freeze() error
+	Unlink() error
+	String() string
+	Seed() uint64
+	Frozen() bool
+	ReadOnly() bool
+	Path() string
+	StatsVar() sketch.StatsVar
+}
+
+// adding is how every kind adds, whatever its answer A: a Count-Min
+// kind's estimate after the add, a filter's "already" (every bit or
+// counter of the key was set before).
+type adding[A any] interface {
+	Add(key []byte) (A, error)
+	AddString(key string) (A, error)
+	AddBatch(keys [][]byte, answers []A) error
+}
+
+// counter is what the Count-Min kinds do alike.
+type counter interface {
+	handle
+	adding[uint64]
+	AddN(key []byte, n uint64) (uint64, error)
+	Estimate(key []byte) uint64
+	EstimateString(key string) uint64
+	EstimateBatch(keys [][]byte, estimates []uint64) error
+	Total() uint64
+	ErrorBound() uint64
+}
+
+// filter is what the Bloom kinds and the counting Bloom filter do alike.
+type filter interface {
+	handle
+	adding[bool]
+	Contains(key []byte) bool
+	ContainsString(key string) bool
+	ContainsBatch(keys [][]byte, out []bool) error
+}
+
+// windowed is what both windows do alike.
+type windowed interface {
+	Rotate() error
+	Current() uint64
+}
+
+// Each kind is what the tables take it for: one that lost a call would
+// otherwise drop out of their rows unseen.
+var (
+	_ counter  = (*sketch.CountMin)(nil)
+	_ counter  = (*sketch.CountMinWindow)(nil)
+	_ filter   = (*sketch.Bloom)(nil)
+	_ filter   = (*sketch.CountingBloom)(nil)
+	_ filter   = (*sketch.BloomWindow)(nil)
+	_ windowed = (*sketch.CountMinWindow)(nil)
+	_ windowed = (*sketch.BloomWindow)(nil)
+	_ handle   = (*sketch.Arena)(nil)
+)
+
+// A structKind is one kind of structure.
+type structKind struct {
+	kind  sketch.Kind
+	short string // the faults' name for it, in file names: "cm"
+	// open opens the kind at a place with a config of the kind's type, or
+	// nil for the zero config, which attaches to whatever shape the place
+	// holds. What opened is nil with an error.
+	open func(at sketch.Place, cfg any, opts ...sketch.Option) (any, error)
+	// config is h's stored config, and false when h is not of the kind.
+	config func(h any) (any, bool)
+	// merge merges h into itself; nil for the windows, which do not merge.
+	merge func(h any) error
+}
+
+var structKinds = []structKind{
+	kindOf(sketch.KindCountMin, "cm", sketch.OpenCountMin, mergeSelf[*sketch.CountMin]),
+	kindOf(sketch.KindBloom, "bloom", sketch.OpenBloom, mergeSelf[*sketch.Bloom]),
+	kindOf(sketch.KindCountingBloom, "cbf", sketch.OpenCountingBloom, mergeSelf[*sketch.CountingBloom]),
+	kindOf(sketch.KindCountMinWindow, "cmw", sketch.OpenCountMinWindow, nil),
+	kindOf(sketch.KindBloomWindow, "bw", sketch.OpenBloomWindow, nil),
+}
+
+// kindOf is the row of the kind whose constructor is open.
+func kindOf[C any, S interface{ Config() C }](k sketch.Kind, short string, open func(sketch.Place, C, ...sketch.Option) (S, error), merge func(any) error) structKind {
+	return structKind{
+		kind:  k,
+		short: short,
+		open: func(at sketch.Place, cfg any, opts ...sketch.Option) (any, error) {
+			var c C
+			if cfg != nil {
+				var ok bool
+				if c, ok = cfg.(C); !ok {
+					panic(fmt.Sprintf("torture: a %T config for %s", cfg, k))
+				}
+			}
+			s, err := open(at, c, opts...)
+			if err != nil {
+				return nil, err
+			}
+			return s, nil
+		},
+		config: func(h any) (any, bool) {
+			s, ok := h.(S)
+			if !ok {
+				return nil, false
+			}
+			return s.Config(), true
+		},
+		merge: merge,
+	}
+}
+
+// mergeSelf merges h, an S, into itself.
+func mergeSelf[S interface{ Merge(others ...S) error }](h any) error {
+	s := h.(S)
+	return s.Merge(s)
+}
+
+// structKindIndex is the index of kind k in structKinds, or -1 for a kind
+// this build does not know.
+func structKindIndex(k sketch.Kind) int {
+	for i := range structKinds {
+		if structKinds[i].kind == k {
+			return i
+		}
+	}
+	return -1
+}
+
+// structKindOf is the row of kind k; nil for a kind this build does not
+// know.
+func structKindOf(k sketch.Kind) *structKind {
+	if i := structKindIndex(k); i >= 0 {
+		return &structKinds[i]
+	}
+	return nil
+}
+
+// kindOfHandle is the row of h's kind; nil for an arena.
+func kindOfHandle(h any) *structKind {
+	for i := range structKinds {
+		if _, ok := structKinds[i].config(h); ok {
+			return &structKinds[i]
+		}
+	}
+	return nil
+}
+
+// adds are a structure's adds with their answers dropped: the same calls
+// for every kind.
+type adds struct {
+	add       func(key []byte) error
+	addString func(key string) error
+	addBatch  func(keys [][]byte) error // the batch call, asking no answers
+}
+
+// addsOf are h's adds, for a structure of any kind.
+func addsOf(h any) adds {
+	switch h := h.(type) {
+	case counter:
+		return dropAnswers[uint64](h)
+	case filter:
+		return dropAnswers[bool](h)
+	}
+	panic(fmt.Sprintf("torture: no adds on a %T", h))
+}
+
+func dropAnswers[A any](h adding[A]) adds {
+	return adds{
+		add:       func(key []byte) error { _, err := h.Add(key); return err },
+		addString: func(key string) error { _, err := h.AddString(key); return err },
+		addBatch:  func(keys [][]byte) error { return h.AddBatch(keys, nil) },
+	}
+}
+
+// ask is the answer a kind promises never to give low: a Count-Min
+// estimate, or 1 for a filter's "maybe present" and 0 for "absent".
+func ask(h any, key []byte) uint64 {
+	switch h := h.(type) {
+	case counter:
+		return h.Estimate(key)
+	case filter:
+		if h.Contains(key) {
+			return 1
+		}
+		return 0
+	}
+	panic(fmt.Sprintf("torture: no answers from a %T", h))
+}
