@@ -319,6 +319,32 @@ func (b *CountingBloom) EstimateString(key string) uint8 {
 	return b.Estimate(unsafe.Slice(unsafe.StringData(key), len(key)))
 }
 
+// AddIfAbsent adds key only if the filter does not contain it, as one
+// step under the file's write lock, and reports whether it added: of any
+// number of goroutines and processes calling it for one key at once,
+// exactly one adds, so a key stored this way is stored once however often
+// it was asked for, and one Remove takes it out (a ban list banned twice
+// is unbanned once). A key the filter already contains, or claims by a
+// false positive, is left alone. It waits for the write lock as Remove
+// does, so it costs more than Add; use Add where counting copies is
+// wanted.
+func (b *CountingBloom) AddIfAbsent(key []byte) (added bool, err error) {
+	h1, hi := hashKey(key, b.l.seed)
+	err = b.exclusive("add", func() error {
+		if !b.l.containsHashed(h1, hi) {
+			b.l.addHashed(h1, hi)
+			added = true
+		}
+		return nil
+	})
+	return added, err
+}
+
+// AddIfAbsentString is AddIfAbsent for a string key.
+func (b *CountingBloom) AddIfAbsentString(key string) (added bool, err error) {
+	return b.AddIfAbsent(unsafe.Slice(unsafe.StringData(key), len(key)))
+}
+
 // Remove takes one copy of key out, if the filter contains it, and reports
 // whether it did. Saturated counters stay at 15, so a saturated item
 // cannot be removed completely. Only remove items you added: removing one

@@ -73,6 +73,8 @@ func TestHelperProcess(t *testing.T) {
 		err = childCBFLoop()
 	case "cbfrace":
 		err = childCBFRace()
+	case "cbfonce":
+		err = childCBFOnce()
 	case "freeze":
 		err = childFreeze()
 	case "bloomadd":
