@@ -14,6 +14,8 @@ package sketch
 // (go, and c in cgo builds). ns/op is per key.
 
 import (
+	"fmt"
+	"math"
 	"testing"
 	"time"
 )
@@ -120,6 +122,34 @@ func BenchmarkCountMinWindowEstimate(b *testing.B) {
 		}
 		return plain, window
 	})
+}
+
+// BenchmarkCountMinWindowAllow is Allow of keys under a limit no key
+// reaches, beside Add of the same keys (the decision's cost over the add).
+func BenchmarkCountMinWindowAllow(b *testing.B) {
+	z, _, _ := benchStreams()
+	w := benchWindow(b, benchWindowShapes[0])
+	keys, mask := z.bytes, len(z.bytes)-1
+	b.Run("Add", func(b *testing.B) {
+		b.ReportAllocs()
+		var sum uint64
+		for i := 0; b.Loop(); i++ {
+			v, _ := w.Add(keys[i&mask])
+			sum += v
+		}
+		benchSink.Add(sum)
+	})
+	for _, count := range []bool{true, false} {
+		b.Run(fmt.Sprintf("Allow/countRefused=%v", count), func(b *testing.B) {
+			b.ReportAllocs()
+			var sum uint64
+			for i := 0; b.Loop(); i++ {
+				d, _ := w.Allow(keys[i&mask], math.MaxUint64, count)
+				sum += d.Estimate
+			}
+			benchSink.Add(sum)
+		})
+	}
 }
 
 // BenchmarkCountMinWindowTotal is Total: the add count for the plain

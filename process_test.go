@@ -75,6 +75,8 @@ func TestHelperProcess(t *testing.T) {
 		err = childCBFRace()
 	case "cbfonce":
 		err = childCBFOnce()
+	case "allow":
+		err = childAllow()
 	case "freeze":
 		err = childFreeze()
 	case "bloomadd":
