@@ -236,6 +236,7 @@ func newCountMinWindow(m *mapping) (*CountMinWindow, error) {
 			uncounted: true,
 		})
 	}
+	w.totals.slots = make([]slotTotal, len(w.slots))
 	if _, err := w.start(m, w, win, w.clearSlot); err != nil {
 		return nil, err
 	}

@@ -78,9 +78,6 @@ func (w *CountMinWindow) windowTotal() uint64 {
 	}
 	tc.mu.Lock()
 	defer tc.mu.Unlock()
-	if tc.slots == nil {
-		tc.slots = make([]slotTotal, len(w.slots))
-	}
 	var total uint64
 	p = c.readStable(func(p uint64) bool {
 		total = 0
