@@ -48,10 +48,16 @@ type Decision struct {
 // the covered periods, in any process, is refused, and with countRefused
 // so is every later one. A key is refused before its limit only when its
 // estimate exceeds its count, by at most ErrorBound with the sketch's
-// confidence (Low shows how far). Without countRefused, two processes
+// confidence (Low shows how far), or when requests of other processes
+// were being counted at the same moment: at most one each, among the
+// last before the limit. Without countRefused, two processes
 // whose requests both fit when read may both count them; the one that
 // then finds itself past the limit is refused and stays counted
 // (Counted), so the limit still holds.
+//
+// An allowed request's estimate is read again after its add, which
+// costs an Estimate more: an Add's own answer is not enough to hold the
+// limit when processes add at once.
 //
 // A refused decision says when to retry: Turns and RetryAfter, from the
 // key's count in each covered period. limit must be at least 1
@@ -79,6 +85,15 @@ func (w *CountMinWindow) Allow(key []byte, limit uint64, countRefused bool) (Dec
 		est, _, p, err := w.addOne(lo, hi, 1)
 		if err != nil {
 			return Decision{}, err
+		}
+		if est <= limit {
+			// An add's estimate is the least of its own rows' new values,
+			// and adds racing in other processes reach the rows in other
+			// orders, so two of them can both see limit. Read again, now
+			// that this add is in every row: of the adds allowed, the last
+			// to finish its rows sees all of them, so no more than limit
+			// are allowed.
+			est, p = w.estimateOne(lo, hi)
 		}
 		d.Counted, d.Estimate, winP = true, est, p
 	}

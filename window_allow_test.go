@@ -126,8 +126,8 @@ func TestCountMinWindow_AllowRetryAfter(t *testing.T) {
 
 // TestCountMinWindow_AllowProcesses: three processes of both backends send
 // requests for one key at one limit; the window is wide enough that
-// estimates are exact, so exactly limit requests are allowed in all,
-// counting refused requests or not.
+// estimates are exact, so no request past the limit is allowed, and at
+// most one a racing process short of it, counting refused requests or not.
 func TestCountMinWindow_AllowProcesses(t *testing.T) {
 	requireReexec(t)
 	for _, count := range []string{"1", "0"} {
@@ -153,8 +153,10 @@ func TestCountMinWindow_AllowProcesses(t *testing.T) {
 				n, _ := strconv.Atoi(string(out))
 				allowed += n
 			}
-			if allowed != limit {
-				t.Errorf("%d of %d requests allowed at limit %d, want exactly %d", allowed, procs*calls, limit, limit)
+			// Never past the limit; short of it by at most one request a
+			// racing process (the allowed one reads again after its add).
+			if allowed > limit || allowed < limit-(procs-1) {
+				t.Errorf("%d of %d requests allowed at limit %d, want %d to %d", allowed, procs*calls, limit, limit-(procs-1), limit)
 			}
 			est := w.EstimateString("client")
 			if count == "1" && est != procs*calls || count == "0" && (est < limit || est > limit+procs) {
@@ -189,4 +191,73 @@ func childAllow() error {
 		return err
 	}
 	return w.Close()
+}
+
+// TestAllowAndAddIfAbsent_Neighbours: a read-only view refuses both calls
+// without writing, and two handles of one file in one process share the
+// limit and the once-only add.
+func TestAllowAndAddIfAbsent_Neighbours(t *testing.T) {
+	dir := t.TempDir()
+	wpath, cpath := filepath.Join(dir, "w"), filepath.Join(dir, "cbf")
+	w1, err := OpenCountMinWindow(Path(wpath), CountMinWindowConfig{Window: Window{Keep: 2}, CountMin: winCfg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w1.Close()
+	w2, err := OpenCountMinWindow(Path(wpath), CountMinWindowConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w2.Close()
+	allowed := 0
+	for i := range 10 {
+		h := []*CountMinWindow{w1, w2}[i%2]
+		if d, err := h.Allow([]byte("k"), 4, true); err != nil {
+			t.Fatal(err)
+		} else if d.Allowed {
+			allowed++
+		}
+	}
+	if allowed != 4 {
+		t.Errorf("two handles allowed %d requests at limit 4, want 4", allowed)
+	}
+	wro, err := OpenCountMinWindow(Path(wpath), CountMinWindowConfig{}, ReadOnly())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer wro.Close()
+	if _, err := wro.Allow([]byte("k"), 4, true); !errors.Is(err, ErrReadOnly) {
+		t.Errorf("Allow on a read-only view = %v, want ErrReadOnly", err)
+	}
+	if got := w1.EstimateString("k"); got != 10 {
+		t.Errorf("after the read-only view's refusal the window holds %d, want 10", got)
+	}
+
+	b1, err := OpenCountingBloom(Path(cpath), cbfOnceCfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b1.Close()
+	b2, err := OpenCountingBloom(Path(cpath), CountingBloomConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b2.Close()
+	if a1, _ := b1.AddIfAbsentString("ban"); !a1 {
+		t.Fatal("first AddIfAbsent did not add")
+	}
+	if a2, _ := b2.AddIfAbsentString("ban"); a2 {
+		t.Fatal("the second handle added a key the first had stored")
+	}
+	bro, err := OpenCountingBloom(Path(cpath), CountingBloomConfig{}, ReadOnly())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer bro.Close()
+	if _, err := bro.AddIfAbsentString("other"); !errors.Is(err, ErrReadOnly) {
+		t.Errorf("AddIfAbsent on a read-only view = %v, want ErrReadOnly", err)
+	}
+	if b1.ContainsString("other") || b1.EstimateString("ban") != 1 {
+		t.Errorf("after the refusal: other present %v, ban stored %d times; want false, 1", b1.ContainsString("other"), b1.EstimateString("ban"))
+	}
 }
