@@ -226,7 +226,10 @@ func TestOpen_CreateUnderPrivateName(t *testing.T) {
 	if err != nil {
 		t.Fatalf("createAs with a private name: %v", err)
 	}
-	c := newCountMin(m)
+	c, err := newCountMin(m)
+	if err != nil {
+		t.Fatal(err)
+	}
 	otWorks(t, c)
 	if got := otMode(t, path); got != 0o640 {
 		t.Errorf("mode = %v, want 0640", got)

@@ -25,6 +25,14 @@ type CountMinConfig struct {
 	// to a power of two. Sizing by ErrorRate is almost always better.
 	Rows  int `json:"rows,omitempty"`
 	Width int `json:"width,omitempty"`
+	// Candidates, when not zero, keeps a table of the loudest keys beside
+	// the counters (K, at most 16384), so that Top can say who is loud:
+	// see Top. CandidateKeyBytes is how much of each key the table keeps
+	// (DefaultCandidateKeyBytes when zero, at most 1024, rounded up to a
+	// multiple of 8); a longer key is kept as that prefix and its full
+	// hash. Zero attaches to a table of any size, or none.
+	Candidates        int `json:"candidates,omitempty"`
+	CandidateKeyBytes int `json:"candidate_key_bytes,omitempty"`
 	// Seed is the hash seed. Zero means a random seed at create, so that
 	// nobody who cannot read the file can craft colliding keys; on attach,
 	// zero accepts the stored seed. WithSeed gives it as well, for every
@@ -61,7 +69,8 @@ const (
 type CountMin struct {
 	Handle
 	l    cmsLayout
-	core countMinCore // serves batches and whole-array walks
+	core countMinCore    // serves batches and whole-array walks
+	top  *candidateTable // nil without Candidates
 }
 
 // ClosedEstimate is what Estimate returns on a closed handle, and on a zero
@@ -105,6 +114,8 @@ type CountMinStats struct {
 	ErrorRate float64 `json:"error_rate"`
 	// Confidence is the effective 1-δ, 1 - e^-Rows, for one query.
 	Confidence float64 `json:"confidence"`
+	// Candidates describes the candidate table, if the sketch keeps one.
+	Candidates *CandidateStats `json:"candidates,omitempty"`
 	FileStats
 }
 
@@ -192,30 +203,39 @@ func (cfg CountMinConfig) spec() (spec, error) {
 	if err != nil {
 		return spec{}, err
 	}
-	if size := countMinBytes(rows, width); size > maxFileSize-pageSize*4 {
+	k, keyBytes, withCands, err := cfg.candidates()
+	if err != nil {
+		return spec{}, err
+	}
+	size := withTable(countMinBytes(rows, width), k, keyBytes)
+	if size > maxFileSize-pageSize*4 {
 		return spec{}, fmt.Errorf("%w: %d x %d counters need %d bytes, more than a sketch file may have (%d)", ErrInvalidConfig, rows, width, size, uint64(maxFileSize))
 	}
 	sp := spec{
 		kind:   kindCountMin,
-		size:   countMinBytes(rows, width),
-		params: [8]uint64{uint64(rows), uint64(width)},
+		size:   size,
+		params: [8]uint64{uint64(rows), uint64(width), uint64(k), uint64(keyBytes)},
 		seed:   cfg.Seed,
 	}
 	sp.match = func(e entry) error {
 		if explicit && (e.params[0] != uint64(rows) || e.params[1] != uint64(width)) {
 			return fmt.Errorf("%w: asked for %d x %d counters, the file has %d x %d", ErrIncompatible, rows, width, e.params[0], e.params[1])
 		}
-		return nil
+		return matchCandidates(e, 2, k, keyBytes, withCands)
 	}
 	return sp, nil
 }
 
 func countMinEntryConfig(e entry) any {
-	return CountMinConfig{Rows: int(e.params[0]), Width: int(e.params[1])}
+	return CountMinConfig{Rows: int(e.params[0]), Width: int(e.params[1]), Candidates: int(e.params[2]), CandidateKeyBytes: int(e.params[3])}
 }
 
 func countMinEntryParams(e entry) map[string]float64 {
-	return map[string]float64{"rows": float64(e.params[0]), "width": float64(e.params[1])}
+	p := map[string]float64{"rows": float64(e.params[0]), "width": float64(e.params[1])}
+	if e.params[2] != 0 {
+		p["candidates"], p["candidate_key_bytes"] = float64(e.params[2]), float64(e.params[3])
+	}
+	return p
 }
 
 func validateCountMinEntry(e entry) error {
@@ -225,10 +245,14 @@ func validateCountMinEntry(e entry) error {
 		return fmt.Errorf("count-min rows %d", rows)
 	case width < 1 || width > maxWidth || width&(width-1) != 0:
 		return fmt.Errorf("count-min width %d", width)
-	case e.size != countMinBytes(int(rows), int(width)):
-		return fmt.Errorf("count-min region of %d bytes, %d x %d needs %d", e.size, rows, width, countMinBytes(int(rows), int(width)))
 	}
-	for _, p := range e.params[2:] {
+	if err := validateCandidates(e.params[2], e.params[3]); err != nil {
+		return err
+	}
+	if want := withTable(countMinBytes(int(rows), int(width)), int(e.params[2]), int(e.params[3])); e.size != want {
+		return fmt.Errorf("count-min region of %d bytes, %d x %d with %d candidates needs %d", e.size, rows, width, e.params[2], want)
+	}
+	for _, p := range e.params[4:] {
 		if p != 0 {
 			return fmt.Errorf("unknown count-min parameters")
 		}
@@ -247,10 +271,13 @@ func OpenCountMin(at Place, cfg CountMinConfig, opts ...Option) (*CountMin, erro
 	if err != nil {
 		return nil, err
 	}
-	return newCountMin(m), nil
+	return newCountMin(m)
 }
 
-func newCountMin(m *mapping) *CountMin {
+// newCountMin builds the handle for the sketch at m.ent. A read-write
+// handle of a sketch with a candidate table joins the file's lock, which
+// admissions take.
+func newCountMin(m *mapping) (*CountMin, error) {
 	region := m.entryBytes()
 	rows, width := int(m.ent.params[0]), m.ent.params[1]
 	base := unsafe.Pointer(&region[0])
@@ -267,9 +294,18 @@ func newCountMin(m *mapping) *CountMin {
 		},
 		core: buildCores.countMin,
 	}
+	if k := int(m.ent.params[2]); k != 0 {
+		if !m.readOnly {
+			if err := m.joinLock(); err != nil {
+				m.close()
+				return nil, err
+			}
+		}
+		c.top = newCandidateTable(region, countMinBytes(int(rows), int(width)), k, int(m.ent.params[3]), m)
+	}
 	c.init(m, c)
 	c.open.Store(true)
-	return c
+	return c, nil
 }
 
 // Freeze seals the file for good: from then on every mutator of every
@@ -299,7 +335,11 @@ func (c *CountMin) Add(key []byte) (uint64, error) {
 		return ClosedEstimate, c.refuse("add")
 	}
 	lo, hi := hashKey(key, c.l.seed)
-	return c.afterUse(c.l.addHashed(lo, hi, 1), "add")
+	est := c.l.addHashed(lo, hi, 1)
+	if c.top != nil && est > atomic.LoadUint64(c.top.ctlWord(candFloor)) {
+		c.offer(lo, hi, unsafe.String(unsafe.SliceData(key), len(key)), est)
+	}
+	return c.afterUse(est, "add")
 }
 
 // AddN counts key n times and returns the new estimate. Counters saturate
@@ -313,7 +353,11 @@ func (c *CountMin) AddN(key []byte, n uint64) (uint64, error) {
 	if n == 0 {
 		return c.afterUse(c.l.estimateHashed(lo, hi), "add")
 	}
-	return c.afterUse(c.l.addHashed(lo, hi, n), "add")
+	est := c.l.addHashed(lo, hi, n)
+	if c.top != nil && est > atomic.LoadUint64(c.top.ctlWord(candFloor)) {
+		c.offer(lo, hi, unsafe.String(unsafe.SliceData(key), len(key)), est)
+	}
+	return c.afterUse(est, "add")
 }
 
 // AddString is Add for a string key, without converting it to a []byte.
@@ -322,7 +366,11 @@ func (c *CountMin) AddString(key string) (uint64, error) {
 		return ClosedEstimate, c.refuse("add")
 	}
 	lo, hi := hashString(key, c.l.seed)
-	return c.afterUse(c.l.addHashed(lo, hi, 1), "add")
+	est := c.l.addHashed(lo, hi, 1)
+	if c.top != nil && est > atomic.LoadUint64(c.top.ctlWord(candFloor)) {
+		c.offer(lo, hi, key, est)
+	}
+	return c.afterUse(est, "add")
 }
 
 // afterUse passes on an estimate read from the mapping, unless Close ran
@@ -348,7 +396,20 @@ func (c *CountMin) AddBatch(keys [][]byte, estimates []uint64) error {
 	if estimates != nil && len(estimates) != len(keys) {
 		return c.m.errorf("add", fmt.Errorf("%w: %d estimates for %d keys", ErrInvalidArgument, len(estimates), len(keys)))
 	}
+	if c.top != nil && estimates == nil {
+		// The table needs each key's estimate.
+		var buf [batchChunk]uint64
+		for base := 0; base < len(keys); base += batchChunk {
+			chunk := keys[base:min(base+batchChunk, len(keys))]
+			c.batchCore(len(chunk)).addBatch(&c.l, chunk, 1, buf[:len(chunk)])
+			c.offerBatch(chunk, buf[:len(chunk)])
+		}
+		return c.afterBatch(nil, "add")
+	}
 	c.batchCore(len(keys)).addBatch(&c.l, keys, 1, estimates)
+	if c.top != nil {
+		c.offerBatch(keys, estimates)
+	}
 	return c.afterBatch(estimates, "add")
 }
 
@@ -430,6 +491,9 @@ func (c *CountMin) Reset() error {
 	if !done || !c.open.Load() {
 		return c.closedErr("reset")
 	}
+	if c.top != nil {
+		c.top.reset()
+	}
 	return nil
 }
 
@@ -456,6 +520,7 @@ func (c *CountMin) Stats() CountMinStats {
 	}
 	s.Adds = c.core.adds(&c.l)
 	s.ErrorBound = errorBound(s.Total, s.Width)
+	s.Candidates = c.top.stats()
 	s.Frozen = atomic.LoadUint32(c.sealed) != 0
 	s.ReadOnly = c.ReadOnly()
 	if !c.open.Load() {
@@ -532,6 +597,11 @@ func (c *CountMin) check() error {
 	if !c.open.Load() {
 		return c.closedErr("check")
 	}
+	if c.top != nil {
+		if err := c.top.check(); err != nil {
+			return c.m.errorf("check", err)
+		}
+	}
 	return c.rowFinding(sums, adds)
 }
 
@@ -578,6 +648,9 @@ func (c *CountMin) Close() error {
 }
 
 func (c *CountMin) describe() (string, string) {
+	if c.top != nil {
+		return "CountMin", fmt.Sprintf("%d x %d, %d candidates", c.l.rows, c.l.mask+1, c.top.k)
+	}
 	return "CountMin", fmt.Sprintf("%d x %d", c.l.rows, c.l.mask+1)
 }
 

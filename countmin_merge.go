@@ -23,6 +23,11 @@ import (
 // short (a killed process, a Close) has added a prefix of the counters.
 // Both builds merge in Go: it is one pass of loads and adds, as fast in
 // either core.
+//
+// When c keeps a candidate table (Candidates), its keys and those of the
+// others' tables are counted again in the merged sketch, and the loudest
+// fill c's table, under the file's write lock: the union of candidates,
+// cut to c's table.
 func (c *CountMin) Merge(others ...*CountMin) error {
 	if err := c.refuse("merge"); err != nil {
 		return err
@@ -43,6 +48,9 @@ func (c *CountMin) Merge(others ...*CountMin) error {
 		if !o.open.Load() {
 			return c.m.errorf("merge", fmt.Errorf("%w: sketch %d of the merge was closed during it", ErrInvalidArgument, i))
 		}
+	}
+	if c.top != nil {
+		c.mergeCandidates(others)
 	}
 	return c.after("merge")
 }

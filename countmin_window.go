@@ -44,6 +44,10 @@ func (wc CountMinWindowConfig) spec() (spec, error) {
 	if err != nil {
 		return spec{}, err
 	}
+	k, keyBytes, withCands, err := cfg.candidates()
+	if err != nil {
+		return spec{}, err
+	}
 	if w == (Window{}) {
 		// The zero window attaches to whatever window is stored, and
 		// cannot create (size 0).
@@ -52,7 +56,7 @@ func (wc CountMinWindowConfig) spec() (spec, error) {
 			if explicit && (e.params[0] != uint64(rows) || e.params[1] != uint64(width)) {
 				return fmt.Errorf("%w: asked for %d x %d counters, the file has %d x %d", ErrIncompatible, rows, width, e.params[0], e.params[1])
 			}
-			return nil
+			return matchCandidates(e, 4, k, keyBytes, withCands)
 		}
 		return sp, nil
 	}
@@ -60,14 +64,14 @@ func (wc CountMinWindowConfig) spec() (spec, error) {
 		return spec{}, err
 	}
 	// At most 64 x 2^40 counters a slot and 257 slots: no overflow.
-	size := countMinWindowBytes(rows, width, w.Keep)
+	size := withTable(countMinWindowBytes(rows, width, w.Keep), k, keyBytes)
 	if size > maxFileSize-pageSize*4 {
 		return spec{}, fmt.Errorf("%w: %d slots of %d x %d counters need %d bytes, more than a sketch file may have (%d)", ErrInvalidConfig, w.Keep+1, rows, width, size, uint64(maxFileSize))
 	}
 	sp := spec{
 		kind:   kindCountMinWindow,
 		size:   size,
-		params: [8]uint64{uint64(rows), uint64(width), uint64(w.Period), uint64(w.Keep)},
+		params: [8]uint64{uint64(rows), uint64(width), uint64(w.Period), uint64(w.Keep), uint64(k), uint64(keyBytes)},
 		seed:   cfg.Seed,
 	}
 	sp.match = func(e entry) error {
@@ -78,7 +82,7 @@ func (wc CountMinWindowConfig) spec() (spec, error) {
 		if explicit && (e.params[0] != uint64(rows) || e.params[1] != uint64(width)) {
 			return fmt.Errorf("%w: asked for %d x %d counters, the file has %d x %d", ErrIncompatible, rows, width, e.params[0], e.params[1])
 		}
-		return nil
+		return matchCandidates(e, 4, k, keyBytes, withCands)
 	}
 	return sp, nil
 }
@@ -86,13 +90,17 @@ func (wc CountMinWindowConfig) spec() (spec, error) {
 func countMinWindowEntryConfig(e entry) any {
 	return CountMinWindowConfig{
 		Window:   Window{Period: time.Duration(e.params[2]), Keep: int(e.params[3])},
-		CountMin: CountMinConfig{Rows: int(e.params[0]), Width: int(e.params[1])},
+		CountMin: CountMinConfig{Rows: int(e.params[0]), Width: int(e.params[1]), Candidates: int(e.params[4]), CandidateKeyBytes: int(e.params[5])},
 	}
 }
 
 func countMinWindowEntryParams(e entry) map[string]float64 {
 	p := e.params
-	return map[string]float64{"rows": float64(p[0]), "width": float64(p[1]), "period_ns": float64(p[2]), "keep": float64(p[3])}
+	m := map[string]float64{"rows": float64(p[0]), "width": float64(p[1]), "period_ns": float64(p[2]), "keep": float64(p[3])}
+	if p[4] != 0 {
+		m["candidates"], m["candidate_key_bytes"] = float64(p[4]), float64(p[5])
+	}
+	return m
 }
 
 func validateCountMinWindowEntry(e entry) error {
@@ -106,10 +114,13 @@ func validateCountMinWindowEntry(e entry) error {
 	if err := validateWindowParams(period, keep); err != nil {
 		return err
 	}
-	if want := countMinWindowBytes(int(rows), int(width), int(keep)); e.size != want {
-		return fmt.Errorf("count-min window region of %d bytes, %d slots of %d x %d need %d", e.size, keep+1, rows, width, want)
+	if err := validateCandidates(e.params[4], e.params[5]); err != nil {
+		return err
 	}
-	for _, p := range e.params[4:] {
+	if want := withTable(countMinWindowBytes(int(rows), int(width), int(keep)), int(e.params[4]), int(e.params[5])); e.size != want {
+		return fmt.Errorf("count-min window region of %d bytes, %d slots of %d x %d with %d candidates need %d", e.size, keep+1, rows, width, e.params[4], want)
+	}
+	for _, p := range e.params[6:] {
 		if p != 0 {
 			return fmt.Errorf("unknown count-min window parameters")
 		}
@@ -147,8 +158,9 @@ func validateCountMinWindowEntry(e entry) error {
 type CountMinWindow struct {
 	windowBase
 	slots  []cmsLayout
-	core   countMinCore // serves batches and whole-slot walks
-	totals windowTotals // Total's cache
+	core   countMinCore    // serves batches and whole-slot walks
+	totals windowTotals    // Total's cache
+	top    *candidateTable // nil without Candidates
 }
 
 // CountMinWindowStats describes a Count-Min window at one moment.
@@ -176,6 +188,8 @@ type CountMinWindowStats struct {
 	ErrorBound uint64 `json:"error_bound"`
 	// Slots describes each slot.
 	Slots []WindowSlotStats `json:"slots"`
+	// Candidates describes the candidate table, if the window keeps one.
+	Candidates *CandidateStats `json:"candidates,omitempty"`
 	FileStats
 }
 
@@ -239,6 +253,9 @@ func newCountMinWindow(m *mapping) (*CountMinWindow, error) {
 	w.totals.slots = make([]slotTotal, len(w.slots))
 	if _, err := w.start(m, w, win, w.clearSlot); err != nil {
 		return nil, err
+	}
+	if k := int(m.ent.params[4]); k != 0 {
+		w.top = newCandidateTable(region, countMinWindowBytes(rows, width, win.Keep), k, int(m.ent.params[5]), m)
 	}
 	return w, nil
 }
@@ -507,7 +524,10 @@ func (w *CountMinWindow) Add(key []byte) (uint64, error) {
 		return ClosedEstimate, w.refuse("add")
 	}
 	lo, hi := hashKey(key, w.slots[0].seed)
-	est, _, _, err := w.addOne(lo, hi, 1)
+	est, addP, _, err := w.addOne(lo, hi, 1)
+	if w.top != nil && err == nil {
+		w.feed(lo, hi, unsafe.String(unsafe.SliceData(key), len(key)), est, addP)
+	}
 	return est, err
 }
 
@@ -518,7 +538,10 @@ func (w *CountMinWindow) AddN(key []byte, n uint64) (uint64, error) {
 		return ClosedEstimate, w.refuse("add")
 	}
 	lo, hi := hashKey(key, w.slots[0].seed)
-	est, _, _, err := w.addOne(lo, hi, n)
+	est, addP, _, err := w.addOne(lo, hi, n)
+	if w.top != nil && err == nil && n != 0 {
+		w.feed(lo, hi, unsafe.String(unsafe.SliceData(key), len(key)), est, addP)
+	}
 	return est, err
 }
 
@@ -528,7 +551,10 @@ func (w *CountMinWindow) AddString(key string) (uint64, error) {
 		return ClosedEstimate, w.refuse("add")
 	}
 	lo, hi := hashString(key, w.slots[0].seed)
-	est, _, _, err := w.addOne(lo, hi, 1)
+	est, addP, _, err := w.addOne(lo, hi, 1)
+	if w.top != nil && err == nil {
+		w.feed(lo, hi, key, est, addP)
+	}
 	return est, err
 }
 
@@ -556,6 +582,22 @@ func (w *CountMinWindow) AddBatch(keys [][]byte, estimates []uint64) error {
 	if estimates != nil && len(estimates) != len(keys) {
 		return w.m.errorf("add", fmt.Errorf("%w: %d estimates for %d keys", ErrInvalidArgument, len(estimates), len(keys)))
 	}
+	if w.top != nil && estimates == nil {
+		// The table needs each key's estimate.
+		var buf [batchChunk]uint64
+		for base := 0; base < len(keys); base += batchChunk {
+			chunk := keys[base:min(base+batchChunk, len(keys))]
+			if err := w.addBatch(chunk, buf[:len(chunk)]); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	return w.addBatch(keys, estimates)
+}
+
+// addBatch is AddBatch's work, and the batch's offers to the table.
+func (w *CountMinWindow) addBatch(keys [][]byte, estimates []uint64) error {
 	p, s, err := w.ctl.use()
 	if err != nil {
 		_, err = w.afterUse(0, err, "add")
@@ -566,6 +608,14 @@ func (w *CountMinWindow) AddBatch(keys [][]byte, estimates []uint64) error {
 		// The period turned under the batch: estimate it again whole.
 		w.ctl.refresh()
 		w.estimateBatch(keys, estimates)
+	}
+	if w.top != nil {
+		for i, e := range estimates {
+			if f, tp := w.top.floor(); e > f || tp != p+1 {
+				lo, hi := hashKey(keys[i], w.slots[0].seed)
+				w.feed(lo, hi, unsafe.String(unsafe.SliceData(keys[i]), len(keys[i])), e, p)
+			}
+		}
 	}
 	return w.afterBatch(estimates, "add")
 }
@@ -725,6 +775,7 @@ func (w *CountMinWindow) Stats() CountMinWindowStats {
 		s.Slots = append(s.Slots, sl)
 	}
 	s.ErrorBound = errorBound(s.Total, s.Width)
+	s.Candidates = w.top.stats()
 	s.Frozen = atomic.LoadUint32(w.sealed) != 0
 	if !w.open.Load() {
 		return CountMinWindowStats{Rows: s.Rows, Width: s.Width, Period: s.Period, Keep: s.Keep,
@@ -748,6 +799,9 @@ func (w *CountMinWindow) describe() (string, string) {
 	rows, width := 0, uint64(0)
 	if len(w.slots) > 0 {
 		rows, width = w.slots[0].rows, w.slots[0].mask+1
+	}
+	if w.top != nil {
+		return "CountMinWindow", fmt.Sprintf("%d x %d, %v, %d candidates", rows, width, w.win, w.top.k)
 	}
 	return "CountMinWindow", fmt.Sprintf("%d x %d, %v", rows, width, w.win)
 }

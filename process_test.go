@@ -111,6 +111,10 @@ func TestHelperProcess(t *testing.T) {
 		err = childBloomWinAdd()
 	case "bwinclear":
 		err = childBloomWinClear()
+	case "topadd":
+		err = childTopAdd()
+	case "toploop":
+		err = childTopLoop()
 	default:
 		err = fmt.Errorf("unknown role %q", role)
 	}

@@ -5,6 +5,7 @@ import (
 	"math"
 	"sync/atomic"
 	"time"
+	"unsafe"
 )
 
 // Decision is a rate limiter's answer for one request (CountMinWindow.Allow).
@@ -82,9 +83,12 @@ func (w *CountMinWindow) Allow(key []byte, limit uint64, countRefused bool) (Dec
 		}
 	}
 	if !full {
-		est, _, p, err := w.addOne(lo, hi, 1)
+		est, addP, p, err := w.addOne(lo, hi, 1)
 		if err != nil {
 			return Decision{}, err
+		}
+		if w.top != nil {
+			w.feed(lo, hi, unsafe.String(unsafe.SliceData(key), len(key)), est, addP)
 		}
 		if est <= limit {
 			// An add's estimate is the least of its own rows' new values,

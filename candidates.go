@@ -1,0 +1,599 @@
+package sketch
+
+import (
+	"bytes"
+	"cmp"
+	"fmt"
+	"slices"
+	"sync/atomic"
+	"unsafe"
+)
+
+// The candidate table: who is loud. A Count-Min sketch stores no keys, so
+// a sketch (or a window) created with Candidates keeps a table of the
+// loudest keys beside its counters, in the same region. The sketch
+// supplies the counts, the table the names.
+//
+// The table's ways are grouped in buckets of 8; a key may sit in one of
+// two buckets chosen by its hash, and is found by its fingerprint (the low
+// word of its hash) among their 16 fingerprint words: one cache line each.
+// Add already has the key's estimate; it compares it with the floor word
+// (the smallest estimate the table holds once full, and at least the
+// sketch's total over its width: below that a key's count is not told
+// apart from collisions), so the usual add costs one load and a compare.
+// A key above the floor that the table holds raises its stored estimate
+// without a lock, by a compare-and-swap, and only once its estimate grew
+// by a 32nd (the stored estimates rank keys for eviction; listings
+// re-read the sketch). A key above the floor that the table lacks takes
+// the file's write lock, counts its two buckets' keys again in the sketch
+// and takes the way of the quietest one if it is louder (or an empty
+// way).
+//
+// A way is written under the lock: its fingerprint is zeroed first (the
+// way reads as empty), then the slot is written inside a sequence count
+// (odd while being written), then the fingerprint is stored. A process
+// killed in the middle leaves an empty way, which readers skip and the
+// next admission takes. Readers take no lock: a slot read between two
+// equal, even sequence counts and two equal fingerprints is whole.
+//
+// The layout, after the sketch's region rounded up to a cache line: a
+// control line (floor, the period the floor is for, admissions), the
+// fingerprints (a word a way, a bucket a line), the stored estimates (a
+// word a way) and the slots (sequence, lo, hi, key length, then the
+// key's first KeyBytes bytes).
+
+const (
+	// maxCandidates bounds K: an admission walks every way's estimate to
+	// find the table's floor.
+	maxCandidates = 1 << 14
+	// DefaultCandidateKeyBytes is how much of a key a candidate slot
+	// keeps when CandidateKeyBytes is zero.
+	DefaultCandidateKeyBytes = 64
+	maxCandidateKeyBytes     = 1024
+	candidateBucketWays      = 8
+	candidateSlotHead        = 32 // sequence, lo, hi, key length
+	// Words of the control line.
+	candFloor      = 0
+	candPeriod     = 8
+	candAdmissions = 16
+	// raiseShift: a stored estimate is raised once the key's estimate
+	// passed it by 1/2^raiseShift of it.
+	raiseShift = 5
+)
+
+// candidateWays is K rounded up to whole buckets.
+func candidateWays(k int) int { return (k + candidateBucketWays - 1) &^ (candidateBucketWays - 1) }
+
+// candidateTableBytes is the size of a table of k candidates keeping
+// keyBytes of each key; 0 for none.
+func candidateTableBytes(k, keyBytes int) uint64 {
+	if k == 0 {
+		return 0
+	}
+	ways := uint64(candidateWays(k))
+	return cacheLine + ways*16 + ways*uint64(candidateSlotHead+keyBytes)
+}
+
+// withTable is the size of a region of base bytes followed by a table.
+func withTable(base uint64, k, keyBytes int) uint64 {
+	if k == 0 {
+		return base
+	}
+	return roundUp(base, cacheLine) + candidateTableBytes(k, keyBytes)
+}
+
+// candidates resolves a config's table: K and the key bytes kept, and
+// whether the caller asked for a table (an existing file must then have
+// the same).
+func (cfg CountMinConfig) candidates() (k, keyBytes int, explicit bool, err error) {
+	k, keyBytes = cfg.Candidates, cfg.CandidateKeyBytes
+	switch {
+	case k < 0 || k > maxCandidates:
+		return 0, 0, false, fmt.Errorf("%w: Candidates %d is not in [0, %d]", ErrInvalidConfig, k, maxCandidates)
+	case k == 0 && keyBytes != 0:
+		return 0, 0, false, fmt.Errorf("%w: CandidateKeyBytes %d without Candidates (give both, or neither)", ErrInvalidConfig, keyBytes)
+	case k == 0:
+		return 0, 0, false, nil
+	case keyBytes == 0:
+		keyBytes = DefaultCandidateKeyBytes
+	case keyBytes < 8 || keyBytes > maxCandidateKeyBytes:
+		return 0, 0, false, fmt.Errorf("%w: CandidateKeyBytes %d is not in [8, %d]", ErrInvalidConfig, keyBytes, maxCandidateKeyBytes)
+	}
+	return k, int(roundUp(uint64(keyBytes), 8)), true, nil
+}
+
+// matchCandidates checks an explicit table request against a stored one
+// (parameters at params[i] and params[i+1]).
+func matchCandidates(e entry, i int, k, keyBytes int, explicit bool) error {
+	if explicit && (e.params[i] != uint64(k) || e.params[i+1] != uint64(keyBytes)) {
+		return fmt.Errorf("%w: asked for %d candidates of %d key bytes, the file has %d of %d", ErrIncompatible, k, keyBytes, e.params[i], e.params[i+1])
+	}
+	return nil
+}
+
+// validateCandidates checks stored table parameters.
+func validateCandidates(k, keyBytes uint64) error {
+	switch {
+	case k > maxCandidates:
+		return fmt.Errorf("candidates %d", k)
+	case k == 0 && keyBytes != 0:
+		return fmt.Errorf("candidate key bytes %d without candidates", keyBytes)
+	case k != 0 && (keyBytes < 8 || keyBytes > maxCandidateKeyBytes || keyBytes%8 != 0):
+		return fmt.Errorf("candidate key bytes %d", keyBytes)
+	}
+	return nil
+}
+
+// candidateTable locates a table in the mapping.
+type candidateTable struct {
+	ctl, fps, ests, slots unsafe.Pointer
+	k                     int // the config's K: listings stop there
+	ways, buckets         uint64
+	keyBytes, slotBytes   uintptr
+	lk                    *fileLock // nil on a read-only handle: it lists, never admits
+	sealed                *uint32
+	seed                  uint64
+}
+
+// newCandidateTable locates the table of k candidates at region[off:].
+func newCandidateTable(region []byte, off uint64, k, keyBytes int, m *mapping) *candidateTable {
+	if k == 0 {
+		return nil
+	}
+	base := unsafe.Pointer(&region[roundUp(off, cacheLine)])
+	ways := uint64(candidateWays(k))
+	t := &candidateTable{
+		ctl:       base,
+		fps:       unsafe.Add(base, cacheLine),
+		ests:      unsafe.Add(base, cacheLine+ways*8),
+		slots:     unsafe.Add(base, cacheLine+ways*16),
+		k:         k,
+		ways:      ways,
+		buckets:   ways / candidateBucketWays,
+		keyBytes:  uintptr(keyBytes),
+		slotBytes: uintptr(candidateSlotHead + keyBytes),
+		lk:        m.lk,
+		sealed:    sealedWord(m.data),
+		seed:      m.lay.seed,
+	}
+	return t
+}
+
+// candidateHost is the structure a table serves: a Count-Min sketch or a
+// Count-Min window.
+type candidateHost interface {
+	// recount is the key's estimate now.
+	recount(lo, hi uint64) uint64
+	// noiseFloor is the structure's total over its width: the mean of a
+	// row's counters.
+	noiseFloor() uint64
+}
+
+func (t *candidateTable) ctlWord(off uintptr) *uint64 { return (*uint64)(unsafe.Add(t.ctl, off)) }
+func (t *candidateTable) fp(way uint64) *uint64       { return (*uint64)(unsafe.Add(t.fps, way*8)) }
+func (t *candidateTable) est(way uint64) *uint64      { return (*uint64)(unsafe.Add(t.ests, way*8)) }
+func (t *candidateTable) slotWord(way uint64, i uintptr) *uint64 {
+	return (*uint64)(unsafe.Add(t.slots, uintptr(way)*t.slotBytes+i*8))
+}
+
+// floor is the estimate an add must pass to be offered to the table; for
+// a window, period is the period (plus one) it was set for.
+func (t *candidateTable) floor() (floor, period uint64) {
+	return atomic.LoadUint64(t.ctlWord(candFloor)), atomic.LoadUint64(t.ctlWord(candPeriod))
+}
+
+// fingerprint is what a way's index word holds for a key: the hash's low
+// word, never zero (zero is an empty way).
+func fingerprint(lo uint64) uint64 { return max(lo, 1) }
+
+// bucketsOf are the key's two buckets (the same one in a table of one).
+func (t *candidateTable) bucketsOf(hi uint64) (b1, b2 uint64) {
+	return (hi & 0xffffffff) * t.buckets >> 32, (hi >> 32) * t.buckets >> 32
+}
+
+// lookup returns the way holding fp in the key's buckets, or -1.
+func (t *candidateTable) lookup(fp, hi uint64) int64 {
+	b1, b2 := t.bucketsOf(hi)
+	for _, b := range [2]uint64{b1, b2} {
+		for way := b * candidateBucketWays; way < (b+1)*candidateBucketWays; way++ {
+			if atomic.LoadUint64(t.fp(way)) == fp {
+				return int64(way)
+			}
+		}
+		if b1 == b2 {
+			break
+		}
+	}
+	return -1
+}
+
+// raise stores est as the way's estimate once it passed the stored one by
+// a 32nd, so a loud key writes its way's line rarely.
+func (t *candidateTable) raise(way uint64, est uint64) {
+	w := t.est(way)
+	if old := atomic.LoadUint64(w); est > old+old>>raiseShift {
+		casMax(w, est)
+	}
+}
+
+// offer is an add's way into the table once its estimate passed the
+// floor: raise the key's way, or admit the key. period is the window's
+// period plus one (0 for a sketch).
+func (t *candidateTable) offer(h candidateHost, lo, hi uint64, key string, est, period uint64) {
+	if _, p := t.floor(); p != period {
+		if p > period || t.lk == nil {
+			return // an add of a period the table has left
+		}
+		t.turn(h, period)
+	}
+	fp := fingerprint(lo)
+	if way := t.lookup(fp, hi); way >= 0 {
+		t.raise(uint64(way), est)
+		return
+	}
+	if t.lk == nil {
+		return
+	}
+	if nf := h.noiseFloor(); est <= nf {
+		// Below the noise: raise the floor to it, so that adds of keys
+		// this quiet stop here.
+		if f, p := t.floor(); p == period && f < nf {
+			casMax(t.ctlWord(candFloor), nf)
+		}
+		return
+	}
+	if !t.roomFor(hi, est) {
+		return
+	}
+	t.admit(h, fp, lo, hi, key, est, period)
+}
+
+// roomFor reports whether one of the key's ways is empty or stores an
+// estimate below est: only then is the lock worth taking.
+func (t *candidateTable) roomFor(hi, est uint64) bool {
+	b1, b2 := t.bucketsOf(hi)
+	for _, b := range [2]uint64{b1, b2} {
+		for way := b * candidateBucketWays; way < (b+1)*candidateBucketWays; way++ {
+			if atomic.LoadUint64(t.fp(way)) == 0 || atomic.LoadUint64(t.est(way)) < est {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// admit takes the key into the table under the write lock, in the way of
+// the quietest key of its buckets (counted again now) if the key is
+// louder, or in an empty way.
+func (t *candidateTable) admit(h candidateHost, fp, lo, hi uint64, key string, est, period uint64) {
+	t.lk.lock()
+	defer t.lk.unlock()
+	if atomic.LoadUint32(t.sealed) != 0 || atomic.LoadUint64(t.ctlWord(candPeriod)) != period {
+		return
+	}
+	if way := t.lookup(fp, hi); way >= 0 {
+		t.raise(uint64(way), est)
+		return
+	}
+	victim, quietest := int64(-1), est
+	b1, b2 := t.bucketsOf(hi)
+	for _, b := range [2]uint64{b1, b2} {
+		for way := b * candidateBucketWays; way < (b+1)*candidateBucketWays; way++ {
+			if atomic.LoadUint64(t.fp(way)) == 0 {
+				victim, quietest = int64(way), 0
+				break
+			}
+			slo, shi := atomic.LoadUint64(t.slotWord(way, 1)), atomic.LoadUint64(t.slotWord(way, 2))
+			e := h.recount(slo, shi)
+			atomic.StoreUint64(t.est(way), e)
+			if e < quietest {
+				victim, quietest = int64(way), e
+			}
+		}
+		if quietest == 0 && victim >= 0 {
+			break
+		}
+	}
+	if victim < 0 {
+		return
+	}
+	t.write(uint64(victim), fp, lo, hi, key, uint64(len(key)), est)
+	atomic.AddUint64(t.ctlWord(candAdmissions), 1)
+	t.refloor(h.noiseFloor())
+}
+
+// turn re-estimates a window's candidates for a new period, under the
+// lock: keys that fell to the noise floor leave, the others keep their
+// estimate over the new window, and the floor is set for the period.
+func (t *candidateTable) turn(h candidateHost, period uint64) {
+	t.lk.lock()
+	defer t.lk.unlock()
+	if atomic.LoadUint32(t.sealed) != 0 || atomic.LoadUint64(t.ctlWord(candPeriod)) >= period {
+		return
+	}
+	nf := h.noiseFloor()
+	for way := range t.ways {
+		if atomic.LoadUint64(t.fp(way)) == 0 {
+			continue
+		}
+		e := h.recount(atomic.LoadUint64(t.slotWord(way, 1)), atomic.LoadUint64(t.slotWord(way, 2)))
+		if e <= nf {
+			atomic.StoreUint64(t.fp(way), 0)
+			e = 0
+		}
+		atomic.StoreUint64(t.est(way), e)
+	}
+	t.refloor(nf)
+	atomic.StoreUint64(t.ctlWord(candPeriod), period)
+}
+
+// refloor sets the floor, under the lock: the noise floor, or the
+// smallest stored estimate once every way holds a key.
+func (t *candidateTable) refloor(nf uint64) {
+	least := ^uint64(0)
+	for way := range t.ways {
+		if atomic.LoadUint64(t.fp(way)) == 0 {
+			least = 0
+			break
+		}
+		least = min(least, atomic.LoadUint64(t.est(way)))
+	}
+	atomic.StoreUint64(t.ctlWord(candFloor), max(least, nf))
+}
+
+// write fills a way, under the lock: the fingerprint is cleared first and
+// stored last, and the slot is written inside its sequence count.
+func (t *candidateTable) write(way, fp, lo, hi uint64, key string, length, est uint64) {
+	atomic.StoreUint64(t.fp(way), 0)
+	seq := t.slotWord(way, 0)
+	s := atomic.LoadUint64(seq) | 1
+	atomic.StoreUint64(seq, s)
+	atomic.StoreUint64(t.slotWord(way, 1), lo)
+	atomic.StoreUint64(t.slotWord(way, 2), hi)
+	atomic.StoreUint64(t.slotWord(way, 3), length)
+	n := min(uintptr(len(key)), t.keyBytes)
+	for i := uintptr(0); i < t.keyBytes; i += 8 {
+		var b [8]byte
+		if i < n {
+			copy(b[:], key[i:min(i+8, n)])
+		}
+		atomic.StoreUint64(t.slotWord(way, 4+i/8), *(*uint64)(unsafe.Pointer(&b)))
+	}
+	atomic.StoreUint64(t.est(way), est)
+	atomic.StoreUint64(seq, s+1)
+	atomic.StoreUint64(t.fp(way), fp)
+}
+
+// candidate is a way's key as read whole.
+type candidate struct {
+	lo, hi uint64
+	length uint64 // of the whole key
+	key    []byte // its first keyBytes bytes at most
+	est    uint64 // as stored
+}
+
+// read returns the way's key, or false when the way is empty or was
+// written during the read.
+func (t *candidateTable) read(way uint64) (candidate, bool) {
+	fp := atomic.LoadUint64(t.fp(way))
+	seq := atomic.LoadUint64(t.slotWord(way, 0))
+	if fp == 0 || seq&1 != 0 {
+		return candidate{}, false
+	}
+	c := candidate{
+		lo:     atomic.LoadUint64(t.slotWord(way, 1)),
+		hi:     atomic.LoadUint64(t.slotWord(way, 2)),
+		length: atomic.LoadUint64(t.slotWord(way, 3)),
+		est:    atomic.LoadUint64(t.est(way)),
+	}
+	n := min(c.length, uint64(t.keyBytes)) // whatever the file says, within the slot
+	c.key = make([]byte, roundUp(n, 8))
+	for i := uintptr(0); i < uintptr(len(c.key)); i += 8 {
+		*(*uint64)(unsafe.Pointer(&c.key[i])) = atomic.LoadUint64(t.slotWord(way, 4+i/8))
+	}
+	c.key = c.key[:n]
+	if atomic.LoadUint64(t.slotWord(way, 0)) != seq || atomic.LoadUint64(t.fp(way)) != fp || fingerprint(c.lo) != fp {
+		return candidate{}, false
+	}
+	return c, true
+}
+
+// whole reports whether the key is kept whole and hashes to the slot's
+// hash: a slot that does not (a crafted file) is never listed.
+func (t *candidateTable) whole(c candidate) bool {
+	if c.length > uint64(t.keyBytes) {
+		return true // a prefix: only its hash names it
+	}
+	lo, hi := hashKey(c.key, t.seed)
+	return lo == c.lo && hi == c.hi
+}
+
+// collect reads every way's key, each once.
+func (t *candidateTable) collect() []candidate {
+	var out []candidate
+	seen := make(map[[2]uint64]bool)
+	for way := range t.ways {
+		c, ok := t.read(way)
+		if !ok || !t.whole(c) || seen[[2]uint64{c.lo, c.hi}] {
+			continue
+		}
+		seen[[2]uint64{c.lo, c.hi}] = true
+		out = append(out, c)
+	}
+	return out
+}
+
+// HeavyHitter is a key of a candidate table with its estimate now.
+type HeavyHitter struct {
+	// Key is the key, or its first CandidateKeyBytes bytes when Length is
+	// larger: a longer key is kept as that prefix and its full hash, so
+	// its estimate is its own.
+	Key string `json:"key"`
+	// Length is the whole key's length in bytes.
+	Length int `json:"length"`
+	// Estimate is the sketch's estimate of the key now: never below its
+	// true count.
+	Estimate uint64 `json:"estimate"`
+	// Low is Estimate less the error bound (ErrorBound), at least 0: the
+	// true count is at least this much with the sketch's confidence.
+	Low uint64 `json:"low"`
+}
+
+// top lists the table's keys by their estimate now, loudest first (ties
+// by key), those above the noise floor, at most n (all when n <= 0) and
+// at most the table's K.
+func (t *candidateTable) top(h candidateHost, n int, bound uint64) []HeavyHitter {
+	nf := h.noiseFloor()
+	var out []HeavyHitter
+	for _, c := range t.collect() {
+		e := h.recount(c.lo, c.hi)
+		if e <= nf || e == 0 {
+			continue
+		}
+		hh := HeavyHitter{Key: string(c.key), Length: int(min(c.length, 1<<31)), Estimate: e}
+		if e > bound {
+			hh.Low = e - bound
+		}
+		out = append(out, hh)
+	}
+	slices.SortFunc(out, func(a, b HeavyHitter) int {
+		if c := cmp.Compare(b.Estimate, a.Estimate); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.Key, b.Key)
+	})
+	if n <= 0 || n > t.k {
+		n = t.k
+	}
+	return out[:min(n, len(out))]
+}
+
+// rebuild fills the table with the loudest of cands (counted again in h),
+// under the lock: a merge's union of candidates, cut to the table.
+func (t *candidateTable) rebuild(h candidateHost, cands []candidate) {
+	t.lk.lock()
+	defer t.lk.unlock()
+	if atomic.LoadUint32(t.sealed) != 0 {
+		return
+	}
+	type ranked struct {
+		candidate
+		now uint64
+	}
+	seen := make(map[[2]uint64]bool)
+	var rs []ranked
+	for _, c := range cands {
+		if seen[[2]uint64{c.lo, c.hi}] {
+			continue
+		}
+		seen[[2]uint64{c.lo, c.hi}] = true
+		rs = append(rs, ranked{c, h.recount(c.lo, c.hi)})
+	}
+	slices.SortFunc(rs, func(a, b ranked) int {
+		if c := cmp.Compare(b.now, a.now); c != 0 {
+			return c
+		}
+		return bytes.Compare(a.key, b.key)
+	})
+	for way := range t.ways {
+		atomic.StoreUint64(t.fp(way), 0)
+		atomic.StoreUint64(t.est(way), 0)
+	}
+	nf := h.noiseFloor()
+	for _, r := range rs {
+		if r.now <= nf {
+			break
+		}
+		b1, b2 := t.bucketsOf(r.hi)
+	place:
+		for _, b := range [2]uint64{b1, b2} {
+			for way := b * candidateBucketWays; way < (b+1)*candidateBucketWays; way++ {
+				if atomic.LoadUint64(t.fp(way)) == 0 {
+					// A prefix stays a prefix, with its whole length.
+					t.write(way, fingerprint(r.lo), r.lo, r.hi, string(r.key), r.length, r.now)
+					break place
+				}
+			}
+		}
+	}
+	t.refloor(nf)
+}
+
+// reset empties the table, under the lock.
+func (t *candidateTable) reset() {
+	t.lk.lock()
+	defer t.lk.unlock()
+	for way := range t.ways {
+		atomic.StoreUint64(t.fp(way), 0)
+		atomic.StoreUint64(t.est(way), 0)
+	}
+	atomic.StoreUint64(t.ctlWord(candFloor), 0)
+}
+
+// CandidateStats describes a candidate table.
+type CandidateStats struct {
+	// Capacity is K, the most keys listed; the table has Ways ways (K
+	// rounded up to a multiple of 8).
+	Capacity int `json:"capacity"`
+	Ways     int `json:"ways"`
+	// KeyBytes is how much of a key a slot keeps.
+	KeyBytes int `json:"key_bytes"`
+	// Held is how many ways hold a key.
+	Held int `json:"held"`
+	// Floor is what an add's estimate must pass to be offered.
+	Floor uint64 `json:"floor"`
+	// Admissions counts the keys taken in, each under the write lock.
+	Admissions uint64 `json:"admissions"`
+}
+
+func (t *candidateTable) stats() *CandidateStats {
+	if t == nil {
+		return nil
+	}
+	s := &CandidateStats{
+		Capacity:   t.k,
+		Ways:       int(t.ways),
+		KeyBytes:   int(t.keyBytes),
+		Admissions: atomic.LoadUint64(t.ctlWord(candAdmissions)),
+	}
+	s.Floor, _ = t.floor()
+	for way := range t.ways {
+		if atomic.LoadUint64(t.fp(way)) != 0 {
+			s.Held++
+		}
+	}
+	return s
+}
+
+// check verifies what a table can: every way that holds a key holds it
+// whole (an even sequence count, the fingerprint of its hash), in one of
+// its two buckets, once, and a key kept whole hashes to its hash. A
+// crash never leaves anything else (a way being written reads as empty),
+// so a finding is damage.
+func (t *candidateTable) check() error {
+	seen := make(map[[2]uint64]uint64)
+	for way := range t.ways {
+		fp := atomic.LoadUint64(t.fp(way))
+		if fp == 0 {
+			continue
+		}
+		c, ok := t.read(way)
+		if !ok {
+			if atomic.LoadUint64(t.fp(way)) != fp {
+				continue // written meanwhile
+			}
+			return fmt.Errorf("%w: candidate way %d has a fingerprint but its slot is not whole", ErrCorrupt, way)
+		}
+		if b1, b2 := t.bucketsOf(c.hi); way/candidateBucketWays != b1 && way/candidateBucketWays != b2 {
+			return fmt.Errorf("%w: candidate way %d holds a key of another bucket", ErrCorrupt, way)
+		}
+		if !t.whole(c) {
+			return fmt.Errorf("%w: candidate way %d holds a key that does not hash to its slot's hash", ErrCorrupt, way)
+		}
+		if other, dup := seen[[2]uint64{c.lo, c.hi}]; dup {
+			return fmt.Errorf("%w: candidate ways %d and %d hold the same key", ErrCorrupt, other, way)
+		}
+		seen[[2]uint64{c.lo, c.hi}] = way
+	}
+	return nil
+}

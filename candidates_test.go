@@ -1,0 +1,479 @@
+package sketch
+
+import (
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// topKeys are the keys of a listing, in order.
+func topKeys(hs []HeavyHitter) []string {
+	var ks []string
+	for _, h := range hs {
+		ks = append(ks, h.Key)
+	}
+	return ks
+}
+
+// TestCandidates_ExactOrder: keys of distinct counts in a sketch wide
+// enough to count them exactly are listed loudest first, with their exact
+// counts and low ends, cut at n and at K.
+func TestCandidates_ExactOrder(t *testing.T) {
+	c := mustIn(t, OpenCountMin, Memory(), CountMinConfig{Rows: 4, Width: 1 << 16, Candidates: 10})
+	var want []string
+	for i := 40; i >= 1; i-- {
+		key := fmt.Sprintf("client-%02d", i)
+		if i > 30 {
+			want = append(want, key)
+		}
+		for range i * 10 {
+			if _, err := c.AddString(key); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	hs, err := c.Top(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := topKeys(hs); !slices.Equal(got, want) {
+		t.Fatalf("Top(0) = %v, want %v", got, want)
+	}
+	bound := c.ErrorBound()
+	for _, h := range hs {
+		var i int
+		fmt.Sscanf(h.Key, "client-%d", &i)
+		if h.Estimate != uint64(i*10) || h.Length != len(h.Key) {
+			t.Errorf("%s: estimate %d length %d, want %d and %d", h.Key, h.Estimate, h.Length, i*10, len(h.Key))
+		}
+		if h.Low != h.Estimate-bound {
+			t.Errorf("%s: low %d, want %d - %d", h.Key, h.Low, h.Estimate, bound)
+		}
+	}
+	if hs, _ := c.Top(3); !slices.Equal(topKeys(hs), want[:3]) {
+		t.Errorf("Top(3) = %v", topKeys(hs))
+	}
+	st := c.Stats().Candidates
+	if st == nil || st.Capacity != 10 || st.Ways != 16 || st.Held == 0 || st.Admissions == 0 || st.KeyBytes != DefaultCandidateKeyBytes {
+		t.Errorf("Stats().Candidates = %+v", st)
+	}
+	if err := c.Check(); err != nil {
+		t.Errorf("Check: %v", err)
+	}
+}
+
+// TestCandidates_NoTable: Top on a sketch without a table, and after Close.
+func TestCandidates_NoTable(t *testing.T) {
+	c := mustIn(t, OpenCountMin, Memory(), CountMinConfig{})
+	if _, err := c.Top(5); !errors.Is(err, ErrInvalidArgument) {
+		t.Errorf("Top without a table: %v, want ErrInvalidArgument", err)
+	}
+	if c.Stats().Candidates != nil {
+		t.Errorf("Stats().Candidates without a table: %+v", c.Stats().Candidates)
+	}
+	d := mustIn(t, OpenCountMin, Memory(), CountMinConfig{Candidates: 4})
+	d.Close()
+	if _, err := d.Top(5); !errors.Is(err, ErrClosed) {
+		t.Errorf("Top after Close: %v, want ErrClosed", err)
+	}
+}
+
+// TestCandidates_Config: the table's config is checked, stored, listed and
+// matched on attach.
+func TestCandidates_Config(t *testing.T) {
+	for _, cfg := range []CountMinConfig{
+		{Candidates: -1},
+		{Candidates: maxCandidates + 1},
+		{CandidateKeyBytes: 16},
+		{Candidates: 8, CandidateKeyBytes: 4},
+		{Candidates: 8, CandidateKeyBytes: maxCandidateKeyBytes + 1},
+	} {
+		if _, err := OpenCountMin(Memory(), cfg); !errors.Is(err, ErrInvalidConfig) {
+			t.Errorf("%+v: %v, want ErrInvalidConfig", cfg, err)
+		}
+	}
+	path := tempPath(t, "cands")
+	c, err := OpenCountMin(Path(path), CountMinConfig{Candidates: 20, CandidateKeyBytes: 13})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	want := CountMinConfig{Rows: 5, Width: 4096, Candidates: 20, CandidateKeyBytes: 16}
+	if got := c.Config(); got != want {
+		t.Errorf("Config() = %+v, want %+v", got, want)
+	}
+	for _, cfg := range []CountMinConfig{{}, want, {Candidates: 20, CandidateKeyBytes: 16}} {
+		d, err := OpenCountMin(Path(path), cfg)
+		if err != nil {
+			t.Errorf("attach with %+v: %v", cfg, err)
+			continue
+		}
+		d.Close()
+	}
+	for _, cfg := range []CountMinConfig{{Candidates: 21}, {Rows: 5, Width: 4096, Candidates: 20, CandidateKeyBytes: 64}} {
+		if _, err := OpenCountMin(Path(path), cfg); !errors.Is(err, ErrIncompatible) {
+			t.Errorf("attach with %+v: %v, want ErrIncompatible", cfg, err)
+		}
+	}
+	plain := tempPath(t, "plain")
+	p, err := OpenCountMin(Path(plain), CountMinConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Close()
+	if _, err := OpenCountMin(Path(plain), CountMinConfig{Candidates: 4}); !errors.Is(err, ErrIncompatible) {
+		t.Errorf("a table asked of a sketch without one: %v, want ErrIncompatible", err)
+	}
+}
+
+// TestCandidates_LongKeys: a key longer than the slot is listed as its
+// prefix with its whole length, and its estimate is its own (not its
+// prefix's or another long key's with the same prefix).
+func TestCandidates_LongKeys(t *testing.T) {
+	c := mustIn(t, OpenCountMin, Memory(), CountMinConfig{Rows: 4, Width: 1 << 14, Candidates: 8, CandidateKeyBytes: 8})
+	long1 := strings.Repeat("x", 30) + "1"
+	long2 := strings.Repeat("x", 30) + "2"
+	for range 50 {
+		c.AddString(long1)
+	}
+	for range 20 {
+		c.AddString(long2)
+	}
+	hs, err := c.Top(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(hs) != 2 || hs[0].Key != long1[:8] || hs[0].Length != 31 || hs[0].Estimate != 50 || hs[1].Estimate != 20 {
+		t.Fatalf("Top = %+v", hs)
+	}
+	if err := c.Check(); err != nil {
+		t.Errorf("Check: %v", err)
+	}
+}
+
+// zipfStream is n keys drawn from Zipf(s) over keys ranks, and the exact
+// count of each.
+func zipfStream(s float64, ranks uint64, n int, seed uint64) ([][]byte, map[string]uint64) {
+	z := rand.NewZipf(rand.New(rand.NewPCG(seed, seed^0x9e37)), s, 1, ranks-1)
+	keys := make([][]byte, n)
+	truth := make(map[string]uint64)
+	for i := range keys {
+		// Ranks are shuffled into key names, so that a name's order says
+		// nothing of its rank.
+		r := z.Uint64()
+		k := fmt.Sprintf("k%x", r*0x9e3779b97f4a7c15)
+		keys[i] = []byte(k)
+		truth[k]++
+	}
+	return keys, truth
+}
+
+// exactTop is the n loudest keys of truth (ties by key).
+func exactTop(truth map[string]uint64, n int) []string {
+	ks := make([]string, 0, len(truth))
+	for k := range truth {
+		ks = append(ks, k)
+	}
+	slices.SortFunc(ks, func(a, b string) int {
+		if truth[a] != truth[b] {
+			if truth[a] > truth[b] {
+				return -1
+			}
+			return 1
+		}
+		return strings.Compare(a, b)
+	})
+	return ks[:min(n, len(ks))]
+}
+
+// recallOf is the share of want that got lists.
+func recallOf(got, want []string) float64 {
+	in := make(map[string]bool)
+	for _, k := range got {
+		in[k] = true
+	}
+	hit := 0
+	for _, k := range want {
+		if in[k] {
+			hit++
+		}
+	}
+	return float64(hit) / float64(len(want))
+}
+
+// TestCandidates_ZipfRecall: on Zipf streams the table lists the true top
+// n at K = 2n, single adds and batches alike, and its estimates are never
+// below the truth. (The full measure, 10M adds over 1M keys, is
+// BenchmarkCandidatesAccuracy.)
+func TestCandidates_ZipfRecall(t *testing.T) {
+	n := 300_000
+	if testing.Short() || raceEnabled {
+		n = 100_000
+	}
+	for _, s := range []float64{1.1, 1.2} {
+		for _, batch := range []bool{false, true} {
+			t.Run(fmt.Sprintf("s=%v/batch=%v", s, batch), func(t *testing.T) {
+				keys, truth := zipfStream(s, 100_000, n, 7)
+				c := mustIn(t, OpenCountMin, Memory(), CountMinConfig{Candidates: 200})
+				if batch {
+					for i := 0; i < len(keys); i += 1000 {
+						if err := c.AddBatch(keys[i:min(i+1000, len(keys))], nil); err != nil {
+							t.Fatal(err)
+						}
+					}
+				} else {
+					for _, k := range keys {
+						c.Add(k)
+					}
+				}
+				hs, err := c.Top(0)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, h := range hs {
+					if h.Estimate < truth[h.Key] {
+						t.Errorf("%s: estimate %d below its count %d", h.Key, h.Estimate, truth[h.Key])
+					}
+				}
+				// Recall: the share of the true top n the table holds (K =
+				// 2n). Precision: the share of the listed top n that is
+				// the true top n, which the sketch's error bounds (keys
+				// near the n-th count are ranked by estimates).
+				for _, top := range []int{10, 100} {
+					if r := recallOf(topKeys(hs), exactTop(truth, top)); r < 0.99 {
+						t.Errorf("recall of the top %d: %.3f", top, r)
+					}
+					if p := recallOf(exactTop(truth, top), topKeys(hs[:min(top, len(hs))])); p < 0.9 {
+						t.Errorf("precision of the top %d: %.3f", top, p)
+					}
+				}
+				st := c.Stats().Candidates
+				t.Logf("admissions %d of %d adds (%.3f%%)", st.Admissions, n, 100*float64(st.Admissions)/float64(n))
+			})
+		}
+	}
+}
+
+// TestCandidates_Uniform: a uniform stream over many keys takes the lock
+// rarely, and Top lists nothing it cannot tell from collisions.
+func TestCandidates_Uniform(t *testing.T) {
+	c := mustIn(t, OpenCountMin, Memory(), CountMinConfig{Candidates: 100})
+	r := rand.New(rand.NewPCG(1, 2))
+	const n = 200_000
+	for range n {
+		c.AddString(fmt.Sprintf("u%d", r.IntN(1_000_000)))
+	}
+	st := c.Stats().Candidates
+	if share := float64(st.Admissions) / n; share > 0.02 {
+		t.Errorf("admissions %d of %d adds: %.2f%%", st.Admissions, n, 100*share)
+	}
+	hs, _ := c.Top(0)
+	for _, h := range hs {
+		if h.Low != 0 {
+			t.Errorf("%s listed with a low end of %d in a uniform stream", h.Key, h.Low)
+		}
+	}
+	t.Logf("admissions %d (%.3f%%), %d listed", st.Admissions, 100*float64(st.Admissions)/n, len(hs))
+}
+
+// TestCandidates_Merge: two sketches' tables merge into the union of
+// their loud keys, counted in the merged sketch and cut to K.
+func TestCandidates_Merge(t *testing.T) {
+	cfg := CountMinConfig{Rows: 4, Width: 1 << 14, Candidates: 4, Seed: 42}
+	a := mustIn(t, OpenCountMin, Memory(), cfg)
+	b := mustIn(t, OpenCountMin, Memory(), cfg)
+	add := func(c *CountMin, key string, n int) {
+		for range n {
+			c.AddString(key)
+		}
+	}
+	add(a, "a1", 100)
+	add(a, "a2", 90)
+	add(a, "shared", 50)
+	add(b, "b1", 95)
+	add(b, "b2", 10)
+	add(b, "shared", 60)
+	if err := a.Merge(b); err != nil {
+		t.Fatal(err)
+	}
+	hs, err := a.Top(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []HeavyHitter{{"shared", 6, 110, 0}, {"a1", 2, 100, 0}, {"b1", 2, 95, 0}, {"a2", 2, 90, 0}}
+	bound := a.ErrorBound()
+	for i := range want {
+		want[i].Low = want[i].Estimate - bound
+	}
+	if !slices.Equal(hs, want) {
+		t.Errorf("merged Top = %+v, want %+v", hs, want)
+	}
+	if err := a.Check(); err != nil {
+		t.Errorf("Check after merge: %v", err)
+	}
+}
+
+// TestCandidates_Reset: Reset empties the table and its floor.
+func TestCandidates_Reset(t *testing.T) {
+	c := mustIn(t, OpenCountMin, Memory(), CountMinConfig{Candidates: 8})
+	for i := range 1000 {
+		c.AddString(fmt.Sprintf("k%d", i%20))
+	}
+	if err := c.Reset(); err != nil {
+		t.Fatal(err)
+	}
+	if hs, _ := c.Top(0); len(hs) != 0 {
+		t.Errorf("Top after Reset: %v", topKeys(hs))
+	}
+	if st := c.Stats().Candidates; st.Held != 0 || st.Floor != 0 {
+		t.Errorf("after Reset: %+v", st)
+	}
+	for range 5 {
+		c.AddString("again")
+	}
+	if hs, _ := c.Top(0); !slices.Equal(topKeys(hs), []string{"again"}) {
+		t.Errorf("Top after Reset and adds: %v", topKeys(hs))
+	}
+}
+
+// TestCandidates_Goroutines: goroutines adding at once leave a whole
+// table, the loud keys in it.
+func TestCandidates_Goroutines(t *testing.T) {
+	c := mustIn(t, OpenCountMin, Memory(), CountMinConfig{Candidates: 32})
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r := rand.New(rand.NewPCG(uint64(g), 9))
+			for i := range 20_000 {
+				if i%2 == 0 {
+					c.AddString(fmt.Sprintf("loud-%d", r.IntN(10)))
+				} else {
+					c.AddString(fmt.Sprintf("quiet-%d", r.IntN(100_000)))
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	hs, _ := c.Top(10)
+	for _, h := range hs {
+		if !strings.HasPrefix(h.Key, "loud-") {
+			t.Errorf("listed %s among the 10 loudest", h.Key)
+		}
+	}
+	if len(hs) != 10 {
+		t.Errorf("listed %d, want 10", len(hs))
+	}
+	if err := c.Check(); err != nil {
+		t.Errorf("Check: %v", err)
+	}
+}
+
+// TestCandidates_Window: a window's table lists the loud keys of the
+// periods it covers; keys loud only in periods that left are gone.
+func TestCandidates_Window(t *testing.T) {
+	w := mustIn(t, OpenCountMinWindow, Memory(), CountMinWindowConfig{
+		Window:   Window{Keep: 2},
+		CountMin: CountMinConfig{Rows: 4, Width: 1 << 14, Candidates: 8},
+	})
+	add := func(key string, n int) {
+		for range n {
+			if _, err := w.AddString(key); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	add("old", 100)
+	add("steady", 10)
+	w.Rotate()
+	add("steady", 10)
+	add("new", 50)
+	hs, err := w.Top(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := topKeys(hs); !slices.Equal(got, []string{"old", "new", "steady"}) || hs[2].Estimate != 20 {
+		t.Fatalf("Top over two periods = %+v", hs)
+	}
+	w.Rotate()
+	add("steady", 1)
+	hs, _ = w.Top(0)
+	if got := topKeys(hs); !slices.Equal(got, []string{"new", "steady"}) || hs[0].Estimate != 50 || hs[1].Estimate != 11 {
+		t.Fatalf("Top once \"old\" left the window = %+v", hs)
+	}
+	if st := w.Stats().Candidates; st.Held != 2 {
+		t.Errorf("the table holds %d keys after the turn, want 2 (\"old\" left): %+v", st.Held, st)
+	}
+	w.Rotate()
+	w.Rotate()
+	add("fresh", 3)
+	if hs, _ := w.Top(0); !slices.Equal(topKeys(hs), []string{"fresh"}) {
+		t.Errorf("Top after the window moved on = %+v", hs)
+	}
+	if err := w.Check(); err != nil {
+		t.Errorf("Check: %v", err)
+	}
+}
+
+// TestCandidates_WindowClock: a clock window's table follows the clock.
+func TestCandidates_WindowClock(t *testing.T) {
+	w := mustIn(t, OpenCountMinWindow, Memory(), CountMinWindowConfig{
+		Window:   Window{Period: 50 * time.Millisecond, Keep: 1},
+		CountMin: CountMinConfig{Candidates: 8},
+	})
+	for range 20 {
+		w.AddString("first")
+	}
+	p := w.Current()
+	for w.Current() == p {
+		time.Sleep(5 * time.Millisecond)
+	}
+	for range 5 {
+		w.AddString("second")
+	}
+	if hs, _ := w.Top(0); !slices.Equal(topKeys(hs), []string{"second"}) {
+		t.Errorf("Top in the next period = %+v", hs)
+	}
+}
+
+// TestCandidates_ReadOnly: a read-only view lists what the writer's adds
+// put in the table, and a second handle's adds feed the same table.
+func TestCandidates_ReadOnly(t *testing.T) {
+	path := tempPath(t, "ro")
+	c, err := OpenCountMin(Path(path), CountMinConfig{Candidates: 8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	d, err := OpenCountMin(Path(path), CountMinConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	ro, err := OpenCountMin(Path(path), CountMinConfig{}, ReadOnly())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ro.Close()
+	for range 30 {
+		c.AddString("from-c")
+		d.AddString("from-d")
+	}
+	d.AddString("from-d")
+	hs, err := ro.Top(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(topKeys(hs), []string{"from-d", "from-c"}) {
+		t.Errorf("read-only Top = %+v", hs)
+	}
+	if _, err := ro.AddString("x"); !errors.Is(err, ErrReadOnly) {
+		t.Errorf("read-only add: %v", err)
+	}
+}
