@@ -63,7 +63,9 @@ type Decision struct {
 // A refused decision says when to retry: Turns and RetryAfter, from the
 // key's count in each covered period. limit must be at least 1
 // (ErrInvalidArgument). Allow costs an Add (and, without countRefused, an
-// Estimate first) and a cached ErrorBound; a refusal also reads the key's
+// Estimate first) and a cached ErrorBound; a refusal also reads the clock
+// (a handle's period moves by a timer, which a loaded machine runs late:
+// a refusal is never made in a period the clock has left) and the key's
 // count per period.
 func (w *CountMinWindow) Allow(key []byte, limit uint64, countRefused bool) (Decision, error) {
 	if limit == 0 {
@@ -102,6 +104,20 @@ func (w *CountMinWindow) Allow(key []byte, limit uint64, countRefused bool) (Dec
 		d.Counted, d.Estimate, winP = true, est, p
 	}
 	d.Allowed = !full && d.Estimate <= limit
+	if !d.Allowed && w.ctl.clk != nil {
+		was := w.ctl.current()
+		w.ctl.refresh()
+		if w.ctl.current() != was {
+			// The handle's clock was late: decide in the period the clock
+			// is in. A counted request stays counted, in its period.
+			est, p := w.estimateOne(lo, hi)
+			if !d.Counted && est < limit {
+				return w.Allow(key, limit, countRefused)
+			}
+			d.Estimate, winP = est, p
+			d.Allowed = d.Counted && est <= limit
+		}
+	}
 	d.Periods = w.covered(winP)
 	if bound := w.ErrorBound(); bound < d.Estimate {
 		d.Low = d.Estimate - bound

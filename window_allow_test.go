@@ -261,3 +261,29 @@ func TestAllowAndAddIfAbsent_Neighbours(t *testing.T) {
 		t.Errorf("after the refusal: other present %v, ban stored %d times; want false, 1", b1.ContainsString("other"), b1.EstimateString("ban"))
 	}
 }
+
+// TestCountMinWindow_AllowLateClock: a handle's period moves by a timer; a
+// loaded machine runs it late, and a request retried after RetryAfter
+// must still be allowed then (here the timer never runs).
+func TestCountMinWindow_AllowLateClock(t *testing.T) {
+	const period = 100 * time.Millisecond
+	w, err := OpenCountMinWindow(Memory(), CountMinWindowConfig{Window: Window{Period: period, Keep: 1}, CountMin: winCfg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	for _, countRefused := range []bool{false, true} {
+		key := []byte(fmt.Sprint("k", countRefused))
+		var d Decision
+		for i := 0; d.Allowed || d.Estimate == 0; i++ {
+			if d, err = w.Allow(key, 2, countRefused); err != nil {
+				t.Fatal(err)
+			}
+		}
+		w.ctl.clk.stop()
+		time.Sleep(d.RetryAfter + time.Millisecond)
+		if d2, err := w.Allow(key, 2, countRefused); err != nil || !d2.Allowed {
+			t.Errorf("countRefused %v: after RetryAfter %v with the timer stopped: %+v, %v, want allowed", countRefused, d.RetryAfter, d2, err)
+		}
+	}
+}

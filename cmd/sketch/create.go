@@ -15,10 +15,10 @@ import (
 
 // createKinds are the kinds create makes, with the sizing flags of each.
 var createKinds = map[string][]string{
-	string(sketch.KindCountMin):       {"error", "confidence", "rows", "width"},
+	string(sketch.KindCountMin):       {"error", "confidence", "rows", "width", "candidates", "candidate-key-bytes"},
 	string(sketch.KindBloom):          {"capacity", "fp-rate"},
 	string(sketch.KindCountingBloom):  {"capacity", "fp-rate"},
-	string(sketch.KindCountMinWindow): {"error", "confidence", "rows", "width", "period", "keep"},
+	string(sketch.KindCountMinWindow): {"error", "confidence", "rows", "width", "period", "keep", "candidates", "candidate-key-bytes"},
 	string(sketch.KindBloomWindow):    {"capacity", "fp-rate", "period", "keep"},
 	"arena":                           {"size"},
 }
@@ -37,7 +37,8 @@ exists. Size a Count-Min sketch (the default kind) by --error and
 --confidence (or --rows and --width); a Bloom filter or a counting Bloom
 filter by --capacity and --fp-rate; a Count-Min window by the Count-Min
 sizing and --keep K periods of --period D (0: periods turn only on
-sketch rotate); a Bloom window by --capacity and --fp-rate of each
+sketch rotate); either Count-Min kind keeps a table of the loudest keys
+with --candidates K (see sketch top); a Bloom window by --capacity and --fp-rate of each
 period's filter and --keep and --period; an arena by --size, the bytes
 of its file (K, M and G suffixes are KiB, MiB and GiB).
 
@@ -56,7 +57,7 @@ sketch create /dev/shm/banned.cbf --kind countingbloom --capacity 1000000 --fp-r
 sketch create /dev/shm/web.arena --kind arena --size 64M
 sketch create host2.cms --seed-from host1.cms
 sketch create /dev/shm/web.arena:seen --kind bloom --capacity 1000000 --fp-rate 0.001
-sketch create /dev/shm/web.arena:clients --kind countminwindow --period 1m --keep 5 --error 0.001
+sketch create /dev/shm/web.arena:clients --kind countminwindow --period 1m --keep 5 --error 0.001 --candidates 100
 sketch create /dev/shm/web.arena:recent --kind bloomwindow --period 10m --keep 6 --capacity 100000 --fp-rate 0.001
 (umask 077; od -An -tu8 -N8 /dev/urandom > seed)
 sketch create /dev/shm/a.cms --seed-file seed; sketch create /dev/shm/b.cms --seed-file seed`,
@@ -66,6 +67,8 @@ sketch create /dev/shm/a.cms --seed-file seed; sketch create /dev/shm/b.cms --se
 		conf := fs.Float64("confidence", 0, "countmin, countminwindow: confidence of the error bound, in (0, 1) (default 0.99)")
 		rows := fs.Int("rows", 0, "countmin, countminwindow: rows, instead of --error and --confidence")
 		width := fs.Int("width", 0, "countmin, countminwindow: counters a row (rounded up to a power of two), with --rows")
+		cands := fs.Int("candidates", 0, "countmin, countminwindow: keep a table of the `K` loudest keys beside the counters, for sketch top")
+		candBytes := fs.Int("candidate-key-bytes", 0, fmt.Sprintf("countmin, countminwindow: bytes of a key the table keeps (default %d; a longer key is kept as a prefix and its hash)", sketch.DefaultCandidateKeyBytes))
 		capacity := fs.Uint64("capacity", 0, "bloom, countingbloom, bloomwindow: keys it is sized to hold, a bloomwindow each period (required)")
 		fpRate := fs.Float64("fp-rate", 0, "bloom, countingbloom, bloomwindow: false-positive rate at capacity, in (0, 1) (default 0.01)")
 		period := fs.Duration("period", 0, "countminwindow, bloomwindow: length of a period, at least 1ms (default 0: turned by sketch rotate only)")
@@ -109,7 +112,7 @@ sketch create /dev/shm/a.cms --seed-file seed; sketch create /dev/shm/b.cms --se
 				return usageError("give --seed-file or --seed-from, not both")
 			}
 			flags := createFlags{
-				kind: *kind, cms: sketch.CountMinConfig{ErrorRate: *errRate, Confidence: *conf, Rows: *rows, Width: *width},
+				kind: *kind, cms: sketch.CountMinConfig{ErrorRate: *errRate, Confidence: *conf, Rows: *rows, Width: *width, Candidates: *cands, CandidateKeyBytes: *candBytes},
 				capacity: *capacity, fpRate: *fpRate, window: sketch.Window{Period: *period, Keep: *keep},
 			}
 			if err := flags.validate(); err != nil {

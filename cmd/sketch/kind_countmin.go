@@ -17,7 +17,11 @@ func newCountMin(c *sketch.CountMin) structure { return &countMin{c, counts{c, c
 func (s *countMin) kind() string { return string(sketch.KindCountMin) }
 
 func (s *countMin) describe() string {
-	return fmt.Sprintf("Count-Min sketch, %d x %d counters", s.Config().Rows, s.Config().Width)
+	cfg := s.Config()
+	if cfg.Candidates != 0 {
+		return fmt.Sprintf("Count-Min sketch, %d x %d counters, %d candidates", cfg.Rows, cfg.Width, cfg.Candidates)
+	}
+	return fmt.Sprintf("Count-Min sketch, %d x %d counters", cfg.Rows, cfg.Width)
 }
 
 // counter is what a Count-Min sketch and a Count-Min window count alike.
@@ -83,7 +87,7 @@ func (s *countMin) query(keys [][]byte) []answer {
 
 func (s *countMin) stats() ([][2]string, any) {
 	st := s.Stats()
-	return [][2]string{
+	rows := [][2]string{
 		{"kind", "Count-Min sketch"},
 		{"shape", fmt.Sprintf("%d x %d counters", st.Rows, st.Width)},
 		{"bytes", fmt.Sprint(st.Bytes)},
@@ -93,7 +97,11 @@ func (s *countMin) stats() ([][2]string, any) {
 		{"error rate", fmt.Sprintf("%.6g of the total", st.ErrorRate)},
 		{"confidence", percent(st.Confidence)},
 		{"frozen", yesNo(st.Frozen)},
-	}, st
+	}
+	if st.Candidates != nil {
+		rows = append(rows, candidateRow(st.Candidates))
+	}
+	return rows, st
 }
 
 func (s *countMin) summary() string {

@@ -17,15 +17,18 @@ type countMinWindow struct {
 
 // newCountMinWindow's answers carry the bar of the window's total.
 func newCountMinWindow(w *sketch.CountMinWindow) structure {
-	bound := func() uint64 { return w.Stats().ErrorBound }
-	return &countMinWindow{w, counts{w, bound}, window{"Count-Min window"}}
+	return &countMinWindow{w, counts{w, w.ErrorBound}, window{"Count-Min window"}}
 }
 
 func (s *countMinWindow) kind() string { return string(sketch.KindCountMinWindow) }
 
 func (s *countMinWindow) describe() string {
 	cfg := s.Config()
-	return fmt.Sprintf("Count-Min window, %s, %d x %d counters a period", windowText(cfg.Window), cfg.CountMin.Rows, cfg.CountMin.Width)
+	d := fmt.Sprintf("Count-Min window, %s, %d x %d counters a period", windowText(cfg.Window), cfg.CountMin.Rows, cfg.CountMin.Width)
+	if cfg.CountMin.Candidates != 0 {
+		d += fmt.Sprintf(", %d candidates", cfg.CountMin.Candidates)
+	}
+	return d
 }
 
 // query answers over the window, with the bar of the window's total.
@@ -53,13 +56,17 @@ func (s *countMinWindow) stats() ([][2]string, any) {
 	for i, sl := range st.Slots {
 		slots[i] = windowSlot{sl.State, sl.Period, fmt.Sprintf("total %d", sl.Total)}
 	}
+	figures := [][2]string{
+		{"total", fmt.Sprintf("%d (in the periods covered)", st.Total)},
+		{"error bound", fmt.Sprintf("%d (estimates are at most this high, with %s confidence)", st.ErrorBound, percent(conf))},
+		{"error rate", fmt.Sprintf("%.6g of the window's total", rate)},
+	}
+	if st.Candidates != nil {
+		figures = append(figures, candidateRow(st.Candidates))
+	}
 	return s.rows(ws,
 		[][2]string{{"shape", fmt.Sprintf("%d x %d counters a period, %d slots", st.Rows, st.Width, len(st.Slots))}},
-		[][2]string{
-			{"total", fmt.Sprintf("%d (in the periods covered)", st.Total)},
-			{"error bound", fmt.Sprintf("%d (estimates are at most this high, with %s confidence)", st.ErrorBound, percent(conf))},
-			{"error rate", fmt.Sprintf("%.6g of the window's total", rate)},
-		}, slots), st
+		figures, slots), st
 }
 
 func (s *countMinWindow) summary() string {

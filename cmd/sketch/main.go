@@ -41,7 +41,7 @@ var commands []*command
 func init() {
 	// Set here, not in the declaration: help looks commands up.
 	commands = []*command{
-		createCmd, addCmd, queryCmd, statsCmd, inspectCmd, checkCmd,
+		createCmd, addCmd, queryCmd, topCmd, statsCmd, inspectCmd, checkCmd,
 		watchCmd, freezeCmd, resetCmd, rotateCmd, mergeCmd, rmCmd, demoCmd, versionCmd, helpCmd,
 	}
 }
