@@ -181,6 +181,7 @@ func fuzzCountMin(c *CountMin) {
 	c.Stats()
 	c.Check()
 	c.Merge(c)
+	c.Top(0)
 }
 
 func fuzzBloom(t *testing.T, b *Bloom) {
@@ -217,6 +218,9 @@ func fuzzCountMinWindow(w *CountMinWindow) {
 	w.Stats()
 	w.Rotate()
 	w.Estimate([]byte("y"))
+	w.AddString("y")
+	w.Top(0)
+	w.Check()
 }
 
 func fuzzBloomWindow(w *BloomWindow) {
@@ -313,6 +317,15 @@ func fuzzValidFiles(t testing.TB) []fuzzValid {
 	c.Close()
 	out = append(out, fuzzValid{data: read("cms"), opener: 0})
 
+	// With a candidate table holding keys, one longer than its slot.
+	ct, err := OpenCountMin(Path(p("cmstop")), CountMinConfig{Rows: 2, Width: 64, Candidates: 8, CandidateKeyBytes: 8, Seed: 3})
+	must(err)
+	for _, k := range []string{"k", "k", "key-longer-than-8"} {
+		ct.AddString(k)
+	}
+	ct.Close()
+	out = append(out, fuzzValid{data: read("cmstop"), opener: 0})
+
 	b, err := OpenBloom(Path(p("bloom")), BloomConfig{Capacity: 100, Seed: 3})
 	must(err)
 	b.AddString("k")
@@ -333,7 +346,7 @@ func fuzzValidFiles(t testing.TB) []fuzzValid {
 	out = append(out, fuzzValid{data: read("cbf"), opener: 2})
 
 	for i, win := range []Window{{Keep: 2}, {Period: time.Hour, Keep: 3}} {
-		cw, err := OpenCountMinWindow(Path(p("cmw")), CountMinWindowConfig{Window: win, CountMin: CountMinConfig{Rows: 2, Width: 32, Seed: 3}})
+		cw, err := OpenCountMinWindow(Path(p("cmw")), CountMinWindowConfig{Window: win, CountMin: CountMinConfig{Rows: 2, Width: 32, Candidates: 8 * i, Seed: 3}})
 		must(err)
 		cw.AddString("k")
 		if i == 0 {
@@ -371,7 +384,7 @@ func fuzzValidFiles(t testing.TB) []fuzzValid {
 	must(err)
 	bl.AddString("k")
 	bl.Close()
-	aw, err := OpenCountMinWindow(a.Place("five"), CountMinWindowConfig{Window: Window{Keep: 2}, CountMin: CountMinConfig{Rows: 1, Width: 16}})
+	aw, err := OpenCountMinWindow(a.Place("five"), CountMinWindowConfig{Window: Window{Keep: 2}, CountMin: CountMinConfig{Rows: 1, Width: 16, Candidates: 8}})
 	must(err)
 	aw.AddString("k")
 	aw.Close()

@@ -109,7 +109,9 @@ func runDemo(procs, adds int, duration time.Duration, path string) error {
 		defer os.RemoveAll(dir)
 		path = filepath.Join(dir, "demo.arena")
 	}
-	cmsCfg := sketch.CountMinConfig{ErrorRate: 0.0005, Confidence: 0.99}
+	// The window keeps a table of its 20 loudest clients: the view lists
+	// them from it, with no list of addresses on the side.
+	cmsCfg := sketch.CountMinConfig{ErrorRate: 0.0005, Confidence: 0.99, Candidates: 20}
 	slot, err := cmsCfg.Bytes()
 	if err != nil {
 		return err
@@ -137,7 +139,7 @@ func runDemo(procs, adds int, duration time.Duration, path string) error {
 	defer ids.Close()
 	ws, bs := win.Stats(), ids.Stats()
 	fmt.Fprintf(stdout, "arena %s, backend %s:\n", path, sketch.Backend)
-	fmt.Fprintf(stdout, "  %s: Count-Min window, %s, %d x %d counters a period\n", demoWindow, windowText(demoWindowCfg), ws.Rows, ws.Width)
+	fmt.Fprintf(stdout, "  %s: Count-Min window, %s, %d x %d counters a period, a table of its %d loudest clients\n", demoWindow, windowText(demoWindowCfg), ws.Rows, ws.Width, cmsCfg.Candidates)
 	fmt.Fprintf(stdout, "  %s: Bloom filter of request ids, %d keys at %s, %d KiB\n", demoBloom, bs.Capacity, percent(bs.FPRate), bs.Bits/8/1024)
 	fmt.Fprintf(stdout, "%d worker processes serve up to %d requests each for up to %v, Zipf-skewed over %d client addresses\n\n", procs, adds, duration, universe)
 	stdout.Flush()
@@ -299,9 +301,12 @@ func (v *demoView) draw() {
 	fmt.Fprintf(&b, "t=%-5s %9s requests/s across all processes, %s in all\n", now.Sub(v.start).Round(100*time.Millisecond), rate(perSec), count(reqs))
 	fmt.Fprintf(&b, "  window: periods %d-%d of the demo, %s counted in them, error bound %s\n", ws.Oldest-min(ws.Oldest, v.first), ws.Current-v.first, count(ws.Total), count(ws.ErrorBound))
 	fmt.Fprintf(&b, "  request ids: %s seen before (all false positives), filter fill %s\n", count(bs.Seen), percent(bs.Fill))
-	for _, i := range v.loudest()[:5] {
-		e := v.est[i]
-		fmt.Fprintf(&b, "  %-12s estimate %-9d true count in [%d, %d]\n", v.keys[i], e, e-min(e, ws.ErrorBound), e)
+	top, err := v.win.Top(5)
+	if err != nil {
+		fmt.Fprintf(&b, "  loudest clients: %v\n", err)
+	}
+	for _, h := range top {
+		fmt.Fprintf(&b, "  %-12s estimate %-9d true count in [%d, %d]\n", h.Key, h.Estimate, h.Low, h.Estimate)
 	}
 	if v.live {
 		if v.drawnLines > 0 {
@@ -326,7 +331,7 @@ func (v *demoView) final(ex *demoExact, path string) error {
 		return err
 	}
 	ws, bs := v.win.Stats(), v.ids.Stats()
-	order := v.loudest()
+	v.loudest()
 	lower, upper, turn := ex.bounds(ws.Oldest, ws.Current)
 	var sumLow, sumUp uint64
 	low, within := 0, 0
@@ -341,7 +346,7 @@ func (v *demoView) final(ex *demoExact, path string) error {
 	}
 	reqs := ex.added + ex.seen
 	fmt.Fprintf(stdout, "\nall workers done in %v: %s requests/s across all processes\n", el.Round(100*time.Millisecond), rate(float64(reqs)/el.Seconds()))
-	fmt.Fprintf(stdout, "the window, frozen at period %d of the demo, covers periods %d-%d; its loudest clients beside the workers' exact counts in those periods (error bound %d):\n",
+	fmt.Fprintf(stdout, "the window, frozen at period %d of the demo, covers periods %d-%d; the loudest clients its table lists, beside the workers' exact counts in those periods and their exact ranks (error bound %d):\n",
 		ws.Current-v.first, ws.Oldest-min(ws.Oldest, v.first), ws.Current-v.first, ws.ErrorBound)
 	exact := func(i int) string {
 		if lower[i] == upper[i] {
@@ -349,10 +354,29 @@ func (v *demoView) final(ex *demoExact, path string) error {
 		}
 		return fmt.Sprintf("%d-%d", lower[i], upper[i])
 	}
-	for _, i := range order[:10] {
-		e := v.est[i]
-		fmt.Fprintf(stdout, "  %-12s estimate %-9d true count in [%d, %d]  exact %s\n", v.keys[i], e, e-min(e, ws.ErrorBound), e, exact(i))
+	// The exact ranks, by the adds surely in the window.
+	byExact := make([]int, universe)
+	for i := range byExact {
+		byExact[i] = i
 	}
+	sort.SliceStable(byExact, func(a, b int) bool { return lower[byExact[a]] > lower[byExact[b]] })
+	rank, index := make(map[string]int), make(map[string]int)
+	for r, i := range byExact {
+		rank[string(v.keys[i])], index[string(v.keys[i])] = r+1, i
+	}
+	top, err := v.win.Top(10)
+	if err != nil {
+		return err
+	}
+	named := 0
+	for _, h := range top {
+		i := index[h.Key]
+		if rank[h.Key] <= 10 {
+			named++
+		}
+		fmt.Fprintf(stdout, "  %-12s estimate %-9d true count in [%d, %d]  exact %-9s rank %d\n", h.Key, h.Estimate, h.Low, h.Estimate, exact(i), rank[h.Key])
+	}
+	fmt.Fprintf(stdout, "the table named %d of the workers' 10 loudest clients in its top 10\n", named)
 	exactTotal := fmt.Sprint(sumLow)
 	if sumLow != sumUp {
 		exactTotal = fmt.Sprintf("between %d and %d: %d adds were made as the period turned, and count in either", sumLow, sumUp, turn)
