@@ -24,7 +24,7 @@ func TestCandidates_CraftedParams(t *testing.T) {
 	path, valid := otMakeFile(t, craftedCandCfg)
 	p := otDirOff + entParams
 	for _, c := range []struct {
-		name string
+		name  string
 		k, kb uint64
 	}{
 		{"no table, its bytes left", 0, 64},
