@@ -9,7 +9,7 @@
 // Muthukrishnan, "An Improved Data Stream Summary: The Count-Min Sketch and
 // its Applications", 2005).
 //
-//	cms, err := sketch.OpenCountMin("/dev/shm/requests.cms", sketch.CountMinConfig{ErrorRate: 0.001})
+//	cms, err := sketch.OpenCountMin(sketch.Path("/dev/shm/requests.cms"), sketch.CountMinConfig{ErrorRate: 0.001})
 //	if err != nil { ... }
 //	defer cms.Close()
 //	if seen, _ := cms.AddString(clientIP); seen > limit { ... }
@@ -35,6 +35,18 @@
 // ahead of its turn, and a clearer that dies is taken over. This is the
 // shared rate limiter. A [BloomWindow] does the same for a Bloom filter:
 // "seen in the last Keep periods".
+//
+// A Count-Min sketch or window created with [CountMinConfig].Candidates
+// also answers "who is loud": it keeps a table of its K loudest keys
+// beside the counters, and [CountMin.Top] lists them with their estimates
+// read from the counters now (never low) and their low ends. Adds feed the
+// table without a lock: an add whose estimate passes the table's floor
+// word looks for its key in two buckets of 8 ways, and only a key taken
+// in takes the file's write lock (well under 1% of the adds of a skewed
+// stream). A process killed while it writes a way leaves the way empty.
+// This is the candidate set beside the sketch that Count-Min's authors
+// describe for heavy hitters: the sketch supplies the counts, the table
+// the names.
 //
 // Where a structure lives is one value, a [Place]: a file ([Path]), a new
 // memfd for child processes ([Memfd]), a descriptor this process inherited

@@ -4,9 +4,11 @@
 //	sketch create FILE[:NAME] [--kind countmin|bloom|countingbloom|countminwindow|bloomwindow|arena] [SIZING] [--mode 0600] [--seed-file FILE|- | --seed-from OTHER]
 //	    SIZING: --error E --confidence C | --rows R --width W (countmin, countminwindow);
 //	    --capacity N --fp-rate P (bloom, countingbloom, bloomwindow: each period's);
-//	    --period D --keep K (countminwindow, bloomwindow); --size N (arena)
+//	    --period D --keep K (countminwindow, bloomwindow); --size N (arena);
+//	    --candidates K [--candidate-key-bytes B] (countmin, countminwindow: a table of the K loudest keys)
 //	sketch add FILE[:NAME] [KEY...]        count keys; none or "-": one a line from standard input (--weighted: KEY<TAB>N)
 //	sketch query FILE[:NAME] [KEY...]      estimates with error bars, presence, counts; --top N of candidates from standard input
+//	sketch top FILE[:NAME]                 the loudest keys of a candidate table (-n N, --json)
 //	sketch stats FILE[:NAME]               everything Stats reports; an arena's, a row a structure
 //	sketch inspect FILE                    header, directory, lock state (--show-seed for the secret seed)
 //	sketch check FILE                      verify: exit 0 sound, 1 corrupt or unreadable, 3 an operation cut short
@@ -36,7 +38,7 @@
 // reaches the terminal raw; --json gives names as they are, JSON-escaped.
 // create refuses a new name that does not print.
 //
-// Commands that only read (query, stats, inspect, check, watch, and the
+// Commands that only read (query, top, stats, inspect, check, watch, and the
 // sources of merge) open the file read-only: they work on a file the user
 // may only read, while its writers go on.
 //

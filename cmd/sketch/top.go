@@ -97,5 +97,5 @@ func printable(s string) bool {
 
 // candidateRow is the stats row of a candidate table.
 func candidateRow(c *sketch.CandidateStats) [2]string {
-	return [2]string{"candidates", fmt.Sprintf("%d held of %d (%d ways, %d key bytes), floor %d, %d admissions", c.Held, c.Capacity, c.Ways, c.KeyBytes, c.Floor, c.Admissions)}
+	return [2]string{"candidates", fmt.Sprintf("%d listed at most; %d of %d ways hold a key (%d key bytes), floor %d, %d admissions", c.Capacity, c.Held, c.Ways, c.KeyBytes, c.Floor, c.Admissions)}
 }
