@@ -19,7 +19,7 @@ import (
 // nothing to repair.
 
 // candidatesProcessConfig is the sketch the children share.
-var candidatesProcessConfig = CountMinConfig{Rows: 4, Width: 1 << 14, Candidates: 40}
+var candidatesProcessConfig = CountMinConfig{Rows: 4, Width: 1 << 16, Candidates: 40} // 2 MiB: past L2, so the cgo build batches in C
 
 // childTopAdd adds its share (every 4th key from its index on) of the
 // Zipf stream that envOps names, half of it one key at a time and half in

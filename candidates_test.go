@@ -477,3 +477,31 @@ func TestCandidates_ReadOnly(t *testing.T) {
 		t.Errorf("read-only add: %v", err)
 	}
 }
+
+// TestCandidates_Arena: a sketch with a table in an arena, fed through
+// two handles, lists through a third.
+func TestCandidates_Arena(t *testing.T) {
+	a := mustIn(t, OpenArena, Memory(), 4<<20)
+	cfg := CountMinConfig{Rows: 4, Width: 1 << 12, Candidates: 8}
+	c1 := mustIn(t, OpenCountMin, a.Place("clients"), cfg)
+	c2 := mustIn(t, OpenCountMin, a.Place("clients"), CountMinConfig{})
+	for range 40 {
+		c1.AddString("one")
+		c2.AddString("two")
+	}
+	c2.AddString("two")
+	c3 := mustIn(t, OpenCountMin, a.Place("clients"), CountMinConfig{Candidates: 8, CandidateKeyBytes: DefaultCandidateKeyBytes})
+	hs, err := c3.Top(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(topKeys(hs), []string{"two", "one"}) || hs[0].Estimate != 41 {
+		t.Errorf("Top in an arena = %+v", hs)
+	}
+	if _, err := OpenCountMin(a.Place("clients"), CountMinConfig{Candidates: 9}); !errors.Is(err, ErrIncompatible) {
+		t.Errorf("another K in an arena: %v, want ErrIncompatible", err)
+	}
+	if e := a.List()[0]; e.Config.(CountMinConfig).Candidates != 8 {
+		t.Errorf("List's config = %+v", e.Config)
+	}
+}

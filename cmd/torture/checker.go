@@ -148,6 +148,19 @@ func (c *checker) pass() {
 		c.res.CheckOther++
 		c.problem(fmt.Sprintf("Count-Min Check: %v", err))
 	}
+	// The candidate table lists only keys whole, at estimates that are
+	// their own: asked again afterwards, never lower.
+	if hs, err := c.s.cms.Top(0); err != nil {
+		c.res.CheckOther++
+		c.problem(fmt.Sprintf("Count-Min Top: %v", err))
+	} else {
+		for _, h := range hs {
+			if est := c.s.cms.EstimateString(h.Key); h.Length == len(h.Key) && est < h.Estimate {
+				c.res.CheckOther++
+				c.problem(fmt.Sprintf("Count-Min Top listed %q (length %d) at %d, its estimate is %d", h.Key, h.Length, h.Estimate, est))
+			}
+		}
+	}
 	for _, name := range stormFileNames() {
 		if _, err := sketch.Inspect(stormPath(c.dir, name)); err != nil {
 			c.res.InspectErrs++

@@ -15,7 +15,7 @@ import (
 // killed like the others.
 var (
 	stormWindow         = sketch.Window{Period: 0, Keep: 4}
-	stormCountMinWindow = sketch.CountMinConfig{Rows: 4, Width: 1 << 16}
+	stormCountMinWindow = sketch.CountMinConfig{Rows: 4, Width: 1 << 16, Candidates: 32}
 	stormBloomWindow    = sketch.BloomConfig{Capacity: 1 << 20, FPRate: 0.001}
 )
 
