@@ -138,7 +138,7 @@ func TestArena(t *testing.T) {
 
 	// stats FILE: the arena's table, then one row a structure.
 	out := sk(t, "stats", path).ok(t, "stats of an arena")
-	for _, want := range []string{"structures  4 of ", "frozen      no\n", "NAME     KIND", "clients  countmin        ", "total 200000, error bound ", "seen     bloom", "banned   countingbloom", "recent   countminwindow", "periods 0-0: total 6"} {
+	for _, want := range []string{"structures  4 of ", "frozen      no\n", "NAME     KIND", "clients  countmin        ", "total 200000, error bound ", "seen     bloom", "banned   countingbloom", "recent   countminwindow", "periods 0-0 (turned by rotate, no clock times): total 6"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("stats of an arena: no %q in\n%s", want, out)
 		}

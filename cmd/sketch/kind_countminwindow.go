@@ -42,7 +42,7 @@ func (s *countMinWindow) query(keys [][]byte) []answer {
 
 func (s *countMinWindow) state() (sketch.CountMinWindowStats, windowState) {
 	st := s.Stats()
-	return st, windowState{sketch.Window{Period: st.Period, Keep: st.Keep}, st.Oldest, st.Current, st.Start, st.Rotations, st.Bytes, st.Frozen}
+	return st, windowState{sketch.Window{Period: st.Period, Keep: st.Keep}, st.Oldest, st.Current, st.Rotations, st.Bytes, st.Frozen}
 }
 
 func (s *countMinWindow) stats() ([][2]string, any) {
