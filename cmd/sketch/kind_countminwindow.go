@@ -69,5 +69,5 @@ func (s *countMinWindow) summary() string {
 
 func (s *countMinWindow) sample() sample {
 	st := s.Stats()
-	return sample{Total: st.Total, ErrorBound: &st.ErrorBound, Current: &st.Current, Oldest: &st.Oldest, Frozen: st.Frozen, what: "window adds"}
+	return windowSample(sample{Total: st.Total, ErrorBound: &st.ErrorBound, Frozen: st.Frozen, what: "window adds"}, st.Oldest, st.Current, periodClock{st.Period, st.Rotations})
 }

@@ -101,3 +101,14 @@ func (st windowState) summary(figures string) string {
 	}
 	return fmt.Sprintf("periods %d-%d (%s): %s", st.oldest, st.current, when, figures)
 }
+
+// windowSample is a window's sample: s with the periods it covers and
+// when the current one started.
+func windowSample(s sample, oldest, current uint64, clock periodClock) sample {
+	s.Oldest, s.Current, s.clock = &oldest, &current, clock
+	if t, ok := clock.start(current); ok {
+		t = t.UTC()
+		s.Start = &t
+	}
+	return s
+}
