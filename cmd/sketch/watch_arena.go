@@ -161,7 +161,7 @@ func figures(s sample) []string {
 		out = append(out, "fill "+percent(*s.Fill))
 	}
 	if s.Count != nil {
-		out = append(out, "about "+estimated(*s.Count)+" items")
+		out = append(out, "items about "+estimated(*s.Count))
 	}
 	if s.Frozen {
 		out = append(out, "frozen")

@@ -158,8 +158,8 @@ func TestWatch_ArenaText(t *testing.T) {
 			"lock: free, 0 read locks, 0 handles",
 			`^NAME +KIND +PER SECOND +TOTAL +STATE$`,
 			`^clients +countmin +0 +1,234 +error bound \d+, frozen$`,
-			`^seen +bloom +0 +0 +fill 0%, about 0 items, frozen$`,
-			`^banned +countingbloom +0 +0 +fill 0%, about 0 items, frozen$`,
+			`^seen +bloom +0 +0 +fill 0%, items about 0, frozen$`,
+			`^banned +countingbloom +0 +0 +fill 0%, items about 0, frozen$`,
 			`^recent +countminwindow +0 +0 +periods 0-0 \(turned by rotate, no clock times\), error bound 0, frozen$`,
 		} {
 			if !regexp.MustCompile(want).MatchString(lines[i+1]) {
