@@ -195,7 +195,7 @@ func TestBloomWindow_Arena(t *testing.T) {
 		}
 	}
 	out := sk(t, "stats", path).ok(t, "stats of the arena")
-	for _, want := range []string{"recent  bloomwindow", "periods 0-2: 500 adds"} {
+	for _, want := range []string{"recent  bloomwindow", "periods 0-2 (turned by rotate, no clock times): 500 adds"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("stats of an arena: no %q in\n%s", want, out)
 		}

@@ -12,7 +12,7 @@
 //	sketch stats FILE[:NAME]               everything Stats reports; an arena's, a row a structure
 //	sketch inspect FILE                    header, directory, lock state (--show-seed for the secret seed)
 //	sketch check FILE                      verify: exit 0 sound, 1 corrupt or unreadable, 3 an operation cut short
-//	sketch watch FILE[:NAME]               a live view until interrupted
+//	sketch watch FILE[:NAME]               a live view until interrupted; an arena's FILE: a line a structure
 //	sketch freeze FILE[:NAME]              seal for good (an arena whole)
 //	sketch reset FILE[:NAME]               forget everything
 //	sketch rotate FILE[:NAME]              turn a window's period now
@@ -37,6 +37,12 @@
 // "._-/", and quoted in Go syntax otherwise, so that no byte of a name
 // reaches the terminal raw; --json gives names as they are, JSON-escaped.
 // create refuses a new name that does not print.
+//
+// Where a window's periods are printed (stats, watch), the current
+// period shows when it started on the local clock, "since 14:03:20": period
+// q of a window of Period P started q×P after the Unix epoch, while only
+// the clock turns it. A window turned by rotate, or rotated even once, has
+// no clock times, and says so.
 //
 // Commands that only read (query, top, stats, inspect, check, watch, and the
 // sources of merge) open the file read-only: they work on a file the user
@@ -118,9 +124,15 @@
 //     what the kind has of "error_bound" (Count-Min sketch and window),
 //     "fill" and "count" (Bloom and counting Bloom filters; a Bloom
 //     window's current period), "current" and "oldest" (a window's
-//     periods). "total" is everything counted (Count-Min), the adds
-//     (Bloom), the write operations (counting Bloom), or what the periods
-//     a window covers counted (a Bloom window's adds).
+//     periods), "start" (when the current period started, while only the
+//     clock has turned the window). "total" is everything counted
+//     (Count-Min), the adds (Bloom), the write operations (counting
+//     Bloom), or what the periods a window covers counted (a Bloom
+//     window's adds). An arena's FILE: {"time", "file", "arena" (its
+//     ArenaStats), "lock", "structures": [{"name", "kind", "per_second",
+//     ...}]}, a structure's fields as above, "per_second" absent the
+//     first time a structure shows, and "error" in place of them for one
+//     that does not open.
 //   - version: {"version", "backend", "go", "format_version"}.
 //
 // Kinds are named "countmin", "bloom", "countingbloom", "countminwindow"

@@ -47,7 +47,7 @@ func currentSlot(st sketch.BloomWindowStats) *sketch.BloomWindowSlotStats {
 
 func (s *bloomWindow) state() (sketch.BloomWindowStats, windowState) {
 	st := s.Stats()
-	return st, windowState{sketch.Window{Period: st.Period, Keep: st.Keep}, st.Oldest, st.Current, st.Start, st.Rotations, st.Bytes, st.Frozen}
+	return st, windowState{sketch.Window{Period: st.Period, Keep: st.Keep}, st.Oldest, st.Current, st.Rotations, st.Bytes, st.Frozen}
 }
 
 func (s *bloomWindow) stats() ([][2]string, any) {
@@ -85,5 +85,5 @@ func (s *bloomWindow) sample() sample {
 	if cur := currentSlot(st); cur != nil {
 		fill, count = cur.Fill, cur.Estimated
 	}
-	return sample{Total: added + seen, Fill: &fill, Count: &count, Current: &st.Current, Oldest: &st.Oldest, Frozen: st.Frozen, what: "window adds"}
+	return windowSample(sample{Total: added + seen, Fill: &fill, Count: &count, Frozen: st.Frozen, what: "window adds"}, st.Oldest, st.Current, periodClock{st.Period, st.Rotations})
 }

@@ -45,7 +45,7 @@ func (s *countMinWindow) query(keys [][]byte) []answer {
 
 func (s *countMinWindow) state() (sketch.CountMinWindowStats, windowState) {
 	st := s.Stats()
-	return st, windowState{sketch.Window{Period: st.Period, Keep: st.Keep}, st.Oldest, st.Current, st.Start, st.Rotations, st.Bytes, st.Frozen}
+	return st, windowState{sketch.Window{Period: st.Period, Keep: st.Keep}, st.Oldest, st.Current, st.Rotations, st.Bytes, st.Frozen}
 }
 
 func (s *countMinWindow) stats() ([][2]string, any) {
@@ -76,5 +76,5 @@ func (s *countMinWindow) summary() string {
 
 func (s *countMinWindow) sample() sample {
 	st := s.Stats()
-	return sample{Total: st.Total, ErrorBound: &st.ErrorBound, Current: &st.Current, Oldest: &st.Oldest, Frozen: st.Frozen, what: "window adds"}
+	return windowSample(sample{Total: st.Total, ErrorBound: &st.ErrorBound, Frozen: st.Frozen, what: "window adds"}, st.Oldest, st.Current, periodClock{st.Period, st.Rotations})
 }

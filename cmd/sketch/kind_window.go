@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"time"
 
 	"github.com/shmsketch/sketch"
 )
@@ -33,7 +32,6 @@ func windowText(w sketch.Window) string {
 type windowState struct {
 	window          sketch.Window
 	oldest, current uint64
-	start           time.Time // zero unless the clock turned the current period
 	rotations       uint64
 	bytes           uint64
 	frozen          bool
@@ -48,7 +46,7 @@ type windowSlot struct {
 }
 
 // rows are a window's stats rows: its kind, its window, the kind's shape
-// rows, its bytes, the periods it covers, when the current one started,
+// rows, its bytes, the periods it covers and when the current one started,
 // its rotations, the kind's figures, whether it is frozen, and a row a
 // slot.
 func (w window) rows(st windowState, shape, figures [][2]string, slots []windowSlot) [][2]string {
@@ -58,15 +56,20 @@ func (w window) rows(st windowState, shape, figures [][2]string, slots []windowS
 	}, shape...)
 	rows = append(rows,
 		[2]string{"bytes", fmt.Sprint(st.bytes)},
-		[2]string{"periods", fmt.Sprintf("%d to %d (current %d)", st.oldest, st.current, st.current)},
+		[2]string{"periods", st.periodsText()},
+		[2]string{"rotations", fmt.Sprint(st.rotations)},
 	)
-	if !st.start.IsZero() {
-		rows = append(rows, [2]string{"current since", st.start.UTC().Format(time.RFC3339Nano)})
-	}
-	rows = append(rows, [2]string{"rotations", fmt.Sprint(st.rotations)})
 	rows = append(append(rows, figures...), [2]string{"frozen", yesNo(st.frozen)})
+	clock := st.clock()
 	for i, sl := range slots {
-		what := fmt.Sprintf("%-8s period %d, %s", sl.state, sl.period, sl.figures)
+		when := clock.from(sl.period)
+		if since, ok := clock.since(sl.period); ok && sl.state == "current" {
+			when = since
+		}
+		if when != "" {
+			when = " (" + when + ")"
+		}
+		what := fmt.Sprintf("%-8s period %d%s, %s", sl.state, sl.period, when, sl.figures)
 		if sl.state == "empty" {
 			what = "empty"
 		}
@@ -75,8 +78,37 @@ func (w window) rows(st windowState, shape, figures [][2]string, slots []windowS
 	return rows
 }
 
-// summary is a window's row in an arena's stats: the periods it covers,
-// then the kind's figures.
+// clock gives the window's periods their wall-clock times.
+func (st windowState) clock() periodClock {
+	return periodClock{period: st.window.Period, rotations: st.rotations}
+}
+
+// periodsText is the periods row: "29458211 to 29458213 (current
+// 29458213 since 14:03:20)", or why the periods have no clock times.
+func (st windowState) periodsText() string {
+	if since, ok := st.clock().since(st.current); ok {
+		return fmt.Sprintf("%d to %d (current %d %s)", st.oldest, st.current, st.current, since)
+	}
+	return fmt.Sprintf("%d to %d (current %d); %s", st.oldest, st.current, st.current, st.clock().noClock())
+}
+
+// summary is a window's row in an arena's stats: the periods it covers
+// and when the current one started, then the kind's figures.
 func (st windowState) summary(figures string) string {
-	return fmt.Sprintf("periods %d-%d: %s", st.oldest, st.current, figures)
+	when := st.clock().noClock()
+	if since, ok := st.clock().since(st.current); ok {
+		when = "current " + since
+	}
+	return fmt.Sprintf("periods %d-%d (%s): %s", st.oldest, st.current, when, figures)
+}
+
+// windowSample is a window's sample: s with the periods it covers and
+// when the current one started.
+func windowSample(s sample, oldest, current uint64, clock periodClock) sample {
+	s.Oldest, s.Current, s.clock = &oldest, &current, clock
+	if t, ok := clock.start(current); ok {
+		t = t.UTC()
+		s.Start = &t
+	}
+	return s
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/shmsketch/sketch"
 )
@@ -142,8 +143,12 @@ type sample struct {
 	// Current.
 	Current *uint64 `json:"current,omitempty"`
 	Oldest  *uint64 `json:"oldest,omitempty"`
-	Frozen  bool    `json:"frozen"`
-	what    string  // what Total counts, for the text view
+	// Start is when the current period started, when the clock alone has
+	// turned the window (periodClock).
+	Start  *time.Time  `json:"start,omitempty"`
+	Frozen bool        `json:"frozen"`
+	what   string      // what Total counts, for the text view
+	clock  periodClock // a window's, for the text view's times
 }
 
 // place is where a structure is opened or made (the library's Place),
