@@ -336,3 +336,25 @@ func TestSamplesOf(t *testing.T) {
 		}
 	}
 }
+
+// TestArenaCollector_TwoArenas: two arenas share a registry, each
+// registered with a label of its own, as the docs say.
+func TestArenaCollector_TwoArenas(t *testing.T) {
+	reg := prometheus.NewPedanticRegistry()
+	for _, name := range []string{"edge", "core"} {
+		a, _ := newArena(t)
+		fillArena(t, a)
+		m := a.Metrics()
+		defer m.Close()
+		if err := prometheus.WrapRegistererWith(prometheus.Labels{"arena": name}, reg).Register(NewArenaCollector(m)); err != nil {
+			t.Fatalf("Register arena %s: %v", name, err)
+		}
+	}
+	fams := parse(t, scrape(t, reg))
+	if n := len(fams["sketch_adds_total"].GetMetric()); n != 4 {
+		t.Errorf("sketch_adds_total has %d series, want 2 structures in each of 2 arenas", n)
+	}
+	if n := len(fams["sketch_arena_structures"].GetMetric()); n != 2 {
+		t.Errorf("sketch_arena_structures has %d series, want one an arena", n)
+	}
+}
