@@ -330,6 +330,21 @@ func TestSamplesOf(t *testing.T) {
 			t.Errorf("samplesOf(%T) = %q, %d samples, %v; want %q", tc.stats, kind, len(samples), ok, tc.kind)
 		}
 	}
+	// A Bloom window's current period before its first add has no slot:
+	// its fill is 0, not missing.
+	_, samples, _ := samplesOf(sketch.BloomWindowStats{Current: 3, Slots: []sketch.BloomWindowSlotStats{{State: "window", Period: 2, Fill: 0.25}}})
+	found := false
+	for _, x := range samples {
+		if x.f == fFill {
+			found = true
+			if x.v != 0 {
+				t.Errorf("fill of an unclaimed current period = %v, want 0", x.v)
+			}
+		}
+	}
+	if !found {
+		t.Error("no fill for a Bloom window whose current period has no slot yet")
+	}
 	for _, v := range []any{nil, sketch.ArenaStats{}, "countmin"} {
 		if _, _, ok := samplesOf(v); ok {
 			t.Errorf("samplesOf(%#v) is ok", v)

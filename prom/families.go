@@ -118,12 +118,15 @@ func samplesOf(stats any) (sketch.Kind, []sample, bool) {
 			sample{fCurrent, float64(s.Current)},
 			sample{fOldest, float64(s.Oldest)},
 			sample{fRotations, float64(s.Rotations)})
+		// No slot holds the current period before its first add: it is
+		// empty then.
+		fill, items := 0.0, 0.0
 		for _, slot := range s.Slots {
 			if slot.State == "current" && slot.Period == s.Current {
-				out = append(out, sample{fFill, slot.Fill}, sample{fItems, slot.Estimated})
+				fill, items = slot.Fill, slot.Estimated
 			}
 		}
-		return sketch.KindBloomWindow, out, true
+		return sketch.KindBloomWindow, append(out, sample{fFill, fill}, sample{fItems, items}), true
 	}
 	return "", nil, false
 }
