@@ -228,7 +228,7 @@ func (m *ArenaMetrics) entryStats(name string) (ArenaEntryStats, bool) {
 
 // Close releases the structures the metrics opened. Scrapes after it still
 // report the arena's stats and list its structures, each with an Error
-// that wraps ErrClosed. It is safe to call twice.
+// saying so (ErrClosed's message). It is safe to call twice.
 func (m *ArenaMetrics) Close() error {
 	m.mu.Lock()
 	defer m.mu.Unlock()

@@ -371,3 +371,24 @@ func scrapeOf(t *testing.T, m *ArenaMetrics) metricsScrape {
 }
 
 func typeName(v any) string { return fmt.Sprintf("%T", v) }
+
+// TestArenaMetrics_ZeroArena: the metrics of an arena that was never
+// opened report it closed, and nothing panics.
+func TestArenaMetrics_ZeroArena(t *testing.T) {
+	var a Arena
+	m := a.Metrics()
+	mustNotPanic(t, "scraping a zero Arena", func() {
+		s := scrapeOf(t, m)
+		if !s.Arena.Closed || len(s.Structures) != 0 || s.Lock != nil {
+			t.Errorf("zero arena: closed %v, %d structures, lock %v; want closed, none, no lock", s.Arena.Closed, len(s.Structures), s.Lock)
+		}
+		rec := httptest.NewRecorder()
+		m.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/?name=x", nil))
+		if rec.Code != http.StatusNotFound {
+			t.Errorf("?name=x on a zero arena: %d, want 404", rec.Code)
+		}
+		if err := m.Close(); err != nil {
+			t.Errorf("Close: %v", err)
+		}
+	})
+}
