@@ -392,3 +392,26 @@ func TestArenaMetrics_ZeroArena(t *testing.T) {
 		}
 	})
 }
+
+// BenchmarkArenaMetrics_Stats is one scrape of the README's gateway arena:
+// a Count-Min window of 6 periods of 5 x 32768 counters, a Bloom filter of
+// 10M keys at 0.1% and a counting Bloom filter of 100k keys, every byte
+// walked.
+func BenchmarkArenaMetrics_Stats(b *testing.B) {
+	a, err := OpenArena(Memory(), 64<<20)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer a.Close()
+	mustIn(b, OpenCountMinWindow, a.Place("requests-per-client"), CountMinWindowConfig{Window: Window{Keep: 6}, CountMin: CountMinConfig{ErrorRate: 0.0001}})
+	mustIn(b, OpenBloom, a.Place("request-ids"), BloomConfig{Capacity: 10_000_000, FPRate: 0.001})
+	mustIn(b, OpenCountingBloom, a.Place("banned-keys"), CountingBloomConfig{Capacity: 100_000})
+	m := a.Metrics()
+	defer m.Close()
+	st := m.Stats()
+	b.SetBytes(int64(st.Arena.Used))
+	b.ResetTimer()
+	for b.Loop() {
+		m.Stats()
+	}
+}
