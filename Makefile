@@ -135,7 +135,7 @@ bench-module: deps
 prom-module: deps
 	@out=$$(cd prom && gofmt -l .); \
 	if [ -n "$$out" ]; then echo "gofmt would change (prom/):"; echo "$$out"; exit 1; fi
-	@command -v promtool >/dev/null || $(call skip,promtool check metrics of the prom/ collector's scrape,promtool not found; install prometheus or run make test as root on Debian)
+	@if ! command -v promtool >/dev/null; then $(call skip,promtool check metrics of the prom/ collector's scrape,promtool not found; install prometheus or run make test as root on Debian); fi
 	cd prom && CGO_ENABLED=0 $(GO) vet ./... && CGO_ENABLED=0 $(GO) test -count=1 ./...
 	$(if $(HAVE_CC),cd prom && CGO_ENABLED=1 $(GO) vet ./... && CGO_ENABLED=1 $(GO) test -race -count=1 ./...,@$(call skip,the prom/ module with cgo,$(NO_CC)))
 
