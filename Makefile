@@ -1,15 +1,17 @@
 # make test   vet, gofmt, the suite with cgo (-race) and without, the pure-Go
 #             build cross-compiled for arm64, s390x (big-endian) and 32-bit
 #             arm and run under qemu-user, other systems' and 386 builds,
-#             every benchmark once, a one-minute torture run (make
+#             every benchmark once, the bench/ and prom/ modules (prom/'s
+#             scrape checked by promtool), a one-minute torture run (make
 #             torture-short). It first installs what is missing beside
 #             Go (make deps); what still cannot run is skipped, one line each
 #             saying why and how to get it: without a C compiler the cgo
 #             parts, without qemu-user the runs under it. Under CI=true a
 #             skip fails instead: CI runs everything
-# make deps   install gcc, libc6-dev, make and qemu-user-static when missing,
-#             as root with apt-get (.ci/install-deps; otherwise it says what
-#             it could not install, and passes)
+# make deps   install gcc, libc6-dev, make, qemu-user-static and prometheus
+#             (for promtool) when missing, as root with apt-get
+#             (.ci/install-deps; otherwise it says what it could not
+#             install, and passes)
 # make bench  the benchmarks, both cores beside a sync.Mutex+map baseline
 # make demo   several processes counting one stream into one shared arena (a
 #             Count-Min window and a Bloom filter); needs only Go (without a
@@ -52,9 +54,9 @@ NO_QEMU  = not found; install qemu-user-static, or run make test as root on Debi
 # not run, why and how to get it; under CI=true it fails as well.
 skip = echo "skipped: $(1) ($(2))$(if $(filter true,$(CI)),; CI=true runs everything: failing)"$(if $(filter true,$(CI)), && exit 1)
 
-.PHONY: test deps vet fmt test-cgo test-purego check-prefetch test-cross test-other-os bench-smoke bench-module torture-short torture torture-build bench bench-report report-deps demo clean
+.PHONY: test deps vet fmt test-cgo test-purego check-prefetch test-cross test-other-os bench-smoke bench-module prom-module torture-short torture torture-build bench bench-report report-deps demo clean
 
-test: deps vet fmt test-cgo test-purego check-prefetch test-cross test-other-os bench-smoke bench-module torture-short
+test: deps vet fmt test-cgo test-purego check-prefetch test-cross test-other-os bench-smoke bench-module prom-module torture-short
 
 deps:
 	@.ci/install-deps
@@ -65,7 +67,7 @@ vet: deps
 	CGO_ENABLED=1 $(GO) vet -tags purego $(PKG)
 
 fmt:
-	@out=$$(gofmt -l . | grep -v '^bench/' || true); \
+	@out=$$(gofmt -l . | grep -v -e '^bench/' -e '^prom/' || true); \
 	if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 
 test-cgo: deps
@@ -125,6 +127,17 @@ bench-module: deps
 	if [ -n "$$out" ]; then echo "gofmt would change (bench/):"; echo "$$out"; exit 1; fi
 	cd bench && CGO_ENABLED=0 $(GO) vet ./... && CGO_ENABLED=0 $(GO) test -bench=. -benchtime=1x -count=1 ./...
 	$(if $(HAVE_CC),cd bench && CGO_ENABLED=1 $(GO) vet ./... && CGO_ENABLED=1 $(GO) test -bench=. -benchtime=1x -count=1 ./...,@$(call skip,the bench/ module with cgo,$(NO_CC)))
+
+# The Prometheus collector lives in its own module (prom/), so that the
+# library's go.mod keeps its three dependencies: gofmt, vet and its tests
+# without cgo and with it (-race). Its test runs promtool check metrics on
+# a scrape; without promtool that check is skipped.
+prom-module: deps
+	@out=$$(cd prom && gofmt -l .); \
+	if [ -n "$$out" ]; then echo "gofmt would change (prom/):"; echo "$$out"; exit 1; fi
+	@if ! command -v promtool >/dev/null; then $(call skip,promtool check metrics of the prom/ collector's scrape,promtool not found; install prometheus or run make test as root on Debian); fi
+	cd prom && CGO_ENABLED=0 $(GO) vet ./... && CGO_ENABLED=0 $(GO) test -count=1 ./...
+	$(if $(HAVE_CC),cd prom && CGO_ENABLED=1 $(GO) vet ./... && CGO_ENABLED=1 $(GO) test -race -count=1 ./...,@$(call skip,the prom/ module with cgo,$(NO_CC)))
 
 bench:
 	CGO_ENABLED=1 $(GO) test -run='^$$' -bench='$(BENCH)' -count=$(COUNT) -benchtime=300ms . | tee $(TMP).bench.txt

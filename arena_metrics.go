@@ -1,0 +1,249 @@
+package sketch
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"sync"
+)
+
+// ArenaMetrics publishes the Stats of every structure in an arena, and the
+// arena's own, for monitoring: it is an expvar.Var (String returns JSON)
+// and an http.Handler (it serves the same JSON), and its Stats method
+// gives the same values typed, for exporters such as the prom module's
+// collector. Make one with Arena.Metrics.
+//
+// It opens each structure once, with the kind's zero config (which
+// attaches to what is stored), and keeps it open across scrapes: opening
+// costs a mapping and, on a read-write arena, a lock token. Structures
+// that other processes create later are opened at the scrape that first
+// lists them. A read-only arena (a monitor that may only read the file)
+// opens its structures read-only, and nothing it does writes to the file.
+// Every scrape walks each structure as its Stats does (the whole grid or
+// bit array), so scrape an arena of large structures every few seconds at
+// most. Scrapes run one at a time; an ArenaMetrics is safe for concurrent
+// use.
+type ArenaMetrics struct {
+	a      *Arena
+	mu     sync.Mutex
+	opened map[string]metered // by name; an arena never deletes an entry
+	closed bool
+}
+
+// ArenaMetricsStats is one scrape of an arena: its stats, its lock and
+// every structure's.
+type ArenaMetricsStats struct {
+	// Path is the arena's path, or "" for a memfd or memory arena.
+	Path  string     `json:"path"`
+	Arena ArenaStats `json:"arena"`
+	// Lock is the state of the file's lock, as Inspect reads it (only
+	// counting Bloom filters and creates take it); nil when it could not
+	// be read, as after Close.
+	Lock       *LockInfo         `json:"lock,omitempty"`
+	Structures []ArenaEntryStats `json:"structures"`
+}
+
+// ArenaEntryStats is one structure of a scrape: its entry (name, kind,
+// config) and its Stats.
+type ArenaEntryStats struct {
+	ArenaEntry
+	// Stats is the kind's Stats, as its Stats method returns it: a
+	// CountMinStats, BloomStats, CountingBloomStats, CountMinWindowStats
+	// or BloomWindowStats. It is nil when Error is set.
+	Stats any `json:"stats,omitempty"`
+	// Error says why the structure could not be opened (its message names
+	// the file and the structure), as after Close.
+	Error string `json:"error,omitempty"`
+}
+
+// metered is what the metrics keep of an opened structure: every kind's
+// Handle gives its Stats, and every kind closes.
+type metered interface {
+	StatsVar() StatsVar
+	Close() error
+}
+
+// Metrics returns the arena's metrics: an expvar.Var and an http.Handler
+// serving the Stats of the arena and of every structure in it as JSON.
+//
+//	expvar.Publish("sketch", arena.Metrics())
+//	http.Handle("/debug/sketch", arena.Metrics())
+//
+// Each call returns a new ArenaMetrics with its own handles on the
+// structures: make one and share it. Close it to release them; closing
+// the arena does not (structures outlive their arena's Close), but a
+// scrape after the arena's Close releases them as Close does.
+func (a *Arena) Metrics() *ArenaMetrics {
+	return &ArenaMetrics{a: a, opened: map[string]metered{}}
+}
+
+// Stats scrapes the arena: its stats and lock, and every structure's Stats
+// in the order the structures were created. A structure that cannot be
+// opened is listed with its Error, and tried again at the next scrape.
+func (m *ArenaMetrics) Stats() ArenaMetricsStats {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	s := ArenaMetricsStats{Path: m.a.Path(), Arena: m.a.Stats()}
+	m.releaseAfterArena()
+	entries := m.a.List()
+	s.Structures = make([]ArenaEntryStats, 0, len(entries))
+	for _, e := range entries {
+		s.Structures = append(s.Structures, m.scrape(e))
+	}
+	if !m.closed && !s.Arena.Closed {
+		s.Lock = m.lock()
+	}
+	return s
+}
+
+// scrape reads one structure's Stats.
+func (m *ArenaMetrics) scrape(e ArenaEntry) ArenaEntryStats {
+	es := ArenaEntryStats{ArenaEntry: e}
+	if st, err := m.structure(e); err != nil {
+		es.Error = err.Error()
+	} else {
+		es.Stats = st.StatsVar().stats()
+	}
+	return es
+}
+
+// releaseAfterArena releases the cached handles once the arena is closed:
+// they are all that would keep its file mapped.
+func (m *ArenaMetrics) releaseAfterArena() {
+	if !m.a.open.Load() {
+		m.release()
+	}
+}
+
+// structure returns the open handle on e, opening it at the first scrape
+// that lists it.
+func (m *ArenaMetrics) structure(e ArenaEntry) (metered, error) {
+	if m.closed || !m.a.open.Load() {
+		return nil, m.a.errorf("metrics", e.Name, ErrClosed)
+	}
+	if st, ok := m.opened[e.Name]; ok {
+		return st, nil
+	}
+	st, err := openMetered(m.a.Place(e.Name), e.Kind)
+	if err != nil {
+		return nil, err
+	}
+	m.opened[e.Name] = st
+	return st, nil
+}
+
+// openMetered opens the structure at at with its kind's zero config, which
+// attaches to whatever is stored. A new kind is one case here.
+func openMetered(at Place, kind Kind) (metered, error) {
+	switch kind {
+	case KindCountMin:
+		return asMetered(OpenCountMin(at, CountMinConfig{}))
+	case KindBloom:
+		return asMetered(OpenBloom(at, BloomConfig{}))
+	case KindCountingBloom:
+		return asMetered(OpenCountingBloom(at, CountingBloomConfig{}))
+	case KindCountMinWindow:
+		return asMetered(OpenCountMinWindow(at, CountMinWindowConfig{}))
+	case KindBloomWindow:
+		return asMetered(OpenBloomWindow(at, BloomWindowConfig{}))
+	}
+	return nil, at.arena.errorf("metrics", at.name, fmt.Errorf("%w: no metrics for kind %q", ErrUnsupported, kind))
+}
+
+// asMetered keeps a failed open's nil pointer out of the interface.
+func asMetered[S metered](s S, err error) (metered, error) {
+	if err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// lock reads the state of the arena's lock through a duplicate of its
+// descriptor, so that it is this arena's file even where the path now
+// names another.
+func (m *ArenaMetrics) lock() *LockInfo {
+	f, err := m.a.File()
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	fi, err := Inspect(fmt.Sprintf("/proc/self/fd/%d", f.Fd()))
+	if err != nil {
+		return nil
+	}
+	return &fi.Lock
+}
+
+// String returns Stats as JSON, which makes an ArenaMetrics an
+// expvar.Var.
+func (m *ArenaMetrics) String() string {
+	b, err := json.Marshal(m.Stats())
+	if err != nil {
+		return fmt.Sprintf("%q", err.Error())
+	}
+	return string(b)
+}
+
+// ServeHTTP serves Stats as JSON to GET and HEAD. With ?name=NAME it
+// serves that structure's ArenaEntryStats alone, and walks only it (404
+// when the arena holds no such name).
+func (m *ArenaMetrics) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		w.Header().Set("Allow", "GET, HEAD")
+		http.Error(w, "sketch: metrics: only GET and HEAD", http.StatusMethodNotAllowed)
+		return
+	}
+	var v any
+	if r.URL.Query().Has("name") {
+		es, ok := m.entryStats(r.URL.Query().Get("name"))
+		if !ok {
+			http.Error(w, fmt.Sprintf("sketch: metrics %s: no structure of that name", m.a.name()), http.StatusNotFound)
+			return
+		}
+		v = es
+	} else {
+		v = m.Stats()
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		http.Error(w, "sketch: metrics: "+err.Error(), http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Write(append(b, '\n'))
+}
+
+// entryStats scrapes the structure named name alone.
+func (m *ArenaMetrics) entryStats(name string) (ArenaEntryStats, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.releaseAfterArena()
+	for _, e := range m.a.List() {
+		if e.Name == name {
+			return m.scrape(e), true
+		}
+	}
+	return ArenaEntryStats{}, false
+}
+
+// Close releases the structures the metrics opened. Scrapes after it still
+// report the arena's stats and list its structures, each with an Error
+// saying so (ErrClosed's message). It is safe to call twice.
+func (m *ArenaMetrics) Close() error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.closed = true
+	return m.release()
+}
+
+// release closes every cached handle.
+func (m *ArenaMetrics) release() error {
+	var first error
+	for name, st := range m.opened {
+		if err := st.Close(); err != nil && first == nil {
+			first = err
+		}
+		delete(m.opened, name)
+	}
+	return first
+}

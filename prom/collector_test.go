@@ -1,0 +1,375 @@
+//go:build linux
+
+package prom
+
+import (
+	"bytes"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+	"github.com/shmsketch/sketch"
+)
+
+// series names one series of a structure: its family and structure label.
+type series struct{ family, structure string }
+
+// fillArena makes one structure of each kind in a with known adds, and
+// returns the series each must have, with their values.
+func fillArena(t *testing.T, a *sketch.Arena) map[series]float64 {
+	t.Helper()
+	closeLater := func(c io.Closer, err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+	}
+	cms, err := sketch.OpenCountMin(a.Place("clients"), sketch.CountMinConfig{Rows: 4, Width: 1024})
+	closeLater(cms, err)
+	for range 7 {
+		cms.AddString("192.0.2.1")
+	}
+	bl, err := sketch.OpenBloom(a.Place("request-ids"), sketch.BloomConfig{Capacity: 1000, FPRate: 0.01})
+	closeLater(bl, err)
+	bl.AddString("req-1")
+	bl.AddString("req-2")
+	bl.AddString("req-1")
+	cbf, err := sketch.OpenCountingBloom(a.Place("banned"), sketch.CountingBloomConfig{Capacity: 1000, FPRate: 0.01})
+	closeLater(cbf, err)
+	cbf.AddString("evil")
+	cbf.AddString("worse")
+	cbf.RemoveString("worse")
+	cmw, err := sketch.OpenCountMinWindow(a.Place("per-client"), sketch.CountMinWindowConfig{Window: sketch.Window{Keep: 3}, CountMin: sketch.CountMinConfig{Rows: 2, Width: 256}})
+	closeLater(cmw, err)
+	cmw.AddString("a")
+	cmw.Rotate()
+	cmw.AddString("a")
+	cmw.AddString("b")
+	bw, err := sketch.OpenBloomWindow(a.Place("recent"), sketch.BloomWindowConfig{Window: sketch.Window{Keep: 2}, Bloom: sketch.BloomConfig{Capacity: 100, FPRate: 0.01}})
+	closeLater(bw, err)
+	bw.Rotate()
+	bw.Rotate()
+	bw.AddString("x")
+	return map[series]float64{
+		{"sketch_adds_total", "clients"}:                7,
+		{"sketch_counted", "clients"}:                   7,
+		{"sketch_error_bound", "clients"}:               1, // ceil(e/1024 * 7)
+		{"sketch_bytes", "clients"}:                     float64(cms.Stats().Bytes),
+		{"sketch_frozen", "clients"}:                    0,
+		{"sketch_adds_total", "request-ids"}:            3,
+		{"sketch_adds_present_total", "request-ids"}:    1,
+		{"sketch_fill_ratio", "request-ids"}:            bl.Stats().Fill,
+		{"sketch_estimated_items", "request-ids"}:       bl.Stats().Estimated,
+		{"sketch_writes_total", "banned"}:               3,
+		{"sketch_fill_ratio", "banned"}:                 cbf.Stats().FillRatio,
+		{"sketch_estimated_items", "banned"}:            cbf.Stats().Count,
+		{"sketch_counted", "per-client"}:                3,
+		{"sketch_error_bound", "per-client"}:            float64(cmw.ErrorBound()),
+		{"sketch_window_current_period", "per-client"}:  1,
+		{"sketch_window_oldest_period", "per-client"}:   0,
+		{"sketch_window_rotations_total", "per-client"}: 1,
+		{"sketch_window_current_period", "recent"}:      2,
+		{"sketch_window_oldest_period", "recent"}:       1,
+		{"sketch_window_rotations_total", "recent"}:     2,
+		{"sketch_false_positive_ratio", "recent"}:       bw.Stats().CheckRate,
+		{"sketch_fill_ratio", "recent"}:                 currentSlot(bw.Stats()).Fill,
+		{"sketch_estimated_items", "recent"}:            currentSlot(bw.Stats()).Estimated,
+	}
+}
+
+func currentSlot(s sketch.BloomWindowStats) sketch.BloomWindowSlotStats {
+	for _, slot := range s.Slots {
+		if slot.State == "current" {
+			return slot
+		}
+	}
+	return sketch.BloomWindowSlotStats{}
+}
+
+// kinds are the kind label each structure of fillArena must carry.
+var kinds = map[string]sketch.Kind{
+	"clients":     sketch.KindCountMin,
+	"request-ids": sketch.KindBloom,
+	"banned":      sketch.KindCountingBloom,
+	"per-client":  sketch.KindCountMinWindow,
+	"recent":      sketch.KindBloomWindow,
+}
+
+// scrape serves reg with promhttp and returns the body, in the text
+// format.
+func scrape(t *testing.T, reg *prometheus.Registry) []byte {
+	t.Helper()
+	srv := httptest.NewServer(promhttp.HandlerFor(reg, promhttp.HandlerOpts{ErrorHandling: promhttp.HTTPErrorOnError}))
+	defer srv.Close()
+	req, _ := http.NewRequest(http.MethodGet, srv.URL, nil)
+	req.Header.Set("Accept", "text/plain; version=0.0.4")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("scrape: %s, %v\n%s", resp.Status, err, body)
+	}
+	return body
+}
+
+// parse reads a scrape into its families.
+func parse(t *testing.T, body []byte) map[string]*dto.MetricFamily {
+	t.Helper()
+	p := expfmt.NewTextParser(model.LegacyValidation)
+	fams, err := p.TextToMetricFamilies(bytes.NewReader(body))
+	if err != nil {
+		t.Fatalf("parsing the scrape: %v\n%s", err, body)
+	}
+	return fams
+}
+
+// value finds a family's series with the given structure label, and
+// checks its kind label.
+func value(t *testing.T, fams map[string]*dto.MetricFamily, s series) (float64, bool) {
+	t.Helper()
+	f, ok := fams[s.family]
+	if !ok {
+		return 0, false
+	}
+	for _, m := range f.GetMetric() {
+		lbl := map[string]string{}
+		for _, l := range m.GetLabel() {
+			lbl[l.GetName()] = l.GetValue()
+		}
+		if lbl["structure"] != s.structure {
+			continue
+		}
+		if lbl["kind"] != string(kinds[s.structure]) {
+			t.Errorf("%s{structure=%q} has kind %q, want %q", s.family, s.structure, lbl["kind"], kinds[s.structure])
+		}
+		switch f.GetType() {
+		case dto.MetricType_COUNTER:
+			return m.GetCounter().GetValue(), true
+		case dto.MetricType_GAUGE:
+			return m.GetGauge().GetValue(), true
+		}
+		t.Errorf("%s is a %v", s.family, f.GetType())
+	}
+	return 0, false
+}
+
+func newArena(t *testing.T) (*sketch.Arena, string) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "gateway.arena")
+	a, err := sketch.OpenArena(sketch.Path(path), 4<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { a.Close() })
+	return a, path
+}
+
+// TestArenaCollector_Scrape registers the collector, scrapes it with
+// promhttp and finds every structure's series with their values, and the
+// arena's and its lock's; a structure made after the first scrape shows
+// in the next.
+func TestArenaCollector_Scrape(t *testing.T) {
+	a, _ := newArena(t)
+	want := fillArena(t, a)
+	m := a.Metrics()
+	defer m.Close()
+	reg := prometheus.NewPedanticRegistry()
+	if err := reg.Register(NewArenaCollector(m)); err != nil {
+		t.Fatal(err)
+	}
+	fams := parse(t, scrape(t, reg))
+	for s, v := range want {
+		got, ok := value(t, fams, s)
+		if !ok {
+			t.Errorf("no series %s{structure=%q}", s.family, s.structure)
+		} else if got != v {
+			t.Errorf("%s{structure=%q} = %v, want %v", s.family, s.structure, got, v)
+		}
+	}
+	for name := range kinds {
+		for _, f := range []string{"sketch_bytes", "sketch_frozen"} {
+			if _, ok := value(t, fams, series{f, name}); !ok {
+				t.Errorf("no series %s{structure=%q}", f, name)
+			}
+		}
+	}
+	st := a.Stats()
+	for f, v := range map[string]float64{
+		"sketch_arena_bytes":            float64(st.Bytes),
+		"sketch_arena_used_bytes":       float64(st.Used),
+		"sketch_arena_free_bytes":       float64(st.Free),
+		"sketch_arena_structures":       5,
+		"sketch_arena_max_structures":   float64(st.Capacity),
+		"sketch_lock_writer":            0,
+		"sketch_lock_writer_dead":       0,
+		"sketch_lock_readers":           0,
+		"sketch_lock_dead_reader_slots": 0,
+	} {
+		fam, ok := fams[f]
+		if !ok || len(fam.GetMetric()) != 1 {
+			t.Errorf("%s: %v, want one series", f, fam)
+			continue
+		}
+		if got := fam.GetMetric()[0].GetGauge().GetValue(); got != v {
+			t.Errorf("%s = %v, want %v", f, got, v)
+		}
+	}
+	if fam := fams["sketch_lock_handles"]; fam == nil || fam.GetMetric()[0].GetGauge().GetValue() < 1 {
+		t.Errorf("sketch_lock_handles: %v, want at least this process's handle", fam)
+	}
+
+	late, err := sketch.OpenCountMin(a.Place("late"), sketch.CountMinConfig{Rows: 2, Width: 64})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer late.Close()
+	late.AddN([]byte("x"), 5)
+	kinds["late"] = sketch.KindCountMin
+	defer delete(kinds, "late")
+	if got, ok := value(t, parse(t, scrape(t, reg)), series{"sketch_adds_total", "late"}); got != 5 {
+		t.Errorf("sketch_adds_total{structure=\"late\"} = %v (found %v) after it was made, want 5", got, ok)
+	}
+}
+
+// TestArenaCollector_Promtool runs promtool check metrics on a scrape:
+// names, types, units and help as Prometheus lints them.
+func TestArenaCollector_Promtool(t *testing.T) {
+	promtool, err := exec.LookPath("promtool")
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("promtool not found, and CI=true runs everything: install it (Debian: apt-get install prometheus; make deps does)")
+		}
+		t.Skip("skipped: promtool not found (Debian: apt-get install prometheus; make deps does as root)")
+	}
+	a, _ := newArena(t)
+	fillArena(t, a)
+	m := a.Metrics()
+	defer m.Close()
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(NewArenaCollector(m), NewCollector("standalone", func() sketch.CountMinStats {
+		return sketch.CountMinStats{Rows: 1, Width: 8}
+	}))
+	body := scrape(t, reg)
+	cmd := exec.Command(promtool, "check", "metrics")
+	cmd.Stdin = bytes.NewReader(body)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Errorf("promtool check metrics: %v\n%s\nthe scrape:\n%s", err, out, body)
+	}
+}
+
+// TestNewCollector collects one standalone structure beside an arena's,
+// in one registry, under the same names and labels.
+func TestNewCollector(t *testing.T) {
+	cms, err := sketch.OpenCountMin(sketch.Memory(), sketch.CountMinConfig{Rows: 2, Width: 64})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cms.Close()
+	cms.AddN([]byte("k"), 11)
+	bl, err := sketch.OpenBloom(sketch.Memory(), sketch.BloomConfig{Capacity: 100, FPRate: 0.01})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer bl.Close()
+	bl.AddString("a")
+
+	a, _ := newArena(t)
+	want := fillArena(t, a)
+	m := a.Metrics()
+	defer m.Close()
+	reg := prometheus.NewPedanticRegistry()
+	for _, c := range []prometheus.Collector{NewArenaCollector(m), NewCollector("requests", cms.Stats), NewCollector("jobs", bl.Stats)} {
+		if err := reg.Register(c); err != nil {
+			t.Fatalf("Register: %v", err)
+		}
+	}
+	kinds["requests"], kinds["jobs"] = sketch.KindCountMin, sketch.KindBloom
+	defer delete(kinds, "requests")
+	defer delete(kinds, "jobs")
+	want[series{"sketch_adds_total", "requests"}] = 11
+	want[series{"sketch_counted", "requests"}] = 11
+	want[series{"sketch_adds_total", "jobs"}] = 1
+	want[series{"sketch_adds_present_total", "jobs"}] = 0
+	fams := parse(t, scrape(t, reg))
+	for s, v := range want {
+		if got, ok := value(t, fams, s); !ok || got != v {
+			t.Errorf("%s{structure=%q} = %v (found %v), want %v", s.family, s.structure, got, ok, v)
+		}
+	}
+}
+
+// TestSamplesOf: every kind's Stats gives samples and its kind; anything
+// else gives none.
+func TestSamplesOf(t *testing.T) {
+	for _, tc := range []struct {
+		stats any
+		kind  sketch.Kind
+	}{
+		{sketch.CountMinStats{}, sketch.KindCountMin},
+		{sketch.BloomStats{}, sketch.KindBloom},
+		{sketch.CountingBloomStats{}, sketch.KindCountingBloom},
+		{sketch.CountMinWindowStats{}, sketch.KindCountMinWindow},
+		{sketch.BloomWindowStats{}, sketch.KindBloomWindow},
+	} {
+		kind, samples, ok := samplesOf(tc.stats)
+		if !ok || kind != tc.kind || len(samples) < 3 {
+			t.Errorf("samplesOf(%T) = %q, %d samples, %v; want %q", tc.stats, kind, len(samples), ok, tc.kind)
+		}
+	}
+	// A Bloom window's current period before its first add has no slot:
+	// its fill is 0, not missing.
+	_, samples, _ := samplesOf(sketch.BloomWindowStats{Current: 3, Slots: []sketch.BloomWindowSlotStats{{State: "window", Period: 2, Fill: 0.25}}})
+	found := false
+	for _, x := range samples {
+		if x.f == fFill {
+			found = true
+			if x.v != 0 {
+				t.Errorf("fill of an unclaimed current period = %v, want 0", x.v)
+			}
+		}
+	}
+	if !found {
+		t.Error("no fill for a Bloom window whose current period has no slot yet")
+	}
+	for _, v := range []any{nil, sketch.ArenaStats{}, "countmin"} {
+		if _, _, ok := samplesOf(v); ok {
+			t.Errorf("samplesOf(%#v) is ok", v)
+		}
+	}
+}
+
+// TestArenaCollector_TwoArenas: two arenas share a registry, each
+// registered with a label of its own, as the docs say.
+func TestArenaCollector_TwoArenas(t *testing.T) {
+	reg := prometheus.NewPedanticRegistry()
+	for _, name := range []string{"edge", "core"} {
+		a, _ := newArena(t)
+		fillArena(t, a)
+		m := a.Metrics()
+		defer m.Close()
+		if err := prometheus.WrapRegistererWith(prometheus.Labels{"arena": name}, reg).Register(NewArenaCollector(m)); err != nil {
+			t.Fatalf("Register arena %s: %v", name, err)
+		}
+	}
+	fams := parse(t, scrape(t, reg))
+	if n := len(fams["sketch_adds_total"].GetMetric()); n != 4 {
+		t.Errorf("sketch_adds_total has %d series, want 2 structures in each of 2 arenas", n)
+	}
+	if n := len(fams["sketch_arena_structures"].GetMetric()); n != 2 {
+		t.Errorf("sketch_arena_structures has %d series, want one an arena", n)
+	}
+}
