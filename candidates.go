@@ -544,9 +544,16 @@ type CandidateStats struct {
 	Floor uint64 `json:"floor"`
 	// Admissions counts the keys taken in, each under the write lock.
 	Admissions uint64 `json:"admissions"`
+	// Loudest are the table's StatsLoudest loudest keys, as Top lists
+	// them, so that a status page or a metrics scrape shows who is loud.
+	Loudest []HeavyHitter `json:"loudest"`
 }
 
-func (t *candidateTable) stats() *CandidateStats {
+// StatsLoudest is how many of the loudest keys Stats reports
+// (CandidateStats.Loudest); Top lists any number.
+const StatsLoudest = 10
+
+func (t *candidateTable) stats(h candidateHost, bound uint64) *CandidateStats {
 	if t == nil {
 		return nil
 	}
@@ -562,6 +569,7 @@ func (t *candidateTable) stats() *CandidateStats {
 			s.Held++
 		}
 	}
+	s.Loudest = t.top(h, StatsLoudest, bound)
 	return s
 }
 

@@ -520,7 +520,7 @@ func (c *CountMin) Stats() CountMinStats {
 	}
 	s.Adds = c.core.adds(&c.l)
 	s.ErrorBound = errorBound(s.Total, s.Width)
-	s.Candidates = c.top.stats()
+	s.Candidates = c.top.stats(c, s.ErrorBound)
 	s.Frozen = atomic.LoadUint32(c.sealed) != 0
 	s.ReadOnly = c.ReadOnly()
 	if !c.open.Load() {

@@ -775,7 +775,7 @@ func (w *CountMinWindow) Stats() CountMinWindowStats {
 		s.Slots = append(s.Slots, sl)
 	}
 	s.ErrorBound = errorBound(s.Total, s.Width)
-	s.Candidates = w.top.stats()
+	s.Candidates = w.top.stats(w, s.ErrorBound)
 	s.Frozen = atomic.LoadUint32(w.sealed) != 0
 	if !w.open.Load() {
 		return CountMinWindowStats{Rows: s.Rows, Width: s.Width, Period: s.Period, Keep: s.Keep,

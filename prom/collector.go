@@ -27,7 +27,7 @@ type ArenaCollector struct {
 func NewArenaCollector(m *sketch.ArenaMetrics) *ArenaCollector {
 	c := &ArenaCollector{m: m, structure: map[*family]*prometheus.Desc{}, arena: map[*family]*prometheus.Desc{}}
 	for _, f := range structureFamilies {
-		c.structure[f] = prometheus.NewDesc(f.name, f.help, labels, nil)
+		c.structure[f] = prometheus.NewDesc(f.name, f.help, append(labels[:len(labels):len(labels)], f.extra...), nil)
 	}
 	for _, f := range arenaFamilies {
 		c.arena[f] = prometheus.NewDesc(f.name, f.help, nil, nil)
@@ -57,7 +57,7 @@ func (c *ArenaCollector) Collect(ch chan<- prometheus.Metric) {
 			continue // not opened (e.Error says why), or a kind without metrics
 		}
 		for _, x := range samples {
-			ch <- prometheus.MustNewConstMetric(c.structure[x.f], x.f.typ, x.v, e.Name, string(e.Kind))
+			ch <- prometheus.MustNewConstMetric(c.structure[x.f], x.f.typ, x.v, append([]string{e.Name, string(e.Kind)}, x.lv...)...)
 		}
 	}
 }
@@ -89,7 +89,7 @@ func NewCollector[S Stats](name string, stats func() S) prometheus.Collector {
 	kind, _, _ := samplesOf(zero)
 	c := &structureCollector{name: name, kind: kind, stats: func() any { return stats() }, descs: map[*family]*prometheus.Desc{}}
 	for _, f := range structureFamilies {
-		c.descs[f] = prometheus.NewDesc(f.name, f.help, labels, nil)
+		c.descs[f] = prometheus.NewDesc(f.name, f.help, append(labels[:len(labels):len(labels)], f.extra...), nil)
 	}
 	return c
 }
@@ -100,6 +100,6 @@ func (c *structureCollector) Describe(chan<- *prometheus.Desc) {}
 func (c *structureCollector) Collect(ch chan<- prometheus.Metric) {
 	_, samples, _ := samplesOf(c.stats())
 	for _, x := range samples {
-		ch <- prometheus.MustNewConstMetric(c.descs[x.f], x.f.typ, x.v, c.name, string(c.kind))
+		ch <- prometheus.MustNewConstMetric(c.descs[x.f], x.f.typ, x.v, append([]string{c.name, string(c.kind)}, x.lv...)...)
 	}
 }

@@ -4,6 +4,7 @@ package prom
 
 import (
 	"bytes"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -34,7 +35,7 @@ func fillArena(t *testing.T, a *sketch.Arena) map[series]float64 {
 		}
 		t.Cleanup(func() { c.Close() })
 	}
-	cms, err := sketch.OpenCountMin(a.Place("clients"), sketch.CountMinConfig{Rows: 4, Width: 1024})
+	cms, err := sketch.OpenCountMin(a.Place("clients"), sketch.CountMinConfig{Rows: 4, Width: 1024, Candidates: 4})
 	closeLater(cms, err)
 	for range 7 {
 		cms.AddString("192.0.2.1")
@@ -61,29 +62,32 @@ func fillArena(t *testing.T, a *sketch.Arena) map[series]float64 {
 	bw.Rotate()
 	bw.AddString("x")
 	return map[series]float64{
-		{"sketch_adds_total", "clients"}:                7,
-		{"sketch_counted", "clients"}:                   7,
-		{"sketch_error_bound", "clients"}:               1, // ceil(e/1024 * 7)
-		{"sketch_bytes", "clients"}:                     float64(cms.Stats().Bytes),
-		{"sketch_frozen", "clients"}:                    0,
-		{"sketch_adds_total", "request-ids"}:            3,
-		{"sketch_adds_present_total", "request-ids"}:    1,
-		{"sketch_fill_ratio", "request-ids"}:            bl.Stats().Fill,
-		{"sketch_estimated_items", "request-ids"}:       bl.Stats().Estimated,
-		{"sketch_writes_total", "banned"}:               3,
-		{"sketch_fill_ratio", "banned"}:                 cbf.Stats().FillRatio,
-		{"sketch_estimated_items", "banned"}:            cbf.Stats().Count,
-		{"sketch_counted", "per-client"}:                3,
-		{"sketch_error_bound", "per-client"}:            float64(cmw.ErrorBound()),
-		{"sketch_window_current_period", "per-client"}:  1,
-		{"sketch_window_oldest_period", "per-client"}:   0,
-		{"sketch_window_rotations_total", "per-client"}: 1,
-		{"sketch_window_current_period", "recent"}:      2,
-		{"sketch_window_oldest_period", "recent"}:       1,
-		{"sketch_window_rotations_total", "recent"}:     2,
-		{"sketch_false_positive_ratio", "recent"}:       bw.Stats().CheckRate,
-		{"sketch_fill_ratio", "recent"}:                 currentSlot(bw.Stats()).Fill,
-		{"sketch_estimated_items", "recent"}:            currentSlot(bw.Stats()).Estimated,
+		{"sketch_adds_total", "clients"}:                 7,
+		{"sketch_counted", "clients"}:                    7,
+		{"sketch_error_bound", "clients"}:                1, // ceil(e/1024 * 7)
+		{"sketch_bytes", "clients"}:                      float64(cms.Stats().Bytes),
+		{"sketch_frozen", "clients"}:                     0,
+		{"sketch_candidates_held", "clients"}:            1,
+		{"sketch_candidate_admissions_total", "clients"}: 1,
+		{"sketch_heavy_hitter_estimate", "clients"}:      7, // 192.0.2.1, rank 1
+		{"sketch_adds_total", "request-ids"}:             3,
+		{"sketch_adds_present_total", "request-ids"}:     1,
+		{"sketch_fill_ratio", "request-ids"}:             bl.Stats().Fill,
+		{"sketch_estimated_items", "request-ids"}:        bl.Stats().Estimated,
+		{"sketch_writes_total", "banned"}:                3,
+		{"sketch_fill_ratio", "banned"}:                  cbf.Stats().FillRatio,
+		{"sketch_estimated_items", "banned"}:             cbf.Stats().Count,
+		{"sketch_counted", "per-client"}:                 3,
+		{"sketch_error_bound", "per-client"}:             float64(cmw.ErrorBound()),
+		{"sketch_window_current_period", "per-client"}:   1,
+		{"sketch_window_oldest_period", "per-client"}:    0,
+		{"sketch_window_rotations_total", "per-client"}:  1,
+		{"sketch_window_current_period", "recent"}:       2,
+		{"sketch_window_oldest_period", "recent"}:        1,
+		{"sketch_window_rotations_total", "recent"}:      2,
+		{"sketch_false_positive_ratio", "recent"}:        bw.Stats().CheckRate,
+		{"sketch_fill_ratio", "recent"}:                  currentSlot(bw.Stats()).Fill,
+		{"sketch_estimated_items", "recent"}:             currentSlot(bw.Stats()).Estimated,
 	}
 }
 
@@ -371,5 +375,40 @@ func TestArenaCollector_TwoArenas(t *testing.T) {
 	}
 	if n := len(fams["sketch_arena_structures"].GetMetric()); n != 2 {
 		t.Errorf("sketch_arena_structures has %d series, want one an arena", n)
+	}
+}
+
+// TestArenaCollector_HeavyHitters: a candidate table's loudest keys are
+// series labelled with their rank and key, at most StatsLoudest of them.
+func TestArenaCollector_HeavyHitters(t *testing.T) {
+	a, _ := newArena(t)
+	cms, err := sketch.OpenCountMin(a.Place("loud"), sketch.CountMinConfig{Rows: 4, Width: 4096, Candidates: 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cms.Close()
+	for i := range 15 {
+		for range 10 * (i + 1) {
+			cms.AddString(fmt.Sprintf("client-%02d", i))
+		}
+	}
+	m := a.Metrics()
+	defer m.Close()
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(NewArenaCollector(m))
+	fam := parse(t, scrape(t, reg))["sketch_heavy_hitter_estimate"]
+	if fam == nil || len(fam.Metric) != sketch.StatsLoudest {
+		t.Fatalf("sketch_heavy_hitter_estimate: %v, want %d series", fam, sketch.StatsLoudest)
+	}
+	for _, mt := range fam.Metric {
+		l := map[string]string{}
+		for _, lp := range mt.Label {
+			l[lp.GetName()] = lp.GetValue()
+		}
+		var rank int
+		fmt.Sscan(l["rank"], &rank)
+		if want := fmt.Sprintf("client-%02d", 15-rank); l["key"] != want || mt.GetGauge().GetValue() != float64(10*(16-rank)) {
+			t.Errorf("rank %d: key %q = %v, want %s at %d", rank, l["key"], mt.GetGauge().GetValue(), want, 10*(16-rank))
+		}
 	}
 }

@@ -1,6 +1,8 @@
 package prom
 
 import (
+	"strconv"
+
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/shmsketch/sketch"
 )
@@ -9,6 +11,9 @@ import (
 type family struct {
 	name, help string
 	typ        prometheus.ValueType
+	// extra are labels beside the structure's own (a heavy hitter's
+	// rank and key).
+	extra []string
 }
 
 // The families of a structure, labelled with its name and kind. Counters
@@ -16,58 +21,66 @@ type family struct {
 // restart.
 var (
 	fAdds = &family{"sketch_adds_total",
-		"Adds that returned, in every process since the last reset (a Count-Min sketch's counts, n for AddN; a Bloom filter's keys).", prometheus.CounterValue}
+		"Adds that returned, in every process since the last reset (a Count-Min sketch's counts, n for AddN; a Bloom filter's keys).", prometheus.CounterValue, nil}
 	fAddsPresent = &family{"sketch_adds_present_total",
-		"A Bloom filter's adds that found the key probably present already (every bit set): repeats, or false positives.", prometheus.CounterValue}
+		"A Bloom filter's adds that found the key probably present already (every bit set): repeats, or false positives.", prometheus.CounterValue, nil}
 	fWrites = &family{"sketch_writes_total",
-		"A counting Bloom filter's write calls (adds, removes, resets, merges), in every process.", prometheus.CounterValue}
+		"A counting Bloom filter's write calls (adds, removes, resets, merges), in every process.", prometheus.CounterValue, nil}
 	fCounted = &family{"sketch_counted",
-		"Everything counted that estimates answer for: a Count-Min sketch's total since its reset, a window's over the periods it covers.", prometheus.GaugeValue}
+		"Everything counted that estimates answer for: a Count-Min sketch's total since its reset, a window's over the periods it covers.", prometheus.GaugeValue, nil}
 	fErrorBound = &family{"sketch_error_bound",
-		"The absolute error bound at the counted total: an estimate is at most this much high, with the sketch's confidence.", prometheus.GaugeValue}
+		"The absolute error bound at the counted total: an estimate is at most this much high, with the sketch's confidence.", prometheus.GaugeValue, nil}
 	fFill = &family{"sketch_fill_ratio",
-		"A filter's bits or counters set over all of them (a Bloom window's current period): near 0.5 at capacity for a Bloom filter.", prometheus.GaugeValue}
+		"A filter's bits or counters set over all of them (a Bloom window's current period): near 0.5 at capacity for a Bloom filter.", prometheus.GaugeValue, nil}
 	fItems = &family{"sketch_estimated_items",
-		"Distinct keys a filter holds, estimated from its fill (a Bloom window's current period).", prometheus.GaugeValue}
+		"Distinct keys a filter holds, estimated from its fill (a Bloom window's current period).", prometheus.GaugeValue, nil}
 	fFalsePositive = &family{"sketch_false_positive_ratio",
-		"A Bloom window's modelled rate of finding a key never added, over the periods it covers.", prometheus.GaugeValue}
+		"A Bloom window's modelled rate of finding a key never added, over the periods it covers.", prometheus.GaugeValue, nil}
 	fCurrent = &family{"sketch_window_current_period",
-		"The period a window's adds go to now.", prometheus.GaugeValue}
+		"The period a window's adds go to now.", prometheus.GaugeValue, nil}
 	fOldest = &family{"sketch_window_oldest_period",
-		"The oldest period a window's answers cover.", prometheus.GaugeValue}
+		"The oldest period a window's answers cover.", prometheus.GaugeValue, nil}
 	fRotations = &family{"sketch_window_rotations_total",
-		"Times Rotate turned a window's period, in every process.", prometheus.CounterValue}
+		"Times Rotate turned a window's period, in every process.", prometheus.CounterValue, nil}
 	fBytes = &family{"sketch_bytes",
-		"Bytes of the structure's file, or of its region in an arena.", prometheus.GaugeValue}
+		"Bytes of the structure's file, or of its region in an arena.", prometheus.GaugeValue, nil}
 	fFrozen = &family{"sketch_frozen",
-		"1 once the structure's file is sealed (Freeze), else 0.", prometheus.GaugeValue}
+		"1 once the structure's file is sealed (Freeze), else 0.", prometheus.GaugeValue, nil}
+	fCandidatesHeld = &family{"sketch_candidates_held",
+		"Keys a Count-Min sketch's or window's candidate table holds.", prometheus.GaugeValue, nil}
+	fAdmissions = &family{"sketch_candidate_admissions_total",
+		"Keys taken into a candidate table, each under the file's write lock, in every process.", prometheus.CounterValue, nil}
+	// The loudest keys of a candidate table: at most candidatesLoudest a
+	// structure, so the label set stays bounded (keys come and go).
+	fHeavy = &family{"sketch_heavy_hitter_estimate",
+		"A loud key's estimate now (never below its count), by its rank in the candidate table, at most the 10 loudest.", prometheus.GaugeValue, []string{"rank", "key"}}
 )
 
 // structureFamilies are every family samples may return, for Describe.
-var structureFamilies = []*family{fAdds, fAddsPresent, fWrites, fCounted, fErrorBound, fFill, fItems, fFalsePositive, fCurrent, fOldest, fRotations, fBytes, fFrozen}
+var structureFamilies = []*family{fAdds, fAddsPresent, fWrites, fCounted, fErrorBound, fFill, fItems, fFalsePositive, fCurrent, fOldest, fRotations, fBytes, fFrozen, fCandidatesHeld, fAdmissions, fHeavy}
 
 // The families of an arena and of its file's lock, without labels.
 var (
 	fArenaBytes = &family{"sketch_arena_bytes",
-		"Bytes of the arena's file.", prometheus.GaugeValue}
+		"Bytes of the arena's file.", prometheus.GaugeValue, nil}
 	fArenaUsed = &family{"sketch_arena_used_bytes",
-		"Bytes of the arena's file in use: header, directory and structures.", prometheus.GaugeValue}
+		"Bytes of the arena's file in use: header, directory and structures.", prometheus.GaugeValue, nil}
 	fArenaFree = &family{"sketch_arena_free_bytes",
-		"Bytes of the arena's file left for new structures.", prometheus.GaugeValue}
+		"Bytes of the arena's file left for new structures.", prometheus.GaugeValue, nil}
 	fArenaStructures = &family{"sketch_arena_structures",
-		"Structures in the arena.", prometheus.GaugeValue}
+		"Structures in the arena.", prometheus.GaugeValue, nil}
 	fArenaMax = &family{"sketch_arena_max_structures",
-		"The most structures the arena's directory holds.", prometheus.GaugeValue}
+		"The most structures the arena's directory holds.", prometheus.GaugeValue, nil}
 	fLockWriter = &family{"sketch_lock_writer",
-		"1 while a writer holds the file's lock or waits for its readers, else 0.", prometheus.GaugeValue}
+		"1 while a writer holds the file's lock or waits for its readers, else 0.", prometheus.GaugeValue, nil}
 	fLockWriterDead = &family{"sketch_lock_writer_dead",
-		"1 while the lock is held by a writer whose handle is gone (the next contender recovers it within about 10 ms), else 0.", prometheus.GaugeValue}
+		"1 while the lock is held by a writer whose handle is gone (the next contender recovers it within about 10 ms), else 0.", prometheus.GaugeValue, nil}
 	fLockReaders = &family{"sketch_lock_readers",
-		"Read locks held on the file, in every process.", prometheus.GaugeValue}
+		"Read locks held on the file, in every process.", prometheus.GaugeValue, nil}
 	fLockDeadReaders = &family{"sketch_lock_dead_reader_slots",
-		"Reader slots of the lock held by handles that are gone (the next writer clears them).", prometheus.GaugeValue}
+		"Reader slots of the lock held by handles that are gone (the next writer clears them).", prometheus.GaugeValue, nil}
 	fLockHandles = &family{"sketch_lock_handles",
-		"Read-write handles on the file that hold a lock token, in every process.", prometheus.GaugeValue}
+		"Read-write handles on the file that hold a lock token, in every process.", prometheus.GaugeValue, nil}
 )
 
 var arenaFamilies = []*family{fArenaBytes, fArenaUsed, fArenaFree, fArenaStructures, fArenaMax, fLockWriter, fLockWriterDead, fLockReaders, fLockDeadReaders, fLockHandles}
@@ -80,8 +93,9 @@ type Stats interface {
 
 // sample is one value of a structure.
 type sample struct {
-	f *family
-	v float64
+	f  *family
+	v  float64
+	lv []string // the values of f.extra
 }
 
 // samplesOf returns the kind a Stats value describes and its samples, or
@@ -90,34 +104,34 @@ type sample struct {
 func samplesOf(stats any) (sketch.Kind, []sample, bool) {
 	switch s := stats.(type) {
 	case sketch.CountMinStats:
-		return sketch.KindCountMin, append(fileSamples(s.FileStats),
-			sample{fAdds, float64(s.Adds)},
-			sample{fCounted, float64(s.Total)},
-			sample{fErrorBound, float64(s.ErrorBound)}), true
+		return sketch.KindCountMin, append(append(fileSamples(s.FileStats),
+			sample{f: fAdds, v: float64(s.Adds)},
+			sample{f: fCounted, v: float64(s.Total)},
+			sample{f: fErrorBound, v: float64(s.ErrorBound)}), candidateSamples(s.Candidates)...), true
 	case sketch.BloomStats:
 		return sketch.KindBloom, append(fileSamples(s.FileStats),
-			sample{fAdds, float64(s.Added) + float64(s.Seen)},
-			sample{fAddsPresent, float64(s.Seen)},
-			sample{fFill, s.Fill},
-			sample{fItems, s.Estimated}), true
+			sample{f: fAdds, v: float64(s.Added) + float64(s.Seen)},
+			sample{f: fAddsPresent, v: float64(s.Seen)},
+			sample{f: fFill, v: s.Fill},
+			sample{f: fItems, v: s.Estimated}), true
 	case sketch.CountingBloomStats:
 		return sketch.KindCountingBloom, append(fileSamples(s.FileStats),
-			sample{fWrites, float64(s.Ops)},
-			sample{fFill, s.FillRatio},
-			sample{fItems, s.Count}), true
+			sample{f: fWrites, v: float64(s.Ops)},
+			sample{f: fFill, v: s.FillRatio},
+			sample{f: fItems, v: s.Count}), true
 	case sketch.CountMinWindowStats:
-		return sketch.KindCountMinWindow, append(fileSamples(s.FileStats),
-			sample{fCounted, float64(s.Total)},
-			sample{fErrorBound, float64(s.ErrorBound)},
-			sample{fCurrent, float64(s.Current)},
-			sample{fOldest, float64(s.Oldest)},
-			sample{fRotations, float64(s.Rotations)}), true
+		return sketch.KindCountMinWindow, append(append(fileSamples(s.FileStats),
+			sample{f: fCounted, v: float64(s.Total)},
+			sample{f: fErrorBound, v: float64(s.ErrorBound)},
+			sample{f: fCurrent, v: float64(s.Current)},
+			sample{f: fOldest, v: float64(s.Oldest)},
+			sample{f: fRotations, v: float64(s.Rotations)}), candidateSamples(s.Candidates)...), true
 	case sketch.BloomWindowStats:
 		out := append(fileSamples(s.FileStats),
-			sample{fFalsePositive, s.CheckRate},
-			sample{fCurrent, float64(s.Current)},
-			sample{fOldest, float64(s.Oldest)},
-			sample{fRotations, float64(s.Rotations)})
+			sample{f: fFalsePositive, v: s.CheckRate},
+			sample{f: fCurrent, v: float64(s.Current)},
+			sample{f: fOldest, v: float64(s.Oldest)},
+			sample{f: fRotations, v: float64(s.Rotations)})
 		// No slot holds the current period before its first add: it is
 		// empty then.
 		fill, items := 0.0, 0.0
@@ -126,32 +140,44 @@ func samplesOf(stats any) (sketch.Kind, []sample, bool) {
 				fill, items = slot.Fill, slot.Estimated
 			}
 		}
-		return sketch.KindBloomWindow, append(out, sample{fFill, fill}, sample{fItems, items}), true
+		return sketch.KindBloomWindow, append(out, sample{f: fFill, v: fill}, sample{f: fItems, v: items}), true
 	}
 	return "", nil, false
 }
 
+// candidateSamples are a candidate table's, and its loudest keys'.
+func candidateSamples(c *sketch.CandidateStats) []sample {
+	if c == nil {
+		return nil
+	}
+	out := []sample{{f: fCandidatesHeld, v: float64(c.Held)}, {f: fAdmissions, v: float64(c.Admissions)}}
+	for i, h := range c.Loudest {
+		out = append(out, sample{f: fHeavy, v: float64(h.Estimate), lv: []string{strconv.Itoa(i + 1), h.Key}})
+	}
+	return out
+}
+
 // fileSamples are what every kind reports of its file.
 func fileSamples(fs sketch.FileStats) []sample {
-	return []sample{{fBytes, float64(fs.Bytes)}, {fFrozen, boolValue(fs.Frozen)}}
+	return []sample{{f: fBytes, v: float64(fs.Bytes)}, {f: fFrozen, v: boolValue(fs.Frozen)}}
 }
 
 // arenaSamples are an arena's, and its lock's when it was read.
 func arenaSamples(s sketch.ArenaMetricsStats) []sample {
 	out := []sample{
-		{fArenaBytes, float64(s.Arena.Bytes)},
-		{fArenaUsed, float64(s.Arena.Used)},
-		{fArenaFree, float64(s.Arena.Free)},
-		{fArenaStructures, float64(s.Arena.Entries)},
-		{fArenaMax, float64(s.Arena.Capacity)},
+		{f: fArenaBytes, v: float64(s.Arena.Bytes)},
+		{f: fArenaUsed, v: float64(s.Arena.Used)},
+		{f: fArenaFree, v: float64(s.Arena.Free)},
+		{f: fArenaStructures, v: float64(s.Arena.Entries)},
+		{f: fArenaMax, v: float64(s.Arena.Capacity)},
 	}
 	if l := s.Lock; l != nil {
 		out = append(out,
-			sample{fLockWriter, boolValue(l.Writer)},
-			sample{fLockWriterDead, boolValue(l.Writer && !l.WriterAlive)},
-			sample{fLockReaders, float64(l.Readers)},
-			sample{fLockDeadReaders, float64(l.DeadReaderSlots)},
-			sample{fLockHandles, float64(l.Handles)})
+			sample{f: fLockWriter, v: boolValue(l.Writer)},
+			sample{f: fLockWriterDead, v: boolValue(l.Writer && !l.WriterAlive)},
+			sample{f: fLockReaders, v: float64(l.Readers)},
+			sample{f: fLockDeadReaders, v: float64(l.DeadReaderSlots)},
+			sample{f: fLockHandles, v: float64(l.Handles)})
 	}
 	return out
 }
