@@ -112,7 +112,11 @@ func (s *countMin) summary() string {
 func (s *countMin) sample() sample {
 	t := s.Total()
 	b := s.ErrorBound()
-	return sample{Total: t, ErrorBound: &b, Frozen: s.Frozen(), what: "adds"}
+	smp := sample{Total: t, ErrorBound: &b, Frozen: s.Frozen(), what: "adds"}
+	if s.Config().Candidates != 0 {
+		smp.Loudest, _ = s.Top(watchLoudest)
+	}
+	return smp
 }
 
 func (s *countMin) merge(src structure) error {

@@ -76,5 +76,9 @@ func (s *countMinWindow) summary() string {
 
 func (s *countMinWindow) sample() sample {
 	st := s.Stats()
-	return windowSample(sample{Total: st.Total, ErrorBound: &st.ErrorBound, Frozen: st.Frozen, what: "window adds"}, st.Oldest, st.Current, periodClock{st.Period, st.Rotations})
+	smp := sample{Total: st.Total, ErrorBound: &st.ErrorBound, Frozen: st.Frozen, what: "window adds"}
+	if st.Candidates != nil {
+		smp.Loudest = st.Candidates.Loudest[:min(watchLoudest, len(st.Candidates.Loudest))]
+	}
+	return windowSample(smp, st.Oldest, st.Current, periodClock{st.Period, st.Rotations})
 }

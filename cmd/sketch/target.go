@@ -147,6 +147,9 @@ type sample struct {
 	// turned the window (periodClock).
 	Start  *time.Time  `json:"start,omitempty"`
 	Frozen bool        `json:"frozen"`
+	// Loudest are the loudest keys of a candidate table, at most
+	// watchLoudest.
+	Loudest []sketch.HeavyHitter `json:"loudest,omitempty"`
 	what   string      // what Total counts, for the text view
 	clock  periodClock // a window's, for the text view's times
 }

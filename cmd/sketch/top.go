@@ -48,6 +48,9 @@ sketch top --json /dev/shm/clients.cms | jq -r .key`,
 	},
 }
 
+// watchLoudest is how many of a table's loudest keys watch shows.
+const watchLoudest = 5
+
 // lister is a structure with a candidate table.
 type lister interface {
 	Top(n int) ([]sketch.HeavyHitter, error)

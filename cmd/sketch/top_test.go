@@ -72,3 +72,20 @@ func TestTop(t *testing.T) {
 		t.Errorf("--candidates on a Bloom filter: exit %d, want 2", r.code)
 	}
 }
+
+// TestWatch_Loudest: watch shows the loudest keys of a candidate table.
+func TestWatch_Loudest(t *testing.T) {
+	cms := create(t, "w.cms", "--rows", "4", "--width", "65536", "--candidates", "8")
+	skIn(t, strings.NewReader(loudInput(9)), "add", cms).ok(t, "add")
+	out := sk(t, "watch", "--count", "1", cms).ok(t, "watch")
+	if !strings.Contains(out, "loudest_#1=loud-09:90") || !strings.Contains(out, "loudest_#5=loud-05:50") || strings.Contains(out, "loudest_#6") {
+		t.Errorf("watch of a sketch with a table:\n%s", out)
+	}
+	arena := filepath.Join(t.TempDir(), "a.arena")
+	sk(t, "create", arena, "--kind", "arena", "--size", "8M").ok(t, "create arena")
+	sk(t, "create", arena+":clients", "--kind", "countminwindow", "--keep", "2", "--candidates", "4").ok(t, "create window")
+	skIn(t, strings.NewReader(loudInput(3)), "add", arena+":clients").ok(t, "add")
+	if out := sk(t, "watch", "--count", "1", arena).ok(t, "watch arena"); !strings.Contains(out, "loudest loud-03 (30)") {
+		t.Errorf("watch of an arena:\n%s", out)
+	}
+}

@@ -162,6 +162,9 @@ func (w *watcher) tick() error {
 	if l.Count != nil {
 		rows = append(rows, viewRow{name: "items", value: fmt.Sprintf("about %.0f", *l.Count)})
 	}
+	for i, h := range l.Loudest {
+		rows = append(rows, viewRow{name: fmt.Sprintf("loudest #%d", i+1), value: fmt.Sprintf("%s  %s (at least %s)", keyText(h), count(h.Estimate), count(h.Low)), plain: keyText(h) + ":" + fmt.Sprint(h.Estimate)})
+	}
 	rows = append(rows, viewRow{name: "frozen", value: yesNo(l.Frozen)}, viewRow{name: "lock", value: lockText})
 	if !w.scr.live {
 		return w.scr.draw([]string{l.Time.Format(time.RFC3339) + "  " + plainRows(rows)})

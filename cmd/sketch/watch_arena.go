@@ -144,7 +144,8 @@ func watchedColumns(l watchedLine) []string {
 
 // figures are what a sample shows beside its total: a window's periods
 // and when the current one started, the error bound, the fill, the
-// estimated keys, and whether it is frozen.
+// estimated keys, the loudest key of a candidate table, and whether it is
+// frozen.
 func figures(s sample) []string {
 	var out []string
 	if s.Current != nil && s.Oldest != nil {
@@ -162,6 +163,10 @@ func figures(s sample) []string {
 	}
 	if s.Count != nil {
 		out = append(out, "items about "+estimated(*s.Count))
+	}
+	if len(s.Loudest) > 0 {
+		h := s.Loudest[0]
+		out = append(out, fmt.Sprintf("loudest %s (%s)", keyText(h), count(h.Estimate)))
 	}
 	if s.Frozen {
 		out = append(out, "frozen")
