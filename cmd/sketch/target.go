@@ -145,13 +145,13 @@ type sample struct {
 	Oldest  *uint64 `json:"oldest,omitempty"`
 	// Start is when the current period started, when the clock alone has
 	// turned the window (periodClock).
-	Start  *time.Time  `json:"start,omitempty"`
-	Frozen bool        `json:"frozen"`
+	Start  *time.Time `json:"start,omitempty"`
+	Frozen bool       `json:"frozen"`
 	// Loudest are the loudest keys of a candidate table, at most
 	// watchLoudest.
 	Loudest []sketch.HeavyHitter `json:"loudest,omitempty"`
-	what   string      // what Total counts, for the text view
-	clock  periodClock // a window's, for the text view's times
+	what    string               // what Total counts, for the text view
+	clock   periodClock          // a window's, for the text view's times
 }
 
 // place is where a structure is opened or made (the library's Place),
