@@ -567,7 +567,8 @@ func errorBound(total uint64, width int) uint64 {
 	return uint64(b)
 }
 
-// check is the Count-Min part of Check: every row must sum to the same
+// check is the Count-Min part of Check: the candidate table first (see
+// candidateTable.check), then the rows. Every row must sum to the same
 // total, as it must since every add puts its count in exactly one counter
 // of each row. Rows that disagree are not damage (ErrInconsistent): adds
 // that raced a Reset leave them, and Check says so, or an add was cut
@@ -578,6 +579,11 @@ func errorBound(total uint64, width int) uint64 {
 // while no add is running (a concurrent add lands in some rows before
 // others), and are not compared once a counter has saturated.
 func (c *CountMin) check() error {
+	if c.top != nil {
+		if err := c.top.check(); err != nil {
+			return c.m.errorf("check", err)
+		}
+	}
 	sums := make([]uint64, c.l.rows)
 	var adds uint64
 	for try := 0; ; try++ {
@@ -596,11 +602,6 @@ func (c *CountMin) check() error {
 	}
 	if !c.open.Load() {
 		return c.closedErr("check")
-	}
-	if c.top != nil {
-		if err := c.top.check(); err != nil {
-			return c.m.errorf("check", err)
-		}
 	}
 	return c.rowFinding(sums, adds)
 }
