@@ -59,6 +59,13 @@ const (
 	// raiseShift: a stored estimate is raised once the key's estimate
 	// passed it by 1/2^raiseShift of it.
 	raiseShift = 5
+	// The floor word: the floor in its low floorBits bits (a floor past
+	// them reads as their largest value, a floor too low: safe), and a
+	// generation above, moved when a window's turn or a reset lowers the
+	// floor under the lock, so that an add raising the floor without the
+	// lock from what it read before never raises it after.
+	floorBits = 56
+	floorMask = 1<<floorBits - 1
 )
 
 // candidateWays is K rounded up to whole buckets.
@@ -179,7 +186,37 @@ func (t *candidateTable) slotWord(way uint64, i uintptr) *uint64 {
 // floor is the estimate an add must pass to be offered to the table; for
 // a window, period is the period (plus one) it was set for.
 func (t *candidateTable) floor() (floor, period uint64) {
-	return atomic.LoadUint64(t.ctlWord(candFloor)), atomic.LoadUint64(t.ctlWord(candPeriod))
+	return atomic.LoadUint64(t.ctlWord(candFloor)) & floorMask, atomic.LoadUint64(t.ctlWord(candPeriod))
+}
+
+// floorOf is the floor a floor word holds.
+func floorOf(w uint64) uint64 { return w & floorMask }
+
+// raiseFloorTo raises the floor to v without the lock, unless the word
+// moved to another generation since was was read (a turn or a reset).
+func (t *candidateTable) raiseFloorTo(was, v uint64) {
+	v = min(v, floorMask)
+	w := t.ctlWord(candFloor)
+	for {
+		cur := atomic.LoadUint64(w)
+		if cur>>floorBits != was>>floorBits || cur&floorMask >= v {
+			return
+		}
+		if atomic.CompareAndSwapUint64(w, cur, cur&^floorMask|v) {
+			return
+		}
+	}
+}
+
+// setFloor stores the floor under the lock; newGen moves the generation
+// (a floor lowered by a turn or a reset).
+func (t *candidateTable) setFloor(v uint64, newGen bool) {
+	w := t.ctlWord(candFloor)
+	g := atomic.LoadUint64(w) >> floorBits
+	if newGen {
+		g = (g + 1) & (1<<(64-floorBits) - 1)
+	}
+	atomic.StoreUint64(w, g<<floorBits|min(v, floorMask))
 }
 
 // fingerprint is what a way's index word holds for a key: the hash's low
@@ -220,6 +257,7 @@ func (t *candidateTable) raise(way uint64, est uint64) {
 // floor: raise the key's way, or admit the key. period is the window's
 // period plus one (0 for a sketch).
 func (t *candidateTable) offer(h candidateHost, lo, hi uint64, key string, est, period uint64) {
+	was := atomic.LoadUint64(t.ctlWord(candFloor)) // before anything is read
 	if _, p := t.floor(); p != period {
 		if p > period || t.lk == nil {
 			return // an add of a period the table has left
@@ -234,18 +272,41 @@ func (t *candidateTable) offer(h candidateHost, lo, hi uint64, key string, est, 
 	if t.lk == nil {
 		return
 	}
-	if nf := h.noiseFloor(); est <= nf {
-		// Below the noise: raise the floor to it, so that adds of keys
-		// this quiet stop here.
-		if f, p := t.floor(); p == period && f < nf {
-			casMax(t.ctlWord(candFloor), nf)
+	if !t.roomFor(hi, est) {
+		// Every way of the key's buckets is louder. The floor may be
+		// stale (it is set at admissions, and stored estimates rise
+		// since): now and then, raise it to the least stored estimate.
+		if fp&15 == 0 {
+			t.raiseFloor(was, period)
 		}
 		return
 	}
-	if !t.roomFor(hi, est) {
+	if nf := h.noiseFloor(); est <= nf {
+		// Below the noise: raise the floor to it, so that adds of keys
+		// this quiet stop here.
+		if _, p := t.floor(); p == period {
+			t.raiseFloorTo(was, nf)
+		}
 		return
 	}
 	t.admit(h, fp, lo, hi, key, est, period)
+}
+
+// raiseFloor raises the floor, without the lock, to the least estimate
+// the table stores once every way holds a key: a key no louder than that
+// finds every way of its buckets louder, so no admission is lost. For a
+// window only while the table is set for period.
+func (t *candidateTable) raiseFloor(was, period uint64) {
+	least := ^uint64(0)
+	for way := range t.ways {
+		if atomic.LoadUint64(t.fp(way)) == 0 {
+			return
+		}
+		least = min(least, atomic.LoadUint64(t.est(way)))
+	}
+	if _, p := t.floor(); p == period {
+		t.raiseFloorTo(was, least)
+	}
 }
 
 // roomFor reports whether one of the key's ways is empty or stores an
@@ -299,7 +360,7 @@ func (t *candidateTable) admit(h candidateHost, fp, lo, hi uint64, key string, e
 	}
 	t.write(uint64(victim), fp, lo, hi, key, uint64(len(key)), est)
 	atomic.AddUint64(t.ctlWord(candAdmissions), 1)
-	t.refloor(h.noiseFloor())
+	t.refloor(h.noiseFloor(), false)
 }
 
 // turn re-estimates a window's candidates for a new period, under the
@@ -323,13 +384,13 @@ func (t *candidateTable) turn(h candidateHost, period uint64) {
 		}
 		atomic.StoreUint64(t.est(way), e)
 	}
-	t.refloor(nf)
+	t.refloor(nf, true)
 	atomic.StoreUint64(t.ctlWord(candPeriod), period)
 }
 
 // refloor sets the floor, under the lock: the noise floor, or the
 // smallest stored estimate once every way holds a key.
-func (t *candidateTable) refloor(nf uint64) {
+func (t *candidateTable) refloor(nf uint64, newGen bool) {
 	least := ^uint64(0)
 	for way := range t.ways {
 		if atomic.LoadUint64(t.fp(way)) == 0 {
@@ -338,7 +399,7 @@ func (t *candidateTable) refloor(nf uint64) {
 		}
 		least = min(least, atomic.LoadUint64(t.est(way)))
 	}
-	atomic.StoreUint64(t.ctlWord(candFloor), max(least, nf))
+	t.setFloor(max(least, nf), newGen)
 }
 
 // write fills a way, under the lock: the fingerprint is cleared first and
@@ -516,7 +577,7 @@ func (t *candidateTable) rebuild(h candidateHost, cands []candidate) {
 			}
 		}
 	}
-	t.refloor(nf)
+	t.refloor(nf, true)
 }
 
 // reset empties the table, under the lock.
@@ -527,7 +588,7 @@ func (t *candidateTable) reset() {
 		atomic.StoreUint64(t.fp(way), 0)
 		atomic.StoreUint64(t.est(way), 0)
 	}
-	atomic.StoreUint64(t.ctlWord(candFloor), 0)
+	t.setFloor(0, true)
 }
 
 // CandidateStats describes a candidate table.
