@@ -111,6 +111,8 @@ func TestHelperProcess(t *testing.T) {
 		err = childBloomWinAdd()
 	case "bwinclear":
 		err = childBloomWinClear()
+	case "snapadd":
+		err = childSnapAdd()
 	default:
 		err = fmt.Errorf("unknown role %q", role)
 	}
