@@ -29,6 +29,8 @@ its periods' counters, the union of their filters), so that it merges;
 an arena is copied whole, each window in it fixed at the periods it
 covered. SRC is opened read-only: a counting filter is then copied
 without its lock, so a remove running at that moment may show in part.
+A Count-Min copy holds the adds that ran during it in some rows and not
+others, so check may exit 3 on it (a torn add, which needs no repair).
 DST appears complete, or not at all.`,
 	example: `sketch snapshot /dev/shm/clients.cms /srv/ship/clients-$(date +%s).cms
 sketch snapshot /dev/shm/web.arena:clients /srv/ship/clients.cms   # a window: one sketch of its periods
