@@ -7,6 +7,7 @@ package sketch
 // began is in it.
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"sync/atomic"
@@ -181,6 +182,11 @@ func TestSnapshot_WhileTwoProcessesAdd(t *testing.T) {
 				}
 				if got := cp.answer([]byte("hot")); k.counts && got < n[0]+n[1] {
 					t.Errorf("round %d: the snapshot estimates hot at %d, want >= %d", round, got, n[0]+n[1])
+				}
+				// Adds cut by the copy are in some rows only: that is
+				// ErrInconsistent at most, never damage.
+				if err := cp.handle().Check(); err != nil && !errors.Is(err, ErrInconsistent) {
+					t.Errorf("round %d: Check of the snapshot: %v", round, err)
 				}
 				t.Logf("round %d: %d keys added before the snapshot, %d by its end", round, n[0]+n[1], after[0]+after[1])
 				cp.Close()

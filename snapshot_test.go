@@ -623,3 +623,57 @@ func TestSnapshot_Large(t *testing.T) {
 		t.Error("the snapshot's region differs from its quiet source's")
 	}
 }
+
+// TestSnapshot_WindowTurnsUnderTheCopy: when the window turns during the
+// copy (here, a Rotate after its first slot), the copy starts again at the
+// new period, from nothing, and covers that period's window exactly; a
+// window that turns during every copy is refused with ErrTimeout.
+func TestSnapshot_WindowTurnsUnderTheCopy(t *testing.T) {
+	w := mustIn(t, OpenCountMinWindow, Memory(), CountMinWindowConfig{Window: snapWin, CountMin: snapCMS})
+	for q := range uint64(4) {
+		if q > 0 {
+			if err := w.Rotate(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		snapPeriodKeys(t, snapCMW{w}, q)
+	}
+	turns := 0
+	testHookSnapshotFold = func(uint64) {
+		if turns == 0 {
+			turns++
+			if err := w.Rotate(); err != nil {
+				t.Error(err)
+			}
+		}
+	}
+	defer func() { testHookSnapshotFold = nil }()
+	cp, cov, err := w.SnapshotCovered(Memory())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cp.Close()
+	if want := (Periods{Oldest: 2, Current: 4}); cov != want {
+		t.Fatalf("the copy covers %+v, want %+v (the window after the turn)", cov, want)
+	}
+	for q := range uint64(5) {
+		for i := range 300 {
+			key := bloomKey(fmt.Sprint("p", q), i)
+			if got, want := cp.Estimate(key), w.Estimate(key); got != want {
+				t.Fatalf("the copy estimates %q at %d, the window at %d", key, got, want)
+			}
+		}
+	}
+	if got, want := cp.Total(), uint64(2*600); got != want {
+		t.Errorf("the copy's Total() = %d, want %d (periods 2 and 3; 4 is empty)", got, want)
+	}
+
+	testHookSnapshotFold = func(uint64) {
+		if err := w.Rotate(); err != nil {
+			t.Error(err)
+		}
+	}
+	if _, _, err := w.SnapshotCovered(Memory()); !errors.Is(err, ErrTimeout) {
+		t.Errorf("a snapshot of a window that turns during every copy: %v, want ErrTimeout", err)
+	}
+}

@@ -24,6 +24,10 @@ func (e *windowTurnError) Error() string {
 
 func (e *windowTurnError) Unwrap() error { return ErrTimeout }
 
+// testHookSnapshotFold runs after each slot a snapshot folds in, so that
+// a test can turn the window under the copy.
+var testHookSnapshotFold func(s uint64)
+
 // foldCovered calls fold for each slot that holds a period of the window
 // at the current period, until one period's window was read whole, and
 // returns its periods. reset undoes the folds of a try that was not.
@@ -33,6 +37,9 @@ func (b *windowBase) foldCovered(fold func(s uint64), reset func()) (Periods, er
 		p := c.currentRead()
 		whole := c.readWindow(p, false, func(s uint64) bool {
 			fold(s)
+			if testHookSnapshotFold != nil {
+				testHookSnapshotFold(s)
+			}
 			return false
 		})
 		if whole {
