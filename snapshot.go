@@ -221,7 +221,8 @@ func (b *Bloom) copyRegion(dst []byte) error {
 // The copy holds the file's read lock, as an Add does: adds go on, while
 // a Remove, Reset, Merge or AddIfAbsent, which take the write lock, runs
 // wholly before the copy or wholly after it (a key removed before is gone
-// from the copy, one removed after is still in it), and, the lock
+// from the copy, unless another copy of it or a false positive remains;
+// one removed after is still in it), and, the lock
 // preferring writers, a Remove that waits for the copy holds up the adds
 // that come after it until the copy ends. A read-only handle takes no
 // lock: a Remove running during its copy may then be in it in part (the
