@@ -142,14 +142,23 @@ type candidateTable struct {
 	seed                  uint64
 }
 
-// newCandidateTable locates the table of k candidates at region[off:].
+// newCandidateTable locates the table of k candidates at region[off:],
+// for a handle on m.
 func newCandidateTable(region []byte, off uint64, k, keyBytes int, m *mapping) *candidateTable {
 	if k == 0 {
 		return nil
 	}
+	t := tableAt(region, off, k, keyBytes, m.lay.seed)
+	t.lk, t.sealed = m.lk, sealedWord(m.data)
+	return t
+}
+
+// tableAt locates the table of k candidates at region[off:], without a
+// lock: for a region no other handle sees yet (a snapshot being made).
+func tableAt(region []byte, off uint64, k, keyBytes int, seed uint64) *candidateTable {
 	base := unsafe.Pointer(&region[roundUp(off, cacheLine)])
 	ways := uint64(candidateWays(k))
-	t := &candidateTable{
+	return &candidateTable{
 		ctl:       base,
 		fps:       unsafe.Add(base, cacheLine),
 		ests:      unsafe.Add(base, cacheLine+ways*8),
@@ -159,11 +168,9 @@ func newCandidateTable(region []byte, off uint64, k, keyBytes int, m *mapping) *
 		buckets:   ways / candidateBucketWays,
 		keyBytes:  uintptr(keyBytes),
 		slotBytes: uintptr(candidateSlotHead + keyBytes),
-		lk:        m.lk,
-		sealed:    sealedWord(m.data),
-		seed:      m.lay.seed,
+		sealed:    new(uint32),
+		seed:      seed,
 	}
-	return t
 }
 
 // candidateHost is the structure a table serves: a Count-Min sketch or a
@@ -537,6 +544,12 @@ func (t *candidateTable) rebuild(h candidateHost, cands []candidate) {
 	if atomic.LoadUint32(t.sealed) != 0 {
 		return
 	}
+	t.place(h, cands)
+}
+
+// place empties the table and fills it with the loudest of cands,
+// counted in h, for rebuild (under the lock) and for a snapshot's table.
+func (t *candidateTable) place(h candidateHost, cands []candidate) {
 	type ranked struct {
 		candidate
 		now uint64
@@ -579,6 +592,33 @@ func (t *candidateTable) rebuild(h candidateHost, cands []candidate) {
 	}
 	t.refloor(nf, true)
 }
+
+// copyTo copies the table, a word at a time and without the lock, into
+// region (laid out as t's, the table at off), and keeps only the ways
+// that read whole in the copy and did not change in t meanwhile: a way
+// written during the copy is left empty in it.
+func (t *candidateTable) copyTo(region []byte, off uint64) {
+	d := tableAt(region, off, t.k, int(t.keyBytes), t.seed)
+	copyWords(unsafe.Slice((*byte)(d.ctl), candidateTableBytes(t.k, int(t.keyBytes))), t.ctl)
+	for way := range d.ways {
+		fp := atomic.LoadUint64(d.fp(way))
+		if fp == 0 {
+			continue
+		}
+		c, ok := d.read(way)
+		if !ok || !d.whole(c) || atomic.LoadUint64(t.fp(way)) != fp ||
+			atomic.LoadUint64(t.slotWord(way, 0)) != atomic.LoadUint64(d.slotWord(way, 0)) {
+			atomic.StoreUint64(d.fp(way), 0)
+		}
+	}
+}
+
+// layoutHost serves a table from a Count-Min region no handle holds yet
+// (a window's snapshot being made).
+type layoutHost struct{ l *cmsLayout }
+
+func (h layoutHost) recount(lo, hi uint64) uint64 { return h.l.estimateHashed(lo, hi) }
+func (h layoutHost) noiseFloor() uint64           { return h.l.addCount() / (h.l.mask + 1) }
 
 // reset empties the table, under the lock.
 func (t *candidateTable) reset() {

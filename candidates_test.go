@@ -505,3 +505,71 @@ func TestCandidates_Arena(t *testing.T) {
 		t.Errorf("List's config = %+v", e.Config)
 	}
 }
+
+// TestCandidates_Snapshot: a snapshot of a sketch or a window keeps its
+// candidate table (a window's counted in the copy), and lists what the
+// source lists; a snapshot taken while goroutines admit keys holds only
+// whole ways.
+func TestCandidates_Snapshot(t *testing.T) {
+	c := mustIn(t, OpenCountMin, Memory(), CountMinConfig{Rows: 4, Width: 1 << 12, Candidates: 8})
+	w := mustIn(t, OpenCountMinWindow, Memory(), CountMinWindowConfig{Window: Window{Keep: 2}, CountMin: CountMinConfig{Rows: 4, Width: 1 << 12, Candidates: 8}})
+	for i := range 12 {
+		for range 10 * (i + 1) {
+			key := fmt.Sprintf("k%02d", i)
+			c.AddString(key)
+			w.AddString(key)
+		}
+	}
+	w.Rotate()
+	w.AddString("k00")
+	for _, src := range []interface {
+		Top(int) ([]HeavyHitter, error)
+	}{c, w} {
+		var snap *CountMin
+		var err error
+		switch s := src.(type) {
+		case *CountMin:
+			snap, err = s.Snapshot(Memory())
+		case *CountMinWindow:
+			snap, err = s.Snapshot(Memory())
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, _ := src.Top(0)
+		got, err := snap.Top(0)
+		if err != nil || !slices.Equal(got, want) {
+			t.Errorf("%T: the snapshot lists %+v, %v; the source %+v", src, got, err, want)
+		}
+		snap.Close()
+	}
+	// While goroutines admit keys.
+	var wg sync.WaitGroup
+	stop := make(chan struct{})
+	for g := range 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				c.AddString(fmt.Sprintf("churn-%d-%d", g, i%5000))
+			}
+		}()
+	}
+	for range 20 {
+		snap, err := c.Snapshot(Memory())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := snap.top.check(); err != nil {
+			t.Errorf("a snapshot's table: %v", err)
+		}
+		snap.Close()
+	}
+	close(stop)
+	wg.Wait()
+}

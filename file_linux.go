@@ -511,6 +511,13 @@ func initFile(fd int, name string, sp spec) (*mapping, error) {
 		return nil, fmt.Errorf("mmap %d bytes: %w", lay.fileSize, err)
 	}
 	encodeHeader(data, lay)
+	if sp.fill != nil {
+		if err := sp.fill(data, lay); err != nil {
+			unix.Munmap(data)
+			unix.Ftruncate(fd, 0)
+			return nil, err
+		}
+	}
 	publishMagic(data)
 	return newMapping(name, fd, data, lay, lay.first()), nil
 }

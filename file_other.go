@@ -35,6 +35,11 @@ func createInMemory(sp spec) (*mapping, error) {
 	words := make([]uint64, lay.fileSize/8) // 8-byte aligned, for atomics
 	data := unsafe.Slice((*byte)(unsafe.Pointer(&words[0])), lay.fileSize)
 	encodeHeader(data, lay)
+	if sp.fill != nil {
+		if err := sp.fill(data, lay); err != nil {
+			return nil, fmt.Errorf("sketch: create in memory: %w", err)
+		}
+	}
 	publishMagic(data)
 	return newMapping("in-memory sketch", -1, data, lay, lay.first()), nil
 }

@@ -115,6 +115,8 @@ func TestHelperProcess(t *testing.T) {
 		err = childTopAdd()
 	case "toploop":
 		err = childTopLoop()
+	case "snapadd":
+		err = childSnapAdd()
 	default:
 		err = fmt.Errorf("unknown role %q", role)
 	}

@@ -144,6 +144,10 @@ type spec struct {
 	// arena asks for an arena: size is then the whole file's, and the
 	// file is created with an empty directory.
 	arena bool
+	// fill, when set, writes a new file's contents after its header and
+	// before its magic is published, so that nobody sees the file before
+	// it is complete (a snapshot's copy, snapshot.go).
+	fill func(data []byte, lay layout) error
 }
 
 // seeded returns sp with the seed WithSeed gave, which must agree with the

@@ -14,6 +14,7 @@
 //	sketch check FILE                      verify: exit 0 sound, 1 corrupt or unreadable, 3 an operation cut short
 //	sketch watch FILE[:NAME]               a live view until interrupted; an arena's FILE: a line a structure
 //	sketch freeze FILE[:NAME]              seal for good (an arena whole)
+//	sketch snapshot SRC DST                copy a live structure into the new frozen file DST while writers go on (a window: one sketch of its periods)
 //	sketch reset FILE[:NAME]               forget everything
 //	sketch rotate FILE[:NAME]              turn a window's period now
 //	sketch merge DST SRC...                merge structures of one kind, shape and seed
@@ -29,7 +30,7 @@
 // FILE --kind arena --size 64M" makes one, "sketch create FILE:NAME --kind
 // ..." a structure in it); FILE:NAME on a file that is not an arena, and an
 // arena's FILE alone where a structure is needed, are usage errors. stats,
-// freeze, check, inspect and rm take a whole arena as FILE. A file whose
+// freeze, snapshot, check, inspect and rm take a whole arena as FILE. A file whose
 // own name has a colon is named whole; but when both readings exist (a
 // file x.arena:banned beside the file x.arena), every command refuses,
 // naming both: whoever may write the directory could have planted either.
@@ -45,7 +46,7 @@
 // no clock times, and says so.
 //
 // Commands that only read (query, top, stats, inspect, check, watch, and the
-// sources of merge) open the file read-only: they work on a file the user
+// sources of merge and snapshot) open the file read-only: they work on a file the user
 // may only read, while its writers go on.
 //
 // The library refuses a sketch file owned by a user other than the caller
@@ -133,6 +134,10 @@
 //     ...}]}, a structure's fields as above, "per_second" absent the
 //     first time a structure shows, and "error" in place of them for one
 //     that does not open.
+//   - snapshot: {"file", "source", "kind", "description", "bytes",
+//     "seconds"}, and "oldest" and "current", the periods a window's
+//     snapshot covers; "kind" is the snapshot's ("countmin" for a
+//     Count-Min window's, "bloom" for a Bloom window's, "arena").
 //   - version: {"version", "backend", "go", "format_version"}.
 //
 // Kinds are named "countmin", "bloom", "countingbloom", "countminwindow"

@@ -1,0 +1,111 @@
+package sketch
+
+import (
+	"fmt"
+	"slices"
+)
+
+// Snapshot copies the arena, while any process keeps using its
+// structures, into a new arena at a place, and returns it frozen and
+// read-only: the same size, seed and names, each structure of the same
+// kind and config at the same offset, so that every structure of the copy
+// merges with the same structure of other hosts' arenas and snapshots.
+// Each is copied as its own Snapshot copies it, with the same promise for
+// the operations that returned before the call (Count-Min sketches never
+// below, no false negatives from filters; counting Bloom filters under
+// the file's read lock, one at a time), except the windows, which stay
+// windows: each is fixed at the period its copy covers, as Freeze fixes
+// one, and answers for those periods however late it is asked (its own
+// Snapshot gives the one plain structure to merge). Structures created in
+// the arena during the copy are left out.
+//
+// The places and options are as CountMin.Snapshot's; a snapshot of an
+// arena is an arena of its own, not a structure in another.
+func (a *Arena) Snapshot(at Place, opts ...Option) (*Arena, error) {
+	if !a.open.Load() {
+		return nil, a.closedErr("snapshot")
+	}
+	a.mu.Lock()
+	err := a.refresh()
+	src := a.lay
+	src.entries = slices.Clone(a.lay.entries)
+	a.mu.Unlock()
+	if err != nil {
+		return nil, a.m.errorf("snapshot", err)
+	}
+	size, err := arenaSizeOf(src)
+	if err != nil {
+		return nil, a.m.errorf("snapshot", err)
+	}
+	sp := spec{arena: true, size: size, seed: src.seed, match: func(entry) error { return nil }}
+	sp.fill = func(data []byte, lay layout) error {
+		for i, e := range src.entries {
+			if err := a.copyEntry(e, data[e.off:e.off+e.size]); err != nil {
+				return err
+			}
+			encodeEntry(data[uint64(lay.dirOff)+uint64(i)*entrySize:][:entrySize], e)
+		}
+		native.PutUint32(data[offDirCount:], uint32(len(src.entries)))
+		return nil
+	}
+	m, err := createSnapshot(a.name(), at, sp, opts)
+	return finishSnapshot(&a.Handle, m, err, func(m *mapping) (*Arena, error) { return newArena(m), nil })
+}
+
+// arenaSizeOf returns the size to create an arena with that lays it out
+// as l is laid out (the directory's capacity, the data's offset, the
+// file's size), so that every region fits at its own offset: the file's
+// size, or a byte more than the pages that gave the directory its
+// capacity.
+func arenaSizeOf(l layout) (uint64, error) {
+	for _, size := range []uint64{l.fileSize, uint64(l.dirCap)*pageSize + 1, uint64(l.dirCap) * pageSize} {
+		n := newArenaLayout(l.seed, size)
+		if n.dirCap == l.dirCap && n.dataOff == l.dataOff && n.fileSize == l.fileSize {
+			return size, nil
+		}
+	}
+	return 0, fmt.Errorf("%w: no arena size lays out %d bytes with %d directory entries", ErrCorrupt, l.fileSize, l.dirCap)
+}
+
+// regionCopier is a structure that copies its region into a new one of
+// the same kind (copyRegion in snapshot.go and snapshot_window.go).
+type regionCopier interface {
+	copyRegion(dst []byte) error
+	Close() error
+}
+
+// copyEntry copies the structure of entry e into dst, its region in the
+// new arena, through a handle of its own kind.
+func (a *Arena) copyEntry(e entry, dst []byte) error {
+	at := a.Place(e.name)
+	var s regionCopier
+	var err error
+	switch e.kind {
+	case kindCountMin:
+		s, err = asCopier(OpenCountMin(at, CountMinConfig{}))
+	case kindBloom:
+		s, err = asCopier(OpenBloom(at, BloomConfig{}))
+	case kindCountingBloom:
+		s, err = asCopier(OpenCountingBloom(at, CountingBloomConfig{}))
+	case kindCountMinWindow:
+		s, err = asCopier(OpenCountMinWindow(at, CountMinWindowConfig{}))
+	case kindBloomWindow:
+		s, err = asCopier(OpenBloomWindow(at, BloomWindowConfig{}))
+	default:
+		err = fmt.Errorf("%w: %s has no snapshot", ErrInvalidArgument, kindName(e.kind))
+	}
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	return s.copyRegion(dst)
+}
+
+// asCopier passes a constructor's structure on as a regionCopier, and
+// nothing (not a typed nil) with its error.
+func asCopier[S regionCopier](s S, err error) (regionCopier, error) {
+	if err != nil {
+		return nil, err
+	}
+	return s, nil
+}

@@ -1,0 +1,126 @@
+//go:build linux
+
+package sketch
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// BenchmarkSnapshot times a Count-Min snapshot into memory (a memfd) of
+// the default shape and of the 160 MiB one, with nothing writing and
+// while two processes (this test binary again, role snapadd) keep adding
+// to the source. MB/s is the source's region copied a second; adds/s is
+// what the two writers added meanwhile.
+//
+//	go test -run '^$' -bench Snapshot -benchtime 10x .
+func BenchmarkSnapshot(b *testing.B) {
+	dir := "/dev/shm"
+	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
+		dir = ""
+	}
+	for _, sh := range []benchShape{benchDefaultShape, benchShapes[3]} {
+		for _, writers := range []int{0, 2} {
+			b.Run(fmt.Sprintf("%s/writers=%d", sh.name, writers), func(b *testing.B) {
+				tmp, err := os.MkdirTemp(dir, "sketch-snapshot-bench-")
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer os.RemoveAll(tmp)
+				path := filepath.Join(tmp, "src.cms")
+				c, err := OpenCountMin(Path(path), sh.config())
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer c.Close()
+				prog := benchWriters(b, path, filepath.Join(tmp, "progress"), writers)
+				b.SetBytes(int64(c.m.ent.size))
+				b.ReportAllocs()
+				before := atomic.LoadUint64(&prog[1]) + atomic.LoadUint64(&prog[2])
+				// The copy runs on the calling thread: its CPU time,
+				// which the other processes on the machine do not
+				// stretch as they stretch the wall clock.
+				runtime.LockOSThread()
+				defer runtime.UnlockOSThread()
+				cpu0 := threadCPU()
+				start := time.Now()
+				b.ResetTimer()
+				for range b.N {
+					s, err := c.Snapshot(Memory())
+					if err != nil {
+						b.Fatal(err)
+					}
+					s.Close()
+				}
+				b.StopTimer()
+				b.ReportMetric(float64(threadCPU()-cpu0)/float64(time.Millisecond)/float64(b.N), "cpu-ms/op")
+				if writers > 0 {
+					added := atomic.LoadUint64(&prog[1]) + atomic.LoadUint64(&prog[2]) - before
+					b.ReportMetric(float64(added)/time.Since(start).Seconds(), "adds/s")
+				}
+			})
+		}
+	}
+}
+
+// benchWriters starts n processes that add to the Count-Min sketch at
+// path until the benchmark ends, and returns their progress words once
+// each has added.
+func benchWriters(b *testing.B, path, progPath string, n int) []uint64 {
+	prog, err := mapProgress(progPath, true)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if n == 0 {
+		return prog
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		b.Skipf("cannot re-run the test binary: %v", err)
+	}
+	var cmds []*exec.Cmd
+	for i := range n {
+		cmd := exec.Command(exe, "-test.run=^TestHelperProcess$")
+		cmd.Env = append(os.Environ(), envs(envRole, "snapadd", envPath, path, envChild, i,
+			envSnapKind, "countmin", envSnapProgress, progPath)...)
+		cmd.Env = append(cmd.Env, "GORACE="+strings.TrimSpace(os.Getenv("GORACE")+" atexit_sleep_ms=0"))
+		if err := cmd.Start(); err != nil {
+			b.Fatal(err)
+		}
+		cmds = append(cmds, cmd)
+	}
+	b.Cleanup(func() {
+		atomic.StoreUint64(&prog[0], 1)
+		for _, cmd := range cmds {
+			cmd.Wait()
+		}
+	})
+	deadline := time.Now().Add(30 * time.Second)
+	for i := range n {
+		for atomic.LoadUint64(&prog[1+i]) == 0 {
+			if time.Now().After(deadline) {
+				b.Fatalf("writer %d has not added in 30 s", i)
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}
+	return prog
+}
+
+// threadCPU is the calling thread's CPU time, user and system.
+func threadCPU() time.Duration {
+	var ru unix.Rusage
+	if unix.Getrusage(unix.RUSAGE_THREAD, &ru) != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
