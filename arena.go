@@ -401,10 +401,16 @@ func (a *Arena) check() error {
 	if n > a.lay.dirCap {
 		return a.m.errorf("check", fmt.Errorf("%w: %d directory entries, capacity %d", ErrCorrupt, n, a.lay.dirCap))
 	}
+	// Every entry again from the first: decodeEntry checks entry i
+	// against the ones before it, so the layout grows as they are read.
+	l := a.lay
+	l.entries = nil
 	for i := uint32(0); i < n; i++ {
-		if _, err := a.lay.decodeEntry(a.m.data, i); err != nil {
+		e, err := l.decodeEntry(a.m.data, i)
+		if err != nil {
 			return a.m.errorf("check", err)
 		}
+		l.entries = append(l.entries, e)
 	}
 	return nil
 }
