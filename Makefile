@@ -7,7 +7,8 @@
 #             saying why and how to get it: without a C compiler the cgo
 #             parts, without qemu-user the runs under it. Under CI=true a
 #             skip fails instead: CI runs everything
-# make deps   install gcc, libc6-dev, make and qemu-user-static when missing,
+# make deps   install gcc, libc6-dev, make, qemu-user-static and
+#             redis-server when missing,
 #             as root with apt-get (.ci/install-deps; otherwise it says what
 #             it could not install, and passes)
 # make bench  the benchmarks, both cores beside a sync.Mutex+map baseline
