@@ -111,6 +111,8 @@ func TestHelperProcess(t *testing.T) {
 		err = childBloomWinAdd()
 	case "bwinclear":
 		err = childBloomWinClear()
+	case "distinctadd":
+		err = childDistinctAdd()
 	default:
 		err = fmt.Errorf("unknown role %q", role)
 	}
