@@ -42,7 +42,7 @@ func init() {
 	// Set here, not in the declaration: help looks commands up.
 	commands = []*command{
 		createCmd, addCmd, queryCmd, statsCmd, inspectCmd, checkCmd,
-		watchCmd, freezeCmd, resetCmd, rotateCmd, mergeCmd, rmCmd, demoCmd, versionCmd, helpCmd,
+		watchCmd, freezeCmd, resetCmd, rotateCmd, mergeCmd, exportCmd, rmCmd, demoCmd, versionCmd, helpCmd,
 	}
 }
 
