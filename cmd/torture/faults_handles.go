@@ -123,6 +123,12 @@ func faultConfig(k sketch.Kind, size uint64) any {
 		return sketch.CountMinWindowConfig{Window: faultWindow, CountMin: countMinFor(size / slots)}
 	case sketch.KindBloomWindow:
 		return sketch.BloomWindowConfig{Window: faultWindow, Bloom: bloomFor(size / slots)}
+	case sketch.KindDistinct:
+		p := 4
+		for p < 18 && 1<<(p+1) <= size {
+			p++
+		}
+		return sketch.DistinctConfig{Precision: p}
 	}
 	panic("torture: no fault config for " + string(k))
 }
