@@ -74,6 +74,9 @@ func TestDistinctConfig_Precision(t *testing.T) {
 		if got, want := len(registersOf(d)), 1<<c.want; got != want {
 			t.Errorf("%+v: %d registers, want %d", c.cfg, got, want)
 		}
+		if n, err := c.cfg.Bytes(); err != nil || n != d.Stats().Bytes {
+			t.Errorf("%+v: Bytes() = %d, %v; the file has %d", c.cfg, n, err, d.Stats().Bytes)
+		}
 	}
 	for _, cfg := range []DistinctConfig{
 		{Precision: 3}, {Precision: 19}, {Precision: -1}, {Error: 1}, {Error: -0.1}, {Error: 0.001},

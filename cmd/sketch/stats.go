@@ -21,7 +21,9 @@ counting Bloom filter its capacity, false-positive rate, shape, fill and
 estimated items; for a Count-Min window the periods it covers, their total
 and error bound, and each slot's period and total; for a Bloom window the
 periods it covers, its adds there, the rate at which it finds a key not
-added in them, and each slot's period, fill and estimated keys. For an
+added in them, and each slot's period, fill and estimated keys; for a
+distinct count its registers, hash, count with its 95% range, standard
+error and registers still zero. For an
 arena (FILE alone) it prints the arena's size, use and state, then one row
 a structure; --json has every structure's whole Stats. It opens the file
 read-only.`,
