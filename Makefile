@@ -8,10 +8,10 @@
 #             saying why and how to get it: without a C compiler the cgo
 #             parts, without qemu-user the runs under it. Under CI=true a
 #             skip fails instead: CI runs everything
-# make deps   install gcc, libc6-dev, make, qemu-user-static and prometheus
-#             (for promtool) when missing, as root with apt-get
-#             (.ci/install-deps; otherwise it says what it could not
-#             install, and passes)
+# make deps   install gcc, libc6-dev, make, qemu-user-static, prometheus
+#             (for promtool) and redis-server when missing, as root with
+#             apt-get (.ci/install-deps; otherwise it says what it could
+#             not install, and passes)
 # make bench  the benchmarks, both cores beside a sync.Mutex+map baseline
 # make demo   several processes counting one stream into one shared arena (a
 #             Count-Min window and a Bloom filter); needs only Go (without a

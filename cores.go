@@ -11,6 +11,7 @@ type cores struct {
 	countMin      countMinCore
 	bloom         bloomCore
 	countingBloom countingBloomCore
+	distinct      distinctCore
 }
 
 // goCores are the pure-Go cores, in every build: they serve what is too
@@ -19,6 +20,7 @@ var goCores = cores{
 	countMin:      countMinGo{},
 	bloom:         bloomGo{},
 	countingBloom: countingBloomGo{},
+	distinct:      distinctGo{},
 }
 
 // The smallest batches handed to buildCores. A cgo crossing costs about two
@@ -39,4 +41,8 @@ const (
 	bloomMinBatch              = 4
 	countingBloomMinBatch      = 8
 	countingBloomMinBatchAhead = 2
+	// distinctMinBatch: a distinct count's add is a hash and one CAS on
+	// 16 KiB that stay in cache, so C pays once a crossing is shared by a
+	// few keys (BenchmarkDistinct).
+	distinctMinBatch = 8
 )

@@ -31,6 +31,7 @@ const (
 	inCountingBloom
 	inCountMinWindow
 	inBloomWindow
+	inDistinct
 	inArena
 
 	inStandalone = inArena - 1 // every kind but the arena
@@ -58,6 +59,7 @@ var (
 	corruptCBFCfg   = CountingBloomConfig{Capacity: 10, Seed: 3}
 	corruptCMWCfg   = CountMinWindowConfig{Window: Window{Keep: 2}, CountMin: otCfg}
 	corruptBWCfg    = BloomWindowConfig{Window: Window{Keep: 2}, Bloom: corruptBloomCfg}
+	corruptHLLCfg   = DistinctConfig{Precision: 8, Seed: 3}
 	corruptArenaCfg = int64(64 << 10)
 )
 
@@ -99,6 +101,13 @@ func kindOf[S interface {
 			s.Close()
 			return nil
 		}}
+}
+
+// zeroCreating is k, whose zero config says what to create (a default
+// shape).
+func zeroCreating(k corruptKind) corruptKind {
+	k.zeroCreates = true
+	return k
 }
 
 var (
@@ -147,6 +156,14 @@ var corruptKinds = []corruptKind{
 			w.Rotate()
 			w.Stats()
 		}),
+	zeroCreating(kindOf("distinct", inDistinct, OpenDistinct, corruptHLLCfg,
+		func(d *Distinct, k string) error { return d.AddString(k) }, abc,
+		func(_ testing.TB, d *Distinct) {
+			d.AddBatch(corruptKeys)
+			d.Count()
+			d.ExportRedis()
+			d.Stats()
+		})),
 	// An arena holding one Count-Min sketch of otCfg's shape, "cm".
 	kindOf("arena", inArena, OpenArena, corruptArenaCfg,
 		func(a *Arena, name string) error {
@@ -503,10 +520,10 @@ func corruptions() []corruption {
 		// filter's.
 		{name: "entry.kind=the next kind", edit: func(b, _ []byte, _ *rand.Rand) []byte {
 			k := native.Uint32(b[otDirOff+entKind:])
-			native.PutUint32(b[otDirOff+entKind:], k%kindBloomWindow+1)
+			native.PutUint32(b[otDirOff+entKind:], k%kindDistinct+1)
 			return b
 		}},
-		{name: "entry.kind=6", edit: e32(entKind, kindBloomWindow+1)},
+		{name: "entry.kind=7", edit: e32(entKind, kindDistinct+1)},
 		{name: "entry.flags=1", edit: e32(entFlags, 1)},
 		{name: "entry.name without its NUL", edit: func(b, _ []byte, _ *rand.Rand) []byte {
 			copy(b[otDirOff+entName:][:entNameSize], bytes.Repeat([]byte("n"), entNameSize))
@@ -566,6 +583,17 @@ func corruptions() []corruption {
 		{name: "cbf counters not a power of two", in: inCountingBloom, edit: e64(entParams+16, 1000)},
 		{name: "cbf too many hashes", in: inCountingBloom, edit: e64(entParams+24, 33)},
 		{name: "cbf region too small", in: inCountingBloom, edit: e64(entParams+16, 1<<20)},
+
+		// A distinct count's: precision and profile.
+		{name: "distinct precision 3", in: inDistinct, edit: e64(entParams, 3)},
+		{name: "distinct precision 19", in: inDistinct, edit: e64(entParams, 19)},
+		{name: "distinct precision max", in: inDistinct, edit: e64(entParams, max64)},
+		{name: "distinct precision past the region", in: inDistinct, edit: e64(entParams, 9)},
+		{name: "distinct precision short of the region", in: inDistinct, edit: e64(entParams, 7)},
+		{name: "distinct precision 18 with size to match", in: inDistinct, edit: all(e64(entParams, 18), e64(entSize, distinctBytes(18)))},
+		{name: "distinct profile 2", in: inDistinct, edit: e64(entParams+8, 2)},
+		{name: "distinct Redis profile at precision 8", in: inDistinct, edit: e64(entParams+8, 1)},
+		{name: "distinct unknown parameter", in: inDistinct, edit: e64(entParams+16, 1)},
 	} {
 		if c.want == nil {
 			c.want = ErrCorrupt

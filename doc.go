@@ -48,13 +48,31 @@
 // describe for heavy hitters: the sketch supplies the counts, the table
 // the names.
 //
+// A [Distinct] answers "how many distinct keys": a HyperLogLog of 2^p
+// one-byte registers (16384 by default, 16 KiB) estimated with Ertl's
+// improved estimator ("New cardinality estimation algorithms for
+// HyperLogLog sketches", 2017), unbiased from zero keys up, within a
+// relative standard error of 1.04/sqrt(2^p) (0.81% by default). A key
+// raises at most one register with a CAS on its word, and registers only
+// rise, so adds from any number of processes commute and a process killed
+// at any instant leaves nothing to repair; Merge is the register-wise
+// maximum. [Distinct.Count] is cached per handle and walks the registers
+// again only after a change count in the file moved. Chosen at create,
+// the Redis profile ([DistinctConfig] Redis) hashes keys as Redis's PFADD
+// does, with Redis's public MurmurHash64A and seed (crafted keys can aim
+// at it; the default hash is seeded and secret), and [Distinct.ExportRedis]
+// writes any count of 16384 registers as Redis's dense HyperLogLog, which
+// SET stores and PFMERGE and PFCOUNT merge and count: each host counts in
+// shared memory, the fleet's count comes from Redis.
+//
 // Where a structure lives is one value, a [Place]: a file ([Path]), a new
 // memfd for child processes ([Memfd]), a descriptor this process inherited
 // ([Inherited]), memory for one process ([Memory]), or a name in an
 // [Arena], which holds many named structures in one file ([Arena.Place]).
 // Each kind has one constructor that takes the place and the kind's
 // config: [OpenCountMin], [OpenBloom], [OpenCountingBloom],
-// [OpenCountMinWindow], [OpenBloomWindow], and [OpenArena] for the arena.
+// [OpenCountMinWindow], [OpenBloomWindow], [OpenDistinct], and
+// [OpenArena] for the arena.
 // Every process asks for the same place and config; the first to ask
 // creates the structure, the rest attach.
 //
@@ -66,7 +84,7 @@
 // read-only ([ReadOnly]), verifies its file ([Handle.Check]), seals for
 // good ([Handle.Freeze]) to ship a copy to other hosts, where a collector
 // merges copies of the same shape and seed ([CountMin.Merge],
-// [Bloom.Merge], [CountingBloom.Merge]).
+// [Bloom.Merge], [CountingBloom.Merge], [Distinct.Merge]).
 //
 // # Files and processes
 //

@@ -21,7 +21,8 @@ import (
 // file, or returns a handle whose every call returns: no panic, no fault,
 // no hang. The corpus holds a valid file of every kind and layout (both
 // windows turned by Rotate and by the clock, an arena holding every kind,
-// a frozen filter) and mutations of each.
+// a frozen filter, distinct counts of both profiles) and mutations of
+// each.
 //
 // how picks the route: bit 0 WithoutCreate, bit 1 a second hard link, bit
 // 2 ReadOnly, the bits above the opener (fuzzOpeners, modulo their
@@ -167,6 +168,11 @@ var fuzzOpeners = []fuzzOpener{
 	{"OpenArena",
 		func(p string, o []Option) (interface{ Close() error }, error) { return OpenArena(Path(p), 0, o...) },
 		func(t *testing.T, h any) { fuzzArena(t, h.(*Arena)) }},
+	{"OpenDistinct",
+		func(p string, o []Option) (interface{ Close() error }, error) {
+			return OpenDistinct(Path(p), DistinctConfig{}, o...)
+		},
+		func(t *testing.T, h any) { fuzzDistinct(h.(*Distinct)) }},
 }
 
 func fuzzCountMin(c *CountMin) {
@@ -234,6 +240,17 @@ func fuzzBloomWindow(w *BloomWindow) {
 	w.Contains([]byte("y"))
 }
 
+func fuzzDistinct(d *Distinct) {
+	d.AddString("x")
+	d.Add([]byte("y"))
+	d.AddBatch(fuzzKeys)
+	d.Count()
+	d.Stats()
+	d.ExportRedis()
+	d.Merge(d)
+	d.Reset()
+}
+
 // fuzzArena opens every listed structure by its kind, with the config the
 // listing gives, and creates one more.
 func fuzzArena(t *testing.T, a *Arena) {
@@ -271,6 +288,12 @@ func fuzzArena(t *testing.T, a *Arena) {
 			if w, err = OpenBloomWindow(a.Place(e.Name), BloomWindowConfig{Window: Window{}, Bloom: BloomConfig{}}); err == nil {
 				fuzzBloomWindow(w)
 				h = w
+			}
+		case KindDistinct:
+			var d *Distinct
+			if d, err = OpenDistinct(a.Place(e.Name), DistinctConfig{}); err == nil {
+				fuzzDistinct(d)
+				h = d
 			}
 		}
 		if h != nil {
@@ -368,6 +391,18 @@ func fuzzValidFiles(t testing.TB) []fuzzValid {
 		must(os.Remove(p("bw")))
 	}
 
+	for i, cfg := range []DistinctConfig{{Precision: 4, Seed: 3}, {Redis: true}} {
+		d, err := OpenDistinct(Path(p("hll")), cfg)
+		must(err)
+		d.AddString("k")
+		if i == 1 {
+			must(d.Freeze())
+		}
+		d.Close()
+		out = append(out, fuzzValid{data: read("hll"), opener: 6})
+		must(os.Remove(p("hll")))
+	}
+
 	a, err := OpenArena(Path(p("arena")), 256<<10, WithSeed(3))
 	must(err)
 	for _, name := range []string{"one", "two"} {
@@ -392,6 +427,10 @@ func fuzzValidFiles(t testing.TB) []fuzzValid {
 	must(err)
 	abw.AddString("k")
 	abw.Close()
+	ad, err := OpenDistinct(a.Place("seven"), DistinctConfig{Precision: 6})
+	must(err)
+	ad.AddString("k")
+	ad.Close()
 	a.Close()
 	out = append(out, fuzzValid{data: read("arena"), opener: 5, arena: true})
 	return out
@@ -450,4 +489,6 @@ var fuzzArenaEdits = []func(b []byte){
 	func(b []byte) { native.PutUint32(b[offDirCap:], 1) },
 	func(b []byte) { native.PutUint64(arEntry(b, 4)[entParams+16:], 1) },
 	func(b []byte) { native.PutUint64(arEntry(b, 5)[entParams+40:], 0) },
+	func(b []byte) { native.PutUint64(arEntry(b, 6)[entParams:], distinctMaxP+1) },
+	func(b []byte) { native.PutUint64(arEntry(b, 6)[entParams+8:], 1) },
 }

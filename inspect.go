@@ -43,7 +43,8 @@ type FileInfo struct {
 // EntryInfo is one directory entry: a structure in the file.
 type EntryInfo struct {
 	// Kind names the structure as Kind does: "countmin",
-	// "countingbloom", "bloom", "countminwindow", "bloomwindow".
+	// "countingbloom", "bloom", "countminwindow", "bloomwindow",
+	// "distinct".
 	Kind string `json:"kind"`
 	// Description is the kind's name in prose, as messages use it.
 	Description string `json:"description"`
@@ -57,9 +58,10 @@ type EntryInfo struct {
 	// for a Bloom filter; "rows", "width", "period_ns" (0: turned by
 	// Rotate only) and "keep" for a Count-Min window; "capacity",
 	// "fp_rate", "bits" and "hashes" (of each period's filter),
-	// "period_ns" and "keep" for a Bloom window. Every parameter the format
-	// allows is exact in a float64, but for periods longer than 2^53 ns
-	// (104 days), which are rounded.
+	// "period_ns" and "keep" for a Bloom window; "precision", "registers"
+	// and "redis" (1: Redis's hash) for a distinct count. Every parameter
+	// the format allows is exact in a float64, but for periods longer than
+	// 2^53 ns (104 days), which are rounded.
 	Params map[string]float64 `json:"params"`
 }
 

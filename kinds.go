@@ -19,6 +19,8 @@ const (
 	KindCountMinWindow Kind = "countminwindow"
 	// KindBloomWindow is a Bloom window (BloomWindow).
 	KindBloomWindow Kind = "bloomwindow"
+	// KindDistinct is a distinct count (Distinct).
+	KindDistinct Kind = "distinct"
 )
 
 // The kind numbers stored in directory entries, and the parameters each
@@ -30,6 +32,7 @@ const (
 	kindCountingBloom  uint32 = 3 // capacity, FP rate, m, k
 	kindCountMinWindow uint32 = 4 // rows, width, period, keep
 	kindBloomWindow    uint32 = 5 // capacity, FP rate, blocks, k (of a period's filter), period, keep
+	kindDistinct       uint32 = 6 // precision p, profile (0: seeded XXH3, 1: Redis's)
 )
 
 // kindInfo is what the format knows of a structure kind.
@@ -55,6 +58,7 @@ func init() {
 		kindCountingBloom:  {"counting Bloom filter", KindCountingBloom, validateCountingBloomEntry, countingBloomEntryConfig, countingBloomEntryParams},
 		kindCountMinWindow: {"Count-Min window", KindCountMinWindow, validateCountMinWindowEntry, countMinWindowEntryConfig, countMinWindowEntryParams},
 		kindBloomWindow:    {"Bloom window", KindBloomWindow, validateBloomWindowEntry, bloomWindowEntryConfig, bloomWindowEntryParams},
+		kindDistinct:       {"distinct count", KindDistinct, validateDistinctEntry, distinctEntryConfig, distinctEntryParams},
 	}
 }
 

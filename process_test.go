@@ -117,6 +117,8 @@ func TestHelperProcess(t *testing.T) {
 		err = childTopLoop()
 	case "snapadd":
 		err = childSnapAdd()
+	case "distinctadd":
+		err = childDistinctAdd()
 	default:
 		err = fmt.Errorf("unknown role %q", role)
 	}

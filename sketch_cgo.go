@@ -14,4 +14,5 @@ var buildCores = cores{
 	countMin:      countMinCgo{},
 	bloom:         bloomCgo{},
 	countingBloom: countingBloomCgo{},
+	distinct:      distinctCgo{},
 }

@@ -156,4 +156,17 @@ uint64_t sk_bloom_add_many(uint64_t *words, uint64_t seed, uint64_t blocks, uint
 uint64_t sk_bloom_check_many(uint64_t *words, uint64_t seed, uint64_t blocks, uint32_t k, int prefetch,
 			     const sk_key *keys, size_t count, uint8_t *out);
 
+/* Distinct count batches (distinct.c; keep in sync with distinct_core.go,
+ * murmur.go and the binding in distinct.go). regs holds 2^p one-byte
+ * registers, register j byte j of the array, read and written as native
+ * uint64 words. A key's hash h is the low word of XXH3-128 with seed, or
+ * with redis MurmurHash64A with SK_REDIS_HLL_SEED; its register is
+ * h & (2^p - 1), its rank 1 + the trailing zeros of (h >> p) | 2^(64-p). */
+#define SK_REDIS_HLL_SEED UINT64_C(0xadc83b19)
+
+/* sk_murmur64a is MurmurHash64A, the blocks read little-endian. */
+uint64_t sk_murmur64a(const uint8_t *key, size_t len, uint64_t seed);
+/* sk_hll_add_many adds each key and returns how many raised a register. */
+uint64_t sk_hll_add_many(uint64_t *regs, uint64_t seed, uint32_t p, int redis, const sk_key *keys, size_t count);
+
 #endif

@@ -23,7 +23,8 @@ a Count-Min sketch's estimate with its error bar (a Count-Min window's
 over the window), a counting Bloom filter's count, or whether a Bloom
 filter or window had the key before ("added" or "probably present
 before"; a window's in any period it covers; -n changes nothing in a
-set). With no KEY, or "-", it reads one key a line from standard
+set), or a distinct count's count after the add (-n changes nothing
+either). With no KEY, or "-", it reads one key a line from standard
 input, in batches (empty lines are skipped), and prints how many it added;
 with --weighted, each line is KEY<TAB>N and counts KEY N times (a counting
 Bloom filter adds it N times, up to the 15 where its counters stick).

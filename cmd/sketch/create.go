@@ -20,15 +20,16 @@ var createKinds = map[string][]string{
 	string(sketch.KindCountingBloom):  {"capacity", "fp-rate"},
 	string(sketch.KindCountMinWindow): {"error", "confidence", "rows", "width", "period", "keep", "candidates", "candidate-key-bytes"},
 	string(sketch.KindBloomWindow):    {"capacity", "fp-rate", "period", "keep"},
+	string(sketch.KindDistinct):       {"error", "precision", "redis"},
 	"arena":                           {"size"},
 }
 
-const kindList = "countmin, bloom, countingbloom, countminwindow, bloomwindow or arena"
+const kindList = "countmin, bloom, countingbloom, countminwindow, bloomwindow, distinct or arena"
 
 var createCmd = &command{
 	name:       "create",
 	opensFiles: true,
-	args:       "FILE[:NAME] --kind countmin|bloom|countingbloom|countminwindow|bloomwindow|arena [SIZING]",
+	args:       "FILE[:NAME] --kind countmin|bloom|countingbloom|countminwindow|bloomwindow|distinct|arena [SIZING]",
 	summary:    "create a sketch file, an arena, or a structure in an arena",
 	details: `
 Create makes a new sketch file and prints what it made: its shape, its
@@ -38,9 +39,14 @@ exists. Size a Count-Min sketch (the default kind) by --error and
 filter by --capacity and --fp-rate; a Count-Min window by the Count-Min
 sizing and --keep K periods of --period D (0: periods turn only on
 sketch rotate); either Count-Min kind keeps a table of the loudest keys
-with --candidates K (see sketch top); a Bloom window by --capacity and --fp-rate of each
-period's filter and --keep and --period; an arena by --size, the bytes
-of its file (K, M and G suffixes are KiB, MiB and GiB).
+with --candidates K (see sketch top); a Bloom window by --capacity and
+--fp-rate of each period's filter and --keep and --period; a distinct
+count by --error, its relative standard error (default 0.81%: 16384
+registers), or --precision P (2^P registers), and --redis for Redis's
+hash and 16384 registers, whose exports (sketch export --format redis)
+merge in Redis with keys PFADDed there (Redis's hash is public: crafted
+keys can aim at it); an arena by --size, the bytes of its file (K, M and
+G suffixes are KiB, MiB and GiB).
 
 FILE:NAME makes a structure named NAME in the existing arena FILE (from
 create FILE --kind arena), refusing a name it has; it hashes with the
@@ -59,11 +65,12 @@ sketch create host2.cms --seed-from host1.cms
 sketch create /dev/shm/web.arena:seen --kind bloom --capacity 1000000 --fp-rate 0.001
 sketch create /dev/shm/web.arena:clients --kind countminwindow --period 1m --keep 5 --error 0.001 --candidates 100
 sketch create /dev/shm/web.arena:recent --kind bloomwindow --period 10m --keep 6 --capacity 100000 --fp-rate 0.001
+sketch create /dev/shm/web.arena:clients-distinct --kind distinct --redis
 (umask 077; od -An -tu8 -N8 /dev/urandom > seed)
 sketch create /dev/shm/a.cms --seed-file seed; sketch create /dev/shm/b.cms --seed-file seed`,
 	setup: func(fs *flag.FlagSet) func([]string) error {
 		kind := fs.String("kind", "countmin", "`KIND` to create: "+kindList)
-		errRate := fs.Float64("error", 0, "countmin, countminwindow: error rate ε, in (0, 1) (default 0.001): estimates are high by at most ε·total")
+		errRate := fs.Float64("error", 0, "countmin, countminwindow: error rate ε, in (0, 1) (default 0.001): estimates are high by at most ε·total; distinct: relative standard error, in (0, 1) (default 0.0081)")
 		conf := fs.Float64("confidence", 0, "countmin, countminwindow: confidence of the error bound, in (0, 1) (default 0.99)")
 		rows := fs.Int("rows", 0, "countmin, countminwindow: rows, instead of --error and --confidence")
 		width := fs.Int("width", 0, "countmin, countminwindow: counters a row (rounded up to a power of two), with --rows")
@@ -73,6 +80,8 @@ sketch create /dev/shm/a.cms --seed-file seed; sketch create /dev/shm/b.cms --se
 		fpRate := fs.Float64("fp-rate", 0, "bloom, countingbloom, bloomwindow: false-positive rate at capacity, in (0, 1) (default 0.01)")
 		period := fs.Duration("period", 0, "countminwindow, bloomwindow: length of a period, at least 1ms (default 0: turned by sketch rotate only)")
 		keep := fs.Int("keep", 0, fmt.Sprintf("countminwindow, bloomwindow: periods an answer covers, the current one included, 1 to %d (required)", sketch.MaxWindowKeep))
+		precision := fs.Int("precision", 0, "distinct: `P`, 4 to 18: 2^P registers of a byte, instead of --error")
+		redis := fs.Bool("redis", false, "distinct: Redis's hash and 16384 registers, for exports that merge with Redis's HyperLogLogs")
 		size := fs.String("size", "", "arena: `BYTES` of the file, with an optional K, M or G (required)")
 		mode := fs.String("mode", "0600", "permission bits of a new file, in octal")
 		seedFile := fs.String("seed-file", "", "read the secret hash seed of a new file from `FILE` (\"-\": standard input), one decimal or 0x hex number; FILE must not be readable by every user (default: a random seed)")
@@ -114,6 +123,10 @@ sketch create /dev/shm/a.cms --seed-file seed; sketch create /dev/shm/b.cms --se
 			flags := createFlags{
 				kind: *kind, cms: sketch.CountMinConfig{ErrorRate: *errRate, Confidence: *conf, Rows: *rows, Width: *width, Candidates: *cands, CandidateKeyBytes: *candBytes},
 				capacity: *capacity, fpRate: *fpRate, window: sketch.Window{Period: *period, Keep: *keep},
+			}
+			if *kind == string(sketch.KindDistinct) {
+				flags.cms.ErrorRate = 0 // --error is the distinct count's
+				flags.distinct = sketch.DistinctConfig{Error: *errRate, Precision: *precision, Redis: *redis}
 			}
 			if err := flags.validate(); err != nil {
 				return err
@@ -166,6 +179,7 @@ type createFlags struct {
 	capacity uint64
 	fpRate   float64
 	window   sketch.Window
+	distinct sketch.DistinctConfig
 	seed     uint64
 }
 
@@ -204,6 +218,10 @@ func makeStructure(p place, f createFlags) (structure, error) {
 		return openAt(p, sketch.OpenCountMinWindow, sketch.CountMinWindowConfig{Window: f.window, CountMin: f.cms}, newCountMinWindow)
 	case string(sketch.KindBloomWindow):
 		return openAt(p, sketch.OpenBloomWindow, sketch.BloomWindowConfig{Window: f.window, Bloom: sketch.BloomConfig{Capacity: f.capacity, FPRate: f.fpRate, Seed: f.seed}}, newBloomWindow)
+	case string(sketch.KindDistinct):
+		cfg := f.distinct
+		cfg.Seed = f.seed
+		return openAt(p, sketch.OpenDistinct, cfg, newDistinct)
 	}
 	return nil, usageError("an arena holds structures, not arenas")
 }
@@ -319,6 +337,12 @@ func printCreated(t target, s structure, region uint64, jsonOut bool) error {
 		bytes = st.Bytes
 		figures = fmt.Sprintf("answers cover %s; estimates are high by at most %s of the window's total, with %s confidence",
 			windowText(sketch.Window{Period: st.Period, Keep: st.Keep}), percent(math.E/float64(st.Width)), percent(1-math.Exp(-float64(st.Rows))))
+	case sketch.DistinctStats:
+		bytes = st.Bytes
+		figures = fmt.Sprintf("counts are within %s of the true count about two times in three, %s 95%% of the time", percent(st.StdError), percent(2*st.StdError))
+		if st.Redis {
+			figures += "; Redis's hash, which is public: crafted keys can aim at it"
+		}
 	case sketch.BloomWindowStats:
 		bytes = st.Bytes
 		figures = fmt.Sprintf("answers cover %s; false positives about %s a period at %d keys each, up to about %s over the window",

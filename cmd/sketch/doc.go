@@ -1,13 +1,13 @@
 // Command sketch creates, feeds, queries and checks shared sketch files
 // from the shell, against the live file that other processes are writing.
 //
-//	sketch create FILE[:NAME] [--kind countmin|bloom|countingbloom|countminwindow|bloomwindow|arena] [SIZING] [--mode 0600] [--seed-file FILE|- | --seed-from OTHER]
+//	sketch create FILE[:NAME] [--kind countmin|bloom|countingbloom|countminwindow|bloomwindow|distinct|arena] [SIZING] [--mode 0600] [--seed-file FILE|- | --seed-from OTHER]
 //	    SIZING: --error E --confidence C | --rows R --width W (countmin, countminwindow);
 //	    --capacity N --fp-rate P (bloom, countingbloom, bloomwindow: each period's);
-//	    --period D --keep K (countminwindow, bloomwindow); --size N (arena);
-//	    --candidates K [--candidate-key-bytes B] (countmin, countminwindow: a table of the K loudest keys)
+//	    --period D --keep K (countminwindow, bloomwindow); --error E | --precision P, --redis (distinct);
+//	    --size N (arena); --candidates K [--candidate-key-bytes B] (countmin, countminwindow: a table of the K loudest keys)
 //	sketch add FILE[:NAME] [KEY...]        count keys; none or "-": one a line from standard input (--weighted: KEY<TAB>N)
-//	sketch query FILE[:NAME] [KEY...]      estimates with error bars, presence, counts; --top N of candidates from standard input
+//	sketch query FILE[:NAME] [KEY...]      estimates with error bars, presence, counts; a distinct count's count; --top N of candidates from standard input
 //	sketch top FILE[:NAME]                 the loudest keys of a candidate table (-n N, --json)
 //	sketch stats FILE[:NAME]               everything Stats reports; an arena's, a row a structure
 //	sketch inspect FILE                    header, directory, lock state (--show-seed for the secret seed)
@@ -18,6 +18,7 @@
 //	sketch reset FILE[:NAME]               forget everything
 //	sketch rotate FILE[:NAME]              turn a window's period now
 //	sketch merge DST SRC...                merge structures of one kind, shape and seed
+//	sketch export --format redis FILE[:NAME] [-o OUT]   a distinct count as Redis's HyperLogLog, for SET, PFMERGE, PFCOUNT
 //	sketch rm FILE                         remove a sketch file or an arena (and nothing else)
 //	sketch demo                            several processes serve one stream into one shared arena
 //	sketch version                         also --version
@@ -89,6 +90,9 @@
 //     periods it covers), and from add "already" (every bit was set
 //     before, in a window's current period or one it covers: probably
 //     added before). A counting Bloom filter: {"key", "count", "present"}.
+//     A distinct count: query FILE prints one object, {"count",
+//     "std_error", "low", "high"} (the count, its relative standard error
+//     and its 95% range); add prints it after each key.
 //   - add from standard input: {"file", "keys", "total", "seconds",
 //     "keys_per_second"}; "total" is watch's.
 //   - stats: {"file", "structures": [{"name", "kind", "description",
@@ -109,7 +113,10 @@
 //     nanoseconds, "keep", "current", "oldest", "start", "rotations",
 //     "check_rate", "slots": [{"state", "period", "set", "fill",
 //     "estimated", "rate", "added", "seen"}], "bytes", "frozen",
-//     "read_only", "closed"). A structure's "bytes" is its whole file's.
+//     "read_only", "closed") or DistinctStats ("precision", "registers",
+//     "redis", "estimate", "std_error", "zero", "changes", "bytes",
+//     "frozen", "read_only", "closed"). A structure's "bytes" is its whole
+//     file's.
 //   - inspect: the library's FileInfo: {"path", "format_version",
 //     "byte_order", "bytes", "mode", "uid", "gid", "header_bytes",
 //     "data_offset", "sealed", "arena", "reader_slots",
@@ -140,6 +147,6 @@
 //     Count-Min window's, "bloom" for a Bloom window's, "arena").
 //   - version: {"version", "backend", "go", "format_version"}.
 //
-// Kinds are named "countmin", "bloom", "countingbloom", "countminwindow"
-// and "bloomwindow"; create also makes an "arena".
+// Kinds are named "countmin", "bloom", "countingbloom", "countminwindow",
+// "bloomwindow" and "distinct"; create also makes an "arena".
 package main

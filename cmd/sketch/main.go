@@ -42,7 +42,7 @@ func init() {
 	// Set here, not in the declaration: help looks commands up.
 	commands = []*command{
 		createCmd, addCmd, queryCmd, topCmd, statsCmd, inspectCmd, checkCmd,
-		watchCmd, freezeCmd, snapshotCmd, resetCmd, rotateCmd, mergeCmd, rmCmd, demoCmd, versionCmd, helpCmd,
+		watchCmd, freezeCmd, snapshotCmd, resetCmd, rotateCmd, mergeCmd, exportCmd, rmCmd, demoCmd, versionCmd, helpCmd,
 	}
 }
 

@@ -17,8 +17,9 @@ each with --seed-from one of them, or with the same --seed-file). The SRC
 files are opened read-only, so frozen copies shipped from other hosts
 merge too. Count-Min sketches add counter by counter (DST then answers
 the sum), Bloom filters OR their bits (the union), counting Bloom filters
-add counter by counter, saturating at 15; Count-Min and Bloom windows do
-not merge. Structures in arenas are FILE:NAME.`,
+add counter by counter, saturating at 15, distinct counts keep each
+register's largest value (the count of the union); Count-Min and Bloom
+windows do not merge. Structures in arenas are FILE:NAME.`,
 	example: `sketch create total.cbf --kind countingbloom --capacity 1000000 --seed-from host1.cbf
 sketch merge total.cbf host1.cbf host2.cbf
 sketch merge total.cms host1.arena:clients host2.arena:clients`,

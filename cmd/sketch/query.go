@@ -21,12 +21,15 @@ its error bar ("between LOW and ESTIMATE": the true count is in that range
 with the sketch's confidence, and never above it; a Count-Min window's
 over the periods it covers), a Bloom filter's "probably present" or
 "definitely absent" (a Bloom window's over the periods it covers), or a
-counting Bloom filter's count (0: definitely absent). With no KEY, or "-",
+counting Bloom filter's count (0: definitely absent). A distinct count
+answers no key: query FILE prints its count of distinct keys with its 95%
+range (two standard errors either side). With no KEY, or "-",
 the keys come one a line from standard input. --top N reads candidate keys
 (a sketch stores none) and prints the N loudest, loudest first. It opens
 the file read-only.`,
 	example: `sketch query /dev/shm/clients.cms 192.0.2.1 192.0.2.7
 sketch query /dev/shm/web.arena:seen req-81f3
+sketch query /dev/shm/web.arena:clients-distinct
 cut -d' ' -f1 access.log | sort -u | sketch query --top 10 /dev/shm/clients.cms`,
 	setup: func(fs *flag.FlagSet) func([]string) error {
 		top := fs.Int("top", 0, "print the `N` loudest of the candidate keys")
@@ -44,6 +47,17 @@ cut -d' ' -f1 access.log | sort -u | sketch query --top 10 /dev/shm/clients.cms`
 			}
 			defer s.Close()
 			keys := args[1:]
+			if c, ok := s.(counting); ok {
+				if len(keys) > 0 || *top > 0 {
+					return usageError("a distinct count answers no key: sketch query %s prints its count", args[0])
+				}
+				a := c.count()
+				if *jsonOut {
+					return printJSON(stdout, a)
+				}
+				fmt.Fprintln(stdout, a.text())
+				return nil
+			}
 			fromStdin := len(keys) == 0 || (len(keys) == 1 && keys[0] == "-")
 			next := argBatches(keys)
 			if fromStdin {
@@ -71,6 +85,10 @@ cut -d' ' -f1 access.log | sort -u | sketch query --top 10 /dev/shm/clients.cms`
 		}
 	},
 }
+
+// counting is a structure that answers with one count, not a key at a
+// time: a distinct count.
+type counting interface{ count() distinctAnswer }
 
 // argBatches serves keys from the arguments as one batch.
 func argBatches(keys []string) func() ([][]byte, error) {

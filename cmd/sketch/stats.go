@@ -23,9 +23,11 @@ and error bound, and each slot's period and total; for a Bloom window the
 periods it covers, its adds there, the rate at which it finds a key not
 added in them, and each slot's period, fill and estimated keys; a
 window's periods show when they started on the clock (one turned by
-rotate has no clock times). For an arena (FILE alone) it prints the
-arena's size, use and state, then one row a structure; --json has every
-structure's whole Stats. It opens the file read-only.`,
+rotate has no clock times); for a distinct count its registers, hash,
+count with its 95% range, standard error and registers still zero. For
+an arena (FILE alone) it prints the arena's size, use and state, then
+one row a structure; --json has every structure's whole Stats. It opens
+the file read-only.`,
 	example: `sketch stats /dev/shm/clients.cms
 sketch stats /dev/shm/web.arena
 sketch stats --json /dev/shm/clients.cms | jq .structures[0].stats.total`,

@@ -244,6 +244,8 @@ func openEntry(p place, kind sketch.Kind) (structure, error) {
 		return openAt(p, sketch.OpenCountMinWindow, sketch.CountMinWindowConfig{}, newCountMinWindow)
 	case sketch.KindBloomWindow:
 		return openAt(p, sketch.OpenBloomWindow, sketch.BloomWindowConfig{}, newBloomWindow)
+	case sketch.KindDistinct:
+		return openAt(p, sketch.OpenDistinct, sketch.DistinctConfig{}, newDistinct)
 	}
 	return nil, fmt.Errorf("%s holds a structure this build does not know (%s)", p.label, kind)
 }

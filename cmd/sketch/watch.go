@@ -24,13 +24,15 @@ operations) per second across every process, the total, a Count-Min
 sketch's error bound, a Bloom or counting Bloom filter's fill and
 estimated keys, a Count-Min window's periods, total and error bound (its
 total drops as periods leave it: the rate shows 0 then), a Bloom
-window's periods, adds and its current period's fill, whether it is
-frozen, and the state of the file's lock. A window's current period shows
-when it started on the clock (a window turned by rotate has no clock
-times). An arena (FILE alone) shows a line a structure, with the same
-figures, and the structures made while it watches as they appear. On a
-terminal the view is redrawn in place; otherwise it prints one line an
-interval (an arena's view: a frame an interval, after a blank line). It
+window's periods, adds and its current period's fill, a distinct
+count's count (its total; the rate is new distinct keys per second),
+whether it is frozen, and the state of the file's lock. A window's
+current period shows when it started on the clock (a window turned by
+rotate has no clock times). An arena (FILE alone) shows a line a
+structure, with the same figures, and the structures made while it
+watches as they appear. On a terminal the view is redrawn in place;
+otherwise it prints one line an interval (an arena's view: a frame an
+interval, after a blank line). It
 opens the file read-only.`,
 	example: `sketch watch /dev/shm/clients.cms
 sketch watch /dev/shm/web.arena

@@ -35,22 +35,29 @@ type namedCall struct {
 type faultKind struct {
 	name string
 	open func(path string, size uint64, opts ...sketch.Option) (*faultHandle, error)
+	// most is the largest file the kind makes, 0 when any size can be
+	// asked for: a distinct count has at most 2^18 registers.
+	most uint64
 }
 
 // faultKinds are every kind of structKinds in a file of its own, named by
 // its short name, and an arena.
-var faultKinds = append(standaloneFaultKinds(), faultKind{"arena", openFaultArena})
+var faultKinds = append(standaloneFaultKinds(), faultKind{name: "arena", open: openFaultArena})
 
 func standaloneFaultKinds() []faultKind {
 	var ks []faultKind
 	for _, k := range structKinds {
-		ks = append(ks, faultKind{k.short, func(path string, size uint64, opts ...sketch.Option) (*faultHandle, error) {
+		fk := faultKind{name: k.short, open: func(path string, size uint64, opts ...sketch.Option) (*faultHandle, error) {
 			h, err := k.open(sketch.Path(path), faultConfig(k.kind, size), opts...)
 			if err != nil {
 				return nil, err
 			}
 			return newFaultHandle(path, h), nil
-		}})
+		}}
+		if k.kind == sketch.KindDistinct {
+			fk.most, _ = sketch.DistinctConfig{Precision: 18}.Bytes()
+		}
+		ks = append(ks, fk)
 	}
 	return ks
 }
@@ -123,6 +130,12 @@ func faultConfig(k sketch.Kind, size uint64) any {
 		return sketch.CountMinWindowConfig{Window: faultWindow, CountMin: countMinFor(size / slots)}
 	case sketch.KindBloomWindow:
 		return sketch.BloomWindowConfig{Window: faultWindow, Bloom: bloomFor(size / slots)}
+	case sketch.KindDistinct:
+		p := 4
+		for p < 18 && 1<<(p+1) <= size {
+			p++
+		}
+		return sketch.DistinctConfig{Precision: p}
 	}
 	panic("torture: no fault config for " + string(k))
 }

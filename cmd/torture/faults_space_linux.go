@@ -134,6 +134,12 @@ func spaceRole(args []string) (*faultReport, error) {
 	}
 	for _, k := range faultKinds {
 		for _, size := range []uint64{free + free/4, 2 * spaceTmpfs} {
+			if k.most != 0 && size > k.most {
+				// No structure of the kind is that large: it is asked
+				// for on the full filesystem below.
+				r.Counts["creates larger than the kind makes"]++
+				continue
+			}
 			refuseCreate(r, *dir, k, size, kept)
 		}
 	}

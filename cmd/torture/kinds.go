@@ -57,6 +57,16 @@ type filter interface {
 	ContainsBatch(keys [][]byte, out []bool) error
 }
 
+// distinctCount is the distinct count's adds, which answer nothing: a key
+// raises a register or not, and says nothing of itself.
+type distinctCount interface {
+	handle
+	Add(key []byte) error
+	AddString(key string) error
+	AddBatch(keys [][]byte) error
+	Count() uint64
+}
+
 // windowed is what both windows do alike.
 type windowed interface {
 	Rotate() error
@@ -66,14 +76,15 @@ type windowed interface {
 // Each kind is what the tables take it for: one that lost a call would
 // otherwise drop out of their rows unseen.
 var (
-	_ counter  = (*sketch.CountMin)(nil)
-	_ counter  = (*sketch.CountMinWindow)(nil)
-	_ filter   = (*sketch.Bloom)(nil)
-	_ filter   = (*sketch.CountingBloom)(nil)
-	_ filter   = (*sketch.BloomWindow)(nil)
-	_ windowed = (*sketch.CountMinWindow)(nil)
-	_ windowed = (*sketch.BloomWindow)(nil)
-	_ handle   = (*sketch.Arena)(nil)
+	_ counter       = (*sketch.CountMin)(nil)
+	_ counter       = (*sketch.CountMinWindow)(nil)
+	_ filter        = (*sketch.Bloom)(nil)
+	_ filter        = (*sketch.CountingBloom)(nil)
+	_ filter        = (*sketch.BloomWindow)(nil)
+	_ distinctCount = (*sketch.Distinct)(nil)
+	_ windowed      = (*sketch.CountMinWindow)(nil)
+	_ windowed      = (*sketch.BloomWindow)(nil)
+	_ handle        = (*sketch.Arena)(nil)
 )
 
 // A structKind is one kind of structure.
@@ -96,6 +107,7 @@ var structKinds = []structKind{
 	kindOf(sketch.KindCountingBloom, "cbf", sketch.OpenCountingBloom, mergeSelf[*sketch.CountingBloom]),
 	kindOf(sketch.KindCountMinWindow, "cmw", sketch.OpenCountMinWindow, nil),
 	kindOf(sketch.KindBloomWindow, "bw", sketch.OpenBloomWindow, nil),
+	kindOf(sketch.KindDistinct, "hll", sketch.OpenDistinct, mergeSelf[*sketch.Distinct]),
 }
 
 // kindOf is the row of the kind whose constructor is open.
@@ -179,6 +191,8 @@ func addsOf(h any) adds {
 		return dropAnswers[uint64](h)
 	case filter:
 		return dropAnswers[bool](h)
+	case distinctCount:
+		return adds{add: h.Add, addString: h.AddString, addBatch: h.AddBatch}
 	}
 	panic(fmt.Sprintf("torture: no adds on a %T", h))
 }
@@ -192,7 +206,9 @@ func dropAnswers[A any](h adding[A]) adds {
 }
 
 // ask is the answer a kind promises never to give low: a Count-Min
-// estimate, or 1 for a filter's "maybe present" and 0 for "absent".
+// estimate, or 1 for a filter's "maybe present" and 0 for "absent"; a
+// distinct count, which answers no key, promises only that a count that
+// holds an add is never 0.
 func ask(h any, key []byte) uint64 {
 	switch h := h.(type) {
 	case counter:
@@ -202,6 +218,8 @@ func ask(h any, key []byte) uint64 {
 			return 1
 		}
 		return 0
+	case distinctCount:
+		return min(h.Count(), 1)
 	}
 	panic(fmt.Sprintf("torture: no answers from a %T", h))
 }

@@ -1,0 +1,27 @@
+//go:build cgo && !purego
+
+package sketch
+
+import (
+	"math/rand/v2"
+	"testing"
+
+	"github.com/shmsketch/sketch/csrc"
+)
+
+// TestCMurmur64A: the C core's MurmurHash64A is the model's, at every
+// length around the 8-byte blocks, with several seeds.
+func TestCMurmur64A(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	for n := 0; n <= 70; n++ {
+		key := make([]byte, n)
+		for i := range key {
+			key[i] = byte(r.Uint32())
+		}
+		for _, seed := range []uint64{0, 0xadc83b19, r.Uint64()} {
+			if got, want := csrc.Murmur64A(key, seed), refMurmur64A(key, seed); got != want {
+				t.Errorf("sk_murmur64a(%d bytes, %#x) = %#x, want %#x", n, seed, got, want)
+			}
+		}
+	}
+}

@@ -1,0 +1,58 @@
+package sketch
+
+import (
+	"encoding/binary"
+	"fmt"
+)
+
+// Redis's dense HyperLogLog, the string PFADD, PFMERGE and PFCOUNT work
+// on (Redis's hyperloglog.c): a 16-byte header, "HYLL", the encoding byte
+// (0: dense), three zero bytes and the cached cardinality, 8 bytes
+// little-endian whose top bit set means "stale, recount"; then 16384
+// registers of 6 bits, register j at bit 6j of the array, least
+// significant bit first.
+const (
+	redisHLLHeader  = 16
+	redisHLLBits    = 6
+	redisDenseBytes = redisHLLHeader + (1<<redisHLLP*redisHLLBits+7)/8
+)
+
+// ExportRedis returns the distinct count as Redis's dense HyperLogLog: the
+// bytes that SET stores under a key, after which PFCOUNT counts it and
+// PFMERGE merges it with other HyperLogLogs, in Redis, Redis Cluster and
+// Valkey. It needs Redis's 16384 registers (precision 14; ErrIncompatible
+// otherwise). The cached cardinality is marked stale, so Redis counts
+// the registers itself.
+//
+// Only the Redis profile (DistinctConfig.Redis) places keys as PFADD does:
+// its export merges with keys added in Redis. An export of the default
+// profile counts right in Redis and merges with exports of counts of the
+// same seed, but a key added both here and with PFADD would count twice.
+//
+// It works on a live count (reading each register once, while adds may
+// go on) and on a read-only or frozen one. A closed handle is ErrClosed.
+func (d *Distinct) ExportRedis() ([]byte, error) {
+	if !d.open.Load() {
+		return nil, d.closedErr("export")
+	}
+	if d.l.p != redisHLLP {
+		return nil, d.m.errorf("export", fmt.Errorf("%w: Redis's HyperLogLog has 2^%d registers, this count 2^%d", ErrIncompatible, redisHLLP, d.l.p))
+	}
+	out := make([]byte, redisDenseBytes)
+	copy(out, "HYLL")
+	binary.LittleEndian.PutUint64(out[8:], 1<<63) // stale: Redis counts
+	regs := out[redisHLLHeader:]
+	top := uint64(d.l.q() + 1)
+	for j := uint64(0); j < d.l.m(); j++ {
+		v := min(d.l.register(j), top) // past q+1 only in a damaged file
+		bit := j * redisHLLBits
+		regs[bit/8] |= byte(v << (bit % 8))
+		if bit%8 > 8-redisHLLBits {
+			regs[bit/8+1] |= byte(v >> (8 - bit%8))
+		}
+	}
+	if !d.open.Load() {
+		return nil, d.closedErr("export")
+	}
+	return out, nil
+}

@@ -1,0 +1,357 @@
+package sketch
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"math"
+	"path/filepath"
+	"testing"
+)
+
+// distinctKey is key i of the distinct tests' family.
+func distinctKey(i int) []byte { return []byte(fmt.Sprintf("client-%d", i)) }
+
+// mustDistinct is a distinct count in memory for the test.
+func mustDistinct(t testing.TB, cfg DistinctConfig) *Distinct {
+	t.Helper()
+	return mustIn(t, OpenDistinct, Memory(), cfg)
+}
+
+// registersOf is d's register array, as the file holds it.
+func registersOf(d *Distinct) []byte { return d.m.entryBytes()[distinctHeadBytes:] }
+
+// addRange adds keys first .. first+n-1: the even ones one by one (as
+// strings every fourth), the odd ones in batches of 100.
+func addRange(t testing.TB, d *Distinct, first, n int) {
+	t.Helper()
+	var batch [][]byte
+	for i := first; i < first+n; i++ {
+		var err error
+		switch {
+		case i%4 == 0:
+			err = d.AddString(string(distinctKey(i)))
+		case i%2 == 0:
+			err = d.Add(distinctKey(i))
+		default:
+			batch = append(batch, distinctKey(i))
+			if len(batch) == 100 {
+				err = d.AddBatch(batch)
+				batch = batch[:0]
+			}
+		}
+		if err != nil {
+			t.Fatalf("add %d: %v", i, err)
+		}
+	}
+	if err := d.AddBatch(batch); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestDistinctConfig_Precision(t *testing.T) {
+	for _, c := range []struct {
+		cfg  DistinctConfig
+		want int
+	}{
+		{DistinctConfig{}, 14},
+		{DistinctConfig{Precision: 4}, 4},
+		{DistinctConfig{Precision: 18}, 18},
+		{DistinctConfig{Error: 0.0082}, 14}, // 1.04/128 = 0.0081
+		{DistinctConfig{Error: 0.008}, 15},
+		{DistinctConfig{Error: 0.02}, 12}, // 1.04/64 = 0.01625
+		{DistinctConfig{Error: 0.5}, 4},
+		{DistinctConfig{Redis: true}, 14},
+		{DistinctConfig{Redis: true, Precision: 14}, 14},
+	} {
+		d := mustDistinct(t, c.cfg)
+		if got := d.Config().Precision; got != c.want {
+			t.Errorf("%+v: precision %d, want %d", c.cfg, got, c.want)
+		}
+		if got, want := d.Config().Redis, c.cfg.Redis; got != want {
+			t.Errorf("%+v: Redis %v, want %v", c.cfg, got, want)
+		}
+		if got, want := len(registersOf(d)), 1<<c.want; got != want {
+			t.Errorf("%+v: %d registers, want %d", c.cfg, got, want)
+		}
+		if n, err := c.cfg.Bytes(); err != nil || n != d.Stats().Bytes {
+			t.Errorf("%+v: Bytes() = %d, %v; the file has %d", c.cfg, n, err, d.Stats().Bytes)
+		}
+	}
+	for _, cfg := range []DistinctConfig{
+		{Precision: 3}, {Precision: 19}, {Precision: -1}, {Error: 1}, {Error: -0.1}, {Error: 0.001},
+		{Error: 0.01, Precision: 12}, {Redis: true, Precision: 12}, {Redis: true, Error: 0.001},
+	} {
+		if _, err := OpenDistinct(Memory(), cfg); !errors.Is(err, ErrInvalidConfig) {
+			t.Errorf("OpenDistinct(%+v) = %v, want ErrInvalidConfig", cfg, err)
+		}
+	}
+}
+
+// TestDistinct_Accuracy: the count against the exact count of distinct
+// keys, from 10 to a million (100,000 under the race detector), at three
+// precisions: each within 4 standard errors (one run per point, fixed
+// seeds), and their mean error within
+// what the standard error allows of an unbiased estimator (no bias where
+// plain HyperLogLog has one, from about 2.5·m down).
+func TestDistinct_Accuracy(t *testing.T) {
+	ns := []int{10, 100, 1000, 3000, 10_000, 40_000, 100_000, 1_000_000}
+	if testing.Short() || raceEnabled {
+		ns = ns[:6]
+	}
+	for _, p := range []int{10, 12, 14} {
+		var sum, sumSq float64
+		for i, n := range ns {
+			d := mustDistinct(t, DistinctConfig{Precision: p, Seed: uint64(100*p + i + 1)})
+			addRange(t, d, 0, n)
+			got := d.Count()
+			rel := (float64(got) - float64(n)) / float64(n)
+			sigma := d.StdError()
+			t.Logf("p=%d n=%d: count %d, error %+.3f%% (%.2f σ)", p, n, got, 100*rel, rel/sigma)
+			// A few keys are counted exactly but for keys sharing a
+			// register: one key off is allowed there.
+			if math.Abs(rel) > 4*sigma+1/float64(n) {
+				t.Errorf("p=%d: Count() = %d for %d distinct keys, error %.2f%%, more than 4σ (%.2f%%)", p, got, n, 100*rel, 400*sigma)
+			}
+			sum += rel
+			sumSq += rel * rel
+		}
+		k := float64(len(ns))
+		if mean := sum / k; math.Abs(mean) > 3*d14Sigma(p)/math.Sqrt(k) {
+			t.Errorf("p=%d: mean error %+.3f%% over %d counts: biased", p, 100*mean, len(ns))
+		}
+		if rms := math.Sqrt(sumSq / k); rms > 2*d14Sigma(p) {
+			t.Errorf("p=%d: RMS error %.3f%%, more than twice the standard error %.3f%%", p, 100*rms, 100*d14Sigma(p))
+		}
+	}
+}
+
+// d14Sigma is the standard error at precision p, for the tests.
+func d14Sigma(p int) float64 { return distinctStdError(uint(p)) }
+
+// TestDistinct_Small: the count of a few keys is the number of registers
+// they set at precision 14 (the estimator is unbiased down to zero: no
+// step where plain HyperLogLog switches to linear counting), which is
+// the number of keys but for keys sharing a register; repeats change
+// nothing.
+func TestDistinct_Small(t *testing.T) {
+	d := mustDistinct(t, DistinctConfig{})
+	if got := d.Count(); got != 0 {
+		t.Fatalf("Count() of an empty count = %d", got)
+	}
+	for n := 1; n <= 50; n++ {
+		if err := d.Add(distinctKey(n)); err != nil {
+			t.Fatal(err)
+		}
+		before := bytes.Clone(registersOf(d))
+		if err := d.AddString(string(distinctKey(n))); err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(before, registersOf(d)) {
+			t.Fatalf("adding key %d again changed the registers", n)
+		}
+		set := uint64(len(registersOf(d))) - uint64(bytes.Count(registersOf(d), []byte{0}))
+		if got := d.Count(); got != set || set+1 < uint64(n) {
+			t.Errorf("Count() = %d after %d distinct keys setting %d registers", got, n, set)
+		}
+	}
+}
+
+// TestDistinct_CountCached: Count walks the registers only after a change
+// count moved. A register written behind the library's back (no change
+// counted) is not seen by a handle that cached, and is by a new handle.
+func TestDistinct_CountCached(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "hll")
+	d := mustIn(t, OpenDistinct, Path(path), DistinctConfig{Precision: 10})
+	addRange(t, d, 0, 500)
+	first := d.Count()
+	if allocs := testing.AllocsPerRun(100, func() { d.Count() }); allocs != 0 {
+		t.Errorf("a cached Count allocates %v times", allocs)
+	}
+	regs := registersOf(d)
+	for j := range regs {
+		if regs[j] == 0 {
+			regs[j] = 5 // behind the library's back: no change counted
+		}
+	}
+	if got := d.Count(); got != first {
+		t.Errorf("Count() = %d after a write that counted no change, want the cached %d", got, first)
+	}
+	other := mustIn(t, OpenDistinct, Path(path), DistinctConfig{})
+	if got := other.Count(); got <= first {
+		t.Errorf("a new handle's Count() = %d, want more than %d: it walks the registers", got, first)
+	}
+	// A counted change reaches the first handle too.
+	for i := 500; ; i++ {
+		before := d.Stats().Changes
+		if err := other.Add(distinctKey(i)); err != nil {
+			t.Fatal(err)
+		}
+		if d.Stats().Changes != before {
+			break
+		}
+	}
+	if got, want := d.Count(), other.Count(); got != want {
+		t.Errorf("after a change, Count() = %d, the other handle's %d", got, want)
+	}
+}
+
+// TestDistinct_Merge: merging counts of overlapping sets gives, register
+// for register, the count of one that saw every key; incompatible counts
+// are refused before anything changes.
+func TestDistinct_Merge(t *testing.T) {
+	cfg := DistinctConfig{Precision: 12, Seed: 7}
+	all := mustDistinct(t, cfg)
+	addRange(t, all, 0, 40_000)
+	parts := make([]*Distinct, 3)
+	for i := range parts {
+		parts[i] = mustDistinct(t, cfg)
+		addRange(t, parts[i], i*10_000, 20_000) // overlapping ranges
+	}
+	dst := mustDistinct(t, cfg)
+	if err := dst.Merge(parts...); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(registersOf(dst), registersOf(all)) {
+		t.Error("the merge of the parts' registers differs from the registers of one count of every key")
+	}
+	if got, want := dst.Count(), all.Count(); got != want {
+		t.Errorf("merged Count() = %d, want %d", got, want)
+	}
+	if err := dst.Merge(dst, parts[0]); err != nil {
+		t.Errorf("merging itself and a part again: %v", err)
+	}
+	if !bytes.Equal(registersOf(dst), registersOf(all)) {
+		t.Error("merging again changed the registers")
+	}
+
+	before := bytes.Clone(registersOf(parts[0]))
+	for _, other := range []DistinctConfig{{Precision: 11, Seed: 7}, {Precision: 12, Seed: 8}, {Redis: true}} {
+		o := mustDistinct(t, other)
+		o.AddString("x")
+		if err := parts[0].Merge(parts[1], o); !errors.Is(err, ErrIncompatible) {
+			t.Errorf("Merge with %+v = %v, want ErrIncompatible", other, err)
+		}
+	}
+	if !bytes.Equal(before, registersOf(parts[0])) {
+		t.Error("a refused merge changed the registers")
+	}
+
+	// Redis profile: the seed does not matter, the hash is Redis's.
+	r1, r2 := mustDistinct(t, DistinctConfig{Redis: true, Seed: 1}), mustDistinct(t, DistinctConfig{Redis: true, Seed: 2})
+	r2.AddString("y")
+	if err := r1.Merge(r2); err != nil {
+		t.Errorf("merging Redis-profile counts of different seeds: %v", err)
+	}
+}
+
+// TestDistinct_States: Reset, Freeze, read-only views and Close do what
+// every kind's do.
+func TestDistinct_States(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "hll")
+	d := mustIn(t, OpenDistinct, Path(path), DistinctConfig{Precision: 8})
+	addRange(t, d, 0, 100)
+	if err := d.Reset(); err != nil {
+		t.Fatal(err)
+	}
+	if got := d.Count(); got != 0 {
+		t.Errorf("Count() = %d after Reset", got)
+	}
+	if !bytes.Equal(registersOf(d), make([]byte, 256)) {
+		t.Error("Reset left registers set")
+	}
+	addRange(t, d, 0, 100)
+	want := d.Count()
+
+	ro := mustIn(t, OpenDistinct, Path(path), DistinctConfig{}, ReadOnly())
+	if err := ro.AddString("z"); !errors.Is(err, ErrReadOnly) {
+		t.Errorf("read-only Add = %v, want ErrReadOnly", err)
+	}
+	if got := ro.Count(); got != want {
+		t.Errorf("read-only Count() = %d, want %d", got, want)
+	}
+	if _, err := OpenDistinct(Path(path), DistinctConfig{Precision: 9}); !errors.Is(err, ErrIncompatible) {
+		t.Errorf("open with another precision = %v, want ErrIncompatible", err)
+	}
+	if _, err := OpenDistinct(Path(path), DistinctConfig{Redis: true}); !errors.Is(err, ErrIncompatible) {
+		t.Errorf("open in the Redis profile = %v, want ErrIncompatible", err)
+	}
+	if err := d.Freeze(); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.AddString("z"); !errors.Is(err, ErrFrozen) {
+		t.Errorf("Add after Freeze = %v, want ErrFrozen", err)
+	}
+	if err := ro.Reset(); !errors.Is(err, ErrReadOnly) {
+		t.Errorf("read-only Reset = %v, want ErrReadOnly", err)
+	}
+	if _, err := OpenDistinct(Path(path), DistinctConfig{}); !errors.Is(err, ErrFrozen) {
+		t.Errorf("read-write open of a frozen file = %v, want ErrFrozen", err)
+	}
+	dst := mustDistinct(t, DistinctConfig{Precision: 8, Seed: d.Seed()})
+	if err := dst.Merge(ro); err != nil {
+		t.Fatalf("merging a frozen read-only count: %v", err)
+	}
+	if got := dst.Count(); got != want {
+		t.Errorf("Count() of the merge of a frozen copy = %d, want %d", got, want)
+	}
+	ro.Close()
+	if err := ro.Close(); err != nil {
+		t.Errorf("second Close: %v", err)
+	}
+	if got := ro.Count(); got != 0 {
+		t.Errorf("closed Count() = %d, want 0", got)
+	}
+	if err := dst.Merge(ro); !errors.Is(err, ErrInvalidArgument) {
+		t.Errorf("merging a closed count = %v, want ErrInvalidArgument", err)
+	}
+	if st := ro.Stats(); !st.Closed {
+		t.Errorf("closed Stats() = %+v", st)
+	}
+}
+
+// TestDistinct_Arena: counts live in an arena beside other kinds, and
+// attach by name with the zero config.
+func TestDistinct_Arena(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "arena")
+	a := mustOpenArena(t, path, 1<<20)
+	d := mustIn(t, OpenDistinct, a.Place("clients"), DistinctConfig{Redis: true})
+	b := mustIn(t, OpenBloom, a.Place("seen"), BloomConfig{Capacity: 1000})
+	b.AddString("x")
+	addRange(t, d, 0, 5000)
+	again := mustIn(t, OpenDistinct, a.Place("clients"), DistinctConfig{})
+	if got, want := again.Count(), d.Count(); got != want {
+		t.Errorf("attached Count() = %d, want %d", got, want)
+	}
+	if !again.Config().Redis {
+		t.Error("attached config lost the Redis profile")
+	}
+	if _, err := OpenDistinct(a.Place("seen"), DistinctConfig{}); !errors.Is(err, ErrIncompatible) {
+		t.Errorf("a Bloom filter opened as a distinct count = %v, want ErrIncompatible", err)
+	}
+	var found bool
+	for _, e := range a.List() {
+		if e.Name == "clients" {
+			found = e.Kind == KindDistinct
+		}
+	}
+	if !found {
+		t.Errorf("List() = %+v, want clients as %s", a.List(), KindDistinct)
+	}
+}
+
+// TestDistinct_AddsAllocateNothing: the hot paths allocate nothing.
+func TestDistinct_AddsAllocateNothing(t *testing.T) {
+	d := mustDistinct(t, DistinctConfig{})
+	key := []byte("key")
+	keys := [][]byte{key, []byte("a"), []byte("b"), []byte("c"), []byte("d"), []byte("e"), []byte("f"), []byte("g"), []byte("h")}
+	for name, f := range map[string]func(){
+		"Add":       func() { d.Add(key) },
+		"AddString": func() { d.AddString("key") },
+		"AddBatch":  func() { d.AddBatch(keys) },
+	} {
+		if allocs := testing.AllocsPerRun(100, f); allocs != 0 {
+			t.Errorf("%s allocates %v times", name, allocs)
+		}
+	}
+}
