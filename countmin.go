@@ -485,17 +485,31 @@ func (c *CountMin) Reset() error {
 	if err := c.refuse("reset"); err != nil {
 		return err
 	}
+	if c.top != nil {
+		// The table is emptied first, its floor with it, and the lock is
+		// held until the counters are cleared: no admission comes in
+		// between, and a Reset cut short (a Close, a kill) leaves no
+		// floor from before it, under which a loud key would not be
+		// taken in until it reached the old counts.
+		c.top.lk.lock()
+		defer c.top.lk.unlock()
+		c.top.clear()
+	}
 	// Go's clear outruns the C core's memset here (measured:
 	// BenchmarkCountMinReset), so both builds reset in Go.
 	done := c.l.resetTracked(&c.open)
+	if testHookResetCleared != nil {
+		testHookResetCleared()
+	}
 	if !done || !c.open.Load() {
 		return c.closedErr("reset")
 	}
-	if c.top != nil {
-		c.top.reset()
-	}
 	return nil
 }
+
+// testHookResetCleared runs in Reset once the counters are cleared: a
+// Close or a kill there ends the Reset.
+var testHookResetCleared func()
 
 // Stats reports the shape, the total and the error bound at that total.
 // It walks the whole grid, so it belongs on a status page, not in a loop.
