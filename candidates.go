@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"cmp"
 	"fmt"
+	"math"
 	"slices"
 	"sync/atomic"
 	"unsafe"
@@ -460,7 +461,7 @@ func (t *candidateTable) top(h candidateHost, n int, bound uint64) []HeavyHitter
 		if e <= nf || e == 0 {
 			continue
 		}
-		hh := HeavyHitter{Key: string(c.key), Length: int(min(c.length, 1<<31)), Estimate: e}
+		hh := HeavyHitter{Key: string(c.key), Length: int(min(c.length, math.MaxInt32)), Estimate: e}
 		if e > bound {
 			hh.Low = e - bound
 		}

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 )
 
 // A review of the candidate table: what a neighbour process and a
@@ -288,6 +289,150 @@ func TestReview_AdmissionsOnStreams(t *testing.T) {
 		t.Logf("%s: %d lock takes (%.3f%%), %d admissions", s.name, locks.Load(), 100*share, st.Admissions)
 		if share > 0.02 {
 			t.Errorf("%s: %d lock takes in %d adds (%.2f%%)", s.name, locks.Load(), n, 100*share)
+		}
+	}
+}
+
+// TestReview_WindowStorm: adders admitting keys while the period turns by
+// Rotate, a handle closes mid-admission and another handle of the same
+// process adds too: no deadlock, a whole table, the loud key listed at no
+// less than its count, and a Freeze that waits for no admission forever.
+func TestReview_WindowStorm(t *testing.T) {
+	path := tempPath(t, "winstorm")
+	cfg := CountMinWindowConfig{Window: Window{Keep: 3}, CountMin: CountMinConfig{Rows: 4, Width: 1 << 10, Candidates: 16}}
+	w := mustIn(t, OpenCountMinWindow, Path(path), cfg)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		var wg sync.WaitGroup
+		for g := range 4 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				h, err := OpenCountMinWindow(Path(path), CountMinWindowConfig{})
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				defer h.Close()
+				r := rand.New(rand.NewPCG(uint64(g), 1))
+				for i := range 30_000 {
+					if g == 3 && i == 15_000 {
+						h.Close() // mid-stream: its adds report ErrClosed from here on
+					}
+					key := fmt.Sprintf("q%d", r.IntN(500))
+					if i%3 == 0 {
+						key = "loud"
+					}
+					if _, err := h.AddString(key); err != nil && !errors.Is(err, ErrClosed) {
+						t.Error(err)
+						return
+					}
+				}
+			}()
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range 200 {
+				if err := w.Rotate(); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}()
+		wg.Wait()
+	}()
+	select {
+	case <-done:
+	case <-time.After(60 * time.Second):
+		t.Fatal("adders and Rotate did not finish in a minute")
+	}
+	for range 100 {
+		w.AddString("loud")
+	}
+	hs, err := w.Top(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(hs) != 1 || hs[0].Key != "loud" || hs[0].Estimate < 100 {
+		t.Errorf("Top(1) = %+v, want loud at 100 or more", hs)
+	}
+	if err := w.Check(); err != nil {
+		t.Errorf("Check: %v", err)
+	}
+	frozen := make(chan error, 1)
+	go func() { frozen <- w.Freeze() }()
+	select {
+	case err := <-frozen:
+		if err != nil {
+			t.Errorf("Freeze: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Freeze blocked")
+	}
+	if _, err := w.AddString("loud"); !errors.Is(err, ErrFrozen) && !errors.Is(err, ErrReadOnly) {
+		t.Errorf("add after Freeze: %v", err)
+	}
+}
+
+// TestReview_CloseDuringAdmissions: handles closed while their goroutines
+// admit keys leave a table that a later handle lists and admits into (the
+// lock a closed handle held is recovered).
+func TestReview_CloseDuringAdmissions(t *testing.T) {
+	path := tempPath(t, "closeadmit")
+	c0 := mustOpen(t, path, CountMinConfig{Rows: 4, Width: 1 << 10, Candidates: 8})
+	for round := range 5 {
+		c := mustOpen(t, path, CountMinConfig{})
+		var wg sync.WaitGroup
+		for g := range 3 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				r := rand.New(rand.NewPCG(uint64(g), uint64(round)))
+				for i := 0; ; i++ {
+					// A flat stream over few keys: many admissions.
+					if _, err := c.AddString(fmt.Sprintf("r%d-%d", round, r.IntN(64))); err != nil {
+						return
+					}
+					if i == 5000 && g == 0 {
+						c.Close()
+					}
+				}
+			}()
+		}
+		wg.Wait()
+		loud := fmt.Sprintf("loud-%d", round)
+		end := time.Now().Add(10 * time.Second)
+		for range c0.Stats().Total + 100 {
+			c0.AddString(loud)
+			if time.Now().After(end) {
+				t.Fatalf("round %d: adds of a loud key took more than 10s", round)
+			}
+		}
+		if hs, _ := c0.Top(1); len(hs) != 1 || hs[0].Key != loud {
+			t.Errorf("round %d: Top(1) = %+v, want %s", round, hs, loud)
+		}
+		if err := c0.Check(); err != nil && !errors.Is(err, ErrTornAdd) {
+			t.Errorf("round %d: Check: %v", round, err)
+		}
+	}
+}
+
+// TestReview_CraftedLength: a slot whose length word says more than an
+// int holds is listed with a length that is not negative (on 32-bit
+// platforms 1<<31 is past an int).
+func TestReview_CraftedLength(t *testing.T) {
+	_, c := craftedTable(t)
+	way := heldWay(t, c)
+	atomic.StoreUint64(c.top.slotWord(way, 3), 1<<40) // a prefix, whose hash names it
+	hs, err := c.Top(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, h := range hs {
+		if h.Length < 0 {
+			t.Errorf("%q listed with length %d", h.Key, h.Length)
 		}
 	}
 }
