@@ -269,8 +269,8 @@ func (t *candidateTable) roomFor(hi, est uint64) bool {
 func (t *candidateTable) admit(h candidateHost, fp, lo, hi uint64, key string, est, period uint64) {
 	t.lk.lock()
 	defer t.lk.unlock()
-	if testHookAdmit != nil {
-		testHookAdmit()
+	if testHookTableLock != nil {
+		testHookTableLock()
 	}
 	if atomic.LoadUint32(t.sealed) != 0 || atomic.LoadUint64(t.ctlWord(candPeriod)) != period {
 		return
@@ -309,9 +309,9 @@ func (t *candidateTable) admit(h candidateHost, fp, lo, hi uint64, key string, e
 	t.refloor(h.noiseFloor())
 }
 
-// testHookAdmit runs in admit once it holds the lock: tests count the
-// lock takes of adds.
-var testHookAdmit func()
+// testHookTableLock runs once an add's offer holds the lock (admit,
+// turn): tests count the lock takes of adds.
+var testHookTableLock func()
 
 // turn re-estimates a window's candidates for a new period, under the
 // lock: keys that fell to the noise floor leave, the others keep their
@@ -319,6 +319,9 @@ var testHookAdmit func()
 func (t *candidateTable) turn(h candidateHost, period uint64) {
 	t.lk.lock()
 	defer t.lk.unlock()
+	if testHookTableLock != nil {
+		testHookTableLock()
+	}
 	if atomic.LoadUint32(t.sealed) != 0 || atomic.LoadUint64(t.ctlWord(candPeriod)) >= period {
 		return
 	}
