@@ -480,7 +480,10 @@ func (c *CountMin) EstimateString(key string) uint64 {
 // (Check then reports ErrInconsistent, naming the Reset, until the next
 // Reset that no add races). To forget at the turn of a window without
 // that, rotate two sketches: add to one, estimate the sum of both, and
-// reset the older one at the turn.
+// reset the older one at the turn. A sketch with a candidate table empties
+// it first and holds the file's write lock until the counters are
+// cleared: admissions, and everything else that takes the lock (in an
+// arena, the other structures' too), wait for the Reset.
 func (c *CountMin) Reset() error {
 	if err := c.refuse("reset"); err != nil {
 		return err
