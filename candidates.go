@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"cmp"
 	"fmt"
+	"math"
 	"slices"
 	"sync/atomic"
 	"unsafe"
@@ -336,6 +337,9 @@ func (t *candidateTable) roomFor(hi, est uint64) bool {
 func (t *candidateTable) admit(h candidateHost, fp, lo, hi uint64, key string, est, period uint64) {
 	t.lk.lock()
 	defer t.lk.unlock()
+	if testHookTableLock != nil {
+		testHookTableLock()
+	}
 	if atomic.LoadUint32(t.sealed) != 0 || atomic.LoadUint64(t.ctlWord(candPeriod)) != period {
 		return
 	}
@@ -343,6 +347,9 @@ func (t *candidateTable) admit(h candidateHost, fp, lo, hi uint64, key string, e
 		t.raise(uint64(way), est)
 		return
 	}
+	// The key's estimate now: the add's may be from before a Reset that
+	// held the lock this admission waited for.
+	est = h.recount(lo, hi)
 	victim, quietest := int64(-1), est
 	b1, b2 := t.bucketsOf(hi)
 	for _, b := range [2]uint64{b1, b2} {
@@ -370,12 +377,19 @@ func (t *candidateTable) admit(h candidateHost, fp, lo, hi uint64, key string, e
 	t.refloor(h.noiseFloor(), false)
 }
 
+// testHookTableLock runs once an add's offer holds the lock (admit,
+// turn): tests count the lock takes of adds.
+var testHookTableLock func()
+
 // turn re-estimates a window's candidates for a new period, under the
 // lock: keys that fell to the noise floor leave, the others keep their
 // estimate over the new window, and the floor is set for the period.
 func (t *candidateTable) turn(h candidateHost, period uint64) {
 	t.lk.lock()
 	defer t.lk.unlock()
+	if testHookTableLock != nil {
+		testHookTableLock()
+	}
 	if atomic.LoadUint32(t.sealed) != 0 || atomic.LoadUint64(t.ctlWord(candPeriod)) >= period {
 		return
 	}
@@ -518,7 +532,7 @@ func (t *candidateTable) top(h candidateHost, n int, bound uint64) []HeavyHitter
 		if e <= nf || e == 0 {
 			continue
 		}
-		hh := HeavyHitter{Key: string(c.key), Length: int(min(c.length, 1<<31)), Estimate: e}
+		hh := HeavyHitter{Key: string(c.key), Length: int(min(c.length, math.MaxInt32)), Estimate: e}
 		if e > bound {
 			hh.Low = e - bound
 		}
@@ -578,6 +592,13 @@ func (t *candidateTable) place(h candidateHost, cands []candidate) {
 		if r.now <= nf {
 			break
 		}
+		if uint64(len(r.key)) < min(r.length, uint64(t.keyBytes)) {
+			// A prefix shorter than this table keeps (from a table that
+			// keeps fewer bytes): written here, it would read as a whole
+			// key, or a longer prefix, that is not the key. The key's
+			// next add names it.
+			continue
+		}
 		b1, b2 := t.bucketsOf(r.hi)
 	place:
 		for _, b := range [2]uint64{b1, b2} {
@@ -620,10 +641,8 @@ type layoutHost struct{ l *cmsLayout }
 func (h layoutHost) recount(lo, hi uint64) uint64 { return h.l.estimateHashed(lo, hi) }
 func (h layoutHost) noiseFloor() uint64           { return h.l.addCount() / (h.l.mask + 1) }
 
-// reset empties the table, under the lock.
-func (t *candidateTable) reset() {
-	t.lk.lock()
-	defer t.lk.unlock()
+// clear empties the table and its floor; the caller holds the lock.
+func (t *candidateTable) clear() {
 	for way := range t.ways {
 		atomic.StoreUint64(t.fp(way), 0)
 		atomic.StoreUint64(t.est(way), 0)
@@ -680,16 +699,21 @@ func (t *candidateTable) stats(h candidateHost, bound uint64) *CandidateStats {
 // crash never leaves anything else (a way being written reads as empty),
 // so a finding is damage.
 func (t *candidateTable) check() error {
-	seen := make(map[[2]uint64]uint64)
+	type held struct{ way, fp, seq uint64 }
+	seen := make(map[[2]uint64]held)
 	for way := range t.ways {
 		fp := atomic.LoadUint64(t.fp(way))
+		seq := atomic.LoadUint64(t.slotWord(way, 0))
 		if fp == 0 {
 			continue
 		}
 		c, ok := t.read(way)
 		if !ok {
-			if atomic.LoadUint64(t.fp(way)) != fp {
-				continue // written meanwhile
+			if atomic.LoadUint64(t.fp(way)) != fp || atomic.LoadUint64(t.slotWord(way, 0)) != seq {
+				// Written meanwhile: every write moves the sequence
+				// count, even one that stores the fingerprint the way
+				// had (a merge rewrites its keys).
+				continue
 			}
 			return fmt.Errorf("%w: candidate way %d has a fingerprint but its slot is not whole", ErrCorrupt, way)
 		}
@@ -699,10 +723,14 @@ func (t *candidateTable) check() error {
 		if !t.whole(c) {
 			return fmt.Errorf("%w: candidate way %d holds a key that does not hash to its slot's hash", ErrCorrupt, way)
 		}
-		if other, dup := seen[[2]uint64{c.lo, c.hi}]; dup {
-			return fmt.Errorf("%w: candidate ways %d and %d hold the same key", ErrCorrupt, other, way)
+		if o, dup := seen[[2]uint64{c.lo, c.hi}]; dup {
+			if atomic.LoadUint64(t.fp(o.way)) == o.fp && atomic.LoadUint64(t.slotWord(o.way, 0)) == o.seq {
+				return fmt.Errorf("%w: candidate ways %d and %d hold the same key", ErrCorrupt, o.way, way)
+			}
+			// The other way was emptied or written since it was read: a
+			// merge moved the key.
 		}
-		seen[[2]uint64{c.lo, c.hi}] = way
+		seen[[2]uint64{c.lo, c.hi}] = held{way, fp, seq}
 	}
 	return nil
 }

@@ -480,22 +480,39 @@ func (c *CountMin) EstimateString(key string) uint64 {
 // (Check then reports ErrInconsistent, naming the Reset, until the next
 // Reset that no add races). To forget at the turn of a window without
 // that, rotate two sketches: add to one, estimate the sum of both, and
-// reset the older one at the turn.
+// reset the older one at the turn. A sketch with a candidate table empties
+// it first and holds the file's write lock until the counters are
+// cleared: admissions, and everything else that takes the lock (in an
+// arena, the other structures' too), wait for the Reset.
 func (c *CountMin) Reset() error {
 	if err := c.refuse("reset"); err != nil {
 		return err
 	}
+	if c.top != nil {
+		// The table is emptied first, its floor with it, and the lock is
+		// held until the counters are cleared: no admission comes in
+		// between, and a Reset cut short (a Close, a kill) leaves no
+		// floor from before it, under which a loud key would not be
+		// taken in until it reached the old counts.
+		c.top.lk.lock()
+		defer c.top.lk.unlock()
+		c.top.clear()
+	}
 	// Go's clear outruns the C core's memset here (measured:
 	// BenchmarkCountMinReset), so both builds reset in Go.
 	done := c.l.resetTracked(&c.open)
+	if testHookResetCleared != nil {
+		testHookResetCleared()
+	}
 	if !done || !c.open.Load() {
 		return c.closedErr("reset")
 	}
-	if c.top != nil {
-		c.top.reset()
-	}
 	return nil
 }
+
+// testHookResetCleared runs in Reset once the counters are cleared: a
+// Close or a kill there ends the Reset.
+var testHookResetCleared func()
 
 // Stats reports the shape, the total and the error bound at that total.
 // It walks the whole grid, so it belongs on a status page, not in a loop.
