@@ -106,6 +106,7 @@ type orchestration struct {
 	quick, callgrind  bool
 	memory            bool
 	memCounts         []int // key counts of the memory section (default 10k, 1M, 10M)
+	heavy             *heavyScores
 	readme            string
 	command           string // what the user ran, when not this program directly
 	argv              string // this program's command line
@@ -156,6 +157,17 @@ func (o *orchestration) main() error {
 	if o.memory {
 		if mem, memErr = measureMemory(o.self, counts); memErr != nil {
 			progress("%v", memErr)
+		}
+	}
+	// The heavy hitters' accuracy goes with their rows; -quick makes its
+	// streams 10x shorter.
+	if o.filter == nil || o.filter.MatchString("heavy/") {
+		adds := 10_000_000
+		if o.quick {
+			adds = 1_000_000
+		}
+		if o.heavy, err = measureHeavy(adds); err != nil {
+			progress("%v", err)
 		}
 	}
 	var ic []instrCount

@@ -142,6 +142,9 @@ type reportData struct {
 	CBF           *mdTable
 	Bloom         *mdTable
 	Window        *mdTable
+	Heavy         *mdTable // Add with a candidate table
+	HeavyAccuracy *mdTable
+	HeavyAdds     string // adds of each accuracy stream
 	Merge         *mdTable
 	Exact         *mdTable
 	CgoCall       string
@@ -194,6 +197,10 @@ func (o *orchestration) writeReport(v *view, mem *memTable, memErr error, ic []i
 	d.CBF = v.cbfTable()
 	d.Bloom = v.bloomTable()
 	d.Window = v.windowTable()
+	d.Heavy = v.heavyTable(o.heavy)
+	if o.heavy != nil {
+		d.HeavyAccuracy, d.HeavyAdds = heavyAccuracyTable(o.heavy), countLabel(o.heavy.Adds)
+	}
 	d.Merge = v.mergeTable()
 	d.Exact = v.exactTable()
 	d.CgoCall = v.ns(cgoRows()[0].Key)

@@ -69,6 +69,11 @@ func counted(e *env, s subject) (uint64, bool) {
 		f, _ := e.bloomOf(s.Shape, filterFor(s.Op))
 		st := f.Stats()
 		return st.Added + st.Seen, true
+	case s.Struct == "heavy" && s.Impl == "sketch":
+		var k int
+		fmt.Sscanf(s.Shape, "k%d", &k)
+		c, _ := e.countMinTable(s.Dist, k)
+		return c.Total(), true
 	case s.Struct == "window":
 		w, _ := e.window(shapeNamed(s.Shape))
 		return w.Stats().Total, true

@@ -321,6 +321,57 @@ func (v *view) windowTable() *mdTable {
 	return t
 }
 
+// heavyTable is Add with a table of K = 2n candidates beside the plain
+// Add and BoomFilters' TopK of k = 2n, with the share of the table's adds
+// that took the lock (h's, measured apart: nil leaves it out).
+func (v *view) heavyTable(h *heavyScores) *mdTable {
+	t := &mdTable{Header: []string{"ns per key, default shape", "plain `Add`", "`Add` with a table of K", "BoomFilters `TopK.Add`, k = K", "time ratio, table / plain", "time ratio, table / BoomFilters", "adds that took the lock"}}
+	builds := v.buildList()
+	for _, d := range dists {
+		for _, n := range topNs {
+			for _, b := range builds {
+				label := fmt.Sprintf("%s keys, top %d (K = %d)", d, n, 2*n)
+				if len(builds) > 1 {
+					label += ", " + buildName[b]
+				}
+				plain, table, boomK := sk("add", b, "default", d, 1), heavyKey("sketch", b, d, n), heavyKey("boom", "", d, n)
+				if v.sum(table).N == 0 && v.sum(boomK).N == 0 {
+					continue
+				}
+				lock := "–"
+				if h != nil {
+					lock = percent(h.Lock[d][n])
+				}
+				t.add(label, v.ns(plain), v.ns(table), v.ns(boomK), v.times(table, plain, false), v.times(table, boomK, false), lock)
+			}
+		}
+	}
+	return t
+}
+
+// heavyAccuracyTable scores the table and BoomFilters' TopK against exact
+// counts after h.Adds adds of each Zipf stream.
+func heavyAccuracyTable(h *heavyScores) *mdTable {
+	t := &mdTable{Header: []string{"stream over 1M keys", "table recall", "table precision", "adds that took the lock", "BoomFilters `TopK` recall", "BoomFilters `TopK` precision"}}
+	for _, s := range heavySkews {
+		for _, n := range topNs {
+			tb, bm := h.Table[s][n], h.Boom[s][n]
+			t.add(fmt.Sprintf("Zipf(%v), top %d (K = k = %d)", s, n, 2*n), num(tb.Recall), num(tb.Precision), percent(tb.LockShare), num(bm.Recall), num(bm.Precision))
+		}
+	}
+	return t
+}
+
+// percent writes a share as a percentage with two significant digits.
+func percent(x float64) string {
+	p := 100 * x
+	if p == 0 {
+		return "0%"
+	}
+	digits := max(0, 1-int(math.Floor(math.Log10(p))))
+	return fmt.Sprintf("%.*f%%", digits, p)
+}
+
 func (v *view) mergeTable() *mdTable {
 	t := &mdTable{Header: []string{"one whole merge"}}
 	var cells []string
