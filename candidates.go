@@ -227,6 +227,14 @@ func (t *candidateTable) setFloor(v uint64, newGen bool) {
 	atomic.StoreUint64(w, g<<floorBits|min(v, floorMask))
 }
 
+// sampled reports whether an add with this estimate goes on to the
+// table: every add while the estimate is under 64, then about one in 8
+// (by the estimate's low bits). A stored estimate is a hint for eviction
+// and listings read the counters, and a key past the floor is taken in
+// within about 8 adds; the other adds of loud keys, most of the table's
+// cost on a skewed stream, skip the lookup.
+func sampled(est uint64) bool { return est < 64 || est&7 == 0 }
+
 // fingerprint is what a way's index word holds for a key: the hash's low
 // word, never zero (zero is an empty way).
 func fingerprint(lo uint64) uint64 { return max(lo, 1) }

@@ -611,7 +611,7 @@ func (w *CountMinWindow) addBatch(keys [][]byte, estimates []uint64) error {
 	}
 	if w.top != nil {
 		for i, e := range estimates {
-			if f, tp := w.top.floor(); e > f || tp != p+1 {
+			if f, tp := w.top.floor(); sampled(e) && (e > f || tp != p+1) {
 				lo, hi := hashKey(keys[i], w.slots[0].seed)
 				w.feed(lo, hi, unsafe.String(unsafe.SliceData(keys[i]), len(keys[i])), e, p)
 			}

@@ -9,6 +9,9 @@ package sketch
 // feed hands an add's estimate over the window to the table when it
 // passed the floor, or when the table is not yet set for the add's period.
 func (w *CountMinWindow) feed(lo, hi uint64, key string, est, addP uint64) {
+	if !sampled(est) {
+		return
+	}
 	if f, p := w.top.floor(); (est > f || p != addP+1) && w.open.Load() {
 		w.top.offer(w, lo, hi, key, est, addP+1)
 	}
