@@ -146,6 +146,8 @@ func openMetered(at Place, kind Kind) (metered, error) {
 		return asMetered(OpenCountMinWindow(at, CountMinWindowConfig{}))
 	case KindBloomWindow:
 		return asMetered(OpenBloomWindow(at, BloomWindowConfig{}))
+	case KindDistinct:
+		return asMetered(OpenDistinct(at, DistinctConfig{}))
 	}
 	return nil, at.arena.errorf("metrics", at.name, fmt.Errorf("%w: no metrics for kind %q", ErrUnsupported, kind))
 }

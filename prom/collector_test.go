@@ -61,33 +61,40 @@ func fillArena(t *testing.T, a *sketch.Arena) map[series]float64 {
 	bw.Rotate()
 	bw.Rotate()
 	bw.AddString("x")
+	dc, err := sketch.OpenDistinct(a.Place("visitors"), sketch.DistinctConfig{Precision: 10})
+	closeLater(dc, err)
+	for i := range 100 {
+		dc.AddString(fmt.Sprint("visitor-", i%40))
+	}
 	return map[series]float64{
-		{"sketch_adds_total", "clients"}:                 7,
-		{"sketch_counted", "clients"}:                    7,
-		{"sketch_error_bound", "clients"}:                1, // ceil(e/1024 * 7)
-		{"sketch_bytes", "clients"}:                      float64(cms.Stats().Bytes),
-		{"sketch_frozen", "clients"}:                     0,
-		{"sketch_candidates_held", "clients"}:            1,
-		{"sketch_candidate_admissions_total", "clients"}: 1,
-		{"sketch_heavy_hitter_estimate", "clients"}:      7, // 192.0.2.1, rank 1
-		{"sketch_adds_total", "request-ids"}:             3,
-		{"sketch_adds_present_total", "request-ids"}:     1,
-		{"sketch_fill_ratio", "request-ids"}:             bl.Stats().Fill,
-		{"sketch_estimated_items", "request-ids"}:        bl.Stats().Estimated,
-		{"sketch_writes_total", "banned"}:                3,
-		{"sketch_fill_ratio", "banned"}:                  cbf.Stats().FillRatio,
-		{"sketch_estimated_items", "banned"}:             cbf.Stats().Count,
-		{"sketch_counted", "per-client"}:                 3,
-		{"sketch_error_bound", "per-client"}:             float64(cmw.ErrorBound()),
-		{"sketch_window_current_period", "per-client"}:   1,
-		{"sketch_window_oldest_period", "per-client"}:    0,
-		{"sketch_window_rotations_total", "per-client"}:  1,
-		{"sketch_window_current_period", "recent"}:       2,
-		{"sketch_window_oldest_period", "recent"}:        1,
-		{"sketch_window_rotations_total", "recent"}:      2,
-		{"sketch_false_positive_ratio", "recent"}:        bw.Stats().CheckRate,
-		{"sketch_fill_ratio", "recent"}:                  currentSlot(bw.Stats()).Fill,
-		{"sketch_estimated_items", "recent"}:             currentSlot(bw.Stats()).Estimated,
+		{"sketch_distinct_estimate", "visitors"}:                dc.Stats().Estimate,
+		{"sketch_distinct_relative_standard_error", "visitors"}: dc.StdError(),
+		{"sketch_adds_total", "clients"}:                        7,
+		{"sketch_counted", "clients"}:                           7,
+		{"sketch_error_bound", "clients"}:                       1, // ceil(e/1024 * 7)
+		{"sketch_bytes", "clients"}:                             float64(cms.Stats().Bytes),
+		{"sketch_frozen", "clients"}:                            0,
+		{"sketch_candidates_held", "clients"}:                   1,
+		{"sketch_candidate_admissions_total", "clients"}:        1,
+		{"sketch_heavy_hitter_estimate", "clients"}:             7, // 192.0.2.1, rank 1
+		{"sketch_adds_total", "request-ids"}:                    3,
+		{"sketch_adds_present_total", "request-ids"}:            1,
+		{"sketch_fill_ratio", "request-ids"}:                    bl.Stats().Fill,
+		{"sketch_estimated_items", "request-ids"}:               bl.Stats().Estimated,
+		{"sketch_writes_total", "banned"}:                       3,
+		{"sketch_fill_ratio", "banned"}:                         cbf.Stats().FillRatio,
+		{"sketch_estimated_items", "banned"}:                    cbf.Stats().Count,
+		{"sketch_counted", "per-client"}:                        3,
+		{"sketch_error_bound", "per-client"}:                    float64(cmw.ErrorBound()),
+		{"sketch_window_current_period", "per-client"}:          1,
+		{"sketch_window_oldest_period", "per-client"}:           0,
+		{"sketch_window_rotations_total", "per-client"}:         1,
+		{"sketch_window_current_period", "recent"}:              2,
+		{"sketch_window_oldest_period", "recent"}:               1,
+		{"sketch_window_rotations_total", "recent"}:             2,
+		{"sketch_false_positive_ratio", "recent"}:               bw.Stats().CheckRate,
+		{"sketch_fill_ratio", "recent"}:                         currentSlot(bw.Stats()).Fill,
+		{"sketch_estimated_items", "recent"}:                    currentSlot(bw.Stats()).Estimated,
 	}
 }
 
@@ -107,6 +114,7 @@ var kinds = map[string]sketch.Kind{
 	"banned":      sketch.KindCountingBloom,
 	"per-client":  sketch.KindCountMinWindow,
 	"recent":      sketch.KindBloomWindow,
+	"visitors":    sketch.KindDistinct,
 }
 
 // scrape serves reg with promhttp and returns the body, in the text
@@ -215,7 +223,7 @@ func TestArenaCollector_Scrape(t *testing.T) {
 		"sketch_arena_bytes":            float64(st.Bytes),
 		"sketch_arena_used_bytes":       float64(st.Used),
 		"sketch_arena_free_bytes":       float64(st.Free),
-		"sketch_arena_structures":       5,
+		"sketch_arena_structures":       6,
 		"sketch_arena_max_structures":   float64(st.Capacity),
 		"sketch_lock_writer":            0,
 		"sketch_lock_writer_dead":       0,

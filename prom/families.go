@@ -46,6 +46,10 @@ var (
 		"Bytes of the structure's file, or of its region in an arena.", prometheus.GaugeValue, nil}
 	fFrozen = &family{"sketch_frozen",
 		"1 once the structure's file is sealed (Freeze), else 0.", prometheus.GaugeValue, nil}
+	fDistinct = &family{"sketch_distinct_estimate",
+		"A distinct count's estimate of the distinct keys added since its reset.", prometheus.GaugeValue, nil}
+	fDistinctError = &family{"sketch_distinct_relative_standard_error",
+		"A distinct count's relative standard error, 1.04/sqrt(registers).", prometheus.GaugeValue, nil}
 	fCandidatesHeld = &family{"sketch_candidates_held",
 		"Keys a Count-Min sketch's or window's candidate table holds.", prometheus.GaugeValue, nil}
 	fAdmissions = &family{"sketch_candidate_admissions_total",
@@ -57,7 +61,7 @@ var (
 )
 
 // structureFamilies are every family samples may return, for Describe.
-var structureFamilies = []*family{fAdds, fAddsPresent, fWrites, fCounted, fErrorBound, fFill, fItems, fFalsePositive, fCurrent, fOldest, fRotations, fBytes, fFrozen, fCandidatesHeld, fAdmissions, fHeavy}
+var structureFamilies = []*family{fAdds, fAddsPresent, fWrites, fCounted, fErrorBound, fFill, fItems, fFalsePositive, fCurrent, fOldest, fRotations, fBytes, fFrozen, fCandidatesHeld, fAdmissions, fHeavy, fDistinct, fDistinctError}
 
 // The families of an arena and of its file's lock, without labels.
 var (
@@ -88,7 +92,7 @@ var arenaFamilies = []*family{fArenaBytes, fArenaUsed, fArenaFree, fArenaStructu
 // Stats is every kind's Stats type that the collectors export: a
 // structure's Stats method is the function NewCollector takes.
 type Stats interface {
-	sketch.CountMinStats | sketch.BloomStats | sketch.CountingBloomStats | sketch.CountMinWindowStats | sketch.BloomWindowStats
+	sketch.CountMinStats | sketch.BloomStats | sketch.CountingBloomStats | sketch.CountMinWindowStats | sketch.BloomWindowStats | sketch.DistinctStats
 }
 
 // sample is one value of a structure.
@@ -141,6 +145,10 @@ func samplesOf(stats any) (sketch.Kind, []sample, bool) {
 			}
 		}
 		return sketch.KindBloomWindow, append(out, sample{f: fFill, v: fill}, sample{f: fItems, v: items}), true
+	case sketch.DistinctStats:
+		return sketch.KindDistinct, append(fileSamples(s.FileStats),
+			sample{f: fDistinct, v: s.Estimate},
+			sample{f: fDistinctError, v: s.StdError}), true
 	}
 	return "", nil, false
 }
