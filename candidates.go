@@ -57,6 +57,7 @@ const (
 	candFloor      = 0
 	candPeriod     = 8
 	candAdmissions = 16
+	candTurning    = 24 // the period (plus one) whose turn an add claimed
 	// raiseShift: a stored estimate is raised once the key's estimate
 	// passed it by 1/2^raiseShift of it.
 	raiseShift = 5
@@ -275,8 +276,10 @@ func (t *candidateTable) raise(way uint64, est uint64) {
 func (t *candidateTable) offer(h candidateHost, lo, hi uint64, key string, est, period uint64) {
 	was := atomic.LoadUint64(t.ctlWord(candFloor)) // before anything is read
 	if _, p := t.floor(); p != period {
-		if p > period || t.lk == nil {
-			return // an add of a period the table has left
+		if p > period || t.lk == nil || !t.claimTurn(period) {
+			// An add of a period the table has left, or another add
+			// turns the table: this add does not wait for it.
+			return
 		}
 		t.turn(h, period)
 	}
@@ -389,6 +392,28 @@ func (t *candidateTable) admit(h candidateHost, fp, lo, hi uint64, key string, e
 // turn): tests count the lock takes of adds.
 var testHookTableLock func()
 
+// claimTurn reports whether this add is the one that turns the table to
+// period: the first to move the turning word there. The others go on
+// without the table until it is turned, instead of waiting on the lock
+// for the walk of the table. A process killed while it turns leaves the
+// table on its old period, unfed, until the next period's first add
+// claims that turn (and recovers the lock).
+func (t *candidateTable) claimTurn(period uint64) bool {
+	w := t.ctlWord(candTurning)
+	for {
+		cur := atomic.LoadUint64(w)
+		if cur >= period {
+			return false
+		}
+		if atomic.CompareAndSwapUint64(w, cur, period) {
+			return true
+		}
+	}
+}
+
+// testHookTurn runs in turn once it holds the lock.
+var testHookTurn func()
+
 // turn re-estimates a window's candidates for a new period, under the
 // lock: keys that fell to the noise floor leave, the others keep their
 // estimate over the new window, and the floor is set for the period.
@@ -397,6 +422,9 @@ func (t *candidateTable) turn(h candidateHost, period uint64) {
 	defer t.lk.unlock()
 	if testHookTableLock != nil {
 		testHookTableLock()
+	}
+	if testHookTurn != nil {
+		testHookTurn()
 	}
 	if atomic.LoadUint32(t.sealed) != 0 || atomic.LoadUint64(t.ctlWord(candPeriod)) >= period {
 		return
