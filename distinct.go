@@ -405,7 +405,22 @@ func (d *Distinct) describe() (string, string) {
 
 func (d *Distinct) statsOf() any { return d.Stats() }
 
-func (d *Distinct) check() error { return nil }
+// check is the distinct count's part of Check: no register may exceed
+// q+1 = 65-p, the largest rank a hash gives (a run of q zeros), so a
+// larger one is damage (ErrCorrupt); a register never lowers, so nothing
+// else is checked.
+func (d *Distinct) check() error {
+	top := uint64(d.l.q() + 1)
+	for j := range d.l.m() {
+		if v := d.l.register(j); v > top {
+			return d.m.errorf("check", fmt.Errorf("%w: register %d holds %d, more than the largest rank %d of precision %d", ErrCorrupt, j, v, top, d.l.p))
+		}
+	}
+	if !d.open.Load() {
+		return d.closedErr("check")
+	}
+	return nil
+}
 
 // Config returns the config stored in the file: the Precision and the
 // profile (Redis), without the seed (a secret: see Seed). Opening the same

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"math"
 	"path/filepath"
+	"strings"
+	"sync/atomic"
 	"testing"
 )
 
@@ -353,5 +355,22 @@ func TestDistinct_AddsAllocateNothing(t *testing.T) {
 		if allocs := testing.AllocsPerRun(100, f); allocs != 0 {
 			t.Errorf("%s allocates %v times", name, allocs)
 		}
+	}
+}
+
+// TestDistinct_Check: a register past the largest rank of its precision
+// is damage to Check; a sound count checks clean.
+func TestDistinct_Check(t *testing.T) {
+	d := mustDistinct(t, DistinctConfig{Precision: 10})
+	for i := range 5000 {
+		d.AddString(fmt.Sprint("k", i))
+	}
+	if err := d.Check(); err != nil {
+		t.Fatalf("Check of a sound count: %v", err)
+	}
+	w := d.l.word(3)
+	atomic.StoreUint64(w, atomic.LoadUint64(w)|uint64(0xff)<<regShift(2))
+	if err := d.Check(); !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), "register 26 holds 255") {
+		t.Errorf("Check with a register at 255: %v, want ErrCorrupt naming register 26", err)
 	}
 }
