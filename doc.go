@@ -84,7 +84,13 @@
 // read-only ([ReadOnly]), verifies its file ([Handle.Check]), seals for
 // good ([Handle.Freeze]) to ship a copy to other hosts, where a collector
 // merges copies of the same shape and seed ([CountMin.Merge],
-// [Bloom.Merge], [CountingBloom.Merge], [Distinct.Merge]).
+// [Bloom.Merge], [CountingBloom.Merge], [Distinct.Merge]). To ship without
+// sealing the live file, Snapshot copies a structure while every process
+// keeps writing it into a new sealed one ([CountMin.Snapshot]; a window's
+// snapshot is one plain structure of the periods it covers). An arena's
+// [Arena.Metrics] serves every structure's stats as JSON (an expvar.Var
+// and an http.Handler); the Prometheus collector is the module
+// github.com/shmsketch/sketch/prom.
 //
 // # Files and processes
 //
