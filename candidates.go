@@ -236,6 +236,12 @@ func (t *candidateTable) setFloor(v uint64, newGen bool) {
 // cost on a skewed stream, skip the lookup.
 func sampled(est uint64) bool { return est < 64 || est&7 == 0 }
 
+// passes reports whether an add with this estimate is offered to the
+// table: sampled, and past the floor.
+func (t *candidateTable) passes(est uint64) bool {
+	return sampled(est) && est > floorOf(atomic.LoadUint64(t.ctlWord(candFloor)))
+}
+
 // fingerprint is what a way's index word holds for a key: the hash's low
 // word, never zero (zero is an empty way).
 func fingerprint(lo uint64) uint64 { return max(lo, 1) }

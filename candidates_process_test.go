@@ -75,19 +75,13 @@ func childTopLoop() error {
 // lists, with estimates never below the truth.
 func TestCandidates_FourProcesses(t *testing.T) {
 	requireReexec(t)
-	exes := map[string]string{Backend: selfExe(t)}
-	dir := t.TempDir()
-	for _, b := range []string{"cgo", "purego"} {
-		if exes[b] == "" {
-			exes[b] = buildTestBinary(t, dir, b)
-		}
-	}
+	exe := bothBackends(t)
 	const n = 200_000
 	path := tempPath(t, "top")
 	ctx := childContext(t)
 	var specs []childSpec
-	for i, b := range []string{"cgo", "purego", "cgo", "purego"} {
-		specs = append(specs, childSpec{exe: exes[b], name: fmt.Sprintf("%s child %d", b, i), role: "topadd",
+	for i := range 4 {
+		specs = append(specs, childSpec{exe: exe(i), name: fmt.Sprintf("child %d", i), role: "topadd",
 			env: envs(envPath, path, envChild, i, envOps, n)})
 	}
 	hs := startGroup(t, ctx, specs)
@@ -202,5 +196,30 @@ func TestCandidates_KillAdders(t *testing.T) {
 	}
 	if st := c0.Stats().Candidates; st.Admissions < 50 {
 		t.Errorf("only %d admissions: the kills did not meet admissions", st.Admissions)
+	}
+}
+
+// TestCandidates_InheritedDescriptor: a sketch with a table opened from a
+// descriptor this process was handed feeds and lists the table the
+// path's handle sees (it joins the file's lock for its admissions).
+func TestCandidates_InheritedDescriptor(t *testing.T) {
+	path := tempPath(t, "fd")
+	c := mustOpen(t, path, CountMinConfig{Rows: 4, Width: 1 << 12, Candidates: 8})
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	d, err := OpenCountMin(Inherited(f.Fd()), CountMinConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	for range 20 {
+		d.AddString("via-fd")
+	}
+	hs, err := c.Top(0)
+	if err != nil || len(hs) != 1 || hs[0].Key != "via-fd" || hs[0].Estimate != 20 {
+		t.Errorf("Top through the path's handle = %+v, %v", hs, err)
 	}
 }

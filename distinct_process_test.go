@@ -31,31 +31,6 @@ func distinctProcCfg(redis bool) DistinctConfig {
 	return DistinctConfig{Precision: 14, Seed: 0xd15c}
 }
 
-// distinctAddKeys adds keys first .. first+n-1 as addRange does: the even
-// ones one by one (every fourth as a string), the odd ones in batches.
-func distinctAddKeys(d *Distinct, first, n int) error {
-	var batch [][]byte
-	for i := first; i < first+n; i++ {
-		var err error
-		switch {
-		case i%4 == 0:
-			err = d.AddString(string(distinctKey(i)))
-		case i%2 == 0:
-			err = d.Add(distinctKey(i))
-		default:
-			batch = append(batch, distinctKey(i))
-			if len(batch) == 100 {
-				err = d.AddBatch(batch)
-				batch = batch[:0]
-			}
-		}
-		if err != nil {
-			return fmt.Errorf("add %d: %w", i, err)
-		}
-	}
-	return d.AddBatch(batch)
-}
-
 // childDistinctAdd opens the count, waits at the barrier and adds its
 // range.
 func childDistinctAdd() error {

@@ -23,10 +23,17 @@ func mustDistinct(t testing.TB, cfg DistinctConfig) *Distinct {
 // registersOf is d's register array, as the file holds it.
 func registersOf(d *Distinct) []byte { return d.m.entryBytes()[distinctHeadBytes:] }
 
-// addRange adds keys first .. first+n-1: the even ones one by one (as
-// strings every fourth), the odd ones in batches of 100.
+// addRange adds keys first .. first+n-1 (distinctAddKeys).
 func addRange(t testing.TB, d *Distinct, first, n int) {
 	t.Helper()
+	if err := distinctAddKeys(d, first, n); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// distinctAddKeys adds keys first .. first+n-1 the even
+// ones one by one (every fourth as a string), the odd ones in batches.
+func distinctAddKeys(d *Distinct, first, n int) error {
 	var batch [][]byte
 	for i := first; i < first+n; i++ {
 		var err error
@@ -43,12 +50,10 @@ func addRange(t testing.TB, d *Distinct, first, n int) {
 			}
 		}
 		if err != nil {
-			t.Fatalf("add %d: %v", i, err)
+			return fmt.Errorf("add %d: %w", i, err)
 		}
 	}
-	if err := d.AddBatch(batch); err != nil {
-		t.Fatal(err)
-	}
+	return d.AddBatch(batch)
 }
 
 func TestDistinctConfig_Precision(t *testing.T) {
