@@ -13,9 +13,10 @@ import (
 // at precisions 10, 14 and 18, for n = 10 to 10^9: "bias-%" is the mean
 // relative error over the runs (each with its own seed), "rms/σ" the
 // root mean square relative error over the theoretical standard error
-// 1.04/sqrt(2^p). Runs: 50 up to n = 10^4, 10 to 10^6, 3 to 10^7, 1
-// beyond. One pass per benchmark whatever b.N; make test's smoke run
-// (-benchtime=1x) stops at n = 10^4.
+// 1.04/sqrt(2^p). Runs: 100 up to n = 10^6, 50 at 10^7, 20 at 10^8 and
+// 10 at 10^9 (about 13·10^9 adds a precision: minutes). One pass per
+// benchmark whatever b.N; make test's smoke run (-benchtime=1x) stops at
+// n = 10^4.
 func BenchmarkDistinctError(b *testing.B) {
 	top := 9
 	if f := flag.Lookup("test.benchtime"); f != nil && f.Value.String() == "1x" {
@@ -24,14 +25,14 @@ func BenchmarkDistinctError(b *testing.B) {
 	for _, p := range []int{10, 14, 18} {
 		for e := 1; e <= top; e++ {
 			n := uint64(math.Pow10(e))
-			runs := 1
+			runs := 10
 			switch {
-			case e <= 4:
-				runs = 50
 			case e <= 6:
-				runs = 10
-			case e <= 7:
-				runs = 3
+				runs = 100
+			case e == 7:
+				runs = 50
+			case e == 8:
+				runs = 20
 			}
 			b.Run(fmt.Sprintf("p=%d/n=1e%d", p, e), func(b *testing.B) {
 				for b.Loop() {

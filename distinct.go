@@ -125,8 +125,8 @@ func distinctEntryParams(e entry) map[string]float64 {
 	}
 }
 
-func validateDistinctEntry(e entry) error {
-	p, profile := e.params[0], e.params[1]
+// validateDistinctParams checks a stored precision and profile.
+func validateDistinctParams(p, profile uint64) error {
 	switch {
 	case p < distinctMinP || p > distinctMaxP:
 		return fmt.Errorf("distinct count precision %d", p)
@@ -134,7 +134,16 @@ func validateDistinctEntry(e entry) error {
 		return fmt.Errorf("distinct count profile %d", profile)
 	case profile == 1 && p != redisHLLP:
 		return fmt.Errorf("distinct count in the Redis profile with precision %d", p)
-	case e.size != distinctBytes(uint(p)):
+	}
+	return nil
+}
+
+func validateDistinctEntry(e entry) error {
+	p, profile := e.params[0], e.params[1]
+	if err := validateDistinctParams(p, profile); err != nil {
+		return err
+	}
+	if e.size != distinctBytes(uint(p)) {
 		return fmt.Errorf("distinct count region of %d bytes, precision %d needs %d", e.size, p, distinctBytes(uint(p)))
 	}
 	for _, x := range e.params[2:] {

@@ -186,3 +186,38 @@ func distinctCores() []distinctCore {
 	}
 	return cs
 }
+
+// TestDistinctWindow_Parity: each core, by single adds and batches over
+// turns of a window at the smallest precision (slots of 80 bytes, not
+// whole lines) and the default, leaves every period's slot with the
+// model's registers of that period's keys.
+func TestDistinctWindow_Parity(t *testing.T) {
+	for _, p := range []int{4, 14} {
+		for _, core := range distinctCores() {
+			t.Run(fmt.Sprintf("%s/p=%d", core.name(), p), func(t *testing.T) {
+				w := mustIn(t, OpenDistinctWindow, Memory(), DistinctWindowConfig{Window: Window{Keep: 3}, Distinct: DistinctConfig{Precision: p, Seed: 11}})
+				w.core = core
+				for round := range 6 {
+					keys := make([][]byte, 3000)
+					for i := range keys {
+						keys[i] = distinctKey(round*1000 + i)
+					}
+					for i, size := 0, 1; i < len(keys); size = size%100 + 1 {
+						batch := keys[i:min(i+size, len(keys))]
+						if err := w.AddBatch(batch); err != nil {
+							t.Fatal(err)
+						}
+						i += len(batch)
+					}
+					s := int(w.Current() % 4)
+					if got, want := slotRegisters(w, s), refRegisters(uint(p), false, 11, keys); !bytes.Equal(got, want) {
+						t.Fatalf("round %d: slot %d's registers are not the model's", round, s)
+					}
+					if err := w.Rotate(); err != nil {
+						t.Fatal(err)
+					}
+				}
+			})
+		}
+	}
+}

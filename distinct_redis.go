@@ -3,6 +3,7 @@ package sketch
 import (
 	"encoding/binary"
 	"fmt"
+	"unsafe"
 )
 
 // Redis's dense HyperLogLog, the string PFADD, PFMERGE and PFCOUNT work
@@ -38,21 +39,72 @@ func (d *Distinct) ExportRedis() ([]byte, error) {
 	if d.l.p != redisHLLP {
 		return nil, d.m.errorf("export", fmt.Errorf("%w: Redis's HyperLogLog has 2^%d registers, this count 2^%d", ErrIncompatible, redisHLLP, d.l.p))
 	}
+	out := redisDense(&d.l)
+	if !d.open.Load() {
+		return nil, d.closedErr("export")
+	}
+	return out, nil
+}
+
+// redisDense encodes l's registers as Redis's dense HyperLogLog.
+func redisDense(l *distinctLayout) []byte {
 	out := make([]byte, redisDenseBytes)
 	copy(out, "HYLL")
 	binary.LittleEndian.PutUint64(out[8:], 1<<63) // stale: Redis counts
 	regs := out[redisHLLHeader:]
-	top := uint64(d.l.q() + 1)
-	for j := uint64(0); j < d.l.m(); j++ {
-		v := min(d.l.register(j), top) // past q+1 only in a damaged file
+	top := uint64(l.q() + 1)
+	for j := uint64(0); j < l.m(); j++ {
+		v := min(l.register(j), top) // past q+1 only in a damaged file
 		bit := j * redisHLLBits
 		regs[bit/8] |= byte(v << (bit % 8))
 		if bit%8 > 8-redisHLLBits {
 			regs[bit/8+1] |= byte(v >> (8 - bit%8))
 		}
 	}
-	if !d.open.Load() {
-		return nil, d.closedErr("export")
+	return out
+}
+
+// ExportRedis returns the union of the periods the window covers as
+// Redis's dense HyperLogLog, as Distinct.ExportRedis does for one count:
+// PFCOUNT of it is Count, and PFMERGE merges it with other hosts'
+// exports. It needs Redis's 16384 registers (precision 14;
+// ErrIncompatible otherwise). When the window turns during the export,
+// it starts again at the new period, as SnapshotCovered does.
+func (w *DistinctWindow) ExportRedis() ([]byte, error) {
+	out, _, err := w.ExportRedisCovered()
+	return out, err
+}
+
+// ExportRedisCovered is ExportRedis, and says which periods the export
+// covers.
+func (w *DistinctWindow) ExportRedisCovered() ([]byte, Periods, error) {
+	if !w.open.Load() {
+		return nil, Periods{}, w.closedErr("export")
 	}
-	return out, nil
+	if p := w.slots[0].p; p != redisHLLP {
+		return nil, Periods{}, w.m.errorf("export", fmt.Errorf("%w: Redis's HyperLogLog has 2^%d registers, this window 2^%d", ErrIncompatible, redisHLLP, p))
+	}
+	u := w.union.Get().([]uint64)
+	defer w.union.Put(u)
+	var p uint64
+	var err error
+	for try := 1; ; try++ {
+		p = w.ctl.currentRead()
+		if w.unionOf(p, u) {
+			break
+		}
+		if try == snapshotTries {
+			err = &windowTurnError{w.name(), try}
+			break
+		}
+		w.ctl.refresh()
+	}
+	if err != nil {
+		return nil, Periods{}, w.m.errorf("export", err)
+	}
+	out := redisDense(&distinctLayout{regs: unsafe.Pointer(&u[0]), p: w.slots[0].p})
+	if !w.open.Load() {
+		return nil, Periods{}, w.closedErr("export")
+	}
+	return out, w.covered(p), nil
 }

@@ -23,8 +23,16 @@ func mustDistinct(t testing.TB, cfg DistinctConfig) *Distinct {
 // registersOf is d's register array, as the file holds it.
 func registersOf(d *Distinct) []byte { return d.m.entryBytes()[distinctHeadBytes:] }
 
+// distinctAdder is what distinctAddKeys adds through: a Distinct or a
+// DistinctWindow.
+type distinctAdder interface {
+	Add([]byte) error
+	AddString(string) error
+	AddBatch([][]byte) error
+}
+
 // addRange adds keys first .. first+n-1 (distinctAddKeys).
-func addRange(t testing.TB, d *Distinct, first, n int) {
+func addRange(t testing.TB, d distinctAdder, first, n int) {
 	t.Helper()
 	if err := distinctAddKeys(d, first, n); err != nil {
 		t.Fatal(err)
@@ -33,7 +41,7 @@ func addRange(t testing.TB, d *Distinct, first, n int) {
 
 // distinctAddKeys adds keys first .. first+n-1 the even
 // ones one by one (every fourth as a string), the odd ones in batches.
-func distinctAddKeys(d *Distinct, first, n int) error {
+func distinctAddKeys(d distinctAdder, first, n int) error {
 	var batch [][]byte
 	for i := first; i < first+n; i++ {
 		var err error

@@ -21,6 +21,8 @@ const (
 	KindBloomWindow Kind = "bloomwindow"
 	// KindDistinct is a distinct count (Distinct).
 	KindDistinct Kind = "distinct"
+	// KindDistinctWindow is a distinct window (DistinctWindow).
+	KindDistinctWindow Kind = "distinctwindow"
 )
 
 // The kind numbers stored in directory entries, and the parameters each
@@ -33,6 +35,7 @@ const (
 	kindCountMinWindow uint32 = 4 // rows, width, period, keep
 	kindBloomWindow    uint32 = 5 // capacity, FP rate, blocks, k (of a period's filter), period, keep
 	kindDistinct       uint32 = 6 // precision p, profile (0: seeded XXH3, 1: Redis's)
+	kindDistinctWindow uint32 = 7 // precision p, profile (of a period's count), period, keep
 )
 
 // kindInfo is what the format knows of a structure kind.
@@ -59,6 +62,7 @@ func init() {
 		kindCountMinWindow: {"Count-Min window", KindCountMinWindow, validateCountMinWindowEntry, countMinWindowEntryConfig, countMinWindowEntryParams},
 		kindBloomWindow:    {"Bloom window", KindBloomWindow, validateBloomWindowEntry, bloomWindowEntryConfig, bloomWindowEntryParams},
 		kindDistinct:       {"distinct count", KindDistinct, validateDistinctEntry, distinctEntryConfig, distinctEntryParams},
+		kindDistinctWindow: {"distinct window", KindDistinctWindow, validateDistinctWindowEntry, distinctWindowEntryConfig, distinctWindowEntryParams},
 	}
 }
 

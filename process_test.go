@@ -119,6 +119,8 @@ func TestHelperProcess(t *testing.T) {
 		err = childSnapAdd()
 	case "distinctadd":
 		err = childDistinctAdd()
+	case "dwinadd":
+		err = childDistinctWinAdd()
 	default:
 		err = fmt.Errorf("unknown role %q", role)
 	}

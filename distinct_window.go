@@ -1,0 +1,514 @@
+package sketch
+
+import (
+	"fmt"
+	"math"
+	"sync"
+	"sync/atomic"
+	"time"
+	"unsafe"
+)
+
+// DistinctWindowConfig is a distinct window's config as an arena lists it
+// (ArenaEntry.Config): its window and each period's distinct count.
+type DistinctWindowConfig struct {
+	Window   Window         `json:"window"`
+	Distinct DistinctConfig `json:"distinct"`
+}
+
+// distinctSlotBytes is one period's slot of a distinct window: a whole
+// kind 6 region (the change count's line, then the registers), rounded up
+// to a cache line so that every slot starts on one.
+func distinctSlotBytes(p uint) uint64 { return roundUp(distinctBytes(p), cacheLine) }
+
+// distinctWindowBytes is the region of a distinct window: the control
+// words, then keep+1 slots.
+func distinctWindowBytes(p uint, keep int) uint64 {
+	return windowControlBytes(keep) + uint64(keep+1)*distinctSlotBytes(p)
+}
+
+// createSpec is spec for the constructors that always create: the zero
+// Window, which only attaches, is refused.
+func (wc DistinctWindowConfig) createSpec() (spec, error) {
+	if err := wc.Window.validate(); err != nil {
+		return spec{}, err
+	}
+	return wc.spec()
+}
+
+// spec asks for a distinct window. The zero Window attaches to whatever
+// window is stored (and cannot create); the zero DistinctConfig attaches
+// to any precision and creates the default, as OpenDistinct's does.
+func (wc DistinctWindowConfig) spec() (spec, error) {
+	w, cfg := wc.Window, wc.Distinct
+	dsp, err := cfg.spec()
+	if err != nil {
+		return spec{}, err
+	}
+	// The counts' words are kind 6's words 0 and 1: a distinct count's
+	// match decides.
+	matchDistinct := func(e entry) error {
+		var de entry
+		copy(de.params[:2], e.params[:2])
+		return dsp.match(de)
+	}
+	sp := spec{kind: kindDistinctWindow, seed: cfg.Seed, match: matchDistinct}
+	if w == (Window{}) {
+		return sp, nil
+	}
+	if err := w.validate(); err != nil {
+		return spec{}, err
+	}
+	sp.match = func(e entry) error {
+		if e.params[2] != uint64(w.Period) || e.params[3] != uint64(w.Keep) {
+			have := Window{Period: time.Duration(e.params[2]), Keep: int(e.params[3])}
+			return fmt.Errorf("%w: asked for a window of %v, the file has %v", ErrIncompatible, w, have)
+		}
+		return matchDistinct(e)
+	}
+	sp.size = distinctWindowBytes(uint(dsp.params[0]), w.Keep)
+	sp.params = [8]uint64{dsp.params[0], dsp.params[1], uint64(w.Period), uint64(w.Keep)}
+	return sp, nil
+}
+
+func distinctWindowEntryConfig(e entry) any {
+	return DistinctWindowConfig{
+		Window:   Window{Period: time.Duration(e.params[2]), Keep: int(e.params[3])},
+		Distinct: distinctEntryConfig(e).(DistinctConfig),
+	}
+}
+
+func distinctWindowEntryParams(e entry) map[string]float64 {
+	ps := distinctEntryParams(e)
+	ps["period_ns"] = float64(e.params[2])
+	ps["keep"] = float64(e.params[3])
+	return ps
+}
+
+func validateDistinctWindowEntry(e entry) error {
+	p, profile, period, keep := e.params[0], e.params[1], e.params[2], e.params[3]
+	if err := validateDistinctParams(p, profile); err != nil {
+		return fmt.Errorf("window: %w", err)
+	}
+	if err := validateWindowParams(period, keep); err != nil {
+		return err
+	}
+	if want := distinctWindowBytes(uint(p), int(keep)); e.size != want {
+		return fmt.Errorf("distinct window region of %d bytes, %d slots of 2^%d registers need %d", e.size, keep+1, p, want)
+	}
+	for _, x := range e.params[4:] {
+		if x != 0 {
+			return fmt.Errorf("unknown distinct window parameters")
+		}
+	}
+	return nil
+}
+
+// DistinctWindow counts distinct keys over a sliding window of time, in a
+// shared mapping: how many distinct keys were added in the last Keep
+// periods, the current one included ("distinct clients in the last
+// minute"). It forgets older periods by itself, with the rotation in the
+// file as for CountMinWindow: every process agrees which period is
+// current, and exactly one clears the spare slot.
+//
+// The file holds Keep+1 HyperLogLogs (slots), one a period, each as
+// Distinct's (2^p one-byte registers, the same hash and profile), and the
+// window's control words (window.go; docs/DESIGN.md, "Windows"). An add
+// raises one register of the current period's slot, lock-free; Count
+// estimates the union of the covered periods (the register-wise maximum
+// of their slots, with Ertl's estimator), so a key added in several
+// periods counts once. Its error is Distinct's: StdError relative.
+//
+// Count walks the covered slots' registers only when a register of one of
+// them rose or the period turned since this handle last walked them; it
+// otherwise costs a load of each covered slot's word and change count.
+// Calls after Close return ErrClosed, and Count then returns 0.
+type DistinctWindow struct {
+	windowBase
+	slots []distinctLayout
+	core  distinctCore // serves batches
+	// cache is the last union estimate this handle computed, with the
+	// period and the covered slots' change count it was computed at.
+	cache atomic.Pointer[distinctWindowCached]
+	// union holds the registers' union while an estimate is computed.
+	union sync.Pool
+}
+
+type distinctWindowCached struct {
+	period, changes uint64
+	estimate        float64
+}
+
+// DistinctWindowStats describes a distinct window at one moment.
+type DistinctWindowStats struct {
+	// Precision, Registers and Redis are each slot's, as DistinctStats
+	// has them.
+	Precision int  `json:"precision"`
+	Registers int  `json:"registers"`
+	Redis     bool `json:"redis"`
+	// Estimate is the estimated number of distinct keys added in the
+	// covered periods (Count, before rounding), and StdError its relative
+	// standard error.
+	Estimate float64 `json:"estimate"`
+	StdError float64 `json:"std_error"`
+	// Period and Keep are the window's.
+	Period time.Duration `json:"period"`
+	Keep   int           `json:"keep"`
+	// Current is the period adds go to now, and Oldest the first period
+	// Count covers: it covers Oldest to Current.
+	Current uint64 `json:"current"`
+	Oldest  uint64 `json:"oldest"`
+	// Start is when the current period started by the clock (Period > 0
+	// and no Rotate), else zero.
+	Start time.Time `json:"start,omitempty"`
+	// Rotations is how many times Rotate turned the period.
+	Rotations uint64 `json:"rotations"`
+	// Slots describes each slot.
+	Slots []DistinctWindowSlotStats `json:"slots"`
+	FileStats
+}
+
+// DistinctWindowSlotStats describes one slot of a distinct window.
+type DistinctWindowSlotStats struct {
+	// State is "current", "window", "next", "expired", "clearing" or
+	// "empty", as WindowSlotStats has it.
+	State string `json:"state"`
+	// Period is the period the slot holds, or is cleared for.
+	Period uint64 `json:"period"`
+	// Estimate is the slot's own count: the distinct keys of its period.
+	Estimate float64 `json:"estimate"`
+	// Zero is how many of its registers are zero, and Changes how many
+	// adds raised one of them.
+	Zero    uint64 `json:"zero"`
+	Changes uint64 `json:"changes"`
+}
+
+// OpenDistinctWindow opens the distinct window at a place (see Place),
+// creating it with cfg where there is none, as OpenCountMin does.
+// cfg.Distinct sizes each period's count, as OpenDistinct's config does.
+// A given cfg.Window must be the stored window (ErrIncompatible
+// otherwise), and an explicit cfg.Distinct the stored precision and
+// profile; the zero Window attaches to any window (and cannot create).
+// A window's Keep must be 1 to MaxWindowKeep and its Period 0 or at least
+// a millisecond (ErrInvalidConfig).
+func OpenDistinctWindow(at Place, cfg DistinctWindowConfig, opts ...Option) (*DistinctWindow, error) {
+	m, err := at.open(cfg.spec, cfg.createSpec, opts)
+	if err != nil {
+		return nil, err
+	}
+	return newDistinctWindow(m)
+}
+
+// newDistinctWindow builds the handle for the window at m.ent.
+func newDistinctWindow(m *mapping) (*DistinctWindow, error) {
+	region := m.entryBytes()
+	base := unsafe.Pointer(&region[0])
+	p := uint(m.ent.params[0])
+	win := Window{Period: time.Duration(m.ent.params[2]), Keep: int(m.ent.params[3])}
+	w := &DistinctWindow{core: buildCores.distinct}
+	w.union.New = func() any { return make([]uint64, (uint64(1)<<p)/8) }
+	ctl := windowControlBytes(win.Keep)
+	slot := distinctSlotBytes(p)
+	for i := range win.Keep + 1 {
+		sb := unsafe.Add(base, ctl+uint64(i)*slot)
+		w.slots = append(w.slots, distinctLayout{
+			changes: (*uint64)(sb),
+			regs:    unsafe.Add(sb, distinctHeadBytes),
+			seed:    m.lay.seed,
+			p:       p,
+			redis:   m.ent.params[1] == 1,
+		})
+	}
+	if _, err := w.start(m, w, win, w.clearSlot); err != nil {
+		return nil, err
+	}
+	return w, nil
+}
+
+// clearSlot empties slot s for a new period: its registers, then its
+// change count. The clearer owns the slot; each word is cleared with an
+// atomic store, so that a reader that sees a cleared word also sees the
+// slot word that says the slot is being cleared, on any hardware.
+func (w *DistinctWindow) clearSlot(s uint64) {
+	l := &w.slots[s]
+	for i := range l.m() / 8 {
+		atomic.StoreUint64(l.word(i), 0)
+	}
+	atomic.StoreUint64(l.changes, 0)
+}
+
+// mayAdd is refuse's fast path: nil when a mutator may run.
+func (w *DistinctWindow) mayAdd(op string) error {
+	if !w.open.Load() || w.ro || atomic.LoadUint32(w.sealed) != 0 {
+		return w.refuse(op)
+	}
+	return nil
+}
+
+// Add adds key to the current period: afterwards Count counts it, in
+// every process, until its period leaves the window. Adding a key again
+// changes nothing within a period, and a key added in several periods of
+// the window counts once. On error (closed, read-only, frozen, or the
+// current slot's clear did not finish) it adds nothing.
+func (w *DistinctWindow) Add(key []byte) error {
+	if err := w.mayAdd("add"); err != nil {
+		return err
+	}
+	return w.add(w.slots[0].hash(key))
+}
+
+// AddString is Add for a string key, without converting it to a []byte.
+func (w *DistinctWindow) AddString(key string) error {
+	if err := w.mayAdd("add"); err != nil {
+		return err
+	}
+	return w.add(w.slots[0].hashString(key))
+}
+
+func (w *DistinctWindow) add(h uint64) error {
+	_, s, err := w.ctl.use()
+	if err == nil {
+		if l := &w.slots[s]; l.addHashed(h) {
+			l.changed(1)
+		}
+	}
+	return w.afterAdd(err)
+}
+
+// afterAdd reports an add's error, or Close that ran meanwhile.
+func (w *DistinctWindow) afterAdd(err error) error {
+	if !w.open.Load() {
+		return w.closedErr("add")
+	}
+	if err != nil {
+		return w.m.errorf("add", err)
+	}
+	return nil
+}
+
+// AddBatch adds every key to the current period, as Add does each, in the
+// C core on the cgo build from distinctMinBatch keys on, as
+// Distinct.AddBatch does.
+func (w *DistinctWindow) AddBatch(keys [][]byte) error {
+	if err := w.mayAdd("add"); err != nil {
+		return err
+	}
+	_, s, err := w.ctl.use()
+	if err == nil {
+		core := w.core
+		if len(keys) < distinctMinBatch {
+			core = distinctGo{}
+		}
+		l := &w.slots[s]
+		l.changed(core.addBatch(l, keys))
+	}
+	return w.afterAdd(err)
+}
+
+// Count returns the estimated number of distinct keys added in the
+// periods the window covers, rounded: within StdError of the truth about
+// two times in three, as Distinct.Count. A closed handle returns 0.
+func (w *DistinctWindow) Count() uint64 {
+	est, _ := w.estimate()
+	return uint64(math.Round(est))
+}
+
+// CountCovered is Count, and says which periods the count covered. After
+// Close it returns 0 and the zero Periods.
+func (w *DistinctWindow) CountCovered() (uint64, Periods) {
+	est, p := w.estimate()
+	if !w.open.Load() {
+		return 0, Periods{}
+	}
+	return uint64(math.Round(est)), w.covered(p)
+}
+
+// StdError returns the relative standard error of Count, 1.04/sqrt(2^p).
+func (w *DistinctWindow) StdError() float64 {
+	if len(w.slots) == 0 {
+		return 0
+	}
+	return distinctStdError(w.slots[0].p)
+}
+
+// estimate is Count before rounding, with the last period of the window
+// it covers; 0 on a closed handle. The covered slots' change counts are
+// read before their registers, so an estimate cached at a count holds
+// every raise that count counts (a raise is counted after it is made).
+func (w *DistinctWindow) estimate() (float64, uint64) {
+	if !w.open.Load() {
+		return 0, 0
+	}
+	c := &w.ctl
+	p := c.currentRead()
+	if sig, ok := w.changes(p); ok {
+		if ch := w.cache.Load(); ch != nil && ch.period == p && ch.changes == sig {
+			return ch.estimate, p
+		}
+	}
+	u := w.union.Get().([]uint64)
+	defer w.union.Put(u)
+	var est float64
+	var sig uint64
+	whole := false
+	p = c.readStable(func(p uint64) bool {
+		if sig, whole = w.changes(p); !whole {
+			return false
+		}
+		whole = w.unionOf(p, u)
+		if whole {
+			est = w.estimateOf(u)
+		}
+		return whole
+	})
+	if !w.open.Load() {
+		return 0, 0 // what was read may be the placeholder
+	}
+	if !whole {
+		est = w.estimateOf(u) // the last try stands, as readStable's
+	} else {
+		w.cache.Store(&distinctWindowCached{p, sig, est})
+	}
+	return est, p
+}
+
+// changes sums the change counts of the slots of p's window that hold
+// their periods; false when the window turned under the read. Within a
+// period, each covered slot's count only grows, so the sum names the
+// registers' state.
+func (w *DistinctWindow) changes(p uint64) (uint64, bool) {
+	var sum uint64
+	whole := w.ctl.readWindow(p, false, func(s uint64) bool {
+		sum += atomic.LoadUint64(w.slots[s].changes)
+		return false
+	})
+	return sum, whole
+}
+
+// unionOf sets u to the register-wise maximum of the slots of p's window
+// that hold their periods; false when the window turned under the read.
+func (w *DistinctWindow) unionOf(p uint64, u []uint64) bool {
+	clear(u)
+	return w.ctl.readWindow(p, false, func(s uint64) bool {
+		l := &w.slots[s]
+		for i := range u {
+			if v := atomic.LoadUint64(l.word(uint64(i))); v != 0 {
+				u[i] = maxRegisters(u[i], v)
+			}
+		}
+		return false
+	})
+}
+
+// estimateOf estimates the count of registers u.
+func (w *DistinctWindow) estimateOf(u []uint64) float64 {
+	l := distinctLayout{regs: unsafe.Pointer(&u[0]), p: w.slots[0].p}
+	var h [66]uint64
+	l.histogram(&h)
+	return distinctEstimate(&h, l.p)
+}
+
+// maxRegisters is the bytewise maximum of two words of registers, without
+// a loop: a register is at most 65 (q+1), so within a byte's low 7 bits,
+// and (a|0x80) - b sets a byte's top bit exactly where a >= b, with no
+// borrow between bytes. Bytes past 127, which only a damaged file holds,
+// are taken modulo 128 (histogram then counts them as damage would be).
+func maxRegisters(a, b uint64) uint64 {
+	const low7, top = 0x7f7f7f7f7f7f7f7f, 0x8080808080808080
+	a, b = a&low7, b&low7
+	ge := ((a | top) - b) & top
+	mask := ge >> 7 * 0xff
+	return a&mask | b&^mask
+}
+
+// Stats reports the window's periods, the count of the covered periods,
+// and each slot's state and count. It walks every slot's registers, so it
+// belongs on a status page, not in a loop.
+func (w *DistinctWindow) Stats() DistinctWindowStats {
+	s := DistinctWindowStats{
+		Period:    w.win.Period,
+		Keep:      w.win.Keep,
+		StdError:  w.StdError(),
+		FileStats: FileStats{ReadOnly: w.ReadOnly()},
+	}
+	if len(w.slots) != 0 {
+		s.Precision = int(w.slots[0].p)
+		s.Registers = 1 << w.slots[0].p
+		s.Redis = w.slots[0].redis
+	}
+	if w.m != nil {
+		s.Bytes = w.m.ownBytes()
+	}
+	if !w.open.Load() {
+		return w.closedStats(s)
+	}
+	wp := w.periods()
+	s.Current, s.Oldest, s.Rotations, s.Start = wp.current, wp.oldest, wp.rotations, wp.start
+	s.Estimate, _ = w.estimate()
+	for i := range w.slots {
+		l := &w.slots[i]
+		var sl DistinctWindowSlotStats
+		sl.State, sl.Period = w.slotState(uint64(i), wp)
+		sl.Changes = atomic.LoadUint64(l.changes)
+		var h [66]uint64
+		l.histogram(&h)
+		sl.Zero = h[0]
+		sl.Estimate = distinctEstimate(&h, l.p)
+		s.Slots = append(s.Slots, sl)
+	}
+	s.Frozen = atomic.LoadUint32(w.sealed) != 0
+	if !w.open.Load() {
+		return w.closedStats(s)
+	}
+	return s
+}
+
+func (w *DistinctWindow) closedStats(s DistinctWindowStats) DistinctWindowStats {
+	return DistinctWindowStats{Precision: s.Precision, Registers: s.Registers, Redis: s.Redis, StdError: s.StdError,
+		Period: s.Period, Keep: s.Keep, FileStats: FileStats{Bytes: s.Bytes, ReadOnly: w.ReadOnly(), Closed: true}}
+}
+
+// check is the distinct window's part of Check: no register of any slot
+// may exceed the largest rank (ErrCorrupt), as Distinct's check.
+func (w *DistinctWindow) check() error {
+	for i := range w.slots {
+		l := &w.slots[i]
+		top := uint64(l.q() + 1)
+		for j := range l.m() {
+			if v := l.register(j); v > top {
+				return w.m.errorf("check", fmt.Errorf("%w: register %d of slot %d holds %d, more than the largest rank %d of precision %d", ErrCorrupt, j, i, v, top, l.p))
+			}
+		}
+	}
+	return w.after("check")
+}
+
+// Close stops the handle's clock and releases the descriptor, the lock's
+// liveness token and the file's pages; safe twice and while other
+// goroutines use the handle. A slot this handle was clearing is finished
+// by the next process that needs it.
+func (w *DistinctWindow) Close() error {
+	if w == nil {
+		return nil
+	}
+	return w.closeWindow()
+}
+
+func (w *DistinctWindow) describe() (string, string) {
+	if len(w.slots) == 0 {
+		return "DistinctWindow", ""
+	}
+	return "DistinctWindow", fmt.Sprintf("2^%d registers%s, %v", w.slots[0].p, profileName(w.m.ent.params[1]), w.win)
+}
+
+func (w *DistinctWindow) statsOf() any { return w.Stats() }
+
+// Config returns the config stored in the file: the window, the
+// precision and the profile, without the seed (a secret: see Seed). A
+// zero handle returns the zero config.
+func (w *DistinctWindow) Config() DistinctWindowConfig {
+	if w.m == nil {
+		return DistinctWindowConfig{}
+	}
+	return distinctWindowEntryConfig(w.m.ent).(DistinctWindowConfig)
+}
