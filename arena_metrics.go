@@ -148,6 +148,8 @@ func openMetered(at Place, kind Kind) (metered, error) {
 		return asMetered(OpenBloomWindow(at, BloomWindowConfig{}))
 	case KindDistinct:
 		return asMetered(OpenDistinct(at, DistinctConfig{}))
+	case KindDistinctWindow:
+		return asMetered(OpenDistinctWindow(at, DistinctWindowConfig{}))
 	}
 	return nil, at.arena.errorf("metrics", at.name, fmt.Errorf("%w: no metrics for kind %q", ErrUnsupported, kind))
 }

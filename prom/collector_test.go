@@ -66,7 +66,15 @@ func fillArena(t *testing.T, a *sketch.Arena) map[series]float64 {
 	for i := range 100 {
 		dc.AddString(fmt.Sprint("visitor-", i%40))
 	}
+	dw, err := sketch.OpenDistinctWindow(a.Place("visitors/min"), sketch.DistinctWindowConfig{Window: sketch.Window{Keep: 2}, Distinct: sketch.DistinctConfig{Precision: 8}})
+	closeLater(dw, err)
+	dw.AddString("v1")
+	dw.Rotate()
+	dw.AddString("v2")
 	return map[series]float64{
+		{"sketch_distinct_estimate", "visitors/min"}:            dw.Stats().Estimate,
+		{"sketch_window_current_period", "visitors/min"}:        1,
+		{"sketch_window_rotations_total", "visitors/min"}:       1,
 		{"sketch_distinct_estimate", "visitors"}:                dc.Stats().Estimate,
 		{"sketch_distinct_relative_standard_error", "visitors"}: dc.StdError(),
 		{"sketch_adds_total", "clients"}:                        7,
@@ -109,12 +117,13 @@ func currentSlot(s sketch.BloomWindowStats) sketch.BloomWindowSlotStats {
 
 // kinds are the kind label each structure of fillArena must carry.
 var kinds = map[string]sketch.Kind{
-	"clients":     sketch.KindCountMin,
-	"request-ids": sketch.KindBloom,
-	"banned":      sketch.KindCountingBloom,
-	"per-client":  sketch.KindCountMinWindow,
-	"recent":      sketch.KindBloomWindow,
-	"visitors":    sketch.KindDistinct,
+	"clients":      sketch.KindCountMin,
+	"request-ids":  sketch.KindBloom,
+	"banned":       sketch.KindCountingBloom,
+	"per-client":   sketch.KindCountMinWindow,
+	"recent":       sketch.KindBloomWindow,
+	"visitors":     sketch.KindDistinct,
+	"visitors/min": sketch.KindDistinctWindow,
 }
 
 // scrape serves reg with promhttp and returns the body, in the text
@@ -223,7 +232,7 @@ func TestArenaCollector_Scrape(t *testing.T) {
 		"sketch_arena_bytes":            float64(st.Bytes),
 		"sketch_arena_used_bytes":       float64(st.Used),
 		"sketch_arena_free_bytes":       float64(st.Free),
-		"sketch_arena_structures":       6,
+		"sketch_arena_structures":       7,
 		"sketch_arena_max_structures":   float64(st.Capacity),
 		"sketch_lock_writer":            0,
 		"sketch_lock_writer_dead":       0,

@@ -47,7 +47,7 @@ var (
 	fFrozen = &family{"sketch_frozen",
 		"1 once the structure's file is sealed (Freeze), else 0.", prometheus.GaugeValue, nil}
 	fDistinct = &family{"sketch_distinct_estimate",
-		"A distinct count's estimate of the distinct keys added since its reset.", prometheus.GaugeValue, nil}
+		"A distinct count's estimate of the distinct keys added since its reset (a distinct window's: in the periods it covers).", prometheus.GaugeValue, nil}
 	fDistinctError = &family{"sketch_distinct_relative_standard_error",
 		"A distinct count's relative standard error, 1.04/sqrt(registers).", prometheus.GaugeValue, nil}
 	fCandidatesHeld = &family{"sketch_candidates_held",
@@ -149,6 +149,13 @@ func samplesOf(stats any) (sketch.Kind, []sample, bool) {
 		return sketch.KindDistinct, append(fileSamples(s.FileStats),
 			sample{f: fDistinct, v: s.Estimate},
 			sample{f: fDistinctError, v: s.StdError}), true
+	case sketch.DistinctWindowStats:
+		return sketch.KindDistinctWindow, append(fileSamples(s.FileStats),
+			sample{f: fDistinct, v: s.Estimate},
+			sample{f: fDistinctError, v: s.StdError},
+			sample{f: fCurrent, v: float64(s.Current)},
+			sample{f: fOldest, v: float64(s.Oldest)},
+			sample{f: fRotations, v: float64(s.Rotations)}), true
 	}
 	return "", nil, false
 }

@@ -21,15 +21,16 @@ var createKinds = map[string][]string{
 	string(sketch.KindCountMinWindow): {"error", "confidence", "rows", "width", "period", "keep", "candidates", "candidate-key-bytes"},
 	string(sketch.KindBloomWindow):    {"capacity", "fp-rate", "period", "keep"},
 	string(sketch.KindDistinct):       {"error", "precision", "redis"},
+	string(sketch.KindDistinctWindow): {"error", "precision", "redis", "period", "keep"},
 	"arena":                           {"size"},
 }
 
-const kindList = "countmin, bloom, countingbloom, countminwindow, bloomwindow, distinct or arena"
+const kindList = "countmin, bloom, countingbloom, countminwindow, bloomwindow, distinct, distinctwindow or arena"
 
 var createCmd = &command{
 	name:       "create",
 	opensFiles: true,
-	args:       "FILE[:NAME] --kind countmin|bloom|countingbloom|countminwindow|bloomwindow|distinct|arena [SIZING]",
+	args:       "FILE[:NAME] --kind countmin|bloom|countingbloom|countminwindow|bloomwindow|distinct|distinctwindow|arena [SIZING]",
 	summary:    "create a sketch file, an arena, or a structure in an arena",
 	details: `
 Create makes a new sketch file and prints what it made: its shape, its
@@ -45,7 +46,8 @@ count by --error, its relative standard error (default 0.81%: 16384
 registers), or --precision P (2^P registers), and --redis for Redis's
 hash and 16384 registers, whose exports (sketch export --format redis)
 merge in Redis with keys PFADDed there (Redis's hash is public: crafted
-keys can aim at it); an arena by --size, the bytes of its file (K, M and
+keys can aim at it); a distinct window by a distinct count's sizing and
+--keep and --period; an arena by --size, the bytes of its file (K, M and
 G suffixes are KiB, MiB and GiB).
 
 FILE:NAME makes a structure named NAME in the existing arena FILE (from
@@ -66,11 +68,12 @@ sketch create /dev/shm/web.arena:seen --kind bloom --capacity 1000000 --fp-rate 
 sketch create /dev/shm/web.arena:clients --kind countminwindow --period 1m --keep 5 --error 0.001 --candidates 100
 sketch create /dev/shm/web.arena:recent --kind bloomwindow --period 10m --keep 6 --capacity 100000 --fp-rate 0.001
 sketch create /dev/shm/web.arena:clients-distinct --kind distinct --redis
+sketch create /dev/shm/web.arena:clients-per-minute --kind distinctwindow --period 1m --keep 1 --redis
 (umask 077; od -An -tu8 -N8 /dev/urandom > seed)
 sketch create /dev/shm/a.cms --seed-file seed; sketch create /dev/shm/b.cms --seed-file seed`,
 	setup: func(fs *flag.FlagSet) func([]string) error {
 		kind := fs.String("kind", "countmin", "`KIND` to create: "+kindList)
-		errRate := fs.Float64("error", 0, "countmin, countminwindow: error rate ε, in (0, 1) (default 0.001): estimates are high by at most ε·total; distinct: relative standard error, in (0, 1) (default 0.0081)")
+		errRate := fs.Float64("error", 0, "countmin, countminwindow: error rate ε, in (0, 1) (default 0.001): estimates are high by at most ε·total; distinct, distinctwindow: relative standard error, in (0, 1) (default 0.0081)")
 		conf := fs.Float64("confidence", 0, "countmin, countminwindow: confidence of the error bound, in (0, 1) (default 0.99)")
 		rows := fs.Int("rows", 0, "countmin, countminwindow: rows, instead of --error and --confidence")
 		width := fs.Int("width", 0, "countmin, countminwindow: counters a row (rounded up to a power of two), with --rows")
@@ -78,10 +81,10 @@ sketch create /dev/shm/a.cms --seed-file seed; sketch create /dev/shm/b.cms --se
 		candBytes := fs.Int("candidate-key-bytes", 0, fmt.Sprintf("countmin, countminwindow: bytes of a key the table keeps (default %d; a longer key is kept as a prefix and its hash)", sketch.DefaultCandidateKeyBytes))
 		capacity := fs.Uint64("capacity", 0, "bloom, countingbloom, bloomwindow: keys it is sized to hold, a bloomwindow each period (required)")
 		fpRate := fs.Float64("fp-rate", 0, "bloom, countingbloom, bloomwindow: false-positive rate at capacity, in (0, 1) (default 0.01)")
-		period := fs.Duration("period", 0, "countminwindow, bloomwindow: length of a period, at least 1ms (default 0: turned by sketch rotate only)")
-		keep := fs.Int("keep", 0, fmt.Sprintf("countminwindow, bloomwindow: periods an answer covers, the current one included, 1 to %d (required)", sketch.MaxWindowKeep))
-		precision := fs.Int("precision", 0, "distinct: `P`, 4 to 18: 2^P registers of a byte, instead of --error")
-		redis := fs.Bool("redis", false, "distinct: Redis's hash and 16384 registers, for exports that merge with Redis's HyperLogLogs")
+		period := fs.Duration("period", 0, "countminwindow, bloomwindow, distinctwindow: length of a period, at least 1ms (default 0: turned by sketch rotate only)")
+		keep := fs.Int("keep", 0, fmt.Sprintf("countminwindow, bloomwindow, distinctwindow: periods an answer covers, the current one included, 1 to %d (required)", sketch.MaxWindowKeep))
+		precision := fs.Int("precision", 0, "distinct, distinctwindow: `P`, 4 to 18: 2^P registers of a byte, instead of --error")
+		redis := fs.Bool("redis", false, "distinct, distinctwindow: Redis's hash and 16384 registers, for exports that merge with Redis's HyperLogLogs")
 		size := fs.String("size", "", "arena: `BYTES` of the file, with an optional K, M or G (required)")
 		mode := fs.String("mode", "0600", "permission bits of a new file, in octal")
 		seedFile := fs.String("seed-file", "", "read the secret hash seed of a new file from `FILE` (\"-\": standard input), one decimal or 0x hex number; FILE must not be readable by every user (default: a random seed)")
@@ -124,7 +127,7 @@ sketch create /dev/shm/a.cms --seed-file seed; sketch create /dev/shm/b.cms --se
 				kind: *kind, cms: sketch.CountMinConfig{ErrorRate: *errRate, Confidence: *conf, Rows: *rows, Width: *width, Candidates: *cands, CandidateKeyBytes: *candBytes},
 				capacity: *capacity, fpRate: *fpRate, window: sketch.Window{Period: *period, Keep: *keep},
 			}
-			if *kind == string(sketch.KindDistinct) {
+			if *kind == string(sketch.KindDistinct) || *kind == string(sketch.KindDistinctWindow) {
 				flags.cms.ErrorRate = 0 // --error is the distinct count's
 				flags.distinct = sketch.DistinctConfig{Error: *errRate, Precision: *precision, Redis: *redis}
 			}
@@ -201,6 +204,10 @@ func (f createFlags) validate() error {
 		if f.capacity == 0 || f.window.Keep == 0 {
 			return usageError("a Bloom window needs --capacity and --keep (and --period, or it turns only on sketch rotate)")
 		}
+	case string(sketch.KindDistinctWindow):
+		if f.window.Keep == 0 {
+			return usageError("a distinct window needs --keep (and --period, or it turns only on sketch rotate)")
+		}
 	}
 	return nil
 }
@@ -222,6 +229,10 @@ func makeStructure(p place, f createFlags) (structure, error) {
 		cfg := f.distinct
 		cfg.Seed = f.seed
 		return openAt(p, sketch.OpenDistinct, cfg, newDistinct)
+	case string(sketch.KindDistinctWindow):
+		cfg := f.distinct
+		cfg.Seed = f.seed
+		return openAt(p, sketch.OpenDistinctWindow, sketch.DistinctWindowConfig{Window: f.window, Distinct: cfg}, newDistinctWindow)
 	}
 	return nil, usageError("an arena holds structures, not arenas")
 }
@@ -340,6 +351,13 @@ func printCreated(t target, s structure, region uint64, jsonOut bool) error {
 	case sketch.DistinctStats:
 		bytes = st.Bytes
 		figures = fmt.Sprintf("counts are within %s of the true count about two times in three, %s 95%% of the time", percent(st.StdError), percent(2*st.StdError))
+		if st.Redis {
+			figures += "; Redis's hash, which is public: crafted keys can aim at it"
+		}
+	case sketch.DistinctWindowStats:
+		bytes = st.Bytes
+		figures = fmt.Sprintf("counts cover %s, within %s of the true count about two times in three, %s 95%% of the time",
+			windowText(sketch.Window{Period: st.Period, Keep: st.Keep}), percent(st.StdError), percent(2*st.StdError))
 		if st.Redis {
 			figures += "; Redis's hash, which is public: crafted keys can aim at it"
 		}

@@ -103,3 +103,63 @@ func TestDistinct_Commands(t *testing.T) {
 		t.Errorf("export of 1024 registers: exit %d, %q", r.code, r.stderr)
 	}
 }
+
+// TestDistinctWindow_Commands: create, add, rotate, query, stats,
+// snapshot and export of a distinct window, checked against the library
+// opened on the same file.
+func TestDistinctWindow_Commands(t *testing.T) {
+	dir := t.TempDir()
+	w, snap, exp := filepath.Join(dir, "w.hll"), filepath.Join(dir, "s.hll"), filepath.Join(dir, "w.redis")
+	if r := sk(t, "create", w, "--kind", "distinctwindow", "--redis"); r.code != 2 {
+		t.Errorf("create --kind distinctwindow without --keep: exit %d, want 2\n%s", r.code, r.stderr)
+	}
+	out := sk(t, "create", w, "--kind", "distinctwindow", "--keep", "2", "--redis").ok(t, "create")
+	if !strings.Contains(out, "distinct window, the last 2 periods") || !strings.Contains(out, "crafted keys") {
+		t.Errorf("create says %q", out)
+	}
+	_, in := keyList("k", 30_000)
+	skIn(t, strings.NewReader(in), "add", w).ok(t, "add")
+	sk(t, "rotate", w).ok(t, "rotate")
+	_, in = keyList("k", 50_000) // 30,000 again and 20,000 new
+	skIn(t, strings.NewReader(in), "add", w).ok(t, "add after the turn")
+
+	lib, err := sketch.OpenDistinctWindow(sketch.Path(w), sketch.DistinctWindowConfig{}, sketch.ReadOnly())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lib.Close()
+	var ans struct {
+		Count    uint64  `json:"count"`
+		StdError float64 `json:"std_error"`
+		Low      uint64  `json:"low"`
+		High     uint64  `json:"high"`
+	}
+	decode(t, sk(t, "query", "--json", w).ok(t, "query --json"), &ans)
+	if ans.Count != lib.Count() {
+		t.Errorf("query --json counts %d, the library %d", ans.Count, lib.Count())
+	}
+	if rel := math.Abs(float64(ans.Count)-50_000) / 50_000; rel > 4*lib.StdError() {
+		t.Errorf("query: %d distinct keys over two periods, for 50000", ans.Count)
+	}
+	if st := sk(t, "stats", w).ok(t, "stats"); !strings.Contains(st, "distinct window") || !strings.Contains(st, "in the periods covered") {
+		t.Errorf("stats prints %q", st)
+	}
+	if out := sk(t, "snapshot", w, snap).ok(t, "snapshot"); !strings.Contains(out, "periods 0-1") {
+		t.Errorf("snapshot says %q, want the periods 0-1", out)
+	}
+	decode(t, sk(t, "query", "--json", snap).ok(t, "query the snapshot"), &ans)
+	if ans.Count != lib.Count() {
+		t.Errorf("the snapshot counts %d, the window %d", ans.Count, lib.Count())
+	}
+	sk(t, "export", "--format", "redis", w, "-o", exp).ok(t, "export")
+	got, err := os.ReadFile(exp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want, err := lib.ExportRedis(); err != nil || !bytes.Equal(got, want) {
+		t.Errorf("export wrote %d bytes, not the library's export (%v)", len(got), err)
+	}
+	if r := sk(t, "query", w, "k1"); r.code != 2 {
+		t.Errorf("query of a key: exit %d, want 2", r.code)
+	}
+}

@@ -1,13 +1,13 @@
 // Command sketch creates, feeds, queries and checks shared sketch files
 // from the shell, against the live file that other processes are writing.
 //
-//	sketch create FILE[:NAME] [--kind countmin|bloom|countingbloom|countminwindow|bloomwindow|distinct|arena] [SIZING] [--mode 0600] [--seed-file FILE|- | --seed-from OTHER]
+//	sketch create FILE[:NAME] [--kind countmin|bloom|countingbloom|countminwindow|bloomwindow|distinct|distinctwindow|arena] [SIZING] [--mode 0600] [--seed-file FILE|- | --seed-from OTHER]
 //	    SIZING: --error E --confidence C | --rows R --width W (countmin, countminwindow);
 //	    --capacity N --fp-rate P (bloom, countingbloom, bloomwindow: each period's);
-//	    --period D --keep K (countminwindow, bloomwindow); --error E | --precision P, --redis (distinct);
+//	    --period D --keep K (countminwindow, bloomwindow, distinctwindow); --error E | --precision P, --redis (distinct, distinctwindow);
 //	    --size N (arena); --candidates K [--candidate-key-bytes B] (countmin, countminwindow: a table of the K loudest keys)
 //	sketch add FILE[:NAME] [KEY...]        count keys; none or "-": one a line from standard input (--weighted: KEY<TAB>N)
-//	sketch query FILE[:NAME] [KEY...]      estimates with error bars, presence, counts; a distinct count's count; --top N of candidates from standard input
+//	sketch query FILE[:NAME] [KEY...]      estimates with error bars, presence, counts; a distinct count's or window's count; --top N of candidates from standard input
 //	sketch top FILE[:NAME]                 the loudest keys of a candidate table (-n N, --json)
 //	sketch stats FILE[:NAME]               everything Stats reports; an arena's, a row a structure
 //	sketch inspect FILE                    header, directory, lock state (--show-seed for the secret seed)
@@ -18,7 +18,7 @@
 //	sketch reset FILE[:NAME]               forget everything
 //	sketch rotate FILE[:NAME]              turn a window's period now
 //	sketch merge DST SRC...                merge structures of one kind, shape and seed
-//	sketch export --format redis FILE[:NAME] [-o OUT]   a distinct count as Redis's HyperLogLog, for SET, PFMERGE, PFCOUNT
+//	sketch export --format redis FILE[:NAME] [-o OUT]   a distinct count or window as Redis's HyperLogLog, for SET, PFMERGE, PFCOUNT
 //	sketch rm FILE                         remove a sketch file or an arena (and nothing else)
 //	sketch demo                            several processes serve one stream into one shared arena
 //	sketch version                         also --version
@@ -90,7 +90,7 @@
 //     periods it covers), and from add "already" (every bit was set
 //     before, in a window's current period or one it covers: probably
 //     added before). A counting Bloom filter: {"key", "count", "present"}.
-//     A distinct count: query FILE prints one object, {"count",
+//     A distinct count or window: query FILE prints one object, {"count",
 //     "std_error", "low", "high"} (the count, its relative standard error
 //     and its 95% range); add prints it after each key.
 //   - add from standard input: {"file", "keys", "total", "seconds",
@@ -144,9 +144,11 @@
 //   - snapshot: {"file", "source", "kind", "description", "bytes",
 //     "seconds"}, and "oldest" and "current", the periods a window's
 //     snapshot covers; "kind" is the snapshot's ("countmin" for a
-//     Count-Min window's, "bloom" for a Bloom window's, "arena").
+//     Count-Min window's, "bloom" for a Bloom window's, "distinct" for a
+//     distinct window's, "arena").
 //   - version: {"version", "backend", "go", "format_version"}.
 //
 // Kinds are named "countmin", "bloom", "countingbloom", "countminwindow",
-// "bloomwindow" and "distinct"; create also makes an "arena".
+// "bloomwindow", "distinct" and "distinctwindow"; create also makes an
+// "arena".
 package main

@@ -11,7 +11,7 @@ var exportCmd = &command{
 	name:       "export",
 	opensFiles: true,
 	args:       "--format redis FILE[:NAME] [-o OUT]",
-	summary:    "write a distinct count as Redis's HyperLogLog, for SET, PFMERGE and PFCOUNT",
+	summary:    "write a distinct count or window as Redis's HyperLogLog, for SET, PFMERGE and PFCOUNT",
 	details: `
 Export writes a distinct count of 16384 registers (precision 14) as the
 bytes of Redis's dense HyperLogLog: what SET stores under a key, after
@@ -21,7 +21,8 @@ Redis, Redis Cluster or Valkey. It writes to standard output, or to OUT
 register is read once while adds go on) or frozen; it is opened read-only.
 Made with create --redis, the count hashes as PFADD does, so its export
 merges with keys added in Redis too; a count of the default, seeded hash
-merges in Redis with the exports of counts of the same seed only.`,
+merges in Redis with the exports of counts of the same seed only. A
+distinct window exports the union of the periods it covers.`,
 	example: `sketch export --format redis /dev/shm/web.arena:clients-distinct -o clients.hll
 redis-cli -x SET clients:$(hostname) < clients.hll
 redis-cli PFMERGE clients:fleet clients:web1 clients:web2 && redis-cli PFCOUNT clients:fleet`,
@@ -41,9 +42,9 @@ redis-cli PFMERGE clients:fleet clients:web1 clients:web2 && redis-cli PFCOUNT c
 				return err
 			}
 			defer s.Close()
-			d, ok := s.(*distinct)
+			d, ok := s.(redisExporter)
 			if !ok {
-				return fmt.Errorf("%s is a %s: only a distinct count exports as a Redis HyperLogLog", t, s.describe())
+				return fmt.Errorf("%s is a %s: only a distinct count or window exports as a Redis HyperLogLog", t, s.describe())
 			}
 			b, err := d.ExportRedis()
 			if err != nil {
@@ -57,6 +58,10 @@ redis-cli PFMERGE clients:fleet clients:web1 clients:web2 && redis-cli PFCOUNT c
 		}
 	},
 }
+
+// redisExporter is a structure that exports as Redis's HyperLogLog: a
+// distinct count, or a distinct window (the union of its periods).
+type redisExporter interface{ ExportRedis() ([]byte, error) }
 
 // writeWhole writes b to path through a temporary file renamed over it,
 // so that a reader never sees half an export.

@@ -52,9 +52,11 @@ func (s *distinct) query(keys [][]byte) []answer {
 
 // count is the count with its error bar: Count ± 2 standard errors, where
 // the true count is 95% of the time.
-func (s *distinct) count() distinctAnswer {
-	n := s.Count()
-	e := s.StdError()
+func (s *distinct) count() distinctAnswer { return distinctAnswerOf(s.Count(), s.StdError()) }
+
+// distinctAnswerOf is count n with relative standard error e and its 95%
+// range.
+func distinctAnswerOf(n uint64, e float64) distinctAnswer {
 	return distinctAnswer{Count: n, StdError: e,
 		Low:  uint64(math.Round(float64(n) * (1 - 2*e))),
 		High: uint64(math.Round(float64(n) * (1 + 2*e)))}

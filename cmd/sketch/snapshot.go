@@ -132,6 +132,12 @@ func snapshotOf(s structure, at sketch.Place, opts []sketch.Option) (structure, 
 	case *bloomWindow:
 		b, p, err := s.SnapshotCovered(at, opts...)
 		return adaptSnapshot(b, err, newBloom, &p)
+	case *distinct:
+		d, err := s.Snapshot(at, opts...)
+		return adaptSnapshot(d, err, newDistinct, nil)
+	case *distinctWindow:
+		d, p, err := s.SnapshotCovered(at, opts...)
+		return adaptSnapshot(d, err, newDistinct, &p)
 	}
 	return nil, nil, errNotSupported("snapshot", s.describe())
 }

@@ -246,6 +246,8 @@ func openEntry(p place, kind sketch.Kind) (structure, error) {
 		return openAt(p, sketch.OpenBloomWindow, sketch.BloomWindowConfig{}, newBloomWindow)
 	case sketch.KindDistinct:
 		return openAt(p, sketch.OpenDistinct, sketch.DistinctConfig{}, newDistinct)
+	case sketch.KindDistinctWindow:
+		return openAt(p, sketch.OpenDistinctWindow, sketch.DistinctWindowConfig{}, newDistinctWindow)
 	}
 	return nil, fmt.Errorf("%s holds a structure this build does not know (%s)", p.label, kind)
 }

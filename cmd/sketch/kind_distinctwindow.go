@@ -1,0 +1,93 @@
+package main
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/shmsketch/sketch"
+)
+
+// distinctWindow is a distinct window to the commands: a distinct count
+// of the last Keep periods. Like a distinct count it answers no key:
+// query prints its count.
+type distinctWindow struct {
+	*sketch.DistinctWindow
+	window
+}
+
+func newDistinctWindow(w *sketch.DistinctWindow) structure {
+	return &distinctWindow{w, window{"distinct window"}}
+}
+
+func (s *distinctWindow) kind() string { return string(sketch.KindDistinctWindow) }
+
+func (s *distinctWindow) describe() string {
+	cfg := s.Config()
+	hash := "seeded hash"
+	if cfg.Distinct.Redis {
+		hash = "Redis's hash"
+	}
+	return fmt.Sprintf("distinct window, %s, %d registers a period, %s", windowText(cfg.Window), 1<<cfg.Distinct.Precision, hash)
+}
+
+// add adds each key once: a weight changes nothing, as a key counts once.
+func (s *distinctWindow) add(keys [][]byte, weights []uint64) error { return s.AddBatch(keys) }
+
+func (s *distinctWindow) addKey(key []byte, n uint64) (answer, error) {
+	if err := s.Add(key); err != nil {
+		return nil, err
+	}
+	return distinctAdded{s.count()}, nil
+}
+
+// query has no answer for a key: the query command prints the count.
+func (s *distinctWindow) query(keys [][]byte) []answer {
+	out := make([]answer, len(keys))
+	for i := range out {
+		out[i] = s.count()
+	}
+	return out
+}
+
+// count is the count of the periods covered, with its 95% range.
+func (s *distinctWindow) count() distinctAnswer {
+	return distinctAnswerOf(s.Count(), s.StdError())
+}
+
+func (s *distinctWindow) state() (sketch.DistinctWindowStats, windowState) {
+	st := s.Stats()
+	return st, windowState{sketch.Window{Period: st.Period, Keep: st.Keep}, st.Oldest, st.Current, st.Rotations, st.Bytes, st.Frozen}
+}
+
+func (s *distinctWindow) stats() ([][2]string, any) {
+	st, ws := s.state()
+	hash := "seeded XXH3"
+	if st.Redis {
+		hash = "Redis's MurmurHash64A (public: crafted keys can aim at it)"
+	}
+	slots := make([]windowSlot, len(st.Slots))
+	for i, sl := range st.Slots {
+		slots[i] = windowSlot{sl.State, sl.Period, fmt.Sprintf("about %s distinct keys, %d zero registers", estimated(sl.Estimate), sl.Zero)}
+	}
+	a := distinctAnswerOf(uint64(math.Round(st.Estimate)), st.StdError)
+	return s.rows(ws,
+		[][2]string{
+			{"registers", fmt.Sprintf("%d a period (precision %d), %d slots", st.Registers, st.Precision, len(st.Slots))},
+			{"hash", hash},
+		},
+		[][2]string{
+			{"distinct keys", a.text() + " in the periods covered"},
+			{"std error", percent(st.StdError) + " relative"},
+		}, slots), st
+}
+
+func (s *distinctWindow) summary() string {
+	st, ws := s.state()
+	return ws.summary(distinctAnswerOf(uint64(math.Round(st.Estimate)), st.StdError).text())
+}
+
+func (s *distinctWindow) sample() sample {
+	st := s.Stats()
+	return windowSample(sample{Total: uint64(math.Round(st.Estimate)), Count: &st.Estimate, Frozen: st.Frozen, what: "distinct keys"},
+		st.Oldest, st.Current, periodClock{st.Period, st.Rotations})
+}
