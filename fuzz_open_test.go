@@ -173,6 +173,11 @@ var fuzzOpeners = []fuzzOpener{
 			return OpenDistinct(Path(p), DistinctConfig{}, o...)
 		},
 		func(t *testing.T, h any) { fuzzDistinct(h.(*Distinct)) }},
+	{"OpenDistinctWindow",
+		func(p string, o []Option) (interface{ Close() error }, error) {
+			return OpenDistinctWindow(Path(p), DistinctWindowConfig{}, o...)
+		},
+		func(t *testing.T, h any) { fuzzDistinctWindow(h.(*DistinctWindow)) }},
 }
 
 func fuzzCountMin(c *CountMin) {
@@ -251,6 +256,21 @@ func fuzzDistinct(d *Distinct) {
 	d.Reset()
 }
 
+func fuzzDistinctWindow(w *DistinctWindow) {
+	w.AddString("x")
+	w.Add([]byte("y"))
+	w.AddBatch(fuzzKeys)
+	w.Count()
+	w.Stats()
+	w.ExportRedis()
+	w.Rotate()
+	w.CountCovered()
+	if d, err := w.Snapshot(Memory()); err == nil {
+		d.Count()
+		d.Close()
+	}
+}
+
 // fuzzArena opens every listed structure by its kind, with the config the
 // listing gives, and creates one more.
 func fuzzArena(t *testing.T, a *Arena) {
@@ -294,6 +314,12 @@ func fuzzArena(t *testing.T, a *Arena) {
 			if d, err = OpenDistinct(a.Place(e.Name), DistinctConfig{}); err == nil {
 				fuzzDistinct(d)
 				h = d
+			}
+		case KindDistinctWindow:
+			var w *DistinctWindow
+			if w, err = OpenDistinctWindow(a.Place(e.Name), DistinctWindowConfig{}); err == nil {
+				fuzzDistinctWindow(w)
+				h = w
 			}
 		}
 		if h != nil {
@@ -402,6 +428,20 @@ func fuzzValidFiles(t testing.TB) []fuzzValid {
 		out = append(out, fuzzValid{data: read("hll"), opener: 6})
 		must(os.Remove(p("hll")))
 	}
+	for i, cfg := range []DistinctWindowConfig{{Window: Window{Keep: 2}, Distinct: DistinctConfig{Precision: 4, Seed: 3}}, {Window: Window{Keep: 1, Period: time.Hour}, Distinct: DistinctConfig{Redis: true}}} {
+		w, err := OpenDistinctWindow(Path(p("hllw")), cfg)
+		must(err)
+		w.AddString("k")
+		if i == 0 {
+			must(w.Rotate())
+			w.AddString("j")
+		} else {
+			must(w.Freeze())
+		}
+		w.Close()
+		out = append(out, fuzzValid{data: read("hllw"), opener: 7})
+		must(os.Remove(p("hllw")))
+	}
 
 	a, err := OpenArena(Path(p("arena")), 256<<10, WithSeed(3))
 	must(err)
@@ -431,6 +471,10 @@ func fuzzValidFiles(t testing.TB) []fuzzValid {
 	must(err)
 	ad.AddString("k")
 	ad.Close()
+	adw, err := OpenDistinctWindow(a.Place("eight"), DistinctWindowConfig{Window: Window{Keep: 2}, Distinct: DistinctConfig{Precision: 5}})
+	must(err)
+	adw.AddString("k")
+	adw.Close()
 	a.Close()
 	out = append(out, fuzzValid{data: read("arena"), opener: 5, arena: true})
 	return out

@@ -54,8 +54,12 @@ func standaloneFaultKinds() []faultKind {
 			}
 			return newFaultHandle(path, h), nil
 		}}
-		if k.kind == sketch.KindDistinct {
+		switch k.kind {
+		case sketch.KindDistinct:
 			fk.most, _ = sketch.DistinctConfig{Precision: 18}.Bytes()
+		case sketch.KindDistinctWindow:
+			fk.most, _ = sketch.DistinctConfig{Precision: 18}.Bytes()
+			fk.most *= slots
 		}
 		ks = append(ks, fk)
 	}
@@ -131,13 +135,21 @@ func faultConfig(k sketch.Kind, size uint64) any {
 	case sketch.KindBloomWindow:
 		return sketch.BloomWindowConfig{Window: faultWindow, Bloom: bloomFor(size / slots)}
 	case sketch.KindDistinct:
-		p := 4
-		for p < 18 && 1<<(p+1) <= size {
-			p++
-		}
-		return sketch.DistinctConfig{Precision: p}
+		return distinctFor(size)
+	case sketch.KindDistinctWindow:
+		return sketch.DistinctWindowConfig{Window: faultWindow, Distinct: distinctFor(size / slots)}
 	}
 	panic("torture: no fault config for " + string(k))
+}
+
+// distinctFor is a distinct count of about size bytes, within its
+// precisions.
+func distinctFor(size uint64) sketch.DistinctConfig {
+	p := 4
+	for p < 18 && 1<<(p+1) <= size {
+		p++
+	}
+	return sketch.DistinctConfig{Precision: p}
 }
 
 // newFaultHandle is h, a structure of any kind at path, behind the one

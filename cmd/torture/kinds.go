@@ -82,6 +82,8 @@ var (
 	_ filter        = (*sketch.CountingBloom)(nil)
 	_ filter        = (*sketch.BloomWindow)(nil)
 	_ distinctCount = (*sketch.Distinct)(nil)
+	_ distinctCount = (*sketch.DistinctWindow)(nil)
+	_ windowed      = (*sketch.DistinctWindow)(nil)
 	_ windowed      = (*sketch.CountMinWindow)(nil)
 	_ windowed      = (*sketch.BloomWindow)(nil)
 	_ handle        = (*sketch.Arena)(nil)
@@ -108,6 +110,7 @@ var structKinds = []structKind{
 	kindOf(sketch.KindCountMinWindow, "cmw", sketch.OpenCountMinWindow, nil),
 	kindOf(sketch.KindBloomWindow, "bw", sketch.OpenBloomWindow, nil),
 	kindOf(sketch.KindDistinct, "hll", sketch.OpenDistinct, mergeSelf[*sketch.Distinct]),
+	kindOf(sketch.KindDistinctWindow, "hllw", sketch.OpenDistinctWindow, nil),
 }
 
 // kindOf is the row of the kind whose constructor is open.
