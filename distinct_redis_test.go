@@ -254,3 +254,45 @@ func TestDistinct_ExportRedisRefused(t *testing.T) {
 		t.Errorf("ExportRedis of a closed count = %v, want ErrClosed", err)
 	}
 }
+
+// TestDistinctWindow_RedisFleet: three hosts' distinct windows, each with
+// keys in two periods, export the union of their covered periods; PFCOUNT
+// of one export is the host's Count, and of all three the count of the
+// merge of the hosts' snapshots.
+func TestDistinctWindow_RedisFleet(t *testing.T) {
+	rc := startRedis(t)
+	cfg := DistinctWindowConfig{Window: Window{Keep: 2}, Distinct: DistinctConfig{Redis: true}}
+	fleet := mustDistinct(t, DistinctConfig{Redis: true})
+	keys := []any{"PFCOUNT"}
+	for h := range 3 {
+		w := mustIn(t, OpenDistinctWindow, Memory(), cfg)
+		addRange(t, w, h*10_000, 8_000)
+		if err := w.Rotate(); err != nil {
+			t.Fatal(err)
+		}
+		addRange(t, w, h*10_000+5_000, 8_000)
+		exp, per, err := w.ExportRedisCovered()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if per != (Periods{Oldest: 0, Current: 1}) {
+			t.Errorf("host %d: export covers %+v, want 0..1", h, per)
+		}
+		key := fmt.Sprintf("win-%d", h)
+		rc.mustDo(t, "SET", key, exp)
+		keys = append(keys, key)
+		if got, want := rc.mustDo(t, "PFCOUNT", key).(int64), int64(w.Count()); got != want {
+			t.Errorf("host %d: PFCOUNT of the export = %d, Count() = %d", h, got, want)
+		}
+		snap, err := w.Snapshot(Memory())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := fleet.Merge(snap); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got, want := rc.mustDo(t, keys...).(int64), int64(fleet.Count()); got != want {
+		t.Errorf("PFCOUNT of the three exports = %d, Count() of the merged snapshots = %d", got, want)
+	}
+}

@@ -63,7 +63,12 @@
 // at it; the default hash is seeded and secret), and [Distinct.ExportRedis]
 // writes any count of 16384 registers as Redis's dense HyperLogLog, which
 // SET stores and PFMERGE and PFCOUNT merge and count: each host counts in
-// shared memory, the fleet's count comes from Redis.
+// shared memory, the fleet's count comes from Redis. A [DistinctWindow]
+// counts distinct keys over the last Keep periods ("distinct clients in
+// the last minute"): one HyperLogLog a period on the window base the
+// other windows share, its count the union of the covered periods (the
+// register-wise maximum), cached until one of their registers rises or
+// the period turns, and exported or snapshotted as that union.
 //
 // Where a structure lives is one value, a [Place]: a file ([Path]), a new
 // memfd for child processes ([Memfd]), a descriptor this process inherited
@@ -71,7 +76,8 @@
 // [Arena], which holds many named structures in one file ([Arena.Place]).
 // Each kind has one constructor that takes the place and the kind's
 // config: [OpenCountMin], [OpenBloom], [OpenCountingBloom],
-// [OpenCountMinWindow], [OpenBloomWindow], [OpenDistinct], and
+// [OpenCountMinWindow], [OpenBloomWindow], [OpenDistinct],
+// [OpenDistinctWindow], and
 // [OpenArena] for the arena.
 // Every process asks for the same place and config; the first to ask
 // creates the structure, the rest attach.
