@@ -44,3 +44,46 @@ func BenchmarkDistinct(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkDistinctWindow: a distinct window's adds beside a plain
+// count's on the same keys, and its Count cached and walking (the union
+// of Keep slots, then the estimate), at the default precision, Keep 1
+// and 5.
+func BenchmarkDistinctWindow(b *testing.B) {
+	s := benchUniform()
+	keys, mask := s.bytes, s.mask()
+	for _, keep := range []int{1, 5} {
+		w := mustIn(b, OpenDistinctWindow, Memory(), DistinctWindowConfig{Window: Window{Keep: keep}, Distinct: DistinctConfig{Seed: benchSeed}})
+		for range keep {
+			w.AddBatch(s.firstHalf())
+			w.Rotate()
+		}
+		w.AddBatch(s.firstHalf())
+		b.Run(fmt.Sprintf("keep=%d/Add", keep), func(b *testing.B) {
+			b.ReportAllocs()
+			for i := 0; i < b.N; i++ {
+				w.Add(keys[i&mask])
+			}
+		})
+		b.Run(fmt.Sprintf("keep=%d/AddBatch/256", keep), func(b *testing.B) {
+			b.ReportAllocs()
+			for i := 0; i < b.N; i += 256 {
+				j := i & mask
+				w.AddBatch(keys[j:min(j+256, len(keys))])
+			}
+		})
+		b.Run(fmt.Sprintf("keep=%d/Count/cached", keep), func(b *testing.B) {
+			b.ReportAllocs()
+			for i := 0; i < b.N; i++ {
+				w.Count()
+			}
+		})
+		b.Run(fmt.Sprintf("keep=%d/Count/walk", keep), func(b *testing.B) {
+			b.ReportAllocs()
+			for i := 0; i < b.N; i++ {
+				w.cache.Store(nil) // as a change would
+				w.Count()
+			}
+		})
+	}
+}
