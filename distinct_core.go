@@ -71,16 +71,14 @@ func (l *distinctLayout) hash(key []byte) uint64 {
 	if l.redis {
 		return murmur64A(key, redisHLLSeed)
 	}
-	lo, _ := hashKey(key, l.seed)
-	return lo
+	return hashLo(key, l.seed)
 }
 
 func (l *distinctLayout) hashString(key string) uint64 {
 	if l.redis {
 		return murmur64AString(key, redisHLLSeed)
 	}
-	lo, _ := hashString(key, l.seed)
-	return lo
+	return hashLoString(key, l.seed)
 }
 
 // place returns the register and rank of a key's hash.
