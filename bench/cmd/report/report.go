@@ -62,9 +62,11 @@ func (v *view) times(a, b Key, speedup bool) string {
 	return fmt.Sprintf("%sx (%s–%s)", num(s.Median), num(s.Min), num(s.Max))
 }
 
-// num writes a value with about three significant digits.
+// num writes a value with about three significant digits (two below
+// 0.001).
 func num(x float64) string {
-	switch a := math.Abs(x); {
+	a := math.Abs(x)
+	switch {
 	case math.IsNaN(x):
 		return "–"
 	case a >= 100:
@@ -73,8 +75,12 @@ func num(x float64) string {
 		return fmt.Sprintf("%.1f", x)
 	case a >= 1:
 		return fmt.Sprintf("%.2f", x)
+	case a >= 0.001 || a == 0:
+		return fmt.Sprintf("%.3f", x)
 	}
-	return fmt.Sprintf("%.3f", x)
+	// Smaller, as a ratio to a walk of thousands can be: two significant
+	// digits, not 0.000.
+	return fmt.Sprintf("%.*f", 1-int(math.Floor(math.Log10(a))), x)
 }
 
 // mdTable is a Markdown table.

@@ -244,3 +244,17 @@ func TestInstructionCounts_Repeatable(t *testing.T) {
 		t.Errorf("%d instructions per Add, want 50 to 5000", per)
 	}
 }
+
+func TestNum(t *testing.T) {
+	for _, c := range []struct {
+		x    float64
+		want string
+	}{
+		{1234.5, "1234"}, {12.34, "12.3"}, {1.234, "1.23"}, {0.1234, "0.123"}, {0.001, "0.001"},
+		{0, "0.000"}, {0.000754, "0.00075"}, {0.0000075, "0.0000075"}, {-0.000754, "-0.00075"}, {math.NaN(), "–"},
+	} {
+		if got := num(c.x); got != c.want {
+			t.Errorf("num(%v) = %q, want %q", c.x, got, c.want)
+		}
+	}
+}
