@@ -161,7 +161,7 @@ func (o *orchestration) main() error {
 	}
 	// The heavy hitters' accuracy goes with their rows; -quick makes its
 	// streams 10x shorter.
-	if o.filter == nil || o.filter.MatchString("heavy/") {
+	if o.measures("heavy") {
 		adds := 10_000_000
 		if o.quick {
 			adds = 1_000_000
