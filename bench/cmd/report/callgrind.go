@@ -32,6 +32,7 @@ func callgrindRows(builds []string) []Key {
 		bloomKey("add", "sketch", "", "1M", 1, 1, 1),
 		bloomKey("check", "sketch", "", "1M", 1, 1, 1),
 		windowKey("add", "", "default", 1, 1),
+		distinctKey("add", "sketch", "", "uint64", 1, 1, 1),
 	}
 	for _, b := range builds {
 		keys = append(keys,
@@ -40,6 +41,7 @@ func callgrindRows(builds []string) []Key {
 			sk("estimate", b, "C", "uniform", 256),
 			cbfKey("add", "sketch", b, 256, 1, 1),
 			bloomKey("add", "sketch", b, "1M", 256, 1, 1),
+			distinctKey("add", "sketch", b, "uint64", 256, 1, 1),
 		)
 	}
 	keys = append(keys,
@@ -47,6 +49,7 @@ func callgrindRows(builds []string) []Key {
 		cmsKey("add", "boom", "", "default", "uniform", 1, 1, 1),
 		cbfKey("add", "boom", "", 1, 1, 1),
 		bloomKey("add", "bitsblooms", "", "1M", 1, 1, 1),
+		distinctKey("add", "axiomhq", "", "uint64", 1, 1, 1),
 		exactKey("mutexmap", "insert", "uniform10k", 1),
 		exactKey("syncmap", "insert", "uniform10k", 1),
 	)

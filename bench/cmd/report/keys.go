@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/binary"
 	"strconv"
 
 	"github.com/shmsketch/sketch/bench/internal/keystream"
@@ -23,9 +24,20 @@ const (
 type stream = keystream.Stream
 
 // makeStream builds the named stream with n keys: "zipf" (Zipf(1.1) over
-// space keys, key 0 the most frequent), "uniform" (uniform over space) or
-// "uniform10k" (uniform over smallSpace).
-func makeStream(name string, n int) *stream { return keystream.New(name, n, 32, appendKey) }
+// space keys, key 0 the most frequent), "uniform" (uniform over space),
+// "uniform10k" (uniform over smallSpace) or "uint64" (the uniform
+// stream's key numbers as 8 bytes, as a count of user IDs sees them).
+func makeStream(name string, n int) *stream {
+	if name == "uint64" {
+		s := keystream.New("uniform", n, 8, appendUint64)
+		s.Name = name
+		return s
+	}
+	return keystream.New(name, n, 32, appendKey)
+}
+
+// appendUint64 appends key number i as 8 bytes, little-endian.
+func appendUint64(dst []byte, i uint64) []byte { return binary.LittleEndian.AppendUint64(dst, i) }
 
 // mix32 is a bijection of uint32 (a murmur3 finaliser with an offset), so
 // distinct key numbers give distinct keys.

@@ -107,6 +107,7 @@ type orchestration struct {
 	memory            bool
 	memCounts         []int // key counts of the memory section (default 10k, 1M, 10M)
 	heavy             *heavyScores
+	distinct          *distinctErrors
 	readme            string
 	command           string // what the user ran, when not this program directly
 	argv              string // this program's command line
@@ -161,12 +162,22 @@ func (o *orchestration) main() error {
 	}
 	// The heavy hitters' accuracy goes with their rows; -quick makes its
 	// streams 10x shorter.
-	if o.filter == nil || o.filter.MatchString("heavy/") {
+	if o.measures("heavy") {
 		adds := 10_000_000
 		if o.quick {
 			adds = 1_000_000
 		}
 		if o.heavy, err = measureHeavy(adds); err != nil {
+			progress("%v", err)
+		}
+	}
+	// So do the distinct counts' errors: -quick stops at 1M keys.
+	if o.measures("distinct") {
+		ns := []int{1000, 100_000, 10_000_000}
+		if o.quick {
+			ns[2] = 1_000_000
+		}
+		if o.distinct, err = measureDistinctErrors(ns, 5); err != nil {
 			progress("%v", err)
 		}
 	}

@@ -63,6 +63,17 @@ func (p plan) subjects() []subject {
 	return out
 }
 
+// measures reports whether the plan measures any subject of a structure
+// (Key.Struct), whose figures measured apart then go with them.
+func (p plan) measures(structure string) bool {
+	for _, s := range p.subjects() {
+		if s.Struct == structure {
+			return true
+		}
+	}
+	return false
+}
+
 // measure runs the plan: every subject is opened and calibrated first (so
 // no setup runs between timed samples), then each round visits every
 // subject once, in an order shuffled per round, one sample at a time

@@ -62,9 +62,11 @@ func (v *view) times(a, b Key, speedup bool) string {
 	return fmt.Sprintf("%sx (%s–%s)", num(s.Median), num(s.Min), num(s.Max))
 }
 
-// num writes a value with about three significant digits.
+// num writes a value with about three significant digits (two below
+// 0.001).
 func num(x float64) string {
-	switch a := math.Abs(x); {
+	a := math.Abs(x)
+	switch {
 	case math.IsNaN(x):
 		return "–"
 	case a >= 100:
@@ -73,8 +75,12 @@ func num(x float64) string {
 		return fmt.Sprintf("%.1f", x)
 	case a >= 1:
 		return fmt.Sprintf("%.2f", x)
+	case a >= 0.001 || a == 0:
+		return fmt.Sprintf("%.3f", x)
 	}
-	return fmt.Sprintf("%.3f", x)
+	// Smaller, as a ratio to a walk of thousands can be: two significant
+	// digits, not 0.000.
+	return fmt.Sprintf("%.*f", 1-int(math.Floor(math.Log10(a))), x)
 }
 
 // mdTable is a Markdown table.
@@ -144,7 +150,12 @@ type reportData struct {
 	Window        *mdTable
 	Heavy         *mdTable // Add with a candidate table
 	HeavyAccuracy *mdTable
-	HeavyAdds     string // adds of each accuracy stream
+	HeavyAdds     string   // adds of each accuracy stream
+	Distinct      *mdTable // the distinct count's ops beside axiomhq's
+	DistinctError *mdTable // and their relative errors
+	DistinctRuns  int      // runs of each error
+	DistinctFile  string   // a distinct count's file size
+	WalkKeys      int      // ops between restores of Count after a change
 	Merge         *mdTable
 	Exact         *mdTable
 	CgoCall       string
@@ -180,7 +191,7 @@ func (o *orchestration) writeReport(v *view, mem *memTable, memErr error, ic []i
 	if !v.has("cgo") {
 		d.MissingBuild = "The cgo build did not run (no C compiler): every row of this module's structures is the pure-Go build's."
 	}
-	for _, name := range []string{"zipf", "uniform", "uniform10k"} {
+	for _, name := range []string{"zipf", "uniform", "uniform10k", "uint64"} {
 		s := makeStream(name, streamLen)
 		lo, mean, hi := keyLengths(s)
 		d.Keys = append(d.Keys, fmt.Sprintf("`%s`: %d keys, %d to %d bytes, %.1f on average, %d distinct", name, len(s.Bytes), lo, hi, mean, distinct(s)))
@@ -200,6 +211,10 @@ func (o *orchestration) writeReport(v *view, mem *memTable, memErr error, ic []i
 	d.Heavy = v.heavyTable(o.heavy)
 	if o.heavy != nil {
 		d.HeavyAccuracy, d.HeavyAdds = heavyAccuracyTable(o.heavy), countLabel(o.heavy.Adds)
+	}
+	d.Distinct, d.DistinctFile, d.WalkKeys = v.distinctTable(), sizeString(distinctFileBytes()), walkKeys
+	if o.distinct != nil {
+		d.DistinctError, d.DistinctRuns = distinctErrorTable(o.distinct), o.distinct.Runs
 	}
 	d.Merge = v.mergeTable()
 	d.Exact = v.exactTable()
@@ -271,7 +286,7 @@ func (o *orchestration) writeReadme(d *reportData) error {
 	fmt.Fprintf(&p, "From one run of `make bench-report` on %s (%s%s, %d CPUs; Go %s; load average %s), each ratio measured in the same rounds: ",
 		d.M.Date, d.M.CPU, virt, d.M.CPUs, strings.TrimPrefix(strings.Fields(d.M.Go)[0], "go"), d.M.LoadStart)
 	p.WriteString(strings.Join(d.quotes, "; "))
-	fmt.Fprintf(&p, ". Every structure on both builds, beside `sync.Map`, BoomFilters and bits-and-blooms, by shape, batch size and writers, with memory, instruction counts and charts: [%s](%s).", filepath.Base(o.out), filepath.ToSlash(rel))
+	fmt.Fprintf(&p, ". Every structure on both builds, beside `sync.Map`, BoomFilters, bits-and-blooms and axiomhq/hyperloglog, by shape, batch size and writers, with memory, instruction counts and charts: [%s](%s).", filepath.Base(o.out), filepath.ToSlash(rel))
 	var b strings.Builder
 	b.WriteString(readmeBegin + "\n")
 	b.WriteString(wrap(p.String(), 76))

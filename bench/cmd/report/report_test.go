@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -14,6 +15,7 @@ import (
 	"time"
 
 	"github.com/shmsketch/sketch"
+	"github.com/shmsketch/sketch/bench/internal/keystream"
 )
 
 // TestMain lets the test binary serve as the report's worker, peer, memory
@@ -41,6 +43,122 @@ func TestAppendKey_DistinctAndSized(t *testing.T) {
 	}
 	if a, b := makeStream("zipf", 1024), makeStream("zipf", 1024); strings.Join(a.Strs, ",") != strings.Join(b.Strs, ",") {
 		t.Error("two zipf streams differ")
+	}
+}
+
+func TestMakeStream_Uint64(t *testing.T) {
+	s, next := makeStream("uint64", 4096), keystream.Numbers("uniform")
+	for i, k := range s.Bytes {
+		if want := next(); len(k) != 8 || binary.LittleEndian.Uint64(k) != want || s.Strs[i] != string(k) {
+			t.Fatalf("key %d = %x (%q), want the 8 bytes of %d", i, k, s.Strs[i], want)
+		}
+	}
+}
+
+// openDistinctOf opens a distinct count in memory holding the first n
+// keys of the uint64 stream.
+func openDistinctOf(t *testing.T, n int) *sketch.Distinct {
+	d, err := sketch.OpenDistinct(sketch.Memory(), distinctConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.Close() })
+	if err := d.AddBatch(makeStream("uint64", n).Bytes); err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+// changes is the change count of d's file.
+func changes(d *sketch.Distinct) uint64 { return d.Stats().Changes }
+
+func TestRaisers_EachRaisesOneRegister(t *testing.T) {
+	from := openDistinctOf(t, 4096)
+	keys, err := raisers(from, 300)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(keys) != 300 {
+		t.Fatalf("raisers(300) returned %d keys", len(keys))
+	}
+	c := openDistinctOf(t, 0)
+	if err := c.Merge(from); err != nil {
+		t.Fatal(err)
+	}
+	for i, k := range keys {
+		before := changes(c)
+		c.Add(k)
+		if got := changes(c) - before; got != 1 {
+			t.Fatalf("key %d of the list (%x) raised %d registers, want 1", i, k, got)
+		}
+	}
+}
+
+// TestDistinctWalk_RaisesEveryOp runs Count after a change over its list
+// twice: every op raised a register, and each pass began with the count's
+// first registers back (a Reset, then a Merge that changes every word
+// the first registers have).
+func TestDistinctWalk_RaisesEveryOp(t *testing.T) {
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := newEnv(t.TempDir(), self, true)
+	defer e.close()
+	s, ok := lookup(table(allBuilds), distinctKey("countwalk", "sketch", sketch.Backend, "uint64", 1, 1, 1).String())
+	if !ok {
+		t.Fatal("no Count-after-a-change subject")
+	}
+	run, _, err := s.start(e, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, _ := e.distinctWalk()
+	blank := openDistinctOf(t, 0)
+	before := changes(blank)
+	blank.Merge(w.first)
+	words := changes(blank) - before
+	before = changes(w.d)
+	n := 2 * len(w.keys)
+	run(n)
+	if got, want := changes(w.d)-before, uint64(n)+2*(1+words); got != want {
+		t.Errorf("%d ops (two passes) made %d changes, want %d: one each and %d for each restore", n, got, want, 1+words)
+	}
+}
+
+func TestDistinctErrorTable(t *testing.T) {
+	e := &distinctErrors{Ns: []int{1000, 10_000_000}, Runs: 5, RMS: map[string]map[string][]float64{
+		"uint64":    {"sketch": {0.00012, 0.0081}, "axiomhq": {0, 0.0123}},
+		"addresses": {"sketch": {0.5, 0.0009}, "axiomhq": {0.01, 0.02}},
+	}}
+	want := "| distinct keys | sketch, 8-byte keys | axiomhq, 8-byte keys | sketch, address and path keys | axiomhq, address and path keys |\n" +
+		"| --- | ---: | ---: | ---: | ---: |\n" +
+		"| 1k | 0.012% | 0% | 50% | 1.0% |\n" +
+		"| 10M | 0.81% | 1.2% | 0.090% | 2.0% |\n"
+	if got := distinctErrorTable(e).String(); got != want {
+		t.Errorf("distinctErrorTable:\n%s\nwant\n%s", got, want)
+	}
+}
+
+func TestDistinctTable(t *testing.T) {
+	res := &results{Samples: map[string][]float64{}}
+	set := func(k Key, xs ...float64) { res.Samples[k.String()] = xs }
+	set(distinctKey("add", "sketch", "cgo", "uint64", 1, 1, 1), 10, 12, 11)
+	set(distinctKey("add", "sketch", "purego", "uint64", 1, 1, 1), 11, 13, math.NaN())
+	set(distinctKey("add", "axiomhq", "", "uint64", 1, 1, 1), 20, 24, 20)
+	set(distinctKey("add", "sketch", "cgo", "uint64", 1, 2, 1), 6, 6, 6)
+	set(distinctKey("countwalk", "sketch", "purego", "uint64", 1, 1, 1), 30000, 30000, 30000)
+	set(distinctKey("count", "axiomhq", "", "uint64", 1, 1, 1), 15000, 20000, 10000)
+	v := &view{res: res, builds: map[string]bool{"cgo": true, "purego": true}}
+	want := "| ns per key (`Count`: per call), precision 14 | sketch, cgo build | sketch, pure-Go build | axiomhq `New14` | time ratio, sketch / axiomhq, cgo build | time ratio, sketch / axiomhq, pure-Go build |\n" +
+		"| --- | ---: | ---: | ---: | ---: | ---: |\n" +
+		"| `Add` (axiomhq: `Insert`), 8-byte keys | 11.0 (10.0–12.0) | 12.0 (11.0–13.0) | 20.0 (20.0–24.0) | 0.500x (0.500–0.550) | 0.546x (0.542–0.550) |\n" +
+		"| `AddString` (axiomhq: `Insert` of the same bytes), 8-byte keys | – | – | 20.0 (20.0–24.0) | – | – |\n" +
+		"| `Add`, 8-byte keys, two goroutines on one handle | 6.00 (6.00–6.00) | – | – | – | – |\n" +
+		"| `Count`, nothing changed since the last (axiomhq: `Estimate`) | – | – | 15000 (10000–20000) | – | – |\n" +
+		"| `Count` after a change: a walk of the registers (axiomhq: `Estimate`) | – | 30000 (30000–30000) | 15000 (10000–20000) | – | 2.00x (1.50–3.00) |\n"
+	if got := v.distinctTable().String(); got != want {
+		t.Errorf("distinctTable:\n%s\nwant\n%s", got, want)
 	}
 }
 
@@ -163,7 +281,7 @@ func TestReport_EndToEnd(t *testing.T) {
 		quick: true, memory: true, command: "make bench-report",
 		plan: plan{rounds: 3, target: 2 * time.Millisecond, bins: map[string]string{sketch.Backend: self}},
 	}
-	o.filter = regexp.MustCompile(`^(countmin/(add|estimate)/(sketch\.[a-z]+|boom|floor)/(A|default)/uniform/b(1|256)/g1p1|map/(insert|lookup)/mutexmap/1M/uniform/b1/g1p1|countmin/add/sketch\.[a-z]+/default/uniform/b1/g(2p1|1p2))$`)
+	o.filter = regexp.MustCompile(`^(countmin/(add|estimate)/(sketch\.[a-z]+|boom|floor)/(A|default)/uniform/b(1|256)/g1p1|map/(insert|lookup)/mutexmap/1M/uniform/b1/g1p1|countmin/add/sketch\.[a-z]+/default/uniform/b1/g(2p1|1p2)|distinct/add/(sketch\.[a-z]+|axiomhq)/p14/uint64/b1/g1p1)$`)
 	o.memCounts = []int{10_000}
 	o.readme = filepath.Join(dir, "README.md")
 	readme := "# x\n\nbefore\n" + readmeBegin + "\nold quote\n" + readmeEnd + "\nafter\n"
@@ -195,6 +313,9 @@ func TestReport_EndToEnd(t *testing.T) {
 		"make bench-report",
 		"(bench/countmin-add-uniform.svg)",
 		"| `sync.Mutex` + `map[string]uint64` (Go heap, keys included) | ",
+		"| distinct count `Add` / axiomhq/hyperloglog `Insert` (precision 14, 8-byte keys) | **",
+		"| `Add` (axiomhq: `Insert`), 8-byte keys | ",
+		"| distinct keys | sketch, 8-byte keys | axiomhq, 8-byte keys |",
 	} {
 		if !strings.Contains(text, want) {
 			t.Errorf("the report lacks %q", want)
@@ -242,5 +363,19 @@ func TestInstructionCounts_Repeatable(t *testing.T) {
 	}
 	if per := counts[0] / 1024; per < 50 || per > 5000 {
 		t.Errorf("%d instructions per Add, want 50 to 5000", per)
+	}
+}
+
+func TestNum(t *testing.T) {
+	for _, c := range []struct {
+		x    float64
+		want string
+	}{
+		{1234.5, "1234"}, {12.34, "12.3"}, {1.234, "1.23"}, {0.1234, "0.123"}, {0.001, "0.001"},
+		{0, "0.000"}, {0.000754, "0.00075"}, {0.0000075, "0.0000075"}, {-0.000754, "-0.00075"}, {math.NaN(), "–"},
+	} {
+		if got := num(c.x); got != c.want {
+			t.Errorf("num(%v) = %q, want %q", c.x, got, c.want)
+		}
 	}
 }

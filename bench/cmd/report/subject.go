@@ -10,20 +10,23 @@ import (
 // implementation, on one shape and key stream, with a batch size and a
 // number of writers. Its String is the subject's ID.
 type Key struct {
-	Struct string // countmin, countingbloom, bloom, window, heavy, map, cgo
-	Op     string // add, estimate, merge, contains, countof, addremove, check, insert, lookup, call
+	Struct string // countmin, countingbloom, bloom, window, heavy, distinct, map, cgo
+	// Op is add, estimate, merge, contains, countof, addremove, check,
+	// addstring, count, countwalk, insert, lookup or call.
+	Op string
 	// Impl is sketch (this module's), floor, boom (tylertreat/BoomFilters),
-	// bitsblooms (bits-and-blooms/bloom/v3), mutexmap, rwmutexmap, syncmap
-	// or cgo.
+	// bitsblooms (bits-and-blooms/bloom/v3), axiomhq (axiomhq/hyperloglog),
+	// mutexmap, rwmutexmap, syncmap or cgo.
 	Impl string
 	// Build is the build the subject runs in: cgo or purego for this
 	// module's structures, whose batches and walks differ by build; empty
 	// for the rest, which run in whichever build is at hand.
 	Build string
 	// Shape is a Count-Min shape (A, default, B, C, D), a capacity (1M), a
-	// key space (10k, 1M) or the K of a heavy-hitter table (k20, k200).
+	// key space (10k, 1M), the K of a heavy-hitter table (k20, k200) or a
+	// distinct count's precision (p14).
 	Shape   string
-	Dist    string // zipf, uniform, uniform10k
+	Dist    string // zipf, uniform, uniform10k, uint64
 	Batch   int    // keys per call: 1 for single keys
 	Writers int    // goroutines in each process
 	Procs   int    // processes
@@ -170,6 +173,7 @@ func table(builds []string) []subject {
 	all = append(all, bloomRows(builds)...)
 	all = append(all, windowRows(builds)...)
 	all = append(all, heavyRows(builds)...)
+	all = append(all, distinctRows(builds)...)
 	all = append(all, exactRows()...)
 	all = append(all, cgoRows()...)
 	return all

@@ -97,6 +97,7 @@ func (v *view) headline(mem *memTable) (*mdTable, []string) {
 	row("Bloom `Add` / bits-and-blooms `Add` (1M keys, 1%)", "", bloomKey("add", "sketch", b, "1M", 1, 1, 1), bloomKey("add", "bitsblooms", "", "1M", 1, 1, 1), false)
 	row("Bloom `Contains` / bits-and-blooms `Test` (1M keys, 1%)", "a Bloom filter `Contains` costs %s bits-and-blooms' `Test`", bloomKey("check", "sketch", b, "1M", 1, 1, 1), bloomKey("check", "bitsblooms", "", "1M", 1, 1, 1), false)
 	row("Bloom `Contains` / bits-and-blooms `Test` (100M keys, 1%: 120 MiB)", "", bloomKey("check", "sketch", b, "100M", 1, 1, 1), bloomKey("check", "bitsblooms", "", "100M", 1, 1, 1), false)
+	row("distinct count `Add` / axiomhq/hyperloglog `Insert` (precision 14, 8-byte keys)", "a distinct count's `Add` (precision 14) costs %s axiomhq/hyperloglog's `Insert`", distinctKey("add", "sketch", b, "uint64", 1, 1, 1), distinctKey("add", "axiomhq", "", "uint64", 1, 1, 1), false)
 	row("Count-Min window `Add` (two periods) / Count-Min `Add`, default shape", "", windowKey("add", b, "default", 1, 1), add1, false)
 	row("two goroutines adding to one Count-Min (default shape) / one", "", cmsKey("add", "sketch", b, "default", "uniform", 1, 2, 1), add1, true)
 	row("two processes adding to one Count-Min file (default shape) / one", "two processes adding to one default-shape file get %s the throughput of one", cmsKey("add", "sketch", b, "default", "uniform", 1, 1, 2), add1, true)
@@ -372,6 +373,76 @@ func percent(x float64) string {
 	return fmt.Sprintf("%.*f%%", digits, p)
 }
 
+// distinctKeys names the distinct counts' key streams and kinds of keys.
+var distinctKeys = map[string]string{"uint64": "8-byte keys", "uniform": "address and path keys", "addresses": "address and path keys"}
+
+// distinctTable is the distinct count's ops on each build beside
+// axiomhq/hyperloglog's on the same keys, with the time ratios to it; a
+// row none of whose subjects ran is left out.
+func (v *view) distinctTable() *mdTable {
+	builds := v.buildList()
+	t := &mdTable{Header: []string{"ns per key (`Count`: per call), precision 14"}}
+	for _, b := range builds {
+		t.Header = append(t.Header, "sketch, "+buildName[b])
+	}
+	t.Header = append(t.Header, "axiomhq `New14`")
+	for _, b := range builds {
+		t.Header = append(t.Header, "time ratio, sketch / axiomhq, "+buildName[b])
+	}
+	// row adds ours on each build beside peer (none: the zero Key).
+	row := func(label string, ours func(build string) Key, peer Key) {
+		cells := []string{label}
+		ran := v.sum(peer).N > 0
+		for _, b := range builds {
+			cells = append(cells, v.ns(ours(b)))
+			ran = ran || v.sum(ours(b)).N > 0
+		}
+		cells = append(cells, v.ns(peer))
+		for _, b := range builds {
+			cells = append(cells, v.times(ours(b), peer, false))
+		}
+		if ran {
+			t.add(cells...)
+		}
+	}
+	one := func(op, dist string, batch, writers, procs int) func(string) Key {
+		return func(b string) Key { return distinctKey(op, "sketch", b, dist, batch, writers, procs) }
+	}
+	for _, d := range distinctDists {
+		insert := distinctKey("add", "axiomhq", "", d, 1, 1, 1)
+		row("`Add` (axiomhq: `Insert`), "+distinctKeys[d], one("add", d, 1, 1, 1), insert)
+		row("`AddString` (axiomhq: `Insert` of the same bytes), "+distinctKeys[d], one("addstring", d, 1, 1, 1), insert)
+	}
+	row("`Add`, 8-byte keys, two goroutines on one handle", one("add", "uint64", 1, 2, 1), Key{})
+	row("`Add`, 8-byte keys, two processes on one file", one("add", "uint64", 1, 1, 2), Key{})
+	row("`AddBatch` ×256, 8-byte keys", one("add", "uint64", 256, 1, 1), Key{})
+	estimate := distinctKey("count", "axiomhq", "", "uint64", 1, 1, 1)
+	row("`Count`, nothing changed since the last (axiomhq: `Estimate`)", one("count", "uint64", 1, 1, 1), estimate)
+	row("`Count` after a change: a walk of the registers (axiomhq: `Estimate`)", one("countwalk", "uint64", 1, 1, 1), estimate)
+	return t
+}
+
+// distinctErrorTable is the RMS relative error of both counts at each n,
+// on each kind of keys.
+func distinctErrorTable(e *distinctErrors) *mdTable {
+	t := &mdTable{Header: []string{"distinct keys"}}
+	for _, k := range distinctKinds {
+		for _, impl := range distinctImpls {
+			t.Header = append(t.Header, impl+", "+distinctKeys[k.name])
+		}
+	}
+	for j, n := range e.Ns {
+		cells := []string{countLabel(n)}
+		for _, k := range distinctKinds {
+			for _, impl := range distinctImpls {
+				cells = append(cells, percent(e.RMS[k.name][impl][j]))
+			}
+		}
+		t.add(cells...)
+	}
+	return t
+}
+
 func (v *view) mergeTable() *mdTable {
 	t := &mdTable{Header: []string{"one whole merge"}}
 	var cells []string
@@ -451,6 +522,9 @@ func (v *view) writerRows() []writerRow {
 	}
 	for _, b := range v.buildList() {
 		row("Count-Min window `Add`, "+shapeLabel("default")+", "+buildName[b], "window Add, default, "+short[b], windowKey("add", b, "default", 1, 1))
+	}
+	for _, b := range v.buildList() {
+		row("distinct count `Add`, 8-byte keys, "+buildName[b], "distinct Add, "+short[b], distinctKey("add", "sketch", b, "uint64", 1, 1, 1))
 	}
 	row("`sync.Mutex` + map insert, 1M keys", "mutex+map insert", mapKey("mutexmap", "insert", "uniform"))
 	row("`sync.Map` + atomic insert, 1M keys", "sync.Map insert", mapKey("syncmap", "insert", "uniform"))
@@ -551,6 +625,15 @@ func instrLabel(k Key) string {
 		return "Bloom " + op + ", " + k.Shape + " keys"
 	case "window":
 		return "Count-Min window `Add`, " + shapeLabel(k.Shape)
+	case "distinct":
+		if k.Impl == "axiomhq" {
+			return "axiomhq/hyperloglog `Insert`, " + distinctKeys[k.Dist]
+		}
+		op := map[string]string{"add": "`Add`", "addstring": "`AddString`"}[k.Op]
+		if k.Batch > 1 {
+			op = fmt.Sprintf("`AddBatch` ×%d", k.Batch)
+		}
+		return "distinct count " + op + ", " + distinctKeys[k.Dist]
 	case "map":
 		return map[string]string{"mutexmap": "`sync.Mutex` + map insert", "syncmap": "`sync.Map` + atomic insert"}[k.Impl] + ", " + k.Shape + " keys"
 	case "cgo":
