@@ -84,8 +84,9 @@ const (
 	universe  = 1 << 16 // distinct client addresses
 	demoBatch = 256
 
-	demoWindow = "clients"  // the Count-Min window in the demo's arena
-	demoBloom  = "requests" // the Bloom filter of request ids
+	demoWindow   = "clients"  // the Count-Min window in the demo's arena
+	demoBloom    = "requests" // the Bloom filter of request ids
+	demoDistinct = "distinct" // the distinct window of client addresses
 )
 
 // demoWindowCfg turns during the demo, so that the view shows the window.
@@ -137,10 +138,16 @@ func runDemo(procs, adds int, duration time.Duration, path string) error {
 		return err
 	}
 	defer ids.Close()
+	dw, err := sketch.OpenDistinctWindow(a.Place(demoDistinct), sketch.DistinctWindowConfig{Window: demoWindowCfg})
+	if err != nil {
+		return err
+	}
+	defer dw.Close()
 	ws, bs := win.Stats(), ids.Stats()
 	fmt.Fprintf(stdout, "arena %s, backend %s:\n", path, sketch.Backend)
 	fmt.Fprintf(stdout, "  %s: Count-Min window, %s, %d x %d counters a period, a table of its %d loudest clients\n", demoWindow, windowText(demoWindowCfg), ws.Rows, ws.Width, cmsCfg.Candidates)
 	fmt.Fprintf(stdout, "  %s: Bloom filter of request ids, %d keys at %s, %d KiB\n", demoBloom, bs.Capacity, percent(bs.FPRate), bs.Bits/8/1024)
+	fmt.Fprintf(stdout, "  %s: distinct window of client addresses, %s, %d registers a period (%s relative error)\n", demoDistinct, windowText(demoWindowCfg), dw.Stats().Registers, percent(dw.StdError()))
 	fmt.Fprintf(stdout, "%d worker processes serve up to %d requests each for up to %v, Zipf-skewed over %d client addresses\n\n", procs, adds, duration, universe)
 	stdout.Flush()
 
@@ -182,7 +189,7 @@ func runDemo(procs, adds int, duration time.Duration, path string) error {
 	for i := range keys {
 		keys[i] = []byte(clientAddr(uint64(i)))
 	}
-	v := &demoView{win: win, ids: ids, keys: keys, est: make([]uint64, universe), live: isTerminal(os.Stdout), start: start, first: win.Current()}
+	v := &demoView{win: win, ids: ids, dw: dw, keys: keys, est: make([]uint64, universe), live: isTerminal(os.Stdout), start: start, first: win.Current()}
 	tick := time.NewTicker(500 * time.Millisecond)
 	defer tick.Stop()
 	for running := true; running; {
@@ -265,6 +272,7 @@ func (e *demoExact) bounds(oldest, current uint64) (lower, upper []uint64, turn 
 type demoView struct {
 	win        *sketch.CountMinWindow
 	ids        *sketch.Bloom
+	dw         *sketch.DistinctWindow
 	keys       [][]byte
 	est        []uint64
 	live       bool
@@ -301,6 +309,7 @@ func (v *demoView) draw() {
 	fmt.Fprintf(&b, "t=%-5s %9s requests/s across all processes, %s in all\n", now.Sub(v.start).Round(100*time.Millisecond), rate(perSec), count(reqs))
 	fmt.Fprintf(&b, "  window: periods %d-%d of the demo, %s counted in them, error bound %s\n", ws.Oldest-min(ws.Oldest, v.first), ws.Current-v.first, count(ws.Total), count(ws.ErrorBound))
 	fmt.Fprintf(&b, "  request ids: %s seen before (all false positives), filter fill %s\n", count(bs.Seen), percent(bs.Fill))
+	fmt.Fprintf(&b, "  distinct clients in the window: about %s\n", count(v.dw.Count()))
 	top, err := v.win.Top(5)
 	if err != nil {
 		fmt.Fprintf(&b, "  loudest clients: %v\n", err)
@@ -331,6 +340,7 @@ func (v *demoView) final(ex *demoExact, path string) error {
 		return err
 	}
 	ws, bs := v.win.Stats(), v.ids.Stats()
+	distinct, dper := v.dw.CountCovered()
 	v.loudest()
 	lower, upper, turn := ex.bounds(ws.Oldest, ws.Current)
 	var sumLow, sumUp uint64
@@ -385,6 +395,25 @@ func (v *demoView) final(ex *demoExact, path string) error {
 	fmt.Fprintf(stdout, "estimates below the truth: %d of %d addresses\n", low, universe)
 	fmt.Fprintf(stdout, "estimates within the error bar: %d of %d (%s; the sketch promises %s for each)\n",
 		within, universe, percent(float64(within)/universe), percent(1-math.Exp(-float64(ws.Rows))))
+	// The clients surely in the distinct window's periods, and those
+	// perhaps in them (an add made as the period turned).
+	dLow, dUp, _ := ex.bounds(dper.Oldest, dper.Current)
+	var surely, perhaps uint64
+	for i := range dLow {
+		surely += min(dLow[i], 1)
+		perhaps += min(dUp[i], 1)
+	}
+	exactDistinct := fmt.Sprint(surely)
+	if surely != perhaps {
+		exactDistinct = fmt.Sprintf("between %d and %d", surely, perhaps)
+	}
+	dev := 0.0 // how far the count is from the exact range, in standard errors
+	if d := float64(distinct); d < float64(surely) {
+		dev = (float64(surely) - d) / (v.dw.StdError() * float64(surely))
+	} else if d > float64(perhaps) {
+		dev = (d - float64(perhaps)) / (v.dw.StdError() * float64(perhaps))
+	}
+	fmt.Fprintf(stdout, "distinct clients in the window: about %d (exact %s; %.2f standard errors of %s away)\n", distinct, exactDistinct, dev, percent(v.dw.StdError()))
 	fpRate := float64(ex.seen) / float64(max(reqs, 1))
 	fmt.Fprintf(stdout, "request ids: %d, all distinct; the filter called %d seen before, all false positives: %s of them (the rate grows with the fill, to the %s it was sized for at %d ids; it holds about %.0f, fill %s)\n",
 		reqs, ex.seen, percent(fpRate), percent(bs.FPRate), bs.Capacity, bs.Estimated, percent(bs.Fill))
@@ -397,6 +426,8 @@ func (v *demoView) final(ex *demoExact, path string) error {
 		return errors.New("the window under-counted")
 	case ws.Total < sumLow || ws.Total > sumUp:
 		return fmt.Errorf("the window's total %d is not what the workers counted in its periods (%d to %d)", ws.Total, sumLow, sumUp)
+	case dev > 5:
+		return fmt.Errorf("the distinct window counted %d clients, %.1f standard errors from the exact %s", distinct, dev, exactDistinct)
 	case bs.Added+bs.Seen != reqs || bs.Seen != ex.seen:
 		return fmt.Errorf("the filter counted %d adds, %d seen; the workers %d, %d", bs.Added+bs.Seen, bs.Seen, reqs, ex.seen)
 	}
@@ -433,6 +464,11 @@ func runDemoWorker(args []string) error {
 		return err
 	}
 	defer ids.Close()
+	dw, err := sketch.OpenDistinctWindow(a.Place(demoDistinct), sketch.DistinctWindowConfig{})
+	if err != nil {
+		return err
+	}
+	defer dw.Close()
 	zipf := rand.NewZipf(rand.New(rand.NewPCG(uint64(id), 2026)), 1.2, 1, universe-1)
 	counts := map[[2]uint64][]uint64{}
 	count := func(lo, hi uint64, idx ...uint64) {
@@ -466,6 +502,9 @@ func runDemoWorker(args []string) error {
 			return err
 		}
 		if err := win.AddBatch(batch[1:], nil); err != nil {
+			return err
+		}
+		if err := dw.AddBatch(batch); err != nil {
 			return err
 		}
 		count(lo, win.Current(), idx...)
