@@ -348,25 +348,21 @@ func (w *DistinctWindow) estimate() (float64, uint64) {
 	}
 	u := w.union.Get().([]uint64)
 	defer w.union.Put(u)
-	var est float64
 	var sig uint64
 	whole := false
 	p = c.readStable(func(p uint64) bool {
-		if sig, whole = w.changes(p); !whole {
-			return false
-		}
-		whole = w.unionOf(p, u)
-		if whole {
-			est = w.estimateOf(u)
-		}
+		var ok bool
+		sig, ok = w.changes(p)
+		whole = w.unionOf(p, u) && ok
 		return whole
 	})
 	if !w.open.Load() {
 		return 0, 0 // what was read may be the placeholder
 	}
-	if !whole {
-		est = w.estimateOf(u) // the last try stands, as readStable's
-	} else {
+	// After a window that kept turning, the last read stands, as
+	// readStable's do, but is not cached.
+	est := w.estimateOf(u)
+	if whole {
 		w.cache.Store(&distinctWindowCached{p, sig, est})
 	}
 	return est, p
