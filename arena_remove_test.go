@@ -4,10 +4,12 @@ package sketch
 
 import (
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 )
 
 // arEntryAt returns the listed entry named name, failing the test when it
@@ -405,4 +407,92 @@ func TestArena_RemoveCrafted(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestArena_RemoveWhileOpening: one goroutine removes and creates a name
+// again and again while others, through the same handle and through
+// another handle of the file (another mapping, as another process has),
+// open it, add a key and read it back: no open ever gets a structure that
+// a create then reuses under it.
+func TestArena_RemoveWhileOpening(t *testing.T) {
+	path := tempPath(t, "arena")
+	a := mustOpenArena(t, path, 1<<20)
+	b := mustOpenArena(t, path, 0)
+	mustIn(t, OpenCountMin, a.Place("x"), CountMinConfig{Rows: 2, Width: 64}).Close()
+	stop := make(chan struct{})
+	errs := make(chan error, 3)
+	go func() {
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				errs <- nil
+				return
+			default:
+			}
+			if err := a.Remove("x"); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				errs <- err
+				return
+			}
+			// A reader's zero config may have created it first (with the
+			// default shape): then this one is ErrIncompatible.
+			c, err := OpenCountMin(a.Place("x"), CountMinConfig{Rows: 1 + i%2, Width: 64})
+			if err != nil && !errors.Is(err, ErrIncompatible) {
+				errs <- err
+				return
+			}
+			if err == nil {
+				c.Close()
+			}
+		}
+	}()
+	opens := make([]int, 2)
+	for g, x := range []*Arena{a, b} {
+		go func() {
+			key := "reader-" + string(rune('a'+g))
+			for {
+				select {
+				case <-stop:
+					errs <- nil
+					return
+				default:
+				}
+				c, err := OpenCountMin(x.Place("x"), CountMinConfig{})
+				if err != nil {
+					errs <- err
+					return
+				}
+				opens[g]++
+				c.AddString(key)
+				for range 20 {
+					if got := c.EstimateString(key); got < 1 {
+						errs <- fmt.Errorf("%s: a structure open here was zeroed under the handle (Estimate %d)", key, got)
+						c.Close()
+						return
+					}
+				}
+				// Adds of the other goroutine may be under way (Check
+				// then says so); damage is ErrCorrupt.
+				err = c.Check()
+				c.Close()
+				if errors.Is(err, ErrCorrupt) {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	time.Sleep(500 * time.Millisecond)
+	close(stop)
+	for range 3 {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
+	}
+	if opens[0] == 0 || opens[1] == 0 {
+		t.Errorf("opens through each handle: %v; want some of each", opens)
+	}
+	if err := a.Check(); err != nil {
+		t.Errorf("Check = %v", err)
+	}
+	t.Logf("opens through the remover's handle and another: %v; %+v", opens, a.Stats())
 }
