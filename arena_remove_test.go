@@ -496,3 +496,45 @@ func TestArena_RemoveWhileOpening(t *testing.T) {
 	}
 	t.Logf("opens through the remover's handle and another: %v; %+v", opens, a.Stats())
 }
+
+// TestArena_RemoveMetrics: the metrics let go of a removed structure at
+// the next scrape (its room becomes reusable), and a name made again
+// while they held the old one is scraped anew.
+func TestArena_RemoveMetrics(t *testing.T) {
+	path := tempPath(t, "arena")
+	a := mustOpenArena(t, path, 1<<20)
+	c := mustIn(t, OpenCountMin, a.Place("x"), CountMinConfig{Rows: 2, Width: 64})
+	c.AddString("k")
+	c.Close()
+	m := a.Metrics()
+	defer m.Close()
+	total := func(name string) any {
+		for _, e := range m.Stats().Structures {
+			if e.Name == name {
+				st, _ := e.Stats.(CountMinStats)
+				return st.Total
+			}
+		}
+		return nil
+	}
+	if got := total("x"); got != uint64(1) {
+		t.Fatalf("the first scrape: total %v, want 1", got)
+	}
+	other := mustOpenArena(t, path, 0)
+	if err := other.Remove("x"); err != nil {
+		t.Fatal(err)
+	}
+	// Made again while the metrics hold the old one: elsewhere.
+	mustIn(t, OpenCountMin, other.Place("x"), CountMinConfig{Rows: 2, Width: 64}).Close()
+	if got := total("x"); got != uint64(0) {
+		t.Errorf("the scrape after x was made again: total %v, want 0 (the new x)", got)
+	}
+	arWantStats(t, a, 1, 1, 1)
+	if err := other.Remove("x"); err != nil {
+		t.Fatal(err)
+	}
+	if got := total("x"); got != nil {
+		t.Errorf("a removed structure is scraped: total %v", got)
+	}
+	arWantStats(t, a, 0, 2, 2)
+}
