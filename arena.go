@@ -499,9 +499,16 @@ func (a *Arena) reuseEntry(i uint32, name string, sp spec) (entry, error) {
 // an earlier build refuses an arena holding a removed entry when it opens
 // it (ErrChecksum on that entry), but one that had it open before reads
 // its cached directory and may use a removed structure's room after it
-// was reused. Without /proc or file record locks (rooms elsewhere than
-// Linux are one process's memory) a room is held as this package can
-// tell, and, when it cannot ask, never reused.
+// was reused.
+//
+// A create puts a new structure in the smallest removed room it fits that
+// nobody holds (a room runs to the next structure, or to the file's end
+// after the last), else after the last structure; adjacent rooms are not
+// merged. Rooms are held with OFD record locks on the file; where /proc
+// cannot reopen the arena's descriptor the lock is taken on that
+// descriptor and kept until it is closed, and where the kernel cannot say
+// who holds a lock, no room is reused. An arena in plain memory (Memory
+// elsewhere than Linux) is one process's, whose handles are counted.
 //
 // Remove of a name the arena does not hold is an error wrapping
 // fs.ErrNotExist; on a read-only handle it is ErrReadOnly, on a frozen
