@@ -338,10 +338,10 @@ func (a *Arena) create(name string, sp spec) (entry, *roomHold, error) {
 		return entry{}, nil, err
 	}
 	a.m.lk.lock()
-	// Under the lock nothing changes the directory but this call: read it
-	// whole, whatever was cached.
-	a.synced = false
 	e, i, found, err := a.lookup(name)
+	if err == nil && !found {
+		err = a.rereadRemoved()
+	}
 	if err == nil && !found {
 		e, i, err = a.addEntry(name, sp)
 	}
@@ -359,6 +359,30 @@ func (a *Arena) create(name string, sp spec) (entry, *roomHold, error) {
 		return entry{}, nil, err
 	}
 	return e, room, nil
+}
+
+// rereadRemoved reads the slots of removed entries again; the caller holds
+// the write lock, and has just refreshed. A reuser killed between a store
+// to a slot's size word and the change count's step leaves a size no
+// handle was told of; reading the removed slots again under the lock,
+// which nobody else can hold, sees it before their rooms are weighed.
+func (a *Arena) rereadRemoved() error {
+	for i, e := range a.lay.entries {
+		if e.live() {
+			continue
+		}
+		l := a.lay
+		l.entries = a.lay.entries[:i]
+		e, err := l.decodeEntry(a.m.data, uint32(i))
+		if err != nil {
+			return err
+		}
+		if i+1 < len(a.lay.entries) && e.off+e.size > a.lay.entries[i+1].off {
+			return fmt.Errorf("%w: entry %d: region %d+%d runs into the next one's at %d", ErrCorrupt, i, e.off, e.size, a.lay.entries[i+1].off)
+		}
+		a.lay.entries[i] = e
+	}
+	return nil
 }
 
 // arenaCreateHook runs between writing a new entry and publishing it; the
@@ -530,7 +554,6 @@ func (a *Arena) Remove(name string) error {
 		return err
 	}
 	a.m.lk.lock()
-	a.synced = false
 	e, i, found, err := a.lookup(name)
 	switch {
 	case err != nil:

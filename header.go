@@ -351,6 +351,20 @@ func decodeHeader(b []byte) (layout, error) {
 	return l, nil
 }
 
+// liveName reports whether a live entry of l is named name, asking names
+// when it is not nil.
+func (l layout) liveName(name string, names map[string]bool) bool {
+	if names != nil {
+		return names[name]
+	}
+	for _, prev := range l.entries {
+		if prev.live() && prev.name == name {
+			return true
+		}
+	}
+	return false
+}
+
 // errEntryMoved means an entry's state changed while it was read: a
 // removal or a reuse ran meanwhile, and the entry is read again.
 var errEntryMoved = errors.New("the entry changed while it was read")
@@ -365,12 +379,16 @@ var errEntryMoved = errors.New("the entry changed while it was read")
 func (l layout) decodeDirectory(b []byte, n uint32) ([]entry, uint32, error) {
 	for try := 0; ; try++ {
 		gen := loadDirGen(b)
-		l.entries = l.entries[:0:0]
+		l.entries = make([]entry, 0, n)
+		names := map[string]bool{}
 		var err error
 		for i := uint32(0); i < n && err == nil; i++ {
 			var e entry
-			if e, err = l.decodeEntry(b, i); err == nil {
+			if e, err = l.decodeEntryNames(b, i, names); err == nil {
 				l.entries = append(l.entries, e)
+				if e.live() {
+					names[e.name] = true
+				}
 			}
 		}
 		if try < 1000 && (loadDirGen(b) != gen || errors.Is(err, errEntryMoved)) {
@@ -409,6 +427,13 @@ func (l layout) readSlot(b []byte, i uint32, c *[entrySize]byte) (uint32, error)
 // by an earlier live entry. A removed entry is validated as a live one;
 // of an entry being reused, only the region is.
 func (l layout) decodeEntry(b []byte, i uint32) (entry, error) {
+	return l.decodeEntryNames(b, i, nil)
+}
+
+// decodeEntryNames is decodeEntry with the live names of l's entries in
+// names, when the caller keeps them (nil: l's entries are searched), so
+// that a whole directory is read in linear time.
+func (l layout) decodeEntryNames(b []byte, i uint32, names map[string]bool) (entry, error) {
 	corrupt := func(format string, args ...any) (entry, error) {
 		return entry{}, fmt.Errorf("%w: entry %d: "+format, append([]any{ErrCorrupt, i}, args...)...)
 	}
@@ -460,10 +485,8 @@ func (l layout) decodeEntry(b []byte, i uint32) (entry, error) {
 	if err := validateEntry(e); err != nil {
 		return corrupt("%v", err)
 	}
-	for _, prev := range l.entries {
-		if prev.name == e.name && prev.live() && e.live() && l.isArena() {
-			return corrupt("name %q is used twice", e.name)
-		}
+	if e.live() && l.isArena() && l.liveName(e.name, names) {
+		return corrupt("name %q is used twice", e.name)
 	}
 	return e, nil
 }
