@@ -1,6 +1,7 @@
 package sketch
 
 import (
+	"errors"
 	"fmt"
 	"io/fs"
 	"strconv"
@@ -27,17 +28,23 @@ import (
 //
 // An arena's size is fixed when it is created; its structures are laid out
 // one after another, each at a 64-byte boundary so that no structure's hot
-// words share a cache line with a neighbour's, and a structure once made
-// keeps its place for the life of the file (there is no delete). Creating
-// one is crash-safe: its directory entry is written whole before the entry
-// count covers it, under the file's write lock, so a process killed part
-// way leaves an entry nobody sees, which the next create overwrites.
+// words share a cache line with a neighbour's, and a structure keeps its
+// place until it is removed (Remove), after which a create may reuse its
+// room once no handle holds it. Creating one is crash-safe: its directory
+// entry is written whole before the entry count covers it (or, in a
+// reused slot, before its state says live), under the file's write lock,
+// so a process killed part way leaves an entry nobody sees, which the
+// next create overwrites.
 type Arena struct {
 	Handle
 	mu sync.Mutex // serialises lookups and creates in this process
 	// lay is the arena's layout with the entries validated so far; later
 	// entries are validated when the entry count shows them.
 	lay layout
+	// gen is the directory's change count the entries of lay go with;
+	// synced is set once lay's entries were read with one.
+	gen    uint32
+	synced bool
 }
 
 // ArenaEntry describes one structure of an arena.
@@ -54,9 +61,17 @@ type ArenaEntry struct {
 // ArenaStats describes an arena's use of its file.
 type ArenaStats struct {
 	Used     uint64 `json:"used"`     // header, directory and regions up to the last one's end
-	Free     uint64 `json:"free"`     // bytes left for new structures
-	Entries  int    `json:"entries"`  // structures in the arena
+	Free     uint64 `json:"free"`     // bytes left after the last region, for new structures
+	Entries  int    `json:"entries"`  // structures in the arena (removed ones not counted)
 	Capacity int    `json:"capacity"` // directory entries: the most structures it can hold
+	// Removed counts the directory entries of removed structures whose
+	// rooms no create has reused yet, RemovedBytes their rooms' bytes
+	// (from each region's start to the next one's, within Used), and
+	// Reusable those of them that no handle in any process holds now,
+	// which the next create that fits takes.
+	Removed      int    `json:"removed"`
+	RemovedBytes uint64 `json:"removed_bytes"`
+	Reusable     int    `json:"reusable"`
 	FileStats
 }
 
@@ -171,9 +186,11 @@ func validNewName(name string) error {
 	return nil
 }
 
-// structure finds the entry named name, or appends one for sp, and returns
-// a mapping for it; specErr is the error of resolving sp, if any.
-func (a *Arena) structure(name string, sp spec, specErr error) (*mapping, error) {
+// structure finds the live entry named name, or creates one for sp, and
+// returns a mapping for it that holds its room; specErr is the error of
+// resolving sp, if any. With exact set, it opens that entry only, and
+// never creates (fs.ErrNotExist once it was removed).
+func (a *Arena) structure(name string, sp spec, specErr error, exact *entry) (*mapping, error) {
 	if specErr != nil {
 		return nil, a.errorf("open", name, specErr)
 	}
@@ -189,17 +206,51 @@ func (a *Arena) structure(name string, sp spec, specErr error) (*mapping, error)
 		// Seeds stay out of messages: the arena's is a secret.
 		return nil, a.errorf("open", name, fmt.Errorf("%w: the config's seed is not the arena's (every structure of an arena has the arena's seed; see WithSeed)", ErrIncompatible))
 	}
-	e, found, err := a.lookup(name)
-	if err == nil && !found {
-		e, err = a.create(name, sp)
-	}
-	if err == nil {
-		err = a.matches(e, sp)
-	}
-	if err != nil {
+	for try := 0; ; try++ {
+		e, room, err := a.find(name, sp, exact)
+		if err == errRoomMoved && try < 1000 {
+			continue // removed (and maybe reused) between the look and the hold
+		}
+		if err == nil {
+			if err = a.matches(e, sp); err == nil {
+				var m *mapping
+				if m, err = a.m.derive(e, name, room); err == nil {
+					return m, nil
+				}
+			}
+			room.release()
+		}
 		return nil, a.errorf("open", name, err)
 	}
-	return a.m.derive(e, name)
+}
+
+// errRoomMoved means the entry a lookup found was removed before its room
+// was held: look again.
+var errRoomMoved = errors.New("the structure was removed while it was opened")
+
+// find returns the live entry named name with a hold on its room, creating
+// it when there is none (and exact is nil). The hold is taken before the
+// entry is read again: once held, the room cannot be reused, so an entry
+// still live then is the structure, and one gone is errRoomMoved.
+func (a *Arena) find(name string, sp spec, exact *entry) (entry, *roomHold, error) {
+	e, i, found, err := a.lookup(name)
+	switch {
+	case err != nil:
+		return entry{}, nil, err
+	case exact != nil && (!found || !e.same(*exact)):
+		return entry{}, nil, fmt.Errorf("%w: the structure was removed", fs.ErrNotExist)
+	case !found:
+		return a.create(name, sp)
+	}
+	room, err := a.m.res.holdRoom(i)
+	if err != nil {
+		return entry{}, nil, err
+	}
+	if !a.lay.slotHolds(a.m.data, i, e) {
+		room.release()
+		return entry{}, nil, errRoomMoved
+	}
+	return e, room, nil
 }
 
 // matches reports whether the stored entry e is what sp asks for.
@@ -210,18 +261,19 @@ func (a *Arena) matches(e entry, sp spec) error {
 	return sp.match(e)
 }
 
-// lookup finds name among the entries, reading entries other processes
-// appended since the last look.
-func (a *Arena) lookup(name string) (entry, bool, error) {
+// lookup finds name among the live entries, reading entries other
+// processes appended or changed since the last look, and returns it with
+// its index.
+func (a *Arena) lookup(name string) (entry, uint32, bool, error) {
 	if err := a.refresh(); err != nil {
-		return entry{}, false, err
+		return entry{}, 0, false, err
 	}
-	for _, e := range a.lay.entries {
-		if e.name == name {
-			return e, true, nil
+	for i, e := range a.lay.entries {
+		if e.live() && e.name == name {
+			return e, uint32(i), true, nil
 		}
 	}
-	return entry{}, false, nil
+	return entry{}, 0, false, nil
 }
 
 // countWord is the directory's entry count, which creates raise with a
@@ -230,66 +282,154 @@ func (a *Arena) countWord() *uint32 {
 	return (*uint32)(unsafe.Pointer(&a.m.data[offDirCount]))
 }
 
-// refresh validates the entries appended since the last look. An entry
-// count above the capacity or an entry that does not validate is
-// ErrCorrupt: a file rewritten by hand, never one a crash leaves.
+// refresh validates the entries appended since the last look, and reads
+// the whole directory again when a removal or reuse changed it (its change
+// count moved). An entry count above the capacity or an entry that does
+// not validate is ErrCorrupt: a file rewritten by hand, never one a crash
+// leaves. The entries validated before stay as they were.
 func (a *Arena) refresh() error {
 	n := atomic.LoadUint32(a.countWord())
 	if n > a.lay.dirCap {
 		return fmt.Errorf("%w: %d directory entries, capacity %d", ErrCorrupt, n, a.lay.dirCap)
 	}
-	for i := uint32(len(a.lay.entries)); i < n; i++ {
-		e, err := a.lay.decodeEntry(a.m.data, i)
-		if err != nil {
+	b := a.m.data
+	if gen := loadDirGen(b); a.synced && gen == a.gen {
+		entries := a.lay.entries
+		var err error
+		for i := uint32(len(entries)); i < n && err == nil; i++ {
+			var e entry
+			l := a.lay
+			l.entries = entries
+			if e, err = l.decodeEntry(b, i); err == nil {
+				entries = append(entries, e)
+			}
+		}
+		if loadDirGen(b) == gen && !errors.Is(err, errEntryMoved) {
+			if err == nil {
+				a.lay.entries = entries
+			}
 			return err
 		}
-		a.lay.entries = append(a.lay.entries, e)
 	}
+	entries, gen, err := a.lay.decodeDirectory(b, n)
+	if err != nil {
+		return err
+	}
+	a.lay.entries, a.gen, a.synced = entries, gen, true
 	return nil
 }
 
-// create appends an entry for name under the file's write lock, unless
-// another process appended one first.
-func (a *Arena) create(name string, sp spec) (entry, error) {
+// create makes the structure for name under the file's write lock, in a
+// removed structure's room or after the last region, unless another
+// process created one first; it returns with a hold on its room.
+func (a *Arena) create(name string, sp spec) (entry, *roomHold, error) {
 	switch {
 	case a.ro:
-		return entry{}, fmt.Errorf("%w: no structure of that name, and a read-only handle does not create one (%w)", fs.ErrNotExist, ErrReadOnly)
+		return entry{}, nil, fmt.Errorf("%w: no structure of that name, and a read-only handle does not create one (%w)", fs.ErrNotExist, ErrReadOnly)
 	case atomic.LoadUint32(a.sealed) != 0:
-		return entry{}, fmt.Errorf("%w: no structure of that name, and the arena is frozen", ErrFrozen)
+		return entry{}, nil, fmt.Errorf("%w: no structure of that name, and the arena is frozen", ErrFrozen)
 	case sp.size == 0:
-		return entry{}, errCannotCreate
+		return entry{}, nil, errCannotCreate
 	}
 	if err := validNewName(name); err != nil {
-		return entry{}, err
+		return entry{}, nil, err
 	}
 	if err := a.m.joinLock(); err != nil {
-		return entry{}, err
+		return entry{}, nil, err
 	}
 	a.m.lk.lock()
-	e, found, err := a.lookup(name)
+	e, i, found, err := a.lookup(name)
 	if err == nil && !found {
-		e, err = a.appendEntry(name, sp)
+		err = a.rereadRemoved()
+	}
+	if err == nil && !found {
+		e, i, err = a.addEntry(name, sp)
+	}
+	var room *roomHold
+	if err == nil {
+		room, err = a.m.res.holdRoom(i)
 	}
 	if uerr := a.m.lk.unlock(); err == nil && uerr != nil {
 		// Another process took the lock for dead and recovered it: our
 		// entry may not be the one the directory holds.
 		err = uerr
 	}
-	return e, err
+	if err != nil {
+		room.release()
+		return entry{}, nil, err
+	}
+	return e, room, nil
+}
+
+// rereadRemoved reads the slots of removed entries again; the caller holds
+// the write lock, and has just refreshed. A reuser killed between a store
+// to a slot's size word and the change count's step leaves a size no
+// handle was told of; reading the removed slots again under the lock,
+// which nobody else can hold, sees it before their rooms are weighed.
+func (a *Arena) rereadRemoved() error {
+	for i, e := range a.lay.entries {
+		if e.live() {
+			continue
+		}
+		l := a.lay
+		l.entries = a.lay.entries[:i]
+		e, err := l.decodeEntry(a.m.data, uint32(i))
+		if err != nil {
+			return err
+		}
+		if i+1 < len(a.lay.entries) && e.off+e.size > a.lay.entries[i+1].off {
+			return fmt.Errorf("%w: entry %d: region %d+%d runs into the next one's at %d", ErrCorrupt, i, e.off, e.size, a.lay.entries[i+1].off)
+		}
+		a.lay.entries[i] = e
+	}
+	return nil
 }
 
 // arenaCreateHook runs between writing a new entry and publishing it; the
 // crash tests stop a process there.
 var arenaCreateHook func()
 
-// appendEntry writes the entry after the last one and publishes it. The
-// caller holds the write lock. The region is zero: regions are handed out
-// once, in order, from a file created zero, and the zero state is every
-// structure's empty state.
-func (a *Arena) appendEntry(name string, sp spec) (entry, error) {
+// addEntry puts the structure in the best-fitting room of a removed
+// structure that nobody holds (reuseEntry), or after the last region
+// (appendEntry). The caller holds the write lock.
+func (a *Arena) addEntry(name string, sp spec) (entry, uint32, error) {
 	if atomic.LoadUint32(a.sealed) != 0 {
-		return entry{}, fmt.Errorf("%w: no structure of that name, and the arena is frozen", ErrFrozen)
+		return entry{}, 0, fmt.Errorf("%w: no structure of that name, and the arena is frozen", ErrFrozen)
 	}
+	best, bestRoom := -1, uint64(0)
+	for i, e := range a.lay.entries {
+		room := a.room(i)
+		if e.live() || sp.size > room || best >= 0 && room >= bestRoom {
+			continue
+		}
+		if a.m.res.roomFree(uint32(i)) {
+			best, bestRoom = i, room
+		}
+	}
+	if best >= 0 {
+		e, err := a.reuseEntry(uint32(best), name, sp)
+		return e, uint32(best), err
+	}
+	e, err := a.appendEntry(name, sp)
+	return e, uint32(len(a.lay.entries) - 1), err
+}
+
+// room returns the bytes entry i's region may grow to when its slot is
+// reused: up to the next entry's region, or to the file's end for the
+// last entry.
+func (a *Arena) room(i int) uint64 {
+	if i+1 < len(a.lay.entries) {
+		return a.lay.entries[i+1].off - a.lay.entries[i].off
+	}
+	return a.lay.fileSize - a.lay.entries[i].off
+}
+
+// appendEntry writes the entry after the last one and publishes it. The
+// caller holds the write lock. The region is zero: the file was created
+// zero, regions are handed out in order, and a reuse zeroes what it gives
+// up at the end of a region (reuseEntry), so no byte past the last region
+// was ever written; the zero state is every structure's empty state.
+func (a *Arena) appendEntry(name string, sp spec) (entry, error) {
 	n := uint32(len(a.lay.entries))
 	off := roundUp(a.lay.end(), cacheLine)
 	free := uint64(0)
@@ -314,9 +454,135 @@ func (a *Arena) appendEntry(name string, sp spec) (entry, error) {
 	return e, nil
 }
 
-// List describes the arena's structures, in the order they were created.
-// It reads entries other processes created since the last call. A handle
-// that is closed lists what it knew.
+// reuseEntry rewrites slot i, a removed structure's whose room nobody
+// holds, for the new structure, at the same offset. The caller holds the
+// write lock. Each step is one store that a crash cannot tear, and the
+// slot says "reusing" from the first to the last, so that a process killed
+// at any point leaves the old removed entry or a slot the next create
+// takes again, never a live entry over bytes another uses:
+//
+//  1. the state to entryReusing (readers now trust only the offset and
+//     size words);
+//  2. the old region and the new one zeroed, from the offset to the end of
+//     the larger;
+//  3. the size word to the new size (a bytes past it are zero, as appends
+//     expect past the last region);
+//  4. kind, parameters, name and checksum, the offset word unchanged;
+//  5. the state to entryLive.
+//
+// The change count grows after each state or size store, so that other
+// handles read the directory again.
+func (a *Arena) reuseEntry(i uint32, name string, sp spec) (entry, error) {
+	b := a.m.data
+	old := a.lay.entries[i]
+	base := uint64(a.lay.dirOff) + uint64(i)*entrySize
+	state := (*uint32)(unsafe.Pointer(&b[base+entFlags]))
+	word := func(off uint64) *uint64 { return (*uint64)(unsafe.Pointer(&b[base+off])) }
+	gen := dirGenWord(b)
+
+	atomic.StoreUint32(state, entryReusing)
+	atomic.AddUint32(gen, 1)
+	clear(b[old.off : old.off+max(old.size, sp.size)])
+	atomic.StoreUint64(word(entSize), sp.size)
+	atomic.AddUint32(gen, 1)
+	e := entry{kind: sp.kind, off: old.off, size: sp.size, params: sp.params, name: name}
+	var c [entrySize]byte
+	encodeEntry(c[:], e)
+	atomic.StoreUint32((*uint32)(unsafe.Pointer(&b[base+entKind])), e.kind)
+	for w := uint64(entParams); w < entrySize; w += 8 {
+		atomic.StoreUint64(word(w), native.Uint64(c[w:]))
+	}
+	if arenaCreateHook != nil {
+		arenaCreateHook()
+	}
+	atomic.StoreUint32(state, entryLive)
+	atomic.AddUint32(gen, 1)
+	a.lay.entries[i] = e
+	a.gen = atomic.LoadUint32(gen)
+	return e, nil
+}
+
+// Remove removes the structure named name from the arena, so that its
+// name opens a new structure, with any config and of any kind, and its
+// room can hold another structure: changing a structure's config needs no
+// new arena. It takes the file's write lock and marks the structure's
+// directory entry removed with one store, which a crash cannot tear.
+//
+// Handles open on the structure, in this process or any other, read-write
+// or read-only, keep working on its old bytes: nobody else reads them,
+// and no create reuses them while any such handle is open (each holds its
+// room until Close, and a process that dies lets go of its holds). Opens
+// of the name after Remove get a new structure; so do opens by processes
+// that looked the name up before and had not opened it yet. A handle that
+// races its own Close may still write into the room as the next create
+// takes it: close a removed structure's handles after their calls
+// returned. Whoever may read the file can hold a room and so keep it from
+// being reused, but never make it reused while another holds it.
+//
+// Every process that opens the arena must run a build that knows Remove:
+// an earlier build refuses an arena holding a removed entry when it opens
+// it (ErrChecksum on that entry), but one that had it open before reads
+// its cached directory and may use a removed structure's room after it
+// was reused.
+//
+// A create puts a new structure in the smallest removed room it fits that
+// nobody holds (a room runs to the next structure, or to the file's end
+// after the last), else after the last structure; adjacent rooms are not
+// merged. Rooms are held with OFD record locks on the file; where /proc
+// cannot reopen the arena's descriptor the lock is taken on that
+// descriptor and kept until it is closed, and where the kernel cannot say
+// who holds a lock, no room is reused. An arena in plain memory (Memory
+// elsewhere than Linux) is one process's, whose handles are counted.
+//
+// Remove of a name the arena does not hold is an error wrapping
+// fs.ErrNotExist; on a read-only handle it is ErrReadOnly, on a frozen
+// arena ErrFrozen.
+func (a *Arena) Remove(name string) error {
+	fail := func(err error) error { return a.errorf("remove", name, err) }
+	if err := a.refuse("remove"); err != nil {
+		return err
+	}
+	if err := validName(name); err != nil {
+		return fail(err)
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if !a.open.Load() {
+		return fail(ErrClosed)
+	}
+	if err := a.m.joinLock(); err != nil {
+		return err
+	}
+	a.m.lk.lock()
+	e, i, found, err := a.lookup(name)
+	switch {
+	case err != nil:
+	case atomic.LoadUint32(a.sealed) != 0:
+		err = ErrFrozen
+	case !found:
+		err = fmt.Errorf("%w: no structure of that name", fs.ErrNotExist)
+	default:
+		b := a.m.data
+		base := uint64(a.lay.dirOff) + uint64(i)*entrySize
+		atomic.StoreUint32((*uint32)(unsafe.Pointer(&b[base+entFlags])), entryRemoved)
+		a.gen = atomic.AddUint32(dirGenWord(b), 1)
+		e.state = entryRemoved
+		a.lay.entries[i] = e
+	}
+	if uerr := a.m.lk.unlock(); err == nil && uerr != nil {
+		err = uerr
+	}
+	if err != nil {
+		return fail(err)
+	}
+	return nil
+}
+
+// List describes the arena's structures, in the order of their directory
+// entries (the order they were created, but that a structure created in a
+// removed one's room takes its place). Removed structures are not listed.
+// It reads entries other processes created or removed since the last
+// call. A handle that is closed lists what it knew.
 func (a *Arena) List() []ArenaEntry {
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -325,6 +591,9 @@ func (a *Arena) List() []ArenaEntry {
 	}
 	out := make([]ArenaEntry, 0, len(a.lay.entries))
 	for _, e := range a.lay.entries {
+		if !e.live() {
+			continue
+		}
 		ae := ArenaEntry{Name: e.name, Kind: kinds[e.kind].kind, Offset: e.off, Bytes: e.size}
 		if info := kinds[e.kind]; info.config != nil {
 			ae.Config = info.config(e)
@@ -332,6 +601,17 @@ func (a *Arena) List() []ArenaEntry {
 		out = append(out, ae)
 	}
 	return out
+}
+
+// live counts the live entries.
+func (l layout) live() int {
+	n := 0
+	for _, e := range l.entries {
+		if e.live() {
+			n++
+		}
+	}
+	return n
 }
 
 // Stats describes the arena's use of its file.
@@ -343,13 +623,28 @@ func (a *Arena) Stats() ArenaStats {
 		a.refresh()
 	}
 	used := roundUp(a.lay.end(), cacheLine)
-	return ArenaStats{
+	s := ArenaStats{
 		Used:      min(used, a.lay.fileSize),
 		Free:      a.lay.fileSize - min(used, a.lay.fileSize),
-		Entries:   len(a.lay.entries),
+		Entries:   a.lay.live(),
 		Capacity:  int(a.lay.dirCap),
 		FileStats: FileStats{Bytes: a.lay.fileSize, Frozen: a.Frozen(), ReadOnly: a.ReadOnly(), Closed: !open},
 	}
+	for i, e := range a.lay.entries {
+		if e.live() {
+			continue
+		}
+		s.Removed++
+		if i+1 < len(a.lay.entries) {
+			s.RemovedBytes += a.room(i)
+		} else {
+			s.RemovedBytes += roundUp(e.size, cacheLine)
+		}
+		if open && a.m.res.roomFree(uint32(i)) {
+			s.Reusable++
+		}
+	}
+	return s
 }
 
 // freeze is the arena's Freeze: it seals the file under the write lock,
@@ -387,13 +682,14 @@ func (a *Arena) Close() error {
 func (a *Arena) describe() (string, string) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	return "Arena", fmt.Sprintf("%d bytes, %d structures", a.lay.fileSize, len(a.lay.entries))
+	return "Arena", fmt.Sprintf("%d bytes, %d structures", a.lay.fileSize, a.lay.live())
 }
 
 func (a *Arena) statsOf() any { return a.Stats() }
 
 // check is the arena's part of Check: every directory entry decodes and
-// lies inside the file.
+// lies inside the file, after the one before it; removed entries and
+// entries being reused are checked as the format allows them.
 func (a *Arena) check() error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -403,14 +699,8 @@ func (a *Arena) check() error {
 	}
 	// Every entry again from the first: decodeEntry checks entry i
 	// against the ones before it, so the layout grows as they are read.
-	l := a.lay
-	l.entries = nil
-	for i := uint32(0); i < n; i++ {
-		e, err := l.decodeEntry(a.m.data, i)
-		if err != nil {
-			return a.m.errorf("check", err)
-		}
-		l.entries = append(l.entries, e)
+	if _, _, err := a.lay.decodeDirectory(a.m.data, n); err != nil {
+		return a.m.errorf("check", err)
 	}
 	return nil
 }

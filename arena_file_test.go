@@ -56,7 +56,7 @@ func arEntry(b []byte, i int) []byte {
 }
 
 func arResumEntry(eb []byte) {
-	native.PutUint64(eb[entChecksum:], xxh3.Hash(eb[:entChecksum]))
+	native.PutUint64(eb[entChecksum:], entryChecksum(eb))
 }
 
 // TestArena_CraftedFiles breaks a valid arena in the ways a hand-made

@@ -17,7 +17,9 @@ import (
 // attaches to what is stored), and keeps it open across scrapes: opening
 // costs a mapping and, on a read-write arena, a lock token. Structures
 // that other processes create later are opened at the scrape that first
-// lists them. A read-only arena (a monitor that may only read the file)
+// lists them, and a structure removed (Arena.Remove) is closed at the
+// first scrape that no longer lists it, so that the metrics do not keep
+// its room from being reused. A read-only arena (a monitor that may only read the file)
 // opens its structures read-only, and nothing it does writes to the file.
 // Every scrape walks each structure as its Stats does (the whole grid or
 // bit array), so scrape an arena of large structures every few seconds at
@@ -26,7 +28,12 @@ import (
 type ArenaMetrics struct {
 	a      *Arena
 	mu     sync.Mutex
-	opened map[string]metered // by name; an arena never deletes an entry
+	opened map[string]metered // by name
+	// at is the offset each opened structure was listed at: a name listed
+	// at another offset was removed and made again (the room of a
+	// structure held open is never reused, so the same offset is the same
+	// structure).
+	at     map[string]uint64
 	closed bool
 }
 
@@ -74,7 +81,7 @@ type metered interface {
 // the arena does not (structures outlive their arena's Close), but a
 // scrape after the arena's Close releases them as Close does.
 func (a *Arena) Metrics() *ArenaMetrics {
-	return &ArenaMetrics{a: a, opened: map[string]metered{}}
+	return &ArenaMetrics{a: a, opened: map[string]metered{}, at: map[string]uint64{}}
 }
 
 // Stats scrapes the arena: its stats and lock, and every structure's Stats
@@ -86,6 +93,7 @@ func (m *ArenaMetrics) Stats() ArenaMetricsStats {
 	s := ArenaMetricsStats{Path: m.a.Path(), Arena: m.a.Stats()}
 	m.releaseAfterArena()
 	entries := m.a.List()
+	m.forgetRemoved(entries)
 	s.Structures = make([]ArenaEntryStats, 0, len(entries))
 	for _, e := range entries {
 		s.Structures = append(s.Structures, m.scrape(e))
@@ -122,14 +130,33 @@ func (m *ArenaMetrics) structure(e ArenaEntry) (metered, error) {
 		return nil, m.a.errorf("metrics", e.Name, ErrClosed)
 	}
 	if st, ok := m.opened[e.Name]; ok {
-		return st, nil
+		if m.at[e.Name] == e.Offset {
+			return st, nil
+		}
+		st.Close() // removed, and the name made again elsewhere
+		delete(m.opened, e.Name)
 	}
 	st, err := openMetered(m.a.Place(e.Name), e.Kind)
 	if err != nil {
 		return nil, err
 	}
-	m.opened[e.Name] = st
+	m.opened[e.Name], m.at[e.Name] = st, e.Offset
 	return st, nil
+}
+
+// forgetRemoved closes the opened structures whose names the listing no
+// longer has.
+func (m *ArenaMetrics) forgetRemoved(listed []ArenaEntry) {
+	names := make(map[string]bool, len(listed))
+	for _, e := range listed {
+		names[e.Name] = true
+	}
+	for name, st := range m.opened {
+		if !names[name] {
+			st.Close()
+			delete(m.opened, name)
+		}
+	}
 }
 
 // openMetered opens the structure at at with its kind's zero config, which

@@ -417,13 +417,16 @@ func corruptions() []corruption {
 		name string
 		off  int
 	}{
-		{"kind", entKind}, {"flags", entFlags}, {"offset", entOff}, {"size", entSize},
+		{"kind", entKind}, {"offset", entOff}, {"size", entSize},
 		{"param 0", entParams}, {"param 1", entParams + 8}, {"param 7", entParams + 56},
 		{"name", entName}, {"name end", entName + entNameSize - 1},
 		{"checksum", entChecksum}, {"checksum end", entChecksum + 7},
 	} {
 		add(corruption{name: "directory entry " + f.name + " byte flipped", edit: flip(otDirOff+f.off, 0xff), want: ErrChecksum})
 	}
+	// The flags word is the entry's state, which the checksum leaves out
+	// (a removal is one store): 0xff is no state.
+	add(corruption{name: "directory entry flags byte flipped", edit: flip(otDirOff+entFlags, 0xff), want: ErrCorrupt, says: "unknown flags"})
 
 	// Every byte of the fixed header and of the directory count, inverted.
 	for off := 0; off < offDirCount+4; off++ {
@@ -524,7 +527,11 @@ func corruptions() []corruption {
 			return b
 		}},
 		{name: "entry.kind=7", edit: e32(entKind, kindDistinct+1)},
-		{name: "entry.flags=1", edit: e32(entFlags, 1)},
+		// An entry's flags word is its state: 1 (removed) and 2 (being
+		// reused) only in an arena, where they are valid; others never.
+		{name: "entry.flags=1 outside an arena", in: inStandalone, edit: e32(entFlags, 1)},
+		{name: "entry.flags=2 outside an arena", in: inStandalone, edit: e32(entFlags, 2)},
+		{name: "entry.flags=3", edit: e32(entFlags, 3)},
 		{name: "entry.name without its NUL", edit: func(b, _ []byte, _ *rand.Rand) []byte {
 			copy(b[otDirOff+entName:][:entNameSize], bytes.Repeat([]byte("n"), entNameSize))
 			return b

@@ -522,7 +522,7 @@ var fuzzEdits = []func(b []byte) []byte{
 }
 
 // fuzzArenaEdits are the arena's own: its directory's count and capacity,
-// entries out of place, names without their NUL.
+// entries out of place, names without their NUL, entry states.
 var fuzzArenaEdits = []func(b []byte){
 	func(b []byte) { native.PutUint32(b[offDirCount:], 4) },
 	func(b []byte) { native.PutUint32(b[offDirCount:], 1000) },
@@ -535,4 +535,16 @@ var fuzzArenaEdits = []func(b []byte){
 	func(b []byte) { native.PutUint64(arEntry(b, 5)[entParams+40:], 0) },
 	func(b []byte) { native.PutUint64(arEntry(b, 6)[entParams:], distinctMaxP+1) },
 	func(b []byte) { native.PutUint64(arEntry(b, 6)[entParams+8:], 1) },
+	// Removed entries and a slot being reused (Arena.Remove), and a
+	// removed name given to a later live entry.
+	func(b []byte) { native.PutUint32(arEntry(b, 1)[entFlags:], entryRemoved) },
+	func(b []byte) {
+		native.PutUint32(arEntry(b, 2)[entFlags:], entryReusing)
+		clear(arEntry(b, 2)[entParams:entChecksum])
+	},
+	func(b []byte) {
+		native.PutUint32(arEntry(b, 0)[entFlags:], entryRemoved)
+		copy(arEntry(b, 1)[entName:entName+entNameSize], arEntry(b, 0)[entName:entName+entNameSize])
+	},
+	func(b []byte) { native.PutUint32(b[offDirGen:], 7) },
 }

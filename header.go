@@ -18,7 +18,8 @@ package sketch
 //	120     8     checksum: XXH3-64 of bytes [8, 120)
 //	128     4     directory entries in use (mutable, <= capacity)
 //	132     4     sealed: 1 once Freeze ran (mutable, set once)
-//	136     56    reserved for mutable state, zero
+//	136     4     directory changes: Remove and reuse add 1 (mutable)
+//	140     52    reserved for mutable state, zero
 //	192     64    lock words (the futex rwlock)
 //	256     8*N   reader slots
 //	...     16*N  liveness tokens (token_linux.go), one per reader slot
@@ -30,6 +31,7 @@ package sketch
 import (
 	"bytes"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"math/bits"
 	"sync/atomic"
@@ -62,6 +64,11 @@ const (
 	offChecksum = 120
 	offDirCount = 128
 	offSealed   = 132 // uint32: 1 once Freeze sealed the file
+	// offDirGen counts the changes to entries already in use (a removal,
+	// each step of a reuse), so that a reader that cached the directory
+	// knows to read it again, and one that read it while it changed knows
+	// to read it again at once. Appends only raise the count.
+	offDirGen = 136
 
 	// flagArena marks an arena: a file whose directory grows, one named
 	// structure per entry. A file without it holds one unnamed structure.
@@ -92,6 +99,23 @@ const (
 	entNameSize = 32
 	entChecksum = 120
 
+	// An entry's state, its flags word: a single aligned 32-bit store
+	// changes it, and the checksum does not cover it (it is summed as
+	// zero), so a removal is one store that a crash cannot tear. A live
+	// entry has 0, as every entry written before removal existed, so its
+	// checksum is what earlier builds compute.
+	entryLive = 0
+	// entryRemoved: the name no longer resolves; the region is still the
+	// entry's (handles opened before the removal may use it) until a
+	// create reuses the slot.
+	entryRemoved = 1
+	// entryReusing: a create is rewriting the slot (under the write lock)
+	// for a new structure at the same offset, or was killed doing so. Only
+	// the offset and the size words are read, each written by one atomic
+	// store; the rest is not trusted, and the next create may take the
+	// slot again.
+	entryReusing = 2
+
 	// MaxNameLen is the longest name of a structure in an arena, in bytes:
 	// the directory entry keeps 32 bytes for it, the last always NUL.
 	// A literal, so that go doc shows it; a test ties it to entNameSize.
@@ -119,6 +143,19 @@ type entry struct {
 	size   uint64
 	params [8]uint64
 	name   string
+	// state is entryLive, entryRemoved or entryReusing (then only off
+	// and size mean anything).
+	state uint32
+}
+
+// live reports whether e is a structure that its name opens.
+func (e entry) live() bool { return e.state == entryLive }
+
+// same reports whether e and o describe one structure, whatever their
+// states: a handle's entry stays its own after a Remove.
+func (e entry) same(o entry) bool {
+	e.state, o.state = 0, 0
+	return e == o
 }
 
 func roundUp(n, to uint64) uint64 { return (n + to - 1) &^ (to - 1) }
@@ -164,10 +201,12 @@ func (l layout) first() entry {
 	return l.entries[0]
 }
 
-// holds reports whether e is one of the file's entries, unchanged.
+// holds reports whether e is one of the file's entries, unchanged but for
+// its state: a structure removed while a handle has it open stays in the
+// directory until that handle is closed.
 func (l layout) holds(e entry) bool {
 	for _, have := range l.entries {
-		if have == e {
+		if have.state != entryReusing && have.same(e) {
 			return true
 		}
 	}
@@ -208,6 +247,8 @@ func encodeHeader(b []byte, l layout) {
 	native.PutUint32(b[offDirCount:], uint32(len(l.entries)))
 }
 
+// encodeEntry writes e into b, a zero slot, for a live entry: every field
+// but the flags word, then the checksum.
 func encodeEntry(b []byte, e entry) {
 	native.PutUint32(b[entKind:], e.kind)
 	native.PutUint64(b[entOff:], e.off)
@@ -216,7 +257,17 @@ func encodeEntry(b []byte, e entry) {
 		native.PutUint64(b[entParams+8*i:], p)
 	}
 	copy(b[entName:entName+entNameSize], e.name)
-	native.PutUint64(b[entChecksum:], xxh3.Hash(b[:entChecksum]))
+	native.PutUint64(b[entChecksum:], entryChecksum(b))
+}
+
+// entryChecksum is the checksum of the entry in b: XXH3-64 of its bytes
+// [0, 120) with the flags word read as zero, so that a removal (a store to
+// the flags word alone) leaves it valid.
+func entryChecksum(b []byte) uint64 {
+	var c [entChecksum]byte
+	copy(c[:], b[:entChecksum])
+	clear(c[entFlags : entFlags+4])
+	return xxh3.Hash(c[:])
 }
 
 // versionErr refuses a file of version v, saying what to do: a file of
@@ -292,65 +343,164 @@ func decodeHeader(b []byte) (layout, error) {
 	if !l.isArena() && n != 1 {
 		return corrupt("%d directory entries in a file that is not an arena", n)
 	}
-	for i := uint32(0); i < n; i++ {
-		e, err := l.decodeEntry(b, i)
-		if err != nil {
-			return layout{}, err
-		}
-		l.entries = append(l.entries, e)
+	entries, _, err := l.decodeDirectory(b, n)
+	if err != nil {
+		return layout{}, err
 	}
+	l.entries = entries
 	return l, nil
+}
+
+// liveName reports whether a live entry of l is named name, asking names
+// when it is not nil.
+func (l layout) liveName(name string, names map[string]bool) bool {
+	if names != nil {
+		return names[name]
+	}
+	for _, prev := range l.entries {
+		if prev.live() && prev.name == name {
+			return true
+		}
+	}
+	return false
+}
+
+// errEntryMoved means an entry's state changed while it was read: a
+// removal or a reuse ran meanwhile, and the entry is read again.
+var errEntryMoved = errors.New("the entry changed while it was read")
+
+// decodeDirectory validates entries [0, n) of b, the whole mapped file,
+// against l (whose own entries it ignores) and returns them with the
+// directory's change count they go with. A removal or reuse may run while
+// it reads, so it reads as a sequence lock is read: the change count
+// before and after, each entry between two loads of its state; a change
+// meanwhile reads the directory again. An error with no change meanwhile
+// is the file's.
+func (l layout) decodeDirectory(b []byte, n uint32) ([]entry, uint32, error) {
+	for try := 0; ; try++ {
+		gen := loadDirGen(b)
+		l.entries = make([]entry, 0, n)
+		names := map[string]bool{}
+		var err error
+		for i := uint32(0); i < n && err == nil; i++ {
+			var e entry
+			if e, err = l.decodeEntryNames(b, i, names); err == nil {
+				l.entries = append(l.entries, e)
+				if e.live() {
+					names[e.name] = true
+				}
+			}
+		}
+		if try < 1000 && (loadDirGen(b) != gen || errors.Is(err, errEntryMoved)) {
+			continue
+		}
+		return l.entries, gen, err
+	}
+}
+
+// dirGenWord is the directory's change count.
+func dirGenWord(b []byte) *uint32 { return (*uint32)(unsafe.Pointer(&b[offDirGen])) }
+
+func loadDirGen(b []byte) uint32 { return atomic.LoadUint32(dirGenWord(b)) }
+
+// readSlot copies directory slot i of b into c with atomic loads, between
+// two loads of its state, and returns the state; errEntryMoved when the
+// state changed meanwhile.
+func (l layout) readSlot(b []byte, i uint32, c *[entrySize]byte) (uint32, error) {
+	base := uint64(l.dirOff) + uint64(i)*entrySize
+	state := atomic.LoadUint32((*uint32)(unsafe.Pointer(&b[base+entFlags])))
+	for w := uint64(0); w < entrySize; w += 8 {
+		native.PutUint64(c[w:], atomic.LoadUint64((*uint64)(unsafe.Pointer(&b[base+w]))))
+	}
+	if atomic.LoadUint32((*uint32)(unsafe.Pointer(&b[base+entFlags]))) != state {
+		return 0, errEntryMoved
+	}
+	return state, nil
 }
 
 // decodeEntry validates directory entry i of b, the whole mapped file,
 // against l, which holds the entries before it, and returns it. The region
 // must lie inside the file after the previous entry's: regions are handed
-// out in directory order and never overlap. In an arena the name must be
-// 1 to MaxNameLen bytes, NUL-padded, and not used by an earlier entry.
+// out in directory order and never overlap (a reused slot's new region
+// starts where the old one did and ends before the next entry's). In an
+// arena the name must be 1 to MaxNameLen bytes, NUL-padded, and not used
+// by an earlier live entry. A removed entry is validated as a live one;
+// of an entry being reused, only the region is.
 func (l layout) decodeEntry(b []byte, i uint32) (entry, error) {
+	return l.decodeEntryNames(b, i, nil)
+}
+
+// decodeEntryNames is decodeEntry with the live names of l's entries in
+// names, when the caller keeps them (nil: l's entries are searched), so
+// that a whole directory is read in linear time.
+func (l layout) decodeEntryNames(b []byte, i uint32, names map[string]bool) (entry, error) {
 	corrupt := func(format string, args ...any) (entry, error) {
 		return entry{}, fmt.Errorf("%w: entry %d: "+format, append([]any{ErrCorrupt, i}, args...)...)
 	}
-	eb := b[uint64(l.dirOff)+uint64(i)*entrySize:][:entrySize]
-	if xxh3.Hash(eb[:entChecksum]) != native.Uint64(eb[entChecksum:]) {
-		return entry{}, fmt.Errorf("%w: directory entry %d", ErrChecksum, i)
+	var c [entrySize]byte
+	state, err := l.readSlot(b, i, &c)
+	if err != nil {
+		return entry{}, err
+	}
+	eb := c[:]
+	switch {
+	case state > entryReusing:
+		return corrupt("unknown flags %#x", state)
+	case state != entryLive && !l.isArena():
+		return corrupt("a removed structure outside an arena")
 	}
 	e := entry{
-		kind: native.Uint32(eb[entKind:]),
-		off:  native.Uint64(eb[entOff:]),
-		size: native.Uint64(eb[entSize:]),
+		off:   native.Uint64(eb[entOff:]),
+		size:  native.Uint64(eb[entSize:]),
+		state: state,
 	}
-	for j := range e.params {
-		e.params[j] = native.Uint64(eb[entParams+8*j:])
+	if state != entryReusing {
+		if entryChecksum(eb) != native.Uint64(eb[entChecksum:]) {
+			return entry{}, fmt.Errorf("%w: directory entry %d", ErrChecksum, i)
+		}
+		e.kind = native.Uint32(eb[entKind:])
+		for j := range e.params {
+			e.params[j] = native.Uint64(eb[entParams+8*j:])
+		}
+		name := eb[entName : entName+entNameSize]
+		nameLen := bytes.IndexByte(name, 0)
+		switch {
+		case nameLen < 0:
+			return corrupt("name has no terminating NUL")
+		case bytes.IndexFunc(name[nameLen:], func(r rune) bool { return r != 0 }) >= 0:
+			return corrupt("name has bytes after its NUL")
+		case l.isArena() && nameLen == 0:
+			return corrupt("no name in an arena")
+		case !l.isArena() && nameLen != 0:
+			return corrupt("a name outside an arena")
+		}
+		e.name = string(name[:nameLen])
 	}
-	name := eb[entName : entName+entNameSize]
-	nameLen := bytes.IndexByte(name, 0)
-	switch {
-	case nameLen < 0:
-		return corrupt("name has no terminating NUL")
-	case bytes.IndexFunc(name[nameLen:], func(r rune) bool { return r != 0 }) >= 0:
-		return corrupt("name has bytes after its NUL")
-	case l.isArena() && nameLen == 0:
-		return corrupt("no name in an arena")
-	case !l.isArena() && nameLen != 0:
-		return corrupt("a name outside an arena")
-	}
-	e.name = string(name[:nameLen])
 	if end := l.end(); e.off < end || e.off%cacheLine != 0 || e.size == 0 || e.size > l.fileSize || e.off > l.fileSize-e.size {
 		return corrupt("region %d+%d does not fit in [%d, %d)", e.off, e.size, end, l.fileSize)
 	}
-	if native.Uint32(eb[entFlags:]) != 0 {
-		return corrupt("unknown flags")
+	if state == entryReusing {
+		return e, nil
 	}
 	if err := validateEntry(e); err != nil {
 		return corrupt("%v", err)
 	}
-	for _, prev := range l.entries {
-		if prev.name == e.name && l.isArena() {
-			return corrupt("name %q is used twice", e.name)
-		}
+	if e.live() && l.isArena() && l.liveName(e.name, names) {
+		return corrupt("name %q is used twice", e.name)
 	}
 	return e, nil
+}
+
+// slotHolds reports whether directory slot i of b still holds e, live.
+func (l layout) slotHolds(b []byte, i uint32, e entry) bool {
+	var c, want [entrySize]byte
+	state, err := l.readSlot(b, i, &c)
+	if err != nil || state != entryLive {
+		return false
+	}
+	e.state = entryLive
+	encodeEntry(want[:], e)
+	return c == want
 }
 
 // publishMagic stores the magic with release semantics: every header byte

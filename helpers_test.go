@@ -150,7 +150,7 @@ func otResum(b []byte) {
 	native.PutUint64(b[offChecksum:], xxh3.Hash(b[offVersion:offChecksum]))
 	if len(b) >= otDirOff+entrySize { // not when the test cut the file short
 		eb := b[otDirOff:][:entrySize]
-		native.PutUint64(eb[entChecksum:], xxh3.Hash(eb[:entChecksum]))
+		native.PutUint64(eb[entChecksum:], entryChecksum(eb))
 	}
 }
 
@@ -166,7 +166,7 @@ func otResumAll(b []byte) []byte {
 	n := min(uint64(native.Uint32(b[offDirCount:])), maxDirEntries)
 	for i := uint64(0); i < n && dirOff+(i+1)*entrySize <= uint64(len(b)); i++ {
 		eb := b[dirOff+i*entrySize:][:entrySize]
-		native.PutUint64(eb[entChecksum:], xxh3.Hash(eb[:entChecksum]))
+		native.PutUint64(eb[entChecksum:], entryChecksum(eb))
 	}
 	return b
 }
@@ -239,7 +239,7 @@ func otConvert(b []byte, from, to binary.ByteOrder) []byte {
 		for p := off; p+8 <= off+size; p += 8 {
 			otConvertField(b[p:], 8, from, to)
 		}
-		to.PutUint64(eb[entChecksum:], xxh3.Hash(eb[:entChecksum]))
+		to.PutUint64(eb[entChecksum:], entryChecksum(eb))
 	}
 	to.PutUint64(b[offChecksum:], xxh3.Hash(b[offVersion:offChecksum]))
 	return b

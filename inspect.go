@@ -30,10 +30,14 @@ type FileInfo struct {
 	Arena bool `json:"arena"`
 	// ReaderSlots is the size of the lock's reader-slot table;
 	// DirectoryCapacity the entries the directory has room for.
-	ReaderSlots       uint32      `json:"reader_slots"`
-	DirectoryCapacity uint32      `json:"directory_capacity"`
-	Entries           []EntryInfo `json:"entries"`
-	Lock              LockInfo    `json:"lock"`
+	ReaderSlots       uint32 `json:"reader_slots"`
+	DirectoryCapacity uint32 `json:"directory_capacity"`
+	// Entries are the structures: the live directory entries, in
+	// directory order. Removed counts the entries of an arena's removed
+	// structures (Arena.Remove) whose slots no create has reused yet.
+	Entries []EntryInfo `json:"entries"`
+	Removed int         `json:"removed"`
+	Lock    LockInfo    `json:"lock"`
 	// Seed is the file's hash seed. It is secret (whoever knows it can
 	// craft keys that collide), so it has no JSON name and String leaves it
 	// out: print it only when asked to.

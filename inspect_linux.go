@@ -131,6 +131,10 @@ func inspectFd(fd int, path string) (FileInfo, error) {
 		Seed:              lay.seed,
 	}
 	for _, e := range lay.entries {
+		if !e.live() {
+			fi.Removed++
+			continue
+		}
 		fi.Entries = append(fi.Entries, entryInfo(e))
 	}
 	fi.Lock = inspectLock(fd, data, int(lay.slots))

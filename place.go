@@ -15,6 +15,9 @@ type Place struct {
 	name  string // the path, the memfd's name or the arena entry's name
 	fd    uintptr
 	arena *Arena
+	// exact, for an arena's place, opens that entry only (a snapshot's
+	// copy), never another of the name nor a new one.
+	exact *entry
 }
 
 type placeHow uint8
@@ -119,7 +122,7 @@ func (p Place) open(specOf, createOf func() (spec, error), opts []Option) (*mapp
 		if err == nil {
 			sp, err = p.arena.entryOptions(sp, opts)
 		}
-		return p.arena.structure(p.name, sp, err)
+		return p.arena.structure(p.name, sp, err, p.exact)
 	}
 	return nil, fmt.Errorf("sketch: open: %w", errNoPlace)
 }

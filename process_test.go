@@ -101,6 +101,12 @@ func TestHelperProcess(t *testing.T) {
 		err = childArenaRace()
 	case "arenakill":
 		err = childArenaKill()
+	case "arenahold":
+		err = childArenaHold()
+	case "arenareusekill":
+		err = childArenaReuseKill()
+	case "arenachurn":
+		err = childArenaChurn()
 	case "mergepart":
 		err = childMergePart()
 	case "winadd":

@@ -223,6 +223,9 @@ type mapping struct {
 	// closed is set by this mapping's close (under res.mu): each mapping
 	// gives up its reference once.
 	closed bool
+	// room is the hold on its entry's room of a structure of an arena,
+	// given back at close.
+	room *roomHold
 }
 
 // resources are what a mapping holds from the kernel. They live apart from
@@ -242,7 +245,10 @@ type resources struct {
 	lk      *fileLock // the process's part in the file's lock, once joined
 	// clears are the window slots being cleared under lk's token, by any
 	// structure of this mapping (window_clearing.go).
-	clears  clearMarks
+	clears clearMarks
+	// rooms are the arena entries' rooms this mapping's handles hold
+	// (arena_rooms.go).
+	rooms   roomHolds
 	refs    int
 	live    int
 	closed  bool // every reference closed: fd is closed, data is a placeholder
@@ -252,14 +258,16 @@ type resources struct {
 // newMapping wraps a validated mapping of fd. From here on the mapping owns
 // the descriptor and the memory.
 func newMapping(name string, fd int, data []byte, lay layout, ent entry) *mapping {
-	m := &mapping{name: name, lay: lay, ent: ent, data: data, res: &resources{fd: fd, tokenFd: -1, data: data, refs: 1, live: 1}}
+	m := &mapping{name: name, lay: lay, ent: ent, data: data, res: &resources{fd: fd, tokenFd: -1, data: data, refs: 1, live: 1, rooms: roomHolds{fd: -1}}}
 	runtime.AddCleanup(m, (*resources).unref, m.res)
 	return m
 }
 
 // derive returns a mapping of the same file for the structure of entry e
-// (an arena's), sharing m's resources, or ErrClosed once m is closed.
-func (m *mapping) derive(e entry, name string) (*mapping, error) {
+// (an arena's), sharing m's resources, or ErrClosed once m is closed. The
+// mapping takes over the hold on e's room, which it gives back when it is
+// closed, or when it is dropped unclosed; on an error the caller keeps it.
+func (m *mapping) derive(e entry, name string, room *roomHold) (*mapping, error) {
 	r := m.res
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -271,9 +279,12 @@ func (m *mapping) derive(e entry, name string) (*mapping, error) {
 	d := &mapping{
 		name: m.name + ":" + entryLabel(name), path: m.path, dev: m.dev, ino: m.ino,
 		lay: m.lay, ent: e, data: m.data, res: r,
-		sharedOFD: m.sharedOFD, lk: r.lk, readOnly: m.readOnly,
+		sharedOFD: m.sharedOFD, lk: r.lk, readOnly: m.readOnly, room: room,
 	}
 	runtime.AddCleanup(d, (*resources).unref, r)
+	if room != nil {
+		runtime.AddCleanup(d, (*roomHold).release, room)
+	}
 	return d, nil
 }
 
@@ -310,6 +321,9 @@ func (m *mapping) close() error {
 		return nil
 	}
 	m.closed = true
+	if m.room != nil {
+		m.room.releaseLocked()
+	}
 	if r.refs--; r.refs > 0 || r.closed {
 		// Other structures of the arena still use the file.
 		return nil
@@ -366,6 +380,7 @@ func (r *resources) release(retire func([]byte) error) error {
 		err = cerr
 	}
 	closeFd(r.tokenFd)
+	r.closeRooms()
 	r.fd, r.tokenFd = -1, -1
 	own.leave()
 	return err

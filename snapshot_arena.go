@@ -1,7 +1,9 @@
 package sketch
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"slices"
 )
 
@@ -17,7 +19,8 @@ import (
 // windows: each is fixed at the period its copy covers, as Freeze fixes
 // one, and answers for those periods however late it is asked (its own
 // Snapshot gives the one plain structure to merge). Structures created in
-// the arena during the copy are left out.
+// the arena during the copy are left out, and so are those removed
+// (Remove) before it or during it.
 //
 // The places and options are as CountMin.Snapshot's; a snapshot of an
 // arena is an arena of its own, not a structure in another.
@@ -39,13 +42,25 @@ func (a *Arena) Snapshot(at Place, opts ...Option) (*Arena, error) {
 	}
 	sp := spec{arena: true, size: size, seed: src.seed, match: func(entry) error { return nil }}
 	sp.fill = func(data []byte, lay layout) error {
-		for i, e := range src.entries {
-			if err := a.copyEntry(e, data[e.off:e.off+e.size]); err != nil {
+		n := 0
+		for _, e := range src.entries {
+			if !e.live() {
+				continue
+			}
+			err := a.copyEntry(e, data[e.off:e.off+e.size])
+			if errors.Is(err, fs.ErrNotExist) {
+				// Removed during the copy: left out, as a structure
+				// created during it is (its bytes may be part copied).
+				clear(data[e.off : e.off+e.size])
+				continue
+			}
+			if err != nil {
 				return err
 			}
-			encodeEntry(data[uint64(lay.dirOff)+uint64(i)*entrySize:][:entrySize], e)
+			encodeEntry(data[uint64(lay.dirOff)+uint64(n)*entrySize:][:entrySize], e)
+			n++
 		}
-		native.PutUint32(data[offDirCount:], uint32(len(src.entries)))
+		native.PutUint32(data[offDirCount:], uint32(n))
 		return nil
 	}
 	m, err := createSnapshot(a.name(), at, sp, opts)
@@ -78,6 +93,7 @@ type regionCopier interface {
 // new arena, through a handle of its own kind.
 func (a *Arena) copyEntry(e entry, dst []byte) error {
 	at := a.Place(e.name)
+	at.exact = &e // that structure, not another created under its name since
 	var s regionCopier
 	var err error
 	switch e.kind {

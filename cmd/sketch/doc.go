@@ -19,7 +19,7 @@
 //	sketch rotate FILE[:NAME]              turn a window's period now
 //	sketch merge DST SRC...                merge structures of one kind, shape and seed
 //	sketch export --format redis FILE[:NAME] [-o OUT]   a distinct count or window as Redis's HyperLogLog, for SET, PFMERGE, PFCOUNT
-//	sketch rm FILE                         remove a sketch file or an arena (and nothing else)
+//	sketch rm FILE[:NAME]                  remove a sketch file or an arena (and nothing else); FILE:NAME a structure from an arena
 //	sketch demo                            several processes serve one stream into one shared arena
 //	sketch version                         also --version
 //
@@ -81,7 +81,8 @@
 //     "stats" is what stats gives for the structure, "bytes" the file's
 //     size, or the region's of a structure in an arena. An arena's "stats"
 //     is the library's ArenaStats ("bytes", "used", "free", "entries",
-//     "capacity", "frozen", "read_only", "closed").
+//     "capacity", "removed", "removed_bytes", "reusable", "frozen",
+//     "read_only", "closed").
 //   - add with keys, query: JSON Lines, one object a key. A Count-Min
 //     sketch or window: {"key", "estimate", "low"} (the true count is in
 //     [low, estimate] with the sketch's confidence, and never above
@@ -121,7 +122,7 @@
 //     "byte_order", "bytes", "mode", "uid", "gid", "header_bytes",
 //     "data_offset", "sealed", "arena", "reader_slots",
 //     "directory_capacity", "entries": [{"kind", "description", "name",
-//     "offset", "bytes", "params"}], "lock": {"writer", "writer_token",
+//     "offset", "bytes", "params"}], "removed", "lock": {"writer", "writer_token",
 //     "writer_alive", "writers_parked", "readers_parked", "readers_turn",
 //     "slots_claimed", "readers", "reader_slots", "dead_reader_slots",
 //     "handles"}}, and "seed" only with --show-seed.

@@ -62,7 +62,7 @@ func printInspect(fi sketch.FileInfo, showSeed bool) {
 		{"header", fmt.Sprintf("%d bytes; data from offset %d", fi.HeaderBytes, fi.DataOffset)},
 		{"sealed", yesNo(fi.Sealed) + map[bool]string{true: " (frozen: read-only opens only)", false: ""}[fi.Sealed]},
 		{"arena", yesNo(fi.Arena) + map[bool]string{true: " (named structures; FILE:NAME addresses one)", false: ""}[fi.Arena]},
-		{"directory", fmt.Sprintf("%d of %d entries", len(fi.Entries), fi.DirectoryCapacity)},
+		{"directory", fmt.Sprintf("%d of %d entries", len(fi.Entries)+fi.Removed, fi.DirectoryCapacity) + removedNote(fi.Removed)},
 	}
 	if showSeed {
 		rows = append(rows, [2]string{"seed", fmt.Sprintf("%#016x (secret)", fi.Seed)})
@@ -138,4 +138,12 @@ func lockRows(l sketch.LockInfo, slots uint32) [][2]string {
 		{"  waiting", strings.Join(waiting, " and ") + map[bool]string{true: " (readers' turn)", false: ""}[l.ReadersTurn]},
 		{"  handles", fmt.Sprintf("%d open read-write handles that lock", l.Handles)},
 	}
+}
+
+// removedNote says how many directory entries hold removed structures.
+func removedNote(n int) string {
+	if n == 0 {
+		return ""
+	}
+	return fmt.Sprintf(" (%d removed, their rooms reused by later creates)", n)
 }

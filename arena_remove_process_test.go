@@ -1,0 +1,287 @@
+//go:build linux
+
+package sketch
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"io/fs"
+	"math/rand/v2"
+	"os"
+	"slices"
+	"strconv"
+	"testing"
+	"time"
+)
+
+const (
+	envReadOnly = "SKETCH_TEST_READONLY" // "1": open the arena with ReadOnly
+	envName     = "SKETCH_TEST_NAME"     // the structure a child opens
+)
+
+// childArenaHold opens a structure of the arena (read-only with
+// envReadOnly) and holds it open: it tells the parent on fd 3 and waits
+// to be killed.
+func childArenaHold() error {
+	var opts []Option
+	if os.Getenv(envReadOnly) == "1" {
+		opts = append(opts, ReadOnly())
+	}
+	a, err := OpenArena(Path(os.Getenv(envPath)), 0, opts...)
+	if err != nil {
+		return err
+	}
+	c, err := OpenCountMin(a.Place(os.Getenv(envName)), CountMinConfig{}, opts...)
+	if err != nil {
+		return err
+	}
+	a.Close() // the structure's handle alone holds the room
+	os.NewFile(3, "ready").Write([]byte{1})
+	time.Sleep(time.Hour)
+	return fmt.Errorf("still holding %v", c)
+}
+
+// childArenaReuseKill creates envName, which takes a removed room, and
+// stops inside the reuse (the slot rewritten, not published), holding the
+// write lock: it tells the parent on fd 3 and waits to be killed.
+func childArenaReuseKill() error {
+	a, err := OpenArena(Path(os.Getenv(envPath)), 0)
+	if err != nil {
+		return err
+	}
+	arenaCreateHook = func() {
+		os.NewFile(3, "ready").Write([]byte{1})
+		time.Sleep(time.Hour)
+	}
+	_, err = OpenBloom(a.Place(os.Getenv(envName)), BloomConfig{Capacity: 100})
+	return fmt.Errorf("the create returned (%v) instead of stopping", err)
+}
+
+// arChurnNames are the names the churn removes and creates.
+const arChurnNames = 6
+
+// childArenaChurn removes and creates structures of random kinds and
+// sizes under a few names, holding some open, until it is killed.
+func childArenaChurn() error {
+	a, err := OpenArena(Path(os.Getenv(envPath)), 0)
+	if err != nil {
+		return err
+	}
+	r := rand.New(rand.NewPCG(uint64(os.Getpid()), 3))
+	var held []interface{ Close() error }
+	os.NewFile(3, "ready").Write([]byte{1})
+	for i := 0; ; i++ {
+		name := "n" + strconv.Itoa(r.IntN(arChurnNames))
+		switch r.IntN(3) {
+		case 0:
+			if err := a.Remove(name); err != nil && !isNotExist(err) {
+				return err
+			}
+		case 1:
+			c, err := OpenCountMin(a.Place(name), CountMinConfig{Rows: 1 + r.IntN(3), Width: 64 << r.IntN(4)})
+			if err == nil {
+				c.AddString("k")
+				held = append(held, c)
+			} else if !isIncompatible(err) {
+				return err
+			}
+		case 2:
+			b, err := OpenBloom(a.Place(name), BloomConfig{Capacity: 100 << r.IntN(5)})
+			if err == nil {
+				b.AddString("k")
+				held = append(held, b)
+			} else if !isIncompatible(err) {
+				return err
+			}
+		}
+		if len(held) > 3 {
+			j := r.IntN(len(held))
+			held[j].Close()
+			held = slices.Delete(held, j, j+1)
+		}
+	}
+}
+
+func isNotExist(err error) bool     { return errors.Is(err, fs.ErrNotExist) }
+func isIncompatible(err error) bool { return errors.Is(err, ErrIncompatible) }
+
+// TestArena_RemoveHeldByProcess: a handle in another process, read-write
+// or read-only, keeps a removed structure's room from being reused; once
+// that process is killed with SIGKILL, the room is reused.
+func TestArena_RemoveHeldByProcess(t *testing.T) {
+	requireReexec(t)
+	for _, ro := range []bool{false, true} {
+		t.Run(fmt.Sprintf("readonly=%v", ro), func(t *testing.T) {
+			path := tempPath(t, "arena")
+			a := mustOpenArena(t, path, 1<<20)
+			mustIn(t, OpenCountMin, a.Place("victim"), CountMinConfig{Rows: 2, Width: 256}).Close()
+			mustIn(t, OpenCountMin, a.Place("after"), CountMinConfig{Rows: 2, Width: 256}).Close()
+			victim := arEntryAt(t, a, "victim").Offset
+			if ro {
+				// A reader that may only read the file holds it too.
+				if err := os.Chmod(path, 0o400); err != nil {
+					t.Fatal(err)
+				}
+			}
+			r, w, err := os.Pipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer r.Close()
+			roEnv := map[bool]string{true: "1", false: "0"}[ro]
+			h := startHelper(t, childContext(t), "", "holder", "arenahold", envs(envPath, path, envName, "victim", envReadOnly, roEnv), w)
+			w.Close()
+			r.SetReadDeadline(time.Now().Add(childTimeout))
+			if _, err := r.Read(make([]byte, 1)); err != nil {
+				t.Fatalf("the holder never opened the structure: %v", err)
+			}
+			if ro {
+				os.Chmod(path, 0o600)
+			}
+			if err := a.Remove("victim"); err != nil {
+				t.Fatal(err)
+			}
+			arWantStats(t, a, 1, 1, 0)
+			mustIn(t, OpenBloom, a.Place("x"), BloomConfig{Capacity: 10}).Close()
+			if got := arEntryAt(t, a, "x").Offset; got == victim {
+				t.Fatal("a create reused the room another process holds")
+			}
+			h.cmd.Process.Kill() // SIGKILL
+			<-h.done
+			arWantStats(t, a, 2, 1, 1)
+			mustIn(t, OpenBloom, a.Place("y"), BloomConfig{Capacity: 10}).Close()
+			if got := arEntryAt(t, a, "y").Offset; got != victim {
+				t.Errorf("after the holder died, a create went to %d, want the room at %d", got, victim)
+			}
+			if err := a.Check(); err != nil {
+				t.Errorf("Check = %v", err)
+			}
+		})
+	}
+}
+
+// TestArena_RemoveKilledInReuse kills a process in the middle of reusing a
+// room, holding the write lock: the arena opens and checks clean, the
+// new name is not there, and the next create takes the room.
+func TestArena_RemoveKilledInReuse(t *testing.T) {
+	requireReexec(t)
+	path := tempPath(t, "arena")
+	a := mustOpenArena(t, path, 1<<20)
+	mustIn(t, OpenCountMin, a.Place("victim"), CountMinConfig{Rows: 4, Width: 1024}).Close()
+	after := mustIn(t, OpenCountMin, a.Place("after"), CountMinConfig{Rows: 2, Width: 64})
+	defer after.Close()
+	after.AddString("k")
+	victim := arEntryAt(t, a, "victim").Offset
+	if err := a.Remove("victim"); err != nil {
+		t.Fatal(err)
+	}
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	h := startHelper(t, childContext(t), "", "killed reuser", "arenareusekill", envs(envPath, path, envName, "new"), w)
+	w.Close()
+	r.SetReadDeadline(time.Now().Add(childTimeout))
+	if _, err := r.Read(make([]byte, 1)); err != nil {
+		t.Fatalf("the child never reached the reuse: %v", err)
+	}
+	h.cmd.Process.Kill()
+	<-h.done
+
+	b := mustOpenArena(t, path, 0)
+	for _, x := range []*Arena{a, b} {
+		if err := x.Check(); err != nil {
+			t.Errorf("Check after the kill = %v", err)
+		}
+		arNotListed(t, x, "new")
+		arWantStats(t, x, 1, 1, 1)
+	}
+	n := mustIn(t, OpenCountMin, b.Place("new"), CountMinConfig{Rows: 1, Width: 64})
+	defer n.Close()
+	if got := arEntryAt(t, a, "new").Offset; got != victim {
+		t.Errorf("the create after the kill went to %d, want the room at %d", got, victim)
+	}
+	if got := n.EstimateString("k"); got != 0 {
+		t.Errorf("the new structure estimates %d, want 0", got)
+	}
+	if got := after.EstimateString("k"); got != 1 {
+		t.Errorf("the neighbour estimates %d, want 1", got)
+	}
+}
+
+// TestArena_RemoveChurnKilled kills a process that removes and creates
+// structures in a loop, at random moments: every time the arena opens and
+// checks clean, its names are unique, no two structures overlap, and each
+// opens and checks.
+func TestArena_RemoveChurnKilled(t *testing.T) {
+	requireReexec(t)
+	path := tempPath(t, "arena")
+	mustOpenArena(t, path, 2<<20).Close()
+	r := rand.New(rand.NewPCG(5, 6))
+	const rounds = 8
+	for round := range rounds {
+		rp, w, err := os.Pipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		h := startHelper(t, childContext(t), "", fmt.Sprintf("churn %d", round), "arenachurn", envs(envPath, path), w)
+		w.Close()
+		rp.SetReadDeadline(time.Now().Add(childTimeout))
+		if _, err := rp.Read(make([]byte, 1)); err != nil {
+			t.Fatalf("round %d: the child never started: %v", round, err)
+		}
+		rp.Close()
+		time.Sleep(time.Duration(5+r.IntN(100)) * time.Millisecond)
+		h.cmd.Process.Kill()
+		<-h.done
+		if h.err == nil || h.stderr.String() != "" {
+			t.Fatalf("round %d: the churn stopped by itself: %v %s", round, h.err, h.stderr.String())
+		}
+		arCheckWhole(t, path)
+	}
+}
+
+// arCheckWhole opens the arena at path and checks it: Check, unique names,
+// no overlap, every structure opens and checks.
+func arCheckWhole(t *testing.T, path string) {
+	t.Helper()
+	a, err := OpenArena(Path(path), 0)
+	if err != nil {
+		t.Fatalf("OpenArena after the kill: %v", err)
+	}
+	defer a.Close()
+	if err := a.Check(); err != nil {
+		t.Fatalf("Check after the kill: %v", err)
+	}
+	list := a.List()
+	seen := map[string]bool{}
+	for _, e := range list {
+		if seen[e.Name] {
+			t.Errorf("%s is listed twice", e.Name)
+		}
+		seen[e.Name] = true
+	}
+	byOff := slices.SortedFunc(slices.Values(list), func(x, y ArenaEntry) int { return cmp.Compare(x.Offset, y.Offset) })
+	for i := 1; i < len(byOff); i++ {
+		if p := byOff[i-1]; p.Offset+p.Bytes > byOff[i].Offset {
+			t.Errorf("%s (%d+%d) overlaps %s at %d", p.Name, p.Offset, p.Bytes, byOff[i].Name, byOff[i].Offset)
+		}
+	}
+	for _, e := range list {
+		s, err := openMetered(a.Place(e.Name), e.Kind)
+		if err != nil {
+			t.Errorf("open %s: %v", e.Name, err)
+			continue
+		}
+		if c, ok := s.(interface{ Check() error }); ok {
+			if err := c.Check(); err != nil {
+				t.Errorf("Check of %s: %v", e.Name, err)
+			}
+		}
+		s.Close()
+	}
+	st := a.Stats()
+	t.Logf("%d structures, %d removed rooms (%d reusable), %d bytes free", st.Entries, st.Removed, st.Reusable, st.Free)
+}
