@@ -1,6 +1,6 @@
 # make test   vet, gofmt, the suite with cgo (-race) and without, the pure-Go
 #             build cross-compiled for arm64, s390x (big-endian) and 32-bit
-#             arm and run under qemu-user, other systems' and 386 builds,
+#             arm and run under qemu-user, other systems' and 386 builds vetted,
 #             every benchmark once, the bench/ and prom/ modules (prom/'s
 #             scrape checked by promtool), a one-minute torture run (make
 #             torture-short). It first installs what is missing beside
@@ -110,9 +110,9 @@ test-cross: deps
 
 # Other systems build and say ErrUnsupported at Open.
 test-other-os:
-	CGO_ENABLED=0 GOOS=darwin GOARCH=arm64 $(GO) build $(PKG)
-	CGO_ENABLED=0 GOOS=windows GOARCH=amd64 $(GO) build $(PKG)
-	CGO_ENABLED=0 GOOS=freebsd GOARCH=amd64 $(GO) build $(PKG)
+	CGO_ENABLED=0 GOOS=darwin GOARCH=arm64 $(GO) vet $(PKG)
+	CGO_ENABLED=0 GOOS=windows GOARCH=amd64 $(GO) vet $(PKG)
+	CGO_ENABLED=0 GOOS=freebsd GOARCH=amd64 $(GO) vet $(PKG)
 	CGO_ENABLED=0 GOOS=linux GOARCH=386 $(GO) vet $(PKG)
 
 bench-smoke: deps

@@ -15,16 +15,6 @@ import (
 	"github.com/google/go-cmp/cmp"
 )
 
-func mustOpenArena(t testing.TB, path string, size int64, opts ...Option) *Arena {
-	t.Helper()
-	a, err := OpenArena(Path(path), size, opts...)
-	if err != nil {
-		t.Fatalf("OpenArena(%s, %d): %v", path, size, err)
-	}
-	t.Cleanup(func() { a.Close() })
-	return a
-}
-
 var (
 	arCMS   = CountMinConfig{Rows: 4, Width: 1024}
 	arCBF   = CountingBloomConfig{Capacity: 1000, FPRate: 0.01}

@@ -343,3 +343,14 @@ func otWorks(t testing.TB, c *CountMin) {
 		t.Errorf("Check() = %v", err)
 	}
 }
+
+// mustOpenArena opens the arena at path for the test, closed at its end.
+func mustOpenArena(t testing.TB, path string, size int64, opts ...Option) *Arena {
+	t.Helper()
+	a, err := OpenArena(Path(path), size, opts...)
+	if err != nil {
+		t.Fatalf("OpenArena(%s, %d): %v", path, size, err)
+	}
+	t.Cleanup(func() { a.Close() })
+	return a
+}
