@@ -42,7 +42,7 @@ type checkerResult struct {
 	FirstProblem string `json:"first_problem,omitempty"`
 }
 
-var fieldNames = [fields]string{"Count-Min", "Bloom", "counting Bloom", "Count-Min window", "Bloom window", "Count-Min clock window", "Bloom clock window"}
+var fieldNames = [fields]string{"Count-Min", "Bloom", "counting Bloom", "distinct count", "Count-Min window", "Bloom window", "Count-Min clock window", "Bloom clock window"}
 
 // runChecker reads every record and then asks the structures, pass after
 // pass, until its standard input closes; then it makes one final pass (the
@@ -84,7 +84,8 @@ type checker struct {
 	hi      []uint64
 	est     []uint64
 	hit     []bool
-	removed []uint64 // counting Bloom removes that may have happened
+	removed []uint64         // counting Bloom removes that may have happened
+	hll     *sketch.Distinct // the distinct count's copy (distinct)
 }
 
 // pass reads the records first, then asks: what returned before the read
@@ -137,6 +138,7 @@ func (c *checker) pass() {
 		})
 	}
 
+	c.distinct(&caught)
 	c.windows(batch, &caught)
 
 	switch err := c.s.cms.Check(); {
@@ -169,6 +171,69 @@ func (c *checker) pass() {
 	}
 	c.res.CaughtFinal = caught
 	c.res.Passes++
+}
+
+// distinct checks that the distinct count holds every key whose add
+// returned: a copy of its registers (taken after the records were read)
+// must not rise when those keys are added to it. The real keys go in one
+// batch, and one by one only when the batch raised a register, to name
+// them; each control key is added alone, and one that raises a register
+// is caught.
+func (c *checker) distinct(caught *[fields]int) {
+	if c.hll == nil {
+		d, err := sketch.OpenDistinct(sketch.Memory(), stormDistinct, sketch.WithSeed(c.s.hll.Seed()))
+		if err != nil {
+			c.problem(fmt.Sprintf("distinct copy: %v", err))
+			return
+		}
+		c.hll = d
+	}
+	fill := func() bool {
+		if err := c.hll.Reset(); err != nil {
+			c.problem(fmt.Sprintf("distinct copy reset: %v", err))
+			return false
+		}
+		if err := c.hll.Merge(c.s.hll); err != nil {
+			c.problem(fmt.Sprintf("distinct copy merge: %v", err))
+			return false
+		}
+		return true
+	}
+	if !fill() {
+		return
+	}
+	var real [][]byte
+	var realIdx []int
+	for k := range keyTable {
+		if c.t[fieldDistinct][k] != 0 && !isControl(k) {
+			real = append(real, keyTable[k])
+			realIdx = append(realIdx, k)
+		}
+	}
+	before := c.hll.Stats().Changes
+	c.hll.AddBatch(real)
+	if c.hll.Stats().Changes == before {
+		c.res.Asked[fieldDistinct] += len(real)
+	} else if fill() {
+		for _, k := range realIdx {
+			c.judge(fieldDistinct, k, c.raises(k), caught, func() string {
+				return fmt.Sprintf("distinct count: the add of %q returned, and its register is below its rank", keyTable[k])
+			})
+		}
+	}
+	for k := range keyTable {
+		if c.t[fieldDistinct][k] != 0 && isControl(k) {
+			c.judge(fieldDistinct, k, c.raises(k), caught, func() string { return "" })
+		}
+	}
+}
+
+// raises adds key k to the distinct copy and reports whether a register
+// rose.
+func (c *checker) raises(k int) bool {
+	before := c.hll.Stats().Changes
+	c.hll.Add(keyTable[k])
+	return c.hll.Stats().Changes != before
 }
 
 // windows asks the windows, Rotate's and the clock's, after reading the

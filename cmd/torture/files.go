@@ -18,6 +18,9 @@ var (
 	stormCountMin      = sketch.CountMinConfig{Rows: 4, Width: 1 << 18, Candidates: 64}
 	stormBloom         = sketch.BloomConfig{Capacity: 1 << 22, FPRate: 0.001}
 	stormCountingBloom = sketch.CountingBloomConfig{Capacity: 1 << 20, FPRate: 0.001}
+	// The distinct count has Redis's 16384 registers: the 4096 keys leave
+	// most of them zero, so most control keys would raise one.
+	stormDistinct = sketch.DistinctConfig{Precision: 14}
 )
 
 // stormFiles are the storm's structures open in one process; the windows'
@@ -26,6 +29,7 @@ type stormFiles struct {
 	cms *sketch.CountMin
 	bf  *sketch.Bloom
 	cbf *sketch.CountingBloom
+	hll *sketch.Distinct
 	cmw *sketch.CountMinWindow // turned by Rotate
 	bw  *sketch.BloomWindow
 	cmc *sketch.CountMinWindow // turned by the clock
@@ -54,6 +58,7 @@ func openStormFiles(dir string, clock bool, opts ...sketch.Option) (*stormFiles,
 	openStormFile(o, &o.s.cms, sketch.OpenCountMin, "storm.cms", stormCountMin)
 	openStormFile(o, &o.s.bf, sketch.OpenBloom, "storm.bloom", stormBloom)
 	openStormFile(o, &o.s.cbf, sketch.OpenCountingBloom, "storm.cbf", stormCountingBloom)
+	openStormFile(o, &o.s.hll, sketch.OpenDistinct, "storm.hll", stormDistinct)
 	openStormFile(o, &o.s.cmw, sketch.OpenCountMinWindow, "storm.cmw", cmw(stormWindow))
 	openStormFile(o, &o.s.bw, sketch.OpenBloomWindow, "storm.bloomw", bw(stormWindow))
 	if clock {
@@ -98,7 +103,7 @@ func (s *stormFiles) close() {
 }
 
 func stormFileNames() []string {
-	return []string{"storm.cms", "storm.bloom", "storm.cbf", "storm.cmw", "storm.bloomw", "storm.cmwclock", "storm.bloomwclock"}
+	return []string{"storm.cms", "storm.bloom", "storm.cbf", "storm.hll", "storm.cmw", "storm.bloomw", "storm.cmwclock", "storm.bloomwclock"}
 }
 
 // recordPath is the record of worker slot i; the negative control's is

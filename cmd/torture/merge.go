@@ -36,6 +36,7 @@ type merger struct {
 	cbf *sketch.CountingBloom
 	cms *sketch.CountMin
 	bf  *sketch.Bloom
+	hll *sketch.Distinct
 }
 
 // maybeMerge merges a side structure of one kind into the storm's, now and
@@ -56,6 +57,10 @@ func (m *merger) maybeMerge(rng *rand.Rand, s *stormFiles, rec *record, batch []
 		field, merge = fieldBloom, func(b [][]byte) error {
 			return mergeSide(&m.bf, s.bf, sketch.OpenBloom, stormBloom, "bloom", b)
 		}
+	case 6:
+		field, merge = fieldDistinct, func(b [][]byte) error {
+			return mergeSide(&m.hll, s.hll, sketch.OpenDistinct, stormDistinct, "distinct", b)
+		}
 	default:
 		return batch, idx, nil
 	}
@@ -64,7 +69,7 @@ func (m *merger) maybeMerge(rng *rand.Rand, s *stormFiles, rec *record, batch []
 		return batch, idx, err
 	}
 	for _, k := range idx {
-		if field == fieldBloom {
+		if field == fieldBloom || field == fieldDistinct {
 			rec.mark(field, k) // a set holds a key once
 		} else {
 			rec.raise(field, k, 1)

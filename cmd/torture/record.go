@@ -25,6 +25,7 @@ const (
 	fieldCountMin       = iota // the weight of every returned add of the key
 	fieldBloom                 // 1 once a Bloom add of the key returned
 	fieldCountingBloom         // the counting Bloom adds of the key that returned
+	fieldDistinct              // 1 once a distinct count's add of the key returned
 	fieldCountMinWindow        // per period: the weight of the adds that landed in it
 	fieldBloomWindow           // per period: whether an add landed in it
 	fieldCountMinClock         // as fieldCountMinWindow, for the clock's window
@@ -113,7 +114,8 @@ func (r *record) calls() uint64 { return atomic.LoadUint64(&r.words[wordCalls]) 
 type tally [plainFields][allKeys]uint64
 
 // sumRecords reads every record once into t: Count-Min weights and counting
-// Bloom adds add up, a Bloom key counts as added when any record marked it.
+// Bloom adds add up, a Bloom or distinct count's key counts as added when
+// any record marked it.
 func sumRecords(recs []*record, t *tally) {
 	*t = tally{}
 	for _, r := range recs {
@@ -121,6 +123,7 @@ func sumRecords(recs []*record, t *tally) {
 			t[fieldCountMin][k] += r.load(fieldCountMin, k)
 			t[fieldBloom][k] |= r.load(fieldBloom, k)
 			t[fieldCountingBloom][k] += r.load(fieldCountingBloom, k)
+			t[fieldDistinct][k] |= r.load(fieldDistinct, k)
 		}
 	}
 }

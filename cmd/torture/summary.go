@@ -38,6 +38,7 @@ func stormRows(r stormResult) []row {
 		"Count-Min: no estimate below returned adds",
 		"Bloom: no false negative",
 		"counting Bloom: no false negative for adds (and merges) not removed",
+		"distinct count: every returned add's register at its rank or above (adds and merges)",
 		"Count-Min window (Rotate only): no estimate below returned adds of the periods covered",
 		"Bloom window (Rotate only): no false negative for an add in a period covered",
 		fmt.Sprintf("Count-Min window (clock, %s): no estimate below returned adds of the periods covered", stormClockWindow.Period),
@@ -104,7 +105,7 @@ func stormRows(r stormResult) []row {
 		test:       "negative control: every checker catches fake adds",
 		runs:       fmt.Sprintf("%d checkers x %d kinds", len(r.checkers), fields),
 		violations: missed,
-		figure:     fmt.Sprintf("final pass caught (CM/Bloom/CBF/CMW/BW/CMW clock/BW clock) of %d keys: %s", controlKeys, strings.Join(caught, ", ")),
+		figure:     fmt.Sprintf("final pass caught (CM/Bloom/CBF/HLL/CMW/BW/CMW clock/BW clock) of %d keys: %s", controlKeys, strings.Join(caught, ", ")),
 	})
 	return rows
 }

@@ -45,7 +45,7 @@ func runWorker(dir string, slot int, seed uint64) error {
 			}
 		}
 		key := rng.IntN(realKeys)
-		switch op := rng.IntN(12); op {
+		switch op := rng.IntN(14); op {
 		case 0:
 			if _, err := s.cms.Add(keyTable[key]); err != nil {
 				return fmt.Errorf("count-min add: %w", err)
@@ -98,6 +98,25 @@ func runWorker(dir string, slot int, seed uint64) error {
 			}
 			if batch, idx, err = addToWindow(rng, rec, wp, op-7, key, batch, idx); err != nil {
 				return err
+			}
+		case 12:
+			var err error
+			if key%2 == 0 {
+				err = s.hll.Add(keyTable[key])
+			} else {
+				err = s.hll.AddString(string(keyTable[key]))
+			}
+			if err != nil {
+				return fmt.Errorf("distinct add: %w", err)
+			}
+			rec.mark(fieldDistinct, key)
+		case 13:
+			batch, idx = pickBatch(rng, batch, idx)
+			if err := s.hll.AddBatch(batch); err != nil {
+				return fmt.Errorf("distinct batch: %w", err)
+			}
+			for _, k := range idx {
+				rec.mark(fieldDistinct, k)
 			}
 		case 11: // as many tries as batch adds, but only of the worker's own adds
 			batch, idx = pickBatch(rng, batch, idx)
@@ -207,6 +226,7 @@ func writeControl(dir string, s *stormFiles, seed uint64) error {
 	for k := realKeys; k < allKeys; k++ {
 		rec.raise(fieldCountMin, k, 1+rng.Uint64N(9))
 		rec.mark(fieldBloom, k)
+		rec.mark(fieldDistinct, k)
 		// Half the control keys claim two adds and a remove: still present,
 		// so a checker that subtracted removes twice misses them.
 		if k%2 == 0 {
