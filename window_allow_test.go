@@ -493,6 +493,11 @@ func checkAllowLogs(t *testing.T, w *CountMinWindow, logs [][]byte, pre, calls i
 		if n.allowed > limit {
 			t.Errorf("key %d: %d requests allowed at limit %d", k, n.allowed, limit)
 		}
+		// A key asked at most limit times: estimates are exact, so no
+		// request of it is refused, racing or not.
+		if n.requests <= limit && n.allowed != n.requests {
+			t.Errorf("key %d: %d of %d requests allowed at limit %d, want all", k, n.allowed, n.requests, limit)
+		}
 		// Refused only once the count reached limit-bound, but for the
 		// slack: every request before is allowed.
 		floor := min(n.requests, max(limit, bound+slack)-bound-slack)
