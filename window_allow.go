@@ -311,7 +311,12 @@ func allowCells(other, cur *cmsLayout, lo, hi, fit uint64) (before, otherEst, ot
 func (w *CountMinWindow) retry(lo, hi, limit uint64) (int, time.Duration) {
 	c := &w.ctl
 	keep := int(c.keep)
-	per := make([]uint64, keep) // per[i]: period p-i
+	var buf [16]uint64 // a window of up to 16 periods counts on the stack
+	per := buf[:min(keep, len(buf))]
+	if keep > len(buf) {
+		per = make([]uint64, keep)
+	}
+	// per[i]: period p-i
 	p := c.readStable(func(p uint64) bool {
 		clear(per)
 		return c.readWindow(p, false, func(s uint64) bool {

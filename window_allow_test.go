@@ -632,9 +632,9 @@ func TestCountMinWindow_AllowLateClock(t *testing.T) {
 
 // TestCountMinWindow_AllowAllocs: a decision allocates nothing, allowed
 // or refused, counted or not, in a window of two periods (the one-pass
-// way) and of three.
+// way) and of more, up to the 16 a refusal counts on the stack.
 func TestCountMinWindow_AllowAllocs(t *testing.T) {
-	for _, keep := range []int{2, 3} {
+	for _, keep := range []int{2, 3, 8, 16} {
 		w, err := OpenCountMinWindow(Memory(), CountMinWindowConfig{Window: Window{Keep: keep}, CountMin: winCfg})
 		if err != nil {
 			t.Fatal(err)
