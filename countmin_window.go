@@ -250,7 +250,7 @@ func newCountMinWindow(m *mapping) (*CountMinWindow, error) {
 			uncounted: true,
 		})
 	}
-	w.totals.slots = make([]slotTotal, len(w.slots))
+	w.totals.slots, w.totals.width = make([]slotTotal, len(w.slots)), width
 	if _, err := w.start(m, w, win, w.clearSlot); err != nil {
 		return nil, err
 	}

@@ -26,7 +26,19 @@ type windowTotals struct {
 	at     atomic.Int64 // nanoseconds since totalsEpoch, 0 for none
 	period atomic.Uint64
 	total  atomic.Uint64
-	mu     sync.Mutex // serialises reads of the counters
+	// bound is the error bound at total, and live says that the last
+	// read is younger than totalsFresh by a timer's reckoning, so that
+	// Allow serves the bound without reading the clock, which cost it
+	// about 20 ns where an Add costs 50 (measured). A torn combination of
+	// period, bound and live only serves a bound a read older or newer,
+	// as the three above.
+	bound atomic.Uint64
+	live  atomic.Bool
+	width int        // the slots' width
+	mu    sync.Mutex // serialises reads of the counters, and guards expiry
+	// expiry clears live totalsFresh after the last read (a late timer
+	// serves the bound longer: up to the timer's delay more of the adds).
+	expiry *time.Timer
 	slots  []slotTotal
 }
 
@@ -95,10 +107,20 @@ func (w *CountMinWindow) windowTotal() uint64 {
 		})
 	})
 	tc.total.Store(total)
+	tc.bound.Store(errorBound(total, tc.width))
 	tc.period.Store(p)
 	tc.at.Store(now)
+	tc.live.Store(true)
+	if tc.expiry == nil {
+		tc.expiry = time.AfterFunc(totalsFresh, tc.expire)
+	} else {
+		tc.expiry.Reset(totalsFresh)
+	}
 	return total
 }
+
+// expire is the expiry timer's: Allow's next Low reads the total again.
+func (tc *windowTotals) expire() { tc.live.Store(false) }
 
 // rowTotal returns the sum of row 0: everything counted in the slot, as
 // every row sums to it (but for adds running now).

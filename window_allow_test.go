@@ -3,13 +3,24 @@
 package sketch
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
+	"math"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"sort"
 	"strconv"
+	"strings"
+	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
+	"unsafe"
+
+	"github.com/google/go-cmp/cmp"
+	"golang.org/x/sys/unix"
 )
 
 const (
@@ -17,6 +28,13 @@ const (
 	envAllowCalls  = "SKETCH_TEST_ALLOW_CALLS"  // allow: how many requests the child makes
 	envAllowCount  = "SKETCH_TEST_ALLOW_COUNT"  // allow: "1" counts refused requests
 	envAllowResult = "SKETCH_TEST_ALLOW_RESULT" // allow: where the child writes how many were allowed
+	// With envAllowKeys set, the child sends envAllowCalls requests for each
+	// of that many keys in turn (allowKey), at envAllowLimit for even keys
+	// and envAllowOdd for odd ones, and logs each decision in the log
+	// envChild of envAllowLogs (a list of paths, one per child).
+	envAllowKeys = "SKETCH_TEST_ALLOW_KEYS"
+	envAllowOdd  = "SKETCH_TEST_ALLOW_ODD"
+	envAllowLogs = "SKETCH_TEST_ALLOW_LOGS"
 )
 
 // TestCountMinWindow_Allow: exact decisions on a window wide enough that
@@ -167,8 +185,15 @@ func TestCountMinWindow_AllowProcesses(t *testing.T) {
 }
 
 // childAllow makes envAllowCalls requests for "client" and writes how many
-// were allowed.
+// were allowed; with envAllowKeys, it runs childAllowKeys instead.
 func childAllow() error {
+	if os.Getenv(envAllowKeys) != "" {
+		w, err := OpenCountMinWindow(Path(os.Getenv(envPath)), CountMinWindowConfig{})
+		if err != nil {
+			return err
+		}
+		return childAllowKeys(w)
+	}
 	w, err := OpenCountMinWindow(Path(os.Getenv(envPath)), CountMinWindowConfig{CountMin: winCfg})
 	if err != nil {
 		return err
@@ -191,6 +216,323 @@ func childAllow() error {
 		return err
 	}
 	return w.Close()
+}
+
+// Decisions in an allow log, one byte a request; 0 is a request not
+// decided (yet).
+const (
+	logAllowed = 'a' // allowed, counted
+	logRaced   = 'c' // refused, counted
+	logRefused = 'r' // refused, not counted
+)
+
+// allowKey is the key of request i of a child of a group that sends calls
+// requests for each key in turn: all of them ask for the same key at about
+// the same time, so that they race at its limit.
+func allowKey(i, calls int) int { return i / calls }
+
+// childAllowKeys sends envAllowCalls requests for each of envAllowKeys
+// keys in turn and writes each decision into its log, a file mapped
+// shared, as soon as it is made, so that a parent that kills it knows
+// every decision it made but the one it was making. It starts a key when
+// every other child has decided the requests of the keys before, as their
+// logs show, or was killed, so that all of them race at each key's limit.
+func childAllowKeys(w *CountMinWindow) error {
+	keys, calls, me := envInt(envAllowKeys), envInt(envAllowCalls), envInt(envChild)
+	limits := [2]uint64{uint64(envInt(envAllowLimit)), uint64(envInt(envAllowOdd))}
+	count := os.Getenv(envAllowCount) == "1"
+	var logs [][]byte
+	for _, path := range strings.Split(os.Getenv(envAllowLogs), ",") {
+		log, err := mapAllowLog(path, keys*calls+1, true)
+		if err != nil {
+			return err
+		}
+		logs = append(logs, log)
+	}
+	log := logs[me]
+	if err := childBarrier(); err != nil {
+		return err
+	}
+	for i := range keys * calls {
+		k := allowKey(i, calls)
+		if i%calls == 0 {
+			awaitPeers(logs, me, i)
+		}
+		d, err := w.Allow([]byte(fmt.Sprint("key-", k)), limits[k%2], count)
+		if err != nil {
+			return err
+		}
+		switch {
+		case d.Allowed:
+			log[i] = logAllowed
+		case d.Counted:
+			log[i] = logRaced
+		default:
+			log[i] = logRefused
+		}
+	}
+	return w.Close()
+}
+
+// awaitPeers waits until every other child has decided its first n
+// requests, or was killed (its log's last byte, which the parent sets).
+func awaitPeers(logs [][]byte, me, n int) {
+	for j, log := range logs {
+		for spins := 0; j != me && n > 0 && log[n-1] == 0 && log[len(log)-1] == 0; spins++ {
+			if spins%1024 == 1023 {
+				time.Sleep(10 * time.Microsecond) // a peer may wait for a core
+			}
+		}
+	}
+}
+
+// mapAllowLog maps an allow log of n bytes shared, to write or to read: a
+// decision a request, then a byte the parent sets when it killed the
+// child.
+func mapAllowLog(path string, n int, write bool) ([]byte, error) {
+	flag, prot := os.O_RDONLY, unix.PROT_READ
+	if write {
+		flag, prot = os.O_RDWR, unix.PROT_READ|unix.PROT_WRITE
+	}
+	f, err := os.OpenFile(path, flag, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return unix.Mmap(int(f.Fd()), 0, n, prot, unix.MAP_SHARED)
+}
+
+// allowKilledCfg is the shape of TestCountMinWindow_AllowKilled's window:
+// wide enough, with this seed, that no key of the test shares its counter
+// with another in every row, so that estimates are exact (the test checks
+// it first).
+var allowKilledCfg = CountMinConfig{Rows: 4, Width: 1 << 17, Seed: 0xa11055}
+
+// TestCountMinWindow_AllowKilled: three processes of both backends send
+// requests for many keys, each key in turn and all of them at once, at a
+// limit the even keys just reach and the odd keys pass by the window's
+// error bound; the previous period holds a few requests of each key. One
+// process is killed with SIGKILL midway. Estimates are exact and every
+// decision is logged as it is made, so the decisions are checked against
+// the guarantee exactly: no key allowed past its limit, counting the dead
+// process's allowed requests; none refused before limit - ErrorBound less
+// one request a racing process (the dead one's last among them); the
+// window holds exactly what the logs counted, but for the request the
+// dead process was making, and Check finds nothing to repair.
+func TestCountMinWindow_AllowKilled(t *testing.T) {
+	requireReexec(t)
+	exe := bothBackends(t)
+	// calls: each process's requests per key; pre: the requests of each
+	// key in the previous period.
+	const procs, keys, calls, pre = 3, 1000, 20, 2
+	exactKeys(t, allowKilledCfg, keys)
+	for victim, count := range []string{"1", "0"} {
+		t.Run("countRefused="+count, func(t *testing.T) {
+			countRefused := count == "1"
+			dir := t.TempDir()
+			path := filepath.Join(dir, "w")
+			w, err := OpenCountMinWindow(Path(path), CountMinWindowConfig{Window: Window{Keep: 2}, CountMin: allowKilledCfg})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer w.Close()
+			// The bound at the most the window can count: odd keys get
+			// that many requests more than their limit.
+			bound := errorBound(procs*keys*calls+pre*keys, allowKilledCfg.Width)
+			limits := [2]uint64{pre + procs*calls, pre + procs*calls - bound}
+			for k := range keys {
+				for range pre {
+					if d, err := w.Allow([]byte(fmt.Sprint("key-", k)), limits[k%2], countRefused); err != nil || !d.Allowed {
+						t.Fatalf("period 0: Allow(key-%d) = %+v, %v, want allowed", k, d, err)
+					}
+				}
+			}
+			// Period 1, with period 0's slot held: the window of two
+			// periods that Allow serves in one pass.
+			if err := w.Rotate(); err != nil {
+				t.Fatal(err)
+			}
+			logs := make([][]byte, procs)
+			var paths []string
+			for i := range procs {
+				paths = append(paths, filepath.Join(dir, fmt.Sprint("log-", i)))
+				if err := os.WriteFile(paths[i], make([]byte, keys*calls+1), 0o600); err != nil {
+					t.Fatal(err)
+				}
+				if logs[i], err = mapAllowLog(paths[i], keys*calls+1, true); err != nil {
+					t.Fatal(err)
+				}
+				defer unix.Munmap(logs[i])
+			}
+			specs := make([]childSpec, procs)
+			for i := range procs {
+				specs[i] = childSpec{exe: exe(i), name: fmt.Sprintf("adder %d", i), role: "allow",
+					env: envs(envPath, path, envChild, i, envAllowKeys, keys, envAllowCalls, calls, envAllowCount, count,
+						envAllowLimit, limits[0], envAllowOdd, limits[1], envAllowLogs, strings.Join(paths, ","))}
+			}
+			hs := startGroup(t, childContext(t), specs)
+			// Kill the victim (this backend's, then the other's) once it
+			// has decided a third of its requests.
+			for decided(logs[victim]) < keys*calls/3 {
+				select {
+				case <-hs[victim].done:
+					t.Fatalf("%s ended before it was killed: %v\n%s", hs[victim].name, hs[victim].err, hs[victim].stderr.String())
+				case <-time.After(100 * time.Microsecond):
+				}
+			}
+			if err := hs[victim].cmd.Process.Signal(syscall.SIGKILL); err != nil {
+				t.Fatal(err)
+			}
+			<-hs[victim].done
+			logs[victim][keys*calls] = 1 // the others wait for it no more
+			var ee *exec.ExitError
+			if !errors.As(hs[victim].err, &ee) || ee.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
+				t.Fatalf("%s: %v, want killed by SIGKILL", hs[victim].name, hs[victim].err)
+			}
+			for i, h := range hs {
+				if i != victim {
+					h.wait(t)
+				}
+			}
+			if t.Failed() {
+				t.FailNow()
+			}
+			for i := range logs {
+				logs[i] = logs[i][:keys*calls] // the decisions
+			}
+			if n := decided(logs[victim]); n == keys*calls {
+				t.Fatalf("%s decided all its requests before the kill", hs[victim].name)
+			} else {
+				t.Logf("%s killed after %d of %d decisions", hs[victim].name, n, keys*calls)
+			}
+			if err := w.Check(); err != nil {
+				t.Errorf("Check after the kill: %v", err)
+			}
+			checkAllowLogs(t, w, logs, pre, calls, limits, countRefused)
+			// The window goes on: a new key's requests are decided as
+			// ever, and the period turns.
+			for i := range 3 {
+				if d, err := w.Allow([]byte("after"), 2, countRefused); err != nil || d.Allowed != (i < 2) {
+					t.Errorf("request %d of a new key at limit 2 after the kill: %+v, %v", i+1, d, err)
+				}
+			}
+			if err := w.Rotate(); err != nil {
+				t.Errorf("Rotate after the kill: %v", err)
+			}
+		})
+	}
+}
+
+// exactKeys fails t unless every key of an allow group of n keys is
+// estimated exactly in a sketch of cfg: no key shares its counter with
+// another in every row.
+func exactKeys(t *testing.T, cfg CountMinConfig, n int) {
+	t.Helper()
+	c := mustIn(t, OpenCountMin, Memory(), cfg)
+	defer c.Close()
+	for k := range n {
+		c.AddString(fmt.Sprint("key-", k))
+	}
+	for k := range n {
+		if got := c.EstimateString(fmt.Sprint("key-", k)); got != 1 {
+			t.Fatalf("key-%d: estimate %d after one add each: the seed does not keep the keys apart", k, got)
+		}
+	}
+}
+
+// decided counts the decisions in an allow log, which fills in order.
+func decided(log []byte) int {
+	return sort.Search(len(log), func(i int) bool { return log[i] == 0 })
+}
+
+// checkAllowLogs checks the decisions of a group of childAllowKeys, one of
+// which was killed, against the guarantee Allow documents, key by key, and
+// the window's estimates against what the logs counted; each key had pre
+// requests allowed before.
+func checkAllowLogs(t *testing.T, w *CountMinWindow, logs [][]byte, pre, calls int, limits [2]uint64, countRefused bool) {
+	t.Helper()
+	type tally struct{ requests, allowed, counted uint64 }
+	keys := make([]tally, len(logs[0])/calls)
+	for k := range keys {
+		keys[k] = tally{uint64(pre), uint64(pre), uint64(pre)}
+	}
+	for _, log := range logs {
+		for i, b := range log {
+			k := allowKey(i, calls)
+			if b != 0 {
+				keys[k].requests++
+			}
+			switch b {
+			case logAllowed:
+				keys[k].allowed++
+				keys[k].counted++
+			case logRaced:
+				if !countRefused {
+					keys[k].counted++
+					continue
+				}
+				fallthrough
+			case logRefused:
+				if countRefused != (b == logRaced) {
+					t.Fatalf("decision %q with countRefused %v", b, countRefused)
+				}
+				if countRefused {
+					keys[k].counted++
+				}
+			}
+		}
+	}
+	bound := w.ErrorBound()
+	// Requests being counted at the same moment: one each of the other
+	// processes, and the one the victim was making when it died.
+	slack := uint64(len(logs) - 1 + 1)
+	inFlight := uint64(0) // the victim's last request, counted or not
+	for k, n := range keys {
+		key := []byte(fmt.Sprint("key-", k))
+		limit := limits[k%2]
+		if n.allowed > limit {
+			t.Errorf("key %d: %d requests allowed at limit %d", k, n.allowed, limit)
+		}
+		// A key asked at most limit times: estimates are exact, so no
+		// request of it is refused, racing or not.
+		if n.requests <= limit && n.allowed != n.requests {
+			t.Errorf("key %d: %d of %d requests allowed at limit %d, want all", k, n.allowed, n.requests, limit)
+		}
+		// Refused only once the count reached limit-bound, but for the
+		// slack: every request before is allowed.
+		floor := min(n.requests, max(limit, bound+slack)-bound-slack)
+		if countRefused && n.allowed < floor {
+			t.Errorf("key %d: %d of %d requests allowed at limit %d, want at least %d (error bound %d)", k, n.allowed, n.requests, limit, floor, bound)
+		}
+		if !countRefused && n.allowed < n.requests && n.counted < max(limit, bound+slack)-bound-slack {
+			t.Errorf("key %d: refused with %d counted at limit %d, want at least %d (error bound %d)", k, n.counted, limit, limit-bound-slack, bound)
+		}
+		est, _ := w.EstimateCovered(key)
+		if est < n.counted || est > n.counted+1 {
+			t.Errorf("key %d: the window holds %d requests, the logs counted %d", k, est, n.counted)
+		}
+		inFlight += est - min(est, n.counted)
+	}
+	if inFlight > 1 {
+		t.Errorf("the window holds %d requests the logs did not count, want at most the victim's last", inFlight)
+	}
+	refusedEven, refusedOdd, raced := 0, 0, 0
+	for _, log := range logs {
+		raced += bytes.Count(log, []byte{logRaced})
+	}
+	if countRefused {
+		raced = 0 // every refusal counts
+	}
+	for k, n := range keys {
+		if n.allowed < n.requests {
+			if k%2 == 0 {
+				refusedEven++
+			} else {
+				refusedOdd++
+			}
+		}
+	}
+	t.Logf("keys with refusals: %d at the limit, %d past it by the bound %d; %d requests counted and refused (raced)", refusedEven, refusedOdd, bound, raced)
 }
 
 // TestAllowAndAddIfAbsent_Neighbours: a read-only view refuses both calls
@@ -284,6 +626,96 @@ func TestCountMinWindow_AllowLateClock(t *testing.T) {
 		time.Sleep(d.RetryAfter + time.Millisecond)
 		if d2, err := w.Allow(key, 2, countRefused); err != nil || !d2.Allowed {
 			t.Errorf("countRefused %v: after RetryAfter %v with the timer stopped: %+v, %v, want allowed", countRefused, d.RetryAfter, d2, err)
+		}
+	}
+}
+
+// TestCountMinWindow_AllowAllocs: a decision allocates nothing, allowed
+// or refused, counted or not, in a window of two periods (the one-pass
+// way) and of more, up to the 16 a refusal counts on the stack.
+func TestCountMinWindow_AllowAllocs(t *testing.T) {
+	for _, keep := range []int{2, 3, 8, 16} {
+		w, err := OpenCountMinWindow(Memory(), CountMinWindowConfig{Window: Window{Keep: keep}, CountMin: winCfg})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer w.Close()
+		w.AddString("old")
+		if err := w.Rotate(); err != nil {
+			t.Fatal(err)
+		}
+		for _, countRefused := range []bool{true, false} {
+			for _, tc := range []struct {
+				name  string
+				limit uint64
+			}{{"allowed", math.MaxUint64}, {"refused", 1}} {
+				key := []byte(fmt.Sprint("k", keep, countRefused, tc.limit))
+				w.Allow(key, tc.limit, countRefused)
+				if n := testing.AllocsPerRun(100, func() { w.Allow(key, tc.limit, countRefused) }); n != 0 {
+					t.Errorf("keep %d, countRefused %v, %s: %v allocations a decision", keep, countRefused, tc.name, n)
+				}
+			}
+		}
+	}
+}
+
+// TestCountMinWindow_AllowLastRow: in a window of two periods, Allow
+// decides on the key's counters in the last row when they are within the
+// limit, and reads the window again when other keys raised one of them
+// past it (its own estimate still within): the limit-th request is
+// allowed and the next refused either way, counted in the previous
+// period's slot too.
+func TestCountMinWindow_AllowLastRow(t *testing.T) {
+	const limit = 6
+	for _, raise := range []string{"none", "current", "previous"} {
+		for _, countRefused := range []bool{true, false} {
+			t.Run(fmt.Sprintf("raised=%s/countRefused=%v", raise, countRefused), func(t *testing.T) {
+				w, err := OpenCountMinWindow(Memory(), CountMinWindowConfig{Window: Window{Keep: 2}, CountMin: winCfg})
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer w.Close()
+				key := []byte("client")
+				for range 2 { // period 0: 2 requests
+					if d, err := w.Allow(key, limit, countRefused); err != nil || !d.Allowed {
+						t.Fatalf("period 0: %+v, %v", d, err)
+					}
+				}
+				if err := w.Rotate(); err != nil {
+					t.Fatal(err)
+				}
+				// The key's counter in the last row of a slot, raised past
+				// the limit as other keys would.
+				lo, hi := hashKey(key, w.slots[0].seed)
+				l := &w.slots[w.ctl.slotOf(1)]
+				if raise == "previous" {
+					l = &w.slots[w.ctl.slotOf(0)]
+				}
+				last := (*uint64)(unsafe.Add(l.cells, uintptr(l.rows-1)*l.rowBytes+uintptr(spread(lo+uint64(l.rows-1)*(hi|1))&l.mask)*8))
+				if raise != "none" {
+					atomic.AddUint64(last, 100)
+				}
+				for i := 3; i <= limit+1; i++ {
+					d, err := w.Allow(key, limit, countRefused)
+					if err != nil {
+						t.Fatal(err)
+					}
+					want := Decision{Allowed: i <= limit, Counted: i <= limit || countRefused, Estimate: uint64(min(i, limit)), Periods: Periods{0, 1}}
+					if countRefused {
+						want.Estimate = uint64(i)
+					}
+					if !want.Allowed {
+						want.Turns = 1 // period 0's 2 leave: 4 (5) under 6
+					}
+					d.Low = 0
+					if diff := cmp.Diff(want, d); diff != "" {
+						t.Fatalf("request %d of limit %d: Allow (-want +got):\n%s", i, limit, diff)
+					}
+				}
+				if raise != "none" && atomic.LoadUint64(last) < 100 {
+					t.Fatalf("the raised counter holds %d", atomic.LoadUint64(last))
+				}
+			})
 		}
 	}
 }
