@@ -23,6 +23,7 @@ type arenaWatcher struct {
 // watched is one structure of the watched arena.
 type watched struct {
 	name, kind string
+	off        uint64 // its region's offset: a structure made again under its name has another, or another kind
 	p          place
 	s          structure // nil until it opens
 	err        error     // why it did not open
@@ -43,12 +44,32 @@ func newArenaWatcher(a *sketch.Arena, path string, scr *screen, jsonOut bool, in
 }
 
 // discover opens the structures made since it last looked, and tries
-// again those that did not open.
+// again those that did not open. A structure removed from the arena
+// (sketch rm FILE:NAME) is closed and dropped, so that its room can be
+// reused; one made again under its name is a new structure.
 func (w *arenaWatcher) discover() {
-	for _, e := range w.a.List() {
+	listed := w.a.List()
+	at := make(map[string]sketch.ArenaEntry, len(listed))
+	for _, e := range listed {
+		at[e.Name] = e
+	}
+	kept := w.watched[:0]
+	for _, e := range w.watched {
+		if l, ok := at[e.name]; ok && l.Offset == e.off && string(l.Kind) == e.kind {
+			kept = append(kept, e)
+			continue
+		}
+		if e.s != nil {
+			e.s.Close()
+		}
+		delete(w.known, e.name)
+	}
+	clear(w.watched[len(kept):])
+	w.watched = kept
+	for _, e := range listed {
 		if !w.known[e.Name] {
 			w.known[e.Name] = true
-			w.watched = append(w.watched, &watched{name: e.Name, kind: string(e.Kind), p: entryPlace(w.a, w.path, e.Name)})
+			w.watched = append(w.watched, &watched{name: e.Name, kind: string(e.Kind), off: e.Offset, p: entryPlace(w.a, w.path, e.Name)})
 		}
 	}
 	for _, e := range w.watched {

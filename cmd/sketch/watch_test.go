@@ -126,6 +126,37 @@ func TestWatch_Arena(t *testing.T) {
 		}
 		break
 	}
+	// A structure removed while watched leaves the frames, and watch lets
+	// its room go: the next structure of its size takes the same offset.
+	a, err := sketch.OpenArena(sketch.Path(path), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	offset := func(name string) uint64 {
+		for _, e := range a.List() {
+			if e.Name == name {
+				return e.Offset
+			}
+		}
+		return 0
+	}
+	was := offset("late")
+	sk(t, "rm", path+":late").ok(t, "rm while watching")
+	for i := 0; ; i++ {
+		f := next()
+		if len(f.Structures) == 5 {
+			break
+		}
+		if i == 50 {
+			t.Fatalf("50 frames after rm, watch shows %+v", f.Structures)
+		}
+	}
+	next() // a frame later, watch has closed it
+	sk(t, "create", path+":again", "--kind", "bloom", "--capacity", "100").ok(t, "create after rm")
+	if got := offset("again"); got != was {
+		t.Errorf("a Bloom filter like the removed one went to offset %d, not its room at %d: watch still holds it", got, was)
+	}
 	cmd.Process.Signal(os.Interrupt)
 	io.Copy(io.Discard, out)
 	if err := cmd.Wait(); err != nil {
