@@ -48,7 +48,7 @@ type FileInfo struct {
 type EntryInfo struct {
 	// Kind names the structure as Kind does: "countmin",
 	// "countingbloom", "bloom", "countminwindow", "bloomwindow",
-	// "distinct".
+	// "distinct", "distinctwindow".
 	Kind string `json:"kind"`
 	// Description is the kind's name in prose, as messages use it.
 	Description string `json:"description"`
