@@ -251,6 +251,30 @@ func (t *candidateTable) bucketsOf(hi uint64) (b1, b2 uint64) {
 	return (hi & 0xffffffff) * t.buckets >> 32, (hi >> 32) * t.buckets >> 32
 }
 
+// emptyWay returns an empty way of the emptier of buckets b1 and b2 (b1
+// when they are as full), or -1 when both are full. Taking the emptier of
+// the two is what keeps two-choice buckets balanced: filling b1 before b2
+// left a key whose buckets are one and the same out of a table of two
+// buckets about once in a hundred, with room to spare in the other.
+func (t *candidateTable) emptyWay(b1, b2 uint64) int64 {
+	best, most := int64(-1), 0
+	for _, b := range [2]uint64{b1, b2} {
+		first, n := int64(-1), 0
+		for way := b * candidateBucketWays; way < (b+1)*candidateBucketWays; way++ {
+			if atomic.LoadUint64(t.fp(way)) == 0 {
+				if n == 0 {
+					first = int64(way)
+				}
+				n++
+			}
+		}
+		if n > most {
+			best, most = first, n
+		}
+	}
+	return best
+}
+
 // lookup returns the way holding fp in the key's buckets, or -1.
 func (t *candidateTable) lookup(fp, hi uint64) int64 {
 	b1, b2 := t.bucketsOf(hi)
@@ -367,23 +391,21 @@ func (t *candidateTable) admit(h candidateHost, fp, lo, hi uint64, key string, e
 	// The key's estimate now: the add's may be from before a Reset that
 	// held the lock this admission waited for.
 	est = h.recount(lo, hi)
-	victim, quietest := int64(-1), est
 	b1, b2 := t.bucketsOf(hi)
-	for _, b := range [2]uint64{b1, b2} {
-		for way := b * candidateBucketWays; way < (b+1)*candidateBucketWays; way++ {
-			if atomic.LoadUint64(t.fp(way)) == 0 {
-				victim, quietest = int64(way), 0
-				break
+	victim := t.emptyWay(b1, b2)
+	if victim < 0 {
+		// Both buckets full: the quietest key of the two, counted again
+		// now, leaves if this one is louder.
+		quietest := est
+		for _, b := range [2]uint64{b1, b2} {
+			for way := b * candidateBucketWays; way < (b+1)*candidateBucketWays; way++ {
+				slo, shi := atomic.LoadUint64(t.slotWord(way, 1)), atomic.LoadUint64(t.slotWord(way, 2))
+				e := h.recount(slo, shi)
+				atomic.StoreUint64(t.est(way), e)
+				if e < quietest {
+					victim, quietest = int64(way), e
+				}
 			}
-			slo, shi := atomic.LoadUint64(t.slotWord(way, 1)), atomic.LoadUint64(t.slotWord(way, 2))
-			e := h.recount(slo, shi)
-			atomic.StoreUint64(t.est(way), e)
-			if e < quietest {
-				victim, quietest = int64(way), e
-			}
-		}
-		if quietest == 0 && victim >= 0 {
-			break
 		}
 	}
 	if victim < 0 {
@@ -641,16 +663,9 @@ func (t *candidateTable) place(h candidateHost, cands []candidate) {
 			// next add names it.
 			continue
 		}
-		b1, b2 := t.bucketsOf(r.hi)
-	place:
-		for _, b := range [2]uint64{b1, b2} {
-			for way := b * candidateBucketWays; way < (b+1)*candidateBucketWays; way++ {
-				if atomic.LoadUint64(t.fp(way)) == 0 {
-					// A prefix stays a prefix, with its whole length.
-					t.write(way, fingerprint(r.lo), r.lo, r.hi, string(r.key), r.length, r.now)
-					break place
-				}
-			}
+		if way := t.emptyWay(t.bucketsOf(r.hi)); way >= 0 {
+			// A prefix stays a prefix, with its whole length.
+			t.write(uint64(way), fingerprint(r.lo), r.lo, r.hi, string(r.key), r.length, r.now)
 		}
 	}
 	t.refloor(nf, true)
