@@ -107,6 +107,10 @@ func (a *Arena) copyEntry(e entry, dst []byte) error {
 		s, err = asCopier(OpenCountMinWindow(at, CountMinWindowConfig{}))
 	case kindBloomWindow:
 		s, err = asCopier(OpenBloomWindow(at, BloomWindowConfig{}))
+	case kindDistinct:
+		s, err = asCopier(OpenDistinct(at, DistinctConfig{}))
+	case kindDistinctWindow:
+		s, err = asCopier(OpenDistinctWindow(at, DistinctWindowConfig{}))
 	default:
 		err = fmt.Errorf("%w: %s has no snapshot", ErrInvalidArgument, kindName(e.kind))
 	}
