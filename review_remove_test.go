@@ -3,8 +3,11 @@
 package sketch
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"path/filepath"
+	"sync/atomic"
 	"testing"
 )
 
@@ -54,5 +57,73 @@ func TestReview_ArenaSnapshotDistinct(t *testing.T) {
 	}
 	if err := s.Check(); err != nil {
 		t.Errorf("the snapshot's Check = %v", err)
+	}
+}
+
+// TestReview_ArenaDirGenWrap: the directory's change count is 32 bits,
+// and a handle that last read the directory at count g trusts its copy
+// while the word says g. After 2^32 changes (a billion remove and create
+// cycles by a long-running process) the word says g again over another
+// directory. Here the word is set back to g, which is what the wrap
+// leaves. A handle with the old copy must still find the structure made
+// since in a removed one's room under its name, and must not create a
+// second entry of that name (which makes every later open of the arena
+// ErrCorrupt), nor fail to open a removed name again.
+func TestReview_ArenaDirGenWrap(t *testing.T) {
+	path := tempPath(t, "arena")
+	a1 := mustOpenArena(t, path, 1<<20)
+	mustIn(t, OpenCountMin, a1.Place("x"), CountMinConfig{Rows: 4, Width: 1024}).Close()
+	mustIn(t, OpenBloom, a1.Place("y"), BloomConfig{Capacity: 100}).Close()
+	a2 := mustOpenArena(t, path, 0)
+	if n := len(a2.List()); n != 2 {
+		t.Fatalf("the second handle lists %d structures, want 2", n)
+	}
+	g0 := loadDirGen(a2.m.data)
+
+	if err := a1.Remove("x"); err != nil {
+		t.Fatal(err)
+	}
+	z1 := mustIn(t, OpenBloom, a1.Place("z"), BloomConfig{Capacity: 100})
+	defer z1.Close()
+	if z, x := arEntryAt(t, a1, "z").Offset, a2.lay.entries[0].off; z != x {
+		t.Fatalf("z at %d, want the removed x's room at %d", z, x)
+	}
+	z1.AddString("k")
+	atomic.StoreUint32(dirGenWord(a1.m.data), g0) // the count wrapped
+
+	if err := a2.Remove("x"); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("Remove(x) through the handle with the old directory = %v, want fs.ErrNotExist (x was removed)", err)
+	}
+	if !z1.ContainsString("k") || len(a1.List()) != 2 {
+		t.Errorf("after Remove(x) through the handle with the old directory the arena lists %+v, want y and z", a1.List())
+	}
+	z2, err := OpenBloom(a2.Place("z"), BloomConfig{Capacity: 100})
+	if err != nil {
+		t.Fatalf("OpenBloom(z) through the handle with the old directory: %v", err)
+	}
+	defer z2.Close()
+	if !z2.ContainsString("k") {
+		t.Error("the handle with the old directory opened another z than the one its name holds")
+	}
+	x2, err := OpenCountMin(a2.Place("x"), CountMinConfig{Rows: 4, Width: 1024})
+	if err != nil {
+		t.Errorf("OpenCountMin(x) after x was removed, through the handle with the old directory: %v", err)
+	} else {
+		x2.Close()
+	}
+	a3, err := OpenArena(Path(path), 0)
+	if err != nil {
+		t.Fatalf("OpenArena after the creates through the handle with the old directory: %v", err)
+	}
+	defer a3.Close()
+	if err := a3.Check(); err != nil {
+		t.Errorf("Check = %v", err)
+	}
+	names := map[string]int{}
+	for _, e := range a3.List() {
+		names[e.Name]++
+	}
+	if want := map[string]int{"x": 1, "y": 1, "z": 1}; fmt.Sprint(names) != fmt.Sprint(want) {
+		t.Errorf("the arena lists %v, want %v", names, want)
 	}
 }
