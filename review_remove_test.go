@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"sync/atomic"
 	"testing"
+	"time"
 )
 
 // TestReview_ArenaSnapshotDistinct: Arena.Snapshot copies every kind an
@@ -125,5 +126,131 @@ func TestReview_ArenaDirGenWrap(t *testing.T) {
 	}
 	if want := map[string]int{"x": 1, "y": 1, "z": 1}; fmt.Sprint(names) != fmt.Sprint(want) {
 		t.Errorf("the arena lists %v, want %v", names, want)
+	}
+}
+
+// TestReview_RemoveClockWindowAhead: a clock window starts, from its
+// adds, a goroutine that clears the next period's slot ahead, which its
+// user cannot wait for. Once the window is closed and removed, and a
+// structure is created in its room, no such clear lands there: the new
+// structure's counts stay exact, and its neighbour's too.
+func TestReview_RemoveClockWindowAhead(t *testing.T) {
+	a := mustOpenArena(t, tempPath(t, "arena"), 1<<20)
+	wcfg := DistinctWindowConfig{Window: Window{Period: time.Millisecond, Keep: 2}, Distinct: DistinctConfig{Precision: 12}}
+	w := mustIn(t, OpenDistinctWindow, a.Place("w"), wcfg)
+	n := mustIn(t, OpenCountMin, a.Place("n"), CountMinConfig{Rows: 2, Width: 256})
+	defer n.Close()
+	room := arEntryAt(t, a, "n").Offset - arEntryAt(t, a, "w").Offset
+	for round := range 20 {
+		if w == nil {
+			w = mustIn(t, OpenDistinctWindow, a.Place("w"), wcfg)
+		}
+		for end := time.Now().Add(3 * time.Millisecond); time.Now().Before(end); {
+			w.AddString("k")
+		}
+		w.Close()
+		w = nil
+		if err := a.Remove("w"); err != nil {
+			t.Fatal(err)
+		}
+		c := mustIn(t, OpenCountMin, a.Place("c"), CountMinConfig{Rows: 2, Width: 512})
+		if e := arEntryAt(t, a, "c"); e.Bytes > room {
+			t.Fatalf("the sketch needs %d bytes, the room has %d", e.Bytes, room)
+		}
+		for range 100 {
+			c.AddString("x")
+			n.AddString("y")
+		}
+		time.Sleep(3 * time.Millisecond) // any clear ahead had its time
+		if got := c.EstimateString("x"); got != 100 {
+			t.Fatalf("round %d: the sketch in the window's room: Estimate(x) = %d, want 100", round, got)
+		}
+		if got := n.EstimateString("y"); got != uint64(100*(round+1)) {
+			t.Fatalf("round %d: the neighbour: Estimate(y) = %d, want %d", round, got, 100*(round+1))
+		}
+		c.Close()
+		if err := a.Remove("c"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := a.Check(); err != nil {
+		t.Errorf("Check = %v", err)
+	}
+}
+
+// TestReview_RemoveCreateManyTimes: names removed and created again
+// thousands of times, with configs of three sizes, reuse rooms instead of
+// spending the directory or the file: no ErrArenaFull, and the directory
+// holds a bounded number of entries.
+func TestReview_RemoveCreateManyTimes(t *testing.T) {
+	a := mustOpenArena(t, tempPath(t, "arena"), 256<<10)
+	widths := []int{64, 256, 1024}
+	held := map[string]*CountMin{}
+	for i := range 3000 {
+		name := fmt.Sprint("n", i%3)
+		if c := held[name]; c != nil {
+			c.Close()
+			if err := a.Remove(name); err != nil {
+				t.Fatalf("cycle %d: Remove(%s) = %v", i, name, err)
+			}
+		}
+		c, err := OpenCountMin(a.Place(name), CountMinConfig{Rows: 2, Width: widths[(i/3+i%3)%3]})
+		if err != nil {
+			t.Fatalf("cycle %d: create %s: %v (stats %+v)", i, name, err, a.Stats())
+		}
+		c.AddString(name)
+		held[name] = c
+	}
+	st := a.Stats()
+	if st.Entries != 3 || st.Entries+st.Removed > 12 {
+		t.Errorf("Stats = %+v: want 3 structures, in at most 12 directory entries", st)
+	}
+	for name, c := range held {
+		if got := c.EstimateString(name); got != 1 {
+			t.Errorf("%s: Estimate = %d, want 1", name, got)
+		}
+		c.Close()
+	}
+	if err := a.Check(); err != nil {
+		t.Errorf("Check = %v", err)
+	}
+}
+
+// TestReview_RemoveFrozenByStructure: Freeze of one structure seals the
+// whole arena: Remove through a read-write handle is then ErrFrozen and
+// removes nothing, a create is ErrFrozen, and a snapshot of the sealed
+// arena with a removed entry leaves it out and checks clean.
+func TestReview_RemoveFrozenByStructure(t *testing.T) {
+	a := mustOpenArena(t, tempPath(t, "arena"), 1<<20)
+	for _, name := range []string{"a", "b", "c"} {
+		c := mustIn(t, OpenCountMin, a.Place(name), CountMinConfig{Rows: 2, Width: 64})
+		c.AddString(name)
+		c.Close()
+	}
+	if err := a.Remove("b"); err != nil {
+		t.Fatal(err)
+	}
+	c := mustIn(t, OpenCountMin, a.Place("c"), CountMinConfig{})
+	if err := c.Freeze(); err != nil {
+		t.Fatal(err)
+	}
+	c.Close()
+	if err := a.Remove("a"); !errors.Is(err, ErrFrozen) {
+		t.Errorf("Remove on a sealed arena = %v, want ErrFrozen", err)
+	}
+	arEntryAt(t, a, "a")
+	if _, err := OpenBloom(a.Place("b"), BloomConfig{Capacity: 10}); !errors.Is(err, ErrFrozen) {
+		t.Errorf("a create in a sealed arena = %v, want ErrFrozen", err)
+	}
+	s, err := a.Snapshot(Path(filepath.Join(t.TempDir(), "snap")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if got := s.List(); len(got) != 2 || got[0].Name != "a" || got[1].Name != "c" {
+		t.Errorf("the snapshot lists %+v, want a and c", got)
+	}
+	if err := s.Check(); err != nil {
+		t.Errorf("the snapshot's Check = %v", err)
 	}
 }
