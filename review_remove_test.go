@@ -383,3 +383,80 @@ func reviewCreateChild(kind string) {
 	}
 	os.Exit(0)
 }
+
+// TestReview_RemoveKilledBeforeCountStep: a process killed after a
+// reuse's last state store (the slot live under its new name) and before
+// the change count's step leaves the count where a handle that read the
+// directory during the reuse (the slot "being reused") last saw it. That
+// handle must still find the new structure by its name instead of
+// writing a second entry of that name, which makes every later open of
+// the arena ErrCorrupt. The kill is reproduced by taking the last step
+// back.
+func TestReview_RemoveKilledBeforeCountStep(t *testing.T) {
+	path := tempPath(t, "arena")
+	a := mustOpenArena(t, path, 1<<20)
+	mustIn(t, OpenCountMin, a.Place("x"), CountMinConfig{Rows: 4, Width: 1024}).Close()
+	mustIn(t, OpenBloom, a.Place("y"), BloomConfig{Capacity: 100}).Close()
+	b := mustOpenArena(t, path, 0)
+	if err := a.Remove("x"); err != nil {
+		t.Fatal(err)
+	}
+	arenaCreateHook = func() { b.List() } // b reads the slot being reused
+	defer func() { arenaCreateHook = nil }()
+	z := mustIn(t, OpenBloom, a.Place("z"), BloomConfig{Capacity: 100})
+	arenaCreateHook = nil
+	defer z.Close()
+	z.AddString("k")
+	atomic.AddUint32(dirGenWord(a.m.data), ^uint32(0)) // killed before the last step
+
+	zb, err := OpenBloom(b.Place("z"), BloomConfig{Capacity: 100})
+	if err != nil {
+		t.Fatalf("OpenBloom(z) through the handle that read the reuse: %v", err)
+	}
+	defer zb.Close()
+	if !zb.ContainsString("k") {
+		t.Error("the handle that read the reuse opened another z than the one its name holds")
+	}
+	c, err := OpenArena(Path(path), 0)
+	if err != nil {
+		t.Fatalf("OpenArena afterwards: %v", err)
+	}
+	defer c.Close()
+	if n := len(c.List()); n != 2 {
+		t.Errorf("the arena lists %d structures, want 2 (y, z): %+v", n, c.List())
+	}
+}
+
+// TestReview_RemoveKilledBeforeCountStepRemove: the same for a Remove
+// killed after its state store and before the count's step: a handle
+// that read the directory before sees the name gone when it looks under
+// the lock (Remove again is fs.ErrNotExist) and opens the name as a new
+// structure, instead of failing or opening the removed one.
+func TestReview_RemoveKilledBeforeCountStepRemove(t *testing.T) {
+	path := tempPath(t, "arena")
+	a := mustOpenArena(t, path, 1<<20)
+	x := mustIn(t, OpenCountMin, a.Place("x"), CountMinConfig{Rows: 2, Width: 64})
+	x.AddString("old")
+	x.Close()
+	b := mustOpenArena(t, path, 0)
+	arEntryAt(t, b, "x")
+	if err := a.Remove("x"); err != nil {
+		t.Fatal(err)
+	}
+	atomic.AddUint32(dirGenWord(a.m.data), ^uint32(0)) // killed before the step
+
+	if err := b.Remove("x"); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("Remove(x) again through the handle that read it live = %v, want fs.ErrNotExist", err)
+	}
+	c, err := OpenCountMin(b.Place("x"), CountMinConfig{Rows: 2, Width: 64})
+	if err != nil {
+		t.Fatalf("OpenCountMin(x) through the handle that read it live: %v", err)
+	}
+	defer c.Close()
+	if got := c.EstimateString("old"); got != 0 {
+		t.Errorf("the x opened after the removal counts the removed one's key: Estimate = %d, want 0", got)
+	}
+	if n := len(a.List()); n != 1 {
+		t.Errorf("the arena lists %+v, want the new x alone", a.List())
+	}
+}
