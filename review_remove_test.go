@@ -460,3 +460,41 @@ func TestReview_RemoveKilledBeforeCountStepRemove(t *testing.T) {
 		t.Errorf("the arena lists %+v, want the new x alone", a.List())
 	}
 }
+
+// TestReview_RemoveInspect: Inspect, List, Stats and Check agree after
+// removes and a reuse, with a distinct window among the structures: the
+// live ones in directory order (the reused slot where the removed one
+// was), the removed entry counted once, nothing else.
+func TestReview_RemoveInspect(t *testing.T) {
+	path := tempPath(t, "arena")
+	a := mustOpenArena(t, path, 1<<20)
+	mustIn(t, OpenCountMin, a.Place("x"), CountMinConfig{Rows: 4, Width: 1024}).Close()
+	mustIn(t, OpenDistinctWindow, a.Place("y"), DistinctWindowConfig{Window: Window{Keep: 2}, Distinct: DistinctConfig{Precision: 8}}).Close()
+	mustIn(t, OpenCountMin, a.Place("z"), CountMinConfig{Rows: 2, Width: 64}).Close()
+	for _, n := range []string{"x", "z"} {
+		if err := a.Remove(n); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mustIn(t, OpenBloom, a.Place("w"), BloomConfig{Capacity: 100}).Close()
+	fi, err := Inspect(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, e := range fi.Entries {
+		got = append(got, e.Name+":"+e.Kind)
+	}
+	var listed []string
+	for _, e := range a.List() {
+		listed = append(listed, e.Name+":"+string(e.Kind))
+	}
+	want := "[w:bloom y:distinctwindow]"
+	if fmt.Sprint(got) != want || fmt.Sprint(listed) != want || fi.Removed != 1 {
+		t.Errorf("Inspect: %v, %d removed; List: %v; want %s and 1 removed", got, fi.Removed, listed, want)
+	}
+	arWantStats(t, a, 2, 1, 1)
+	if err := a.Check(); err != nil {
+		t.Errorf("Check = %v", err)
+	}
+}
