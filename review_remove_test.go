@@ -498,3 +498,59 @@ func TestReview_RemoveInspect(t *testing.T) {
 		t.Errorf("Check = %v", err)
 	}
 }
+
+// TestReview_RemoveWhileOtherMappingAdds: a goroutine adds through a
+// handle opened from another arena handle of this process (its own
+// mapping and descriptor, as another process has) while the name is
+// removed and structures are created and removed again in a loop: none
+// is created in the held room, and each counts exactly its own adds.
+func TestReview_RemoveWhileOtherMappingAdds(t *testing.T) {
+	path := tempPath(t, "arena")
+	a1 := mustOpenArena(t, path, 1<<20)
+	a2 := mustOpenArena(t, path, 0)
+	x := mustIn(t, OpenCountMin, a2.Place("x"), CountMinConfig{Rows: 2, Width: 512})
+	mustIn(t, OpenBloom, a1.Place("after"), BloomConfig{Capacity: 10}).Close()
+	held := arEntryAt(t, a1, "x").Offset
+	var stop atomic.Bool
+	var adds atomic.Uint64
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for !stop.Load() {
+			x.AddString("x")
+			adds.Add(1)
+		}
+	}()
+	if err := a1.Remove("x"); err != nil {
+		t.Fatal(err)
+	}
+	for round := range 200 {
+		name := fmt.Sprint("n", round%2)
+		c := mustIn(t, OpenCountMin, a1.Place(name), CountMinConfig{Rows: 2, Width: 256})
+		if off := arEntryAt(t, a1, name).Offset; off == held {
+			t.Fatalf("round %d: %s was created in the room a handle of another mapping holds", round, name)
+		}
+		c.AddString("k")
+		if got := c.EstimateString("k"); got != 1 {
+			t.Fatalf("round %d: Estimate(k) = %d, want 1", round, got)
+		}
+		if got := c.EstimateString("x"); got != 0 {
+			t.Fatalf("round %d: the new sketch counts %d of the removed one's adds", round, got)
+		}
+		c.Close()
+		if err := a1.Remove(name); err != nil {
+			t.Fatal(err)
+		}
+	}
+	stop.Store(true)
+	<-done
+	if got, want := x.EstimateString("x"), adds.Load(); got != want {
+		t.Errorf("the removed sketch: Estimate(x) = %d, want its %d adds", got, want)
+	}
+	x.Close()
+	c := mustIn(t, OpenCountMin, a1.Place("n9"), CountMinConfig{Rows: 2, Width: 256})
+	defer c.Close()
+	if off := arEntryAt(t, a1, "n9").Offset; off != held {
+		t.Errorf("after the holder's Close a create went to %d, want the freed room at %d", off, held)
+	}
+}
