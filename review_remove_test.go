@@ -554,3 +554,43 @@ func TestReview_RemoveWhileOtherMappingAdds(t *testing.T) {
 		t.Errorf("after the holder's Close a create went to %d, want the freed room at %d", off, held)
 	}
 }
+
+// TestReview_SnapshotAfterKilledReuse: a snapshot taken through a handle
+// that read the directory during a reuse whose process was killed before
+// the change count's step copies the structure the reuse made, as a
+// snapshot through any other handle does, instead of leaving it out.
+func TestReview_SnapshotAfterKilledReuse(t *testing.T) {
+	path := tempPath(t, "arena")
+	a := mustOpenArena(t, path, 1<<20)
+	mustIn(t, OpenCountMin, a.Place("x"), CountMinConfig{Rows: 4, Width: 1024}).Close()
+	mustIn(t, OpenBloom, a.Place("y"), BloomConfig{Capacity: 100}).Close()
+	b := mustOpenArena(t, path, 0)
+	if err := a.Remove("x"); err != nil {
+		t.Fatal(err)
+	}
+	arenaCreateHook = func() { b.List() } // b reads the slot being reused
+	defer func() { arenaCreateHook = nil }()
+	z := mustIn(t, OpenBloom, a.Place("z"), BloomConfig{Capacity: 100})
+	arenaCreateHook = nil
+	z.AddString("k")
+	z.Close()
+	atomic.AddUint32(dirGenWord(a.m.data), ^uint32(0)) // killed before the last step
+
+	s, err := b.Snapshot(Path(filepath.Join(t.TempDir(), "snap")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	var names []string
+	for _, e := range s.List() {
+		names = append(names, e.Name)
+	}
+	if fmt.Sprint(names) != "[z y]" {
+		t.Fatalf("the snapshot lists %v, want [z y]", names)
+	}
+	sz := mustIn(t, OpenBloom, s.Place("z"), BloomConfig{}, ReadOnly())
+	defer sz.Close()
+	if !sz.ContainsString("k") {
+		t.Error("the snapshot's z lacks its key")
+	}
+}
