@@ -5,6 +5,8 @@ package sketch
 import (
 	"errors"
 	"fmt"
+	"os"
+	"os/exec"
 	"path/filepath"
 	"sync"
 	"sync/atomic"
@@ -301,4 +303,53 @@ func TestReview_DistinctWindowReadOnlyClock(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestReview_DistinctWindowCacheOtherProcess: a handle's cached Count
+// follows what another process did since (adds, then a turn, then adds
+// again): after each step it equals the Count of a handle opened afresh.
+func TestReview_DistinctWindowCacheOtherProcess(t *testing.T) {
+	if step := os.Getenv("SKETCH_REVIEW_DW_STEP"); step != "" {
+		reviewDistinctWindowChild(step)
+		return
+	}
+	exe := selfExe(t)
+	path := filepath.Join(t.TempDir(), "dw")
+	w := mustIn(t, OpenDistinctWindow, Path(path), dwCfg(10, 2))
+	addRange(t, w, 0, 100)
+	for _, step := range []string{"add", "rotate", "add", "rotate", "rotate", "add"} {
+		before := w.Count() // cached from here
+		cmd := exec.CommandContext(childContext(t), exe, "-test.run=^TestReview_DistinctWindowCacheOtherProcess$")
+		cmd.Env = append(os.Environ(), "SKETCH_REVIEW_DW_STEP="+step, envPath+"="+path)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("child %s: %v\n%s", step, err, out)
+		}
+		fresh := mustIn(t, OpenDistinctWindow, Path(path), DistinctWindowConfig{}, ReadOnly())
+		want, wantP := fresh.CountCovered()
+		fresh.Close()
+		if got, p := w.CountCovered(); got != want || p != wantP {
+			t.Fatalf("after another process's %s: CountCovered() = %d, %+v (was %d); a fresh handle: %d, %+v", step, got, p, before, want, wantP)
+		}
+		if got := w.Count(); step == "add" && got <= before {
+			t.Fatalf("after another process added 300 new keys, Count() = %d, was %d", got, before)
+		}
+	}
+}
+
+// reviewDistinctWindowChild adds 300 new keys to the window, or turns it.
+func reviewDistinctWindowChild(step string) {
+	w, err := OpenDistinctWindow(Path(os.Getenv(envPath)), DistinctWindowConfig{})
+	if err == nil {
+		if step == "rotate" {
+			err = w.Rotate()
+		} else {
+			err = distinctAddKeys(w, 1000+int(w.Current())*300, 300)
+		}
+		w.Close()
+	}
+	if err != nil {
+		fmt.Println(err)
+		os.Exit(2)
+	}
+	os.Exit(0)
 }
