@@ -62,10 +62,10 @@ func TestReview_DistinctWindowCacheAcrossHandles(t *testing.T) {
 // the epoch, a clear under a token that does not exist, registers past
 // the largest rank, huge epoch, latest and frozen words) makes no call
 // panic or hang; an add past the largest period a window holds is
-// ErrCorrupt, and Check finds registers past the largest rank. (An add
-// in a Rotate window whose current slot names a later period goes to the
-// period after the epoch's, which no read covers until a Rotate: not
-// asserted, as the words are damaged.)
+// ErrCorrupt, and so is an add in a Rotate window whose current slot
+// names a later period (it went, with no error, to the period after the
+// epoch's, which no read covers until a Rotate); Check finds registers
+// past the largest rank.
 func TestReview_DistinctWindowCrafted(t *testing.T) {
 	type craft struct {
 		name    string
@@ -77,7 +77,7 @@ func TestReview_DistinctWindowCrafted(t *testing.T) {
 	crafts := []craft{
 		{"slot ahead", Window{Keep: 2}, func(w *DistinctWindow) {
 			atomic.StoreUint64(w.ctl.word(w.ctl.slotOf(w.ctl.current())), heldWord(w.ctl.current()+6))
-		}, nil, nil},
+		}, ErrCorrupt, nil},
 		{"clearing by no token", Window{Keep: 2}, func(w *DistinctWindow) {
 			atomic.StoreUint64(w.ctl.word(w.ctl.slotOf(w.ctl.current())), clearingWord(w.ctl.current(), wsIDMask))
 		}, nil, nil},
