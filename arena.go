@@ -209,7 +209,11 @@ func (a *Arena) structure(name string, sp spec, specErr error, exact *entry) (*m
 	for try := 0; ; try++ {
 		e, room, err := a.find(name, sp, exact)
 		if err == errRoomMoved && try < 1000 {
-			continue // removed (and maybe reused) between the look and the hold
+			// Removed (and maybe reused) between the look and the hold,
+			// or the change count wrapped over a changed directory (see
+			// lookupLocked): look again at the whole directory.
+			a.synced = false
+			continue
 		}
 		if err == nil {
 			if err = a.matches(e, sp); err == nil {
@@ -276,6 +280,54 @@ func (a *Arena) lookup(name string) (entry, uint32, bool, error) {
 	return entry{}, 0, false, nil
 }
 
+// lookupLocked is lookup for a caller that holds the write lock and is
+// about to change the directory by what it finds: it checks the handle's
+// copy of the directory against every slot, and reads the whole
+// directory again when one differs. The change count is 32 bits: after
+// 2^32 changes it says again what it said at a handle's last look, over
+// another directory, and a create or a Remove trusting that copy would
+// write a name twice or remove another structure. Under the lock nothing
+// moves, so the check is exact.
+func (a *Arena) lookupLocked(name string) (entry, uint32, bool, error) {
+	e, i, found, err := a.lookup(name)
+	if err != nil || a.copyHolds() {
+		return e, i, found, err
+	}
+	a.synced = false
+	return a.lookup(name)
+}
+
+// copyHolds reports whether each directory slot holds what the handle's
+// copy has for it: the same state, and for a live entry the same words
+// but the checksum's, compared without hashing (a removed entry's other
+// words are read again before its room is weighed: rereadRemoved). The
+// caller holds the write lock.
+func (a *Arena) copyHolds() bool {
+	var c, want [entrySize]byte
+	for i, e := range a.lay.entries {
+		state, err := a.lay.readSlot(a.m.data, uint32(i), &c)
+		if err != nil || state != e.state {
+			return false
+		}
+		if !e.live() {
+			continue
+		}
+		clear(want[:])
+		native.PutUint32(want[entKind:], e.kind)
+		native.PutUint32(want[entFlags:], state)
+		native.PutUint64(want[entOff:], e.off)
+		native.PutUint64(want[entSize:], e.size)
+		for k, p := range e.params {
+			native.PutUint64(want[entParams+8*k:], p)
+		}
+		copy(want[entName:entName+entNameSize], e.name)
+		if [entChecksum]byte(c[:entChecksum]) != [entChecksum]byte(want[:entChecksum]) {
+			return false
+		}
+	}
+	return true
+}
+
 // countWord is the directory's entry count, which creates raise with a
 // release store after writing the entry it covers.
 func (a *Arena) countWord() *uint32 {
@@ -338,7 +390,7 @@ func (a *Arena) create(name string, sp spec) (entry, *roomHold, error) {
 		return entry{}, nil, err
 	}
 	a.m.lk.lock()
-	e, i, found, err := a.lookup(name)
+	e, i, found, err := a.lookupLocked(name)
 	if err == nil && !found {
 		err = a.rereadRemoved()
 	}
@@ -554,7 +606,7 @@ func (a *Arena) Remove(name string) error {
 		return err
 	}
 	a.m.lk.lock()
-	e, i, found, err := a.lookup(name)
+	e, i, found, err := a.lookupLocked(name)
 	switch {
 	case err != nil:
 	case atomic.LoadUint32(a.sealed) != 0:

@@ -29,6 +29,10 @@ func (a *Arena) Snapshot(at Place, opts ...Option) (*Arena, error) {
 		return nil, a.closedErr("snapshot")
 	}
 	a.mu.Lock()
+	// The whole directory, not the entries the change count says moved:
+	// a reuser killed before the count's step leaves a slot this handle
+	// may have read as being reused, and a copy costs more than the read.
+	a.synced = false
 	err := a.refresh()
 	src := a.lay
 	src.entries = slices.Clone(a.lay.entries)
@@ -107,6 +111,10 @@ func (a *Arena) copyEntry(e entry, dst []byte) error {
 		s, err = asCopier(OpenCountMinWindow(at, CountMinWindowConfig{}))
 	case kindBloomWindow:
 		s, err = asCopier(OpenBloomWindow(at, BloomWindowConfig{}))
+	case kindDistinct:
+		s, err = asCopier(OpenDistinct(at, DistinctConfig{}))
+	case kindDistinctWindow:
+		s, err = asCopier(OpenDistinctWindow(at, DistinctWindowConfig{}))
 	default:
 		err = fmt.Errorf("%w: %s has no snapshot", ErrInvalidArgument, kindName(e.kind))
 	}

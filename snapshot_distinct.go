@@ -95,3 +95,11 @@ func (w *DistinctWindow) maxCovered(dst []byte) (Periods, error) {
 	*wordAt(dst, 0) = changes
 	return p, err
 }
+
+// copyRegion is windowBase.copyRegion for a distinct window: each covered
+// slot's change count and registers. An arena's snapshot copies its
+// distinct windows so.
+func (w *DistinctWindow) copyRegion(dst []byte) error {
+	return w.windowBase.copyRegion(dst, windowControlBytes(w.win.Keep), distinctSlotBytes(w.slots[0].p),
+		func(s uint64) unsafe.Pointer { return unsafe.Pointer(w.slots[s].changes) })
+}

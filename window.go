@@ -356,7 +356,15 @@ func (c *windowCtl) useSlow(p uint64) (uint64, uint64, error) {
 			return 0, 0, err
 		}
 		c.refresh()
-		p = max(c.current(), p+1)
+		if c.clk == nil {
+			// Turned by Rotate alone: a slot serving a later period means
+			// the epoch moved, or damaged words (ErrCorrupt above); a
+			// later period than the epoch's would take adds no read
+			// covers.
+			p = c.current()
+		} else {
+			p = max(c.current(), p+1)
+		}
 	}
 }
 
