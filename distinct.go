@@ -278,8 +278,8 @@ func (d *Distinct) AddBatch(keys [][]byte) error {
 }
 
 // Count returns the estimated number of distinct keys added, rounded. It
-// walks the registers (2^p bytes: about 30 µs at precision 14, measured
-// by BenchmarkDistinct on a shared 2-core AMD EPYC) only when
+// walks the registers (2^p bytes: about 12 µs at precision 14, measured
+// by make bench-report on a 2-core AMD EPYC) only when
 // a register rose since this handle last walked them, which a change
 // count in the file tells, and otherwise costs two loads; as the count
 // grows, adds raise registers ever more rarely. A writer killed between
