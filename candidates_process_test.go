@@ -52,6 +52,9 @@ func childTopAdd() error {
 	return c.AddBatch(batch, nil)
 }
 
+// envTopPrefix is the prefix of a toploop child's keys.
+const envTopPrefix = "SKETCH_TEST_TOP_PREFIX"
+
 // childTopLoop adds keys of a Zipf stream with many admissions (a small
 // table, a flat stream) until it is killed.
 func childTopLoop() error {
@@ -61,9 +64,10 @@ func childTopLoop() error {
 	}
 	seed := uint64(os.Getpid())
 	z := rand.NewZipf(rand.New(rand.NewPCG(seed, seed)), 1.01, 1, 200_000)
+	prefix := []byte(os.Getenv(envTopPrefix))
 	var buf []byte
 	for {
-		buf = strconv.AppendUint(append(buf[:0], 'k'), z.Uint64(), 16)
+		buf = strconv.AppendUint(append(append(buf[:0], prefix...), 'k'), z.Uint64(), 16)
 		if _, err := c.Add(buf); err != nil {
 			return err
 		}
@@ -146,7 +150,9 @@ func TestCandidates_KillAdders(t *testing.T) {
 		ctx := childContext(t)
 		var hs []*helper
 		for i := range 2 {
-			hs = append(hs, startHelper(t, ctx, "", fmt.Sprintf("toploop %d.%d", round, i), "toploop", envs(envPath, path)))
+			// Each round's keys are new: they must be admitted, over the
+			// louder keys of the rounds before, while the kills come.
+			hs = append(hs, startHelper(t, ctx, "", fmt.Sprintf("toploop %d.%d", round, i), "toploop", envs(envPath, path, envTopPrefix, fmt.Sprint("r", round))))
 		}
 		// Kill once the children have added a while.
 		for want := c0.Stats().Total + 20_000 + uint64(round)*30_000; c0.Stats().Total < want; {

@@ -158,7 +158,9 @@ func runDemo(procs, adds int, duration time.Duration, path string) error {
 	ex := newDemoExact()
 	var wg sync.WaitGroup
 	errs := make(chan error, procs)
-	start := time.Now()
+	// The demo's first period is the one it starts in, read before the
+	// workers start (they may take a while to).
+	first, start := win.Current(), time.Now()
 	deadline := start.Add(duration).UnixNano()
 	for i := 0; i < procs; i++ {
 		cmd := exec.CommandContext(ctx, exe, demoWorkerCmd.name, path, strconv.Itoa(i), strconv.Itoa(adds), strconv.FormatInt(deadline, 10))
@@ -189,7 +191,7 @@ func runDemo(procs, adds int, duration time.Duration, path string) error {
 	for i := range keys {
 		keys[i] = []byte(clientAddr(uint64(i)))
 	}
-	v := &demoView{win: win, ids: ids, dw: dw, keys: keys, est: make([]uint64, universe), live: isTerminal(os.Stdout), start: start, first: win.Current()}
+	v := &demoView{win: win, ids: ids, dw: dw, keys: keys, est: make([]uint64, universe), live: isTerminal(os.Stdout), start: start, first: first}
 	tick := time.NewTicker(500 * time.Millisecond)
 	defer tick.Stop()
 	for running := true; running; {
