@@ -60,13 +60,7 @@ func (wc BloomWindowConfig) spec() (spec, error) {
 	if err := w.validate(); err != nil {
 		return spec{}, err
 	}
-	sp.match = func(e entry) error {
-		if e.params[4] != uint64(w.Period) || e.params[5] != uint64(w.Keep) {
-			have := Window{Period: time.Duration(e.params[4]), Keep: int(e.params[5])}
-			return fmt.Errorf("%w: asked for a window of %v, the file has %v", ErrIncompatible, w, have)
-		}
-		return matchBloom(e)
-	}
+	sp.match = matchWindow(w, 4, matchBloom)
 	if cfg.Capacity == 0 {
 		return sp, nil
 	}
@@ -83,7 +77,7 @@ func (wc BloomWindowConfig) spec() (spec, error) {
 
 func bloomWindowEntryConfig(e entry) any {
 	return BloomWindowConfig{
-		Window: Window{Period: time.Duration(e.params[4]), Keep: int(e.params[5])},
+		Window: storedWindow(e, 4),
 		Bloom:  BloomConfig{Capacity: e.params[0], FPRate: math.Float64frombits(e.params[1])},
 	}
 }
@@ -222,7 +216,7 @@ func newBloomWindow(m *mapping) (*BloomWindow, error) {
 	region := m.entryBytes()
 	base := unsafe.Pointer(&region[0])
 	blocks, k := m.ent.params[2], int(m.ent.params[3])
-	win := Window{Period: time.Duration(m.ent.params[4]), Keep: int(m.ent.params[5])}
+	win := storedWindow(m.ent, 4)
 	w := &BloomWindow{core: buildCores.bloom}
 	ctl := windowControlBytes(win.Keep)
 	slot := bloomBytes(blocks)

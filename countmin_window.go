@@ -74,22 +74,18 @@ func (wc CountMinWindowConfig) spec() (spec, error) {
 		params: [8]uint64{uint64(rows), uint64(width), uint64(w.Period), uint64(w.Keep), uint64(k), uint64(keyBytes)},
 		seed:   cfg.Seed,
 	}
-	sp.match = func(e entry) error {
-		if e.params[2] != uint64(w.Period) || e.params[3] != uint64(w.Keep) {
-			have := Window{Period: time.Duration(e.params[2]), Keep: int(e.params[3])}
-			return fmt.Errorf("%w: asked for a window of %v, the file has %v", ErrIncompatible, w, have)
-		}
+	sp.match = matchWindow(w, 2, func(e entry) error {
 		if explicit && (e.params[0] != uint64(rows) || e.params[1] != uint64(width)) {
 			return fmt.Errorf("%w: asked for %d x %d counters, the file has %d x %d", ErrIncompatible, rows, width, e.params[0], e.params[1])
 		}
 		return matchCandidates(e, 4, k, keyBytes, withCands)
-	}
+	})
 	return sp, nil
 }
 
 func countMinWindowEntryConfig(e entry) any {
 	return CountMinWindowConfig{
-		Window:   Window{Period: time.Duration(e.params[2]), Keep: int(e.params[3])},
+		Window:   storedWindow(e, 2),
 		CountMin: CountMinConfig{Rows: int(e.params[0]), Width: int(e.params[1]), Candidates: int(e.params[4]), CandidateKeyBytes: int(e.params[5])},
 	}
 }
@@ -231,7 +227,7 @@ func newCountMinWindow(m *mapping) (*CountMinWindow, error) {
 	region := m.entryBytes()
 	base := unsafe.Pointer(&region[0])
 	rows, width := int(m.ent.params[0]), int(m.ent.params[1])
-	win := Window{Period: time.Duration(m.ent.params[2]), Keep: int(m.ent.params[3])}
+	win := storedWindow(m.ent, 2)
 	w := &CountMinWindow{core: buildCores.countMin}
 	ctl := windowControlBytes(win.Keep)
 	slot := countMinSlotBytes(rows, width)

@@ -86,19 +86,8 @@ func (w *DistinctWindow) ExportRedisCovered() ([]byte, Periods, error) {
 	}
 	u := w.union.Get().([]uint64)
 	defer w.union.Put(u)
-	var p uint64
-	var err error
-	for try := 1; ; try++ {
-		p = w.ctl.currentRead()
-		if w.unionOf(p, u) {
-			break
-		}
-		if try == snapshotTries {
-			err = &windowTurnError{w.name(), try}
-			break
-		}
-		w.ctl.refresh()
-	}
+	clear(u)
+	per, err := w.foldCovered(func(s uint64) { w.raiseTo(u, s) }, func() { clear(u) })
 	if err != nil {
 		return nil, Periods{}, w.m.errorf("export", err)
 	}
@@ -106,5 +95,5 @@ func (w *DistinctWindow) ExportRedisCovered() ([]byte, Periods, error) {
 	if !w.open.Load() {
 		return nil, Periods{}, w.closedErr("export")
 	}
-	return out, w.covered(p), nil
+	return out, per, nil
 }

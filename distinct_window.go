@@ -59,13 +59,7 @@ func (wc DistinctWindowConfig) spec() (spec, error) {
 	if err := w.validate(); err != nil {
 		return spec{}, err
 	}
-	sp.match = func(e entry) error {
-		if e.params[2] != uint64(w.Period) || e.params[3] != uint64(w.Keep) {
-			have := Window{Period: time.Duration(e.params[2]), Keep: int(e.params[3])}
-			return fmt.Errorf("%w: asked for a window of %v, the file has %v", ErrIncompatible, w, have)
-		}
-		return matchDistinct(e)
-	}
+	sp.match = matchWindow(w, 2, matchDistinct)
 	sp.size = distinctWindowBytes(uint(dsp.params[0]), w.Keep)
 	sp.params = [8]uint64{dsp.params[0], dsp.params[1], uint64(w.Period), uint64(w.Keep)}
 	return sp, nil
@@ -73,7 +67,7 @@ func (wc DistinctWindowConfig) spec() (spec, error) {
 
 func distinctWindowEntryConfig(e entry) any {
 	return DistinctWindowConfig{
-		Window:   Window{Period: time.Duration(e.params[2]), Keep: int(e.params[3])},
+		Window:   storedWindow(e, 2),
 		Distinct: distinctEntryConfig(e).(DistinctConfig),
 	}
 }
@@ -204,7 +198,7 @@ func newDistinctWindow(m *mapping) (*DistinctWindow, error) {
 	region := m.entryBytes()
 	base := unsafe.Pointer(&region[0])
 	p := uint(m.ent.params[0])
-	win := Window{Period: time.Duration(m.ent.params[2]), Keep: int(m.ent.params[3])}
+	win := storedWindow(m.ent, 2)
 	w := &DistinctWindow{core: buildCores.distinct}
 	w.union.New = func() any { return make([]uint64, (uint64(1)<<p)/8) }
 	ctl := windowControlBytes(win.Keep)
@@ -386,14 +380,19 @@ func (w *DistinctWindow) changes(p uint64) (uint64, bool) {
 func (w *DistinctWindow) unionOf(p uint64, u []uint64) bool {
 	clear(u)
 	return w.ctl.readWindow(p, false, func(s uint64) bool {
-		l := &w.slots[s]
-		for i := range u {
-			if v := atomic.LoadUint64(l.word(uint64(i))); v != 0 {
-				u[i] = maxRegisters(u[i], v)
-			}
-		}
+		w.raiseTo(u, s)
 		return false
 	})
+}
+
+// raiseTo raises each register of u, words of a slot's size, to slot s's.
+func (w *DistinctWindow) raiseTo(u []uint64, s uint64) {
+	l := &w.slots[s]
+	for i := range u {
+		if v := atomic.LoadUint64(l.word(uint64(i))); v != 0 {
+			u[i] = maxRegisters(u[i], v)
+		}
+	}
 }
 
 // estimateOf estimates the count of registers u.

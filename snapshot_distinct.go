@@ -76,18 +76,11 @@ func (w *DistinctWindow) SnapshotCovered(at Place, opts ...Option) (*Distinct, P
 // slots' precision, to the covered slots' and adds up their change counts
 // in its change count.
 func (w *DistinctWindow) maxCovered(dst []byte) (Periods, error) {
-	regs := unsafe.Add(unsafe.Pointer(&dst[0]), distinctHeadBytes)
-	n := uintptr(w.slots[0].m() / 8)
+	regs := unsafe.Slice((*uint64)(unsafe.Pointer(&dst[distinctHeadBytes])), w.slots[0].m()/8)
 	var changes uint64
 	p, err := w.foldCovered(func(s uint64) {
-		l := &w.slots[s]
-		changes += atomic.LoadUint64(l.changes)
-		for i := uintptr(0); i < n; i++ {
-			if v := atomic.LoadUint64(l.word(uint64(i))); v != 0 {
-				r := (*uint64)(unsafe.Add(regs, i*8))
-				*r = maxRegisters(*r, v)
-			}
-		}
+		changes += atomic.LoadUint64(w.slots[s].changes)
+		w.raiseTo(regs, s)
 	}, func() {
 		clear(dst)
 		changes = 0

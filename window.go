@@ -106,6 +106,24 @@ func validateWindowParams(period, keep uint64) error {
 	return nil
 }
 
+// storedWindow is the window a kind's entry keeps, its period and keep in
+// params[at] and params[at+1].
+func storedWindow(e entry, at int) Window {
+	return Window{Period: time.Duration(e.params[at]), Keep: int(e.params[at+1])}
+}
+
+// matchWindow is the check every window kind's spec makes of a stored
+// entry when a Window was asked for: the stored window (params[at],
+// params[at+1]) must be w (ErrIncompatible), and then inner decides.
+func matchWindow(w Window, at int, inner func(entry) error) func(entry) error {
+	return func(e entry) error {
+		if have := storedWindow(e, at); have != w {
+			return fmt.Errorf("%w: asked for a window of %v, the file has %v", ErrIncompatible, w, have)
+		}
+		return inner(e)
+	}
+}
+
 func (w Window) String() string {
 	if w.Period == 0 {
 		return fmt.Sprintf("keep %d, turned by Rotate", w.Keep)

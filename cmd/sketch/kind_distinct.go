@@ -17,11 +17,7 @@ func (s *distinct) kind() string { return string(sketch.KindDistinct) }
 
 func (s *distinct) describe() string {
 	cfg := s.Config()
-	hash := "seeded hash"
-	if cfg.Redis {
-		hash = "Redis's hash"
-	}
-	return fmt.Sprintf("distinct count, %d registers, %s", 1<<cfg.Precision, hash)
+	return fmt.Sprintf("distinct count, %d registers, %s", 1<<cfg.Precision, hashName(cfg.Redis))
 }
 
 // add adds each key once: a weight changes nothing, as a key counts once.
@@ -54,6 +50,22 @@ func (s *distinct) query(keys [][]byte) []answer {
 // the true count is 95% of the time.
 func (s *distinct) count() distinctAnswer { return distinctAnswerOf(s.Count(), s.StdError()) }
 
+// hashName names a distinct count's hash in its description.
+func hashName(redis bool) string {
+	if redis {
+		return "Redis's hash"
+	}
+	return "seeded hash"
+}
+
+// hashRow is the hash row of a distinct count's stats.
+func hashRow(redis bool) string {
+	if redis {
+		return "Redis's MurmurHash64A (public: crafted keys can aim at it)"
+	}
+	return "seeded XXH3"
+}
+
 // distinctAnswerOf is count n with relative standard error e and its 95%
 // range.
 func distinctAnswerOf(n uint64, e float64) distinctAnswer {
@@ -78,15 +90,11 @@ func (a distinctAnswer) weight() uint64 { return a.Count }
 
 func (s *distinct) stats() ([][2]string, any) {
 	st := s.Stats()
-	hash := "seeded XXH3"
-	if st.Redis {
-		hash = "Redis's MurmurHash64A (public: crafted keys can aim at it)"
-	}
 	a := s.count()
 	return [][2]string{
 		{"kind", "distinct count (HyperLogLog, Ertl's estimator)"},
 		{"registers", fmt.Sprintf("%d (precision %d)", st.Registers, st.Precision)},
-		{"hash", hash},
+		{"hash", hashRow(st.Redis)},
 		{"bytes", fmt.Sprint(st.Bytes)},
 		{"distinct keys", a.text()},
 		{"std error", percent(st.StdError) + " relative"},

@@ -23,11 +23,7 @@ func (s *distinctWindow) kind() string { return string(sketch.KindDistinctWindow
 
 func (s *distinctWindow) describe() string {
 	cfg := s.Config()
-	hash := "seeded hash"
-	if cfg.Distinct.Redis {
-		hash = "Redis's hash"
-	}
-	return fmt.Sprintf("distinct window, %s, %d registers a period, %s", windowText(cfg.Window), 1<<cfg.Distinct.Precision, hash)
+	return fmt.Sprintf("distinct window, %s, %d registers a period, %s", windowText(cfg.Window), 1<<cfg.Distinct.Precision, hashName(cfg.Distinct.Redis))
 }
 
 // add adds each key once: a weight changes nothing, as a key counts once.
@@ -61,10 +57,6 @@ func (s *distinctWindow) state() (sketch.DistinctWindowStats, windowState) {
 
 func (s *distinctWindow) stats() ([][2]string, any) {
 	st, ws := s.state()
-	hash := "seeded XXH3"
-	if st.Redis {
-		hash = "Redis's MurmurHash64A (public: crafted keys can aim at it)"
-	}
 	slots := make([]windowSlot, len(st.Slots))
 	for i, sl := range st.Slots {
 		slots[i] = windowSlot{sl.State, sl.Period, fmt.Sprintf("about %s distinct keys, %d zero registers", estimated(sl.Estimate), sl.Zero)}
@@ -73,7 +65,7 @@ func (s *distinctWindow) stats() ([][2]string, any) {
 	return s.rows(ws,
 		[][2]string{
 			{"registers", fmt.Sprintf("%d a period (precision %d), %d slots", st.Registers, st.Precision, len(st.Slots))},
-			{"hash", hash},
+			{"hash", hashRow(st.Redis)},
 		},
 		[][2]string{
 			{"distinct keys", a.text() + " in the periods covered"},
