@@ -155,7 +155,7 @@ func BenchmarkCountMinWindowAllow(b *testing.B) {
 			withThreadCPU(b, func() {
 				for i := 0; b.Loop(); i++ {
 					d, _ := w.Allow(keys[i&mask], math.MaxUint64, count)
-					sum += d.Estimate
+					sum += d.Estimate()
 				}
 			})
 			benchSink.Add(sum)

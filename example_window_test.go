@@ -75,3 +75,35 @@ func ExampleCountMin_Merge() {
 	// Output:
 	// 42 1 43
 }
+
+// Allow counts a request and decides it against a limit in one call; a
+// refusal says how many turns (and, on a window that follows the clock,
+// how long) until one more request fits.
+func ExampleCountMinWindow_Allow() {
+	w, err := sketch.OpenCountMinWindow(sketch.Memory(), sketch.CountMinWindowConfig{Window: sketch.Window{Keep: 2}})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer w.Close()
+
+	client := []byte("10.0.0.7")
+	for range 3 {
+		d, _ := w.Allow(client, 3, false) // false: refused requests do not count
+		fmt.Println(d.Allowed(), d.Estimate())
+	}
+	d, _ := w.Allow(client, 3, false)
+	fmt.Println(d.Allowed(), d.Counted(), d.Estimate(), d.Turns())
+	w.Rotate() // the 3 requests are in the older period still
+	d, _ = w.Allow(client, 3, false)
+	fmt.Println(d.Allowed(), d.Turns())
+	w.Rotate() // now they have left the window
+	d, _ = w.Allow(client, 3, false)
+	fmt.Println(d)
+	// Output:
+	// true 1
+	// true 2
+	// true 3
+	// false false 3 2
+	// false 1
+	// allowed, counted: estimate 1 (low 0) in period 2
+}

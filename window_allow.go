@@ -8,34 +8,6 @@ import (
 	"unsafe"
 )
 
-// Decision is a rate limiter's answer for one request (CountMinWindow.Allow).
-type Decision struct {
-	// Allowed says whether the request is within the limit.
-	Allowed bool `json:"allowed"`
-	// Counted says whether the request was counted in the window: always
-	// when Allow counts refused requests; otherwise when it was allowed,
-	// and when it raced other processes past the limit (see Allow).
-	Counted bool `json:"counted"`
-	// Estimate is the key's count over the window, this request included
-	// when it was counted: never below the true count.
-	Estimate uint64 `json:"estimate"`
-	// Low is Estimate less the window's ErrorBound (at least 0): with the
-	// sketch's confidence the true count is at least Low.
-	Low uint64 `json:"low"`
-	// Turns, for a refused request, is how many turns of the period it
-	// takes until the periods still in the window hold at most limit-1
-	// for this key, so that one more request would be allowed unless more
-	// arrive meanwhile; 0 when allowed.
-	Turns int `json:"turns"`
-	// RetryAfter is when that is, on a window that follows the clock: the
-	// time until the Turns-th turn (never early: a Rotate can only bring
-	// a turn sooner). 0 when allowed, and on a window turned by Rotate
-	// alone.
-	RetryAfter time.Duration `json:"retry_after"`
-	// Periods are the periods the answer covered.
-	Periods Periods `json:"periods"`
-}
-
 // Allow counts a request for key and decides it against limit, the most
 // requests the key may make in the periods the window covers: allowed when
 // the key's estimate over the window, this request included, is at most
@@ -67,13 +39,13 @@ type Decision struct {
 // A refused decision says when to retry: Turns and RetryAfter, from the
 // key's count in each covered period. limit must be at least 1
 // (ErrInvalidArgument). In a window of two periods, Allow makes one pass
-// over the key's rows that reads, adds and decides, and costs about 1.35
-// Adds, with or without countRefused (BenchmarkCountMinWindowAllow: 72
-// against 53 ns of CPU a call; its answer, larger than Add's, is copied
-// through memory); a key near its limit may pay an Estimate more. Other
-// windows pay an Add and an Estimate after it, and without countRefused
-// one before. Low comes from the window's total as Total caches it, read
-// again once a timer says a millisecond has passed, without a clock read.
+// over the key's rows that reads, adds and decides, and costs about 1.15
+// Adds, with or without countRefused (BenchmarkCountMinWindowAllow: 56
+// against 48.5 ns of CPU a call, on both backends); a key near its limit
+// may pay an Estimate more. Other windows pay an Add and an Estimate after
+// it, and without countRefused one before. Low comes from the window's
+// total as Total caches it, read again once a timer says a millisecond has
+// passed, without a clock read.
 // A refusal also reads the clock (a handle's period moves by a timer,
 // which a loaded machine runs late: a refusal is never made in a period
 // the clock has left) and the key's count per period.
@@ -100,7 +72,7 @@ func (w *CountMinWindow) Allow(key []byte, limit uint64, countRefused bool) (Dec
 	if !w.open.Load() {
 		return Decision{}, w.closedErr("allow")
 	}
-	return Decision{Allowed: true, Counted: true, Estimate: est, Low: low, Periods: w.covered(winP)}, nil
+	return Decision{estimate: est, low: low, facts: winP<<decPeriodShift | decAllowed | decCounted}, nil
 }
 
 // allowRefused is Allow's error for a limit of 0 or a handle that cannot
@@ -161,7 +133,7 @@ func (w *CountMinWindow) decide(key []byte, lo, hi, limit uint64, countRefused b
 	if !w.open.Load() {
 		return Decision{}, w.closedErr("allow")
 	}
-	return Decision{Allowed: allowed, Counted: counted, Estimate: est, Low: low, Turns: turns, RetryAfter: after, Periods: w.covered(winP)}, nil
+	return newDecision(allowed, counted, est, low, turns, after, winP), nil
 }
 
 // allowPair is Allow's usual case, in a window of two periods whose slots
@@ -200,14 +172,14 @@ func (w *CountMinWindow) allowPair(key []byte, lo, hi, limit uint64, countRefuse
 	if !countRefused {
 		fit = limit // read first, counted only when it fits
 	}
-	before, other, otherLast, curMin, curLast, added := allowCells(&w.slots[t], &w.slots[s], lo, hi, fit)
+	est, lastFits, added := allowCells(&w.slots[t], &w.slots[s], lo, hi, fit, limit)
 	held := c.held(t, p-1) && c.held(s, p)
 	if !added {
 		// Refused uncounted, unless the period turned under the read:
 		// then nothing was written, and the long way starts again.
-		return before, p, false, false, held
+		return est, p, false, false, held
 	}
-	est, winP = satAdd(other, curMin), p
+	winP = p
 	if w.top != nil {
 		w.feed(lo, hi, unsafe.String(unsafe.SliceData(key), len(key)), est, p)
 	}
@@ -216,7 +188,7 @@ func (w *CountMinWindow) allowPair(key []byte, lo, hi, limit uint64, countRefuse
 		// The period turned under the add: this read, after it, is the
 		// read again.
 		est, winP = w.estimate(lo, hi)
-	case satAdd(otherLast, curLast) <= limit && c.current() == p:
+	case lastFits && c.current() == p:
 		return est, p, true, true, true
 	case est <= limit:
 		est, winP = w.estimateOne(lo, hi)
@@ -254,17 +226,17 @@ func (w *CountMinWindow) allowLong(key []byte, lo, hi, limit uint64, countRefuse
 }
 
 // allowCells is Allow's pass over the key's rows in a window of two
-// slots. It loads the key's counters in other and cur: before is the
-// key's estimate over both, and cur's lines are on their way before its
-// atomic adds, which wait for every earlier load (as in readThenAdd).
-// When before is below fit it adds 1 to cur's counters from the first row
-// to the last, as every add does (added): otherEst is the key's estimate
-// in other as loaded before the add, curMin the least of its new counters
-// in cur and curLast the new counter of cur's last row; otherLast is the
-// key's counter in other's last row, loaded again after the add (one
-// load, in the caches). Results come back in registers: a struct returned
-// through memory costs its caller a stall on the copy.
-func allowCells(other, cur *cmsLayout, lo, hi, fit uint64) (before, otherEst, otherLast, curMin, curLast uint64, added bool) {
+// slots. It loads the key's counters in other and cur, whose lines are on
+// their way before its atomic adds, which wait for every earlier load (as
+// in readThenAdd). When the key's estimate over both is below fit it adds
+// 1 to cur's counters from the first row to the last, as every add does
+// (added), and returns the key's estimate after the add: other's as
+// loaded before it plus the least of cur's new counters. lastFits says
+// whether cur's new counter in the last row, plus other's counter in that
+// row loaded again after the add (one load, in the caches), is at most
+// limit. When it does not add, est is the estimate it read. Results come
+// back in registers, few enough that its caller spills none.
+func allowCells(other, cur *cmsLayout, lo, hi, fit, limit uint64) (est uint64, lastFits, added bool) {
 	h2 := hi | 1
 	oe, ce := ^uint64(0), ^uint64(0)
 	ro, rc := other.cells, cur.cells
@@ -279,31 +251,30 @@ func allowCells(other, cur *cmsLayout, lo, hi, fit uint64) (before, otherEst, ot
 		rc = unsafe.Add(rc, rowBytes)
 		x += h2
 	}
-	otherEst = min(oe, maxCount)
-	before = satAdd(otherEst, min(ce, maxCount))
-	if before >= fit {
-		return before, otherEst, 0, 0, 0, false
+	oe = min(oe, maxCount)
+	if before := satAdd(oe, min(ce, maxCount)); before >= fit {
+		return before, false, false
 	}
 	otherAt := (*uint64)(unsafe.Add(ro, off-rowBytes)) // other's counter in the last row
 	rc = unsafe.Add(rc, -rows*int(rowBytes))
-	x, curMin = lo, ^uint64(0)
+	x, ce = lo, ^uint64(0)
 	for range rows - 1 {
 		c := (*uint64)(unsafe.Add(rc, uintptr(spread(x)&mask)*8))
 		v := atomic.AddUint64(c, 1)
 		if v > maxCount {
 			v = clampCell(c)
 		}
-		curMin = min(curMin, v)
+		ce = min(ce, v)
 		rc = unsafe.Add(rc, rowBytes)
 		x += h2
 	}
 	last := (*uint64)(unsafe.Add(rc, off))
-	if curLast = atomic.AddUint64(last, 1); curLast > maxCount {
+	curLast := atomic.AddUint64(last, 1)
+	if curLast > maxCount {
 		curLast = clampCell(last)
 	}
-	curMin = min(curMin, curLast)
-	otherLast = min(atomic.LoadUint64(otherAt), maxCount)
-	return before, otherEst, otherLast, curMin, curLast, true
+	otherLast := min(atomic.LoadUint64(otherAt), maxCount)
+	return satAdd(oe, min(ce, curLast)), satAdd(otherLast, curLast) <= limit, true
 }
 
 // retry returns how many turns it takes until the periods still in the

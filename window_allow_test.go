@@ -19,7 +19,6 @@ import (
 	"time"
 	"unsafe"
 
-	"github.com/google/go-cmp/cmp"
 	"golang.org/x/sys/unix"
 )
 
@@ -57,13 +56,13 @@ func TestCountMinWindow_Allow(t *testing.T) {
 					w.Rotate()
 				}
 				for range n {
-					if d, err := w.Allow(key, limit, countRefused); err != nil || !d.Allowed || !d.Counted || d.Turns != 0 || d.RetryAfter != 0 {
+					if d, err := w.Allow(key, limit, countRefused); err != nil || !d.Allowed() || !d.Counted() || d.Turns() != 0 || d.RetryAfter() != 0 {
 						t.Fatalf("period %d: Allow = %+v, %v, want allowed and counted", p, d, err)
 					}
 				}
 			}
 			d, err := w.Allow(key, limit, countRefused)
-			if err != nil || d.Allowed {
+			if err != nil || d.Allowed() {
 				t.Fatalf("request 6 of limit 5: Allow = %+v, %v, want refused", d, err)
 			}
 			wantEst := uint64(5)
@@ -72,36 +71,36 @@ func TestCountMinWindow_Allow(t *testing.T) {
 			}
 			// The window holds 2+2+1 (+1): one turn drops period 0's 2,
 			// leaving 3 (4), under the limit: one more fits.
-			if d.Counted != countRefused || d.Estimate != wantEst || d.Turns != 1 || d.Periods != (Periods{Oldest: 0, Current: 2}) {
+			if d.Counted() != countRefused || d.Estimate() != wantEst || d.Turns() != 1 || d.Period() != 2 {
 				t.Fatalf("refusal = %+v, want counted %v, estimate %d, 1 turn, periods 0-2", d, countRefused, wantEst)
 			}
-			if d.Low > d.Estimate || d.Estimate-d.Low != w.ErrorBound() && d.Low != 0 {
-				t.Fatalf("Low %d: not Estimate %d less ErrorBound %d", d.Low, d.Estimate, w.ErrorBound())
+			if d.Low() > d.Estimate() || d.Estimate()-d.Low() != w.ErrorBound() && d.Low() != 0 {
+				t.Fatalf("Low %d: not Estimate %d less ErrorBound %d", d.Low(), d.Estimate(), w.ErrorBound())
 			}
 			if got := w.Estimate(key); got != wantEst {
 				t.Fatalf("Estimate after the refusal = %d, want %d", got, wantEst)
 			}
 			w.Rotate()
-			if d, err := w.Allow(key, limit, countRefused); err != nil || !d.Allowed {
+			if d, err := w.Allow(key, limit, countRefused); err != nil || !d.Allowed() {
 				t.Fatalf("after the turn the refusal named: Allow = %+v, %v, want allowed", d, err)
 			}
 			// Everything in the newest period: it takes every turn.
 			for i := 0; ; i++ {
-				if d, _ = w.Allow(key, limit, countRefused); !d.Allowed {
+				if d, _ = w.Allow(key, limit, countRefused); !d.Allowed() {
 					break
 				}
 				if i > limit {
 					t.Fatalf("%d requests past the limit allowed", i)
 				}
 			}
-			if d.Turns < 1 || d.Turns > 3 {
-				t.Fatalf("Turns = %d, want 1 to Keep", d.Turns)
+			if d.Turns() < 1 || d.Turns() > 3 {
+				t.Fatalf("Turns = %d, want 1 to Keep", d.Turns())
 			}
-			for range d.Turns {
+			for range d.Turns() {
 				w.Rotate()
 			}
-			if d, err := w.Allow(key, limit, countRefused); err != nil || !d.Allowed {
-				t.Fatalf("after the %d turns named: Allow = %+v, %v, want allowed", d.Turns, d, err)
+			if d, err := w.Allow(key, limit, countRefused); err != nil || !d.Allowed() {
+				t.Fatalf("after the %d turns named: Allow = %+v, %v, want allowed", d.Turns(), d, err)
 			}
 			if _, err := w.Allow(key, 0, countRefused); !errors.Is(err, ErrInvalidArgument) {
 				t.Fatalf("limit 0: %v, want ErrInvalidArgument", err)
@@ -125,7 +124,7 @@ func TestCountMinWindow_AllowRetryAfter(t *testing.T) {
 	defer w.Close()
 	key := []byte("k")
 	var d Decision
-	for i := 0; d.Allowed || d.Estimate == 0; i++ {
+	for i := 0; d.Allowed() || d.Estimate() == 0; i++ {
 		if d, err = w.Allow(key, 3, false); err != nil {
 			t.Fatal(err)
 		}
@@ -133,12 +132,12 @@ func TestCountMinWindow_AllowRetryAfter(t *testing.T) {
 			t.Fatalf("request %d of limit 3 allowed", i+1)
 		}
 	}
-	if d.RetryAfter <= 0 || d.RetryAfter > time.Duration(d.Turns)*period {
-		t.Fatalf("RetryAfter %v for %d turns of %v", d.RetryAfter, d.Turns, period)
+	if d.RetryAfter() <= 0 || d.RetryAfter() > time.Duration(d.Turns())*period {
+		t.Fatalf("RetryAfter %v for %d turns of %v", d.RetryAfter(), d.Turns(), period)
 	}
-	time.Sleep(d.RetryAfter + 5*time.Millisecond)
-	if d2, err := w.Allow(key, 3, false); err != nil || !d2.Allowed {
-		t.Fatalf("after RetryAfter %v: Allow = %+v, %v, want allowed", d.RetryAfter, d2, err)
+	time.Sleep(d.RetryAfter() + 5*time.Millisecond)
+	if d2, err := w.Allow(key, 3, false); err != nil || !d2.Allowed() {
+		t.Fatalf("after RetryAfter %v: Allow = %+v, %v, want allowed", d.RetryAfter(), d2, err)
 	}
 }
 
@@ -208,7 +207,7 @@ func childAllow() error {
 		if err != nil {
 			return err
 		}
-		if d.Allowed {
+		if d.Allowed() {
 			allowed++
 		}
 	}
@@ -263,9 +262,9 @@ func childAllowKeys(w *CountMinWindow) error {
 			return err
 		}
 		switch {
-		case d.Allowed:
+		case d.Allowed():
 			log[i] = logAllowed
-		case d.Counted:
+		case d.Counted():
 			log[i] = logRaced
 		default:
 			log[i] = logRefused
@@ -342,7 +341,7 @@ func TestCountMinWindow_AllowKilled(t *testing.T) {
 			limits := [2]uint64{pre + procs*calls, pre + procs*calls - bound}
 			for k := range keys {
 				for range pre {
-					if d, err := w.Allow([]byte(fmt.Sprint("key-", k)), limits[k%2], countRefused); err != nil || !d.Allowed {
+					if d, err := w.Allow([]byte(fmt.Sprint("key-", k)), limits[k%2], countRefused); err != nil || !d.Allowed() {
 						t.Fatalf("period 0: Allow(key-%d) = %+v, %v, want allowed", k, d, err)
 					}
 				}
@@ -412,7 +411,7 @@ func TestCountMinWindow_AllowKilled(t *testing.T) {
 			// The window goes on: a new key's requests are decided as
 			// ever, and the period turns.
 			for i := range 3 {
-				if d, err := w.Allow([]byte("after"), 2, countRefused); err != nil || d.Allowed != (i < 2) {
+				if d, err := w.Allow([]byte("after"), 2, countRefused); err != nil || d.Allowed() != (i < 2) {
 					t.Errorf("request %d of a new key at limit 2 after the kill: %+v, %v", i+1, d, err)
 				}
 			}
@@ -556,7 +555,7 @@ func TestAllowAndAddIfAbsent_Neighbours(t *testing.T) {
 		h := []*CountMinWindow{w1, w2}[i%2]
 		if d, err := h.Allow([]byte("k"), 4, true); err != nil {
 			t.Fatal(err)
-		} else if d.Allowed {
+		} else if d.Allowed() {
 			allowed++
 		}
 	}
@@ -617,15 +616,15 @@ func TestCountMinWindow_AllowLateClock(t *testing.T) {
 	for _, countRefused := range []bool{false, true} {
 		key := []byte(fmt.Sprint("k", countRefused))
 		var d Decision
-		for i := 0; d.Allowed || d.Estimate == 0; i++ {
+		for i := 0; d.Allowed() || d.Estimate() == 0; i++ {
 			if d, err = w.Allow(key, 2, countRefused); err != nil {
 				t.Fatal(err)
 			}
 		}
 		w.ctl.clk.stop()
-		time.Sleep(d.RetryAfter + time.Millisecond)
-		if d2, err := w.Allow(key, 2, countRefused); err != nil || !d2.Allowed {
-			t.Errorf("countRefused %v: after RetryAfter %v with the timer stopped: %+v, %v, want allowed", countRefused, d.RetryAfter, d2, err)
+		time.Sleep(d.RetryAfter() + time.Millisecond)
+		if d2, err := w.Allow(key, 2, countRefused); err != nil || !d2.Allowed() {
+			t.Errorf("countRefused %v: after RetryAfter %v with the timer stopped: %+v, %v, want allowed", countRefused, d.RetryAfter(), d2, err)
 		}
 	}
 }
@@ -677,7 +676,7 @@ func TestCountMinWindow_AllowLastRow(t *testing.T) {
 				defer w.Close()
 				key := []byte("client")
 				for range 2 { // period 0: 2 requests
-					if d, err := w.Allow(key, limit, countRefused); err != nil || !d.Allowed {
+					if d, err := w.Allow(key, limit, countRefused); err != nil || !d.Allowed() {
 						t.Fatalf("period 0: %+v, %v", d, err)
 					}
 				}
@@ -700,16 +699,18 @@ func TestCountMinWindow_AllowLastRow(t *testing.T) {
 					if err != nil {
 						t.Fatal(err)
 					}
-					want := Decision{Allowed: i <= limit, Counted: i <= limit || countRefused, Estimate: uint64(min(i, limit)), Periods: Periods{0, 1}}
+					est := uint64(min(i, limit))
 					if countRefused {
-						want.Estimate = uint64(i)
+						est = uint64(i)
 					}
-					if !want.Allowed {
-						want.Turns = 1 // period 0's 2 leave: 4 (5) under 6
+					turns := 0
+					if i > limit {
+						turns = 1 // period 0's 2 leave: 4 (5) under 6
 					}
-					d.Low = 0
-					if diff := cmp.Diff(want, d); diff != "" {
-						t.Fatalf("request %d of limit %d: Allow (-want +got):\n%s", i, limit, diff)
+					want := newDecision(i <= limit, i <= limit || countRefused, est, 0, turns, 0, 1)
+					d = newDecision(d.Allowed(), d.Counted(), d.Estimate(), 0, d.Turns(), d.RetryAfter(), d.Period())
+					if d != want {
+						t.Fatalf("request %d of limit %d: Allow = %v, want %v", i, limit, d, want)
 					}
 				}
 				if raise != "none" && atomic.LoadUint64(last) < 100 {
