@@ -29,15 +29,23 @@ input, in batches (empty lines are skipped), and prints how many it added;
 with --weighted, each line is KEY<TAB>N and counts KEY N times (a counting
 Bloom filter adds it N times, up to the 15 where its counters stick).
 While it reads, standard error shows keys, keys/s and the time elapsed,
-when it is a terminal. An interrupt stops it after the batch in hand.`,
+when it is a terminal. An interrupt stops it after the batch in hand.
+
+With --if-absent (a counting Bloom filter), each key is added only if the
+filter does not contain it, as one step under the file's write lock, and
+add prints "added" or "present": of any number of processes asking for one
+key at once exactly one adds it, so a key banned twice is unbanned by one
+del.`,
 	example: `sketch add /dev/shm/clients.cms 192.0.2.1 192.0.2.7
 sketch add /dev/shm/web.arena:seen req-81f3
 cut -d' ' -f1 access.log | sketch add /dev/shm/clients.cms
-printf 'alice\t5\nbob\t2\n' | sketch add --weighted /dev/shm/clients.cms`,
+printf 'alice\t5\nbob\t2\n' | sketch add --weighted /dev/shm/clients.cms
+sketch add --if-absent /dev/shm/gateway.arena:banned key-7f3a`,
 	setup: func(fs *flag.FlagSet) func([]string) error {
 		n := fs.Uint64("n", 1, "count each KEY `N` times")
 		weighted := fs.Bool("weighted", false, "standard input has KEY<TAB>N lines")
 		jsonOut := fs.Bool("json", false, "print JSON: one object a key, or the summary")
+		ifAbsent := fs.Bool("if-absent", false, "add each KEY only if the filter does not contain it (a counting Bloom filter)")
 		return func(args []string) error {
 			if len(args) == 0 {
 				return usageError("missing FILE")
@@ -50,11 +58,31 @@ printf 'alice\t5\nbob\t2\n' | sketch add --weighted /dev/shm/clients.cms`,
 			if *weighted && !fromStdin {
 				return usageError("--weighted reads KEY<TAB>N lines from standard input; give keys with -n instead")
 			}
+			if *ifAbsent && (*n != 1 || *weighted) {
+				return usageError("--if-absent adds a key once: not with -n or --weighted")
+			}
 			s, t, err := openTargetArg(args[0], true)
 			if err != nil {
 				return err
 			}
 			defer s.Close()
+			if *ifAbsent {
+				b, ok := s.(*countingBloom)
+				if !ok {
+					return fmt.Errorf("%s: %w", t, errNotSupported("--if-absent (only a countingbloom adds a key once)", s.describe()))
+				}
+				if fromStdin {
+					return addIfAbsentStdin(b, t, *jsonOut)
+				}
+				for _, k := range keys {
+					added, err := b.AddIfAbsent([]byte(k))
+					if err != nil {
+						return err
+					}
+					printAddedOnce(k, added, *jsonOut)
+				}
+				return nil
+			}
 			if fromStdin {
 				return addStdin(s, t, *weighted, *jsonOut)
 			}
@@ -114,5 +142,65 @@ func addStdin(s structure, t target, weighted, jsonOut bool) error {
 		}{t.arg(), added, total, el.Seconds(), float64(added) / el.Seconds()})
 	}
 	fmt.Fprintf(stdout, "added %d keys to %s in %v (%s keys/s); %s in all: %d\n", added, t, el.Round(time.Millisecond), rate(float64(added)/el.Seconds()), sm.what, total)
+	return nil
+}
+
+// printAddedOnce prints what add --if-absent did to key.
+func printAddedOnce(key string, added, jsonOut bool) {
+	if jsonOut {
+		printJSON(stdout, struct {
+			Key   string `json:"key"`
+			Added bool   `json:"added"`
+		}{key, added})
+		return
+	}
+	what := "present"
+	if added {
+		what = "added"
+	}
+	fmt.Fprintf(stdout, "%s\t%s\n", key, what)
+}
+
+// addIfAbsentStdin adds each key of standard input that the filter does
+// not contain, and prints how many it added.
+func addIfAbsentStdin(b *countingBloom, t target, jsonOut bool) error {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	kr := newKeyReader(os.Stdin, false)
+	var keys, added uint64
+	var err error
+	for ctx.Err() == nil && err == nil {
+		var batch [][]byte
+		if batch, _, err = kr.next(); err != nil {
+			break
+		}
+		for _, k := range batch {
+			var ok bool
+			if ok, err = b.AddIfAbsent(k); err != nil {
+				break
+			}
+			keys++
+			if ok {
+				added++
+			}
+		}
+	}
+	if errors.Is(err, io.EOF) {
+		err = nil
+	}
+	if err == nil && ctx.Err() != nil {
+		err = fmt.Errorf("interrupted after %d keys (%d added stay added)", keys, added)
+	}
+	if err != nil {
+		return err
+	}
+	if jsonOut {
+		return printJSON(stdout, struct {
+			File  string `json:"file"`
+			Keys  uint64 `json:"keys"`
+			Added uint64 `json:"added"`
+		}{t.arg(), keys, added})
+	}
+	fmt.Fprintf(stdout, "added %d of %d keys to %s (the others were present)\n", added, keys, t)
 	return nil
 }

@@ -6,7 +6,9 @@
 //	    --capacity N --fp-rate P (bloom, countingbloom, bloomwindow: each period's);
 //	    --period D --keep K (countminwindow, bloomwindow, distinctwindow); --error E | --precision P, --redis (distinct, distinctwindow);
 //	    --size N (arena); --candidates K [--candidate-key-bytes B] (countmin, countminwindow: a table of the K loudest keys)
-//	sketch add FILE[:NAME] [KEY...]        count keys; none or "-": one a line from standard input (--weighted: KEY<TAB>N)
+//	sketch add FILE[:NAME] [KEY...]        count keys; none or "-": one a line from standard input (--weighted: KEY<TAB>N; --if-absent: a counting Bloom filter's key once)
+//	sketch del FILE[:NAME] KEY...          take one copy of each key out of a counting Bloom filter
+//	sketch allow FILE[:NAME] KEY... --limit N   count a request a key and decide it against a rate limit (a Count-Min window; exit 4: refused)
 //	sketch query FILE[:NAME] [KEY...]      estimates with error bars, presence, counts; a distinct count's or window's count; --top N of candidates from standard input
 //	sketch top FILE[:NAME]                 the loudest keys of a candidate table (-n N, --json)
 //	sketch stats FILE[:NAME]               everything Stats reports; an arena's, a row a structure
@@ -71,7 +73,8 @@
 // operation), with a message naming the file on standard error; 2 bad
 // arguments, with the command's usage; 3 from check only: the file is
 // sound, but an operation was cut short (a torn Count-Min add, adds that
-// raced a reset, a lock held by a process that was killed).
+// raced a reset, a lock held by a process that was killed); 4 from allow
+// only: a key was refused.
 //
 // # JSON
 //
@@ -95,7 +98,12 @@
 //     "std_error", "low", "high"} (the count, its relative standard error
 //     and its 95% range); add prints it after each key.
 //   - add from standard input: {"file", "keys", "total", "seconds",
-//     "keys_per_second"}; "total" is watch's.
+//     "keys_per_second"}; "total" is watch's. add --if-absent: {"key",
+//     "added"} a key, or from standard input {"file", "keys", "added"}.
+//   - del: {"key", "removed", "count"} a key, "count" after the removal.
+//   - allow: {"key", "allowed", "counted", "estimate", "low", "turns",
+//     "retry_after", "period"} a key: the library's Decision, "retry_after"
+//     in nanoseconds.
 //   - stats: {"file", "structures": [{"name", "kind", "description",
 //     "stats"}]}, one element a structure (every structure of an arena),
 //     and for an arena "arena", its ArenaStats. "stats" is the library's

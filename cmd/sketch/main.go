@@ -41,7 +41,7 @@ var commands []*command
 func init() {
 	// Set here, not in the declaration: help looks commands up.
 	commands = []*command{
-		createCmd, addCmd, queryCmd, topCmd, statsCmd, inspectCmd, checkCmd,
+		createCmd, addCmd, delCmd, allowCmd, queryCmd, topCmd, statsCmd, inspectCmd, checkCmd,
 		watchCmd, freezeCmd, snapshotCmd, resetCmd, rotateCmd, mergeCmd, exportCmd, rmCmd, demoCmd, versionCmd, helpCmd,
 	}
 }
@@ -71,6 +71,7 @@ const (
 	exitFailure = 1 // the command failed: a missing, unreadable or corrupt file, a refused operation
 	exitUsage   = 2 // bad arguments
 	exitTorn    = 3 // check: sound, but an operation was cut short (a torn add)
+	exitRefused = 4 // allow: a key was refused
 )
 
 // exitError carries an exit code other than 1 up to main.
@@ -199,7 +200,7 @@ FILE[:NAME] names a sketch file (NAME: a structure in an arena). Commands
 that only read open the file read-only, so they work on a file you may only
 read, while other processes write it. --json prints data as JSON.
 Exit status: 0 ok, 1 failure, 2 bad arguments, 3 (check) an operation was
-cut short by a killed writer.
+cut short by a killed writer, 4 (allow) a key was refused.
 
 "sketch help COMMAND" or "sketch COMMAND -h" shows a command's usage.
 `)
