@@ -228,18 +228,25 @@ func (t *candidateTable) setFloor(v uint64, newGen bool) {
 	atomic.StoreUint64(w, g<<floorBits|min(v, floorMask))
 }
 
-// sampled reports whether an add with this estimate goes on to the
-// table: every add while the estimate is under 64, then about one in 8
-// (by the estimate's low bits). A stored estimate is a hint for eviction
-// and listings read the counters, and a key past the floor is taken in
-// within about 8 adds; the other adds of loud keys, most of the table's
-// cost on a skewed stream, skip the lookup.
-func sampled(est uint64) bool { return est < 64 || est&7 == 0 }
+// sampled reports whether an add of n that left this estimate goes on to
+// the table: every add while the estimate is under 64, then those whose
+// add took the estimate across a multiple of 8 (from est-n to est), about
+// one count in 8. The crossing, not the estimate's low bits, decides, so
+// the chance does not depend on the weights a client picks: with the low
+// bits alone, a key added first with an odd weight and then only with
+// even ones never had an estimate divisible by 8 and never entered. A
+// stored estimate is a hint for eviction and listings read the counters,
+// and a key past the floor is taken in within about 8 counts; the other
+// adds of loud keys, most of the table's cost on a skewed stream, skip the
+// lookup.
+func sampled(est, n uint64) bool {
+	return est < 64 || n >= 8 || n > est || est>>3 != (est-n)>>3
+}
 
-// passes reports whether an add with this estimate is offered to the
+// passes reports whether an add of n with this estimate is offered to the
 // table: sampled, and past the floor.
-func (t *candidateTable) passes(est uint64) bool {
-	return sampled(est) && est > floorOf(atomic.LoadUint64(t.ctlWord(candFloor)))
+func (t *candidateTable) passes(est, n uint64) bool {
+	return sampled(est, n) && est > floorOf(atomic.LoadUint64(t.ctlWord(candFloor)))
 }
 
 // fingerprint is what a way's index word holds for a key: the hash's low

@@ -336,7 +336,7 @@ func (c *CountMin) Add(key []byte) (uint64, error) {
 	}
 	lo, hi := hashKey(key, c.l.seed)
 	est := c.l.addHashed(lo, hi, 1)
-	if c.top != nil && c.top.passes(est) {
+	if c.top != nil && c.top.passes(est, 1) {
 		c.offer(lo, hi, unsafe.String(unsafe.SliceData(key), len(key)), est)
 	}
 	return c.afterUse(est, "add")
@@ -354,7 +354,7 @@ func (c *CountMin) AddN(key []byte, n uint64) (uint64, error) {
 		return c.afterUse(c.l.estimateHashed(lo, hi), "add")
 	}
 	est := c.l.addHashed(lo, hi, n)
-	if c.top != nil && c.top.passes(est) {
+	if c.top != nil && c.top.passes(est, n) {
 		c.offer(lo, hi, unsafe.String(unsafe.SliceData(key), len(key)), est)
 	}
 	return c.afterUse(est, "add")
@@ -367,7 +367,7 @@ func (c *CountMin) AddString(key string) (uint64, error) {
 	}
 	lo, hi := hashString(key, c.l.seed)
 	est := c.l.addHashed(lo, hi, 1)
-	if c.top != nil && c.top.passes(est) {
+	if c.top != nil && c.top.passes(est, 1) {
 		c.offer(lo, hi, key, est)
 	}
 	return c.afterUse(est, "add")

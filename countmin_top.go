@@ -18,7 +18,7 @@ func (c *CountMin) offer(lo, hi uint64, key string, est uint64) {
 // offerBatch offers a batch's keys whose estimates passed the floor.
 func (c *CountMin) offerBatch(keys [][]byte, est []uint64) {
 	for i, e := range est {
-		if c.top.passes(e) {
+		if c.top.passes(e, 1) {
 			lo, hi := hashKey(keys[i], c.l.seed)
 			c.offer(lo, hi, unsafe.String(unsafe.SliceData(keys[i]), len(keys[i])), e)
 		}

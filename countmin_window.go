@@ -522,7 +522,7 @@ func (w *CountMinWindow) Add(key []byte) (uint64, error) {
 	lo, hi := hashKey(key, w.slots[0].seed)
 	est, addP, _, err := w.addOne(lo, hi, 1)
 	if w.top != nil && err == nil {
-		w.feed(lo, hi, unsafe.String(unsafe.SliceData(key), len(key)), est, addP)
+		w.feed(lo, hi, unsafe.String(unsafe.SliceData(key), len(key)), est, 1, addP)
 	}
 	return est, err
 }
@@ -536,7 +536,7 @@ func (w *CountMinWindow) AddN(key []byte, n uint64) (uint64, error) {
 	lo, hi := hashKey(key, w.slots[0].seed)
 	est, addP, _, err := w.addOne(lo, hi, n)
 	if w.top != nil && err == nil && n != 0 {
-		w.feed(lo, hi, unsafe.String(unsafe.SliceData(key), len(key)), est, addP)
+		w.feed(lo, hi, unsafe.String(unsafe.SliceData(key), len(key)), est, n, addP)
 	}
 	return est, err
 }
@@ -549,7 +549,7 @@ func (w *CountMinWindow) AddString(key string) (uint64, error) {
 	lo, hi := hashString(key, w.slots[0].seed)
 	est, addP, _, err := w.addOne(lo, hi, 1)
 	if w.top != nil && err == nil {
-		w.feed(lo, hi, key, est, addP)
+		w.feed(lo, hi, key, est, 1, addP)
 	}
 	return est, err
 }
@@ -607,9 +607,9 @@ func (w *CountMinWindow) addBatch(keys [][]byte, estimates []uint64) error {
 	}
 	if w.top != nil {
 		for i, e := range estimates {
-			if f, tp := w.top.floor(); sampled(e) && (e > f || tp != p+1) {
+			if f, tp := w.top.floor(); sampled(e, 1) && (e > f || tp != p+1) {
 				lo, hi := hashKey(keys[i], w.slots[0].seed)
-				w.feed(lo, hi, unsafe.String(unsafe.SliceData(keys[i]), len(keys[i])), e, p)
+				w.feed(lo, hi, unsafe.String(unsafe.SliceData(keys[i]), len(keys[i])), e, 1, p)
 			}
 		}
 	}

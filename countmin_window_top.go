@@ -6,10 +6,11 @@ package sketch
 // against the new window, under the lock, and those that fell to the
 // noise floor leave.
 
-// feed hands an add's estimate over the window to the table when it
-// passed the floor, or when the table is not yet set for the add's period.
-func (w *CountMinWindow) feed(lo, hi uint64, key string, est, addP uint64) {
-	if !sampled(est) {
+// feed hands the estimate over the window of an add of n to the table
+// when it passed the floor, or when the table is not yet set for the
+// add's period.
+func (w *CountMinWindow) feed(lo, hi uint64, key string, est, n, addP uint64) {
+	if !sampled(est, n) {
 		return
 	}
 	if f, p := w.top.floor(); (est > f || p != addP+1) && w.open.Load() {

@@ -181,7 +181,7 @@ func (w *CountMinWindow) allowPair(key []byte, lo, hi, limit uint64, countRefuse
 	}
 	winP = p
 	if w.top != nil {
-		w.feed(lo, hi, unsafe.String(unsafe.SliceData(key), len(key)), est, p)
+		w.feed(lo, hi, unsafe.String(unsafe.SliceData(key), len(key)), est, 1, p)
 	}
 	switch {
 	case !held:
@@ -211,7 +211,7 @@ func (w *CountMinWindow) allowLong(key []byte, lo, hi, limit uint64, countRefuse
 		return 0, 0, false, false, err
 	}
 	if w.top != nil {
-		w.feed(lo, hi, unsafe.String(unsafe.SliceData(key), len(key)), est, addP)
+		w.feed(lo, hi, unsafe.String(unsafe.SliceData(key), len(key)), est, 1, addP)
 	}
 	if est <= limit {
 		// An add's estimate is the least of its own rows' new values,
