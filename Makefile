@@ -37,6 +37,10 @@ PKG     := ./...
 CROSS   := arm64 s390x arm
 BENCH   ?= .
 COUNT   ?= 5
+# Every go test line has this bound, far above a quiet run's: a machine
+# loaded by other work (or another make test beside this one) is slow,
+# and Go's default of 10 minutes then kills a suite that nothing hangs.
+TIMEOUT ?= 60m
 TMP     := $(CURDIR)/.build
 
 QEMU_arm64 := qemu-aarch64-static
@@ -71,10 +75,10 @@ fmt:
 	if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 
 test-cgo: deps
-	$(if $(HAVE_CC),CGO_ENABLED=1 $(GO) test -race -count=1 $(PKG),@$(call skip,the suite with cgo and -race,$(NO_CC)))
+	$(if $(HAVE_CC),CGO_ENABLED=1 $(GO) test -timeout=$(TIMEOUT) -race -count=1 $(PKG),@$(call skip,the suite with cgo and -race,$(NO_CC)))
 
 test-purego:
-	CGO_ENABLED=0 $(GO) test -count=1 $(PKG)
+	CGO_ENABLED=0 $(GO) test -timeout=$(TIMEOUT) -count=1 $(PKG)
 
 # The C core's batches must keep their prefetch instructions: gcc once
 # deleted them (a helper whose only effect was __builtin_prefetch looked
@@ -105,7 +109,7 @@ test-cross: deps
 		if ! command -v $$q >/dev/null; then \
 			$(call skip,linux/$$arch pure-Go tests under qemu,$$q $(NO_QEMU)); continue; \
 		fi; \
-		$$q $(TMP)/sketch.$$arch.test -test.count=1 || exit 1; \
+		$$q $(TMP)/sketch.$$arch.test -test.count=1 -test.timeout=$(TIMEOUT) || exit 1; \
 	done
 
 # Other systems build and say ErrUnsupported at Open.
@@ -116,8 +120,8 @@ test-other-os:
 	CGO_ENABLED=0 GOOS=linux GOARCH=386 $(GO) vet $(PKG)
 
 bench-smoke: deps
-	$(if $(HAVE_CC),CGO_ENABLED=1 $(GO) test -run='^$$' -bench=. -benchtime=1x -count=1 $(PKG),@$(call skip,every benchmark once with cgo,$(NO_CC)))
-	CGO_ENABLED=0 $(GO) test -run='^$$' -bench=. -benchtime=1x -count=1 $(PKG)
+	$(if $(HAVE_CC),CGO_ENABLED=1 $(GO) test -timeout=$(TIMEOUT) -run='^$$' -bench=. -benchtime=1x -count=1 $(PKG),@$(call skip,every benchmark once with cgo,$(NO_CC)))
+	CGO_ENABLED=0 $(GO) test -timeout=$(TIMEOUT) -run='^$$' -bench=. -benchtime=1x -count=1 $(PKG)
 
 # The comparisons with other libraries and the report program live in their
 # own module (bench/): gofmt, vet, the report's tests and every benchmark
@@ -125,8 +129,8 @@ bench-smoke: deps
 bench-module: deps
 	@out=$$(cd bench && gofmt -l .); \
 	if [ -n "$$out" ]; then echo "gofmt would change (bench/):"; echo "$$out"; exit 1; fi
-	cd bench && CGO_ENABLED=0 $(GO) vet ./... && CGO_ENABLED=0 $(GO) test -bench=. -benchtime=1x -count=1 ./...
-	$(if $(HAVE_CC),cd bench && CGO_ENABLED=1 $(GO) vet ./... && CGO_ENABLED=1 $(GO) test -bench=. -benchtime=1x -count=1 ./...,@$(call skip,the bench/ module with cgo,$(NO_CC)))
+	cd bench && CGO_ENABLED=0 $(GO) vet ./... && CGO_ENABLED=0 $(GO) test -timeout=$(TIMEOUT) -bench=. -benchtime=1x -count=1 ./...
+	$(if $(HAVE_CC),cd bench && CGO_ENABLED=1 $(GO) vet ./... && CGO_ENABLED=1 $(GO) test -timeout=$(TIMEOUT) -bench=. -benchtime=1x -count=1 ./...,@$(call skip,the bench/ module with cgo,$(NO_CC)))
 
 # The Prometheus collector lives in its own module (prom/), so that the
 # library's go.mod keeps its three dependencies: gofmt, vet and its tests
@@ -136,11 +140,11 @@ prom-module: deps
 	@out=$$(cd prom && gofmt -l .); \
 	if [ -n "$$out" ]; then echo "gofmt would change (prom/):"; echo "$$out"; exit 1; fi
 	@if ! command -v promtool >/dev/null; then $(call skip,promtool check metrics of the prom/ collector's scrape,promtool not found; install prometheus or run make test as root on Debian); fi
-	cd prom && CGO_ENABLED=0 $(GO) vet ./... && CGO_ENABLED=0 $(GO) test -count=1 ./...
-	$(if $(HAVE_CC),cd prom && CGO_ENABLED=1 $(GO) vet ./... && CGO_ENABLED=1 $(GO) test -race -count=1 ./...,@$(call skip,the prom/ module with cgo,$(NO_CC)))
+	cd prom && CGO_ENABLED=0 $(GO) vet ./... && CGO_ENABLED=0 $(GO) test -timeout=$(TIMEOUT) -count=1 ./...
+	$(if $(HAVE_CC),cd prom && CGO_ENABLED=1 $(GO) vet ./... && CGO_ENABLED=1 $(GO) test -timeout=$(TIMEOUT) -race -count=1 ./...,@$(call skip,the prom/ module with cgo,$(NO_CC)))
 
 bench:
-	CGO_ENABLED=1 $(GO) test -run='^$$' -bench='$(BENCH)' -count=$(COUNT) -benchtime=300ms . | tee $(TMP).bench.txt
+	CGO_ENABLED=1 $(GO) test -timeout=$(TIMEOUT) -run='^$$' -bench='$(BENCH)' -count=$(COUNT) -benchtime=300ms . | tee $(TMP).bench.txt
 
 # The report program, built both ways (the build decides which core serves
 # batches); the pure-Go one runs the show and starts the cgo one as a
@@ -161,7 +165,7 @@ report-deps:
 		echo "report-deps: valgrind not found and cannot install it (not root, or no apt-get): the report leaves out instruction counts"; exit 0; \
 	fi; \
 	echo "report-deps: installing valgrind"; \
-	{ DEBIAN_FRONTEND=noninteractive apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq valgrind; } >/dev/null 2>&1 || \
+	{ DEBIAN_FRONTEND=noninteractive apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends valgrind; } >/dev/null 2>&1 || \
 		echo "report-deps: apt-get could not install valgrind: the report leaves out instruction counts"
 
 # The torture program, built both ways: the pure-Go build supervises and
