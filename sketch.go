@@ -36,7 +36,10 @@ func defaultOptions() options {
 // keep read and write (0600), or the file could not be opened again, and
 // other users may not write (o+w, as in 0666): whoever can write the file
 // can truncate it under every process that maps it, which kills them with
-// SIGBUS. An existing sketch file keeps its own mode.
+// SIGBUS. Read permission is worth a thought too: the file holds its hash
+// seed, and whoever knows the seed can craft keys that collide with any
+// key (docs/FORMAT.md), so share reading with a group (0640) rather than
+// every user (0644). An existing sketch file keeps its own mode.
 func WithMode(perm os.FileMode) Option {
 	return func(o *options) { o.mode = perm }
 }
