@@ -107,3 +107,22 @@ func ExampleCountMinWindow_Allow() {
 	// false 1
 	// allowed, counted: estimate 1 (low 0) in period 2
 }
+
+// AllowString decides a request keyed by a string as the server holds it
+// (a header, an address), without a copy.
+func ExampleCountMinWindow_AllowString() {
+	w, err := sketch.OpenCountMinWindow(sketch.Memory(), sketch.CountMinWindowConfig{Window: sketch.Window{Keep: 2}})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer w.Close()
+
+	for range 3 {
+		d, _ := w.AllowString("token-17", 2, true) // true: refused requests count too
+		fmt.Println(d.Allowed(), d.Counted(), d.Estimate())
+	}
+	// Output:
+	// true true 1
+	// true true 2
+	// false true 3
+}

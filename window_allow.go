@@ -77,6 +77,12 @@ func (w *CountMinWindow) Allow(key []byte, limit uint64, countRefused bool) (Dec
 
 // allowRefused is Allow's error for a limit of 0 or a handle that cannot
 // add.
+// AllowString is Allow for a string key, without copying it: a request
+// keyed by a client's address or token as the server already holds it.
+func (w *CountMinWindow) AllowString(key string, limit uint64, countRefused bool) (Decision, error) {
+	return w.Allow(unsafe.Slice(unsafe.StringData(key), len(key)), limit, countRefused)
+}
+
 func (w *CountMinWindow) allowRefused(limit uint64) error {
 	if limit == 0 {
 		return fmt.Errorf("sketch: allow %s: %w: a limit of 0 allows nothing", w.name(), ErrInvalidArgument)

@@ -720,3 +720,34 @@ func TestCountMinWindow_AllowLastRow(t *testing.T) {
 		}
 	}
 }
+
+// TestCountMinWindow_AllowString: AllowString decides as Allow does on the
+// same key's bytes (they share counters), allocates nothing, and takes the
+// empty key.
+func TestCountMinWindow_AllowString(t *testing.T) {
+	w := mustIn(t, OpenCountMinWindow, Memory(), CountMinWindowConfig{Window: Window{Keep: 3}, CountMin: CountMinConfig{Rows: 4, Width: 1 << 10}})
+	for i := range 6 {
+		var d Decision
+		var err error
+		if i%2 == 0 {
+			d, err = w.AllowString("alice", 4, false)
+		} else {
+			d, err = w.Allow([]byte("alice"), 4, false)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := i < 4; d.Allowed() != want || d.Estimate() != uint64(min(i+1, 4)) {
+			t.Errorf("request %d: allowed %v estimate %d, want %v %d", i, d.Allowed(), d.Estimate(), want, min(i+1, 4))
+		}
+	}
+	if d, err := w.AllowString("", 1, true); err != nil || !d.Allowed() {
+		t.Errorf("AllowString(\"\") = %v, %v", d, err)
+	}
+	if _, err := w.AllowString("bob", 0, true); !errors.Is(err, ErrInvalidArgument) {
+		t.Errorf("AllowString with limit 0: %v, want ErrInvalidArgument", err)
+	}
+	if n := testing.AllocsPerRun(100, func() { w.AllowString("carol", 1<<40, false) }); n != 0 {
+		t.Errorf("AllowString allocates %v times a call", n)
+	}
+}
