@@ -86,7 +86,9 @@ func Memory() Place { return Place{how: atMemory} }
 // when several processes race on a new name. A name already used must hold
 // a structure of the kind asked for that matches an explicit config
 // (ErrIncompatible says what differs); a zero config attaches to whatever
-// is stored. Names are 1 to 64 bytes of UTF-8 without control characters.
+// is stored. A new name is 1 to MaxNameLen (31) bytes of UTF-8 without
+// control or format characters (ErrInvalidArgument); a name another
+// process wrote into the file is opened as it is, and may be neither.
 // The arena's handle decides how the file is opened: of the options,
 // WithSeed must name the arena's seed, ReadOnly is accepted on a read-only
 // arena only (open the arena with ReadOnly for read-only structures), and
