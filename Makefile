@@ -74,8 +74,13 @@ fmt:
 	@out=$$(gofmt -l . | grep -v -e '^bench/' -e '^prom/' || true); \
 	if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 
+# The tests that do a quarter of their work under -race (raceScale), at
+# full size without it: the cgo build's cores are compared only here.
+RACE_SCALED := ^(TestParity_Cores|TestParityCountingBloom|TestWindows_HandlesShareToken|TestAllocs)$$
+
 test-cgo: deps
 	$(if $(HAVE_CC),CGO_ENABLED=1 $(GO) test -timeout=$(TIMEOUT) -race -count=1 $(PKG),@$(call skip,the suite with cgo and -race,$(NO_CC)))
+	$(if $(HAVE_CC),CGO_ENABLED=1 $(GO) test -timeout=$(TIMEOUT) -count=1 -run '$(RACE_SCALED)' .,@$(call skip,the race-scaled tests at full size with cgo,$(NO_CC)))
 
 test-purego:
 	CGO_ENABLED=0 $(GO) test -timeout=$(TIMEOUT) -count=1 $(PKG)

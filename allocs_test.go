@@ -40,7 +40,7 @@ func TestAllocs(t *testing.T) {
 					{"AddBatch/estimates", func() { c.AddBatch(keys, est) }},
 					{"EstimateBatch", func() { c.EstimateBatch(keys, est) }},
 				} {
-					if got := testing.AllocsPerRun(1000, tc.f); got != 0 {
+					if got := testing.AllocsPerRun(raceScale(1000), tc.f); got != 0 {
 						t.Errorf("%s: %v allocations per call, want 0", tc.name, got)
 					}
 				}

@@ -350,8 +350,8 @@ func TestReview_WindowStorm(t *testing.T) {
 	}()
 	select {
 	case <-done:
-	case <-time.After(60 * time.Second):
-		t.Fatal("adders and Rotate did not finish in a minute")
+	case <-time.After(patience):
+		t.Fatalf("adders and Rotate did not finish in %v", patience)
 	}
 	for range 100 {
 		w.AddString("loud")
@@ -373,7 +373,7 @@ func TestReview_WindowStorm(t *testing.T) {
 		if err != nil {
 			t.Errorf("Freeze: %v", err)
 		}
-	case <-time.After(10 * time.Second):
+	case <-time.After(patience):
 		t.Fatal("Freeze blocked")
 	}
 	if _, err := w.AddString("loud"); !errors.Is(err, ErrFrozen) && !errors.Is(err, ErrReadOnly) {
@@ -408,11 +408,11 @@ func TestReview_CloseDuringAdmissions(t *testing.T) {
 		}
 		wg.Wait()
 		loud := fmt.Sprintf("loud-%d", round)
-		end := time.Now().Add(10 * time.Second)
+		end := time.Now().Add(patience)
 		for range c0.Stats().Total + 100 {
 			c0.AddString(loud)
 			if time.Now().After(end) {
-				t.Fatalf("round %d: adds of a loud key took more than 10s", round)
+				t.Fatalf("round %d: adds of a loud key took more than %v", round, patience)
 			}
 		}
 		if hs, _ := c0.Top(1); len(hs) != 1 || hs[0].Key != loud {
@@ -469,7 +469,7 @@ func TestReview_TurnHerd(t *testing.T) {
 	}()
 	select {
 	case <-done:
-	case <-time.After(20 * time.Second):
+	case <-time.After(patience):
 		t.Fatal("adds waited for another add's turn of the table")
 	}
 	close(release)

@@ -320,7 +320,7 @@ func TestParityCountingBloom(t *testing.T) {
 		t.Run(fmt.Sprintf("%dx%v", cfg.Capacity, cfg.FPRate), func(t *testing.T) {
 			// At a million keys, 8 MiB a file: a merge, clear or walk
 			// takes milliseconds (much more under -race), so mostly adds.
-			cbfParityRun(t, cfg, filterParityOps(cfg.Capacity, cfg.Seed, 20000, 2000, 64))
+			cbfParityRun(t, cfg, filterParityOps(cfg.Capacity, cfg.Seed, raceScale(20000), 2000, 64))
 		})
 	}
 }
@@ -401,7 +401,7 @@ func TestParityCountingBloom_AddManyWaits(t *testing.T) {
 				if added == 0 {
 					t.Fatalf("%s: AddMany(%d keys) added none", core.name(), n)
 				}
-			case <-time.After(10 * time.Second):
+			case <-time.After(patience):
 				t.Fatalf("%s: AddMany(%d keys) still waits after the unlock", core.name(), n)
 			}
 		}

@@ -45,8 +45,8 @@ func TestCountMinWindow_CloseDuringRotate(t *testing.T) {
 			if err != nil {
 				t.Fatalf("round %d: %v", i, err)
 			}
-		case <-time.After(10 * time.Second):
-			t.Fatalf("round %d: Rotate and Freeze through another handle did not finish within 10s of a Close that raced Rotate", i)
+		case <-time.After(patience):
+			t.Fatalf("round %d: Rotate and Freeze through another handle did not finish within %v of a Close that raced Rotate", i, patience)
 		}
 	}
 }

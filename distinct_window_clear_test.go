@@ -79,7 +79,7 @@ func TestDistinctWindow_WaitsForLiveClearer(t *testing.T) {
 	go b.ctl.prepare(4, true)
 	select {
 	case <-inside:
-	case <-time.After(10 * time.Second):
+	case <-time.After(patience):
 		t.Fatal("the clear of period 4 did not start")
 	}
 	atomic.StoreUint64(a.ctl.epochWord(), 4) // turn without Rotate's own clear

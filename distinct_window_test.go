@@ -140,7 +140,7 @@ func TestDistinctWindow_Clock(t *testing.T) {
 	if got := w.Count(); got < 40 || got > 60 {
 		t.Fatalf("Count() = %d just after adding 50 keys", got)
 	}
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(patience)
 	for w.Count() != 0 {
 		if time.Now().After(deadline) {
 			t.Fatalf("Count() = %d seconds after the window's 200 ms passed (current %d)", w.Count(), w.Current())

@@ -68,7 +68,7 @@ func TestFutex_AcrossProcesses(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Wait (bounded) for the child to be about to sleep, then wake it.
-	deadline := time.Now().Add(20 * time.Second)
+	deadline := time.Now().Add(patience)
 	for atomic.LoadUint32(ready) == 0 {
 		if time.Now().After(deadline) {
 			cmd.Process.Kill()

@@ -110,8 +110,8 @@ func FuzzOpen(f *testing.F) {
 		}()
 		select {
 		case <-done:
-		case <-time.After(20 * time.Second):
-			t.Fatalf("%s: calls on an opened handle did not return within 20s", op.name)
+		case <-time.After(patience):
+			t.Fatalf("%s: calls on an opened handle did not return within %v", op.name, patience)
 		}
 	})
 }

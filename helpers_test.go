@@ -17,9 +17,28 @@ import (
 	"runtime/debug"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/zeebo/xxh3"
 )
+
+// patience bounds every wait for a condition that a quiet machine meets
+// in milliseconds (a lock recovered, a child started, a clear finished):
+// only a hang reaches it, however loaded the machine is (make test beside
+// another make test, -race, qemu). A deadline that a slow pass can reach
+// fails a test that nothing is wrong with.
+const patience = 2 * time.Minute
+
+// raceScale is n operations for a test whose cost is the work it does, a
+// quarter of them under -race, which slows the hot paths 10 to 50 times.
+// The tests that use it run again at full size without -race in make
+// test's cgo part (test-cgo's RACE_SCALED), so neither build loses them.
+func raceScale(n int) int {
+	if raceEnabled {
+		return max(n/4, 1)
+	}
+	return n
+}
 
 // bloomKey is key number i of a family named prefix: "prefix-i".
 func bloomKey(prefix string, i int) []byte { return []byte(fmt.Sprintf("%s-%d", prefix, i)) }

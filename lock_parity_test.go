@@ -217,8 +217,8 @@ func TestLock_BackendsExclude(t *testing.T) {
 				if line != "held 2" {
 					t.Fatalf("%s said %q, want \"held 2\"", contender.name, line)
 				}
-			case <-time.After(10 * time.Second):
-				t.Fatalf("%s did not get the lock within 10s of its release", contender.name)
+			case <-time.After(patience):
+				t.Fatalf("%s did not get the lock within %v of its release", contender.name, patience)
 			}
 			contender.stdin.Close()
 			contender.expect(t, "released")
@@ -282,8 +282,8 @@ func TestLock_BackendsKillHolder(t *testing.T) {
 				if line != "held 2" {
 					t.Fatalf("%s said %q, want \"held 2\"", contender.name, line)
 				}
-			case <-time.After(10 * time.Second):
-				t.Fatalf("%s did not recover the lock within 10s of the holder's death", contender.name)
+			case <-time.After(patience):
+				t.Fatalf("%s did not recover the lock within %v of the holder's death", contender.name, patience)
 			}
 			t.Logf("lock taken %v after the SIGKILL", time.Since(killed))
 			contender.stdin.Close()
@@ -323,8 +323,8 @@ func TestLock_BackendsInProcess(t *testing.T) {
 				h.untake()
 				select {
 				case <-done:
-				case <-time.After(10 * time.Second):
-					t.Fatalf("the %v did not get the lock within 10s of its release", tc.contender)
+				case <-time.After(patience):
+					t.Fatalf("the %v did not get the lock within %v of its release", tc.contender, patience)
 				}
 				c.untake()
 			})
@@ -346,7 +346,7 @@ func TestLock_BackendsInProcess(t *testing.T) {
 			}
 			select {
 			case <-done:
-			case <-time.After(10 * time.Second):
+			case <-time.After(patience):
 				t.Fatalf("%s lock waiting on its own handle's %s lock did not get it", waiter.core, holder.core)
 			}
 			// Taken in one core, released in the other.

@@ -324,8 +324,8 @@ func TestLock_KillHolder(t *testing.T) {
 			if tc.parked {
 				select {
 				case <-done:
-				case <-time.After(10 * time.Second):
-					t.Fatal("the parked waiter did not get the lock within 10s of the holder's death")
+				case <-time.After(patience):
+					t.Fatalf("the parked waiter did not get the lock within %v of the holder's death", patience)
 				}
 			} else {
 				<-child.done
@@ -381,8 +381,8 @@ func TestLock_PIDNamespace(t *testing.T) {
 		if !strings.HasPrefix(line, "held ") {
 			t.Fatalf("contender said %q", line)
 		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("the contender did not recover the lock within 10s of the holder's death")
+	case <-time.After(patience):
+		t.Fatalf("the contender did not recover the lock within %v of the holder's death", patience)
 	}
 	contender.stdin.Close()
 	contender.expect(t, "released")
@@ -480,7 +480,7 @@ func TestLock_Slotless(t *testing.T) {
 	l.runlock()
 	select {
 	case <-done:
-	case <-time.After(10 * time.Second):
+	case <-time.After(patience):
 		t.Fatal("the writer did not get the lock after the slotless reader left")
 	}
 	w.unlock()

@@ -249,7 +249,7 @@ func TestParity_Cores(t *testing.T) {
 	}{{1, 1, false}, {3, 64, false}, {3, 64, true}, {5, 4096, false}, {5, 4096, true}, {2, 1 << 18, true}} {
 		t.Run(fmt.Sprintf("%dx%d/prefetch=%v", shape.rows, shape.width, shape.prefetch), func(t *testing.T) {
 			r := rand.New(rand.NewPCG(uint64(shape.rows), uint64(shape.width)))
-			ops := make([]byte, 20000)
+			ops := make([]byte, raceScale(20000))
 			for i := range ops {
 				ops[i] = byte(r.Uint32())
 			}

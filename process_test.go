@@ -47,7 +47,7 @@ const (
 
 // childTimeout bounds every multi-process test: a hung child is killed and
 // fails the test instead of hanging it.
-const childTimeout = 60 * time.Second
+const childTimeout = patience
 
 // TestHelperProcess is the body of every child process. It is not a test.
 func TestHelperProcess(t *testing.T) {

@@ -104,7 +104,7 @@ func benchWriters(b *testing.B, path, progPath string, n int) []uint64 {
 			cmd.Wait()
 		}
 	})
-	deadline := time.Now().Add(30 * time.Second)
+	deadline := time.Now().Add(patience)
 	for i := range n {
 		for atomic.LoadUint64(&prog[1+i]) == 0 {
 			if time.Now().After(deadline) {

@@ -145,7 +145,7 @@ func TestSnapshot_WhileTwoProcessesAdd(t *testing.T) {
 				n, after [2]uint64
 			}
 			var snaps []taken
-			deadline := time.Now().Add(30 * time.Second)
+			deadline := time.Now().Add(patience)
 			for round := range 3 {
 				// Let both children get going, then snapshot mid-stream.
 				for atomic.LoadUint64(&prog[1]) < uint64(round+1)*5000 || atomic.LoadUint64(&prog[2]) < uint64(round+1)*5000 {

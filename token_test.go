@@ -30,7 +30,7 @@ import (
 // recoveryBound is how long a test waits for a dead holder to be
 // recovered. Recovery takes about lockPatience (10 ms); the bound only
 // tells "recovered" from "stuck", on a loaded machine or under qemu.
-const recoveryBound = 10 * time.Second
+const recoveryBound = patience
 
 // childTokenBlock opens the file at envPath read-only and read-locks every
 // byte of it it can (F_OFD_SETLK, F_RDLCK): every byte a live writer does

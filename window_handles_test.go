@@ -211,7 +211,7 @@ func twoHandles(t *testing.T, keeps []int, check func(t *testing.T, a, b testWin
 // one arena share the process's token; two arenas of one path, whose
 // handles have tokens of their own, are the control.
 func TestWindows_HandlesShareToken(t *testing.T) {
-	twoHandles(t, []int{1, 3}, func(t *testing.T, a, b testWindow) { checkAddsKept(t, a, b, 3000) })
+	twoHandles(t, []int{1, 3}, func(t *testing.T, a, b testWindow) { checkAddsKept(t, a, b, raceScale(3000)) })
 }
 
 // TestWindows_SiblingClearWaitedFor: a handle's Rotate waits for the

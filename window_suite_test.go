@@ -979,7 +979,7 @@ func TestWindows_WaitsForLiveClearer(t *testing.T) {
 		go b.base().ctl.prepare(4, true)
 		select {
 		case <-inside:
-		case <-time.After(10 * time.Second):
+		case <-time.After(patience):
 			t.Fatal("the clear of period 4 did not start")
 		}
 		atomic.StoreUint64(a.base().ctl.epochWord(), 4) // turn without Rotate's own clear
@@ -1549,8 +1549,8 @@ func TestWindows_KillClearer(t *testing.T) {
 				}
 				select {
 				case <-done:
-				case <-time.After(10 * time.Second):
-					t.Fatal("Rotate did not finish within 10s of the clearer's death")
+				case <-time.After(patience):
+					t.Fatalf("Rotate did not finish within %v of the clearer's death", patience)
 				}
 				if rotErr != nil {
 					t.Fatal(rotErr)
