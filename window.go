@@ -61,7 +61,7 @@ import (
 // at the very moment of a turn, by a process that had not seen it yet,
 // which the window loses as well), the turns of a process killed between
 // its turn and its count, and what processes of earlier builds cleared or
-// turned. A clock turn nobody used yet is counted at the first use.
+// turned. docs/FORMAT.md has the words.
 type Window struct {
 	// Period is the length of one period, at least a millisecond; 0 turns
 	// periods only on Rotate.
