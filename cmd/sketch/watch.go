@@ -158,6 +158,9 @@ func (w *watcher) tick() error {
 		{name: l.what + "/s", value: rate(l.PerSecond)},
 		{name: "total " + l.what, value: count(l.Total)},
 	}
+	if l.Adds != nil {
+		rows = append(rows, viewRow{name: "adds since made", value: count(*l.Adds) + " (every period; the rate is of these)"})
+	}
 	if l.Current != nil && l.Oldest != nil {
 		rows = append(rows, viewRow{name: "periods", value: fmt.Sprintf("%d-%d", *l.Oldest, *l.Current)})
 		if at, ok := l.clock.at(*l.Current); ok {
