@@ -164,6 +164,14 @@ type BloomWindowStats struct {
 	Start time.Time `json:"start,omitempty"`
 	// Rotations is how many times Rotate turned the period.
 	Rotations uint64 `json:"rotations"`
+	// Turns is how many times the period turned, by Rotate or by the
+	// clock (see Window).
+	Turns uint64 `json:"turns"`
+	// Adds is the adds since the window was made, in every process,
+	// periods that left the window included (each slot's Added plus Seen,
+	// and what its earlier periods took): a monotonic count
+	// (see Window).
+	Adds uint64 `json:"adds"`
 	// CheckRate is the modelled rate at which Contains finds a key never
 	// added in the periods covered: 1 - Π(1 - Rate) over their slots.
 	CheckRate float64 `json:"check_rate"`
@@ -231,6 +239,14 @@ func newBloomWindow(m *mapping) (*BloomWindow, error) {
 			prefetch: blocks*bloomBlockBytes > l2Bytes()/4,
 		})
 	}
+	starts := make([]unsafe.Pointer, len(w.slots))
+	for i := range w.slots {
+		starts[i] = w.slots[i].stripes
+	}
+	w.ctl.setFolds(starts, func(s uint64) uint64 {
+		added, seen := w.slots[s].counts()
+		return added + seen
+	})
 	lk, err := w.start(m, w, win, w.clearSlot)
 	if err != nil {
 		return nil, err
@@ -576,6 +592,7 @@ func (w *BloomWindow) Stats() BloomWindowStats {
 	}
 	wp := w.periods()
 	s.Current, s.Oldest, s.Rotations, s.Start = wp.current, wp.oldest, wp.rotations, wp.start
+	s.Turns, s.Adds = w.ctl.turns(), w.ctl.adds()
 	miss := 1.0 // the chance that no covered slot finds an absent key
 	for i := range w.slots {
 		l := &w.slots[i]

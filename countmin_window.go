@@ -176,6 +176,13 @@ type CountMinWindowStats struct {
 	Start time.Time `json:"start,omitempty"`
 	// Rotations is how many times Rotate turned the period.
 	Rotations uint64 `json:"rotations"`
+	// Turns is how many times the period turned, by Rotate or by the
+	// clock (see Window).
+	Turns uint64 `json:"turns"`
+	// Adds is everything counted since the window was made, in every
+	// process (n for AddN), periods that left the window included: a
+	// monotonic count (see Window), where Total drops as periods leave.
+	Adds uint64 `json:"adds"`
 	// Total is everything counted in the periods covered: the sum of
 	// their slots' totals.
 	Total uint64 `json:"total"`
@@ -247,6 +254,11 @@ func newCountMinWindow(m *mapping) (*CountMinWindow, error) {
 		})
 	}
 	w.totals.slots, w.totals.width = make([]slotTotal, len(w.slots)), width
+	starts := make([]unsafe.Pointer, len(w.slots))
+	for i := range w.slots {
+		starts[i] = w.slots[i].stripes
+	}
+	w.ctl.setFolds(starts, func(s uint64) uint64 { return w.slots[s].rowTotal() })
 	if _, err := w.start(m, w, win, w.clearSlot); err != nil {
 		return nil, err
 	}
@@ -757,6 +769,7 @@ func (w *CountMinWindow) Stats() CountMinWindowStats {
 	}
 	wp := w.periods()
 	s.Current, s.Oldest, s.Rotations, s.Start = wp.current, wp.oldest, wp.rotations, wp.start
+	s.Turns, s.Adds = w.ctl.turns(), w.ctl.adds()
 	sums := make([]uint64, s.Rows)
 	for i := range w.slots {
 		var sl WindowSlotStats

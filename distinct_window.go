@@ -157,6 +157,16 @@ type DistinctWindowStats struct {
 	Start time.Time `json:"start,omitempty"`
 	// Rotations is how many times Rotate turned the period.
 	Rotations uint64 `json:"rotations"`
+	// Turns is how many times the period turned, by Rotate or by the
+	// clock (see Window).
+	Turns uint64 `json:"turns"`
+	// Changes is how many adds raised a register since the window was
+	// made, in every process, periods that left the window included: a
+	// monotonic count (see Window). It is not the number of adds: an
+	// add that raises no register leaves no trace, and counting every
+	// add would cost each one an atomic add on a line every process
+	// shares.
+	Changes uint64 `json:"changes"`
 	// Slots describes each slot.
 	Slots []DistinctWindowSlotStats `json:"slots"`
 	FileStats
@@ -213,6 +223,11 @@ func newDistinctWindow(m *mapping) (*DistinctWindow, error) {
 			redis:   m.ent.params[1] == 1,
 		})
 	}
+	starts := make([]unsafe.Pointer, len(w.slots))
+	for i := range w.slots {
+		starts[i] = unsafe.Pointer(w.slots[i].changes)
+	}
+	w.ctl.setFolds(starts, func(s uint64) uint64 { return atomic.LoadUint64(w.slots[s].changes) })
 	if _, err := w.start(m, w, win, w.clearSlot); err != nil {
 		return nil, err
 	}
@@ -439,6 +454,7 @@ func (w *DistinctWindow) Stats() DistinctWindowStats {
 	}
 	wp := w.periods()
 	s.Current, s.Oldest, s.Rotations, s.Start = wp.current, wp.oldest, wp.rotations, wp.start
+	s.Turns, s.Changes = w.ctl.turns(), w.ctl.adds()
 	s.Estimate, _ = w.estimate()
 	for i := range w.slots {
 		l := &w.slots[i]

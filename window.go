@@ -13,7 +13,8 @@ package sketch
 //	0   epoch: how many times Rotate turned the period
 //	8   latest: the highest period any process has turned to (clock mode)
 //	16  frozen: the period Freeze froze the window at, plus 1 (0: not frozen)
-//	24  reserved, zero
+//	24  turns: how many periods the clock and Rotate turned (clock mode;
+//	    window_adds.go)
 //	32  slot words, Keep+1 of them: what each slot holds
 //
 // A slot word is 0 for a slot never used (all its counters are zero),
@@ -44,6 +45,23 @@ import (
 // number in every process on the host, so every process counts into the
 // same slot without talking to the others. With Period 0 the period turns
 // only when some process calls Rotate.
+//
+// Each window's Stats also count what never leaves: Adds (a distinct
+// window's Changes) since the window was made, in every process, and
+// Turns, how many times its period turned, by Rotate or by the clock. They
+// only grow (a window has no Reset; a structure removed and made again in
+// an arena starts from 0), so a monitor takes their rate across turns,
+// where a window's Total drops as each period leaves it. Neither costs an
+// add anything: the process that clears a slot for a new period first
+// folds what the slot took into the slot's retired count (a clearer killed
+// part way is finished by the next, without losing or counting twice what
+// the slot held), and a clock turn is counted by the first process that
+// adds in (or rotates to) a later period, periods nobody used counted with
+// it. What they can miss: an add that lands in a slot being cleared (made
+// at the very moment of a turn, by a process that had not seen it yet,
+// which the window loses as well), the turns of a process killed between
+// its turn and its count, and what processes of earlier builds cleared or
+// turned. docs/FORMAT.md has the words.
 type Window struct {
 	// Period is the length of one period, at least a millisecond; 0 turns
 	// periods only on Rotate.
@@ -196,11 +214,16 @@ type windowCtl struct {
 	lk    *fileLock // nil on a read-only handle
 	me    int       // this handle's token id
 	// clear empties slot s for a new period; the caller owns the slot.
-	clear  func(s uint64)
-	open   *atomic.Bool
-	sealed *uint32       // the file's sealed word: a frozen file is not cleared
-	done   chan struct{} // closed by Close: ahead clears stop waiting
-	once   sync.Once
+	clear func(s uint64)
+	// folds are the slots' starts, where their fold words are, and
+	// slotTotal what slot s holds now (window_adds.go); nil folds count
+	// nothing.
+	folds     []unsafe.Pointer
+	slotTotal func(s uint64) uint64
+	open      *atomic.Bool
+	sealed    *uint32       // the file's sealed word: a frozen file is not cleared
+	done      chan struct{} // closed by Close: ahead clears stop waiting
+	once      sync.Once
 }
 
 // errStale means the caller's period is out of date: a slot already serves
@@ -358,7 +381,7 @@ func (c *windowCtl) useSlow(p uint64) (uint64, uint64, error) {
 			return 0, 0, fmt.Errorf("%w: the window's words name period %d, past the largest a window holds", ErrCorrupt, p)
 		}
 		if c.clk != nil {
-			casMax(c.latestWord(), p)
+			c.raiseLatest(p, 0)
 			if a := c.aheadFor.Load(); a <= p && c.aheadFor.CompareAndSwap(a, p+1) {
 				go c.ahead(p + 1)
 			}
@@ -534,6 +557,7 @@ func (c *windowCtl) clearAndPublish(s, p, was uint64) error {
 		atomic.CompareAndSwapUint64(c.word(s), clearingWord(p, c.me), was)
 		return ErrFrozen
 	}
+	c.fold(s, p)
 	c.clear(s)
 	atomic.CompareAndSwapUint64(c.word(s), clearingWord(p, c.me), heldWord(p))
 	runtime.KeepAlive(c)
@@ -616,7 +640,7 @@ func (c *windowCtl) rotate() error {
 	if c.clk != nil {
 		// p+1, not current(): a handle whose timer is late took p from
 		// latest, and its clock plus the new epoch may still say p.
-		casMax(c.latestWord(), p+1)
+		c.raiseLatest(p+1, 1)
 	}
 	err := c.prepare(c.current()+1, false)
 	if err == errBusy || err == errStale {

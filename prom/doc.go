@@ -10,7 +10,8 @@
 // Every structure's series are labelled with its name ("structure") and
 // its kind ("kind"):
 //
-//	sketch_adds_total              counter  Count-Min sketch, Bloom filter
+//	sketch_adds_total              counter  Count-Min sketch, Bloom filter, and their windows (every period)
+//	sketch_distinct_changes_total  counter  distinct window: adds that raised a register
 //	sketch_adds_present_total      counter  Bloom filter: adds of keys already present
 //	sketch_writes_total            counter  counting Bloom filter: adds, removes, resets
 //	sketch_counted                 gauge    Count-Min sketch and window: what estimates cover
@@ -20,7 +21,7 @@
 //	sketch_false_positive_ratio    gauge    Bloom window, over the periods it covers
 //	sketch_window_current_period   gauge    windows
 //	sketch_window_oldest_period    gauge    windows
-//	sketch_window_rotations_total  counter  windows
+//	sketch_window_rotations_total  counter  windows: turns by Rotate or by the clock
 //	sketch_bytes, sketch_frozen    gauge    every kind
 //
 // An arena's own series have no labels: sketch_arena_bytes,

@@ -21,7 +21,9 @@ type family struct {
 // restart.
 var (
 	fAdds = &family{"sketch_adds_total",
-		"Adds that returned, in every process since the last reset (a Count-Min sketch's counts, n for AddN; a Bloom filter's keys).", prometheus.CounterValue, nil}
+		"Adds that returned, in every process since the last reset (a Count-Min sketch's counts, n for AddN; a Bloom filter's keys); a window's since it was made, periods that left it included.", prometheus.CounterValue, nil}
+	fChanges = &family{"sketch_distinct_changes_total",
+		"A distinct window's adds that raised a register, in every process since it was made: not its adds, which it does not count.", prometheus.CounterValue, nil}
 	fAddsPresent = &family{"sketch_adds_present_total",
 		"A Bloom filter's adds that found the key probably present already (every bit set): repeats, or false positives.", prometheus.CounterValue, nil}
 	fWrites = &family{"sketch_writes_total",
@@ -41,7 +43,7 @@ var (
 	fOldest = &family{"sketch_window_oldest_period",
 		"The oldest period a window's answers cover.", prometheus.GaugeValue, nil}
 	fRotations = &family{"sketch_window_rotations_total",
-		"Times Rotate turned a window's period, in every process.", prometheus.CounterValue, nil}
+		"Times a window's period turned, by Rotate or by the clock, in every process (a clock turn counted when a process first uses a later period).", prometheus.CounterValue, nil}
 	fBytes = &family{"sketch_bytes",
 		"Bytes of the structure's file, or of its region in an arena.", prometheus.GaugeValue, nil}
 	fFrozen = &family{"sketch_frozen",
@@ -61,7 +63,7 @@ var (
 )
 
 // structureFamilies are every family samples may return, for Describe.
-var structureFamilies = []*family{fAdds, fAddsPresent, fWrites, fCounted, fErrorBound, fFill, fItems, fFalsePositive, fCurrent, fOldest, fRotations, fBytes, fFrozen, fCandidatesHeld, fAdmissions, fHeavy, fDistinct, fDistinctError}
+var structureFamilies = []*family{fAdds, fChanges, fAddsPresent, fWrites, fCounted, fErrorBound, fFill, fItems, fFalsePositive, fCurrent, fOldest, fRotations, fBytes, fFrozen, fCandidatesHeld, fAdmissions, fHeavy, fDistinct, fDistinctError}
 
 // The families of an arena and of its file's lock, without labels.
 var (
@@ -125,17 +127,19 @@ func samplesOf(stats any) (sketch.Kind, []sample, bool) {
 			sample{f: fItems, v: s.Count}), true
 	case sketch.CountMinWindowStats:
 		return sketch.KindCountMinWindow, append(append(fileSamples(s.FileStats),
+			sample{f: fAdds, v: float64(s.Adds)},
 			sample{f: fCounted, v: float64(s.Total)},
 			sample{f: fErrorBound, v: float64(s.ErrorBound)},
 			sample{f: fCurrent, v: float64(s.Current)},
 			sample{f: fOldest, v: float64(s.Oldest)},
-			sample{f: fRotations, v: float64(s.Rotations)}), candidateSamples(s.Candidates)...), true
+			sample{f: fRotations, v: float64(s.Turns)}), candidateSamples(s.Candidates)...), true
 	case sketch.BloomWindowStats:
 		out := append(fileSamples(s.FileStats),
+			sample{f: fAdds, v: float64(s.Adds)},
 			sample{f: fFalsePositive, v: s.CheckRate},
 			sample{f: fCurrent, v: float64(s.Current)},
 			sample{f: fOldest, v: float64(s.Oldest)},
-			sample{f: fRotations, v: float64(s.Rotations)})
+			sample{f: fRotations, v: float64(s.Turns)})
 		// No slot holds the current period before its first add: it is
 		// empty then.
 		fill, items := 0.0, 0.0
@@ -151,11 +155,12 @@ func samplesOf(stats any) (sketch.Kind, []sample, bool) {
 			sample{f: fDistinctError, v: s.StdError}), true
 	case sketch.DistinctWindowStats:
 		return sketch.KindDistinctWindow, append(fileSamples(s.FileStats),
+			sample{f: fChanges, v: float64(s.Changes)},
 			sample{f: fDistinct, v: s.Estimate},
 			sample{f: fDistinctError, v: s.StdError},
 			sample{f: fCurrent, v: float64(s.Current)},
 			sample{f: fOldest, v: float64(s.Oldest)},
-			sample{f: fRotations, v: float64(s.Rotations)}), true
+			sample{f: fRotations, v: float64(s.Turns)}), true
 	}
 	return "", nil, false
 }

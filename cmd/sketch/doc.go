@@ -115,12 +115,13 @@
 //     "counters", "hashes", "counters_set", "count", "fill_ratio", "ops",
 //     "bytes", "frozen", "read_only", "closed"), CountMinWindowStats
 //     ("rows", "width", "period" in nanoseconds, "keep", "current",
-//     "oldest", "start", "rotations", "total", "error_bound", "slots":
+//     "oldest", "start", "rotations", "turns", "adds", "total",
+//     "error_bound", "slots":
 //     [{"state", "period", "total", "adds"}], "bytes", "frozen",
 //     "read_only", "closed") or BloomWindowStats ("bits", "hashes",
 //     "capacity", "fp_rate", each period's filter's, "period" in
 //     nanoseconds, "keep", "current", "oldest", "start", "rotations",
-//     "check_rate", "slots": [{"state", "period", "set", "fill",
+//     "turns", "adds", "check_rate", "slots": [{"state", "period", "set", "fill",
 //     "estimated", "rate", "added", "seen"}], "bytes", "frozen",
 //     "read_only", "closed") or DistinctStats ("precision", "registers",
 //     "redis", "estimate", "std_error", "zero", "changes", "bytes",

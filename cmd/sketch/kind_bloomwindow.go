@@ -85,5 +85,5 @@ func (s *bloomWindow) sample() sample {
 	if cur := currentSlot(st); cur != nil {
 		fill, count = cur.Fill, cur.Estimated
 	}
-	return windowSample(sample{Total: added + seen, Fill: &fill, Count: &count, Frozen: st.Frozen, what: "window adds"}, st.Oldest, st.Current, periodClock{st.Period, st.Rotations})
+	return windowSample(sample{Total: added + seen, Adds: &st.Adds, Fill: &fill, Count: &count, Frozen: st.Frozen, what: "window adds"}, st.Oldest, st.Current, periodClock{st.Period, st.Rotations})
 }

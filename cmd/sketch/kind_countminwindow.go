@@ -76,7 +76,7 @@ func (s *countMinWindow) summary() string {
 
 func (s *countMinWindow) sample() sample {
 	st := s.Stats()
-	smp := sample{Total: st.Total, ErrorBound: &st.ErrorBound, Frozen: st.Frozen, what: "window adds"}
+	smp := sample{Total: st.Total, Adds: &st.Adds, ErrorBound: &st.ErrorBound, Frozen: st.Frozen, what: "window adds"}
 	if st.Candidates != nil {
 		smp.Loudest = st.Candidates.Loudest[:min(watchLoudest, len(st.Candidates.Loudest))]
 	}

@@ -135,7 +135,10 @@ type sample struct {
 	// Total is everything counted (Count-Min), the adds (Bloom), the write
 	// operations (counting Bloom), or what the periods a window covers
 	// counted, which drops as old periods leave it.
-	Total      uint64   `json:"total"`
+	Total uint64 `json:"total"`
+	// Adds is a Count-Min or Bloom window's adds since it was made, which
+	// only grows (Total drops as periods leave): watch's rate is of it.
+	Adds       *uint64  `json:"adds,omitempty"`
 	ErrorBound *uint64  `json:"error_bound,omitempty"`
 	Fill       *float64 `json:"fill,omitempty"`  // Bloom: bits set / bits; counting Bloom: counters set / counters
 	Count      *float64 `json:"count,omitempty"` // Bloom, counting Bloom: estimated keys present

@@ -22,9 +22,10 @@ var watchCmd = &command{
 Watch shows the structure live, every interval, until interrupted: adds (or
 operations) per second across every process, the total, a Count-Min
 sketch's error bound, a Bloom or counting Bloom filter's fill and
-estimated keys, a Count-Min window's periods, total and error bound (its
-total drops as periods leave it: the rate shows 0 then), a Bloom
-window's periods, adds and its current period's fill, a distinct
+estimated keys, a Count-Min window's periods, total and error bound, a
+Bloom window's periods, adds and its current period's fill (a window's
+rate is of its adds since it was made, which keep every period, while
+its total drops as periods leave it), a distinct
 count's count (its total; the rate is new distinct keys per second),
 whether it is frozen, and the state of the file's lock. A window's
 current period shows when it started on the clock (a window turned by
@@ -41,7 +42,7 @@ sketch watch --interval 10s --json /dev/shm/clients.cms >> clients.log`,
 	setup: func(fs *flag.FlagSet) func([]string) error {
 		interval := fs.Duration("interval", time.Second, "time between samples")
 		n := fs.Int("count", 0, "stop after `N` samples (0: until interrupted)")
-		jsonOut := fs.Bool("json", false, `print JSON Lines: {"time", "file", "kind", "per_second", "total", "error_bound", "fill", "count", "current", "oldest", "start" (those the kind has), "frozen", "lock"}; an arena's: {"time", "file", "arena", "lock", "structures": [{"name", "kind", "per_second", ...}]}`)
+		jsonOut := fs.Bool("json", false, `print JSON Lines: {"time", "file", "kind", "per_second", "total", "adds", "error_bound", "fill", "count", "current", "oldest", "start" (those the kind has), "frozen", "lock"}; an arena's: {"time", "file", "arena", "lock", "structures": [{"name", "kind", "per_second", ...}]}`)
 		return func(args []string) error {
 			t, err := oneTarget(args)
 			if err != nil {
@@ -104,6 +105,16 @@ func perSecond(prev, cur uint64, d time.Duration) float64 {
 	return float64(cur-prev) / d.Seconds()
 }
 
+// rateOf is the rate between two samples of one structure: of a window's
+// adds since it was made when both samples have them, which keep every
+// period, so that the rate stays steady across turns; else of the total.
+func rateOf(prev, cur sample, d time.Duration) float64 {
+	if prev.Adds != nil && cur.Adds != nil {
+		return perSecond(*prev.Adds, *cur.Adds, d)
+	}
+	return perSecond(prev.Total, cur.Total, d)
+}
+
 // lockState is the file's lock as watch shows it, read anew.
 func lockState(path string) (*sketch.LockInfo, string) {
 	fi, err := sketch.Inspect(path)
@@ -136,7 +147,7 @@ type watchLine struct {
 
 func (w *watcher) tick() error {
 	cur, at := w.s.sample(), time.Now()
-	ps := perSecond(w.prev.Total, cur.Total, at.Sub(w.prevAt))
+	ps := rateOf(w.prev, cur, at.Sub(w.prevAt))
 	w.prev, w.prevAt = cur, at
 	lock, lockText := lockState(w.t.path)
 	l := watchLine{Time: at.UTC(), File: w.t.arg(), Kind: w.s.kind(), PerSecond: ps, sample: cur, Lock: lock}
@@ -146,6 +157,9 @@ func (w *watcher) tick() error {
 	rows := []viewRow{
 		{name: l.what + "/s", value: rate(l.PerSecond)},
 		{name: "total " + l.what, value: count(l.Total)},
+	}
+	if l.Adds != nil {
+		rows = append(rows, viewRow{name: "adds since made", value: count(*l.Adds) + " (every period; the rate is of these)"})
 	}
 	if l.Current != nil && l.Oldest != nil {
 		rows = append(rows, viewRow{name: "periods", value: fmt.Sprintf("%d-%d", *l.Oldest, *l.Current)})

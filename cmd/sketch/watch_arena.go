@@ -121,7 +121,7 @@ func (w *arenaWatcher) tick() error {
 		}
 		cur := e.s.sample()
 		if !e.prevAt.IsZero() {
-			ps := perSecond(e.prev.Total, cur.Total, at.Sub(e.prevAt))
+			ps := rateOf(e.prev, cur, at.Sub(e.prevAt))
 			wl.PerSecond = &ps
 		}
 		e.prev, e.prevAt = cur, at

@@ -31,6 +31,7 @@ type arenaWatchOut struct {
 		Kind       string     `json:"kind"`
 		PerSecond  *float64   `json:"per_second"`
 		Total      uint64     `json:"total"`
+		Adds       *uint64    `json:"adds"`
 		ErrorBound *uint64    `json:"error_bound"`
 		Fill       *float64   `json:"fill"`
 		Count      *float64   `json:"count"`

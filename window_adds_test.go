@@ -1,0 +1,163 @@
+package sketch
+
+import (
+	"fmt"
+	"math"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// winCounts is what a window's Stats say of its monotonic counts: Adds
+// (a distinct window's Changes) and Turns, with Rotations and Total.
+type winCounts struct{ adds, turns, rotations, total uint64 }
+
+func countsOf(t *testing.T, h any) winCounts {
+	t.Helper()
+	switch w := h.(type) {
+	case *CountMinWindow:
+		s := w.Stats()
+		return winCounts{s.Adds, s.Turns, s.Rotations, s.Total}
+	case *BloomWindow:
+		s := w.Stats()
+		var total uint64
+		for _, sl := range s.Slots {
+			if sl.State == "current" || sl.State == "window" {
+				total += sl.Added + sl.Seen
+			}
+		}
+		return winCounts{s.Adds, s.Turns, s.Rotations, total}
+	case *DistinctWindow:
+		s := w.Stats()
+		return winCounts{s.Changes, s.Turns, s.Rotations, uint64(math.Round(s.Estimate))}
+	}
+	t.Fatalf("no window: %T", h)
+	return winCounts{}
+}
+
+// TestWindows_AddsAcrossRotations: a Rotate-driven window's Adds is every
+// add since it was made, exactly, through 40 turns in which each slot is
+// cleared ten times and more, while its Total only covers the window; its
+// Turns are its Rotate calls.
+func TestWindows_AddsAcrossRotations(t *testing.T) {
+	forEachKind(t, func(t *testing.T, k *windowKind) {
+		for _, keep := range []int{1, 3} {
+			t.Run(fmt.Sprintf("keep=%d", keep), func(t *testing.T) {
+				w := mustOpenKind(t, k, Path(tempPath(t, "win")), Window{Keep: keep}, exactCfgs)
+				var want uint64
+				for turn := range 40 {
+					for i := range 5 + turn%7 {
+						n := uint64(1 + i%3)
+						if _, err := w.addN(fmt.Appendf(nil, "k%d-%d", turn, i), n); err != nil {
+							t.Fatal(err)
+						}
+						want += min(n, k.most) // a filter's add is one add
+					}
+					if turn%4 == 0 {
+						keys := [][]byte{[]byte("b1"), []byte("b2"), []byte("b3")}
+						if err := w.addBatch(keys, nil); err != nil {
+							t.Fatal(err)
+						}
+						want += 3
+					}
+					got := countsOf(t, w.handle())
+					if got.adds != want || got.turns != uint64(turn) || got.rotations != uint64(turn) {
+						t.Fatalf("turn %d: Adds, Turns, Rotations = %d, %d, %d; want %d, %d, %d", turn, got.adds, got.turns, got.rotations, want, turn, turn)
+					}
+					if err := w.Rotate(); err != nil {
+						t.Fatal(err)
+					}
+				}
+				if got := countsOf(t, w.handle()); got.adds != want || got.total >= want {
+					t.Errorf("after the last turn: Adds %d, Total %d; want Adds %d and a Total below it", got.adds, got.total, want)
+				}
+			})
+		}
+	})
+}
+
+// TestDistinctWindow_ChangesAcrossRotations: a distinct window's Changes
+// is the sum of what each period's slot counted, kept through the clears.
+func TestDistinctWindow_ChangesAcrossRotations(t *testing.T) {
+	w := mustIn(t, OpenDistinctWindow, Path(tempPath(t, "dw")), dwCfg(8, 2))
+	var want uint64
+	for turn := range 30 {
+		for i := range 20 + turn {
+			if err := w.AddString(fmt.Sprintf("k%d-%d", turn, i)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		// The current slot's own count, this process being the only one.
+		want += atomic.LoadUint64(w.slots[w.ctl.slotOf(w.Current())].changes)
+		if got := w.Stats(); got.Changes != want || got.Turns != uint64(turn) {
+			t.Fatalf("turn %d: Changes, Turns = %d, %d; want %d, %d", turn, got.Changes, got.Turns, want, turn)
+		}
+		if err := w.Rotate(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if want < 30*20 {
+		t.Errorf("only %d changes in 30 periods of at least 20 new keys", want)
+	}
+}
+
+// TestWindows_AddsAndTurnsClock: a clock window's Turns count the periods
+// the clock turned from the first one used, idle ones included, and a
+// Rotate's; its Adds stay exact as slots are cleared. The clock is moved
+// by hand, periods of an hour keeping the real one out of the way.
+func TestWindows_AddsAndTurnsClock(t *testing.T) {
+	type clocked struct {
+		name string
+		open func(t *testing.T) (h any, ctl *windowCtl, add func(key string) error)
+	}
+	win := Window{Period: time.Hour, Keep: 2}
+	kinds := []clocked{
+		{"CountMinWindow", func(t *testing.T) (any, *windowCtl, func(string) error) {
+			w := mustOpenWindow(t, tempPath(t, "win"), win, winCfg)
+			return w, &w.ctl, func(k string) error { _, err := w.AddString(k); return err }
+		}},
+		{"BloomWindow", func(t *testing.T) (any, *windowCtl, func(string) error) {
+			w := mustIn(t, OpenBloomWindow, Path(tempPath(t, "bw")), BloomWindowConfig{Window: win, Bloom: bwinCfg})
+			return w, &w.ctl, func(k string) error { _, err := w.AddString(k); return err }
+		}},
+		{"DistinctWindow", func(t *testing.T) (any, *windowCtl, func(string) error) {
+			w := mustIn(t, OpenDistinctWindow, Path(tempPath(t, "dw")), DistinctWindowConfig{Window: win, Distinct: DistinctConfig{Precision: 12, Seed: dwSeed}})
+			return w, &w.ctl, w.AddString
+		}},
+	}
+	for _, k := range kinds {
+		t.Run(k.name, func(t *testing.T) {
+			h, ctl, add := k.open(t)
+			_, distinct := h.(*DistinctWindow)
+			start := ctl.clk.cur.Load()
+			var want uint64
+			// Adds in periods 0, 1, 2, 5, 6 and 10 from the start (3, 4 and
+			// 7 to 9 idle), then a Rotate.
+			for _, step := range []uint64{0, 1, 2, 5, 6, 10} {
+				ctl.clk.cur.Store(start + step)
+				for i := range 50 {
+					if err := add(fmt.Sprintf("s%d-%d", step, i)); err != nil {
+						t.Fatal(err)
+					}
+				}
+				if distinct {
+					want += atomic.LoadUint64(h.(*DistinctWindow).slots[ctl.slotOf(start+step)].changes)
+				} else {
+					want += 50
+				}
+				if got := countsOf(t, h); got.adds != want || got.turns != step || got.rotations != 0 {
+					t.Fatalf("step %d: Adds, Turns, Rotations = %d, %d, %d; want %d, %d, 0", step, got.adds, got.turns, got.rotations, want, step)
+				}
+			}
+			if err := h.(interface{ Rotate() error }).Rotate(); err != nil {
+				t.Fatal(err)
+			}
+			if got := countsOf(t, h); got.adds != want || got.turns != 11 || got.rotations != 1 {
+				t.Errorf("after Rotate: Adds, Turns, Rotations = %d, %d, %d; want %d, 11, 1", got.adds, got.turns, got.rotations, want)
+			}
+			if ctl.clk.cur.Load() != start+10 {
+				t.Skip("the hour turned during the test")
+			}
+		})
+	}
+}
