@@ -100,6 +100,9 @@ type sample struct {
 	f  *family
 	v  float64
 	lv []string // the values of f.extra
+	// hit is a loud key's, whose key label (the last of f.extra, not
+	// in lv) the collector's options make.
+	hit *sketch.HeavyHitter
 }
 
 // samplesOf returns the kind a Stats value describes and its samples, or
@@ -166,8 +169,8 @@ func candidateSamples(c *sketch.CandidateStats) []sample {
 		return nil
 	}
 	out := []sample{{f: fCandidatesHeld, v: float64(c.Held)}, {f: fAdmissions, v: float64(c.Admissions)}}
-	for i, h := range c.Loudest {
-		out = append(out, sample{f: fHeavy, v: float64(h.Estimate), lv: []string{strconv.Itoa(i + 1), h.Key}})
+	for i := range c.Loudest {
+		out = append(out, sample{f: fHeavy, v: float64(c.Loudest[i].Estimate), lv: []string{strconv.Itoa(i + 1)}, hit: &c.Loudest[i]})
 	}
 	return out
 }
