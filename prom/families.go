@@ -92,7 +92,7 @@ var arenaFamilies = []*family{fArenaBytes, fArenaUsed, fArenaFree, fArenaStructu
 // Stats is every kind's Stats type that the collectors export: a
 // structure's Stats method is the function NewCollector takes.
 type Stats interface {
-	sketch.CountMinStats | sketch.BloomStats | sketch.CountingBloomStats | sketch.CountMinWindowStats | sketch.BloomWindowStats | sketch.DistinctStats
+	sketch.CountMinStats | sketch.BloomStats | sketch.CountingBloomStats | sketch.CountMinWindowStats | sketch.BloomWindowStats | sketch.DistinctStats | sketch.DistinctWindowStats
 }
 
 // sample is one value of a structure.
