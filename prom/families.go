@@ -47,7 +47,7 @@ var (
 	fFrozen = &family{"sketch_frozen",
 		"1 once the structure's file is sealed (Freeze), else 0.", prometheus.GaugeValue, nil}
 	fDistinct = &family{"sketch_distinct_estimate",
-		"A distinct count's estimate of the distinct keys added since its reset (a distinct window's: in the periods it covers).", prometheus.GaugeValue, nil}
+		"A distinct count's estimate of the distinct keys added since its reset (a distinct window's: in the periods it covers). Per host: summed over hosts, a key two hosts saw counts twice; count a fleet with a union of registers (ExportRedis, then PFCOUNT).", prometheus.GaugeValue, nil}
 	fDistinctError = &family{"sketch_distinct_relative_standard_error",
 		"A distinct count's relative standard error, 1.04/sqrt(registers).", prometheus.GaugeValue, nil}
 	fCandidatesHeld = &family{"sketch_candidates_held",
