@@ -30,9 +30,10 @@
 //
 // Names and keys come from the file, and whoever writes it chooses them:
 // a label value is the name or key as it is when it is printable UTF-8,
-// else quoted with Go's escapes ("\xff\xfe"), and a key its table keeps
-// as a prefix is cut before a character the cut fell inside, so no file
-// makes a scrape fail or a collector panic.
+// else quoted with Go's escapes ("\xff\xfe"; one that begins with a
+// double quote is quoted too, so two never share a value), and a key its
+// table keeps as a prefix is cut before a character the cut fell inside,
+// so no file makes a scrape fail or a collector panic.
 //
 // The key label of sketch_heavy_hitter_estimate is a client's key as it
 // was added (an address, an e-mail, a session id): whoever reads the
