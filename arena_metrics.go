@@ -217,7 +217,8 @@ func (m *ArenaMetrics) String() string {
 
 // ServeHTTP serves Stats as JSON to GET and HEAD. With ?name=NAME it
 // serves that structure's ArenaEntryStats alone, and walks only it (404
-// when the arena holds no such name).
+// when the arena holds no such name); it lets go of the structures removed
+// since the last scrape, as a whole scrape does.
 func (m *ArenaMetrics) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
 		w.Header().Set("Allow", "GET, HEAD")
@@ -244,12 +245,16 @@ func (m *ArenaMetrics) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.Write(append(b, '\n'))
 }
 
-// entryStats scrapes the structure named name alone.
+// entryStats scrapes the structure named name alone. It closes the
+// handles of structures removed since, as Stats does: a service scraped
+// only by name would otherwise keep their rooms from reuse.
 func (m *ArenaMetrics) entryStats(name string) (ArenaEntryStats, bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.releaseAfterArena()
-	for _, e := range m.a.List() {
+	entries := m.a.List()
+	m.forgetRemoved(entries) // the room of a structure removed since is let go here too
+	for _, e := range entries {
 		if e.Name == name {
 			return m.scrape(e), true
 		}

@@ -345,6 +345,8 @@ func TestSamplesOf(t *testing.T) {
 		{sketch.CountingBloomStats{}, sketch.KindCountingBloom},
 		{sketch.CountMinWindowStats{}, sketch.KindCountMinWindow},
 		{sketch.BloomWindowStats{}, sketch.KindBloomWindow},
+		{sketch.DistinctStats{}, sketch.KindDistinct},
+		{sketch.DistinctWindowStats{}, sketch.KindDistinctWindow},
 	} {
 		kind, samples, ok := samplesOf(tc.stats)
 		if !ok || kind != tc.kind || len(samples) < 3 {

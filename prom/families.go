@@ -49,7 +49,7 @@ var (
 	fFrozen = &family{"sketch_frozen",
 		"1 once the structure's file is sealed (Freeze), else 0.", prometheus.GaugeValue, nil}
 	fDistinct = &family{"sketch_distinct_estimate",
-		"A distinct count's estimate of the distinct keys added since its reset (a distinct window's: in the periods it covers).", prometheus.GaugeValue, nil}
+		"A distinct count's estimate of the distinct keys added since its reset (a distinct window's: in the periods it covers). Per host: summed over hosts, a key two hosts saw counts twice; count a fleet with a union of registers (ExportRedis, then PFCOUNT).", prometheus.GaugeValue, nil}
 	fDistinctError = &family{"sketch_distinct_relative_standard_error",
 		"A distinct count's relative standard error, 1.04/sqrt(registers).", prometheus.GaugeValue, nil}
 	fCandidatesHeld = &family{"sketch_candidates_held",
@@ -94,7 +94,7 @@ var arenaFamilies = []*family{fArenaBytes, fArenaUsed, fArenaFree, fArenaStructu
 // Stats is every kind's Stats type that the collectors export: a
 // structure's Stats method is the function NewCollector takes.
 type Stats interface {
-	sketch.CountMinStats | sketch.BloomStats | sketch.CountingBloomStats | sketch.CountMinWindowStats | sketch.BloomWindowStats | sketch.DistinctStats
+	sketch.CountMinStats | sketch.BloomStats | sketch.CountingBloomStats | sketch.CountMinWindowStats | sketch.BloomWindowStats | sketch.DistinctStats | sketch.DistinctWindowStats
 }
 
 // sample is one value of a structure.
@@ -102,6 +102,9 @@ type sample struct {
 	f  *family
 	v  float64
 	lv []string // the values of f.extra
+	// hit is a loud key's, whose key label (the last of f.extra, not
+	// in lv) the collector's options make.
+	hit *sketch.HeavyHitter
 }
 
 // samplesOf returns the kind a Stats value describes and its samples, or
@@ -171,8 +174,8 @@ func candidateSamples(c *sketch.CandidateStats) []sample {
 		return nil
 	}
 	out := []sample{{f: fCandidatesHeld, v: float64(c.Held)}, {f: fAdmissions, v: float64(c.Admissions)}}
-	for i, h := range c.Loudest {
-		out = append(out, sample{f: fHeavy, v: float64(h.Estimate), lv: []string{strconv.Itoa(i + 1), h.Key}})
+	for i := range c.Loudest {
+		out = append(out, sample{f: fHeavy, v: float64(c.Loudest[i].Estimate), lv: []string{strconv.Itoa(i + 1)}, hit: &c.Loudest[i]})
 	}
 	return out
 }

@@ -1,0 +1,102 @@
+//go:build linux
+
+package prom
+
+import (
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/shmsketch/sketch"
+)
+
+// TestNewCollector_EveryKind: NewCollector takes every kind's Stats
+// method, and its series carry the kind and the kind's own figures.
+func TestNewCollector_EveryKind(t *testing.T) {
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	cms, err := sketch.OpenCountMin(sketch.Memory(), sketch.CountMinConfig{Rows: 2, Width: 64})
+	must(err)
+	defer cms.Close()
+	cms.AddN([]byte("k"), 4)
+	bl, err := sketch.OpenBloom(sketch.Memory(), sketch.BloomConfig{Capacity: 100, FPRate: 0.01})
+	must(err)
+	defer bl.Close()
+	bl.AddString("a")
+	cbf, err := sketch.OpenCountingBloom(sketch.Memory(), sketch.CountingBloomConfig{Capacity: 100, FPRate: 0.01})
+	must(err)
+	defer cbf.Close()
+	cbf.AddString("a")
+	cbf.AddString("b")
+	cmw, err := sketch.OpenCountMinWindow(sketch.Memory(), sketch.CountMinWindowConfig{Window: sketch.Window{Keep: 2}, CountMin: sketch.CountMinConfig{Rows: 2, Width: 64}})
+	must(err)
+	defer cmw.Close()
+	cmw.AddN([]byte("k"), 3)
+	bw, err := sketch.OpenBloomWindow(sketch.Memory(), sketch.BloomWindowConfig{Window: sketch.Window{Keep: 2}, Bloom: sketch.BloomConfig{Capacity: 100, FPRate: 0.01}})
+	must(err)
+	defer bw.Close()
+	bw.Rotate()
+	dc, err := sketch.OpenDistinct(sketch.Memory(), sketch.DistinctConfig{Precision: 8})
+	must(err)
+	defer dc.Close()
+	dc.AddString("a")
+	dw, err := sketch.OpenDistinctWindow(sketch.Memory(), sketch.DistinctWindowConfig{Window: sketch.Window{Keep: 2}, Distinct: sketch.DistinctConfig{Precision: 8}})
+	must(err)
+	defer dw.Close()
+	dw.AddString("a")
+	dw.Rotate()
+	dw.AddString("b")
+	dw.AddString("c")
+
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(
+		NewCollector("cm", cms.Stats),
+		NewCollector("bloom", bl.Stats),
+		NewCollector("cbf", cbf.Stats),
+		NewCollector("cmw", cmw.Stats),
+		NewCollector("bw", bw.Stats),
+		NewCollector("dc", dc.Stats),
+		NewCollector("dw", dw.Stats),
+	)
+	fams := parse(t, scrape(t, reg))
+	for _, tc := range []struct {
+		structure string
+		kind      sketch.Kind
+		family    string
+		want      float64
+	}{
+		{"cm", sketch.KindCountMin, "sketch_adds_total", 4},
+		{"bloom", sketch.KindBloom, "sketch_adds_total", 1},
+		{"cbf", sketch.KindCountingBloom, "sketch_writes_total", 2},
+		{"cmw", sketch.KindCountMinWindow, "sketch_counted", 3},
+		{"bw", sketch.KindBloomWindow, "sketch_window_rotations_total", 1},
+		{"dc", sketch.KindDistinct, "sketch_distinct_estimate", dc.Stats().Estimate},
+		{"dw", sketch.KindDistinctWindow, "sketch_distinct_estimate", dw.Stats().Estimate},
+		{"dw", sketch.KindDistinctWindow, "sketch_window_current_period", 1},
+	} {
+		found := false
+		for _, m := range fams[tc.family].GetMetric() {
+			l := labelMap(m)
+			if l["structure"] != tc.structure {
+				continue
+			}
+			found = true
+			v := m.GetGauge().GetValue()
+			if m.GetCounter() != nil {
+				v = m.GetCounter().GetValue()
+			}
+			if l["kind"] != string(tc.kind) || v != tc.want {
+				t.Errorf("%s{structure=%q} = %v of kind %q, want %v of kind %q", tc.family, tc.structure, v, l["kind"], tc.want, tc.kind)
+			}
+		}
+		if !found {
+			t.Errorf("no series %s{structure=%q}", tc.family, tc.structure)
+		}
+	}
+	if e := dw.Stats().Estimate; e < 2.5 || e > 3.5 {
+		t.Errorf("the distinct window's estimate %v, want about the 3 keys of its 2 periods", e)
+	}
+}

@@ -1,0 +1,71 @@
+package prom
+
+import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"strconv"
+	"unicode/utf8"
+
+	"github.com/shmsketch/sketch"
+)
+
+// labelValue is a string from a file (a structure's name, a key) as a
+// label value, always valid UTF-8: as it is when it is printable text,
+// otherwise quoted with Go's escapes (strconv.Quote), as `sketch top`
+// shows a key. Spaces stay as they are (a label value has no columns to
+// break). A quoted value begins with a double quote and a value left as
+// it is never does, so two strings never share a label value; the empty
+// string is quoted too, as Prometheus reads an empty label as none.
+// Client libraries refuse a label value that is not valid UTF-8, and a
+// name or key is whatever bytes whoever wrote the file chose.
+func labelValue(s string) string {
+	if s == "" || s[0] == '"' || !utf8.ValidString(s) {
+		return strconv.Quote(s)
+	}
+	for _, r := range s {
+		if !strconv.IsPrint(r) {
+			return strconv.Quote(s)
+		}
+	}
+	return s
+}
+
+// heldKey is the part of a loud key its candidate table holds that is
+// whole text: a key longer than the table keeps (HeavyHitter.Length
+// larger than the key) is its first CandidateKeyBytes bytes, a cut that
+// can fall inside a character, whose first bytes are dropped here.
+func heldKey(h sketch.HeavyHitter) string {
+	k := h.Key
+	if h.Length <= len(k) {
+		return k
+	}
+	for i := len(k) - 1; i >= 0 && i >= len(k)-utf8.UTFMax; i-- {
+		if utf8.RuneStart(k[i]) {
+			if !utf8.FullRuneInString(k[i:]) {
+				return k[:i]
+			}
+			break
+		}
+	}
+	return k
+}
+
+// keyLabel says what a loud key's series carries as its key label.
+type keyLabel func(h sketch.HeavyHitter) string
+
+// plainKey is the default: the key itself, as labelValue shows it.
+func plainKey(h sketch.HeavyHitter) string { return labelValue(heldKey(h)) }
+
+// HashKey is the label WithHashedKeys gives a loud key: the first 16 hex
+// digits (64 bits) of HMAC-SHA256 of the key under secret. A key longer
+// than its table keeps (CandidateKeyBytes, 64 bytes by default) is
+// labelled by the hash of the bytes kept, its first CandidateKeyBytes:
+// pass those. With the secret, an operator finds a client's series (is
+// "alice" loud?); without it, the label does not say who, even of a key
+// from a small set such as e-mail addresses.
+func HashKey(secret []byte, key string) string {
+	m := hmac.New(sha256.New, secret)
+	m.Write([]byte(key))
+	return hex.EncodeToString(m.Sum(nil)[:8])
+}
