@@ -389,8 +389,10 @@ func TestArenaCollector_TwoArenas(t *testing.T) {
 		}
 	}
 	fams := parse(t, scrape(t, reg))
-	if n := len(fams["sketch_adds_total"].GetMetric()); n != 4 {
-		t.Errorf("sketch_adds_total has %d series, want 2 structures in each of 2 arenas", n)
+	// Of fillArena's structures, the Count-Min sketch, the Bloom filter and
+	// the two windows of them count adds.
+	if n := len(fams["sketch_adds_total"].GetMetric()); n != 8 {
+		t.Errorf("sketch_adds_total has %d series, want 4 structures in each of 2 arenas", n)
 	}
 	if n := len(fams["sketch_arena_structures"].GetMetric()); n != 2 {
 		t.Errorf("sketch_arena_structures has %d series, want one an arena", n)
