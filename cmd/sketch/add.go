@@ -15,7 +15,8 @@ import (
 var addCmd = &command{
 	name:       "add",
 	opensFiles: true,
-	args:       "FILE[:NAME] [KEY...]",
+	args:       "[FLAGS] FILE[:NAME] [KEY...]",
+	takesKeys:  true,
 	summary:    "count keys: from the arguments, or one a line from standard input",
 	details: `
 Add counts each KEY (-n times) in the structure and prints its new answer:

@@ -11,7 +11,8 @@ import (
 var allowCmd = &command{
 	name:       "allow",
 	opensFiles: true,
-	args:       "FILE[:NAME] KEY...",
+	args:       "[FLAGS] FILE[:NAME] KEY...",
+	takesKeys:  true,
 	summary:    "decide requests against a rate limit on a Count-Min window",
 	details: `
 Allow counts a request for each KEY in a Count-Min window and decides it

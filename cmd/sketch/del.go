@@ -10,7 +10,8 @@ import (
 var delCmd = &command{
 	name:       "del",
 	opensFiles: true,
-	args:       "FILE[:NAME] KEY...",
+	args:       "[FLAGS] FILE[:NAME] KEY...",
+	takesKeys:  true,
 	summary:    "take keys out of a counting Bloom filter, one copy each",
 	details: `
 Del takes one copy of each KEY out of a counting Bloom filter, under the

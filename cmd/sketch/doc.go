@@ -27,7 +27,14 @@
 //
 // "sketch help CMD", "sketch CMD -h" and "sketch CMD --help" print a
 // command's usage with an example. Flags may come before or after the
-// arguments; "--" ends them.
+// arguments, and "--" ends them, except in the commands that take keys
+// (add, del, allow, query): there every argument after FILE is a key, as
+// it is, even one that begins with "-" or is "--", and their flags go
+// before FILE. A key taken from a client ("--limit=1000000",
+// "--owner=65534") is so counted as that key and never changes the
+// command: sketch allow --limit 2 FILE alice --limit=1000000 decides the
+// key "--limit=1000000" against the limit 2. A key that reads as one of
+// the command's flags gets a note on standard error.
 //
 // FILE:NAME addresses the structure NAME in the arena FILE ("sketch create
 // FILE --kind arena --size 64M" makes one, "sketch create FILE:NAME --kind

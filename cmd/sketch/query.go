@@ -13,7 +13,8 @@ import (
 var queryCmd = &command{
 	name:       "query",
 	opensFiles: true,
-	args:       "FILE[:NAME] [KEY...]",
+	args:       "[FLAGS] FILE[:NAME] [KEY...]",
+	takesKeys:  true,
 	summary:    "answer keys: estimates with error bars, presence, counts",
 	details: `
 Query prints one line a key: KEY, then a Count-Min sketch's estimate and
