@@ -159,7 +159,7 @@ func printAddedOnce(key string, added, jsonOut bool) {
 	if added {
 		what = "added"
 	}
-	fmt.Fprintf(stdout, "%s\t%s\n", key, what)
+	fmt.Fprintf(stdout, "%s\t%s\n", quoteKey(key), what)
 }
 
 // addIfAbsentStdin adds each key of standard input that the filter does

@@ -202,8 +202,8 @@ func TestAdd_ArgsAndWeighted(t *testing.T) {
 		t.Errorf("total %d, want %d", st.Total, 1047)
 	}
 	out = sk(t, "query", path, "weird\tkey").ok(t, "query")
-	if !strings.HasPrefix(out, fmt.Sprintf("weird\tkey\t%d\t", truth["weird\tkey"])) {
-		t.Errorf("query of a key with a tab: %q", out)
+	if !strings.HasPrefix(out, fmt.Sprintf("%q\t%d\t", "weird\tkey", truth["weird\tkey"])) {
+		t.Errorf("query of a key with a tab: %q, want it quoted", out)
 	}
 	// A bad weighted line fails, naming the line.
 	r := skIn(t, strings.NewReader("a\t1\nb\n"), "add", "--weighted", path)

@@ -64,8 +64,8 @@ func printRemoved(b *sketch.CountingBloom, key string, removed, jsonOut bool) {
 		return
 	}
 	if !removed {
-		fmt.Fprintf(stdout, "%s\tabsent\n", key)
+		fmt.Fprintf(stdout, "%s\tabsent\n", quoteKey(key))
 		return
 	}
-	fmt.Fprintf(stdout, "%s\tremoved\t%d\n", key, count)
+	fmt.Fprintf(stdout, "%s\tremoved\t%d\n", quoteKey(key), count)
 }

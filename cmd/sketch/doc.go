@@ -47,7 +47,12 @@
 // A structure's name is printed as it is when made of letters, digits and
 // "._-/", and quoted in Go syntax otherwise, so that no byte of a name
 // reaches the terminal raw; --json gives names as they are, JSON-escaped.
-// create refuses a new name that does not print.
+// create refuses a new name that does not print. Keys are printed the
+// same way wherever a command echoes one (add, del, allow, query, top):
+// as they are when they are printable text without spaces, quoted in Go
+// syntax otherwise ("\x1b[2J", "\xff"), since keys come from clients and
+// a log line may hold escape sequences; --json gives keys JSON-escaped,
+// with bytes that are not UTF-8 as U+FFFD.
 //
 // Where a window's periods are printed (stats, watch), the current
 // period shows when it started on the local clock, "since 14:03:20": period

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 // TestKeys_LookLikeFlags: add, del, allow and query take every argument
@@ -65,4 +66,54 @@ func TestKeys_LookLikeFlags(t *testing.T) {
 			t.Errorf("query %s --owner=65534 = %q, want the key answered, never counted", nobodys, out)
 		}
 	})
+}
+
+// TestKeys_Quoted: a key holding escape sequences or bytes that are not
+// UTF-8, from standard input or the arguments, is echoed quoted by query,
+// add, del, allow and add --if-absent, never raw: no byte of it reaches
+// the terminal as it is. --json escapes it.
+func TestKeys_Quoted(t *testing.T) {
+	const esc, bad = "evil\x1b[2J\x1b]0;pwned\x07", "\xff\xfe"
+	qesc, qbad := `"evil\x1b[2J\x1b]0;pwned\a"`, `"\xff\xfe"`
+	cms := create(t, "c.cms", "--rows", "4", "--width", "4096")
+	rate := create(t, "rate.cmw", "--kind", "countminwindow", "--keep", "2", "--rows", "4", "--width", "4096")
+	cbf := create(t, "b.cbf", "--kind", "countingbloom", "--capacity", "1000")
+	clean := func(what, out string) {
+		t.Helper()
+		if strings.ContainsAny(out, "\x1b\x07") || !utf8.ValidString(out) {
+			t.Errorf("%s printed a key raw: %q", what, out)
+		}
+	}
+	for _, c := range []struct {
+		what  string
+		stdin string
+		args  []string
+		want  []string // lines' prefixes
+	}{
+		{"query from standard input", esc + "\n" + bad + "\nplain\n", []string{"query", cms}, []string{qesc + "\t0\t", qbad + "\t0\t", "plain\t0\t"}},
+		{"query --top", esc + "\n", []string{"query", "--top", "1", cms}, []string{qesc + "\t0\t"}},
+		{"query", "", []string{"query", cms, esc, bad}, []string{qesc + "\t0\t", qbad + "\t0\t"}},
+		{"add", "", []string{"add", cms, esc, bad}, []string{qesc + "\t1\t", qbad + "\t1\t"}},
+		{"allow", "", []string{"allow", "--limit", "5", rate, esc, bad}, []string{qesc + "\tallowed\t1 ", qbad + "\tallowed\t1 "}},
+		{"add --if-absent", "", []string{"add", "--if-absent", cbf, esc, bad}, []string{qesc + "\tadded", qbad + "\tadded"}},
+		{"del", "", []string{"del", cbf, esc, bad, "\x1b"}, []string{qesc + "\tremoved\t0", qbad + "\tremoved\t0", `"\x1b"` + "\tabsent"}},
+	} {
+		out := skIn(t, strings.NewReader(c.stdin), c.args...).ok(t, c.what)
+		clean(c.what, out)
+		lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
+		if len(lines) != len(c.want) {
+			t.Errorf("%s: %q, want %d lines", c.what, out, len(c.want))
+			continue
+		}
+		for i, w := range c.want {
+			if !strings.HasPrefix(lines[i], w) {
+				t.Errorf("%s, line %d: %q, want %q...", c.what, i+1, lines[i], w)
+			}
+		}
+	}
+	out := skIn(t, strings.NewReader(esc+"\n"+bad+"\n"), "query", "--json", cms).ok(t, "query --json")
+	clean("query --json", out)
+	if as := decodeLines[cmsAnswerJSON](t, out); len(as) != 2 || as[0].Key != esc || as[1].Key != "\ufffd\ufffd" {
+		t.Errorf("query --json: %q, want the keys JSON-escaped", out)
+	}
 }

@@ -113,7 +113,7 @@ func printAnswer(a answer, key string, jsonOut bool) {
 		printJSON(stdout, a)
 		return
 	}
-	fmt.Fprintf(stdout, "%s\t%s\n", key, a.text())
+	fmt.Fprintf(stdout, "%s\t%s\n", quoteKey(key), a.text())
 }
 
 // queryTop prints the n loudest distinct candidates, loudest first; ties
