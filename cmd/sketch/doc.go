@@ -9,7 +9,7 @@
 //	sketch add FILE[:NAME] [KEY...]        count keys; none or "-": one a line from standard input (--weighted: KEY<TAB>N; --if-absent: a counting Bloom filter's key once)
 //	sketch del FILE[:NAME] KEY...          take one copy of each key out of a counting Bloom filter
 //	sketch allow FILE[:NAME] KEY... --limit N   count a request a key and decide it against a rate limit (a Count-Min window; exit 4: refused)
-//	sketch query FILE[:NAME] [KEY...]      estimates with error bars, presence, counts; a distinct count's or window's count; --top N of candidates from standard input
+//	sketch query FILE[:NAME] [KEY...]      estimates with error bars, presence, counts; a distinct count's or window's count; --top N of candidates from standard input (none there: exit 2)
 //	sketch top FILE[:NAME]                 the loudest keys of a candidate table (-n N, --json)
 //	sketch stats FILE[:NAME]               everything Stats reports; an arena's, a row a structure
 //	sketch inspect FILE                    header, directory, lock state (--show-seed for the secret seed)

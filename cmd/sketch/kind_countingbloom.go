@@ -41,18 +41,34 @@ func (s *countingBloom) addKey(key []byte, n uint64) (answer, error) {
 			return nil, err
 		}
 	}
-	return s.query([][]byte{key})[0], nil
+	a := s.query([][]byte{key})[0].(cbfAnswer)
+	a.afterAdd = true
+	return a, nil
 }
 
 // cbfAnswer is how many times a key is in a counting Bloom filter (added
 // minus removed; 15 means 15 or more); 0 is definitely absent.
 type cbfAnswer struct {
-	Key     string `json:"key"`
-	Count   uint8  `json:"count"`
-	Present bool   `json:"present"` // probably present; false is exact
+	Key      string `json:"key"`
+	Count    uint8  `json:"count"`
+	Present  bool   `json:"present"` // probably present; false is exact
+	afterAdd bool   // add's answer: the count alone
 }
 
-func (a cbfAnswer) text() string   { return fmt.Sprint(a.Count) }
+// text is a query's answer as a Bloom filter's, with the count:
+// "probably present, count 2" or "definitely absent"; add's is the count.
+func (a cbfAnswer) text() string {
+	switch {
+	case a.afterAdd:
+		return fmt.Sprint(a.Count)
+	case !a.Present:
+		return "definitely absent"
+	case a.Count >= cbfSaturated:
+		return fmt.Sprintf("probably present, count %d or more", a.Count)
+	}
+	return fmt.Sprintf("probably present, count %d", a.Count)
+}
+
 func (a cbfAnswer) weight() uint64 { return uint64(a.Count) }
 
 func (s *countingBloom) query(keys [][]byte) []answer {
