@@ -41,9 +41,15 @@
 // ..." a structure in it); FILE:NAME on a file that is not an arena, and an
 // arena's FILE alone where a structure is needed, are usage errors. stats,
 // freeze, snapshot, check, inspect and rm take a whole arena as FILE. A file whose
-// own name has a colon is named whole; but when both readings exist (a
-// file x.arena:banned beside the file x.arena), every command refuses,
-// naming both: whoever may write the directory could have planted either.
+// own name has a colon is named whole. When both readings exist (a file
+// x.arena:banned beside the file x.arena), the owner rule decides: whoever
+// may write a shared directory such as /dev/shm can plant x.arena:banned,
+// but the planted file is the planter's, so a command takes the reading
+// whose file is owned by a user it trusts (the caller, root, or a user
+// named with --owner; a symlink by its owner and its target's) when the
+// other's is not. When both or neither are trusted, every command refuses,
+// naming both; a planted file beside a trusted arena is reached by
+// renaming it.
 // A structure's name is printed as it is when made of letters, digits and
 // "._-/", and quoted in Go syntax otherwise, so that no byte of a name
 // reaches the terminal raw; --json gives names as they are, JSON-escaped.
