@@ -59,7 +59,14 @@ file OTHER (read, never printed). The seed is a secret, since whoever
 knows it can craft keys that collide, so it is never given on the command
 line, which every local user may read: --seed-file FILE reads it from a
 file that other users may not read (one number, decimal or 0x
-hexadecimal), --seed-file - from standard input.`,
+hexadecimal), --seed-file - from standard input. --seed-from and
+--seed-file take a seed only from a file owned by the caller, root or a
+user named with --owner, that not every user may write: whoever owns or
+may write it chose the seed and knows it. Whoever may read a sketch file
+reads its seed too, and can then craft keys that share another key's
+counters (to have a client refused, or a loud key hidden): create warns
+when every user may read the new file, or the arena of a new structure;
+give its readers a group instead (--mode 0640).`,
 	example: `sketch create /dev/shm/clients.cms --error 0.001 --confidence 0.99
 sketch create /dev/shm/banned.cbf --kind countingbloom --capacity 1000000 --fp-rate 0.01 --mode 0640
 sketch create /dev/shm/web.arena --kind arena --size 64M
@@ -162,6 +169,7 @@ sketch create /dev/shm/a.cms --seed-file seed; sketch create /dev/shm/b.cms --se
 					return err
 				}
 				defer a.Close()
+				warnReadable(t.path, "the secret hash seed every structure in it hashes with", false)
 				return printArenaCreated(t.path, a, *jsonOut)
 			}
 			flags.cms.Seed, flags.seed = seed, seed
@@ -170,6 +178,7 @@ sketch create /dev/shm/a.cms --seed-file seed; sketch create /dev/shm/b.cms --se
 				return err
 			}
 			defer s.Close()
+			warnReadable(t.path, "its secret hash seed", flags.distinct.Redis)
 			return printCreated(t, s, 0, *jsonOut)
 		}
 	},
@@ -260,6 +269,7 @@ func createInArena(t target, f createFlags, jsonOut bool) error {
 		return err
 	}
 	defer s.Close()
+	warnReadable(t.path, "the arena's secret hash seed, which "+t.String()+" hashes with", f.distinct.Redis)
 	for _, e := range a.List() {
 		if e.Name == t.name {
 			return printCreated(t, s, e.Bytes, jsonOut)
@@ -271,7 +281,10 @@ func createInArena(t target, f createFlags, jsonOut bool) error {
 // seedOf reads the hash seed of the sketch file arg names (FILE, or an
 // arena's FILE:NAME, whose structures hash with the arena's seed), for a
 // new file that is to merge with it. The seed is a secret: it goes from
-// the library into the new file, and never to the terminal.
+// the library into the new file, and never to the terminal. It refuses a
+// file owned by a user the command does not trust, or that every user may
+// write (seedSource), and says when every user may read it: then every
+// user knows the new file's seed too.
 func seedOf(arg string) (uint64, error) {
 	t, err := parseTarget(arg)
 	if err != nil {
@@ -280,6 +293,13 @@ func seedOf(arg string) (uint64, error) {
 	info, err := sketch.Inspect(t.path)
 	if err != nil {
 		return 0, fmt.Errorf("--seed-from: %w", err)
+	}
+	if err := seedSource("--seed-from", t.path, info.Mode, info.UID, true); err != nil {
+		return 0, err
+	}
+	if info.Mode&0o004 != 0 {
+		fmt.Fprintf(os.Stderr, "sketch create: warning: --seed-from %s: every user may read it (mode %#o), and so the seed the new file gets: "+
+			"a local user can craft keys that collide in both; give the readers of %s a group instead (chmod o-r, chgrp)\n", t.path, info.Mode, t.path)
 	}
 	return info.Seed, nil
 }

@@ -83,7 +83,20 @@
 // read the file) or, as "--seed-file -", from standard input. There is no
 // --seed VALUE: a command line is readable by every local user
 // (/proc/PID/cmdline), so create refuses it and says to use --seed-file.
-// Files to be merged need the same seed; inspect --show-seed prints one.
+// Files to be merged need the same seed; inspect --show-seed prints one,
+// and create --seed-from OTHER copies OTHER's without printing it.
+// --seed-file and --seed-from take a seed only from a file owned by the
+// caller, root or a user named with --owner (the owner rule), which not
+// every user may write: whoever owns or may write the file chose the
+// seed, knows it, and could aim keys at the new file.
+//
+// Whoever may read a sketch file reads its seed with it, and can then
+// craft keys that share another key's counters: have a client's requests
+// refused, or hide a loud key among others. create warns on standard error
+// when every user may read the file it made (or the arena it made a
+// structure in), and when --seed-from copies the seed of such a file; give
+// the readers a group instead (--mode 0640, chgrp). A distinct count
+// hashed as Redis does (--redis) has no secret seed, and no warning.
 //
 // # Exit status
 //
