@@ -95,8 +95,9 @@ func TestCreate(t *testing.T) {
 	if !strings.Contains(out, "false positives about 1% at 1000 items") {
 		t.Errorf("create countingbloom: %q", out)
 	}
-	// A bad config is the library's refusal: exit 1, naming the file.
-	if r := sk(t, "create", path+".3", "--error", "2"); r.code != 1 || !strings.Contains(r.stderr, path+".3") {
+	// A bad config is the library's refusal of a bad argument: exit 2,
+	// naming the file (TestCreate_BadConfig).
+	if r := sk(t, "create", path+".3", "--error", "2"); r.code != 2 || !strings.Contains(r.stderr, path+".3") {
 		t.Errorf("create --error 2: exit %d, %q", r.code, r.stderr)
 	}
 }

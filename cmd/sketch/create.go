@@ -98,7 +98,7 @@ sketch create /dev/shm/a.cms --seed-file seed; sketch create /dev/shm/b.cms --se
 		fs.String("seed", "", "refused: the command line shows the seed to every user; use --seed-file")
 		seedFrom := fs.String("seed-from", "", "give a new file the hash seed of the sketch `FILE`, so that the two merge")
 		jsonOut := fs.Bool("json", false, `print JSON: {"file", "kind", "description", "bytes", "stats"}`)
-		return func(args []string) error {
+		return badConfigUsage(func(args []string) error {
 			t, err := oneTarget(args)
 			if err != nil {
 				return err
@@ -180,8 +180,22 @@ sketch create /dev/shm/a.cms --seed-file seed; sketch create /dev/shm/b.cms --se
 			defer s.Close()
 			warnReadable(t.path, "its secret hash seed", flags.distinct.Redis)
 			return printCreated(t, s, 0, *jsonOut)
-		}
+		})
 	},
+}
+
+// badConfigUsage makes a sizing or mode the library refuses
+// (sketch.ErrInvalidConfig: --error 2, --keep 300, --mode 0666) the bad
+// argument it is: exit 2, with the usage.
+func badConfigUsage(run func(args []string) error) func(args []string) error {
+	return func(args []string) error {
+		err := run(args)
+		var ee *exitError
+		if errors.Is(err, sketch.ErrInvalidConfig) && !errors.As(err, &ee) {
+			return &exitError{exitUsage, err}
+		}
+		return err
+	}
 }
 
 // createFlags are the sizing flags of create.

@@ -102,7 +102,8 @@
 //
 // 0 success; 1 failure (a missing, unreadable or corrupt file, a refused
 // operation), with a message naming the file on standard error; 2 bad
-// arguments, with the command's usage; 3 from check only: the file is
+// arguments, with the command's usage (a sizing or mode that create's
+// library refuses among them: --error 2, --keep 300, --mode 0666); 3 from check only: the file is
 // sound, but an operation was cut short (a torn Count-Min add, adds that
 // raced a reset, a lock held by a process that was killed); 4 from allow
 // only: a key was refused.

@@ -3,6 +3,8 @@
 package main
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -46,4 +48,40 @@ func TestQuery_NoKeys(t *testing.T) {
 	}
 	d := create(t, "d.hll", "--kind", "distinct")
 	skIn(t, strings.NewReader(""), "query", d).ok(t, "query of a distinct count")
+}
+
+// TestCreate_BadConfig: a sizing or mode the library refuses is a bad
+// argument: exit 2 with the usage, naming the file and the flag (not the
+// library's field), and nothing made; in an arena too.
+func TestCreate_BadConfig(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "new.cms")
+	arena := create(t, "a.arena", "--kind", "arena", "--size", "1M")
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"create", path, "--error", "2"}, "error rate 2"},
+		{[]string{"create", path, "--confidence", "1.5"}, "confidence 1.5"},
+		{[]string{"create", path, "--kind", "countminwindow", "--keep", "300"}, "--keep 300"},
+		{[]string{"create", path, "--kind", "bloomwindow", "--capacity", "10", "--keep", "300"}, "--keep 300"},
+		{[]string{"create", path, "--candidates", "-1"}, "--candidates -1"},
+		{[]string{"create", path, "--candidates", "8", "--candidate-key-bytes", "100000"}, "--candidate-key-bytes 100000"},
+		{[]string{"create", path, "--kind", "bloom", "--capacity", "10", "--fp-rate", "2"}, "false-positive rate 2"},
+		{[]string{"create", path, "--kind", "distinct", "--precision", "30"}, "precision 30"},
+		{[]string{"create", path, "--mode", "0666"}, "mode 0666"},
+		{[]string{"create", arena + ":x", "--error", "2"}, "error rate 2"},
+	} {
+		r := sk(t, c.args...)
+		if r.code != exitUsage || !strings.Contains(r.stderr, c.want) || !strings.Contains(r.stderr, "usage: sketch create") ||
+			strings.Contains(r.stderr, "Candidate") || !strings.Contains(r.stderr, c.args[1]) {
+			t.Errorf("sketch %s: exit %d, stderr %q; want 2, the usage, and %q", strings.Join(c.args, " "), r.code, r.stderr, c.want)
+		}
+	}
+	if _, err := os.Lstat(path); err == nil {
+		t.Errorf("a refused create made %s", path)
+	}
+	if out := sk(t, "stats", arena).ok(t, "stats"); !strings.Contains(out, "structures  0 of ") {
+		t.Errorf("a refused create made a structure: %q", out)
+	}
 }
