@@ -126,7 +126,7 @@ func addStdin(s structure, t target, weighted, jsonOut bool) error {
 		err = nil
 	}
 	if err == nil && ctx.Err() != nil {
-		err = fmt.Errorf("interrupted after %d keys (they stay counted)", added)
+		err = fmt.Errorf("interrupted after %s (they stay counted)", plural(added, "key", "keys"))
 	}
 	if err != nil {
 		return err
@@ -142,7 +142,7 @@ func addStdin(s structure, t target, weighted, jsonOut bool) error {
 			KeysPerSecond float64 `json:"keys_per_second"`
 		}{t.arg(), added, total, el.Seconds(), float64(added) / el.Seconds()})
 	}
-	fmt.Fprintf(stdout, "added %d keys to %s in %v (%s keys/s); %s in all: %d\n", added, t, el.Round(time.Millisecond), rate(float64(added)/el.Seconds()), sm.what, total)
+	fmt.Fprintf(stdout, "added %s to %s in %v (%s keys/s); %s in all: %d\n", plural(added, "key", "keys"), t, el.Round(time.Millisecond), rate(float64(added)/el.Seconds()), sm.what, total)
 	return nil
 }
 
@@ -190,7 +190,7 @@ func addIfAbsentStdin(b *countingBloom, t target, jsonOut bool) error {
 		err = nil
 	}
 	if err == nil && ctx.Err() != nil {
-		err = fmt.Errorf("interrupted after %d keys (%d added stay added)", keys, added)
+		err = fmt.Errorf("interrupted after %s (%d added stay added)", plural(keys, "key", "keys"), added)
 	}
 	if err != nil {
 		return err
@@ -202,6 +202,6 @@ func addIfAbsentStdin(b *countingBloom, t target, jsonOut bool) error {
 			Added uint64 `json:"added"`
 		}{t.arg(), keys, added})
 	}
-	fmt.Fprintf(stdout, "added %d of %d keys to %s (the others were present)\n", added, keys, t)
+	fmt.Fprintf(stdout, "added %d of %s to %s (the others were present)\n", added, plural(keys, "key", "keys"), t)
 	return nil
 }

@@ -374,10 +374,10 @@ func printCreated(t target, s structure, region uint64, jsonOut bool) error {
 		figures = fmt.Sprintf("estimates are high by at most %s of the total, with %s confidence", percent(st.ErrorRate), percent(st.Confidence))
 	case sketch.BloomStats:
 		bytes = st.Bytes
-		figures = fmt.Sprintf("false positives about %s at %d keys, more past it", percent(st.FPRate), st.Capacity)
+		figures = fmt.Sprintf("false positives about %s at %s, more past it", percent(st.FPRate), plural(st.Capacity, "key", "keys"))
 	case sketch.CountingBloomStats:
 		bytes = st.Bytes
-		figures = fmt.Sprintf("false positives about %s at %d items; 4-bit counters stick at 15", percent(st.FPRate), st.Capacity)
+		figures = fmt.Sprintf("false positives about %s at %s; 4-bit counters stick at 15", percent(st.FPRate), plural(st.Capacity, "item", "items"))
 	case sketch.CountMinWindowStats:
 		bytes = st.Bytes
 		figures = fmt.Sprintf("answers cover %s; estimates are high by at most %s of the window's total, with %s confidence",
@@ -397,8 +397,8 @@ func printCreated(t target, s structure, region uint64, jsonOut bool) error {
 		}
 	case sketch.BloomWindowStats:
 		bytes = st.Bytes
-		figures = fmt.Sprintf("answers cover %s; false positives about %s a period at %d keys each, up to about %s over the window",
-			windowText(sketch.Window{Period: st.Period, Keep: st.Keep}), percent(st.FPRate), st.Capacity, percent(1-math.Pow(1-st.FPRate, float64(st.Keep))))
+		figures = fmt.Sprintf("answers cover %s; false positives about %s a period at %s each, up to about %s over the window",
+			windowText(sketch.Window{Period: st.Period, Keep: st.Keep}), percent(st.FPRate), plural(st.Capacity, "key", "keys"), percent(1-math.Pow(1-st.FPRate, float64(st.Keep))))
 	}
 	if region != 0 {
 		bytes = region

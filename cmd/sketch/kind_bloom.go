@@ -17,7 +17,7 @@ func newBloom(b *sketch.Bloom) structure { return &bloom{b, set{b}} }
 func (s *bloom) kind() string { return string(sketch.KindBloom) }
 
 func (s *bloom) describe() string {
-	return fmt.Sprintf("Bloom filter, %d bits, %d hashes", s.Bits(), s.Hashes())
+	return fmt.Sprintf("Bloom filter, %d bits, %s", s.Bits(), plural(s.Hashes(), "hash", "hashes"))
 }
 
 // setFilter is what a Bloom filter and a Bloom window do alike.
@@ -92,7 +92,7 @@ func (s *bloom) stats() ([][2]string, any) {
 		{"kind", "Bloom filter"},
 		{"capacity", fmt.Sprint(st.Capacity)},
 		{"fp rate", fmt.Sprintf("%g at capacity", st.FPRate)},
-		{"shape", fmt.Sprintf("%d bits, %d hashes", st.Bits, st.Hashes)},
+		{"shape", fmt.Sprintf("%d bits, %s", st.Bits, plural(st.Hashes, "hash", "hashes"))},
 		{"bytes", fmt.Sprint(st.Bytes)},
 		{"bits set", fmt.Sprint(st.Set)},
 		{"fill", percent(st.Fill) + " (about 50% at capacity)"},

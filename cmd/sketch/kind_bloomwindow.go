@@ -21,7 +21,7 @@ func newBloomWindow(w *sketch.BloomWindow) structure {
 func (s *bloomWindow) kind() string { return string(sketch.KindBloomWindow) }
 
 func (s *bloomWindow) describe() string {
-	return fmt.Sprintf("Bloom window, %s, %d bits, %d hashes a period", windowText(s.Config().Window), s.Bits(), s.Hashes())
+	return fmt.Sprintf("Bloom window, %s, %d bits, %s a period", windowText(s.Config().Window), s.Bits(), plural(s.Hashes(), "hash", "hashes"))
 }
 
 // covered sums the adds of the slots the window covers.
@@ -59,9 +59,9 @@ func (s *bloomWindow) stats() ([][2]string, any) {
 	}
 	return s.rows(ws,
 		[][2]string{
-			{"capacity", fmt.Sprintf("%d keys a period", st.Capacity)},
+			{"capacity", fmt.Sprintf("%s a period", plural(st.Capacity, "key", "keys"))},
 			{"fp rate", fmt.Sprintf("%g a period at capacity", st.FPRate)},
-			{"shape", fmt.Sprintf("%d bits, %d hashes a period, %d slots", st.Bits, st.Hashes, len(st.Slots))},
+			{"shape", fmt.Sprintf("%d bits, %s a period, %d slots", st.Bits, plural(st.Hashes, "hash", "hashes"), len(st.Slots))},
 		},
 		[][2]string{
 			{"check rate", fmt.Sprintf("%.6g (a key not added in the periods covered is found at this rate)", st.CheckRate)},

@@ -14,7 +14,7 @@ func newCountingBloom(b *sketch.CountingBloom) structure { return &countingBloom
 func (s *countingBloom) kind() string { return string(sketch.KindCountingBloom) }
 
 func (s *countingBloom) describe() string {
-	return fmt.Sprintf("counting Bloom filter, %d counters, %d hashes", s.Counters(), s.Hashes())
+	return fmt.Sprintf("counting Bloom filter, %d counters, %s", s.Counters(), plural(s.Hashes(), "hash", "hashes"))
 }
 
 // cbfSaturated is where a counter sticks: adding a key more often than
@@ -90,7 +90,7 @@ func (s *countingBloom) stats() ([][2]string, any) {
 		{"kind", "counting Bloom filter"},
 		{"capacity", fmt.Sprint(st.Capacity)},
 		{"fp rate", fmt.Sprintf("%g at capacity", st.FPRate)},
-		{"shape", fmt.Sprintf("%d counters, %d hashes", st.Counters, st.Hashes)},
+		{"shape", fmt.Sprintf("%d counters, %s", st.Counters, plural(st.Hashes, "hash", "hashes"))},
 		{"bytes", fmt.Sprint(st.Bytes)},
 		{"counters set", fmt.Sprint(st.CountersSet)},
 		{"fill", percent(st.FillRatio)},

@@ -121,7 +121,7 @@ func TestCreate_WarnReadable(t *testing.T) {
 			t.Fatal(err)
 		}
 		r := asNobody(t, "inspect", "--show-seed", filepath.Join(dir, "a.cms"))
-		if out := r.ok(t, "inspect --show-seed as nobody"); !strings.Contains(out, fmt.Sprintf("%#x", fi.Seed)) && !strings.Contains(out, fmt.Sprint(fi.Seed)) {
+		if out := r.ok(t, "inspect --show-seed as nobody"); !strings.Contains(out, fmt.Sprintf("0x%016x", fi.Seed)) {
 			t.Errorf("as nobody, inspect --show-seed of a file every user may read: %q, want its seed", out)
 		}
 		if r := asNobody(t, "inspect", "--show-seed", filepath.Join(dir, "b.cms")); r.code != exitFailure {

@@ -252,7 +252,7 @@ func openTarget(t target, readWrite bool) (structure, error) {
 	if a != nil {
 		names := arenaNames(a)
 		a.Close()
-		return nil, &exitError{exitUsage, fmt.Errorf("%s is an arena of %d structures%s: name one as %s:NAME", t.path, len(names), listNames(names), t.path)}
+		return nil, &exitError{exitUsage, fmt.Errorf("%s is an arena of %s%s: name one as %s:NAME", t.path, plural(len(names), "structure", "structures"), listNames(names), t.path)}
 	}
 	return s, err
 }
