@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"math"
 
 	"github.com/shmsketch/sketch"
 )
@@ -114,7 +115,10 @@ func estimated(n float64) string {
 
 func (s *bloom) summary() string {
 	st := s.Stats()
-	return fmt.Sprintf("about %s keys, fill %s", estimated(st.Estimated), percent(st.Fill))
+	if st.Estimated > 1e18 {
+		return fmt.Sprintf("%s, fill %s", estimated(st.Estimated), percent(st.Fill))
+	}
+	return fmt.Sprintf("about %s, fill %s", plural(uint64(math.Round(st.Estimated)), "key", "keys"), percent(st.Fill))
 }
 
 func (s *bloom) sample() sample {

@@ -73,7 +73,7 @@ func (s *bloomWindow) stats() ([][2]string, any) {
 func (s *bloomWindow) summary() string {
 	st, ws := s.state()
 	added, seen := covered(st)
-	return ws.summary(fmt.Sprintf("%d adds, check rate %.3g", added+seen, st.CheckRate))
+	return ws.summary(fmt.Sprintf("%s, check rate %.3g", plural(added+seen, "add", "adds"), st.CheckRate))
 }
 
 // sample's total is the adds of the periods covered; its fill and count

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"math"
 
 	"github.com/shmsketch/sketch"
 )
@@ -102,7 +103,7 @@ func (s *countingBloom) stats() ([][2]string, any) {
 
 func (s *countingBloom) summary() string {
 	st := s.Stats()
-	return fmt.Sprintf("about %.0f items, fill %s", st.Count, percent(st.FillRatio))
+	return fmt.Sprintf("about %s, fill %s", plural(uint64(math.Round(st.Count)), "item", "items"), percent(st.FillRatio))
 }
 
 func (s *countingBloom) sample() sample {

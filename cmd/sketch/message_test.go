@@ -44,7 +44,7 @@ func TestMessages_FlagNames(t *testing.T) {
 // one key, hash, item, candidate or structure is "1 key".
 func TestMessages_Plurals(t *testing.T) {
 	dir := t.TempDir()
-	plural1 := regexp.MustCompile(`\b1 (periods|keys|items|hashes|structures|candidates|turns|read locks)\b`)
+	plural1 := regexp.MustCompile(`\b1 (periods|keys|items|hashes|structures|candidates|turns|read locks|adds)\b`)
 	arena := filepath.Join(dir, "a.arena")
 	cbf := filepath.Join(dir, "c.cbf")
 	for _, c := range []struct {
@@ -65,6 +65,15 @@ func TestMessages_Plurals(t *testing.T) {
 		{[]string{"create", arena, "--kind", "arena", "--size", "1M"}, "", "created"},
 		{[]string{"create", arena + ":x", "--rows", "2", "--width", "64"}, "", "created"},
 		{[]string{"query", arena, "k"}, "", "is an arena of 1 structure (x)"},
+		{[]string{"create", arena + ":seen", "--kind", "bloom", "--capacity", "1000"}, "", "created"},
+		{[]string{"create", arena + ":banned", "--kind", "countingbloom", "--capacity", "1000"}, "", "created"},
+		{[]string{"create", arena + ":recent", "--kind", "bloomwindow", "--capacity", "1000", "--keep", "2"}, "", "created"},
+		{[]string{"add", arena + ":seen", "k"}, "", "added"},
+		{[]string{"add", arena + ":banned", "k"}, "", "k\t1"},
+		{[]string{"add", arena + ":recent", "k"}, "", "added"},
+		{[]string{"stats", arena}, "", "about 1 key, fill"},
+		{[]string{"stats", arena}, "", "about 1 item, fill"},
+		{[]string{"stats", arena}, "", "1 add, check rate"},
 	} {
 		r := skIn(t, strings.NewReader(c.stdin), c.args...)
 		out := r.stdout + r.stderr
