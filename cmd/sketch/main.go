@@ -209,7 +209,7 @@ func parseInterspersed(fs *flag.FlagSet, args []string, last int) ([]string, err
 const keysAfterFile = `
 Flags go before FILE: every argument after FILE is a key, as it is, even
 one that begins with "-" or is "--", so that a key taken from a client
-("--limit=1000000") is counted as that key and never changes the command.
+("--limit=1000000") is taken as that key and never changes the command.
 `
 
 // noteFlagKeys says on standard error when a key (an argument after FILE)
