@@ -15,7 +15,8 @@ import (
 var addCmd = &command{
 	name:       "add",
 	opensFiles: true,
-	args:       "FILE[:NAME] [KEY...]",
+	args:       "[FLAGS] FILE[:NAME] [KEY...]",
+	takesKeys:  true,
 	summary:    "count keys: from the arguments, or one a line from standard input",
 	details: `
 Add counts each KEY (-n times) in the structure and prints its new answer:
@@ -125,7 +126,7 @@ func addStdin(s structure, t target, weighted, jsonOut bool) error {
 		err = nil
 	}
 	if err == nil && ctx.Err() != nil {
-		err = fmt.Errorf("interrupted after %d keys (they stay counted)", added)
+		err = fmt.Errorf("interrupted after %s (they stay counted)", plural(added, "key", "keys"))
 	}
 	if err != nil {
 		return err
@@ -141,7 +142,7 @@ func addStdin(s structure, t target, weighted, jsonOut bool) error {
 			KeysPerSecond float64 `json:"keys_per_second"`
 		}{t.arg(), added, total, el.Seconds(), float64(added) / el.Seconds()})
 	}
-	fmt.Fprintf(stdout, "added %d keys to %s in %v (%s keys/s); %s in all: %d\n", added, t, el.Round(time.Millisecond), rate(float64(added)/el.Seconds()), sm.what, total)
+	fmt.Fprintf(stdout, "added %s to %s in %v (%s keys/s); %s in all: %d\n", plural(added, "key", "keys"), t, el.Round(time.Millisecond), rate(float64(added)/el.Seconds()), sm.what, total)
 	return nil
 }
 
@@ -158,7 +159,7 @@ func printAddedOnce(key string, added, jsonOut bool) {
 	if added {
 		what = "added"
 	}
-	fmt.Fprintf(stdout, "%s\t%s\n", key, what)
+	fmt.Fprintf(stdout, "%s\t%s\n", quoteKey(key), what)
 }
 
 // addIfAbsentStdin adds each key of standard input that the filter does
@@ -189,7 +190,7 @@ func addIfAbsentStdin(b *countingBloom, t target, jsonOut bool) error {
 		err = nil
 	}
 	if err == nil && ctx.Err() != nil {
-		err = fmt.Errorf("interrupted after %d keys (%d added stay added)", keys, added)
+		err = fmt.Errorf("interrupted after %s (%d added stay added)", plural(keys, "key", "keys"), added)
 	}
 	if err != nil {
 		return err
@@ -201,6 +202,6 @@ func addIfAbsentStdin(b *countingBloom, t target, jsonOut bool) error {
 			Added uint64 `json:"added"`
 		}{t.arg(), keys, added})
 	}
-	fmt.Fprintf(stdout, "added %d of %d keys to %s (the others were present)\n", added, keys, t)
+	fmt.Fprintf(stdout, "added %d of %s to %s (the others were present)\n", added, plural(keys, "key", "keys"), t)
 	return nil
 }

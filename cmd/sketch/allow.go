@@ -11,7 +11,8 @@ import (
 var allowCmd = &command{
 	name:       "allow",
 	opensFiles: true,
-	args:       "FILE[:NAME] KEY...",
+	args:       "[FLAGS] FILE[:NAME] KEY...",
+	takesKeys:  true,
 	summary:    "decide requests against a rate limit on a Count-Min window",
 	details: `
 Allow counts a request for each KEY in a Count-Min window and decides it
@@ -95,7 +96,7 @@ func printDecision(key string, d sketch.Decision, jsonOut bool) {
 		return
 	}
 	if d.Allowed() {
-		fmt.Fprintf(stdout, "%s\tallowed\t%d (at least %d)\n", key, d.Estimate(), d.Low())
+		fmt.Fprintf(stdout, "%s\tallowed\t%d (at least %d)\n", quoteKey(key), d.Estimate(), d.Low())
 		return
 	}
 	counted := "not counted"
@@ -109,5 +110,5 @@ func printDecision(key string, d sketch.Decision, jsonOut bool) {
 	if d.RetryAfter() > 0 {
 		retry += fmt.Sprintf(" (%v)", d.RetryAfter().Round(time.Millisecond))
 	}
-	fmt.Fprintf(stdout, "%s\trefused (%s)\t%d (at least %d)\t%s\n", key, counted, d.Estimate(), d.Low(), retry)
+	fmt.Fprintf(stdout, "%s\trefused (%s)\t%d (at least %d)\t%s\n", quoteKey(key), counted, d.Estimate(), d.Low(), retry)
 }

@@ -133,10 +133,10 @@ func TestArena(t *testing.T) {
 	}
 
 	sk(t, "add", path+":banned", "eve", "eve").ok(t, "add to a counting Bloom filter in an arena")
-	if out := sk(t, "query", path+":banned", "eve", "bob").ok(t, "query"); out != "eve\t2\nbob\t0\n" {
+	if out := sk(t, "query", path+":banned", "eve", "bob").ok(t, "query"); out != "eve\tprobably present, count 2\nbob\tdefinitely absent\n" {
 		t.Errorf("query of the counting Bloom filter: %q", out)
 	}
-	sk(t, "add", path+":recent", "-n", "6", "k").ok(t, "add to a window in an arena")
+	sk(t, "add", "-n", "6", path+":recent", "k").ok(t, "add to a window in an arena")
 	sk(t, "add", path+":seen", "req-1").ok(t, "add to a Bloom filter in an arena")
 
 	// stats FILE: the arena's table, then one row a structure.
@@ -323,11 +323,11 @@ func TestWindow_Rotate(t *testing.T) {
 		t.Helper()
 		return sk(t, "query", path, key).ok(t, "query")
 	}
-	sk(t, "add", path, "-n", "5", "x").ok(t, "add")
+	sk(t, "add", "-n", "5", path, "x").ok(t, "add")
 	if out := sk(t, "rotate", path).ok(t, "rotate"); !strings.Contains(out, "covers periods 0 to 1") {
 		t.Errorf("rotate: %q", out)
 	}
-	if out := sk(t, "add", path, "-n", "2", "x").ok(t, "add"); out != "x\t7\tbetween 6 and 7\n" {
+	if out := sk(t, "add", "-n", "2", path, "x").ok(t, "add"); out != "x\t7\tbetween 6 and 7\n" {
 		t.Errorf("add over the window: %q", out)
 	}
 	if out := query("x"); out != "x\t7\tbetween 6 and 7\n" {

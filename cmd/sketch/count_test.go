@@ -95,8 +95,9 @@ func TestCreate(t *testing.T) {
 	if !strings.Contains(out, "false positives about 1% at 1000 items") {
 		t.Errorf("create countingbloom: %q", out)
 	}
-	// A bad config is the library's refusal: exit 1, naming the file.
-	if r := sk(t, "create", path+".3", "--error", "2"); r.code != 1 || !strings.Contains(r.stderr, path+".3") {
+	// A bad config is the library's refusal of a bad argument: exit 2,
+	// naming the file (TestCreate_BadConfig).
+	if r := sk(t, "create", path+".3", "--error", "2"); r.code != 2 || !strings.Contains(r.stderr, path+".3") {
 		t.Errorf("create --error 2: exit %d, %q", r.code, r.stderr)
 	}
 }
@@ -129,7 +130,7 @@ func TestAdd_PipeMillion(t *testing.T) {
 		Seconds       float64 `json:"seconds"`
 		KeysPerSecond float64 `json:"keys_per_second"`
 	}
-	r := skIn(t, strings.NewReader(input), "add", path, "--json")
+	r := skIn(t, strings.NewReader(input), "add", "--json", path)
 	decode(t, r.ok(t, "add from a pipe"), &sum)
 	if sum.Keys != n || sum.Total != n || sum.File != path {
 		t.Fatalf("add --json = %+v, want %d keys", sum, n)
@@ -155,7 +156,7 @@ func checkEstimates(t *testing.T, path string, truth map[string]uint64, bound ui
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
-	r := skIn(t, strings.NewReader(strings.Join(keys, "\n")), "query", path, "--json")
+	r := skIn(t, strings.NewReader(strings.Join(keys, "\n")), "query", "--json", path)
 	answers := decodeLines[cmsAnswerJSON](t, r.ok(t, "query from standard input"))
 	if len(answers) != len(keys) {
 		t.Fatalf("query: %d answers for %d keys", len(answers), len(keys))
@@ -186,7 +187,7 @@ func TestAdd_ArgsAndWeighted(t *testing.T) {
 	if out != "alpha\t1\tbetween 0 and 1\nbeta\t1\tbetween 0 and 1\nalpha\t2\tbetween 1 and 2\n" {
 		t.Errorf("add alpha beta alpha printed %q", out)
 	}
-	answers := decodeLines[cmsAnswerJSON](t, sk(t, "add", path, "-n", "40", "--json", "alpha").ok(t, "add -n 40"))
+	answers := decodeLines[cmsAnswerJSON](t, sk(t, "add", "-n", "40", "--json", path, "alpha").ok(t, "add -n 40"))
 	if len(answers) != 1 || answers[0] != (cmsAnswerJSON{Key: "alpha", Estimate: 42, Low: 42 - 1}) {
 		t.Errorf("add -n 40 --json alpha = %+v, want estimate 42 with bound 1", answers)
 	}
@@ -202,8 +203,8 @@ func TestAdd_ArgsAndWeighted(t *testing.T) {
 		t.Errorf("total %d, want %d", st.Total, 1047)
 	}
 	out = sk(t, "query", path, "weird\tkey").ok(t, "query")
-	if !strings.HasPrefix(out, fmt.Sprintf("weird\tkey\t%d\t", truth["weird\tkey"])) {
-		t.Errorf("query of a key with a tab: %q", out)
+	if !strings.HasPrefix(out, fmt.Sprintf("%q\t%d\t", "weird\tkey", truth["weird\tkey"])) {
+		t.Errorf("query of a key with a tab: %q, want it quoted", out)
 	}
 	// A bad weighted line fails, naming the line.
 	r := skIn(t, strings.NewReader("a\t1\nb\n"), "add", "--weighted", path)
@@ -292,7 +293,7 @@ func TestQuery_Top(t *testing.T) {
 // TestStats_Text: the table has every field, aligned.
 func TestStats_Text(t *testing.T) {
 	path := create(t, "c.cms", "--rows", "4", "--width", "1024")
-	sk(t, "add", path, "-n", "41", "alpha").ok(t, "add")
+	sk(t, "add", "-n", "41", path, "alpha").ok(t, "add")
 	out := sk(t, "stats", path).ok(t, "stats")
 	for _, want := range []string{"shape        4 x 1024 counters\n", "total        41\n", "adds         41\n", "error bound  1 ", "frozen       no\n"} {
 		if !strings.Contains(out, want) {
@@ -316,7 +317,7 @@ type checkOut struct {
 
 func TestCheck(t *testing.T) {
 	path := create(t, "c.cms", "--rows", "4", "--width", "1024")
-	sk(t, "add", path, "-n", "5", "alpha").ok(t, "add")
+	sk(t, "add", "-n", "5", path, "alpha").ok(t, "add")
 	if out := sk(t, "check", path).ok(t, "check"); !strings.HasSuffix(out, "\nok\n") {
 		t.Errorf("check of a sound file: %q", out)
 	}
@@ -434,7 +435,7 @@ func TestInspect(t *testing.T) {
 
 func TestFreezeResetMergeRm(t *testing.T) {
 	path := create(t, "c.cms")
-	sk(t, "add", path, "-n", "9", "k").ok(t, "add")
+	sk(t, "add", "-n", "9", path, "k").ok(t, "add")
 	if out := sk(t, "freeze", path).ok(t, "freeze"); !strings.HasPrefix(out, "froze "+path) {
 		t.Errorf("freeze: %q", out)
 	}
@@ -451,7 +452,7 @@ func TestFreezeResetMergeRm(t *testing.T) {
 	}
 
 	other := create(t, "d.cms")
-	sk(t, "add", other, "-n", "9", "k").ok(t, "add")
+	sk(t, "add", "-n", "9", other, "k").ok(t, "add")
 	sk(t, "reset", other).ok(t, "reset")
 	if st := cmsStats(t, other); st.Total != 0 || st.Adds != 0 {
 		t.Errorf("stats after reset: %+v", st)
@@ -469,7 +470,7 @@ func TestFreezeResetMergeRm(t *testing.T) {
 	sk(t, "add", c, "z").ok(t, "add")
 	sk(t, "freeze", c).ok(t, "freeze") // a frozen source merges: it is read-only
 	sk(t, "merge", a, b, c).ok(t, "merge")
-	if out := sk(t, "query", a, "x", "y", "z", "w").ok(t, "query"); out != "x\t1\ny\t2\nz\t1\nw\t0\n" {
+	if out := sk(t, "query", a, "x", "y", "z", "w").ok(t, "query"); out != "x\tprobably present, count 1\ny\tprobably present, count 2\nz\tprobably present, count 1\nw\tdefinitely absent\n" {
 		t.Errorf("query after merge: %q", out)
 	}
 	if r := sk(t, "merge", other, path); r.code != 1 || !strings.Contains(r.stderr, "seed") {
@@ -511,7 +512,7 @@ func TestReadOnly_AsNobody(t *testing.T) {
 			if r.code != 0 {
 				t.Errorf("as nobody, sketch %s: exit %d, %q", strings.Join(args, " "), r.code, r.stderr)
 			}
-			if args[0] == "query" && !strings.HasPrefix(r.stdout, "alpha\t2") {
+			if want := map[string]string{"countmin": "alpha\t2\t", "countingbloom": "alpha\tprobably present, count 2\n"}[kind]; args[0] == "query" && !strings.HasPrefix(r.stdout, want) {
 				t.Errorf("as nobody, query: %q", r.stdout)
 			}
 		}
@@ -523,7 +524,7 @@ func TestReadOnly_AsNobody(t *testing.T) {
 
 func TestWatch(t *testing.T) {
 	path := create(t, "c.cms", "--rows", "4", "--width", "1024")
-	sk(t, "add", path, "-n", "1000", "k").ok(t, "add")
+	sk(t, "add", "-n", "1000", path, "k").ok(t, "add")
 	lines := decodeLines[watchOut](t, sk(t, "watch", "--json", "--count", "2", "--interval", "20ms", path).ok(t, "watch --json"))
 	if len(lines) != 2 {
 		t.Fatalf("watch --count 2: %d lines", len(lines))

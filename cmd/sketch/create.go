@@ -59,7 +59,14 @@ file OTHER (read, never printed). The seed is a secret, since whoever
 knows it can craft keys that collide, so it is never given on the command
 line, which every local user may read: --seed-file FILE reads it from a
 file that other users may not read (one number, decimal or 0x
-hexadecimal), --seed-file - from standard input.`,
+hexadecimal), --seed-file - from standard input. --seed-from and
+--seed-file take a seed only from a file owned by the caller, root or a
+user named with --owner, that not every user may write: whoever owns or
+may write it chose the seed and knows it. Whoever may read a sketch file
+reads its seed too, and can then craft keys that share another key's
+counters (to have a client refused, or a loud key hidden): create warns
+when every user may read the new file, or the arena of a new structure;
+give its readers a group instead (--mode 0640).`,
 	example: `sketch create /dev/shm/clients.cms --error 0.001 --confidence 0.99
 sketch create /dev/shm/banned.cbf --kind countingbloom --capacity 1000000 --fp-rate 0.01 --mode 0640
 sketch create /dev/shm/web.arena --kind arena --size 64M
@@ -91,7 +98,7 @@ sketch create /dev/shm/a.cms --seed-file seed; sketch create /dev/shm/b.cms --se
 		fs.String("seed", "", "refused: the command line shows the seed to every user; use --seed-file")
 		seedFrom := fs.String("seed-from", "", "give a new file the hash seed of the sketch `FILE`, so that the two merge")
 		jsonOut := fs.Bool("json", false, `print JSON: {"file", "kind", "description", "bytes", "stats"}`)
-		return func(args []string) error {
+		return badConfigUsage(func(args []string) error {
 			t, err := oneTarget(args)
 			if err != nil {
 				return err
@@ -162,6 +169,7 @@ sketch create /dev/shm/a.cms --seed-file seed; sketch create /dev/shm/b.cms --se
 					return err
 				}
 				defer a.Close()
+				warnReadable(t.path, "the secret hash seed every structure in it hashes with", false)
 				return printArenaCreated(t.path, a, *jsonOut)
 			}
 			flags.cms.Seed, flags.seed = seed, seed
@@ -170,9 +178,24 @@ sketch create /dev/shm/a.cms --seed-file seed; sketch create /dev/shm/b.cms --se
 				return err
 			}
 			defer s.Close()
+			warnReadable(t.path, "its secret hash seed", flags.distinct.Redis)
 			return printCreated(t, s, 0, *jsonOut)
-		}
+		})
 	},
+}
+
+// badConfigUsage makes a sizing or mode the library refuses
+// (sketch.ErrInvalidConfig: --error 2, --keep 300, --mode 0666) the bad
+// argument it is: exit 2, with the usage.
+func badConfigUsage(run func(args []string) error) func(args []string) error {
+	return func(args []string) error {
+		err := run(args)
+		var ee *exitError
+		if errors.Is(err, sketch.ErrInvalidConfig) && !errors.As(err, &ee) {
+			return &exitError{exitUsage, err}
+		}
+		return err
+	}
 }
 
 // createFlags are the sizing flags of create.
@@ -260,6 +283,7 @@ func createInArena(t target, f createFlags, jsonOut bool) error {
 		return err
 	}
 	defer s.Close()
+	warnReadable(t.path, "the arena's secret hash seed, which "+t.String()+" hashes with", f.distinct.Redis)
 	for _, e := range a.List() {
 		if e.Name == t.name {
 			return printCreated(t, s, e.Bytes, jsonOut)
@@ -271,7 +295,10 @@ func createInArena(t target, f createFlags, jsonOut bool) error {
 // seedOf reads the hash seed of the sketch file arg names (FILE, or an
 // arena's FILE:NAME, whose structures hash with the arena's seed), for a
 // new file that is to merge with it. The seed is a secret: it goes from
-// the library into the new file, and never to the terminal.
+// the library into the new file, and never to the terminal. It refuses a
+// file owned by a user the command does not trust, or that every user may
+// write (seedSource), and says when every user may read it: then every
+// user knows the new file's seed too.
 func seedOf(arg string) (uint64, error) {
 	t, err := parseTarget(arg)
 	if err != nil {
@@ -280,6 +307,13 @@ func seedOf(arg string) (uint64, error) {
 	info, err := sketch.Inspect(t.path)
 	if err != nil {
 		return 0, fmt.Errorf("--seed-from: %w", err)
+	}
+	if err := seedSource("--seed-from", t.path, info.Mode, info.UID, true); err != nil {
+		return 0, err
+	}
+	if info.Mode&0o004 != 0 {
+		fmt.Fprintf(os.Stderr, "sketch create: warning: --seed-from %s: every user may read it (mode %#o), and so the seed the new file gets: "+
+			"a local user can craft keys that collide in both; give the readers of %s a group instead (chmod o-r, chgrp)\n", t.path, info.Mode, t.path)
 	}
 	return info.Seed, nil
 }
@@ -340,10 +374,10 @@ func printCreated(t target, s structure, region uint64, jsonOut bool) error {
 		figures = fmt.Sprintf("estimates are high by at most %s of the total, with %s confidence", percent(st.ErrorRate), percent(st.Confidence))
 	case sketch.BloomStats:
 		bytes = st.Bytes
-		figures = fmt.Sprintf("false positives about %s at %d keys, more past it", percent(st.FPRate), st.Capacity)
+		figures = fmt.Sprintf("false positives about %s at %s, more past it", percent(st.FPRate), plural(st.Capacity, "key", "keys"))
 	case sketch.CountingBloomStats:
 		bytes = st.Bytes
-		figures = fmt.Sprintf("false positives about %s at %d items; 4-bit counters stick at 15", percent(st.FPRate), st.Capacity)
+		figures = fmt.Sprintf("false positives about %s at %s; 4-bit counters stick at 15", percent(st.FPRate), plural(st.Capacity, "item", "items"))
 	case sketch.CountMinWindowStats:
 		bytes = st.Bytes
 		figures = fmt.Sprintf("answers cover %s; estimates are high by at most %s of the window's total, with %s confidence",
@@ -363,8 +397,8 @@ func printCreated(t target, s structure, region uint64, jsonOut bool) error {
 		}
 	case sketch.BloomWindowStats:
 		bytes = st.Bytes
-		figures = fmt.Sprintf("answers cover %s; false positives about %s a period at %d keys each, up to about %s over the window",
-			windowText(sketch.Window{Period: st.Period, Keep: st.Keep}), percent(st.FPRate), st.Capacity, percent(1-math.Pow(1-st.FPRate, float64(st.Keep))))
+		figures = fmt.Sprintf("answers cover %s; false positives about %s a period at %s each, up to about %s over the window",
+			windowText(sketch.Window{Period: st.Period, Keep: st.Keep}), percent(st.FPRate), plural(st.Capacity, "key", "keys"), percent(1-math.Pow(1-st.FPRate, float64(st.Keep))))
 	}
 	if region != 0 {
 		bytes = region

@@ -10,7 +10,8 @@ import (
 var delCmd = &command{
 	name:       "del",
 	opensFiles: true,
-	args:       "FILE[:NAME] KEY...",
+	args:       "[FLAGS] FILE[:NAME] KEY...",
+	takesKeys:  true,
 	summary:    "take keys out of a counting Bloom filter, one copy each",
 	details: `
 Del takes one copy of each KEY out of a counting Bloom filter, under the
@@ -63,8 +64,8 @@ func printRemoved(b *sketch.CountingBloom, key string, removed, jsonOut bool) {
 		return
 	}
 	if !removed {
-		fmt.Fprintf(stdout, "%s\tabsent\n", key)
+		fmt.Fprintf(stdout, "%s\tabsent\n", quoteKey(key))
 		return
 	}
-	fmt.Fprintf(stdout, "%s\tremoved\t%d\n", key, count)
+	fmt.Fprintf(stdout, "%s\tremoved\t%d\n", quoteKey(key), count)
 }

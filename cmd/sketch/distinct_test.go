@@ -24,8 +24,8 @@ func TestDistinct_Commands(t *testing.T) {
 	}
 	sk(t, "create", b, "--kind", "distinct", "--redis").ok(t, "create b")
 	sk(t, "create", m, "--kind", "distinct", "--redis").ok(t, "create m")
-	if r := sk(t, "create", filepath.Join(dir, "c.hll"), "--kind", "distinct", "--redis", "--precision", "12"); r.code != 1 {
-		t.Errorf("create --redis --precision 12: exit %d, want 1 (Redis has 16384 registers)\n%s", r.code, r.stderr)
+	if r := sk(t, "create", filepath.Join(dir, "c.hll"), "--kind", "distinct", "--redis", "--precision", "12"); r.code != 2 {
+		t.Errorf("create --redis --precision 12: exit %d, want 2, a bad argument (Redis has 16384 registers)\n%s", r.code, r.stderr)
 	}
 	if r := sk(t, "create", filepath.Join(dir, "c.hll"), "--kind", "distinct", "--capacity", "5"); r.code != 2 {
 		t.Errorf("create --kind distinct --capacity: exit %d, want 2", r.code)

@@ -9,7 +9,7 @@
 //	sketch add FILE[:NAME] [KEY...]        count keys; none or "-": one a line from standard input (--weighted: KEY<TAB>N; --if-absent: a counting Bloom filter's key once)
 //	sketch del FILE[:NAME] KEY...          take one copy of each key out of a counting Bloom filter
 //	sketch allow FILE[:NAME] KEY... --limit N   count a request a key and decide it against a rate limit (a Count-Min window; exit 4: refused)
-//	sketch query FILE[:NAME] [KEY...]      estimates with error bars, presence, counts; a distinct count's or window's count; --top N of candidates from standard input
+//	sketch query FILE[:NAME] [KEY...]      estimates with error bars, presence, counts; a distinct count's or window's count; --top N of candidates from standard input (none there: exit 2)
 //	sketch top FILE[:NAME]                 the loudest keys of a candidate table (-n N, --json)
 //	sketch stats FILE[:NAME]               everything Stats reports; an arena's, a row a structure
 //	sketch inspect FILE                    header, directory, lock state (--show-seed for the secret seed)
@@ -27,20 +27,38 @@
 //
 // "sketch help CMD", "sketch CMD -h" and "sketch CMD --help" print a
 // command's usage with an example. Flags may come before or after the
-// arguments; "--" ends them.
+// arguments, and "--" ends them, except in the commands that take keys
+// (add, del, allow, query): there every argument after FILE is a key, as
+// it is, even one that begins with "-" or is "--", and their flags go
+// before FILE. A key taken from a client ("--limit=1000000",
+// "--owner=65534") is so counted as that key and never changes the
+// command: sketch allow --limit 2 FILE alice --limit=1000000 decides the
+// key "--limit=1000000" against the limit 2. A key that reads as one of
+// the command's flags gets a note on standard error.
 //
 // FILE:NAME addresses the structure NAME in the arena FILE ("sketch create
 // FILE --kind arena --size 64M" makes one, "sketch create FILE:NAME --kind
 // ..." a structure in it); FILE:NAME on a file that is not an arena, and an
 // arena's FILE alone where a structure is needed, are usage errors. stats,
 // freeze, snapshot, check, inspect and rm take a whole arena as FILE. A file whose
-// own name has a colon is named whole; but when both readings exist (a
-// file x.arena:banned beside the file x.arena), every command refuses,
-// naming both: whoever may write the directory could have planted either.
+// own name has a colon is named whole. When both readings exist (a file
+// x.arena:banned beside the file x.arena), the owner rule decides: whoever
+// may write a shared directory such as /dev/shm can plant x.arena:banned,
+// but the planted file is the planter's, so a command takes the reading
+// whose file is owned by a user it trusts (the caller, root, or a user
+// named with --owner; a symlink by its owner and its target's) when the
+// other's is not. When both or neither are trusted, every command refuses,
+// naming both; a planted file beside a trusted arena is reached by
+// renaming it.
 // A structure's name is printed as it is when made of letters, digits and
 // "._-/", and quoted in Go syntax otherwise, so that no byte of a name
 // reaches the terminal raw; --json gives names as they are, JSON-escaped.
-// create refuses a new name that does not print.
+// create refuses a new name that does not print. Keys are printed the
+// same way wherever a command echoes one (add, del, allow, query, top):
+// as they are when they are printable text without spaces, quoted in Go
+// syntax otherwise ("\x1b[2J", "\xff"), since keys come from clients and
+// a log line may hold escape sequences; --json gives keys JSON-escaped,
+// with bytes that are not UTF-8 as U+FFFD.
 //
 // Where a window's periods are printed (stats, watch), the current
 // period shows when it started on the local clock, "since 14:03:20": period
@@ -65,13 +83,27 @@
 // read the file) or, as "--seed-file -", from standard input. There is no
 // --seed VALUE: a command line is readable by every local user
 // (/proc/PID/cmdline), so create refuses it and says to use --seed-file.
-// Files to be merged need the same seed; inspect --show-seed prints one.
+// Files to be merged need the same seed; inspect --show-seed prints one,
+// and create --seed-from OTHER copies OTHER's without printing it.
+// --seed-file and --seed-from take a seed only from a file owned by the
+// caller, root or a user named with --owner (the owner rule), which not
+// every user may write: whoever owns or may write the file chose the
+// seed, knows it, and could aim keys at the new file.
+//
+// Whoever may read a sketch file reads its seed with it, and can then
+// craft keys that share another key's counters: have a client's requests
+// refused, or hide a loud key among others. create warns on standard error
+// when every user may read the file it made (or the arena it made a
+// structure in), and when --seed-from copies the seed of such a file; give
+// the readers a group instead (--mode 0640, chgrp). A distinct count
+// hashed as Redis does (--redis) has no secret seed, and no warning.
 //
 // # Exit status
 //
 // 0 success; 1 failure (a missing, unreadable or corrupt file, a refused
 // operation), with a message naming the file on standard error; 2 bad
-// arguments, with the command's usage; 3 from check only: the file is
+// arguments, with the command's usage (a sizing or mode that create's
+// library refuses among them: --error 2, --keep 300, --mode 0666); 3 from check only: the file is
 // sound, but an operation was cut short (a torn Count-Min add, adds that
 // raced a reset, a lock held by a process that was killed); 4 from allow
 // only: a key was refused.

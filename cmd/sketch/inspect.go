@@ -128,7 +128,7 @@ func lockRows(l sketch.LockInfo, slots uint32) [][2]string {
 	if len(waiting) == 0 {
 		waiting = append(waiting, "nobody")
 	}
-	readers := fmt.Sprintf("%d read locks in %d of %d slots (%d claimed so far)", l.Readers, l.ReaderSlots, slots, l.SlotsClaimed)
+	readers := fmt.Sprintf("%s in %d of %d slots (%d claimed so far)", plural(l.Readers, "read lock", "read locks"), l.ReaderSlots, slots, l.SlotsClaimed)
 	if l.DeadReaderSlots > 0 {
 		readers += fmt.Sprintf("; %d of them DEAD (the next writer clears them)", l.DeadReaderSlots)
 	}

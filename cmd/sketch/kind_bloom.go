@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"math"
 
 	"github.com/shmsketch/sketch"
 )
@@ -17,7 +18,7 @@ func newBloom(b *sketch.Bloom) structure { return &bloom{b, set{b}} }
 func (s *bloom) kind() string { return string(sketch.KindBloom) }
 
 func (s *bloom) describe() string {
-	return fmt.Sprintf("Bloom filter, %d bits, %d hashes", s.Bits(), s.Hashes())
+	return fmt.Sprintf("Bloom filter, %d bits, %s", s.Bits(), plural(s.Hashes(), "hash", "hashes"))
 }
 
 // setFilter is what a Bloom filter and a Bloom window do alike.
@@ -92,7 +93,7 @@ func (s *bloom) stats() ([][2]string, any) {
 		{"kind", "Bloom filter"},
 		{"capacity", fmt.Sprint(st.Capacity)},
 		{"fp rate", fmt.Sprintf("%g at capacity", st.FPRate)},
-		{"shape", fmt.Sprintf("%d bits, %d hashes", st.Bits, st.Hashes)},
+		{"shape", fmt.Sprintf("%d bits, %s", st.Bits, plural(st.Hashes, "hash", "hashes"))},
 		{"bytes", fmt.Sprint(st.Bytes)},
 		{"bits set", fmt.Sprint(st.Set)},
 		{"fill", percent(st.Fill) + " (about 50% at capacity)"},
@@ -114,7 +115,10 @@ func estimated(n float64) string {
 
 func (s *bloom) summary() string {
 	st := s.Stats()
-	return fmt.Sprintf("about %s keys, fill %s", estimated(st.Estimated), percent(st.Fill))
+	if st.Estimated > 1e18 {
+		return fmt.Sprintf("%s, fill %s", estimated(st.Estimated), percent(st.Fill))
+	}
+	return fmt.Sprintf("about %s, fill %s", plural(uint64(math.Round(st.Estimated)), "key", "keys"), percent(st.Fill))
 }
 
 func (s *bloom) sample() sample {

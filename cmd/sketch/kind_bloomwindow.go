@@ -21,7 +21,7 @@ func newBloomWindow(w *sketch.BloomWindow) structure {
 func (s *bloomWindow) kind() string { return string(sketch.KindBloomWindow) }
 
 func (s *bloomWindow) describe() string {
-	return fmt.Sprintf("Bloom window, %s, %d bits, %d hashes a period", windowText(s.Config().Window), s.Bits(), s.Hashes())
+	return fmt.Sprintf("Bloom window, %s, %d bits, %s a period", windowText(s.Config().Window), s.Bits(), plural(s.Hashes(), "hash", "hashes"))
 }
 
 // covered sums the adds of the slots the window covers.
@@ -59,9 +59,9 @@ func (s *bloomWindow) stats() ([][2]string, any) {
 	}
 	return s.rows(ws,
 		[][2]string{
-			{"capacity", fmt.Sprintf("%d keys a period", st.Capacity)},
+			{"capacity", fmt.Sprintf("%s a period", plural(st.Capacity, "key", "keys"))},
 			{"fp rate", fmt.Sprintf("%g a period at capacity", st.FPRate)},
-			{"shape", fmt.Sprintf("%d bits, %d hashes a period, %d slots", st.Bits, st.Hashes, len(st.Slots))},
+			{"shape", fmt.Sprintf("%d bits, %s a period, %d slots", st.Bits, plural(st.Hashes, "hash", "hashes"), len(st.Slots))},
 		},
 		[][2]string{
 			{"check rate", fmt.Sprintf("%.6g (a key not added in the periods covered is found at this rate)", st.CheckRate)},
@@ -73,7 +73,7 @@ func (s *bloomWindow) stats() ([][2]string, any) {
 func (s *bloomWindow) summary() string {
 	st, ws := s.state()
 	added, seen := covered(st)
-	return ws.summary(fmt.Sprintf("%d adds, check rate %.3g", added+seen, st.CheckRate))
+	return ws.summary(fmt.Sprintf("%s, check rate %.3g", plural(added+seen, "add", "adds"), st.CheckRate))
 }
 
 // sample's total is the adds of the periods covered; its fill and count

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"math"
 
 	"github.com/shmsketch/sketch"
 )
@@ -14,7 +15,7 @@ func newCountingBloom(b *sketch.CountingBloom) structure { return &countingBloom
 func (s *countingBloom) kind() string { return string(sketch.KindCountingBloom) }
 
 func (s *countingBloom) describe() string {
-	return fmt.Sprintf("counting Bloom filter, %d counters, %d hashes", s.Counters(), s.Hashes())
+	return fmt.Sprintf("counting Bloom filter, %d counters, %s", s.Counters(), plural(s.Hashes(), "hash", "hashes"))
 }
 
 // cbfSaturated is where a counter sticks: adding a key more often than
@@ -41,18 +42,34 @@ func (s *countingBloom) addKey(key []byte, n uint64) (answer, error) {
 			return nil, err
 		}
 	}
-	return s.query([][]byte{key})[0], nil
+	a := s.query([][]byte{key})[0].(cbfAnswer)
+	a.afterAdd = true
+	return a, nil
 }
 
 // cbfAnswer is how many times a key is in a counting Bloom filter (added
 // minus removed; 15 means 15 or more); 0 is definitely absent.
 type cbfAnswer struct {
-	Key     string `json:"key"`
-	Count   uint8  `json:"count"`
-	Present bool   `json:"present"` // probably present; false is exact
+	Key      string `json:"key"`
+	Count    uint8  `json:"count"`
+	Present  bool   `json:"present"` // probably present; false is exact
+	afterAdd bool   // add's answer: the count alone
 }
 
-func (a cbfAnswer) text() string   { return fmt.Sprint(a.Count) }
+// text is a query's answer as a Bloom filter's, with the count:
+// "probably present, count 2" or "definitely absent"; add's is the count.
+func (a cbfAnswer) text() string {
+	switch {
+	case a.afterAdd:
+		return fmt.Sprint(a.Count)
+	case !a.Present:
+		return "definitely absent"
+	case a.Count >= cbfSaturated:
+		return fmt.Sprintf("probably present, count %d or more", a.Count)
+	}
+	return fmt.Sprintf("probably present, count %d", a.Count)
+}
+
 func (a cbfAnswer) weight() uint64 { return uint64(a.Count) }
 
 func (s *countingBloom) query(keys [][]byte) []answer {
@@ -74,7 +91,7 @@ func (s *countingBloom) stats() ([][2]string, any) {
 		{"kind", "counting Bloom filter"},
 		{"capacity", fmt.Sprint(st.Capacity)},
 		{"fp rate", fmt.Sprintf("%g at capacity", st.FPRate)},
-		{"shape", fmt.Sprintf("%d counters, %d hashes", st.Counters, st.Hashes)},
+		{"shape", fmt.Sprintf("%d counters, %s", st.Counters, plural(st.Hashes, "hash", "hashes"))},
 		{"bytes", fmt.Sprint(st.Bytes)},
 		{"counters set", fmt.Sprint(st.CountersSet)},
 		{"fill", percent(st.FillRatio)},
@@ -86,7 +103,7 @@ func (s *countingBloom) stats() ([][2]string, any) {
 
 func (s *countingBloom) summary() string {
 	st := s.Stats()
-	return fmt.Sprintf("about %.0f items, fill %s", st.Count, percent(st.FillRatio))
+	return fmt.Sprintf("about %s, fill %s", plural(uint64(math.Round(st.Count)), "item", "items"), percent(st.FillRatio))
 }
 
 func (s *countingBloom) sample() sample {

@@ -19,7 +19,7 @@ func (s *countMin) kind() string { return string(sketch.KindCountMin) }
 func (s *countMin) describe() string {
 	cfg := s.Config()
 	if cfg.Candidates != 0 {
-		return fmt.Sprintf("Count-Min sketch, %d x %d counters, %d candidates", cfg.Rows, cfg.Width, cfg.Candidates)
+		return fmt.Sprintf("Count-Min sketch, %d x %d counters, %s", cfg.Rows, cfg.Width, plural(cfg.Candidates, "candidate", "candidates"))
 	}
 	return fmt.Sprintf("Count-Min sketch, %d x %d counters", cfg.Rows, cfg.Width)
 }

@@ -26,7 +26,7 @@ func (s *countMinWindow) describe() string {
 	cfg := s.Config()
 	d := fmt.Sprintf("Count-Min window, %s, %d x %d counters a period", windowText(cfg.Window), cfg.CountMin.Rows, cfg.CountMin.Width)
 	if cfg.CountMin.Candidates != 0 {
-		d += fmt.Sprintf(", %d candidates", cfg.CountMin.Candidates)
+		d += ", " + plural(cfg.CountMin.Candidates, "candidate", "candidates")
 	}
 	return d
 }

@@ -20,12 +20,17 @@ func (w window) Reset() error {
 
 func (w window) merge(src structure) error { return errNotSupported("merge", w.what) }
 
-// windowText says how a window turns: "the last 3 periods of 1s".
+// windowText says how a window turns: "the last 3 periods of 1s", "the
+// current period of 1s" (Keep 1).
 func windowText(w sketch.Window) string {
-	if w.Period == 0 {
-		return fmt.Sprintf("the last %d periods, turned by rotate", w.Keep)
+	periods := fmt.Sprintf("the last %d periods", w.Keep)
+	if w.Keep == 1 {
+		periods = "the current period"
 	}
-	return fmt.Sprintf("the last %d periods of %v", w.Keep, w.Period)
+	if w.Period == 0 {
+		return periods + ", turned by rotate"
+	}
+	return fmt.Sprintf("%s of %v", periods, w.Period)
 }
 
 // windowState is what both windows' Stats report alike.

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"strings"
 )
 
@@ -20,7 +21,12 @@ type command struct {
 	example string
 	// opensFiles gives the command --owner, for the files it opens.
 	opensFiles bool
-	setup      func(fs *flag.FlagSet) func(args []string) error
+	// takesKeys ends the flags at the command's first argument, FILE:
+	// every argument after it is a key, even one that looks like a flag,
+	// so that a key from a client ("--limit=1000000") can never change
+	// the command.
+	takesKeys bool
+	setup     func(fs *flag.FlagSet) func(args []string) error
 }
 
 // flags registers c's flags on a new flag set and returns it with what
@@ -119,10 +125,17 @@ func run(argv []string) int {
 		return exitUsage
 	}
 	fs, runCmd := cmd.flags()
-	pos, err := parseInterspersed(fs, args)
+	last := 0 // no argument ends the flags
+	if cmd.takesKeys {
+		last = 1
+	}
+	pos, err := parseInterspersed(fs, args, last)
 	if errors.Is(err, flag.ErrHelp) {
 		commandUsage(stdout, cmd, fs)
 		return exitOK
+	}
+	if err == nil && cmd.takesKeys {
+		noteFlagKeys(cmd, fs, pos)
 	}
 	if err == nil {
 		err = runCmd(pos)
@@ -165,7 +178,9 @@ func (e *flagParseError) Unwrap() error { return e.err }
 // parseInterspersed parses flags wherever they are among the positional
 // arguments (sketch create f.cms --kind countmin), as users type them.
 // "--" ends the flags; "-" is a positional argument (standard input).
-func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
+// When last is above 0, the last-th positional argument ends the flags
+// too: every argument after it is positional, as it is, "--" included.
+func parseInterspersed(fs *flag.FlagSet, args []string, last int) ([]string, error) {
 	var pos []string
 	for {
 		if err := fs.Parse(args); err != nil {
@@ -182,14 +197,40 @@ func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
 			return pos, nil
 		}
 		pos = append(pos, rest[0])
+		if len(pos) == last {
+			return append(pos, rest[1:]...), nil
+		}
 		args = rest[1:]
+	}
+}
+
+// keysAfterFile is what the usage of a command that takes keys says of
+// its flags.
+const keysAfterFile = `
+Flags go before FILE: every argument after FILE is a key, as it is, even
+one that begins with "-" or is "--", so that a key taken from a client
+("--limit=1000000") is taken as that key and never changes the command.
+`
+
+// noteFlagKeys says on standard error when a key (an argument after FILE)
+// reads as one of the command's flags, or is "--": it counts as a key, and
+// whoever meant a flag learns where flags go. The note is a note: the
+// command goes on, since the key may be a client's, and quotes the key.
+func noteFlagKeys(cmd *command, fs *flag.FlagSet, pos []string) {
+	for _, k := range pos[min(1, len(pos)):] {
+		name, _, _ := strings.Cut(strings.TrimLeft(k, "-"), "=")
+		if k == "--" || strings.HasPrefix(k, "-") && name != "" && fs.Lookup(name) != nil {
+			fmt.Fprintf(os.Stderr, "sketch %s: note: %s after FILE is a key, not a flag: flags go before FILE (sketch %s %s)\n",
+				cmd.name, strconv.Quote(k), cmd.name, cmd.args)
+			return
+		}
 	}
 }
 
 func generalUsage(w io.Writer) {
 	fmt.Fprint(w, `sketch: probabilistic sketches in shared memory, from the shell
 
-usage: sketch COMMAND [ARGUMENTS] [FLAGS]
+usage: sketch COMMAND [FLAGS] [ARGUMENTS]
 
 `)
 	for _, c := range commands {
@@ -199,6 +240,9 @@ usage: sketch COMMAND [ARGUMENTS] [FLAGS]
 FILE[:NAME] names a sketch file (NAME: a structure in an arena). Commands
 that only read open the file read-only, so they work on a file you may only
 read, while other processes write it. --json prints data as JSON.
+Flags may follow a command's arguments, but add, del, allow and query take
+every argument after FILE as a key, even one that begins with "-": their
+flags go before FILE.
 Exit status: 0 ok, 1 failure, 2 bad arguments, 3 (check) an operation was
 cut short by a killed writer, 4 (allow) a key was refused.
 
@@ -211,6 +255,9 @@ cut short by a killed writer, 4 (allow) a key was refused.
 
 func commandUsage(w io.Writer, c *command, fs *flag.FlagSet) {
 	fmt.Fprintf(w, "usage: sketch %s %s\n\n%s\n", c.name, c.args, strings.TrimSpace(c.details))
+	if c.takesKeys {
+		fmt.Fprint(w, keysAfterFile)
+	}
 	var flags strings.Builder
 	fs.SetOutput(&flags)
 	fs.PrintDefaults()

@@ -20,6 +20,8 @@ var configFields = strings.NewReplacer(
 	"Rows is missing (give Rows and Width together, or size by ErrorRate)", "--rows is missing (give --rows and --width together, or size by --error)",
 	"Capacity is missing (at least 1 to create a filter; the zero config only attaches)", "--capacity is missing",
 	"window Keep ", "--keep ",
+	"CandidateKeyBytes ", "--candidate-key-bytes ",
+	"Candidates ", "--candidates ",
 	"window Period ", "--period ",
 )
 

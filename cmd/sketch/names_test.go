@@ -79,7 +79,7 @@ func TestNames_Hostile(t *testing.T) {
 		{[]string{"check", path}, 3, "  " + quoted + ": a torn add"},
 		{[]string{"query", path + ":" + hostileName, "k"}, 0, "k\t1"},
 		{[]string{"query", path + ":nosuch", "k"}, 1, "no structure named nosuch (it has " + quoted + ")"},
-		{[]string{"add", path, "k"}, 2, "arena of 1 structures (" + quoted + ")"},
+		{[]string{"add", path, "k"}, 2, "arena of 1 structure (" + quoted + ")"},
 		{[]string{"create", path + ":" + hostileName, "--kind", "bloom", "--capacity", "10"}, 1, "the arena has a countmin named " + quoted},
 		{[]string{"watch", path + ":" + hostileName, "--count", "1", "--interval", "10ms"}, 0, "total_adds=1"},
 		{[]string{"watch", "--json", path + ":" + hostileName, "--count", "1", "--interval", "10ms"}, 0, `"total":1`},

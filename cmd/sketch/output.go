@@ -80,6 +80,15 @@ func rate(r float64) string {
 	return fmt.Sprintf("%.0f", r)
 }
 
+// plural is n and the noun one names, in the plural unless n is 1: "1
+// key", "2 keys".
+func plural[N int | uint64](n N, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return fmt.Sprintf("%d %s", n, many)
+}
+
 // printColumns writes rows as aligned columns, the last one unpadded.
 func printColumns(w io.Writer, rows [][]string) {
 	var widths []int

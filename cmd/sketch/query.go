@@ -13,7 +13,8 @@ import (
 var queryCmd = &command{
 	name:       "query",
 	opensFiles: true,
-	args:       "FILE[:NAME] [KEY...]",
+	args:       "[FLAGS] FILE[:NAME] [KEY...]",
+	takesKeys:  true,
 	summary:    "answer keys: estimates with error bars, presence, counts",
 	details: `
 Query prints one line a key: KEY, then a Count-Min sketch's estimate and
@@ -21,12 +22,15 @@ its error bar ("between LOW and ESTIMATE": the true count is in that range
 with the sketch's confidence, and never above it; a Count-Min window's
 over the periods it covers), a Bloom filter's "probably present" or
 "definitely absent" (a Bloom window's over the periods it covers), or a
-counting Bloom filter's count (0: definitely absent). A distinct count
-answers no key: query FILE prints its count of distinct keys with its 95%
-range (two standard errors either side). With no KEY, or "-",
-the keys come one a line from standard input. --top N reads candidate keys
-(a sketch stores none) and prints the N loudest, loudest first. It opens
-the file read-only.`,
+counting Bloom filter's "probably present, count N" (added minus removed;
+15 means 15 or more) or "definitely absent". A distinct count answers no
+key: query FILE prints its count of distinct keys with its 95% range (two
+standard errors either side). With no KEY, or "-", the keys come one a
+line from standard input (empty lines are skipped); input that holds no
+key is a usage error (exit 2), as no KEY is to del and allow, since a
+query of nothing answers nothing. --top N reads candidate keys (a sketch
+stores none) and prints the N loudest, loudest first. It opens the file
+read-only.`,
 	example: `sketch query /dev/shm/clients.cms 192.0.2.1 192.0.2.7
 sketch query /dev/shm/web.arena:seen req-81f3
 sketch query /dev/shm/web.arena:clients-distinct
@@ -67,23 +71,37 @@ cut -d' ' -f1 access.log | sort -u | sketch query --top 10 /dev/shm/clients.cms`
 					return k, err
 				}
 			}
+			var n int
 			if *top > 0 {
-				return queryTop(s, next, *top, *jsonOut)
+				n, err = queryTop(s, next, *top, *jsonOut)
+			} else {
+				n, err = queryAll(s, next, *jsonOut)
 			}
-			for {
-				batch, err := next()
-				if errors.Is(err, io.EOF) {
-					return nil
-				}
-				if err != nil {
-					return err
-				}
-				for i, a := range s.query(batch) {
-					printAnswer(a, string(batch[i]), *jsonOut)
-				}
+			if err == nil && n == 0 {
+				return usageError("no KEY: give keys after FILE, or one a line on standard input, which held none")
 			}
+			return err
 		}
 	},
+}
+
+// queryAll prints the answer of every key next serves, and returns how
+// many there were.
+func queryAll(s structure, next func() ([][]byte, error), jsonOut bool) (int, error) {
+	n := 0
+	for {
+		batch, err := next()
+		if errors.Is(err, io.EOF) {
+			return n, nil
+		}
+		if err != nil {
+			return n, err
+		}
+		n += len(batch)
+		for i, a := range s.query(batch) {
+			printAnswer(a, string(batch[i]), jsonOut)
+		}
+	}
 }
 
 // counting is a structure that answers with one count, not a key at a
@@ -112,22 +130,24 @@ func printAnswer(a answer, key string, jsonOut bool) {
 		printJSON(stdout, a)
 		return
 	}
-	fmt.Fprintf(stdout, "%s\t%s\n", key, a.text())
+	fmt.Fprintf(stdout, "%s\t%s\n", quoteKey(key), a.text())
 }
 
 // queryTop prints the n loudest distinct candidates, loudest first; ties
-// in key order.
-func queryTop(s structure, next func() ([][]byte, error), n int, jsonOut bool) error {
+// in key order. It returns how many candidates next served.
+func queryTop(s structure, next func() ([][]byte, error), n int, jsonOut bool) (int, error) {
 	seen := map[string]bool{}
 	h := &topHeap{}
+	keys := 0
 	for {
 		batch, err := next()
 		if errors.Is(err, io.EOF) {
 			break
 		}
 		if err != nil {
-			return err
+			return keys, err
 		}
+		keys += len(batch)
 		fresh := batch[:0]
 		for _, k := range batch {
 			if !seen[string(k)] {
@@ -150,7 +170,7 @@ func queryTop(s structure, next func() ([][]byte, error), n int, jsonOut bool) e
 	for _, e := range out {
 		printAnswer(e.a, e.key, jsonOut)
 	}
-	return nil
+	return keys, nil
 }
 
 type topEntry struct {

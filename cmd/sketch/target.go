@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -41,10 +42,13 @@ func (t target) arg() string {
 // parseTarget splits FILE[:NAME] at its last colon. A path that exists as
 // given is taken whole, so a file whose name has a colon can still be
 // named; so is one whose part after the colon holds a slash. When both
-// readings name a file (FILE:NAME exists, and so does FILE), it refuses:
-// whoever may write the directory can plant x.arena:banned beside the
-// arena x.arena, and a command must not answer from the file the user did
-// not mean.
+// readings name a file (FILE:NAME exists, and so does FILE), the owner
+// rule decides: whoever may write a shared directory such as /dev/shm can
+// plant x.arena:banned beside the arena x.arena, but the planted file is
+// theirs, so the reading whose file a trusted user owns (the caller, root,
+// or a user named with --owner) is the one the user meant when the other's
+// is not. When both or neither are trusted, it refuses, naming both: a
+// command must not answer from the file the user did not mean.
 func parseTarget(arg string) (target, error) {
 	if arg == "" {
 		return target{}, usageError("the file name is empty")
@@ -54,7 +58,14 @@ func parseTarget(arg string) (target, error) {
 	if _, err := os.Lstat(arg); err == nil {
 		if split && i > 0 && i < len(arg)-1 {
 			if st, err := os.Stat(arg[:i]); err == nil && st.Mode().IsRegular() {
-				return target{}, ambiguousError(arg, arg[:i], arg[i+1:])
+				whole, inArena := trustedPath(arg), trustedPath(arg[:i])
+				switch {
+				case whole && !inArena:
+					return target{path: arg}, nil
+				case inArena && !whole:
+					return target{path: arg[:i], name: arg[i+1:]}, nil
+				}
+				return target{}, ambiguousError(arg, arg[:i], arg[i+1:], whole)
 			}
 		}
 		return target{path: arg}, nil
@@ -69,12 +80,62 @@ func parseTarget(arg string) (target, error) {
 	return t, nil
 }
 
+// trustedPath reports whether the name path and the file it leads to are
+// owned by users the command trusts: the caller, root, or a user named
+// with --owner (the library's owner rule, without its private directory:
+// the two readings of one argument sit in one directory). A symlink counts
+// as its own owner's and its target's.
+func trustedPath(path string) bool {
+	for _, stat := range []func(string) (os.FileInfo, error){os.Lstat, os.Stat} {
+		st, err := stat(path)
+		if err != nil {
+			return false
+		}
+		uid, ok := fileUID(st)
+		if !ok || !trustedUID(uid) {
+			return false
+		}
+	}
+	return true
+}
+
+// trustedUID reports whether the command trusts the files uid owns: the
+// caller's, root's, and those of the users named with --owner.
+func trustedUID(uid uint32) bool {
+	if uid == 0 || int(uid) == os.Geteuid() {
+		return true
+	}
+	for _, o := range owners {
+		if uint32(o) == uid {
+			return true
+		}
+	}
+	return false
+}
+
+// ownerOf names the owner of the file at path for a message.
+func ownerOf(path string) string {
+	st, err := os.Lstat(path)
+	if err != nil {
+		return "?"
+	}
+	if uid, ok := fileUID(st); ok {
+		return "uid " + strconv.FormatUint(uint64(uid), 10)
+	}
+	return "?"
+}
+
 // ambiguousError refuses an argument that names both the file arg and the
-// structure name in the file path.
-func ambiguousError(arg, path, name string) error {
-	return fmt.Errorf("%s is ambiguous: it names the file %s and the structure %s in the file %s; "+
+// structure name in the file path, both owned by trusted users (trusted)
+// or neither.
+func ambiguousError(arg, path, name string, trusted bool) error {
+	why := "both are owned by users this command trusts (you, root, or --owner)"
+	if !trusted {
+		why = fmt.Sprintf("neither is owned by you, root or a user named with --owner (%s owns the first, %s the second): give --owner UID for the owner of the one you mean", ownerOf(arg), ownerOf(path))
+	}
+	return fmt.Errorf("%s is ambiguous: it names the file %s and the structure %s in the file %s, and %s; "+
 		"refusing to guess (another user may have planted one): remove or rename the one you do not mean",
-		arg, arg, quoteName(name), path)
+		arg, arg, quoteName(name), path, why)
 }
 
 // structure is what the commands do with a structure of any kind. Close,
@@ -194,7 +255,7 @@ func openTarget(t target, readWrite bool) (structure, error) {
 	if a != nil {
 		names := arenaNames(a)
 		a.Close()
-		return nil, &exitError{exitUsage, fmt.Errorf("%s is an arena of %d structures%s: name one as %s:NAME", t.path, len(names), listNames(names), t.path)}
+		return nil, &exitError{exitUsage, fmt.Errorf("%s is an arena of %s%s: name one as %s:NAME", t.path, plural(len(names), "structure", "structures"), listNames(names), t.path)}
 	}
 	return s, err
 }

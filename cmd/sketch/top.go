@@ -76,14 +76,23 @@ func printTop(hs []sketch.HeavyHitter, jsonOut bool) {
 // keyText shows a listed key: as it is when it is printable text, quoted
 // otherwise, and a prefix with its whole length.
 func keyText(h sketch.HeavyHitter) string {
-	k := h.Key
-	if !printable(k) {
-		k = strconv.Quote(k)
-	}
+	k := quoteKey(h.Key)
 	if h.Length > len(h.Key) {
 		k += fmt.Sprintf("... (%d bytes)", h.Length)
 	}
 	return k
+}
+
+// quoteKey is a key as the commands print it: as it is when it is
+// printable text without spaces, quoted in Go syntax otherwise. Keys come
+// from clients (log lines, request headers): printed raw, an escape
+// sequence in one would reach the terminal, and a tab or a newline would
+// break the columns.
+func quoteKey(k string) string {
+	if printable(k) {
+		return k
+	}
+	return strconv.Quote(k)
 }
 
 func printable(s string) bool {
