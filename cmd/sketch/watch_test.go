@@ -58,7 +58,7 @@ func (f arenaWatchOut) kinds() map[string]string {
 func TestWatch_Arena(t *testing.T) {
 	path := makeArena(t, t.TempDir(), "5")
 	sk(t, "create", path+":hourly", "--kind", "bloomwindow", "--capacity", "1000", "--period", "7m", "--keep", "3").ok(t, "create")
-	sk(t, "add", path+":clients", "-n", "1000", "k").ok(t, "add")
+	sk(t, "add", "-n", "1000", path+":clients", "k").ok(t, "add")
 	sk(t, "add", path+":seen", "a", "b", "c").ok(t, "add")
 	sk(t, "add", path+":banned", "x").ok(t, "add")
 	sk(t, "add", path+":hourly", "h").ok(t, "add")
@@ -170,7 +170,7 @@ func TestWatch_Arena(t *testing.T) {
 // a structure.
 func TestWatch_ArenaText(t *testing.T) {
 	path := makeArena(t, t.TempDir(), "6")
-	sk(t, "add", path+":clients", "-n", "1234", "k").ok(t, "add")
+	sk(t, "add", "-n", "1234", path+":clients", "k").ok(t, "add")
 	sk(t, "freeze", path).ok(t, "freeze")
 	out := sk(t, "watch", "--count", "2", "--interval", "10ms", path).ok(t, "watch")
 	frames := strings.Split(out, "\n\n")
