@@ -32,6 +32,18 @@
 //     or a large AddBatch (read lock), with and without other processes
 //     adding, and the supervisor times the kill to its own next
 //     write-locked call returning.
+//   - topkill: heavy hitters under kills: workers of both builds add a
+//     skewed stream (loud keys among 4090 quiet ones; weights of every
+//     residue mod 8, some keys an odd first weight then even ones; a
+//     73-byte key whose 64-byte prefix is cut inside a rune) to a
+//     Count-Min sketch and a Count-Min window (turned by the supervisor's
+//     Rotate) made with Candidates, recording what returned as the storm's
+//     workers do; checkers of both builds hold every Top listing to it (no
+//     estimate below the key's returned adds, over the periods covered for
+//     the window) and, once the workers are stopped, every loud key (above
+//     twice total/width plus the error bound, among the K loudest by 2x,
+//     with at most 7 louder) to be listed; a ghost loud key and an
+//     inflated record are the negative controls (topkill.go).
 //   - arena: processes of both builds race to create the same names of
 //     every kind in a series of arenas while they are killed, fill small
 //     arenas until ErrArenaFull, and the creator of a new arena file is

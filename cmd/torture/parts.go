@@ -40,6 +40,13 @@ var parts = []part{
 		}
 		return lockRows(r), nil
 	}},
+	{"topkill", func(s setting) ([]row, error) {
+		r, err := runTopKill(s, hhConfigFor(s))
+		if err != nil {
+			return nil, err
+		}
+		return topKillRows(r), nil
+	}},
 	{"arena", runArenaPart},
 	{"faults", runFaults},
 	{"arch", runArch},
