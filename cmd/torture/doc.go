@@ -57,6 +57,19 @@
 //     (arch.go; needs -s390x, -arm64, -arm and qemu-user).
 //   - mutate: mutated copies of valid files of every kind and layout opened
 //     every way by both builds: no panic, hang or signal (mutate.go).
+//   - metrics: crafted files (candidate tables holding keys of invalid
+//     UTF-8, control and format characters and 64-byte prefixes cut inside
+//     a rune, some written over a stored prefix; arenas with structure
+//     names written over in the directory, two of them alike), then
+//     mutated copies of them and of the mutate part's specimens, scraped
+//     read-only by both builds through every metrics path of this module:
+//     each structure's StatsVar, ArenaMetrics' String, inside an
+//     expvar.Map, and its http.Handler with and without ?name=; and the
+//     CLI's watch --json (two samples) on each file and on FILE:NAME of an
+//     arena's names (built from -module). No panic, crash or hang; every
+//     output valid JSON and valid UTF-8 (metrics.go). The Prometheus
+//     collectors are in the prom module, which this one cannot import:
+//     they have their own fuzz target there.
 //   - fuzz: every Fuzz target of the module for a share of a budget
 //     (fuzz.go; needs -module and the go tool).
 //

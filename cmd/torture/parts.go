@@ -51,6 +51,7 @@ var parts = []part{
 	{"faults", runFaults},
 	{"arch", runArch},
 	{"mutate", func(s setting) ([]row, error) { return runMutate(s, mutateConfigFor(s.short)) }},
+	{"metrics", func(s setting) ([]row, error) { return runMetrics(s, metricsConfigFor(s.short)) }},
 	{"fuzz", func(s setting) ([]row, error) { return runFuzz(s, fuzzConfigFor(s.short)) }},
 }
 
