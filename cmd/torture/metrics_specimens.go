@@ -70,21 +70,25 @@ func markerKey(i int) []byte {
 func markerName(i int) string { return fmt.Sprintf("MARKNAME-%02d-xxxxxxxx", i) }
 
 // patchAll writes with over every occurrence of marker in b, zero-padded
-// to the marker's length, and counts them.
-func patchAll(b, marker, with []byte) int {
+// to the marker's length, and returns where.
+func patchAll(b, marker, with []byte) []int {
 	rep := make([]byte, len(marker))
 	copy(rep, with)
-	n := 0
+	var at []int
 	for i := 0; ; {
 		j := bytes.Index(b[i:], marker)
 		if j < 0 {
-			return n
+			return at
 		}
 		copy(b[i+j:], rep)
+		at = append(at, i+j)
 		i += j + len(marker)
-		n++
 	}
 }
+
+// craftedSpan is the hot span around a crafted slot or name: its way's
+// head (sequence, hash, length) before it, the next way after it.
+func craftedSpan(at int) span { return span{max(at-64, 0), 192} }
 
 // feedCandidates adds the crafted keys loud, the markers loudest (Stats
 // lists the 10 loudest), and quiet keys under them.
@@ -195,22 +199,31 @@ func makeMetricsSpecimens(dir string, rng *rand.Rand) ([]specimen, error) {
 		if err != nil {
 			return nil, err
 		}
+		var hot []span
 		if m.name != "candidates-keybytes8" {
 			for i, with := range metricsPrefixes {
-				if patchAll(data, markerKey(i)[:sketch.DefaultCandidateKeyBytes], with) == 0 {
+				at := patchAll(data, markerKey(i)[:sketch.DefaultCandidateKeyBytes], with)
+				if len(at) == 0 {
 					return nil, fmt.Errorf("specimen %s: marker key %d is in no candidate slot", m.name, i)
+				}
+				for _, a := range at {
+					hot = append(hot, craftedSpan(a))
 				}
 			}
 		}
 		if m.names {
 			for i, with := range metricsNames {
-				if patchAll(data, []byte(markerName(i)), with) != 1 {
+				at := patchAll(data, []byte(markerName(i)), with)
+				if len(at) != 1 {
 					return nil, fmt.Errorf("specimen %s: name %q is not in the directory once", m.name, markerName(i))
 				}
+				hot = append(hot, craftedSpan(at[0]))
 			}
 			resum(data)
 		}
-		out = append(out, specimen{name: m.name, data: data, hot: hotSpans(data)})
+		// Mutations aim at the crafted slots and names as often as at the
+		// header, the directory and the regions' heads.
+		out = append(out, specimen{name: m.name, data: data, hot: append(hotSpans(data), hot...)})
 	}
 	// The same arena with two structures under one crafted name.
 	dup := append([]byte(nil), out[len(out)-1].data...)
@@ -220,6 +233,6 @@ func makeMetricsSpecimens(dir string, rng *rand.Rand) ([]specimen, error) {
 	}
 	copy(dup[at:], metricsNames[5])
 	resum(dup)
-	out = append(out, specimen{name: "candidates-arena-twice", data: dup, hot: hotSpans(dup)})
+	out = append(out, specimen{name: "candidates-arena-twice", data: dup, hot: out[len(out)-1].hot})
 	return out, nil
 }
