@@ -32,6 +32,18 @@
 //     or a large AddBatch (read lock), with and without other processes
 //     adding, and the supervisor times the kill to its own next
 //     write-locked call returning.
+//   - topkill: heavy hitters under kills: workers of both builds add a
+//     skewed stream (loud keys among 4090 quiet ones; weights of every
+//     residue mod 8, some keys an odd first weight then even ones; a
+//     73-byte key whose 64-byte prefix is cut inside a rune) to a
+//     Count-Min sketch and a Count-Min window (turned by the supervisor's
+//     Rotate) made with Candidates, recording what returned as the storm's
+//     workers do; checkers of both builds hold every Top listing to it (no
+//     estimate below the key's returned adds, over the periods covered for
+//     the window) and, once the workers are stopped, every loud key (above
+//     twice total/width plus the error bound, among the K loudest by 2x,
+//     with at most 7 louder) to be listed; a ghost loud key and an
+//     inflated record are the negative controls (topkill.go).
 //   - arena: processes of both builds race to create the same names of
 //     every kind in a series of arenas while they are killed, fill small
 //     arenas until ErrArenaFull, and the creator of a new arena file is
@@ -45,6 +57,19 @@
 //     (arch.go; needs -s390x, -arm64, -arm and qemu-user).
 //   - mutate: mutated copies of valid files of every kind and layout opened
 //     every way by both builds: no panic, hang or signal (mutate.go).
+//   - metrics: crafted files (candidate tables holding keys of invalid
+//     UTF-8, control and format characters and 64-byte prefixes cut inside
+//     a rune, some written over a stored prefix; arenas with structure
+//     names written over in the directory, two of them alike), then
+//     mutated copies of them and of the mutate part's specimens, scraped
+//     read-only by both builds through every metrics path of this module:
+//     each structure's StatsVar, ArenaMetrics' String, inside an
+//     expvar.Map, and its http.Handler with and without ?name=; and the
+//     CLI's watch --json (two samples) on each file and on FILE:NAME of an
+//     arena's names (built from -module). No panic, crash or hang; every
+//     output valid JSON and valid UTF-8 (metrics.go). The Prometheus
+//     collectors are in the prom module, which this one cannot import:
+//     they have their own fuzz target there.
 //   - fuzz: every Fuzz target of the module for a share of a budget
 //     (fuzz.go; needs -module and the go tool).
 //

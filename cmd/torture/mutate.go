@@ -148,11 +148,31 @@ type childExit struct {
 // runOpener starts one child over batch and returns how many files it
 // reported and, when that is not all, how it ended.
 func runOpener(b build, batch []mutant, scratch string, hang time.Duration, t *mutateTally) (int, childExit, error) {
+	return runFileChild(b, []string{"hostile", "-scratch", scratch}, batch, hang, func(i int, line []byte) error {
+		var r hostileResult
+		if err := json.Unmarshal(line, &r); err != nil {
+			return err
+		}
+		if r.File != i {
+			return fmt.Errorf("a result for file %d, want file %d of %d", r.File, i, len(batch))
+		}
+		t.add(r, batch[i])
+		return nil
+	})
+}
+
+// runFileChild starts a child of b with args, gives it the batch's paths
+// on its standard input, one a line, and hands each line it prints to
+// result with the index of its file. It returns how many files the child
+// reported and, when that is not all, how it ended: a file with no line
+// within hang hung it. An error is the harness's: a line result refused,
+// or the child's own complaint.
+func runFileChild(b build, args []string, batch []mutant, hang time.Duration, result func(i int, line []byte) error) (int, childExit, error) {
 	var list strings.Builder
 	for _, m := range batch {
 		fmt.Fprintln(&list, m.path)
 	}
-	cmd := exec.Command(b.path, "hostile", "-scratch", scratch)
+	cmd := exec.Command(b.path, args...)
 	cmd.Stdin = strings.NewReader(list.String())
 	stderr := &headBuffer{max: 64 << 10}
 	cmd.Stderr = stderr
@@ -185,23 +205,21 @@ func runOpener(b build, batch []mutant, scratch string, hang time.Duration, t *m
 				}
 				exit, harness := classifyExit(err, stderr.String())
 				if harness {
-					return done, exit, fmt.Errorf("opener (%s): %s", b.backend, exit.name)
+					return done, exit, fmt.Errorf("%s (%s): %s", args[0], b.backend, exit.name)
 				}
 				return done, exit, nil
 			}
-			var r hostileResult
-			err := json.Unmarshal(line, &r)
-			if err == nil && (done >= len(batch) || r.File != done) {
-				err = fmt.Errorf("a result for file %d, want file %d of %d", r.File, done, len(batch))
+			err := fmt.Errorf("a line past the %d files", len(batch))
+			if done < len(batch) {
+				err = result(done, line)
 			}
 			if err != nil {
 				cmd.Process.Kill()
 				for range lines {
 				}
 				cmd.Wait()
-				return done, childExit{}, fmt.Errorf("opener (%s): %q: %w", b.backend, line, err)
+				return done, childExit{}, fmt.Errorf("%s (%s): %q: %w", args[0], b.backend, line, err)
 			}
-			t.add(r, batch[done])
 			done++
 			timer.Reset(hang)
 		case <-timer.C:
@@ -237,7 +255,7 @@ func classifyExit(err error, stderr string) (exit childExit, harness bool) {
 	if l := firstLine(stderr, "fatal error: "); l != "" {
 		return childExit{"crash", l}, false
 	}
-	if l := firstLine(stderr, "torture hostile"); l != "" {
+	if l := firstLine(stderr, "torture "); l != "" { // a role's own error (main.go)
 		return childExit{"crash", l}, true
 	}
 	if err == nil {

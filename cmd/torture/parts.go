@@ -40,10 +40,18 @@ var parts = []part{
 		}
 		return lockRows(r), nil
 	}},
+	{"topkill", func(s setting) ([]row, error) {
+		r, err := runTopKill(s, hhConfigFor(s))
+		if err != nil {
+			return nil, err
+		}
+		return topKillRows(r), nil
+	}},
 	{"arena", runArenaPart},
 	{"faults", runFaults},
 	{"arch", runArch},
 	{"mutate", func(s setting) ([]row, error) { return runMutate(s, mutateConfigFor(s.short)) }},
+	{"metrics", func(s setting) ([]row, error) { return runMetrics(s, metricsConfigFor(s.short)) }},
 	{"fuzz", func(s setting) ([]row, error) { return runFuzz(s, fuzzConfigFor(s.short)) }},
 }
 
