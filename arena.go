@@ -246,9 +246,9 @@ func (a *Arena) find(name string, sp spec, exact *entry) (entry, *roomHold, erro
 	case !found:
 		return a.create(name, sp)
 	}
-	room, err := a.m.res.holdRoom(i)
+	room, err := a.m.res.holdRoom(i, !a.ro, a.stateWord(i))
 	if err != nil {
-		return entry{}, nil, err
+		return entry{}, nil, err // errRoomMoved: pinned, and no longer live
 	}
 	if !a.lay.slotHolds(a.m.data, i, e) {
 		room.release()
@@ -399,7 +399,7 @@ func (a *Arena) create(name string, sp spec) (entry, *roomHold, error) {
 	}
 	var room *roomHold
 	if err == nil {
-		room, err = a.m.res.holdRoom(i)
+		room, err = a.m.res.holdRoom(i, true, a.stateWord(i))
 	}
 	if uerr := a.m.lk.unlock(); err == nil && uerr != nil {
 		// Another process took the lock for dead and recovered it: our
@@ -454,7 +454,7 @@ func (a *Arena) addEntry(name string, sp spec) (entry, uint32, error) {
 		if e.live() || sp.size > room || best >= 0 && room >= bestRoom {
 			continue
 		}
-		if a.m.res.roomFree(uint32(i)) {
+		if a.m.res.roomFree(uint32(i), true, a.stateWord(uint32(i))) {
 			best, bestRoom = i, room
 		}
 	}
@@ -464,6 +464,11 @@ func (a *Arena) addEntry(name string, sp spec) (entry, uint32, error) {
 	}
 	e, err := a.appendEntry(name, sp)
 	return e, uint32(len(a.lay.entries) - 1), err
+}
+
+// stateWord returns entry i's state word in the mapping.
+func (a *Arena) stateWord(i uint32) *uint32 {
+	return (*uint32)(unsafe.Pointer(&a.m.data[uint64(a.lay.dirOff)+uint64(i)*entrySize+entFlags]))
 }
 
 // room returns the bytes entry i's region may grow to when its slot is
@@ -614,10 +619,13 @@ func (a *Arena) Remove(name string) error {
 	case !found:
 		err = fmt.Errorf("%w: no structure of that name", fs.ErrNotExist)
 	default:
-		b := a.m.data
-		base := uint64(a.lay.dirOff) + uint64(i)*entrySize
-		atomic.StoreUint32((*uint32)(unsafe.Pointer(&b[base+entFlags])), entryRemoved)
-		a.gen = atomic.AddUint32(dirGenWord(b), 1)
+		// One compare-and-swap of the state, keeping the room's pins
+		// (arena_rooms.go), which holders change without the lock.
+		state := a.stateWord(i)
+		for s := atomic.LoadUint32(state); !atomic.CompareAndSwapUint32(state, s, s&^entryStateMask|entryRemoved); {
+			s = atomic.LoadUint32(state)
+		}
+		a.gen = atomic.AddUint32(dirGenWord(a.m.data), 1)
 		e.state = entryRemoved
 		a.lay.entries[i] = e
 	}
@@ -692,7 +700,7 @@ func (a *Arena) Stats() ArenaStats {
 		} else {
 			s.RemovedBytes += roundUp(e.size, cacheLine)
 		}
-		if open && a.m.res.roomFree(uint32(i)) {
+		if open && a.m.res.roomFree(uint32(i), !a.ro, a.stateWord(uint32(i))) {
 			s.Reusable++
 		}
 	}

@@ -107,6 +107,8 @@ func TestHelperProcess(t *testing.T) {
 		err = childArenaReuseKill()
 	case "arenachurn":
 		err = childArenaChurn()
+	case "roomblock":
+		err = childRoomBlock()
 	case "mergepart":
 		err = childMergePart()
 	case "winadd":
