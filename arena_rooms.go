@@ -229,8 +229,8 @@ func (r *resources) unmark(idx uint32, m *roomMark) {
 func (r *resources) roomFree(idx uint32, write bool, state *uint32) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.closed || r.rooms.held[idx] != nil {
-		return false
+	if r.closed || write && r.rooms.held[idx] != nil {
+		return false // (a read-only mapping's views keep nothing)
 	}
 	if r.fd < 0 {
 		return true // memory of this process alone

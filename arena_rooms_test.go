@@ -277,3 +277,118 @@ func TestArena_RoomsSharedDescription(t *testing.T) {
 		}
 	}
 }
+
+const envNoProc = "SKETCH_TEST_NOPROC" // "1": the room code finds no /proc
+
+// childRoomShared opens the arena handed over as fd 3 (without /proc when
+// envNoProc says so), opens "s" read-write and adds "child" once, tells
+// the parent on fd 4, waits until fd 5 ends, adds "child" 1000 times more
+// and exits.
+func childRoomShared() error {
+	if os.Getenv(envNoProc) == "1" {
+		reopenRoomFd = func(int, int) (int, error) { return -1, unix.ENOENT }
+	}
+	a, err := OpenArena(Inherited(3), 0)
+	if err != nil {
+		return err
+	}
+	c, err := OpenCountMin(a.Place("s"), CountMinConfig{})
+	if err != nil {
+		return err
+	}
+	c.AddString("child")
+	os.NewFile(4, "ready").Write([]byte{1})
+	io.Copy(io.Discard, os.NewFile(5, "go"))
+	for range 1000 {
+		c.AddString("child")
+	}
+	return c.Close()
+}
+
+// TestArena_RoomsChildGivenMemfd: a child given an arena's memfd shares
+// its open file description; it holds a structure and writes it while the
+// parent removes it and creates the name again. With or without /proc
+// (in both processes), the new structure does not take the room, and the
+// child's adds never reach it.
+func TestArena_RoomsChildGivenMemfd(t *testing.T) {
+	requireReexec(t)
+	for _, proc := range []bool{true, false} {
+		t.Run(fmt.Sprintf("proc=%v", proc), func(t *testing.T) {
+			if !proc {
+				withoutProc(t)
+			}
+			a, err := OpenArena(Memfd("rooms"), 1<<20)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer a.Close()
+			cfg := CountMinConfig{Rows: 2, Width: 256}
+			mustIn(t, OpenCountMin, a.Place("s"), cfg).Close()
+			mustIn(t, OpenCountMin, a.Place("after"), cfg).Close()
+			room := arEntryAt(t, a, "s").Offset
+			f, err := a.File()
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			readyR, readyW, err := os.Pipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer readyR.Close()
+			goR, goW, err := os.Pipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer goW.Close()
+			noProc := map[bool]string{true: "0", false: "1"}[proc]
+			h := startHelper(t, childContext(t), "", "child", "roomshared", envs(envNoProc, noProc), f, readyW, goR)
+			readyW.Close()
+			goR.Close()
+			if _, err := readyR.Read(make([]byte, 1)); err != nil {
+				t.Fatalf("the child never opened the structure: %v", err)
+			}
+			if err := a.Remove("s"); err != nil {
+				t.Fatal(err)
+			}
+			fresh := mustIn(t, OpenCountMin, a.Place("s"), cfg)
+			if got := arEntryAt(t, a, "s").Offset; got == room {
+				t.Error("a create took the room a child sharing the memfd's description holds")
+			}
+			fresh.AddString("new")
+			goW.Close()
+			h.wait(t)
+			if got, gotNew := fresh.EstimateString("child"), fresh.EstimateString("new"); got != 0 || gotNew != 1 {
+				t.Errorf("the new structure reads child %d, new %d; want 0, 1", got, gotNew)
+			}
+			if err := a.Check(); err != nil {
+				t.Errorf("Check = %v", err)
+			}
+		})
+	}
+}
+
+// TestArena_RoomsReadOnlyViewKeepsNothing: a read-only handle of a
+// structure (another mapping, as another process's) keeps nothing once
+// the structure is removed: both handles' Stats call the room reusable,
+// and the next create takes it while the view is open.
+func TestArena_RoomsReadOnlyViewKeepsNothing(t *testing.T) {
+	path := tempPath(t, "arena")
+	a := mustOpenArena(t, path, 1<<20)
+	cfg := CountMinConfig{Rows: 2, Width: 256}
+	mustIn(t, OpenCountMin, a.Place("s"), cfg).Close()
+	mustIn(t, OpenCountMin, a.Place("after"), cfg).Close()
+	room := arEntryAt(t, a, "s").Offset
+	ro := mustOpenArena(t, path, 0, ReadOnly())
+	view := mustIn(t, OpenCountMin, ro.Place("s"), CountMinConfig{}, ReadOnly())
+	if err := a.Remove("s"); err != nil {
+		t.Fatal(err)
+	}
+	arWantStats(t, a, 1, 1, 1)
+	arWantStats(t, ro, 1, 1, 1)
+	mustIn(t, OpenBloom, a.Place("x"), BloomConfig{Capacity: 10})
+	if got := arEntryAt(t, a, "x").Offset; got != room {
+		t.Errorf("with a read-only view open on the removed structure, a create went to %d, want its room at %d", got, room)
+	}
+	view.Close()
+}

@@ -109,6 +109,8 @@ func TestHelperProcess(t *testing.T) {
 		err = childArenaChurn()
 	case "roomblock":
 		err = childRoomBlock()
+	case "roomshared":
+		err = childRoomShared()
 	case "mergepart":
 		err = childMergePart()
 	case "winadd":
