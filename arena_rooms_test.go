@@ -392,3 +392,72 @@ func TestArena_RoomsReadOnlyViewKeepsNothing(t *testing.T) {
 	}
 	view.Close()
 }
+
+// TestArena_RoomsMarkSteps: a holder whose first bytes of a mark range
+// are taken (other holders' write locks, one byte each, then a reader's
+// read lock over several) marks the first byte after them, and one whose
+// bytes up to the range's end are taken wraps to its start; every mark is
+// seen from another description, none from a read lock alone.
+func TestArena_RoomsMarkSteps(t *testing.T) {
+	path := tempPath(t, "file")
+	if err := os.WriteFile(path, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	open := func() int {
+		fd, err := unix.Open(path, unix.O_RDWR|unix.O_CLOEXEC, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { unix.Close(fd) })
+		return fd
+	}
+	others, reader, holder, asker := open(), open(), open(), open()
+	lock := func(fd int, typ int16, start, n int64) {
+		t.Helper()
+		if err := setRoomLock(fd, typ, start, n); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const idx = 7
+	base := int64(roomMarkBase + idx*roomMarkSpan)
+	first := markStart(holder)
+	if first == 0 || first+10 > roomMarkSpan {
+		t.Skipf("the holder starts at %d, at an end of the range, where this test cannot step", first)
+	}
+	if roomMarked(asker, idx) {
+		t.Fatal("an unmarked room is reported marked")
+	}
+	lock(reader, unix.F_RDLCK, base, roomMarkSpan)
+	if roomMarked(asker, idx) {
+		t.Fatal("a reader's read lock over the range is reported as a mark")
+	}
+	lock(reader, unix.F_UNLCK, base, roomMarkSpan)
+	for j := range int64(3) {
+		lock(others, unix.F_WRLCK, base+first+j, 1)
+	}
+	lock(reader, unix.F_RDLCK, base+first+3, 7)
+	off, ok, err := markRoom(holder, idx)
+	if err != nil || !ok || off != base+first+10 {
+		t.Fatalf("markRoom = %d, %v, %v; want %d, true, nil", off-base, ok, err, first+10)
+	}
+	lock(others, unix.F_UNLCK, base, roomMarkSpan)
+	if !roomMarked(asker, idx) || !roomMarked(others, idx) {
+		t.Fatal("the holder's mark is not seen from other descriptions")
+	}
+	unmarkRoom(holder, off)
+	if roomMarked(asker, idx) {
+		t.Fatal("a mark given back is still seen")
+	}
+	// Everything from first to the end is taken: the holder wraps.
+	lock(reader, unix.F_RDLCK, base+first, roomMarkSpan-first)
+	off, ok, err = markRoom(holder, idx)
+	if err != nil || !ok || off != base {
+		t.Fatalf("markRoom = %d, %v, %v; want 0, true, nil", off-base, ok, err)
+	}
+	unmarkRoom(holder, off)
+	// And with every byte read-locked, there is no mark to take.
+	lock(reader, unix.F_RDLCK, base, roomMarkSpan)
+	if _, ok, err := markRoom(holder, idx); ok || err != nil {
+		t.Fatalf("markRoom over a range read-locked whole = %v, %v; want false, nil", ok, err)
+	}
+}

@@ -99,7 +99,7 @@ func lockOldRoom(fd int, idx uint32, hold bool) error {
 // or the file holds no record locks.
 func markRoom(fd int, idx uint32) (off int64, ok bool, err error) {
 	base := roomMarkBase + int64(idx)*roomMarkSpan
-	first := int64(uint32(os.Getpid())*2654435761^uint32(fd)*40503) % roomMarkSpan
+	first := markStart(fd)
 	// Two passes: from first to the end of the range, then from its
 	// start to first.
 	for _, pass := range [2][2]int64{{first, roomMarkSpan}, {0, first}} {
@@ -129,6 +129,12 @@ func markRoom(fd int, idx uint32) (off int64, ok bool, err error) {
 		}
 	}
 	return 0, false, nil
+}
+
+// markStart is where markRoom looks first in a mark range, for fd of this
+// process: spread so that holders seldom try the same bytes.
+func markStart(fd int) int64 {
+	return int64(uint32(os.Getpid())*2654435761^uint32(fd)*40503) % roomMarkSpan
 }
 
 // unmarkRoom gives back the mark at off.
