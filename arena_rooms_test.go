@@ -308,63 +308,69 @@ func childRoomShared() error {
 // TestArena_RoomsChildGivenMemfd: a child given an arena's memfd shares
 // its open file description; it holds a structure and writes it while the
 // parent removes it and creates the name again. With or without /proc
-// (in both processes), the new structure does not take the room, and the
-// child's adds never reach it.
+// (in both processes), and whichever backend the child runs, the new
+// structure does not take the room, and the child's adds never reach it.
 func TestArena_RoomsChildGivenMemfd(t *testing.T) {
 	requireReexec(t)
+	exes := map[string]string{Backend: ""}
+	if other := otherBackendExe(t); other != "" {
+		exes["other backend"] = other
+	}
 	for _, proc := range []bool{true, false} {
-		t.Run(fmt.Sprintf("proc=%v", proc), func(t *testing.T) {
-			if !proc {
-				withoutProc(t)
-			}
-			a, err := OpenArena(Memfd("rooms"), 1<<20)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer a.Close()
-			cfg := CountMinConfig{Rows: 2, Width: 256}
-			mustIn(t, OpenCountMin, a.Place("s"), cfg).Close()
-			mustIn(t, OpenCountMin, a.Place("after"), cfg).Close()
-			room := arEntryAt(t, a, "s").Offset
-			f, err := a.File()
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer f.Close()
-			readyR, readyW, err := os.Pipe()
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer readyR.Close()
-			goR, goW, err := os.Pipe()
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer goW.Close()
-			noProc := map[bool]string{true: "0", false: "1"}[proc]
-			h := startHelper(t, childContext(t), "", "child", "roomshared", envs(envNoProc, noProc), f, readyW, goR)
-			readyW.Close()
-			goR.Close()
-			if _, err := readyR.Read(make([]byte, 1)); err != nil {
-				t.Fatalf("the child never opened the structure: %v", err)
-			}
-			if err := a.Remove("s"); err != nil {
-				t.Fatal(err)
-			}
-			fresh := mustIn(t, OpenCountMin, a.Place("s"), cfg)
-			if got := arEntryAt(t, a, "s").Offset; got == room {
-				t.Error("a create took the room a child sharing the memfd's description holds")
-			}
-			fresh.AddString("new")
-			goW.Close()
-			h.wait(t)
-			if got, gotNew := fresh.EstimateString("child"), fresh.EstimateString("new"); got != 0 || gotNew != 1 {
-				t.Errorf("the new structure reads child %d, new %d; want 0, 1", got, gotNew)
-			}
-			if err := a.Check(); err != nil {
-				t.Errorf("Check = %v", err)
-			}
-		})
+		for child, exe := range exes {
+			t.Run(fmt.Sprintf("proc=%v/child %s", proc, child), func(t *testing.T) {
+				if !proc {
+					withoutProc(t)
+				}
+				a, err := OpenArena(Memfd("rooms"), 1<<20)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer a.Close()
+				cfg := CountMinConfig{Rows: 2, Width: 256}
+				mustIn(t, OpenCountMin, a.Place("s"), cfg).Close()
+				mustIn(t, OpenCountMin, a.Place("after"), cfg).Close()
+				room := arEntryAt(t, a, "s").Offset
+				f, err := a.File()
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer f.Close()
+				readyR, readyW, err := os.Pipe()
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer readyR.Close()
+				goR, goW, err := os.Pipe()
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer goW.Close()
+				noProc := map[bool]string{true: "0", false: "1"}[proc]
+				h := startHelper(t, childContext(t), exe, "child", "roomshared", envs(envNoProc, noProc), f, readyW, goR)
+				readyW.Close()
+				goR.Close()
+				if _, err := readyR.Read(make([]byte, 1)); err != nil {
+					t.Fatalf("the child never opened the structure: %v", err)
+				}
+				if err := a.Remove("s"); err != nil {
+					t.Fatal(err)
+				}
+				fresh := mustIn(t, OpenCountMin, a.Place("s"), cfg)
+				if got := arEntryAt(t, a, "s").Offset; got == room {
+					t.Error("a create took the room a child sharing the memfd's description holds")
+				}
+				fresh.AddString("new")
+				goW.Close()
+				h.wait(t)
+				if got, gotNew := fresh.EstimateString("child"), fresh.EstimateString("new"); got != 0 || gotNew != 1 {
+					t.Errorf("the new structure reads child %d, new %d; want 0, 1", got, gotNew)
+				}
+				if err := a.Check(); err != nil {
+					t.Errorf("Check = %v", err)
+				}
+			})
+		}
 	}
 }
 
