@@ -4,6 +4,7 @@ package sketch
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -494,5 +495,30 @@ func TestArena_RoomsMarkSteps(t *testing.T) {
 	lock(reader, unix.F_RDLCK, base, roomMarkSpan)
 	if _, ok, err := markRoom(holder, idx); ok || err != nil {
 		t.Fatalf("markRoom over a range read-locked whole = %v, %v; want false, nil", ok, err)
+	}
+}
+
+// TestOpen_ErrCorruptPinsOutsideArena: the high half of the state word
+// counts an arena room's pins; a standalone file with any there is
+// ErrCorrupt, as an unknown state is.
+func TestOpen_ErrCorruptPinsOutsideArena(t *testing.T) {
+	path := tempPath(t, "cms")
+	mustOpen(t, path, CountMinConfig{Rows: 2, Width: 64}).Close()
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var hdr [4]byte
+	if _, err := f.ReadAt(hdr[:], offDirOff); err != nil {
+		t.Fatal(err)
+	}
+	var word [4]byte
+	native.PutUint32(word[:], entryLive|roomPinOne)
+	if _, err := f.WriteAt(word[:], int64(native.Uint32(hdr[:]))+entFlags); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := OpenCountMin(Path(path), CountMinConfig{}); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("open = %v, want ErrCorrupt", err)
 	}
 }

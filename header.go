@@ -446,9 +446,12 @@ func (l layout) decodeEntryNames(b []byte, i uint32, names map[string]bool) (ent
 		return entry{}, err
 	}
 	eb := c[:]
+	pins := atomic.LoadUint32((*uint32)(unsafe.Pointer(&b[uint64(l.dirOff)+uint64(i)*entrySize+entFlags]))) >> roomPinShift
 	switch {
 	case state > entryReusing:
 		return corrupt("unknown flags %#x", state)
+	case pins != 0 && !l.isArena():
+		return corrupt("room pins (%d) outside an arena", pins)
 	case state != entryLive && !l.isArena():
 		return corrupt("a removed structure outside an arena")
 	}
