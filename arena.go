@@ -67,8 +67,9 @@ type ArenaStats struct {
 	// Removed counts the directory entries of removed structures whose
 	// rooms no create has reused yet, RemovedBytes their rooms' bytes
 	// (from each region's start to the next one's, within Used), and
-	// Reusable those of them that no handle in any process holds now,
-	// which the next create that fits takes.
+	// Reusable those of them that no read-write handle in any process
+	// holds now, which the next create that fits takes (none where the
+	// holders cannot be told: see Remove).
 	Removed      int    `json:"removed"`
 	RemovedBytes uint64 `json:"removed_bytes"`
 	Reusable     int    `json:"reusable"`
@@ -246,9 +247,9 @@ func (a *Arena) find(name string, sp spec, exact *entry) (entry, *roomHold, erro
 	case !found:
 		return a.create(name, sp)
 	}
-	room, err := a.m.res.holdRoom(i)
+	room, err := a.m.res.holdRoom(i, !a.ro, a.stateWord(i))
 	if err != nil {
-		return entry{}, nil, err
+		return entry{}, nil, err // errRoomMoved: pinned, and no longer live
 	}
 	if !a.lay.slotHolds(a.m.data, i, e) {
 		room.release()
@@ -399,7 +400,7 @@ func (a *Arena) create(name string, sp spec) (entry, *roomHold, error) {
 	}
 	var room *roomHold
 	if err == nil {
-		room, err = a.m.res.holdRoom(i)
+		room, err = a.m.res.holdRoom(i, true, a.stateWord(i))
 	}
 	if uerr := a.m.lk.unlock(); err == nil && uerr != nil {
 		// Another process took the lock for dead and recovered it: our
@@ -454,7 +455,7 @@ func (a *Arena) addEntry(name string, sp spec) (entry, uint32, error) {
 		if e.live() || sp.size > room || best >= 0 && room >= bestRoom {
 			continue
 		}
-		if a.m.res.roomFree(uint32(i)) {
+		if a.m.res.roomFree(uint32(i), true, a.stateWord(uint32(i))) {
 			best, bestRoom = i, room
 		}
 	}
@@ -464,6 +465,11 @@ func (a *Arena) addEntry(name string, sp spec) (entry, uint32, error) {
 	}
 	e, err := a.appendEntry(name, sp)
 	return e, uint32(len(a.lay.entries) - 1), err
+}
+
+// stateWord returns entry i's state word in the mapping.
+func (a *Arena) stateWord(i uint32) *uint32 {
+	return (*uint32)(unsafe.Pointer(&a.m.data[uint64(a.lay.dirOff)+uint64(i)*entrySize+entFlags]))
 }
 
 // room returns the bytes entry i's region may grow to when its slot is
@@ -558,31 +564,39 @@ func (a *Arena) reuseEntry(i uint32, name string, sp spec) (entry, error) {
 // name opens a new structure, with any config and of any kind, and its
 // room can hold another structure: changing a structure's config needs no
 // new arena. It takes the file's write lock and marks the structure's
-// directory entry removed with one store, which a crash cannot tear.
+// directory entry removed with one compare-and-swap of its state, which a
+// crash cannot tear.
 //
-// Handles open on the structure, in this process or any other, read-write
-// or read-only, keep working on its old bytes: nobody else reads them,
-// and no create reuses them while any such handle is open (each holds its
-// room until Close, and a process that dies lets go of its holds). Opens
-// of the name after Remove get a new structure; so do opens by processes
-// that looked the name up before and had not opened it yet. A handle that
-// races its own Close may still write into the room as the next create
-// takes it: close a removed structure's handles after their calls
-// returned. Whoever may read the file can hold a room and so keep it from
-// being reused, but never make it reused while another holds it.
+// Read-write handles open on the structure, in this process or any
+// other, keep working on its old bytes: no other structure uses them, and
+// no create reuses them while any such handle is open (each holds its room
+// until Close, and a process that dies lets go of its holds). A read-only
+// handle holds nothing: a view of a removed structure reads its old bytes
+// until a create reuses them, and then whatever is there (it risks only
+// itself). Opens of the name after Remove get a new structure; so do
+// opens by processes that looked the name up before and had not opened
+// it yet. A handle that races its own Close may still write into the room
+// as the next create takes it: close a removed structure's handles after
+// their calls returned. Who may only read the file can neither keep a
+// room from being reused nor make it reused while a read-write handle
+// holds it.
 //
-// Every process that opens the arena must run a build that knows Remove:
-// an earlier build refuses an arena holding a removed entry when it opens
-// it (ErrChecksum on that entry), but one that had it open before reads
-// its cached directory and may use a removed structure's room after it
-// was reused.
+// Every process that opens the arena must run a build that knows this
+// protocol: an earlier build refuses an arena holding a removed entry when
+// it opens it (ErrChecksum on that entry), but one that had it open
+// before reads its cached directory and may use a removed structure's
+// room after it was reused, and its handles' holds are not seen by this
+// build (docs/FORMAT.md, "Removing and reusing").
 //
 // A create puts a new structure in the smallest removed room it fits that
 // nobody holds (a room runs to the next structure, or to the file's end
 // after the last), else after the last structure; adjacent rooms are not
-// merged. Rooms are held with OFD record locks on the file; where /proc
-// cannot reopen the arena's descriptor the lock is taken on that
-// descriptor and kept until it is closed, and where the kernel cannot say
+// merged. Rooms are held with OFD record locks on the file, through a
+// description of the handle's own reopened through /proc. Where /proc
+// cannot reopen the arena's descriptor for writing, a hold is taken on
+// the descriptor itself and kept until it is closed, and that process's
+// creates reuse no room (they cannot see the holds of a handle that shares
+// the descriptor, such as a child given it); where the kernel cannot say
 // who holds a lock, no room is reused. An arena in plain memory (Memory
 // elsewhere than Linux) is one process's, whose handles are counted.
 //
@@ -614,10 +628,13 @@ func (a *Arena) Remove(name string) error {
 	case !found:
 		err = fmt.Errorf("%w: no structure of that name", fs.ErrNotExist)
 	default:
-		b := a.m.data
-		base := uint64(a.lay.dirOff) + uint64(i)*entrySize
-		atomic.StoreUint32((*uint32)(unsafe.Pointer(&b[base+entFlags])), entryRemoved)
-		a.gen = atomic.AddUint32(dirGenWord(b), 1)
+		// One compare-and-swap of the state, keeping the room's pins
+		// (arena_rooms.go), which holders change without the lock.
+		state := a.stateWord(i)
+		for s := atomic.LoadUint32(state); !atomic.CompareAndSwapUint32(state, s, s&^entryStateMask|entryRemoved); {
+			s = atomic.LoadUint32(state)
+		}
+		a.gen = atomic.AddUint32(dirGenWord(a.m.data), 1)
 		e.state = entryRemoved
 		a.lay.entries[i] = e
 	}
@@ -692,7 +709,7 @@ func (a *Arena) Stats() ArenaStats {
 		} else {
 			s.RemovedBytes += roundUp(e.size, cacheLine)
 		}
-		if open && a.m.res.roomFree(uint32(i)) {
+		if open && a.m.res.roomFree(uint32(i), !a.ro, a.stateWord(uint32(i))) {
 			s.Reusable++
 		}
 	}

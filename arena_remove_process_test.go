@@ -106,9 +106,10 @@ func childArenaChurn() error {
 func isNotExist(err error) bool     { return errors.Is(err, fs.ErrNotExist) }
 func isIncompatible(err error) bool { return errors.Is(err, ErrIncompatible) }
 
-// TestArena_RemoveHeldByProcess: a handle in another process, read-write
-// or read-only, keeps a removed structure's room from being reused; once
-// that process is killed with SIGKILL, the room is reused.
+// TestArena_RemoveHeldByProcess: a read-write handle in another process
+// keeps a removed structure's room from being reused; once that process
+// is killed with SIGKILL, the room is reused. A read-only one keeps
+// nothing: the next create takes the room at once.
 func TestArena_RemoveHeldByProcess(t *testing.T) {
 	requireReexec(t)
 	for _, ro := range []bool{false, true} {
@@ -141,6 +142,14 @@ func TestArena_RemoveHeldByProcess(t *testing.T) {
 			}
 			if err := a.Remove("victim"); err != nil {
 				t.Fatal(err)
+			}
+			if ro {
+				arWantStats(t, a, 1, 1, 1)
+				mustIn(t, OpenBloom, a.Place("x"), BloomConfig{Capacity: 10}).Close()
+				if got := arEntryAt(t, a, "x").Offset; got != victim {
+					t.Errorf("with a read-only handle open on the removed structure, a create went to %d, want its room at %d", got, victim)
+				}
+				return
 			}
 			arWantStats(t, a, 1, 1, 0)
 			mustIn(t, OpenBloom, a.Place("x"), BloomConfig{Capacity: 10}).Close()

@@ -83,7 +83,7 @@
 // creates the structure, the rest attach. [Arena.Remove] takes a
 // structure out of its arena, so that its name opens a new one with
 // another config; handles open on it keep it, and its room is reused once
-// none is (docs/FORMAT.md, "Removing and reusing").
+// no read-write one is (docs/FORMAT.md, "Removing and reusing").
 //
 // The methods mean the same on every kind that has them: Add, AddString
 // and AddBatch count or insert; Contains, ContainsString and

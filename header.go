@@ -405,16 +405,19 @@ func loadDirGen(b []byte) uint32 { return atomic.LoadUint32(dirGenWord(b)) }
 
 // readSlot copies directory slot i of b into c with atomic loads, between
 // two loads of its state, and returns the state; errEntryMoved when the
-// state changed meanwhile.
+// state changed meanwhile. The state word's high half counts the room's
+// pins (arena_rooms.go), which are not the entry's: they are left out of
+// the state and of c.
 func (l layout) readSlot(b []byte, i uint32, c *[entrySize]byte) (uint32, error) {
 	base := uint64(l.dirOff) + uint64(i)*entrySize
-	state := atomic.LoadUint32((*uint32)(unsafe.Pointer(&b[base+entFlags])))
+	state := atomic.LoadUint32((*uint32)(unsafe.Pointer(&b[base+entFlags]))) & entryStateMask
 	for w := uint64(0); w < entrySize; w += 8 {
 		native.PutUint64(c[w:], atomic.LoadUint64((*uint64)(unsafe.Pointer(&b[base+w]))))
 	}
-	if atomic.LoadUint32((*uint32)(unsafe.Pointer(&b[base+entFlags]))) != state {
+	if atomic.LoadUint32((*uint32)(unsafe.Pointer(&b[base+entFlags])))&entryStateMask != state {
 		return 0, errEntryMoved
 	}
+	native.PutUint32(c[entFlags:], state)
 	return state, nil
 }
 
@@ -443,9 +446,12 @@ func (l layout) decodeEntryNames(b []byte, i uint32, names map[string]bool) (ent
 		return entry{}, err
 	}
 	eb := c[:]
+	pins := atomic.LoadUint32((*uint32)(unsafe.Pointer(&b[uint64(l.dirOff)+uint64(i)*entrySize+entFlags]))) >> roomPinShift
 	switch {
 	case state > entryReusing:
 		return corrupt("unknown flags %#x", state)
+	case pins != 0 && !l.isArena():
+		return corrupt("room pins (%d) outside an arena", pins)
 	case state != entryLive && !l.isArena():
 		return corrupt("a removed structure outside an arena")
 	}

@@ -107,6 +107,10 @@ func TestHelperProcess(t *testing.T) {
 		err = childArenaReuseKill()
 	case "arenachurn":
 		err = childArenaChurn()
+	case "roomblock":
+		err = childRoomBlock()
+	case "roomshared":
+		err = childRoomShared()
 	case "mergepart":
 		err = childMergePart()
 	case "winadd":
