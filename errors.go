@@ -59,7 +59,9 @@ var (
 	// not the owner of a private directory the file sits in. Whoever owns
 	// a file can rewrite or truncate it under every process that maps it,
 	// so such a file is not attached; nor is an empty or all-zero file of
-	// anyone but the caller adopted.
+	// anyone but the caller adopted. A memfd handed over by descriptor is
+	// held to the rule through its maker's uid: its seals keep its size,
+	// not its maker's writable descriptor from writing its lock words.
 	ErrNotOwner = errors.New("file is owned by an untrusted user")
 
 	// ErrHardLinked means an empty or all-zero file has more than one link,
@@ -73,6 +75,13 @@ var (
 	// and could truncate it under the processes that map it once it is a
 	// sketch, which no change of mode can take back. Prepare the file with
 	// a mode no looser than the one Open asks for (WithMode).
+	//
+	// It also means an existing file, reached by path or by a descriptor,
+	// lets every user write it (o+w): any of them could truncate it under
+	// this process or hold its lock, so it is not opened for writing;
+	// take their write permission away (chmod o-w). A memfd whose size is
+	// sealed is exempt (it has no name to open it by), and ReadOnly opens
+	// such a file, since a reader risks only itself.
 	ErrLooseMode = errors.New("file's mode lets others write it")
 
 	// ErrNoSpace means the filesystem could not reserve the file's blocks at

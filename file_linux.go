@@ -185,6 +185,9 @@ func attachOpened(fd int, path string, sp spec, o options, deadline time.Time) (
 	if err := checkOwner(path, &st, &o); err != nil {
 		return nil, err
 	}
+	if err := checkLooseMode(&st, sizeSealed(fd)); err != nil {
+		return nil, err
+	}
 	if st.Size != 0 {
 		m, err := attachFd(fd, path, uint64(st.Size), sp, false)
 		if err == nil || !errors.Is(err, errNoMagic) {

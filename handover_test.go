@@ -21,10 +21,12 @@ import (
 )
 
 // TestAttach_DescriptorFromAnotherUser: a descriptor nobody sends is
-// attached only when nobody could not change the file's size under us: its
-// own file is ErrNotOwner (unless WithOwner trusts it), an unsealed memfd
-// ErrUnsealed whoever is trusted, a sealed memfd with holes ErrSparse; a
-// memfd nobody made with NewCountMinMemfd (sealed, blocks reserved) works.
+// attached only when nobody is trusted and could not change the file's
+// size under us: its own file and a memfd it made are ErrNotOwner unless
+// WithOwner trusts it (the maker of a sealed memfd may keep a writable
+// descriptor and write the lock words), an unsealed memfd ErrUnsealed
+// whoever is trusted, a sealed memfd with holes ErrSparse; a memfd nobody
+// made with the Memfd place (sealed, blocks reserved) works with WithOwner.
 func TestAttach_DescriptorFromAnotherUser(t *testing.T) {
 	requireRoot(t)
 	requireReexec(t)
@@ -111,13 +113,16 @@ func TestAttach_DescriptorFromAnotherUser(t *testing.T) {
 	})
 	t.Run("sealed memfd with holes", func(t *testing.T) {
 		f := receive(t, "sparse")
-		refused(t, f, ErrSparse)
+		refused(t, f, ErrNotOwner)
+		refused(t, f, ErrSparse, WithOwner(crossUID))
 		if !strings.Contains(holesIn(int(f.Fd())), "bytes") {
 			t.Errorf("fstat of the sparse memfd: %s", holesIn(int(f.Fd())))
 		}
 	})
 	t.Run("sealed memfd", func(t *testing.T) {
-		attached(t, receive(t, "sealed"))
+		f := receive(t, "sealed")
+		refused(t, f, ErrNotOwner)
+		attached(t, f, WithOwner(crossUID))
 	})
 	in.Close()
 	h.wait(t)

@@ -66,9 +66,12 @@ func Memfd(name string) Place { return Place{how: atMemfd, name: name} }
 // (ErrCorrupt and the sentinels that wrap it, and ErrSparse for another
 // user's file with holes), but a descriptor has no path, so its trust has
 // its own rule: a memfd must carry the seals that fix its size
-// (ErrUnsealed), and any other file must be owned by the caller, root or a
-// uid named with WithOwner (ErrNotOwner); whoever could change its size
-// could kill this process with SIGBUS. A memory-backed file larger than the
+// (ErrUnsealed), and a memfd or any other file must be made or owned by the
+// caller, root or a uid named with WithOwner (ErrNotOwner); whoever could
+// change its size could kill this process with SIGBUS, and whoever made a
+// memfd may keep a writable descriptor to it and write its lock words. A
+// file every user may write is ErrLooseMode, unless it is a size-sealed
+// memfd. A memory-backed file larger than the
 // machine's memory is ErrNoSpace. With ReadOnly the trust rule does not
 // apply, as for Path.
 func Inherited(fd uintptr) Place { return Place{how: atInherited, fd: fd} }

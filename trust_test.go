@@ -48,15 +48,16 @@ func trustedBase(t *testing.T) string {
 	return ""
 }
 
-// otGiveAway makes a valid sketch file at path owned by nobody, mode 0666,
-// as another local user could plant it.
+// otGiveAway makes a valid sketch file at path owned by nobody, mode 0644,
+// as another local user could plant it (one every user may write is
+// ErrLooseMode whoever owns it: TestOpen_WorldWritableFile).
 func otGiveAway(t *testing.T, path string) []byte {
 	t.Helper()
 	_, tmpl := otMakeFile(t, otCfg)
-	if err := os.WriteFile(path, tmpl, 0o666); err != nil {
+	if err := os.WriteFile(path, tmpl, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.Chmod(path, 0o666); err != nil {
+	if err := os.Chmod(path, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.Chown(path, nobodyUID, nobodyUID); err != nil {
