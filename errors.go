@@ -112,6 +112,17 @@ var (
 	// window's add or Rotate also returns it, with a message of its own,
 	// when a live process cleared the slot it needs for longer than the
 	// writer waits (10 s).
+	//
+	// It also means an operation waited for the file's lock longer than
+	// its bound (WithLockTimeout, a minute by default) while another
+	// process held it alive, or while the lock words named a holder that
+	// looks alive (anyone who may write the file can write them): an add
+	// or Remove of a counting Bloom filter, a Reset or Merge, an arena's
+	// create, Remove or Freeze, a window's Rotate or Freeze. The operation
+	// changed nothing (a Merge of a Count-Min sketch with a Top table has
+	// merged the counters but not the table: its message says so). An add
+	// to a Count-Min sketch or window never returns it: its offer to the
+	// Top table waits as long, then goes without (the key was counted).
 	ErrTimeout = errors.New("timed out waiting for an empty or incomplete file to be initialised")
 
 	// ErrArenaFull means an arena has no room left for a new structure:

@@ -785,7 +785,7 @@ func (m *mapping) joinLock() error {
 	case m.sharedOFD:
 		return m.errorf("lock", fmt.Errorf("reopening the descriptor through /proc/self/fd, for a lock token of its own: %w", err))
 	}
-	lk, err := newFileLock(fd, m.data, int(m.lay.slots))
+	lk, err := newFileLock(fd, m.data, int(m.lay.slots), r.lockTimeout)
 	if err != nil {
 		return m.errorf("lock", err)
 	}
