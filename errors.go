@@ -70,11 +70,14 @@ var (
 	ErrHardLinked = errors.New("file has other hard links")
 
 	// ErrLooseMode means an empty or all-zero file prepared for adoption
-	// lets users other than its owner (and the group, when the requested
-	// mode does) write it: someone may hold it open for writing already,
-	// and could truncate it under the processes that map it once it is a
-	// sketch, which no change of mode can take back. Prepare the file with
-	// a mode no looser than the one Open asks for (WithMode).
+	// lets every user open it (o+r or o+w), or lets others write it more
+	// than the requested mode does (g+w without WithMode asking for it):
+	// someone may hold it open already, to truncate it under the processes
+	// that map it once it is a sketch, or to hold its flock and keep it
+	// from adoption for good, which no change of mode can take back.
+	// Prepare the file with mode 0600 (0640 for a group trusted with it);
+	// the adopter gives it the mode Open asks for (WithMode) once it is a
+	// sketch.
 	//
 	// It also means an existing file, reached by path or by a descriptor,
 	// lets every user write it (o+w): any of them could truncate it under

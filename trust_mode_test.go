@@ -7,12 +7,18 @@ package sketch
 // reached: by path, by a descriptor's path, by an inherited descriptor.
 
 import (
+	"bufio"
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // TestOpen_WorldWritableFile: an existing sketch file every user may write
@@ -91,4 +97,82 @@ func TestOpen_WorldWritableFileOfTrustedUser(t *testing.T) {
 		t.Fatal(err)
 	}
 	otWantErr(t, otOpenErr(t, path, otCfg, WithOwner(nobodyUID)), path, ErrLooseMode)
+}
+
+// childFlockHold opens the file at envPath for reading, holds a shared
+// flock on it and says "held", until stdin closes; or says "denied" when
+// it may not open the file.
+func childFlockHold() error {
+	f, err := os.Open(os.Getenv(envPath))
+	if errors.Is(err, os.ErrPermission) {
+		fmt.Println("denied")
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_SH); err != nil {
+		return err
+	}
+	fmt.Println("held")
+	_, err = io.Copy(io.Discard, os.Stdin)
+	return err
+}
+
+// TestOpen_ReaderLockBlocksAdoption: another user (nobody) who may read an
+// empty file prepared for the caller holds its flock, which would keep
+// every adoption waiting for good. Such a file (every user may open it) is
+// refused at once with ErrLooseMode, naming the fix, and left as it was;
+// prepared with mode 0600, nobody cannot open it, and it is adopted with
+// the requested mode.
+func TestOpen_ReaderLockBlocksAdoption(t *testing.T) {
+	requireRoot(t)
+	requireReexec(t)
+	dir := crossDir(t)
+	// hold starts nobody on path and returns the call that lets it go
+	// and waits for it (before the test's context ends, which kills it).
+	hold := func(t *testing.T, path, want string) (release func()) {
+		t.Helper()
+		h, in, out := startAsNobody(t, childContext(t), dir, "flockhold", envPath+"="+path)
+		line, err := bufio.NewReader(out).ReadString('\n')
+		if strings.TrimSpace(line) != want {
+			t.Fatalf("nobody said %q (%v), want %q", line, err, want)
+		}
+		return func() { in.Close(); h.wait(t) }
+	}
+
+	t.Run("0644", func(t *testing.T) {
+		path := filepath.Join(dir, "open.cms")
+		if err := os.WriteFile(path, nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(path, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		defer hold(t, path, "held")()
+		// Waiting for the flock would end in ErrTimeout, however long.
+		err := otOpenErr(t, path, otCfg, WithMode(0o644), WithWaitTimeout(5*time.Second))
+		otWantErr(t, err, path, ErrLooseMode)
+		for _, want := range []string{"0644", "flock", "0600"} {
+			if !strings.Contains(err.Error(), want) {
+				t.Errorf("error %q does not say %q", err, want)
+			}
+		}
+		if fi, err := os.Stat(path); err != nil || fi.Size() != 0 || fi.Mode() != 0o644 {
+			t.Errorf("the refused file changed: %v, %v", fi, err)
+		}
+	})
+	t.Run("0600", func(t *testing.T) {
+		path := filepath.Join(dir, "private.cms")
+		if err := os.WriteFile(path, nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		defer hold(t, path, "denied")()
+		c := mustOpen(t, path, otCfg, WithMode(0o644))
+		otWorks(t, c)
+		if m := otMode(t, path); m != 0o644 {
+			t.Errorf("mode of the adopted file = %v, want 0644", m)
+		}
+	})
 }

@@ -148,7 +148,7 @@ func TestOpen_ErrHardLinked(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
 			victim := filepath.Join(dir, "victim")
-			if err := os.WriteFile(victim, tc.data, 0o644); err != nil {
+			if err := os.WriteFile(victim, tc.data, 0o600); err != nil {
 				t.Fatal(err)
 			}
 			evil := filepath.Join(dir, "evil.cms")
@@ -161,7 +161,7 @@ func TestOpen_ErrHardLinked(t *testing.T) {
 				t.Fatal(err)
 			}
 			got, _ := os.ReadFile(victim)
-			if fi.Mode() != 0o644 || !bytes.Equal(got, tc.data) {
+			if fi.Mode() != 0o600 || !bytes.Equal(got, tc.data) {
 				t.Errorf("the linked file changed: mode %v, %d bytes", fi.Mode(), len(got))
 			}
 			// With the other name gone, the file is the caller's to adopt.
