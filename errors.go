@@ -128,6 +128,13 @@ var (
 	// Top table waits as long, then goes without (the key was counted).
 	ErrTimeout = errors.New("timed out waiting for an empty or incomplete file to be initialised")
 
+	// ErrTooManyHandles means a read-write handle could not join the
+	// file's lock: each one open holds a liveness token and a reader slot,
+	// and all of the file's (1024 in the files this package makes) are
+	// held by open handles, in any process. Close one (a dead process's
+	// are taken over), or open readers with ReadOnly, which take none.
+	ErrTooManyHandles = errors.New("too many handles of the file are open")
+
 	// ErrArenaFull means an arena has no room left for a new structure:
 	// its data or its directory is used up. The message says what was
 	// asked and what is left.

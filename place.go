@@ -44,7 +44,17 @@ const (
 // initialisation leaves; such a file with another hard link is refused
 // (ErrHardLinked), and a partly written header is ErrInterruptedCreate. An
 // existing structure is validated (ErrCorrupt and the sentinels that wrap
-// it) and must match an explicit config (ErrIncompatible).
+// it) and must match an explicit config (ErrIncompatible). A prepared file
+// every user may open is refused (ErrLooseMode: prepare it 0600), and so is
+// an existing file every user may write, unless opened ReadOnly.
+//
+// A file has room for 1024 read-write handles open at once, in all
+// processes together (one token and reader slot each; a Bloom filter, a
+// counting Bloom filter, a window, a Count-Min sketch with a Top table, or
+// an arena once it creates, removes or freezes, takes one when opened):
+// the 1025th is refused with ErrTooManyHandles until one is closed (or its
+// process dies). A ReadOnly handle takes none. The same holds for Inherited
+// and Memfd places.
 func Path(path string) Place { return Place{how: atPath, name: path} }
 
 // Memfd places a structure in a new memfd, an anonymous file that lives as
