@@ -26,7 +26,9 @@ import (
 // WithOwner trusts it (the maker of a sealed memfd may keep a writable
 // descriptor and write the lock words), an unsealed memfd ErrUnsealed
 // whoever is trusted, a sealed memfd with holes ErrSparse; a memfd nobody
-// made with the Memfd place (sealed, blocks reserved) works with WithOwner.
+// made with the Memfd place (sealed, blocks reserved) works with WithOwner;
+// and one whose maker keeps its write lock, alive, makes an add fail with
+// ErrTimeout at WithLockTimeout instead of waiting for good.
 func TestAttach_DescriptorFromAnotherUser(t *testing.T) {
 	requireRoot(t)
 	requireReexec(t)
@@ -124,6 +126,21 @@ func TestAttach_DescriptorFromAnotherUser(t *testing.T) {
 		refused(t, f, ErrNotOwner)
 		attached(t, f, WithOwner(crossUID))
 	})
+	t.Run("sealed memfd whose maker holds its lock", func(t *testing.T) {
+		f := receive(t, "wedged")
+		_, err := OpenCountingBloom(Inherited(f.Fd()), CountingBloomConfig{})
+		if !errors.Is(err, ErrNotOwner) {
+			t.Fatalf("OpenCountingBloom(Inherited) = %v, want ErrNotOwner", err)
+		}
+		// Trusted on purpose, the maker can still hold the lock, alive:
+		// an add waits for the bound, then fails, rather than for good.
+		b, err := OpenCountingBloom(Inherited(f.Fd()), CountingBloomConfig{}, WithOwner(crossUID), WithLockTimeout(ltBound))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer b.Close()
+		ltTimesOut(t, "Add", func() error { _, err := b.AddString("root"); return err })
+	})
 	in.Close()
 	h.wait(t)
 }
@@ -198,6 +215,20 @@ func childHandover() error {
 				return err
 			}
 			if f, err = c.File(); err != nil {
+				return err
+			}
+		case "wedged":
+			// The maker: a sealed memfd whose write lock it takes
+			// and keeps, alive, after handing it over.
+			b, err := OpenCountingBloom(Memfd("wedged"), CountingBloomConfig{Capacity: 100, FPRate: 0.01})
+			if err != nil {
+				return err
+			}
+			keep = append(keep, b)
+			if f, err = b.File(); err != nil {
+				return err
+			}
+			if err := b.m.lk.lock(); err != nil {
 				return err
 			}
 		default:
