@@ -390,7 +390,9 @@ func (a *Arena) create(name string, sp spec) (entry, *roomHold, error) {
 	if err := a.m.joinLock(); err != nil {
 		return entry{}, nil, err
 	}
-	a.m.lk.lock()
+	if err := a.m.lk.lock(); err != nil {
+		return entry{}, nil, err
+	}
 	e, i, found, err := a.lookupLocked(name)
 	if err == nil && !found {
 		err = a.rereadRemoved()
@@ -619,7 +621,9 @@ func (a *Arena) Remove(name string) error {
 	if err := a.m.joinLock(); err != nil {
 		return err
 	}
-	a.m.lk.lock()
+	if err := a.m.lk.lock(); err != nil {
+		return fail(err)
+	}
 	e, i, found, err := a.lookupLocked(name)
 	switch {
 	case err != nil:
@@ -727,7 +731,9 @@ func (a *Arena) freeze() error {
 	if err := a.m.joinLock(); err != nil {
 		return err
 	}
-	a.m.lk.lock()
+	if err := a.m.lk.lock(); err != nil {
+		return a.m.errorf("freeze", err)
+	}
 	frozen := !atomic.CompareAndSwapUint32(a.sealed, 0, 1)
 	if err := a.m.lk.unlock(); err != nil {
 		return a.m.errorf("freeze", err)

@@ -41,10 +41,12 @@ func TestOpen_ReaderLockDoesNotBlock(t *testing.T) {
 
 // TestOpen_ReaderLockDelaysAdoption pins what the docs say of the one path
 // that still locks: adopting an empty file waits for the flock, so a
-// reader holding it makes the adopter time out, and the file stays empty.
+// process that may open it (only its owner's, since one every user may
+// open is refused: TestOpen_ReaderLockBlocksAdoption) and holds the flock
+// makes the adopter time out, and the file stays empty.
 func TestOpen_ReaderLockDelaysAdoption(t *testing.T) {
 	path := tempPath(t, "cms")
-	if err := os.WriteFile(path, nil, 0o644); err != nil {
+	if err := os.WriteFile(path, nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
 	rd, err := os.Open(path)
@@ -67,7 +69,7 @@ func TestOpen_ReaderLockDelaysAdoption(t *testing.T) {
 func otSparseZero(t *testing.T, size int64) string {
 	t.Helper()
 	path := tempPath(t, "cms")
-	f, err := os.Create(path)
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
 		t.Fatal(err)
 	}

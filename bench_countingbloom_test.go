@@ -142,7 +142,10 @@ func BenchmarkCountingBloomWalks(b *testing.B) {
 		runOps(b, "", benchOp{"MergeCore" + name, func(b *testing.B) uint64 {
 			// The merge alone, under the write lock, without the snapshot.
 			dst := benchCBFCopy(b, core)
-			snap := src.snapshot()
+			snap, err := src.snapshot()
+			if err != nil {
+				b.Fatal(err)
+			}
 			b.SetBytes(size)
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {

@@ -382,8 +382,17 @@ func (t *candidateTable) roomFor(hi, est uint64) bool {
 // admit takes the key into the table under the write lock, in the way of
 // the quietest key of its buckets (counted again now) if the key is
 // louder, or in an empty way.
+//
+// An admission waits for the lock no longer than its bound
+// (WithLockTimeout), then gives up: the add that offered the key has
+// counted it, and its answer stands; the key is offered again at its next
+// add that passes the floor. So a live holder that never lets go (a
+// stopped process, or a user who may write the file holding it on
+// purpose) slows such adds to one wait each, and stops none.
 func (t *candidateTable) admit(h candidateHost, fp, lo, hi uint64, key string, est, period uint64) {
-	t.lk.lock()
+	if t.lk.lock() != nil {
+		return
+	}
 	defer t.lk.unlock()
 	if testHookTableLock != nil {
 		testHookTableLock()
@@ -453,7 +462,12 @@ var testHookTurn func()
 // lock: keys that fell to the noise floor leave, the others keep their
 // estimate over the new window, and the floor is set for the period.
 func (t *candidateTable) turn(h candidateHost, period uint64) {
-	t.lk.lock()
+	if t.lk.lock() != nil {
+		// A live holder kept the lock past its bound: the table stays on
+		// its old period, unfed, as when a turner is killed, until the
+		// next period's first add turns it.
+		return
+	}
 	defer t.lk.unlock()
 	if testHookTableLock != nil {
 		testHookTableLock()
@@ -622,14 +636,18 @@ func (t *candidateTable) top(h candidateHost, n int, bound uint64) []HeavyHitter
 }
 
 // rebuild fills the table with the loudest of cands (counted again in h),
-// under the lock: a merge's union of candidates, cut to the table.
-func (t *candidateTable) rebuild(h candidateHost, cands []candidate) {
-	t.lk.lock()
+// under the lock: a merge's union of candidates, cut to the table. It
+// fails with the lock's ErrTimeout, touching nothing.
+func (t *candidateTable) rebuild(h candidateHost, cands []candidate) error {
+	if err := t.lk.lock(); err != nil {
+		return err
+	}
 	defer t.lk.unlock()
 	if atomic.LoadUint32(t.sealed) != 0 {
-		return
+		return nil
 	}
 	t.place(h, cands)
+	return nil
 }
 
 // place empties the table and fills it with the loudest of cands,

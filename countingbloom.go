@@ -231,7 +231,9 @@ func (b *CountingBloom) Add(key []byte) (already bool, err error) {
 		return false, err
 	}
 	h1, hi := hashKey(key, b.l.seed)
-	b.lk.rlock()
+	if err := b.lk.rlock(); err != nil {
+		return false, b.m.errorf("add", err)
+	}
 	if atomic.LoadUint32(b.sealed) != 0 {
 		b.lk.runlock()
 		return false, b.m.errorf("add", ErrFrozen)
@@ -260,8 +262,8 @@ func (b *CountingBloom) AddBatch(keys [][]byte, already []bool) error {
 	if already != nil && len(already) != len(keys) {
 		return b.m.errorf("add", fmt.Errorf("%w: %d answers for %d keys", ErrInvalidArgument, len(already), len(keys)))
 	}
-	if _, frozen := b.core.addMany(&b.l, b.lk, b.sealed, keys, already); frozen {
-		return b.m.errorf("add", ErrFrozen)
+	if _, err := b.core.addMany(&b.l, b.lk, b.sealed, keys, already); err != nil {
+		return b.m.errorf("add", err)
 	}
 	b.l.countOps(b.stripe)
 	runtime.KeepAlive(b)
@@ -359,7 +361,9 @@ func (b *CountingBloom) Remove(key []byte) (removed bool, err error) {
 		return false, err
 	}
 	h1, hi := hashKey(key, b.l.seed)
-	b.lk.lock()
+	if err := b.lk.lock(); err != nil {
+		return false, b.m.errorf("remove", err)
+	}
 	if atomic.LoadUint32(b.sealed) != 0 {
 		b.lk.unlock()
 		return false, b.m.errorf("remove", ErrFrozen)
@@ -407,7 +411,10 @@ func (b *CountingBloom) Merge(others ...*CountingBloom) error {
 		if other.l.seed != b.l.seed {
 			return b.m.errorf("merge", fmt.Errorf("%w: %s hashes with another seed", ErrIncompatible, other.name()))
 		}
-		snap := other.snapshot()
+		snap, err := other.snapshot()
+		if err != nil {
+			return b.m.errorf("merge", fmt.Errorf("reading %s: %w", other.name(), err))
+		}
 		if !other.open.Load() {
 			return b.m.errorf("merge", fmt.Errorf("%w: %s was closed during the merge", ErrInvalidArgument, other.name()))
 		}
@@ -422,10 +429,13 @@ func (b *CountingBloom) Merge(others ...*CountingBloom) error {
 }
 
 // snapshot copies the counters under the read lock (a read-only handle,
-// which takes no lock, copies them as they are).
-func (b *CountingBloom) snapshot() []byte {
+// which takes no lock, copies them as they are). It fails with the lock's
+// ErrTimeout.
+func (b *CountingBloom) snapshot() ([]byte, error) {
 	if b.lk != nil {
-		b.lk.rlock()
+		if err := b.lk.rlock(); err != nil {
+			return nil, err
+		}
 		defer b.lk.runlock()
 	}
 	n := b.l.nwords()
@@ -433,7 +443,7 @@ func (b *CountingBloom) snapshot() []byte {
 	for w := uint64(0); w < n; w++ {
 		native.PutUint32(snap[w*4:], atomic.LoadUint32((*uint32)(unsafe.Add(b.l.words, w*4))))
 	}
-	return snap
+	return snap, nil
 }
 
 // Freeze seals the file for good, under the write lock: from then on every
@@ -459,7 +469,9 @@ func (b *CountingBloom) exclusive(op string, f func() error) error {
 	if err := b.refuse(op); err != nil {
 		return err
 	}
-	b.lk.lock()
+	if err := b.lk.lock(); err != nil {
+		return b.m.errorf(op, err)
+	}
 	if atomic.LoadUint32(b.sealed) != 0 {
 		b.lk.unlock()
 		return b.m.errorf(op, ErrFrozen)

@@ -41,22 +41,25 @@ func (c countingBloomCgo) filter(l *cbfLayout, sealed *uint32) csrc.Filter {
 // A batch of at most csrc.Batch keys is one crossing that takes the lock
 // in C where the C lock is built (countingbloom_cgo_linux.go); a larger one
 // takes it in Go and hands C its chunks.
-func (c countingBloomCgo) addMany(l *cbfLayout, lk *fileLock, sealed *uint32, keys [][]byte, already []bool) (int, bool) {
+func (c countingBloomCgo) addMany(l *cbfLayout, lk *fileLock, sealed *uint32, keys [][]byte, already []bool) (int, error) {
 	f := c.filter(l, sealed)
 	if !c.always && (len(keys) < countingBloomMinBatchAhead || !f.Prefetch && len(keys) < countingBloomMinBatch) {
 		return countingBloomGo{}.addMany(l, lk, sealed, keys, already)
 	}
 	var added int
-	var frozen bool
+	var err error
 	if len(keys) <= csrc.Batch {
-		added, frozen = cbfAddLocked(&f, lk, keys, already)
-	} else {
-		lk.rlock()
+		added, err = cbfAddLocked(&f, lk, keys, already)
+	} else if err = lk.rlock(); err == nil {
+		var frozen bool
 		added, frozen = f.AddMany(keys, already)
 		lk.runlock()
+		if frozen {
+			added, err = 0, ErrFrozen
+		}
 	}
 	runtime.KeepAlive(l)
-	return added, frozen
+	return added, err
 }
 
 func (c countingBloomCgo) countSet(l *cbfLayout) uint64 {

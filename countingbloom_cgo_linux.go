@@ -8,7 +8,14 @@ import "github.com/shmsketch/sketch/csrc"
 
 // cbfAddLocked adds at most csrc.Batch keys in one crossing that takes the
 // file's read lock in C (csrc/lock.c), checks the sealed word under it,
-// adds and releases it.
-func cbfAddLocked(f *csrc.Filter, lk *fileLock, keys [][]byte, already []bool) (added int, frozen bool) {
-	return f.AddManyLocked(keys, already, lk.cLock())
+// adds and releases it; it fails as countingBloomCore's addMany does.
+func cbfAddLocked(f *csrc.Filter, lk *fileLock, keys [][]byte, already []bool) (int, error) {
+	added, frozen, timedOut := f.AddManyLocked(keys, already, lk.cLock())
+	switch {
+	case timedOut:
+		return 0, lk.errLockTimeout("a writer")
+	case frozen:
+		return 0, ErrFrozen
+	}
+	return added, nil
 }

@@ -168,7 +168,9 @@ type countingBloomCore interface {
 	// sealed (then it adds nothing and reports frozen), and returns how
 	// many keys were new; already, when not nil, receives each key's
 	// answer (true: it was not new).
-	addMany(l *cbfLayout, lk *fileLock, sealed *uint32, keys [][]byte, already []bool) (added int, frozen bool)
+	// It fails, adding nothing, with ErrFrozen on a sealed file or with
+	// the lock's ErrTimeout.
+	addMany(l *cbfLayout, lk *fileLock, sealed *uint32, keys [][]byte, already []bool) (added int, err error)
 	// countSet returns how many counters are above zero.
 	countSet(l *cbfLayout) uint64
 	// merge adds src, another filter's counter bytes, into l's counters,
@@ -183,11 +185,13 @@ type countingBloomGo struct{}
 
 func (countingBloomGo) name() string { return "purego" }
 
-func (countingBloomGo) addMany(l *cbfLayout, lk *fileLock, sealed *uint32, keys [][]byte, already []bool) (int, bool) {
-	lk.rlock()
+func (countingBloomGo) addMany(l *cbfLayout, lk *fileLock, sealed *uint32, keys [][]byte, already []bool) (int, error) {
+	if err := lk.rlock(); err != nil {
+		return 0, err
+	}
 	defer lk.runlock()
 	if atomic.LoadUint32(sealed) != 0 {
-		return 0, true
+		return 0, ErrFrozen
 	}
 	added := 0
 	for i, k := range keys {
@@ -200,7 +204,7 @@ func (countingBloomGo) addMany(l *cbfLayout, lk *fileLock, sealed *uint32, keys 
 			already[i] = !isNew
 		}
 	}
-	return added, false
+	return added, nil
 }
 
 func (countingBloomGo) countSet(l *cbfLayout) uint64 {

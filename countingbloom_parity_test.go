@@ -2,6 +2,7 @@ package sketch
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"testing"
@@ -348,8 +349,8 @@ func TestParityCountingBloom_Frozen(t *testing.T) {
 			for i := range keys {
 				keys[i] = cbfKey("frozen", i)
 			}
-			if added, frozen := core.addMany(&b.l, b.lk, b.sealed, keys, nil); added != 0 || !frozen {
-				t.Errorf("%s: addMany(%d keys) on a sealed file = %d, %v, want 0, true", core.name(), n, added, frozen)
+			if added, err := core.addMany(&b.l, b.lk, b.sealed, keys, nil); added != 0 || !errors.Is(err, ErrFrozen) {
+				t.Errorf("%s: addMany(%d keys) on a sealed file = %d, %v, want 0, ErrFrozen", core.name(), n, added, err)
 			}
 		}
 		if !bytes.Equal(b.m.entryBytes()[stripesBytes:], before) {

@@ -494,7 +494,9 @@ func (c *CountMin) Reset() error {
 		// between, and a Reset cut short (a Close, a kill) leaves no
 		// floor from before it, under which a loud key would not be
 		// taken in until it reached the old counts.
-		c.top.lk.lock()
+		if err := c.top.lk.lock(); err != nil {
+			return c.m.errorf("reset", err)
+		}
 		defer c.top.lk.unlock()
 		c.top.clear()
 	}

@@ -50,7 +50,10 @@ func (c *CountMin) Merge(others ...*CountMin) error {
 		}
 	}
 	if c.top != nil {
-		c.mergeCandidates(others)
+		if err := c.mergeCandidates(others); err != nil {
+			// The counters are merged; the table is as it was.
+			return c.m.errorf("merge", fmt.Errorf("the counters are merged, but not the candidate table: %w", err))
+		}
 	}
 	return c.after("merge")
 }

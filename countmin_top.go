@@ -63,13 +63,14 @@ func (c *CountMin) Top(n int) ([]HeavyHitter, error) {
 var errNoCandidates = fmt.Errorf("%w: the sketch keeps no candidate table (create it with Candidates)", ErrInvalidArgument)
 
 // mergeCandidates fills c's table with the loudest of its keys and the
-// others' keys, counted in the merged sketch.
-func (c *CountMin) mergeCandidates(others []*CountMin) {
+// others' keys, counted in the merged sketch. It fails with the lock's
+// ErrTimeout, leaving the table as it was.
+func (c *CountMin) mergeCandidates(others []*CountMin) error {
 	cands := c.top.collect()
 	for _, o := range others {
 		if o.top != nil {
 			cands = append(cands, o.top.collect()...)
 		}
 	}
-	c.top.rebuild(c, cands)
+	return c.top.rebuild(c, cands)
 }

@@ -125,8 +125,9 @@
 // directory such as /dev/shm. Anyone who can write the file can still
 // change its counters: grant write permission accordingly. The memfds the
 // package creates are sealed against shrinking and growing; a descriptor
-// handed over is attached only when it is such a sealed memfd or a file of
-// a trusted owner ([ErrUnsealed], [ErrNotOwner]), and another user's file
+// handed over is attached only when it is such a sealed memfd or a file,
+// made by a trusted user ([ErrUnsealed], [ErrNotOwner]); a file every user
+// may write is refused read-write ([ErrLooseMode]), and another user's file
 // with holes is refused on every route ([ErrSparse]).
 //
 // Each file has a random hash seed unless [WithSeed] (or a config's Seed)

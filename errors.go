@@ -59,7 +59,9 @@ var (
 	// not the owner of a private directory the file sits in. Whoever owns
 	// a file can rewrite or truncate it under every process that maps it,
 	// so such a file is not attached; nor is an empty or all-zero file of
-	// anyone but the caller adopted.
+	// anyone but the caller adopted. A memfd handed over by descriptor is
+	// held to the rule through its maker's uid: its seals keep its size,
+	// not its maker's writable descriptor from writing its lock words.
 	ErrNotOwner = errors.New("file is owned by an untrusted user")
 
 	// ErrHardLinked means an empty or all-zero file has more than one link,
@@ -68,11 +70,21 @@ var (
 	ErrHardLinked = errors.New("file has other hard links")
 
 	// ErrLooseMode means an empty or all-zero file prepared for adoption
-	// lets users other than its owner (and the group, when the requested
-	// mode does) write it: someone may hold it open for writing already,
-	// and could truncate it under the processes that map it once it is a
-	// sketch, which no change of mode can take back. Prepare the file with
-	// a mode no looser than the one Open asks for (WithMode).
+	// lets every user open it (o+r or o+w), or lets others write it more
+	// than the requested mode does (g+w without WithMode asking for it):
+	// someone may hold it open already, to truncate it under the processes
+	// that map it once it is a sketch, or to hold its flock and keep it
+	// from adoption for good, which no change of mode can take back.
+	// Prepare the file with mode 0600 (0640 for a group trusted with it);
+	// the adopter gives it the mode Open asks for (WithMode) once it is a
+	// sketch.
+	//
+	// It also means an existing file, reached by path or by a descriptor,
+	// lets every user write it (o+w): any of them could truncate it under
+	// this process or hold its lock, so it is not opened for writing;
+	// take their write permission away (chmod o-w). A memfd whose size is
+	// sealed is exempt (it has no name to open it by), and ReadOnly opens
+	// such a file, since a reader risks only itself.
 	ErrLooseMode = errors.New("file's mode lets others write it")
 
 	// ErrNoSpace means the filesystem could not reserve the file's blocks at
@@ -103,7 +115,25 @@ var (
 	// window's add or Rotate also returns it, with a message of its own,
 	// when a live process cleared the slot it needs for longer than the
 	// writer waits (10 s).
+	//
+	// It also means an operation waited for the file's lock longer than
+	// its bound (WithLockTimeout, a minute by default) while another
+	// process held it alive, or while the lock words named a holder that
+	// looks alive (anyone who may write the file can write them): an add
+	// or Remove of a counting Bloom filter, a Reset or Merge, an arena's
+	// create, Remove or Freeze, a window's Rotate or Freeze. The operation
+	// changed nothing (a Merge of a Count-Min sketch with a Top table has
+	// merged the counters but not the table: its message says so). An add
+	// to a Count-Min sketch or window never returns it: its offer to the
+	// Top table waits as long, then goes without (the key was counted).
 	ErrTimeout = errors.New("timed out waiting for an empty or incomplete file to be initialised")
+
+	// ErrTooManyHandles means a read-write handle could not join the
+	// file's lock: each one open holds a liveness token and a reader slot,
+	// and all of the file's (1024 in the files this package makes) are
+	// held by open handles, in any process. Close one (a dead process's
+	// are taken over), or open readers with ReadOnly, which take none.
+	ErrTooManyHandles = errors.New("too many handles of the file are open")
 
 	// ErrArenaFull means an arena has no room left for a new structure:
 	// its data or its directory is used up. The message says what was

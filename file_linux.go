@@ -185,6 +185,9 @@ func attachOpened(fd int, path string, sp spec, o options, deadline time.Time) (
 	if err := checkOwner(path, &st, &o); err != nil {
 		return nil, err
 	}
+	if err := checkLooseMode(&st, sizeSealed(fd)); err != nil {
+		return nil, err
+	}
 	if st.Size != 0 {
 		m, err := attachFd(fd, path, uint64(st.Size), sp, false)
 		if err == nil || !errors.Is(err, errNoMagic) {
@@ -200,7 +203,13 @@ func attachOpened(fd int, path string, sp spec, o options, deadline time.Time) (
 // other link, and is empty or all zero of the size the caller's shape
 // needs. Anything else with a zero magic holds part of a header.
 func adopt(fd int, path string, sp spec, o options, deadline time.Time) (*mapping, error) {
+	if err := checkReadableCandidate(fd, sp, o); err != nil {
+		return nil, err
+	}
 	if done, err := lockOrPublished(fd, deadline); err != nil {
+		if errors.Is(err, ErrTimeout) && fileSize(fd) == 0 {
+			return nil, fmt.Errorf("%w: another process held the empty file's flock all along: an opener adopting it, or one that opened it while others could (remove it and prepare it again with mode 0600)", err)
+		}
 		return nil, err
 	} else if done {
 		return attachFd(fd, path, fileSize(fd), sp, false)
@@ -254,10 +263,11 @@ func adopt(fd int, path string, sp spec, o options, deadline time.Time) (*mappin
 	if st.Nlink != 1 {
 		return nil, fmt.Errorf("%w: an %s with %d links is not adopted (another name could be someone else's file)", ErrHardLinked, what, st.Nlink)
 	}
-	if extra := uint32(st.Mode) & 0o777 &^ uint32(o.mode); extra&0o022 != 0 {
+	if extra := uint32(st.Mode) & 0o777 &^ uint32(o.mode); extra&0o022 != 0 || st.Mode&0o006 != 0 {
 		// Whoever could write it may hold a descriptor already, which the
-		// fchmod below would not take back.
-		return nil, fmt.Errorf("%w: an %s of mode %#o lets others write it, more than the requested mode %#o; they may hold it open already", ErrLooseMode, what, st.Mode&0o777, uint32(o.mode))
+		// fchmod below would not take back; whoever could open it may hold
+		// its flock (checkReadableCandidate, which the mode passed before).
+		return nil, fmt.Errorf("%w: an %s of mode %#o lets others write or open it, more than the requested mode %#o; they may hold it open already", ErrLooseMode, what, st.Mode&0o777, uint32(o.mode))
 	}
 	if st.Size != 0 {
 		zero, err := allZero(fd, st.Size, deadline)
@@ -268,10 +278,50 @@ func adopt(fd int, path string, sp spec, o options, deadline time.Time) (*mappin
 			return nil, ErrInterruptedCreate
 		}
 	}
-	if err := unix.Fchmod(fd, uint32(o.mode)); err != nil {
+	// Owner only while the file is initialised: an adopter killed part
+	// way leaves an all-zero file nobody else could open, which the next
+	// adopter takes over (checkReadableCandidate). The requested mode
+	// comes once the magic is published.
+	if err := unix.Fchmod(fd, uint32(o.mode)&0o700); err != nil {
 		return nil, err
 	}
-	return initFile(fd, path, sp)
+	m, err := initFile(fd, path, sp)
+	if err != nil {
+		return nil, err
+	}
+	if err := unix.Fchmod(fd, uint32(o.mode)); err != nil {
+		m.res.drop()
+		return nil, err
+	}
+	return m, nil
+}
+
+// checkReadableCandidate refuses, before any lock is waited for, an empty
+// or all-zero file that the caller would adopt (its own, with a shape to
+// create) when every user may open it (o+r or o+w): ErrLooseMode. The
+// adopter's lock is an exclusive flock, and anyone who can open a file
+// can hold a shared flock on it for as long as they like, which would
+// keep every adoption waiting for good. No lock a reader cannot also
+// block exists (a read lock conflicts with every write lock), so such a
+// file is refused instead: prepare it with mode 0600 (or 0640 for a group
+// trusted not to do that), and the adopter gives it the requested mode
+// once it is a sketch.
+func checkReadableCandidate(fd int, sp spec, o options) error {
+	if o.noCreate || sp.size == 0 {
+		return nil // it only waits for an adopter
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return err
+	}
+	if st.Uid != uint32(os.Geteuid()) || st.Mode&0o006 == 0 {
+		return nil // not ours to adopt (refused under the lock), or closed to others
+	}
+	what := "empty file"
+	if st.Size != 0 {
+		what = "all-zero file"
+	}
+	return fmt.Errorf("%w: an %s of mode %#o, which every user may open, is not adopted: whoever opens it can hold its flock and keep it from adoption for good; remove it and prepare it again with mode 0600 (chmod o-rw does not close a descriptor opened already), and the adopter gives it the requested mode", ErrLooseMode, what, st.Mode&0o777)
 }
 
 // lockOrPublished takes the file's exclusive flock, or reports done when
@@ -782,7 +832,7 @@ func (m *mapping) joinLock() error {
 	case m.sharedOFD:
 		return m.errorf("lock", fmt.Errorf("reopening the descriptor through /proc/self/fd, for a lock token of its own: %w", err))
 	}
-	lk, err := newFileLock(fd, m.data, int(m.lay.slots))
+	lk, err := newFileLock(fd, m.data, int(m.lay.slots), r.lockTimeout)
 	if err != nil {
 		return m.errorf("lock", err)
 	}

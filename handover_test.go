@@ -21,10 +21,14 @@ import (
 )
 
 // TestAttach_DescriptorFromAnotherUser: a descriptor nobody sends is
-// attached only when nobody could not change the file's size under us: its
-// own file is ErrNotOwner (unless WithOwner trusts it), an unsealed memfd
-// ErrUnsealed whoever is trusted, a sealed memfd with holes ErrSparse; a
-// memfd nobody made with NewCountMinMemfd (sealed, blocks reserved) works.
+// attached only when nobody is trusted and could not change the file's
+// size under us: its own file and a memfd it made are ErrNotOwner unless
+// WithOwner trusts it (the maker of a sealed memfd may keep a writable
+// descriptor and write the lock words), an unsealed memfd ErrUnsealed
+// whoever is trusted, a sealed memfd with holes ErrSparse; a memfd nobody
+// made with the Memfd place (sealed, blocks reserved) works with WithOwner;
+// and one whose maker keeps its write lock, alive, makes an add fail with
+// ErrTimeout at WithLockTimeout instead of waiting for good.
 func TestAttach_DescriptorFromAnotherUser(t *testing.T) {
 	requireRoot(t)
 	requireReexec(t)
@@ -111,13 +115,31 @@ func TestAttach_DescriptorFromAnotherUser(t *testing.T) {
 	})
 	t.Run("sealed memfd with holes", func(t *testing.T) {
 		f := receive(t, "sparse")
-		refused(t, f, ErrSparse)
+		refused(t, f, ErrNotOwner)
+		refused(t, f, ErrSparse, WithOwner(crossUID))
 		if !strings.Contains(holesIn(int(f.Fd())), "bytes") {
 			t.Errorf("fstat of the sparse memfd: %s", holesIn(int(f.Fd())))
 		}
 	})
 	t.Run("sealed memfd", func(t *testing.T) {
-		attached(t, receive(t, "sealed"))
+		f := receive(t, "sealed")
+		refused(t, f, ErrNotOwner)
+		attached(t, f, WithOwner(crossUID))
+	})
+	t.Run("sealed memfd whose maker holds its lock", func(t *testing.T) {
+		f := receive(t, "wedged")
+		_, err := OpenCountingBloom(Inherited(f.Fd()), CountingBloomConfig{})
+		if !errors.Is(err, ErrNotOwner) {
+			t.Fatalf("OpenCountingBloom(Inherited) = %v, want ErrNotOwner", err)
+		}
+		// Trusted on purpose, the maker can still hold the lock, alive:
+		// an add waits for the bound, then fails, rather than for good.
+		b, err := OpenCountingBloom(Inherited(f.Fd()), CountingBloomConfig{}, WithOwner(crossUID), WithLockTimeout(ltBound))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer b.Close()
+		ltTimesOut(t, "Add", func() error { _, err := b.AddString("root"); return err })
 	})
 	in.Close()
 	h.wait(t)
@@ -193,6 +215,20 @@ func childHandover() error {
 				return err
 			}
 			if f, err = c.File(); err != nil {
+				return err
+			}
+		case "wedged":
+			// The maker: a sealed memfd whose write lock it takes
+			// and keeps, alive, after handing it over.
+			b, err := OpenCountingBloom(Memfd("wedged"), CountingBloomConfig{Capacity: 100, FPRate: 0.01})
+			if err != nil {
+				return err
+			}
+			keep = append(keep, b)
+			if f, err = b.File(); err != nil {
+				return err
+			}
+			if err := b.m.lk.lock(); err != nil {
 				return err
 			}
 		default:

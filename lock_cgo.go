@@ -18,23 +18,29 @@ import (
 // slot.
 func (l *fileLock) cLock() *csrc.Lock {
 	return &csrc.Lock{
-		State:  unsafe.Pointer(l.state),
-		Drain:  unsafe.Pointer(l.drain),
-		HW:     unsafe.Pointer(l.hw),
-		Slots:  l.slots,
-		NSlots: l.nslots,
-		Slot:   unsafe.Pointer(l.slot),
-		Tokens: l.tokens.words,
-		Self:   l.self,
-		Owner:  l.owner,
-		ID:     l.id,
-		FD:     l.fd,
+		State:   unsafe.Pointer(l.state),
+		Drain:   unsafe.Pointer(l.drain),
+		HW:      unsafe.Pointer(l.hw),
+		Slots:   l.slots,
+		NSlots:  l.nslots,
+		Slot:    unsafe.Pointer(l.slot),
+		Tokens:  l.tokens.words,
+		Self:    l.self,
+		Owner:   l.owner,
+		ID:      l.id,
+		FD:      l.fd,
+		Timeout: l.bound,
 	}
 }
 
 // lockC, unlockC, rlockC and runlockC are lock, unlock, rlock and runlock
-// through the C core.
-func (l *fileLock) lockC() { l.cLock().LockWrite() }
+// through the C core, which gives up at the same bound.
+func (l *fileLock) lockC() error {
+	if !l.cLock().LockWrite() {
+		return l.errLockTimeout("a writer, or a reader the write waited for")
+	}
+	return nil
+}
 
 func (l *fileLock) unlockC() error {
 	if !l.cLock().UnlockWrite() {
@@ -43,5 +49,10 @@ func (l *fileLock) unlockC() error {
 	return nil
 }
 
-func (l *fileLock) rlockC()   { l.cLock().LockRead() }
+func (l *fileLock) rlockC() error {
+	if !l.cLock().LockRead() {
+		return l.errLockTimeout("a writer")
+	}
+	return nil
+}
 func (l *fileLock) runlockC() { l.cLock().UnlockRead() }

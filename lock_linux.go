@@ -18,9 +18,19 @@ package sketch
 // Each read-write handle holds a liveness token while it is open
 // (token_linux.go): a waiter asks it before it takes a lock or a slot
 // from a holder it believes dead.
+//
+// Every wait is bounded (the handle's lock timeout, WithLockTimeout): a
+// holder that is alive, or that a token record names as alive, can keep a
+// lock for as long as it likes (stopped, stuck, or a user who may write
+// the file writing the words on purpose), and no recovery takes a lock
+// from the living. Past the bound the waiter gives up with ErrTimeout,
+// touching nothing of the protocol: a reader has already left its slot,
+// and a writer that claimed W but timed out draining readers releases it
+// as unlock does. csrc/lock.c gives up at the same points.
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"sync/atomic"
 	"time"
@@ -54,6 +64,12 @@ const (
 // it had been taken for dead (its descriptor was closed) and recovered.
 var errLockLost = errors.New("the write lock was lost: another process recovered it")
 
+// errLockTimeout is a lock wait's bound running out; the error says who
+// held the lock (a writer, or a reader a writer waited for) and how long.
+func (l *fileLock) errLockTimeout(holder string) error {
+	return fmt.Errorf("%w: the file's lock was still held by %s after %v, a process that is alive or that the file's lock words name as alive (stopped, stuck, or a user who may write the file holding it on purpose); WithLockTimeout sets the bound", ErrTimeout, holder, l.bound)
+}
+
 // fileLock is one handle's part in the file's lock.
 type fileLock struct {
 	fd     int // holds the handle's token byte; asks about other tokens
@@ -68,12 +84,17 @@ type fileLock struct {
 	hw     *uint32
 	slots  unsafe.Pointer // the reader-slot table
 	nslots int
-	slot   *uint64 // this handle's slot; nil for a slotless handle
+	slot   *uint64       // this handle's slot; nil for a slotless handle
+	bound  time.Duration // how long a lock wait may last (ErrTimeout past it)
 }
 
 // newFileLock claims a token, its byte on fd (which must be this handle's
-// own open file description) and the handle's reader slot.
-func newFileLock(fd int, data []byte, nslots int) (*fileLock, error) {
+// own open file description) and the handle's reader slot. Its waits are
+// bounded by bound (defaultLockTimeout when zero).
+func newFileLock(fd int, data []byte, nslots int, bound time.Duration) (*fileLock, error) {
+	if bound <= 0 {
+		bound = defaultLockTimeout
+	}
 	tokens := newTokenTable(data, nslots)
 	id, rec, err := tokens.claim(fd)
 	if err != nil {
@@ -96,6 +117,7 @@ func newFileLock(fd int, data []byte, nslots int) (*fileLock, error) {
 		hw:     (*uint32)(unsafe.Add(base, lockHWOff)),
 		slots:  unsafe.Add(base, slotsOff),
 		nslots: nslots,
+		bound:  bound,
 	}
 	if id < nslots {
 		l.slot = l.slotAt(id)
@@ -199,21 +221,37 @@ func (o *ownRecord) leave() {
 // before its compare-and-swap.
 var testHookRecovering func(dead int)
 
-// rlock takes the read lock. A slotless handle takes the write lock.
-func (l *fileLock) rlock() {
-	if l.slot == nil {
-		l.lock()
-		return
+// waitLeft returns how much of the lock wait's bound is left, starting
+// the bound (in *deadline, zero until then) at its first call: an
+// uncontended lock never reads the clock.
+func (l *fileLock) waitLeft(deadline *time.Time) time.Duration {
+	if deadline.IsZero() {
+		*deadline = time.Now().Add(l.bound)
 	}
+	return time.Until(*deadline)
+}
+
+// rlock takes the read lock, or fails with ErrTimeout, holding nothing,
+// when a writer keeps it past the bound. A slotless handle takes the
+// write lock.
+func (l *fileLock) rlock() error {
+	if l.slot == nil {
+		return l.lock()
+	}
+	var deadline time.Time
 	for {
 		atomic.AddUint64(l.slot, 1)
 		s := atomic.LoadUint32(l.state)
 		if s&stW == 0 {
-			return
+			return nil
 		}
 		// A writer holds the lock or waits for readers: back off.
 		l.leaveSlot()
-		l.sleep(s, stRParked, lockPatience)
+		left := l.waitLeft(&deadline)
+		if left <= 0 {
+			return l.errLockTimeout("a writer")
+		}
+		l.sleep(s, stRParked, min(lockPatience, left))
 	}
 }
 
@@ -236,25 +274,38 @@ func (l *fileLock) leaveSlot() {
 	}
 }
 
-// lock takes the write lock: it claims W, then waits for the readers.
-func (l *fileLock) lock() {
+// lock takes the write lock: it claims W, then waits for the readers. It
+// fails with ErrTimeout, holding nothing, when another writer keeps the
+// lock or a reader its slot past the bound; W claimed before is released.
+func (l *fileLock) lock() error {
+	var deadline time.Time
 	// The uncontended case is one compare-and-swap from a state with no
 	// bit set at all.
 	if !atomic.CompareAndSwapUint32(l.state, 0, stW|uint32(l.id+1)) {
-		l.claimSlow()
+		if err := l.claimSlow(&deadline); err != nil {
+			return err
+		}
 	}
-	l.drainReaders()
+	if err := l.drainReaders(&deadline); err != nil {
+		l.unlock()
+		return err
+	}
+	return nil
 }
 
 // claimSlow claims W when the state has bits set: a holder, sleepers, or
 // the readers' turn.
-func (l *fileLock) claimSlow() {
+func (l *fileLock) claimSlow(deadline *time.Time) error {
 	me := uint32(l.id + 1)
 	var turnSince time.Time
 	for {
 		s := atomic.LoadUint32(l.state)
 		if s&stW != 0 {
-			l.sleep(s, stWParked, lockPatience)
+			left := l.waitLeft(deadline)
+			if left <= 0 {
+				return l.errLockTimeout("a writer")
+			}
+			l.sleep(s, stWParked, min(lockPatience, left))
 			continue
 		}
 		if s&stRTurn != 0 {
@@ -268,7 +319,7 @@ func (l *fileLock) claimSlow() {
 			}
 		}
 		if atomic.CompareAndSwapUint32(l.state, s, s&(stWParked|stRParked)|stW|me) {
-			return
+			return nil
 		}
 	}
 }
@@ -276,8 +327,9 @@ func (l *fileLock) claimSlow() {
 // drainReaders waits until no slot counts a read lock, clearing the slots
 // of readers that died. A slot that has counted a read lock for lockPatience
 // has its holder asked about, however often live readers leaving other
-// slots woke the wait meanwhile.
-func (l *fileLock) drainReaders() {
+// slots woke the wait meanwhile. It fails with ErrTimeout when a slot
+// still counts past the bound; the caller then releases W.
+func (l *fileLock) drainReaders(deadline *time.Time) error {
 	hw := min(int(atomic.LoadUint32(l.hw)), l.nslots)
 	// pos walks slotAt(id) without its divisions, which cost more than
 	// the rest of an uncontended lock.
@@ -296,7 +348,11 @@ func (l *fileLock) drainReaders() {
 			if since.IsZero() {
 				since = time.Now()
 			}
-			futexWait(l.drain, d, lockPatience)
+			left := l.waitLeft(deadline)
+			if left <= 0 {
+				return l.errLockTimeout("a reader")
+			}
+			futexWait(l.drain, d, min(lockPatience, left))
 			if id == l.id || time.Since(since) < lockPatience {
 				continue
 			}
@@ -308,6 +364,7 @@ func (l *fileLock) drainReaders() {
 			}
 		}
 	}
+	return nil
 }
 
 // unlock releases the write lock. It fails, touching nothing, when the

@@ -28,17 +28,17 @@ const envLockCore = "SKETCH_TEST_LOCKCORE"
 // lockOps is a handle's lock taken through one core.
 type lockOps struct {
 	core    string // "go" or "c"
-	lock    func()
+	lock    func() error
 	unlock  func() error
-	rlock   func()
+	rlock   func() error
 	runlock func()
 }
 
 // cLocker is what lock_cgo.go adds to fileLock where the C core is built.
 type cLocker interface {
-	lockC()
+	lockC() error
 	unlockC() error
-	rlockC()
+	rlockC() error
 	runlockC()
 }
 
@@ -458,10 +458,17 @@ type inProcess struct{ take, untake func() }
 func inProcessSide(t *testing.T, l *fileLock, s lockSide) inProcess {
 	t.Helper()
 	ops := inProcessOps(t, l, s.core)
-	if s.mode == "r" {
-		return inProcess{ops.rlock, ops.runlock}
+	must := func(take func() error) func() {
+		return func() {
+			if err := take(); err != nil {
+				t.Errorf("%s lock: %v", ops.core, err)
+			}
+		}
 	}
-	return inProcess{ops.lock, func() {
+	if s.mode == "r" {
+		return inProcess{must(ops.rlock), ops.runlock}
+	}
+	return inProcess{must(ops.lock), func() {
 		if err := ops.unlock(); err != nil {
 			t.Errorf("%s unlock: %v", ops.core, err)
 		}

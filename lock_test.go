@@ -189,10 +189,12 @@ func childLockHold() error {
 	l := c.m.lk
 	ops := childLockOps(l)
 	write := os.Getenv(envLockMode) == "w"
+	take := ops.rlock
 	if write {
-		ops.lock()
-	} else {
-		ops.rlock()
+		take = ops.lock
+	}
+	if err := take(); err != nil {
+		return err
 	}
 	fmt.Printf("held %d\n", l.id)
 	io.Copy(io.Discard, os.Stdin)
@@ -223,12 +225,16 @@ func childLockCount() error {
 		return err
 	}
 	for range envInt(envLockIters) {
-		ops.lock()
+		if err := ops.lock(); err != nil {
+			return err
+		}
 		guardedIncrement(c)
 		if err := ops.unlock(); err != nil {
 			return err
 		}
-		ops.rlock()
+		if err := ops.rlock(); err != nil {
+			return err
+		}
 		a, b := atomic.LoadUint64(scratch(c, 0)), atomic.LoadUint64(scratch(c, 1))
 		ops.runlock()
 		if a != b {
@@ -263,11 +269,11 @@ func TestLock_Processes(t *testing.T) {
 
 // mustAcquire takes the lock in a goroutine and fails unless it is held
 // within limit; it returns how long it took.
-func mustAcquire(t *testing.T, take func(), limit time.Duration) time.Duration {
+func mustAcquire[F func() | func() error](t *testing.T, take F, limit time.Duration) time.Duration {
 	t.Helper()
 	start := time.Now()
 	done := make(chan struct{})
-	go func() { take(); close(done) }()
+	go func() { callTake(t, take); close(done) }()
 	select {
 	case <-done:
 		return time.Since(start)
@@ -277,12 +283,24 @@ func mustAcquire(t *testing.T, take func(), limit time.Duration) time.Duration {
 	}
 }
 
+// callTake calls a lock's take, failing the test when it returns an error.
+func callTake[F func() | func() error](t *testing.T, take F) {
+	switch f := any(take).(type) {
+	case func():
+		f()
+	case func() error:
+		if err := f(); err != nil {
+			t.Errorf("taking the lock: %v", err)
+		}
+	}
+}
+
 // mustBlock starts take in a goroutine and fails if it returns within
 // wait; it returns a channel closed when take has returned.
-func mustBlock(t *testing.T, take func(), wait time.Duration) <-chan struct{} {
+func mustBlock[F func() | func() error](t *testing.T, take F, wait time.Duration) <-chan struct{} {
 	t.Helper()
 	done := make(chan struct{})
-	go func() { take(); close(done) }()
+	go func() { callTake(t, take); close(done) }()
 	select {
 	case <-done:
 		t.Fatalf("the lock was taken while another process held it")
@@ -297,10 +315,11 @@ func mustBlock(t *testing.T, take func(), wait time.Duration) <-chan struct{} {
 func TestLock_KillHolder(t *testing.T) {
 	requireReexec(t)
 	for _, tc := range []struct {
-		name         string
-		mode         string
-		parked       bool
-		take, untake func(l *fileLock)
+		name   string
+		mode   string
+		parked bool
+		take   func(l *fileLock) error
+		untake func(l *fileLock)
 	}{
 		{"writer, waiter parked", "w", true, (*fileLock).lock, func(l *fileLock) { l.unlock() }},
 		{"writer, no waiter", "w", false, (*fileLock).lock, func(l *fileLock) { l.unlock() }},

@@ -37,7 +37,7 @@ func TestOpen_AllZero(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			_, tmpl := otMakeFile(t, tc.cfg)
 			path := tempPath(t, "cms")
-			if err := os.WriteFile(path, make([]byte, len(tmpl)), 0o644); err != nil {
+			if err := os.WriteFile(path, make([]byte, len(tmpl)), 0o600); err != nil {
 				t.Fatal(err)
 			}
 			c := mustOpen(t, path, tc.cfg, WithMode(0o640))
@@ -69,7 +69,7 @@ func TestOpen_AllZero(t *testing.T) {
 
 func TestOpen_EmptyFile(t *testing.T) {
 	path := tempPath(t, "cms")
-	if err := os.WriteFile(path, nil, 0o644); err != nil {
+	if err := os.WriteFile(path, nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
 	c := mustOpen(t, path, otCfg, WithMode(0o660))
@@ -336,7 +336,7 @@ func TestOpen_Mode(t *testing.T) {
 			if err := os.WriteFile(path, nil, 0o600); err != nil {
 				t.Fatal(err)
 			}
-			if err := os.Chmod(path, 0o604); err != nil {
+			if err := os.Chmod(path, 0o640); err != nil {
 				t.Fatal(err)
 			}
 			mustOpen(t, path, otCfg, tc.opts...)

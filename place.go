@@ -44,7 +44,17 @@ const (
 // initialisation leaves; such a file with another hard link is refused
 // (ErrHardLinked), and a partly written header is ErrInterruptedCreate. An
 // existing structure is validated (ErrCorrupt and the sentinels that wrap
-// it) and must match an explicit config (ErrIncompatible).
+// it) and must match an explicit config (ErrIncompatible). A prepared file
+// every user may open is refused (ErrLooseMode: prepare it 0600), and so is
+// an existing file every user may write, unless opened ReadOnly.
+//
+// A file has room for 1024 read-write handles open at once, in all
+// processes together (one token and reader slot each; a Bloom filter, a
+// counting Bloom filter, a window, a Count-Min sketch with a Top table, or
+// an arena once it creates, removes or freezes, takes one when opened):
+// the 1025th is refused with ErrTooManyHandles until one is closed (or its
+// process dies). A ReadOnly handle takes none. The same holds for Inherited
+// and Memfd places.
 func Path(path string) Place { return Place{how: atPath, name: path} }
 
 // Memfd places a structure in a new memfd, an anonymous file that lives as
@@ -66,9 +76,12 @@ func Memfd(name string) Place { return Place{how: atMemfd, name: name} }
 // (ErrCorrupt and the sentinels that wrap it, and ErrSparse for another
 // user's file with holes), but a descriptor has no path, so its trust has
 // its own rule: a memfd must carry the seals that fix its size
-// (ErrUnsealed), and any other file must be owned by the caller, root or a
-// uid named with WithOwner (ErrNotOwner); whoever could change its size
-// could kill this process with SIGBUS. A memory-backed file larger than the
+// (ErrUnsealed), and a memfd or any other file must be made or owned by the
+// caller, root or a uid named with WithOwner (ErrNotOwner); whoever could
+// change its size could kill this process with SIGBUS, and whoever made a
+// memfd may keep a writable descriptor to it and write its lock words. A
+// file every user may write is ErrLooseMode, unless it is a size-sealed
+// memfd. A memory-backed file larger than the
 // machine's memory is ErrNoSpace. With ReadOnly the trust rule does not
 // apply, as for Path.
 func Inherited(fd uintptr) Place { return Place{how: atInherited, fd: fd} }

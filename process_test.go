@@ -87,6 +87,10 @@ func TestHelperProcess(t *testing.T) {
 		err = childHandover()
 	case "readonlyview":
 		err = childReadOnlyView()
+	case "flockhold":
+		err = childFlockHold()
+	case "lockwedge":
+		err = childLockWedge()
 	case "lockhold":
 		err = childLockHold()
 	case "tokenblock":

@@ -20,13 +20,21 @@ type options struct {
 	waitTimeout time.Duration
 	noCreate    bool
 	readOnly    bool
-	owners      []uint32 // uids trusted beside the caller and root
-	seed        uint64   // the hash seed of a new file, 0 for random (WithSeed)
+	owners      []uint32      // uids trusted beside the caller and root
+	seed        uint64        // the hash seed of a new file, 0 for random (WithSeed)
+	lockTimeout time.Duration // bound of a lock wait (WithLockTimeout)
 }
 
 func defaultOptions() options {
-	return options{mode: 0o600, waitTimeout: 10 * time.Second}
+	return options{mode: 0o600, waitTimeout: 10 * time.Second, lockTimeout: defaultLockTimeout}
 }
+
+// defaultLockTimeout bounds a lock wait when the options do not
+// (WithLockTimeout). It is generous: a live writer holds the write lock
+// for a Reset, Merge or Remove, which walk the structure at gigabytes a
+// second, so a minute is far past any legitimate hold of all but the
+// largest files.
+const defaultLockTimeout = time.Minute
 
 // WithMode sets the permission bits of a file the call creates (or adopts:
 // an empty file prepared for it, or the all-zero file an interrupted
@@ -49,6 +57,23 @@ func WithMode(perm os.FileMode) Option {
 // ErrTimeout. Attaching to a complete file never waits.
 func WithWaitTimeout(d time.Duration) Option {
 	return func(o *options) { o.waitTimeout = d }
+}
+
+// WithLockTimeout bounds how long an operation waits for the file's lock
+// (default one minute): an add or Remove of a counting Bloom filter, an
+// admission to a Top table, a window's turn, an arena's create, Remove or
+// Freeze, a Reset or Merge. Another process holding the lock is waited for
+// while it lives (one that died is recovered from in milliseconds); past
+// the bound the operation fails with ErrTimeout and changes nothing. A
+// live holder keeps the write lock for as long as a Reset or Merge walks
+// the structure, seconds for a file of many gigabytes: give a larger
+// bound for such files. Anyone who may write the file can write its lock
+// words too, and so make every other writer wait this long (no recovery
+// takes a lock from a holder whose token names a live process); the
+// bound is what turns that into an error rather than a hang. The
+// structures of an arena wait as long as the arena's handle says.
+func WithLockTimeout(d time.Duration) Option {
+	return func(o *options) { o.lockTimeout = d }
 }
 
 // WithoutCreate makes Open attach only: a missing file is an error that
@@ -125,6 +150,8 @@ func buildOptions(opts []Option) (options, error) {
 		return o, fmt.Errorf("%w: mode %#o lets every user write the file, and so truncate it under every process that maps it (they die with SIGBUS); share it with a group instead (0660)", ErrInvalidConfig, uint32(o.mode))
 	case o.waitTimeout <= 0:
 		return o, fmt.Errorf("%w: wait timeout %v is not positive", ErrInvalidConfig, o.waitTimeout)
+	case o.lockTimeout <= 0:
+		return o, fmt.Errorf("%w: lock timeout %v is not positive", ErrInvalidConfig, o.lockTimeout)
 	}
 	for _, u := range o.owners {
 		if int32(u) < 0 {
@@ -246,6 +273,9 @@ type resources struct {
 	tokenFd int // a descriptor of the handle's own holding its lock token, or -1
 	data    []byte
 	lk      *fileLock // the process's part in the file's lock, once joined
+	// lockTimeout bounds the lock's waits (WithLockTimeout; the default
+	// when zero).
+	lockTimeout time.Duration
 	// clears are the window slots being cleared under lk's token, by any
 	// structure of this mapping (window_clearing.go).
 	clears clearMarks
@@ -466,7 +496,8 @@ func openSpec(path string, sp spec, err error, opts []Option) (*mapping, error) 
 		var o options
 		if o, err = buildOptions(opts); err == nil {
 			if sp, err = sp.seeded(o); err == nil {
-				return openPath(path, sp, o)
+				m, err := openPath(path, sp, o)
+				return lockBound(m, err, o)
 			}
 		}
 	}
@@ -475,8 +506,8 @@ func openSpec(path string, sp spec, err error, opts []Option) (*mapping, error) 
 
 // memfdSpec creates a new memfd (Memfd).
 func memfdSpec(name string, sp spec, err error, opts []Option) (*mapping, error) {
+	var o options
 	if err == nil {
-		var o options
 		if o, err = buildOptions(opts); err == nil && o.readOnly {
 			err = fmt.Errorf("%w: a new memfd cannot be read-only", ErrInvalidConfig)
 		} else if err == nil {
@@ -486,13 +517,14 @@ func memfdSpec(name string, sp spec, err error, opts []Option) (*mapping, error)
 	if err != nil {
 		return nil, fmt.Errorf("sketch: create memfd:%s: %w", name, err)
 	}
-	return createMemfd(name, sp)
+	m, err := createMemfd(name, sp)
+	return lockBound(m, err, o)
 }
 
 // inMemorySpec creates a structure for one process (Memory).
 func inMemorySpec(sp spec, err error, opts []Option) (*mapping, error) {
+	var o options
 	if err == nil {
-		var o options
 		if o, err = buildOptions(opts); err == nil && o.readOnly {
 			err = fmt.Errorf("%w: a structure created in memory cannot be read-only", ErrInvalidConfig)
 		} else if err == nil {
@@ -502,7 +534,8 @@ func inMemorySpec(sp spec, err error, opts []Option) (*mapping, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sketch: create in memory: %w", err)
 	}
-	return createInMemory(sp)
+	m, err := createInMemory(sp)
+	return lockBound(m, err, o)
 }
 
 // attachSpec attaches to an inherited descriptor (Inherited).
@@ -511,9 +544,19 @@ func attachSpec(fd uintptr, sp spec, err error, opts []Option) (*mapping, error)
 		var o options
 		if o, err = buildOptions(opts); err == nil {
 			if sp, err = sp.seeded(o); err == nil {
-				return attachInherited(fd, sp, o)
+				m, err := attachInherited(fd, sp, o)
+				return lockBound(m, err, o)
 			}
 		}
 	}
 	return nil, fmt.Errorf("sketch: attach fd %d: %w", fd, err)
+}
+
+// lockBound gives a mapping just opened (nil on an error) the lock
+// timeout of the options it was opened with.
+func lockBound(m *mapping, err error, o options) (*mapping, error) {
+	if m != nil {
+		m.res.lockTimeout = o.lockTimeout
+	}
+	return m, err
 }

@@ -242,10 +242,13 @@ func (b *CountingBloom) Snapshot(at Place, opts ...Option) (*CountingBloom, erro
 }
 
 // copyRegion copies the filter's region, its operation count and
-// counters, into dst under the read lock (none on a read-only handle).
+// counters, into dst under the read lock (none on a read-only handle),
+// or fails with the lock's ErrTimeout.
 func (b *CountingBloom) copyRegion(dst []byte) error {
 	if b.lk != nil {
-		b.lk.rlock()
+		if err := b.lk.rlock(); err != nil {
+			return err
+		}
 		defer b.lk.runlock()
 	}
 	copyWords(dst, b.l.stripes)

@@ -96,28 +96,55 @@ func describeUID(uid uint32) string {
 
 // Descriptors. A descriptor handed over (inherited, or received over a
 // unix socket) has no path, so only the owner's uid and WithOwner can
-// vouch for a file behind one, except a memfd whose size is sealed: no
-// holder of it, its creator included, can shrink it under a mapping.
+// vouch for a file behind one. A memfd is owned by the user whose process
+// made it (fstat gives its uid): a memfd another user made is held to the
+// owner rule as that user's file would be. Sealing its size keeps its
+// maker from truncating it, but not from keeping a writable descriptor and
+// writing its lock words and counters while this process uses it.
 
 // sizeSeals are the seals that fix a memfd's size.
 const sizeSeals = unix.F_SEAL_SHRINK | unix.F_SEAL_GROW
 
 // checkDescriptor refuses the file behind a descriptor another process
 // handed over when someone the caller has no reason to trust could change
-// its size: a memfd without sizeSeals (ErrUnsealed), or any other file
-// whose owner is not trusted (ErrNotOwner).
+// it under this process: a memfd without sizeSeals, which any holder could
+// truncate (ErrUnsealed), any file whose owner, or memfd whose maker, is
+// not trusted (ErrNotOwner), and a file every user may write that is not
+// size-sealed (ErrLooseMode).
 func checkDescriptor(fd int, st *unix.Stat_t, o *options) error {
 	seals, err := unix.FcntlInt(uintptr(fd), unix.F_GET_SEALS, 0)
-	if err == nil && seals&sizeSeals == sizeSeals {
-		return nil
-	}
-	if isMemfd(fd, st, err == nil) {
+	sealed := err == nil && seals&sizeSeals == sizeSeals
+	memfd := isMemfd(fd, st, err == nil)
+	if !sealed && memfd {
 		return fmt.Errorf("%w: a memfd of %s without the F_SEAL_SHRINK and F_SEAL_GROW seals, which any holder could truncate under this process; create it with the Memfd place, which seals it", ErrUnsealed, describeUID(st.Uid))
 	}
-	if trustedUID(st.Uid, o) {
+	if !trustedUID(st.Uid, o) {
+		if sealed {
+			return fmt.Errorf("%w: %s made the memfd behind the descriptor and may keep a writable descriptor to it, with which it could write its lock words and counters under this process; pass sketch.WithOwner(%d) to trust that user", ErrNotOwner, describeUID(st.Uid), st.Uid)
+		}
+		return fmt.Errorf("%w: %s owns the file behind the descriptor and could truncate it under this process; pass sketch.WithOwner(%d) to trust that user", ErrNotOwner, describeUID(st.Uid), st.Uid)
+	}
+	return checkLooseMode(st, sealed)
+}
+
+// checkLooseMode refuses, for reading and writing, a file that every user
+// may write (o+w), with ErrLooseMode: any of them could truncate it under
+// this process (SIGBUS), rewrite it or hold its lock, whoever owns it. A
+// memfd whose size is sealed is exempt: its mode (0777) opens nothing,
+// since it has no name to open it by, and no holder can change its size.
+// Reading such a file is allowed (ReadOnly): a reader risks only itself.
+func checkLooseMode(st *unix.Stat_t, sizeSealed bool) error {
+	if st.Mode&0o002 == 0 || sizeSealed {
 		return nil
 	}
-	return fmt.Errorf("%w: %s owns the file behind the descriptor and could truncate it under this process; pass sketch.WithOwner(%d) to trust that user", ErrNotOwner, describeUID(st.Uid), st.Uid)
+	return fmt.Errorf("%w: mode %#o lets every user write it, and so truncate it under this process (which dies with SIGBUS) or hold its lock; take their write permission away (chmod o-w), or open it ReadOnly", ErrLooseMode, st.Mode&0o7777)
+}
+
+// sizeSealed reports whether fd's size is sealed (a memfd the Memfd place
+// made, or sealed like one).
+func sizeSealed(fd int) bool {
+	seals, err := unix.FcntlInt(uintptr(fd), unix.F_GET_SEALS, 0)
+	return err == nil && seals&sizeSeals == sizeSeals
 }
 
 // isMemfd reports whether fd is a memfd: /proc names it "/memfd:NAME".

@@ -48,15 +48,16 @@ func trustedBase(t *testing.T) string {
 	return ""
 }
 
-// otGiveAway makes a valid sketch file at path owned by nobody, mode 0666,
-// as another local user could plant it.
+// otGiveAway makes a valid sketch file at path owned by nobody, mode 0644,
+// as another local user could plant it (one every user may write is
+// ErrLooseMode whoever owns it: TestOpen_WorldWritableFile).
 func otGiveAway(t *testing.T, path string) []byte {
 	t.Helper()
 	_, tmpl := otMakeFile(t, otCfg)
-	if err := os.WriteFile(path, tmpl, 0o666); err != nil {
+	if err := os.WriteFile(path, tmpl, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.Chmod(path, 0o666); err != nil {
+	if err := os.Chmod(path, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.Chown(path, nobodyUID, nobodyUID); err != nil {
@@ -147,7 +148,7 @@ func TestOpen_ErrHardLinked(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
 			victim := filepath.Join(dir, "victim")
-			if err := os.WriteFile(victim, tc.data, 0o644); err != nil {
+			if err := os.WriteFile(victim, tc.data, 0o600); err != nil {
 				t.Fatal(err)
 			}
 			evil := filepath.Join(dir, "evil.cms")
@@ -160,7 +161,7 @@ func TestOpen_ErrHardLinked(t *testing.T) {
 				t.Fatal(err)
 			}
 			got, _ := os.ReadFile(victim)
-			if fi.Mode() != 0o644 || !bytes.Equal(got, tc.data) {
+			if fi.Mode() != 0o600 || !bytes.Equal(got, tc.data) {
 				t.Errorf("the linked file changed: mode %v, %d bytes", fi.Mode(), len(got))
 			}
 			// With the other name gone, the file is the caller's to adopt.

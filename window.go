@@ -589,7 +589,9 @@ func (c *windowCtl) ahead(next uint64) {
 	if c.lk == nil {
 		return // a read-only handle clears nothing
 	}
-	c.lk.rlock() // as rotate: not across a freeze
+	if c.lk.rlock() != nil { // as rotate: not across a freeze
+		return // a live writer holds the lock: writers prepare the slot
+	}
 	defer c.lk.runlock()
 	if !c.open.Load() || c.frozen() || c.current() >= next {
 		return // closed, frozen, or the period turned: writers prepare the slot
@@ -603,8 +605,11 @@ func (c *windowCtl) ahead(next uint64) {
 func (c *windowCtl) rotate() error {
 	// Under the file's read lock, which Freeze takes for writing: a Rotate
 	// either turns the window and clears ahead before the freeze records
-	// its period, or sees the freeze and does nothing.
-	c.lk.rlock()
+	// its period, or sees the freeze and does nothing. A wait for the
+	// lock past its bound fails with ErrTimeout.
+	if err := c.lk.rlock(); err != nil {
+		return err
+	}
 	defer c.lk.runlock()
 	if c.frozen() {
 		return ErrFrozen
@@ -652,12 +657,14 @@ func (c *windowCtl) rotate() error {
 // freeze records the period a frozen window stays at and seals the file,
 // under the file's write lock, so that no Rotate or clear ahead is half
 // way (they hold the read lock); it reports false when the file was
-// sealed already.
-func (c *windowCtl) freeze() bool {
-	c.lk.lock()
+// sealed already, and fails with the lock's ErrTimeout.
+func (c *windowCtl) freeze() (bool, error) {
+	if err := c.lk.lock(); err != nil {
+		return false, err
+	}
 	defer c.lk.unlock()
 	atomic.CompareAndSwapUint64(c.frozenWord(), 0, c.current()+1)
-	return atomic.CompareAndSwapUint32(c.sealed, 0, 1)
+	return atomic.CompareAndSwapUint32(c.sealed, 0, 1), nil
 }
 
 // epoch returns the number of Rotate calls.

@@ -75,7 +75,9 @@ func (b *windowBase) freeze() error {
 	if err := b.refuse("freeze"); err != nil {
 		return err
 	}
-	if !b.ctl.freeze() {
+	if froze, err := b.ctl.freeze(); err != nil {
+		return b.m.errorf("freeze", err)
+	} else if !froze {
 		return b.m.errorf("freeze", ErrFrozen)
 	}
 	b.froze.Store(true)

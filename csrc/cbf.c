@@ -70,14 +70,17 @@ static inline __attribute__((always_inline)) void sk_cbf_prefetch(const uint32_t
 		__builtin_prefetch(&words[(sk_spread(h.lo + (uint64_t)i * h2) & mask) >> 3], 1, 3);
 }
 
-static void sk_cbf_rlock(sk_lock *lock)
+/* sk_cbf_rlock takes lock's read lock when lock is not NULL: 0, or
+ * SK_LOCK_TIMEDOUT, holding nothing. */
+static int sk_cbf_rlock(sk_lock *lock)
 {
 #ifdef __linux__
 	if (lock)
-		sk_lock_read(lock);
+		return sk_lock_read(lock);
 #else
 	(void)lock; /* lock.c is Linux-only: elsewhere callers pass NULL */
 #endif
+	return 0;
 }
 
 static void sk_cbf_runlock(sk_lock *lock)
@@ -98,7 +101,8 @@ static void sk_cbf_runlock(sk_lock *lock)
 int64_t sk_cbf_add_many(uint32_t *words, const uint32_t *sealed, sk_lock *lock, uint64_t seed, uint64_t mask,
 			uint32_t k, int prefetch, const sk_key *keys, size_t count, uint8_t *already)
 {
-	sk_cbf_rlock(lock);
+	if (sk_cbf_rlock(lock) != 0)
+		return SK_CBF_TIMEDOUT;
 	if (sealed && atomic_load(SK_CA32(sealed)) != 0) {
 		sk_cbf_runlock(lock);
 		return SK_CBF_FROZEN;

@@ -48,11 +48,11 @@ func (f *Filter) prefetch() C.int {
 // sealed file (then nothing was added).
 func (f *Filter) AddMany(keys [][]byte, already []bool) (added int, frozen bool) {
 	for base := 0; base < len(keys); base += Batch {
-		n, frozen := f.addChunk(keys[base:min(base+Batch, len(keys))], boolPtr(already, base), nil)
-		if frozen {
+		n := f.addChunk(keys[base:min(base+Batch, len(keys))], boolPtr(already, base), nil)
+		if n == C.SK_CBF_FROZEN {
 			return added, true
 		}
-		added += n
+		added += int(n)
 	}
 	return added, false
 }
@@ -62,8 +62,9 @@ func (f *Filter) AddMany(keys [][]byte, already []bool) (added int, frozen bool)
 const smallChunk = 16
 
 // addChunk adds at most Batch keys in one crossing, under lock when it is
-// not nil (C takes and releases it).
-func (f *Filter) addChunk(chunk [][]byte, already *C.uint8_t, lock *C.sk_lock) (int, bool) {
+// not nil (C takes and releases it). It returns how many were new, or
+// SK_CBF_FROZEN or SK_CBF_TIMEDOUT (lock's wait timed out), adding nothing.
+func (f *Filter) addChunk(chunk [][]byte, already *C.uint8_t, lock *C.sk_lock) C.int64_t {
 	if len(chunk) <= smallChunk {
 		var buf [smallChunk]cKey
 		return f.cross(buf[:len(chunk)], chunk, already, lock)
@@ -74,7 +75,7 @@ func (f *Filter) addChunk(chunk [][]byte, already *C.uint8_t, lock *C.sk_lock) (
 
 // cross passes the keys through a pointer computed beforehand, as
 // csrc.go's batches do, so that buf stays on the stack.
-func (f *Filter) cross(buf []cKey, chunk [][]byte, already *C.uint8_t, lock *C.sk_lock) (int, bool) {
+func (f *Filter) cross(buf []cKey, chunk [][]byte, already *C.uint8_t, lock *C.sk_lock) C.int64_t {
 	for i, k := range chunk {
 		buf[i] = cKey{n: uint64(len(k))}
 		if len(k) > 0 {
@@ -85,12 +86,8 @@ func (f *Filter) cross(buf []cKey, chunk [][]byte, already *C.uint8_t, lock *C.s
 	if len(buf) > 0 {
 		ckeys = (*C.sk_key)(unsafe.Pointer(&buf[0]))
 	}
-	n := C.sk_cbf_add_many(f.words(), f.sealed(), lock, C.uint64_t(f.Seed), C.uint64_t(f.Mask), C.uint32_t(f.K),
+	return C.sk_cbf_add_many(f.words(), f.sealed(), lock, C.uint64_t(f.Seed), C.uint64_t(f.Mask), C.uint32_t(f.K),
 		f.prefetch(), ckeys, C.size_t(len(chunk)), already)
-	if n == C.SK_CBF_FROZEN {
-		return 0, true
-	}
-	return int(n), false
 }
 
 // CountSet returns how many counters are above zero.

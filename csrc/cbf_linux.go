@@ -7,15 +7,27 @@ package csrc
 */
 import "C"
 
-import "unsafe"
+import (
+	"runtime"
+	"unsafe"
+)
 
 // AddManyLocked is AddMany in one crossing that takes lock's read lock,
 // checks the sealed word, adds and releases the lock: at most Batch keys.
-// It is Linux-only, as lock.c is.
-func (f *Filter) AddManyLocked(keys [][]byte, already []bool, lock *Lock) (added int, frozen bool) {
+// timedOut reports that the lock's wait ran past lock.Timeout (then
+// nothing was added). It is Linux-only, as lock.c is.
+func (f *Filter) AddManyLocked(keys [][]byte, already []bool, lock *Lock) (added int, frozen, timedOut bool) {
 	if len(keys) > Batch {
 		panic("csrc: AddManyLocked takes at most Batch keys")
 	}
 	c := lock.c()
-	return f.addChunk(keys, boolPtr(already, 0), (*C.sk_lock)(unsafe.Pointer(&c)))
+	n := f.addChunk(keys, boolPtr(already, 0), (*C.sk_lock)(unsafe.Pointer(&c)))
+	runtime.KeepAlive(lock)
+	switch n {
+	case C.SK_CBF_FROZEN:
+		return 0, true, false
+	case C.SK_CBF_TIMEDOUT:
+		return 0, false, true
+	}
+	return int(n), false, false
 }

@@ -6,7 +6,10 @@
  * of lock_linux.go word for word (docs/DESIGN.md draws the words), so a cgo
  * process locking here and a pure-Go process locking in Go exclude each
  * other and recover each other's dead holders. Keep in sync with
- * lock_linux.go: same words, same order of atomics, same timeouts.
+ * lock_linux.go: same words, same order of atomics, same timeouts, and the
+ * same points where a wait past the handle's bound (sk_lock's timeout) gives
+ * up: a reader after leaving its slot, a writer before claiming W or, once
+ * it claimed W, by releasing it as sk_unlock_write does.
  *
  * Futex contract (futex(2)): FUTEX_WAIT sleeps only while the word still
  * holds the value given, checked atomically with going to sleep, so a wake
@@ -86,6 +89,18 @@ static bool sk_futex_wait(uint32_t *addr, uint32_t val, int64_t timeout)
 		}
 	}
 }
+
+/* sk_wait_left returns how many ns of the lock wait's bound are left,
+ * starting the bound (in *deadline, 0 until then) at its first call: an
+ * uncontended lock never reads the clock (lock_linux.go's waitLeft). */
+static int64_t sk_wait_left(const sk_lock *l, int64_t *deadline)
+{
+	if (*deadline == 0)
+		*deadline = sk_now() + l->timeout;
+	return *deadline - sk_now();
+}
+
+static int64_t sk_min(int64_t a, int64_t b) { return a < b ? a : b; }
 
 static void sk_futex_wake_all(uint32_t *addr)
 {
@@ -346,8 +361,10 @@ static uint32_t sk_next_pos(const sk_lock *l, uint32_t pos)
 /* sk_drain_readers waits until no slot counts a read lock, clearing the
  * slots of readers that died. A slot that has counted a read lock for
  * SK_PATIENCE has its holder asked about, however often live readers
- * leaving other slots woke the wait meanwhile (lock_linux.go). */
-static void sk_drain_readers(sk_lock *l)
+ * leaving other slots woke the wait meanwhile (lock_linux.go). It returns
+ * SK_LOCK_TIMEDOUT when a slot still counts past the bound; the caller then
+ * releases W. */
+static int sk_drain_readers(sk_lock *l, int64_t *deadline)
 {
 	uint32_t hw = atomic_load(A32(l->hw));
 	if (hw > l->nslots)
@@ -369,7 +386,10 @@ static void sk_drain_readers(sk_lock *l)
 				break;
 			if (since == 0)
 				since = sk_now();
-			sk_futex_wait(l->drain, d, SK_PATIENCE);
+			int64_t left = sk_wait_left(l, deadline);
+			if (left <= 0)
+				return SK_LOCK_TIMEDOUT;
+			sk_futex_wait(l->drain, d, sk_min(SK_PATIENCE, left));
 			if (id == l->id || sk_now() - since < SK_PATIENCE)
 				continue;
 			since = sk_now();
@@ -380,17 +400,21 @@ static void sk_drain_readers(sk_lock *l)
 			}
 		}
 	}
+	return 0;
 }
 
-void sk_lock_write(sk_lock *l)
+int sk_lock_write(sk_lock *l)
 {
 	uint32_t me = l->id + 1;
 	bool turn = false;
-	int64_t turn_since = 0;
+	int64_t turn_since = 0, deadline = 0;
 	for (;;) {
 		uint32_t s = atomic_load(A32(l->state));
 		if (s & SK_W) {
-			sk_sleep(l, s, SK_WPARKED, SK_PATIENCE);
+			int64_t left = sk_wait_left(l, &deadline);
+			if (left <= 0)
+				return SK_LOCK_TIMEDOUT;
+			sk_sleep(l, s, SK_WPARKED, sk_min(SK_PATIENCE, left));
 			continue;
 		}
 		if (s & SK_RTURN) {
@@ -409,7 +433,11 @@ void sk_lock_write(sk_lock *l)
 						   (s & (SK_WPARKED | SK_RPARKED)) | SK_W | me))
 			break;
 	}
-	sk_drain_readers(l);
+	if (sk_drain_readers(l, &deadline) != 0) {
+		sk_unlock_write(l);
+		return SK_LOCK_TIMEDOUT;
+	}
+	return 0;
 }
 
 int sk_unlock_write(sk_lock *l)
@@ -428,20 +456,22 @@ int sk_unlock_write(sk_lock *l)
 	}
 }
 
-void sk_lock_read(sk_lock *l)
+int sk_lock_read(sk_lock *l)
 {
-	if (l->slot == NULL) {
-		sk_lock_write(l);
-		return;
-	}
+	if (l->slot == NULL)
+		return sk_lock_write(l);
+	int64_t deadline = 0;
 	for (;;) {
 		atomic_fetch_add(A64(l->slot), 1);
 		uint32_t s = atomic_load(A32(l->state));
 		if (!(s & SK_W))
-			return;
+			return 0;
 		/* A writer holds the lock or waits for readers: back off. */
 		sk_leave_slot(l);
-		sk_sleep(l, s, SK_RPARKED, SK_PATIENCE);
+		int64_t left = sk_wait_left(l, &deadline);
+		if (left <= 0)
+			return SK_LOCK_TIMEDOUT;
+		sk_sleep(l, s, SK_RPARKED, sk_min(SK_PATIENCE, left));
 	}
 }
 

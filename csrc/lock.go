@@ -22,6 +22,7 @@ import "C"
 
 import (
 	"runtime"
+	"time"
 	"unsafe"
 )
 
@@ -39,6 +40,7 @@ type Lock struct {
 	Owner            uint64         // this process in a record's second word
 	ID               int            // this handle's token id
 	FD               int            // holds the token's byte; asks about others
+	Timeout          time.Duration  // how long a lock wait may last (> 0)
 }
 
 // cLock has sk_lock's layout with addresses as integers: Held is Go
@@ -50,6 +52,7 @@ type cLock struct {
 	self, owner                           uint64
 	nslots, id                            uint32
 	fd                                    int32
+	timeout                               int64
 }
 
 // cLock must have sk_lock's layout (compile-time checks).
@@ -64,6 +67,8 @@ var (
 	_ [unsafe.Offsetof(C.sk_lock{}.self) - unsafe.Offsetof(cLock{}.self)]struct{}
 	_ [unsafe.Offsetof(cLock{}.owner) - unsafe.Offsetof(C.sk_lock{}.owner)]struct{}
 	_ [unsafe.Offsetof(C.sk_lock{}.owner) - unsafe.Offsetof(cLock{}.owner)]struct{}
+	_ [unsafe.Offsetof(cLock{}.timeout) - unsafe.Offsetof(C.sk_lock{}.timeout)]struct{}
+	_ [unsafe.Offsetof(C.sk_lock{}.timeout) - unsafe.Offsetof(cLock{}.timeout)]struct{}
 )
 
 func (l *Lock) c() cLock {
@@ -71,17 +76,21 @@ func (l *Lock) c() cLock {
 		state: uintptr(l.State), drain: uintptr(l.Drain), hw: uintptr(l.HW),
 		slots: uintptr(l.Slots), slot: uintptr(l.Slot), tokens: uintptr(l.Tokens),
 		self: l.Self, owner: l.Owner, nslots: uint32(l.NSlots), id: uint32(l.ID), fd: int32(l.FD),
+		timeout: int64(l.Timeout),
 	}
 }
 
 // The sk_lock is passed through a pointer computed beforehand, as the
 // batches' keys are (csrc.go), so that it stays on the stack.
 
-// LockWrite takes the write lock, recovering it from a dead holder.
-func (l *Lock) LockWrite() {
+// LockWrite takes the write lock, recovering it from a dead holder. It
+// returns false, holding nothing, when a live holder kept the lock (or a
+// reader its slot) past Timeout.
+func (l *Lock) LockWrite() bool {
 	c := l.c()
-	C.sk_lock_write((*C.sk_lock)(unsafe.Pointer(&c)))
+	ok := C.sk_lock_write((*C.sk_lock)(unsafe.Pointer(&c))) == 0
 	runtime.KeepAlive(l)
+	return ok
 }
 
 // UnlockWrite releases the write lock. It returns false, touching
@@ -95,10 +104,13 @@ func (l *Lock) UnlockWrite() bool {
 }
 
 // LockRead takes the read lock; a slotless handle takes the write lock.
-func (l *Lock) LockRead() {
+// It returns false, holding nothing, when a live writer kept the lock past
+// Timeout.
+func (l *Lock) LockRead() bool {
 	c := l.c()
-	C.sk_lock_read((*C.sk_lock)(unsafe.Pointer(&c)))
+	ok := C.sk_lock_read((*C.sk_lock)(unsafe.Pointer(&c))) == 0
 	runtime.KeepAlive(l)
+	return ok
 }
 
 // UnlockRead releases the read lock.

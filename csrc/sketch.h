@@ -95,17 +95,24 @@ typedef struct {
 	uint32_t nslots;
 	uint32_t id;     /* this handle's token id */
 	int32_t fd;      /* holds the handle's token byte; asks about others */
+	int64_t timeout; /* ns a lock wait may last (> 0): SK_LOCK_TIMEDOUT past it */
 } sk_lock;
 
+/* sk_lock_write and sk_lock_read return it when a live holder kept the
+ * lock past the sk_lock's timeout; they then hold nothing. */
+#define SK_LOCK_TIMEDOUT 1
+
 /* sk_lock_write takes the write lock, sleeping while others hold it and
- * recovering it from a dead holder. The lock is per handle, not per thread. */
-void sk_lock_write(sk_lock *l);
+ * recovering it from a dead holder: 0, or SK_LOCK_TIMEDOUT. The lock is per
+ * handle, not per thread. */
+int sk_lock_write(sk_lock *l);
 /* sk_unlock_write releases the write lock: 0, or -1 touching nothing when
  * the lock is no longer this handle's (it was recovered from it as dead). */
 int sk_unlock_write(sk_lock *l);
 /* sk_lock_read and sk_unlock_read take and release the read lock; a
- * slotless handle takes the write lock instead. */
-void sk_lock_read(sk_lock *l);
+ * slotless handle takes the write lock instead. sk_lock_read returns 0, or
+ * SK_LOCK_TIMEDOUT. */
+int sk_lock_read(sk_lock *l);
 void sk_unlock_read(sk_lock *l);
 
 /* Counting Bloom filter operations (cbf.c; keep in sync with
@@ -114,6 +121,7 @@ void sk_unlock_read(sk_lock *l);
  * when i is even. Probe i of a key is sk_spread(lo + i*(hi|1)) & mask. */
 #define SK_CBF_MAX 15      /* counters saturate here and stick */
 #define SK_CBF_FROZEN (-1) /* sk_cbf_add_many found the file sealed */
+#define SK_CBF_TIMEDOUT (-2) /* sk_cbf_add_many's lock wait timed out */
 #define SK_CBF_AHEAD 8     /* keys hashed and prefetched ahead */
 
 /* sk_cbf_add_many adds each key once and returns how many were new (one
@@ -121,7 +129,8 @@ void sk_unlock_read(sk_lock *l);
  * key that was not new, else 0. It returns SK_CBF_FROZEN, adding nothing, when
  * *sealed is not zero. It takes lock's read lock around the batch when
  * lock is not NULL (Linux only: elsewhere lock must be NULL); with NULL,
- * the caller holds it. prefetch asks it to fetch SK_CBF_AHEAD keys ahead. */
+ * the caller holds it; SK_CBF_TIMEDOUT, adding nothing, when that lock wait
+ * timed out. prefetch asks it to fetch SK_CBF_AHEAD keys ahead. */
 int64_t sk_cbf_add_many(uint32_t *words, const uint32_t *sealed, sk_lock *lock, uint64_t seed, uint64_t mask,
 			uint32_t k, int prefetch, const sk_key *keys, size_t count, uint8_t *already);
 /* sk_cbf_count_set returns how many counters are above zero. */
