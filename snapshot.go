@@ -178,6 +178,7 @@ func (c *CountMin) copyRegion(dst []byte) error {
 	for try := 1; ; try++ {
 		gen := c.l.resets()
 		copyWords(dst, base)
+		c.l.stampCopy(dst) // the weight and merges that moved meanwhile
 		if c.top != nil {
 			// The table again, keeping only its ways that stayed whole.
 			c.top.copyTo(dst, countMinBytes(c.l.rows, int(c.l.mask+1)))
