@@ -3,6 +3,7 @@
 package sketch
 
 import (
+	"bytes"
 	"errors"
 	"os"
 	"strings"
@@ -255,4 +256,96 @@ func childWeightLoop() error {
 		}()
 	}
 	return <-errs
+}
+
+// TestDistinct_ErrDamaged: a register past the largest rank, planted in
+// a real file, is ErrDamaged to Check, and ExportRedis and a Merge of it
+// refuse it, naming the file, the merge before anything changes.
+func TestDistinct_ErrDamaged(t *testing.T) {
+	path := tempPath(t, "hll")
+	d := mustIn(t, OpenDistinct, Path(path), DistinctConfig{Redis: true})
+	addRange(t, d, 0, 3000)
+	if _, err := d.ExportRedis(); err != nil {
+		t.Fatalf("ExportRedis before the damage: %v", err)
+	}
+	writeAt(t, path, regionOf(t, path)+distinctHeadBytes+100, []byte{64}) // 64 > 51
+	r := mustIn(t, OpenDistinct, Path(path), DistinctConfig{}, ReadOnly())
+	for what, err := range map[string]error{"Check": r.Check(), "Check of the writer": d.Check()} {
+		if !errors.Is(err, ErrDamaged) || !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), "register 100 holds 64") {
+			t.Errorf("%s: %v, want ErrDamaged naming register 100", what, err)
+		}
+	}
+	if b, err := r.ExportRedis(); !errors.Is(err, ErrDamaged) || b != nil || !strings.Contains(err.Error(), path) {
+		t.Errorf("ExportRedis = %d bytes, %v; want ErrDamaged naming %s", len(b), err, path)
+	}
+	fleet := mustDistinct(t, DistinctConfig{Redis: true})
+	addRange(t, fleet, 5000, 100)
+	before := append([]byte(nil), registersOf(fleet)...)
+	if err := fleet.Merge(r); !errors.Is(err, ErrDamaged) || !strings.Contains(err.Error(), path) {
+		t.Errorf("Merge(damaged) = %v, want ErrDamaged naming %s", err, path)
+	}
+	if !bytes.Equal(registersOf(fleet), before) {
+		t.Error("the refused merge changed the count's registers")
+	}
+	if err := fleet.Check(); err != nil {
+		t.Errorf("Check after the refused merge: %v", err)
+	}
+}
+
+// TestDistinctWindow_ExportErrDamaged: a covered slot's register past the
+// largest rank makes the window's Redis export and its SnapshotCovered
+// refuse with ErrDamaged, rather than fold it into what leaves the file.
+func TestDistinctWindow_ExportErrDamaged(t *testing.T) {
+	cfg := DistinctWindowConfig{Window: Window{Keep: 2}, Distinct: DistinctConfig{Redis: true}}
+	w := mustIn(t, OpenDistinctWindow, Memory(), cfg)
+	addRange(t, w, 0, 2000)
+	if _, err := w.ExportRedis(); err != nil {
+		t.Fatalf("ExportRedis before the damage: %v", err)
+	}
+	if s, err := w.Snapshot(Memory()); err != nil {
+		t.Fatalf("Snapshot before the damage: %v", err)
+	} else {
+		s.Close()
+	}
+	for s := range w.slots {
+		slotRegisters(w, s)[7] = 60 // past 51
+	}
+	if err := w.Check(); !errors.Is(err, ErrDamaged) {
+		t.Errorf("Check = %v, want ErrDamaged", err)
+	}
+	if b, err := w.ExportRedis(); !errors.Is(err, ErrDamaged) || b != nil {
+		t.Errorf("ExportRedis = %d bytes, %v; want ErrDamaged", len(b), err)
+	}
+	if s, _, err := w.SnapshotCovered(Memory()); !errors.Is(err, ErrDamaged) || s != nil {
+		t.Errorf("SnapshotCovered = %v, want ErrDamaged", err)
+	}
+}
+
+// TestDistinct_RedisRefusesDamaged: against a real redis-server, the
+// registers of a damaged count, clamped to the largest rank as exports
+// once sent them, are taken by Redis as ranks some key gave; ExportRedis
+// refuses that count, so the fleet key PFMERGEd from the sound exports
+// stays what the sound counts hold.
+func TestDistinct_RedisRefusesDamaged(t *testing.T) {
+	rc := startRedis(t)
+	bad := mustDistinct(t, DistinctConfig{Redis: true})
+	good := mustDistinct(t, DistinctConfig{Redis: true})
+	addRange(t, bad, 0, 5000)
+	addRange(t, good, 3000, 5000)
+	copy(registersOf(bad)[100:], []byte{0xff, 0xff, 0xff, 0xff})
+	rc.mustDo(t, "SET", "clamped", redisDense(&bad.l)) // what an export sent before
+	n, err := rc.do("PFCOUNT", "clamped")
+	t.Logf("PFCOUNT of the clamped damaged registers: %v, %v (Count of the sound one: %d)", n, err, good.Count())
+	if _, err := bad.ExportRedis(); !errors.Is(err, ErrDamaged) {
+		t.Fatalf("ExportRedis of a damaged count = %v, want ErrDamaged", err)
+	}
+	exp, err := good.ExportRedis()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc.mustDo(t, "SET", "good", exp)
+	rc.mustDo(t, "PFMERGE", "fleet", "good")
+	if got, want := rc.mustDo(t, "PFCOUNT", "fleet").(int64), int64(good.Count()); got != want {
+		t.Errorf("PFCOUNT of the fleet = %d, want %d", got, want)
+	}
 }
