@@ -33,7 +33,11 @@ import (
 // When c keeps a candidate table (Candidates), its keys and those of the
 // others' tables are counted again in the merged sketch, and the loudest
 // fill c's table, under the file's write lock: the union of candidates,
-// cut to c's table.
+// cut to c's table. A slot whose key is kept whole but does not hash to
+// the slot's hash (Check of its sketch: ErrCorrupt) is left out, as Top
+// leaves it out, rather than refusing the merge: the counters merge
+// sound, and the key's next add names it again. A prefix's label cannot
+// be checked and is taken as it is (see HeavyHitter.Key).
 func (c *CountMin) Merge(others ...*CountMin) error {
 	if err := c.refuse("merge"); err != nil {
 		return err
