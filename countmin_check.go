@@ -98,12 +98,33 @@ func (l *cmsLayout) endMerge() { atomic.AddUint64(l.stripeWord(mergedOff), 1) }
 // ran during the copy recorded them before its counters moved, possibly
 // after the copy read these words. A merge that started or finished
 // during the copy then leaves the copy's merges started past its merges
-// finished, as a merge cut short does.
-func (l *cmsLayout) stampCopy(dst []byte) {
+// finished, as a merge cut short does. The adds that completed during the
+// copy (the add count moved by delta since before, which the copy read
+// first) may be in some of its rows and not in its add count: the copy's
+// weight is raised so that the bound Check applies covers them too.
+func (l *cmsLayout) stampCopy(dst []byte, before uint64) {
 	for _, off := range []uintptr{weightOff, mergesOff} {
 		w := wordAt(dst, off)
 		*w = max(*w, atomic.LoadUint64(l.stripeWord(off)))
 	}
+	if after := l.addCount(); after > before {
+		w := wordAt(dst, weightOff)
+		*w = max(*w, copyWeight(max(*w, 1), after-before))
+	}
+}
+
+// copyWeight is a recorded weight w' (a power of two, at most maxCount)
+// with maxTornAdds·w' >= maxTornAdds·w + delta: room for delta more in
+// the rows than in the add count.
+func copyWeight(w, delta uint64) uint64 {
+	need := w + delta/maxTornAdds
+	if delta%maxTornAdds != 0 {
+		need++
+	}
+	if need < w || need > maxCount {
+		return maxCount
+	}
+	return 1 << bits.Len64(need-1)
 }
 
 // check is the Count-Min part of Check: the candidate table first (see

@@ -349,3 +349,32 @@ func TestDistinct_RedisRefusesDamaged(t *testing.T) {
 		t.Errorf("PFCOUNT of the fleet = %d, want %d", got, want)
 	}
 }
+
+// TestCountMin_SnapshotWeights: a copy that adds outran, or of a window
+// (which records no weights) with a heavy add torn in a slot, gets a
+// recorded weight that covers what its rows hold beyond its add count:
+// its Check says torn, not damaged.
+func TestCountMin_SnapshotWeights(t *testing.T) {
+	for _, c := range []struct{ w, delta, want uint64 }{
+		{1, 0, 1}, {1, 1, 2}, {1, maxTornAdds, 2}, {1, 3 * maxTornAdds, 4}, {8, 1, 16}, {1 << 62, 1 << 62, maxCount}, {1, ^uint64(0), 1 << 45},
+	} {
+		if got := copyWeight(c.w, c.delta); got != c.want {
+			t.Errorf("copyWeight(%d, %d) = %d, want %d", c.w, c.delta, got, c.want)
+		}
+	}
+	w := mustOpenWindow(t, tempPath(t, "cmw"), Window{Keep: 2}, CountMinConfig{Rows: 4, Width: 256})
+	if _, err := w.AddN([]byte("heavy"), 1<<30); err != nil {
+		t.Fatal(err)
+	}
+	slot := &w.slots[w.Current()%3]
+	lo, _ := hashKey([]byte("torn"), slot.seed)
+	addCell((*uint64)(unsafe.Add(slot.cells, uintptr(spread(lo)&slot.mask)*8)), 1<<30) // row 0 only
+	s, err := w.Snapshot(Memory())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if err := s.Check(); !errors.Is(err, ErrTornAdd) {
+		t.Errorf("Check of a window's copy with a torn heavy add = %v, want ErrTornAdd", err)
+	}
+}
