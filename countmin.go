@@ -347,7 +347,9 @@ func (c *CountMin) Add(key []byte) (uint64, error) {
 
 // AddN counts key n times and returns the new estimate. Counters saturate
 // at 2^63 rather than wrap. AddN with n == 0 counts nothing and returns the
-// current estimate.
+// current estimate. The file records the largest n added (rounded up to a
+// power of two; a handle writes it once per power), which bounds what
+// Check takes for adds cut short rather than damage.
 func (c *CountMin) AddN(key []byte, n uint64) (uint64, error) {
 	if !c.open.Load() || c.ro || atomic.LoadUint32(c.sealed) != 0 {
 		return ClosedEstimate, c.refuse("add")
