@@ -595,6 +595,17 @@ type HeavyHitter struct {
 	// Key is the key, or its first CandidateKeyBytes bytes when Length is
 	// larger: a longer key is kept as that prefix and its full hash, so
 	// its estimate is its own.
+	//
+	// What the label proves: a key kept whole (Length == len(Key)) is
+	// hashed again with the file's seed whenever the table is read, and
+	// listed only if it hashes to the counters Estimate comes from; a
+	// slot whose key does not is never listed, Check reports it
+	// (ErrCorrupt), and Merge and Snapshot leave it out. A prefix
+	// (Length > len(Key)) cannot be checked so: the estimate is the whole
+	// key's, but the label is whatever the table's writer stored, the
+	// key's first bytes when this package wrote it, anything when
+	// someone else who may write the file did; and keys that share the
+	// prefix are told apart only by their hash, not by their label.
 	Key string `json:"key"`
 	// Length is the whole key's length in bytes.
 	Length int `json:"length"`

@@ -71,6 +71,9 @@ type CountMin struct {
 	l    cmsLayout
 	core countMinCore    // serves batches and whole-array walks
 	top  *candidateTable // nil without Candidates
+	// weighed is the weight this handle last saw recorded in the file
+	// (noteWeight): an AddN of no more skips the file's word.
+	weighed atomic.Uint64
 }
 
 // ClosedEstimate is what Estimate returns on a closed handle, and on a zero
@@ -344,7 +347,9 @@ func (c *CountMin) Add(key []byte) (uint64, error) {
 
 // AddN counts key n times and returns the new estimate. Counters saturate
 // at 2^63 rather than wrap. AddN with n == 0 counts nothing and returns the
-// current estimate.
+// current estimate. The file records the largest n added (rounded up to a
+// power of two; a handle writes it once per power), which bounds what
+// Check takes for adds cut short rather than damage.
 func (c *CountMin) AddN(key []byte, n uint64) (uint64, error) {
 	if !c.open.Load() || c.ro || atomic.LoadUint32(c.sealed) != 0 {
 		return ClosedEstimate, c.refuse("add")
@@ -352,6 +357,9 @@ func (c *CountMin) AddN(key []byte, n uint64) (uint64, error) {
 	lo, hi := hashKey(key, c.l.seed)
 	if n == 0 {
 		return c.afterUse(c.l.estimateHashed(lo, hi), "add")
+	}
+	if n > 1 && n > c.weighed.Load() {
+		c.noteWeight(n) // before the counters: Check bounds a torn add by it
 	}
 	est := c.l.addHashed(lo, hi, n)
 	if c.top != nil && c.top.passes(est, n) {
@@ -584,74 +592,6 @@ func errorBound(total uint64, width int) uint64 {
 		return math.MaxUint64
 	}
 	return uint64(b)
-}
-
-// check is the Count-Min part of Check: the candidate table first (see
-// candidateTable.check), then the rows. Every row must sum to the same
-// total, as it must since every add puts its count in exactly one counter
-// of each row. Rows that disagree are not damage (ErrInconsistent): adds
-// that raced a Reset leave them, and Check says so, or an add was cut
-// short by a killed process (ErrTornAdd), which leaves a pattern of its
-// own (see resetTracked). Either way nothing needs repair: estimates stay
-// upper bounds for every key but the few caught in the middle, and a
-// Reset with no adds running clears the finding. Row sums are exact only
-// while no add is running (a concurrent add lands in some rows before
-// others), and are not compared once a counter has saturated.
-func (c *CountMin) check() error {
-	if c.top != nil {
-		if err := c.top.check(); err != nil {
-			return c.m.errorf("check", err)
-		}
-	}
-	sums := make([]uint64, c.l.rows)
-	var adds uint64
-	for try := 0; ; try++ {
-		gen := c.l.resets()
-		// The add count moves after the counters: read before the rows,
-		// it never exceeds them unless something but an add changed them.
-		adds = c.l.addCount()
-		saturated := c.core.rowSums(&c.l, sums)
-		if c.l.resets() != gen && try < 3 {
-			continue // a Reset ran during the walk: walk again
-		}
-		if saturated {
-			return nil
-		}
-		break
-	}
-	if !c.open.Load() {
-		return c.closedErr("check")
-	}
-	return c.rowFinding(sums, adds)
-}
-
-// rowFinding classifies row sums that disagree: a prefix of rows counting
-// more is an add cut short (ErrTornAdd); sums that only rise from the
-// first row to the last are what adds racing a Reset leave (see
-// resetTracked).
-func (c *CountMin) rowFinding(sums []uint64, adds uint64) error {
-	lo, hi := sums[0], sums[0]
-	rising := true
-	for i, v := range sums {
-		lo, hi = min(lo, v), max(hi, v)
-		if i > 0 && v < sums[i-1] {
-			rising = false
-		}
-	}
-	if lo == hi {
-		if adds > lo {
-			return c.m.errorf("check", fmt.Errorf("%w: the add count holds %d, %d more than every row: adds that raced a Reset (their count survived it, their counters did not); the file is not damaged, and a Reset with no adds running clears this", ErrInconsistent, adds, adds-lo))
-		}
-		return nil
-	}
-	diff := fmt.Sprintf("row sums range from %d to %d, a difference of %d", lo, hi, hi-lo)
-	if c.l.resets()%2 == 1 {
-		return c.m.errorf("check", fmt.Errorf("%w: %s, and a Reset is running or was cut short part way (by a killed process or a Close); the file is not damaged, and a Reset that completes clears this", ErrInconsistent, diff))
-	}
-	if rising && c.l.resets() != 0 {
-		return c.m.errorf("check", fmt.Errorf("%w: %s, left by adds that raced a Reset (they survive in some rows only); the file is not damaged, and a Reset with no adds running clears this", ErrInconsistent, diff))
-	}
-	return c.m.errorf("check", fmt.Errorf("%w: %s; the file is not damaged: every estimate stays an upper bound but that of the key whose add was cut, and a Reset clears this", ErrTornAdd, diff))
 }
 
 // Close releases the descriptor and the file's pages. It is safe to call

@@ -1,6 +1,7 @@
 package sketch
 
 import (
+	"errors"
 	"fmt"
 	"sync/atomic"
 	"unsafe"
@@ -20,14 +21,23 @@ import (
 // load and adds it with an atomic add, so adds running in any process at
 // the same time, on c or on a source, land whole, and a source written
 // meanwhile contributes some of the new adds and not others. A merge cut
-// short (a killed process, a Close) has added a prefix of the counters.
+// short (a killed process, a Close) has added a prefix of the counters;
+// the sketch counts the merges started and finished, so that Check knows
+// then that its rows may differ by up to a whole sketch (ErrTornAdd, not
+// damage). c records the largest weight the others recorded. A sketch
+// whose counters Check calls damaged (ErrDamaged) is refused, naming it,
+// before anything changes: its counters would spread into c's for good.
 // Both builds merge in Go: it is one pass of loads and adds, as fast in
 // either core.
 //
 // When c keeps a candidate table (Candidates), its keys and those of the
 // others' tables are counted again in the merged sketch, and the loudest
 // fill c's table, under the file's write lock: the union of candidates,
-// cut to c's table.
+// cut to c's table. A slot whose key is kept whole but does not hash to
+// the slot's hash (Check of its sketch: ErrCorrupt) is left out, as Top
+// leaves it out, rather than refusing the merge: the counters merge
+// sound, and the key's next add names it again. A prefix's label cannot
+// be checked and is taken as it is (see HeavyHitter.Key).
 func (c *CountMin) Merge(others ...*CountMin) error {
 	if err := c.refuse("merge"); err != nil {
 		return err
@@ -42,9 +52,14 @@ func (c *CountMin) Merge(others ...*CountMin) error {
 		if o.l.seed != c.l.seed {
 			return c.m.errorf("merge", fmt.Errorf("%w: %s hashes with another seed than this sketch", ErrIncompatible, o.name()))
 		}
+		if err := o.checkCounters(); errors.Is(err, ErrDamaged) {
+			return c.m.errorf("merge", fmt.Errorf("%w: %s: its counters hold what no add can leave (check it), so they are not merged", ErrDamaged, o.name()))
+		}
 	}
 	for i, o := range others {
+		c.l.beginMerge(&o.l)
 		mergeCells(&c.l, &o.l)
+		c.l.endMerge()
 		if !o.open.Load() {
 			return c.m.errorf("merge", fmt.Errorf("%w: sketch %d of the merge was closed during it", ErrInvalidArgument, i))
 		}

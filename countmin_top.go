@@ -46,6 +46,11 @@ func (c *CountMin) noiseFloor() uint64 { return c.l.addCount() / (c.l.mask + 1) 
 // buckets of 8 ways with 15 louder keys are not. Top takes no lock and
 // costs a walk of the table and an estimate per key. It returns
 // ErrInvalidArgument on a sketch without a table, ErrClosed after Close.
+//
+// A key kept whole is listed only if it hashes to its slot's hash with
+// the file's seed, so its label names the counters of its estimate; a
+// key longer than CandidateKeyBytes is listed as a prefix whose label no
+// reader can check (see HeavyHitter.Key).
 func (c *CountMin) Top(n int) ([]HeavyHitter, error) {
 	if !c.open.Load() {
 		return nil, c.closedErr("top")

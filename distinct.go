@@ -330,8 +330,11 @@ func (d *Distinct) Reset() error {
 // several count once). The others must have d's precision and profile and,
 // in the default profile, d's seed (ErrIncompatible otherwise: checked for
 // all before anything changes); they may be read-only views or frozen
-// files, while d may be neither. Each word changes with a CAS, so every
-// process may go on adding meanwhile.
+// files, while d may be neither. One with a register past the largest
+// rank (damage: Check reports ErrDamaged) is refused with ErrDamaged,
+// naming it, before anything changes: the register would stay in d for
+// good. Each word changes with a CAS, so every process may go on adding
+// meanwhile.
 func (d *Distinct) Merge(others ...*Distinct) error {
 	if err := d.refuse("merge"); err != nil {
 		return err
@@ -346,6 +349,9 @@ func (d *Distinct) Merge(others ...*Distinct) error {
 		}
 		if !d.l.redis && o.l.seed != d.l.seed {
 			return d.m.errorf("merge", fmt.Errorf("%w: %s hashes with another seed", ErrIncompatible, o.name()))
+		}
+		if j, v, bad := o.l.damaged(); bad {
+			return d.m.errorf("merge", fmt.Errorf("%s: %w; not merged", o.name(), o.l.damage(j, v)))
 		}
 	}
 	for _, o := range others {
@@ -416,14 +422,11 @@ func (d *Distinct) statsOf() any { return d.Stats() }
 
 // check is the distinct count's part of Check: no register may exceed
 // q+1 = 65-p, the largest rank a hash gives (a run of q zeros), so a
-// larger one is damage (ErrCorrupt); a register never lowers, so nothing
-// else is checked.
+// larger one is damage (ErrDamaged, which wraps ErrCorrupt); a register
+// never lowers, so nothing else is checked.
 func (d *Distinct) check() error {
-	top := uint64(d.l.q() + 1)
-	for j := range d.l.m() {
-		if v := d.l.register(j); v > top {
-			return d.m.errorf("check", fmt.Errorf("%w: register %d holds %d, more than the largest rank %d of precision %d", ErrCorrupt, j, v, top, d.l.p))
-		}
+	if j, v, bad := d.l.damaged(); bad {
+		return d.m.errorf("check", d.l.damage(j, v))
 	}
 	if !d.open.Load() {
 		return d.closedErr("check")

@@ -1,6 +1,7 @@
 package sketch
 
 import (
+	"fmt"
 	"math"
 	"math/bits"
 	"sync/atomic"
@@ -132,6 +133,29 @@ func (l *distinctLayout) histogram(c *[66]uint64) {
 			x >>= 8
 		}
 	}
+}
+
+// damaged returns the first register past the largest rank q+1, which
+// only a damaged file holds, and its value; false when there is none.
+func (l *distinctLayout) damaged() (j, v uint64, bad bool) {
+	top := uint64(l.q() + 1)
+	for w := uint64(0); w < l.m()/8; w++ {
+		x := atomic.LoadUint64(l.word(w))
+		if x == 0 {
+			continue
+		}
+		for i := uint64(0); i < 8; i++ {
+			if r := x >> regShift(i) & 0xff; r > top {
+				return w*8 + i, r, true
+			}
+		}
+	}
+	return 0, 0, false
+}
+
+// damage is the error for a damaged register j holding v: ErrDamaged.
+func (l *distinctLayout) damage(j, v uint64) error {
+	return fmt.Errorf("%w: register %d holds %d, more than the largest rank %d of precision %d", ErrDamaged, j, v, l.q()+1, l.p)
 }
 
 // register returns register j.

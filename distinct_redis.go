@@ -32,12 +32,21 @@ const (
 //
 // It works on a live count (reading each register once, while adds may
 // go on) and on a read-only or frozen one. A closed handle is ErrClosed.
+// A count with a register past the largest rank (damage: Check reports
+// ErrDamaged) is refused with ErrDamaged: Redis would take it as a rank
+// some key gave, and PFMERGE would keep it in every key it merges into.
 func (d *Distinct) ExportRedis() ([]byte, error) {
 	if !d.open.Load() {
 		return nil, d.closedErr("export")
 	}
 	if d.l.p != redisHLLP {
 		return nil, d.m.errorf("export", fmt.Errorf("%w: Redis's HyperLogLog has 2^%d registers, this count 2^%d", ErrIncompatible, redisHLLP, d.l.p))
+	}
+	if j, v, bad := d.l.damaged(); bad {
+		// Redis would take the register, clamped to the largest rank or
+		// not, as a rank some key gave, and PFMERGE would keep it in
+		// every key it merges into, the fleet's for good.
+		return nil, d.m.errorf("export", d.l.damage(j, v))
 	}
 	out := redisDense(&d.l)
 	if !d.open.Load() {
@@ -69,7 +78,9 @@ func redisDense(l *distinctLayout) []byte {
 // PFCOUNT of it is Count, and PFMERGE merges it with other hosts'
 // exports. It needs Redis's 16384 registers (precision 14;
 // ErrIncompatible otherwise). When the window turns during the export,
-// it starts again at the new period, as SnapshotCovered does.
+// it starts again at the new period, as SnapshotCovered does. A covered
+// slot with a damaged register is refused (ErrDamaged), as
+// Distinct.ExportRedis refuses one.
 func (w *DistinctWindow) ExportRedis() ([]byte, error) {
 	out, _, err := w.ExportRedisCovered()
 	return out, err
@@ -87,7 +98,19 @@ func (w *DistinctWindow) ExportRedisCovered() ([]byte, Periods, error) {
 	u := w.union.Get().([]uint64)
 	defer w.union.Put(u)
 	clear(u)
-	per, err := w.foldCovered(func(s uint64) { w.raiseTo(u, s) }, func() { clear(u) })
+	var bad error
+	per, err := w.foldCovered(func(s uint64) {
+		if bad == nil {
+			bad = w.slotDamage(s)
+		}
+		w.raiseTo(u, s)
+	}, func() {
+		clear(u)
+		bad = nil
+	})
+	if err == nil {
+		err = bad
+	}
 	if err != nil {
 		return nil, Periods{}, w.m.errorf("export", err)
 	}

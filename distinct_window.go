@@ -480,18 +480,25 @@ func (w *DistinctWindow) closedStats(s DistinctWindowStats) DistinctWindowStats 
 }
 
 // check is the distinct window's part of Check: no register of any slot
-// may exceed the largest rank (ErrCorrupt), as Distinct's check.
+// may exceed the largest rank (ErrDamaged), as Distinct's check.
 func (w *DistinctWindow) check() error {
 	for i := range w.slots {
-		l := &w.slots[i]
-		top := uint64(l.q() + 1)
-		for j := range l.m() {
-			if v := l.register(j); v > top {
-				return w.m.errorf("check", fmt.Errorf("%w: register %d of slot %d holds %d, more than the largest rank %d of precision %d", ErrCorrupt, j, i, v, top, l.p))
-			}
+		if err := w.slotDamage(uint64(i)); err != nil {
+			return w.m.errorf("check", err)
 		}
 	}
 	return w.after("check")
+}
+
+// slotDamage is ErrDamaged naming slot s's first register past the
+// largest rank, or nil: the exports and snapshots that fold slots refuse
+// such a slot rather than carry the value elsewhere.
+func (w *DistinctWindow) slotDamage(s uint64) error {
+	l := &w.slots[s]
+	if j, v, bad := l.damaged(); bad {
+		return fmt.Errorf("%w: register %d of slot %d holds %d, more than the largest rank %d of precision %d", ErrDamaged, j, s, v, l.q()+1, l.p)
+	}
+	return nil
 }
 
 // Close stops the handle's clock and releases the descriptor, the lock's

@@ -142,7 +142,8 @@
 // add, which never returned, may be missing from the key's estimate, while
 // every add that returned is counted, in every process, crash or not, and
 // [CountMin.Check] reports the torn add ([ErrTornAdd]). There is no lock to
-// recover and nothing to repair.
+// recover and nothing to repair. Counters no add, even cut short, can
+// leave are damage, which Check reports as [ErrDamaged].
 //
 // [CountMin.Close] may run while other goroutines still use the handle:
 // their calls finish on memory that stays mapped until the handle is

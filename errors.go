@@ -169,6 +169,17 @@ var (
 	// of its handle (or was still running while Check summed the rows). It
 	// wraps ErrInconsistent.
 	ErrTornAdd = &wrapped{"an add was cut short (by a killed writer or a Close, or is still running)", ErrInconsistent}
+
+	// ErrDamaged is reported by Check when counters or registers hold what
+	// no add, merge or reset can leave, however it was cut short: a
+	// Count-Min row holding more than its add count by more than 2^20 adds
+	// of the largest weight the file recorded, a counter far past
+	// saturation, a distinct count's register past the largest rank. The
+	// header and layout are sound, the values are not: something else
+	// wrote the file. Estimates may be wrong in either direction; recreate
+	// the structure (or restore a copy). Merges and exports refuse a
+	// structure with such values. It wraps ErrCorrupt.
+	ErrDamaged = &wrapped{"counters damaged", ErrCorrupt}
 )
 
 // wrapped is a sentinel that is also its parent sentinel under errors.Is.

@@ -70,6 +70,13 @@ func (h *Handle) Freeze() error {
 // (a Count-Min sketch's row sums: see CountMin.Check; an arena's every
 // directory entry). A filter's bits and a window's slots have no
 // redundancy to verify beyond the header.
+//
+// What interrupted operations leave is no damage: Count-Min rows an add
+// or a merge cut short left apart (ErrTornAdd), a Reset's leftovers
+// (ErrInconsistent). Values none of them can leave are ErrDamaged (which
+// wraps ErrCorrupt): a Count-Min row above its add count by more than
+// 2^20 adds of the largest weight the file recorded, a counter far past
+// saturation, a distinct count's register past the largest rank.
 func (h *Handle) Check() error {
 	if !h.open.Load() {
 		return h.closedErr("check")

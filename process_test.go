@@ -63,6 +63,8 @@ func TestHelperProcess(t *testing.T) {
 		err = childRace()
 	case "loop":
 		err = childLoop()
+	case "weightloop":
+		err = childWeightLoop()
 	case "memfd":
 		err = childMemfd()
 	case "crossuser":

@@ -177,7 +177,9 @@ func (c *CountMin) copyRegion(dst []byte) error {
 	base := c.l.stripes
 	for try := 1; ; try++ {
 		gen := c.l.resets()
+		before := c.l.addCount()
 		copyWords(dst, base)
+		c.l.stampCopy(dst, before) // the weight, merges and adds that moved meanwhile
 		if c.top != nil {
 			// The table again, keeping only its ways that stayed whole.
 			c.top.copyTo(dst, countMinBytes(c.l.rows, int(c.l.mask+1)))

@@ -48,7 +48,9 @@ func (w *DistinctWindow) Snapshot(at Place, opts ...Option) (*Distinct, error) {
 // The copy counts every key whose add returned, in any process, before
 // the call, in a period it covers. When the window turns during the copy,
 // the copy starts again, as CountMinWindow.SnapshotCovered's does; the
-// places and options are as CountMin.Snapshot's.
+// places and options are as CountMin.Snapshot's. A covered slot with a
+// register past the largest rank (damage: Check reports ErrDamaged) is
+// refused with ErrDamaged rather than folded into the copy.
 func (w *DistinctWindow) SnapshotCovered(at Place, opts ...Option) (*Distinct, Periods, error) {
 	if !w.open.Load() {
 		return nil, Periods{}, w.closedErr("snapshot")
@@ -78,14 +80,22 @@ func (w *DistinctWindow) SnapshotCovered(at Place, opts ...Option) (*Distinct, P
 func (w *DistinctWindow) maxCovered(dst []byte) (Periods, error) {
 	regs := unsafe.Slice((*uint64)(unsafe.Pointer(&dst[distinctHeadBytes])), w.slots[0].m()/8)
 	var changes uint64
+	var bad error
 	p, err := w.foldCovered(func(s uint64) {
+		if bad == nil {
+			bad = w.slotDamage(s)
+		}
 		changes += atomic.LoadUint64(w.slots[s].changes)
 		w.raiseTo(regs, s)
 	}, func() {
 		clear(dst)
 		changes = 0
+		bad = nil
 	})
 	*wordAt(dst, 0) = changes
+	if err == nil {
+		err = bad
+	}
 	return p, err
 }
 

@@ -2,6 +2,7 @@ package sketch
 
 import (
 	"fmt"
+	"slices"
 	"sync/atomic"
 	"unsafe"
 )
@@ -136,6 +137,10 @@ func (w *CountMinWindow) sumCovered(dst []byte) (Periods, error) {
 		least = min(least, v)
 	}
 	*wordAt(dst, 0) = min(least, maxCount)
+	// A window records no weights: the copy's says its rows may differ
+	// by as much as they do (adds torn or running during the copy), so
+	// that its Check does not take that for damage.
+	*wordAt(dst, weightOff) = copyWeight(1, slices.Max(sums)-least)
 	return p, nil
 }
 

@@ -12,7 +12,7 @@ var checkCmd = &command{
 	name:       "check",
 	opensFiles: true,
 	args:       "FILE",
-	summary:    "verify a file: exit 0 sound, 1 corrupt, 3 an add cut short",
+	summary:    "verify a file: exit 0 sound, 1 corrupt, 3 an add cut short, 5 damaged counters",
 	details: `
 Check verifies the whole file without changing it: the header and its
 checksum, the directory, every structure's parameters and place (each of
@@ -22,10 +22,16 @@ is corrupt or cannot be read; 3 when the only findings are operations cut
 short, which are not damage and need no repair: an add torn by a killed
 writer (some rows counted it, the rest not), adds that raced a reset, or
 a process killed while it held the file's lock (the next contender
-recovers it). It opens the file read-only and takes no lock.`,
+recovers it); 5 when counters hold what no add cut short can leave, which is
+damage (the header is sound, the values are not: a Count-Min row above
+its add count by more than a million adds of the largest weight the file
+recorded, a counter far past saturation, a distinct count's register past
+the largest rank): estimates may be wrong either way, merges and Redis
+exports refuse the structure, and it must be recreated or restored. It
+opens the file read-only and takes no lock.`,
 	example: `sketch check /dev/shm/clients.cms; echo "exit $?"`,
 	setup: func(fs *flag.FlagSet) func([]string) error {
-		jsonOut := fs.Bool("json", false, `print JSON: {"file", "status": "ok"|"interrupted"|"corrupt", "findings", "exit_code"}`)
+		jsonOut := fs.Bool("json", false, `print JSON: {"file", "status": "ok"|"interrupted"|"corrupt"|"damaged", "findings", "exit_code"}`)
 		return func(args []string) error {
 			t, err := oneFile(args, "check verifies")
 			if err != nil {
@@ -57,7 +63,7 @@ recovers it). It opens the file read-only and takes no lock.`,
 // checkResult is what check found, and its JSON.
 type checkResult struct {
 	File     string   `json:"file"`
-	Status   string   `json:"status"` // "ok", "interrupted" (exit 3) or "corrupt" (exit 1, also for a file that cannot be read)
+	Status   string   `json:"status"` // "ok", "interrupted" (exit 3), "damaged" (exit 5) or "corrupt" (exit 1, also for a file that cannot be read)
 	Findings []string `json:"findings"`
 	ExitCode int      `json:"exit_code"`
 	what     string
@@ -76,7 +82,9 @@ func checkFile(path string) checkResult {
 		return fail(err)
 	}
 	interrupted := func(msg string) {
-		r.Status, r.ExitCode = "interrupted", exitTorn
+		if r.ExitCode != exitDamaged {
+			r.Status, r.ExitCode = "interrupted", exitTorn
+		}
 		r.Findings = append(r.Findings, msg)
 	}
 	// Every structure: the one of a standalone file, or each of an arena's.
@@ -104,6 +112,13 @@ func checkFile(path string) checkResult {
 		err = s.Check()
 		s.Close()
 		if err == nil {
+			continue
+		}
+		if errors.Is(err, sketch.ErrDamaged) {
+			// Damage of the values, not of the file: every structure is
+			// still checked, and the worst finding decides.
+			r.Status, r.ExitCode = "damaged", exitDamaged
+			r.Findings = append(r.Findings, message(err))
 			continue
 		}
 		if !errors.Is(err, sketch.ErrInconsistent) {

@@ -106,7 +106,11 @@
 // library refuses among them: --error 2, --keep 300, --mode 0666); 3 from check only: the file is
 // sound, but an operation was cut short (a torn Count-Min add, adds that
 // raced a reset, a lock held by a process that was killed); 4 from allow
-// only: a key was refused.
+// only: a key was refused; 5 from check only: counters or registers hold
+// what no add, even one cut short, can leave (a Count-Min row above its
+// add count by more than a million adds of the largest weight the file
+// recorded, a counter far past saturation, a distinct count's register
+// past the largest rank): damage, which merge and Redis exports refuse.
 //
 // # JSON
 //

@@ -78,6 +78,7 @@ const (
 	exitUsage   = 2 // bad arguments
 	exitTorn    = 3 // check: sound, but an operation was cut short (a torn add)
 	exitRefused = 4 // allow: a key was refused
+	exitDamaged = 5 // check: counters or registers hold what no add can leave
 )
 
 // exitError carries an exit code other than 1 up to main.

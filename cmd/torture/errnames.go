@@ -18,6 +18,7 @@ var sentinels = []struct {
 	{"ErrVersion", sketch.ErrVersion},
 	{"ErrChecksum", sketch.ErrChecksum},
 	{"ErrInterruptedCreate", sketch.ErrInterruptedCreate},
+	{"ErrDamaged", sketch.ErrDamaged},
 	{"ErrCorrupt", sketch.ErrCorrupt},
 	{"ErrIncompatible", sketch.ErrIncompatible},
 	{"ErrFrozen", sketch.ErrFrozen},

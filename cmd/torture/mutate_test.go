@@ -19,6 +19,7 @@ func TestSentinelName(t *testing.T) {
 		{fmt.Errorf("sketch: open x: %w", sketch.ErrChecksum), "ErrChecksum"},
 		{fmt.Errorf("sketch: open x: %w: short", sketch.ErrCorrupt), "ErrCorrupt"},
 		{fmt.Errorf("sketch: check x: %w", sketch.ErrTornAdd), "ErrTornAdd"},
+		{fmt.Errorf("sketch: check x: %w", sketch.ErrDamaged), "ErrDamaged"},
 		{sketch.ErrInconsistent, "ErrInconsistent"},
 		{fmt.Errorf("sketch: open x: %w", sketch.ErrByteOrder), "ErrByteOrder"},
 		{errors.New("mmap: invalid argument"), unclassified},
