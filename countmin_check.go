@@ -34,11 +34,16 @@ const (
 	mergesOff = 24
 	mergedOff = 32
 	// maxTornAdds is how many adds of the largest recorded weight Check
-	// lets be cut short (or be running) at once before it calls a row's
-	// excess damage: 2^20, far more than kills and Closes leave between
-	// two Resets, and far less than the excess a damaged word of a
-	// counter usually adds (4 bytes of 0xff add about 2^32).
-	maxTornAdds = 1 << 20
+	// lets be cut short (or be running) before it calls a row's excess
+	// damage: 2^28. A batch moves the add count once per chunk of 256
+	// keys, after their counters, so each handle closed or process killed
+	// mid-batch may leave up to 255 adds in the rows and not in the count
+	// (about 120 a kill measured): 2^28 is 2^20 such batches, more than
+	// kills and Closes leave in a file's life, and still under the excess
+	// a damaged word of a counter usually adds (4 bytes of 0xff add about
+	// 2^32). A bound of 2^20 adds called a service's file damaged after
+	// 8,500 Closes under AddBatch.
+	maxTornAdds = 1 << 28
 	// overSaturated is how far past maxCount adds racing a saturated
 	// counter can carry it before one clamps it back (at most fastAdd
 	// each, and 2^20 of them): a counter past maxCount by more is damage.
