@@ -82,9 +82,10 @@ var (
 	// It also means an existing file, reached by path or by a descriptor,
 	// lets every user write it (o+w): any of them could truncate it under
 	// this process or hold its lock, so it is not opened for writing;
-	// take their write permission away (chmod o-w). A memfd whose size is
-	// sealed is exempt (it has no name to open it by), and ReadOnly opens
-	// such a file, since a reader risks only itself.
+	// take their write permission away (chmod o-w), and move to a new
+	// file, since a descriptor opened meanwhile stays writable. A memfd
+	// whose size is sealed is exempt (it has no name to open it by), and
+	// ReadOnly opens such a file, since a reader risks only itself.
 	ErrLooseMode = errors.New("file's mode lets others write it")
 
 	// ErrNoSpace means the filesystem could not reserve the file's blocks at

@@ -137,7 +137,7 @@ func checkLooseMode(st *unix.Stat_t, sizeSealed bool) error {
 	if st.Mode&0o002 == 0 || sizeSealed {
 		return nil
 	}
-	return fmt.Errorf("%w: mode %#o lets every user write it, and so truncate it under this process (which dies with SIGBUS) or hold its lock; take their write permission away (chmod o-w), or open it ReadOnly", ErrLooseMode, st.Mode&0o7777)
+	return fmt.Errorf("%w: mode %#o lets every user write it, and so truncate it under this process (which dies with SIGBUS) or hold its lock; take their write permission away (chmod o-w) and, since a descriptor another user opened while it was writable stays writable, make a new file (sketch snapshot, or create and merge) rather than trust this one after a chmod; or open it ReadOnly", ErrLooseMode, st.Mode&0o7777)
 }
 
 // sizeSealed reports whether fd's size is sealed (a memfd the Memfd place
