@@ -34,7 +34,12 @@
 // else quoted with Go's escapes ("\xff\xfe"; one that begins with a
 // double quote is quoted too, so two never share a value), and a key its
 // table keeps as a prefix is cut before a character the cut fell inside,
-// so no file makes a scrape fail or a collector panic.
+// quoted and followed by its length, as sketch top shows it
+// ("vvv"... (81 bytes)), so that a key that is another's first bytes has
+// a label of its own; no file makes a scrape fail or a collector panic.
+// Each loud key is a series of its own, so clients that choose their keys
+// choose how many series a scrape makes over time (at most the 10 loudest
+// a structure at once); WithoutKeys bounds them.
 //
 // The key label of sketch_heavy_hitter_estimate is a client's key as it
 // was added (an address, an e-mail, a session id): whoever reads the

@@ -4,6 +4,7 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
 	"strconv"
 	"unicode/utf8"
 
@@ -54,14 +55,37 @@ func heldKey(h sketch.HeavyHitter) string {
 // keyLabel says what a loud key's series carries as its key label.
 type keyLabel func(h sketch.HeavyHitter) string
 
-// plainKey is the default: the key itself, as labelValue shows it.
-func plainKey(h sketch.HeavyHitter) string { return labelValue(heldKey(h)) }
+// plainKey is the default: the key itself, as labelValue shows it. A
+// key longer than the table keeps is its held prefix, always quoted, then
+// its length, as sketch top shows it ("vvv"... (81 bytes)): a client
+// whose key is another's first bytes gets a label of its own, and no
+// whole key's label (never quoted at its start, or quoted to its end)
+// can be the same.
+func plainKey(h sketch.HeavyHitter) string {
+	if h.Length > len(h.Key) {
+		return strconv.Quote(heldKey(h)) + prefixMark(h)
+	}
+	return labelValue(h.Key)
+}
+
+// prefixMark is what follows a prefix key's label: its whole length.
+func prefixMark(h sketch.HeavyHitter) string { return fmt.Sprintf("... (%d bytes)", h.Length) }
+
+// hashedKey is WithHashedKeys' label: HashKey of the key, and a prefix
+// key's length after it, so that a key that is another's first bytes
+// does not share its label.
+func hashedKey(secret []byte, h sketch.HeavyHitter) string {
+	if h.Length > len(h.Key) {
+		return HashKey(secret, h.Key) + prefixMark(h)
+	}
+	return HashKey(secret, h.Key)
+}
 
 // HashKey is the label WithHashedKeys gives a loud key: the first 16 hex
 // digits (64 bits) of HMAC-SHA256 of the key under secret. A key longer
 // than its table keeps (CandidateKeyBytes, 64 bytes by default) is
-// labelled by the hash of the bytes kept, its first CandidateKeyBytes:
-// pass those. With the secret, an operator finds a client's series (is
+// labelled by the hash of the bytes kept, its first CandidateKeyBytes,
+// followed by its length ("... (81 bytes)"): pass those bytes. With the secret, an operator finds a client's series (is
 // "alice" loud?); without it, the label does not say who, even of a key
 // from a small set such as e-mail addresses.
 func HashKey(secret []byte, key string) string {

@@ -240,7 +240,7 @@ func TestArenaCollector_HostileFile(t *testing.T) {
 		}
 		keys[l["structure"]][l["key"]] = m.GetGauge().GetValue()
 	}
-	quotedBad, cut := strconv.Quote(badKey), strings.Repeat("a", 63)
+	quotedBad, cut := strconv.Quote(badKey), strconv.Quote(strings.Repeat("a", 63))+"... (71 bytes)"
 	for _, tc := range []struct {
 		structure string
 		keys      map[string]float64
@@ -279,4 +279,26 @@ func seriesValue(fams map[string]*dto.MetricFamily, family, structure string) (f
 		}
 	}
 	return 0, false
+}
+
+// TestPlainKey_PrefixOwnLabel: a client whose key is another's first 64
+// bytes gets a label of its own (the prefix, quoted, and the length), by
+// default and hashed; both labels were the same, so one client's series
+// carried another's key.
+func TestPlainKey_PrefixOwnLabel(t *testing.T) {
+	short := strings.Repeat("v", 64)
+	whole := sketch.HeavyHitter{Key: short, Length: 64}
+	prefix := sketch.HeavyHitter{Key: short, Length: 81}
+	if a, b := plainKey(whole), plainKey(prefix); a == b || b != strconv.Quote(short)+"... (81 bytes)" {
+		t.Errorf("plainKey: whole %q, prefix %q: want two labels, the prefix's with its length", a, b)
+	}
+	// A whole key spelled like a prefix's label still differs from it.
+	spelled := sketch.HeavyHitter{Key: plainKey(prefix), Length: len(plainKey(prefix))}
+	if plainKey(spelled) == plainKey(prefix) {
+		t.Errorf("a whole key %q shares the prefix's label", spelled.Key)
+	}
+	secret := []byte("s")
+	if hashedKey(secret, whole) == hashedKey(secret, prefix) {
+		t.Errorf("hashed labels of a key and of a longer key with its bytes are the same: %q", hashedKey(secret, whole))
+	}
 }

@@ -37,7 +37,7 @@ func collectorOptions(opts []Option) options {
 func WithHashedKeys(secret []byte) Option {
 	secret = slices.Clone(secret)
 	return func(o *options) {
-		o.key = func(h sketch.HeavyHitter) string { return HashKey(secret, h.Key) }
+		o.key = func(h sketch.HeavyHitter) string { return hashedKey(secret, h) }
 	}
 }
 
