@@ -8,6 +8,7 @@ import (
 	"errors"
 	"os"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 	"unsafe"
@@ -407,4 +408,52 @@ func TestCountMin_CheckBatchesCutShort(t *testing.T) {
 	if err := c.Check(); !errors.Is(err, ErrTornAdd) || errors.Is(err, ErrDamaged) {
 		t.Errorf("Check after 9000 batches cut short = %v, want ErrTornAdd", err)
 	}
+}
+
+// TestDistinct_MergeDamagedDuringMerge: a source that passed Merge's
+// check and is damaged while the merge copies it (its writer is another
+// process) does not plant the damaged register: the copy checks each word
+// it takes, stops there with ErrDamaged, and the count stays sound. A
+// register flipped between the check and the copy once reached d.
+func TestDistinct_MergeDamagedDuringMerge(t *testing.T) {
+	d := mustDistinct(t, DistinctConfig{Redis: true})
+	src := mustDistinct(t, DistinctConfig{Redis: true})
+	addRange(t, src, 0, 3000)
+	// Damaged after the check: the copy's own step.
+	w := src.l.word(9000 / 8)
+	atomic.StoreUint64(w, atomic.LoadUint64(w)|0xff<<regShift(9000%8))
+	if _, err := d.l.merge(&src.l); !errors.Is(err, ErrDamaged) {
+		t.Errorf("merge of a word damaged after the check = %v, want ErrDamaged", err)
+	}
+	if err := d.Check(); err != nil {
+		t.Errorf("Check after the merge stopped: %v", err)
+	}
+	// Through Merge, with the register flipping while merges run.
+	atomic.StoreUint64(w, atomic.LoadUint64(w)&^(0xff<<regShift(9000%8)))
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			old := atomic.LoadUint64(w)
+			atomic.StoreUint64(w, old|0xff<<regShift(9000%8))
+			atomic.StoreUint64(w, old&^(0xff<<regShift(9000%8)))
+		}
+	}()
+	for range raceScale(2000) {
+		err := d.Merge(src)
+		if err != nil && !errors.Is(err, ErrDamaged) {
+			t.Fatal(err)
+		}
+		if j, v, bad := d.l.damaged(); bad {
+			t.Fatalf("after a merge (%v) register %d of the count holds %d", err, j, v)
+		}
+	}
+	close(stop)
+	<-done
 }

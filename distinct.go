@@ -358,7 +358,11 @@ func (d *Distinct) Merge(others ...*Distinct) error {
 		if o.l.regs == d.l.regs {
 			continue // itself: nothing to add
 		}
-		d.l.changed(d.l.merge(&o.l))
+		n, err := d.l.merge(&o.l)
+		d.l.changed(n)
+		if err != nil {
+			return d.m.errorf("merge", fmt.Errorf("%s changed during the merge: %w; its registers before that one were merged, none past the largest rank", o.name(), err))
+		}
 		if !o.open.Load() {
 			return d.m.errorf("merge", fmt.Errorf("%w: %s was closed during the merge", ErrInvalidArgument, o.name()))
 		}

@@ -138,16 +138,23 @@ func (l *distinctLayout) histogram(c *[66]uint64) {
 // damaged returns the first register past the largest rank q+1, which
 // only a damaged file holds, and its value; false when there is none.
 func (l *distinctLayout) damaged() (j, v uint64, bad bool) {
-	top := uint64(l.q() + 1)
 	for w := uint64(0); w < l.m()/8; w++ {
-		x := atomic.LoadUint64(l.word(w))
-		if x == 0 {
-			continue
+		if i, r, bad := l.wordDamaged(atomic.LoadUint64(l.word(w))); bad {
+			return w*8 + i, r, true
 		}
-		for i := uint64(0); i < 8; i++ {
-			if r := x >> regShift(i) & 0xff; r > top {
-				return w*8 + i, r, true
-			}
+	}
+	return 0, 0, false
+}
+
+// wordDamaged reports the first register of word x past the largest rank.
+func (l *distinctLayout) wordDamaged(x uint64) (i, r uint64, bad bool) {
+	if x == 0 {
+		return 0, 0, false
+	}
+	top := uint64(l.q() + 1)
+	for i := uint64(0); i < 8; i++ {
+		if r := x >> regShift(i) & 0xff; r > top {
+			return i, r, true
 		}
 	}
 	return 0, 0, false
@@ -164,13 +171,19 @@ func (l *distinctLayout) register(j uint64) uint64 {
 }
 
 // merge raises each of l's registers to src's where src's is larger, a
-// word at a time, and returns how many words changed.
-func (l *distinctLayout) merge(src *distinctLayout) uint64 {
+// word at a time, and returns how many words changed. A word of src
+// holding a register past the largest rank stops it there, with that
+// register's error: src was checked before, so it changed under the merge
+// (another process may write it), and the words before it are merged.
+func (l *distinctLayout) merge(src *distinctLayout) (uint64, error) {
 	var n uint64
 	for w := uint64(0); w < l.m()/8; w++ {
 		s := atomic.LoadUint64(src.word(w))
 		if s == 0 {
 			continue
+		}
+		if i, r, bad := src.wordDamaged(s); bad {
+			return n, src.damage(w*8+i, r)
 		}
 		p := l.word(w)
 		for {
@@ -185,7 +198,7 @@ func (l *distinctLayout) merge(src *distinctLayout) uint64 {
 			}
 		}
 	}
-	return n
+	return n, nil
 }
 
 // maxBytes is the bytewise maximum of two words.

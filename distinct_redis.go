@@ -3,6 +3,7 @@ package sketch
 import (
 	"encoding/binary"
 	"fmt"
+	"sync/atomic"
 	"unsafe"
 )
 
@@ -42,13 +43,21 @@ func (d *Distinct) ExportRedis() ([]byte, error) {
 	if d.l.p != redisHLLP {
 		return nil, d.m.errorf("export", fmt.Errorf("%w: Redis's HyperLogLog has 2^%d registers, this count 2^%d", ErrIncompatible, redisHLLP, d.l.p))
 	}
-	if j, v, bad := d.l.damaged(); bad {
+	// The registers are copied first and the copy checked and encoded:
+	// checked in the file, a register another writer damaged between the
+	// check and the encoding would reach Redis.
+	u := make([]uint64, d.l.m()/8)
+	for i := range u {
+		u[i] = atomic.LoadUint64(d.l.word(uint64(i)))
+	}
+	own := distinctLayout{regs: unsafe.Pointer(&u[0]), p: d.l.p}
+	if j, v, bad := own.damaged(); bad {
 		// Redis would take the register, clamped to the largest rank or
 		// not, as a rank some key gave, and PFMERGE would keep it in
 		// every key it merges into, the fleet's for good.
 		return nil, d.m.errorf("export", d.l.damage(j, v))
 	}
-	out := redisDense(&d.l)
+	out := redisDense(&own)
 	if !d.open.Load() {
 		return nil, d.closedErr("export")
 	}
@@ -114,7 +123,13 @@ func (w *DistinctWindow) ExportRedisCovered() ([]byte, Periods, error) {
 	if err != nil {
 		return nil, Periods{}, w.m.errorf("export", err)
 	}
-	out := redisDense(&distinctLayout{regs: unsafe.Pointer(&u[0]), p: w.slots[0].p})
+	own := distinctLayout{regs: unsafe.Pointer(&u[0]), p: w.slots[0].p}
+	if j, v, bad := own.damaged(); bad {
+		// A slot damaged after its check, during the fold: the union is
+		// this process's own, checked again before it leaves.
+		return nil, Periods{}, w.m.errorf("export", own.damage(j, v))
+	}
+	out := redisDense(&own)
 	if !w.open.Load() {
 		return nil, Periods{}, w.closedErr("export")
 	}
