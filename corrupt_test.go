@@ -426,7 +426,13 @@ func corruptions() []corruption {
 	}
 	// The flags word is the entry's state, which the checksum leaves out
 	// (a removal is one store): 0xff is no state.
-	add(corruption{name: "directory entry flags byte flipped", edit: flip(otDirOff+entFlags, 0xff), want: ErrCorrupt, says: "unknown flags"})
+	// The state is the word's low byte: its first byte on a little-endian
+	// machine, its last on a big-endian one (whose first holds room pins).
+	stateByte := otDirOff + entFlags
+	if bigEndian {
+		stateByte += 3
+	}
+	add(corruption{name: "directory entry flags byte flipped", edit: flip(stateByte, 0xff), want: ErrCorrupt, says: "unknown flags"})
 
 	// Every byte of the fixed header and of the directory count, inverted.
 	for off := 0; off < offDirCount+4; off++ {
