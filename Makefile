@@ -93,7 +93,7 @@ check-prefetch: deps
 	@if [ -z "$(HAVE_CC)" ]; then \
 		$(call skip,the check that the C batches keep their prefetch instructions,$(NO_CC)); \
 	elif [ "$$($(GO) env GOARCH)" = amd64 ]; then \
-		CGO_ENABLED=1 $(GO) test -c -o $(TMP)/sketch.cgo.test . && \
+		CGO_ENABLED=1 $(GO) test -timeout=$(TIMEOUT) -c -o $(TMP)/sketch.cgo.test . && \
 		for fn in sk_cms_add_batch sk_cms_estimate_batch sk_cbf_add_many sk_bloom_add_many sk_bloom_check_many; do \
 			n=$$($(GO) tool objdump -s "^$$fn\$$" $(TMP)/sketch.cgo.test | grep -c PREFETCH); \
 			if [ "$$n" -eq 0 ]; then echo "$$fn: no prefetch instruction left"; exit 1; fi; \
@@ -108,7 +108,7 @@ test-cross: deps
 	@mkdir -p $(TMP)
 	@for arch in $(CROSS); do \
 		echo "== linux/$$arch (pure Go, under qemu-user)"; \
-		CGO_ENABLED=0 GOARCH=$$arch $(GO) test -c -o $(TMP)/sketch.$$arch.test . || exit 1; \
+		CGO_ENABLED=0 GOARCH=$$arch $(GO) test -timeout=$(TIMEOUT) -c -o $(TMP)/sketch.$$arch.test . || exit 1; \
 		CGO_ENABLED=0 GOARCH=$$arch $(GO) build -o /dev/null ./cmd/... || exit 1; \
 		case $$arch in arm64) q=$(QEMU_arm64);; s390x) q=$(QEMU_s390x);; arm) q=$(QEMU_arm);; esac; \
 		if ! command -v $$q >/dev/null; then \
