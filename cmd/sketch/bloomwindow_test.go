@@ -113,7 +113,7 @@ func TestBloomWindow_Rotate(t *testing.T) {
 		t.Errorf("watch --json of a Bloom window: %+v", w)
 	}
 	out := sk(t, "stats", path).ok(t, "stats")
-	for _, want := range []string{path + ": Bloom window, the last 2 periods, turned by rotate", "0 to 1 (current 1)", "capacity    10000 keys a period", "window   period 0, fill ", "current  period 1, fill "} {
+	for _, want := range []string{path + ": Bloom window, the last 2 periods, turned by rotate", "0 to 1 (current 1)", "capacity         10000 keys a period", "window   period 0, fill ", "current  period 1, fill "} {
 		if !strings.Contains(out, want) {
 			t.Errorf("stats: no %q in\n%s", want, out)
 		}

@@ -47,7 +47,7 @@ func currentSlot(st sketch.BloomWindowStats) *sketch.BloomWindowSlotStats {
 
 func (s *bloomWindow) state() (sketch.BloomWindowStats, windowState) {
 	st := s.Stats()
-	return st, windowState{sketch.Window{Period: st.Period, Keep: st.Keep}, st.Oldest, st.Current, st.Rotations, st.Bytes, st.Frozen}
+	return st, windowState{sketch.Window{Period: st.Period, Keep: st.Keep}, st.Oldest, st.Current, st.Rotations, st.Turns, st.Adds, "adds since made", st.Bytes, st.Frozen}
 }
 
 func (s *bloomWindow) stats() ([][2]string, any) {

@@ -45,7 +45,7 @@ func (s *countMinWindow) query(keys [][]byte) []answer {
 
 func (s *countMinWindow) state() (sketch.CountMinWindowStats, windowState) {
 	st := s.Stats()
-	return st, windowState{sketch.Window{Period: st.Period, Keep: st.Keep}, st.Oldest, st.Current, st.Rotations, st.Bytes, st.Frozen}
+	return st, windowState{sketch.Window{Period: st.Period, Keep: st.Keep}, st.Oldest, st.Current, st.Rotations, st.Turns, st.Adds, "adds since made", st.Bytes, st.Frozen}
 }
 
 func (s *countMinWindow) stats() ([][2]string, any) {

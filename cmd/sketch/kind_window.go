@@ -38,6 +38,9 @@ type windowState struct {
 	window          sketch.Window
 	oldest, current uint64
 	rotations       uint64
+	turns           uint64 // by the clock or rotate
+	written         uint64 // adds (a distinct window: changes) since made
+	writtenWhat     string // what written counts, as its row names it
 	bytes           uint64
 	frozen          bool
 }
@@ -63,6 +66,8 @@ func (w window) rows(st windowState, shape, figures [][2]string, slots []windowS
 		[2]string{"bytes", fmt.Sprint(st.bytes)},
 		[2]string{"periods", st.periodsText()},
 		[2]string{"rotations", fmt.Sprint(st.rotations)},
+		[2]string{"turns", fmt.Sprintf("%d (by the clock or rotate)", st.turns)},
+		[2]string{st.writtenWhat, fmt.Sprintf("%d (every period, not only those covered)", st.written)},
 	)
 	rows = append(append(rows, figures...), [2]string{"frozen", yesNo(st.frozen)})
 	clock := st.clock()

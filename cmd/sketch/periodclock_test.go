@@ -43,7 +43,7 @@ func TestWindowRows_ClockTimes(t *testing.T) {
 	q := uint64(time.Now().UnixNano() / int64(period))
 	clock := func(q uint64) string { return clockTime(time.Unix(0, int64(q)*int64(period)), period, time.Now()) }
 	slots := []windowSlot{{"window", q - 1, "total 1"}, {"current", q, "total 2"}, {"next", q + 1, "total 0"}, {"empty", 0, ""}}
-	st := windowState{window: sketch.Window{Period: period, Keep: 2}, oldest: q - 1, current: q}
+	st := windowState{window: sketch.Window{Period: period, Keep: 2}, oldest: q - 1, current: q, turns: 4, written: 9, writtenWhat: "adds since made"}
 	got := window{"Count-Min window"}.rows(st, nil, nil, slots)
 	want := [][2]string{
 		{"kind", "Count-Min window"},
@@ -51,6 +51,8 @@ func TestWindowRows_ClockTimes(t *testing.T) {
 		{"bytes", "0"},
 		{"periods", fmt.Sprintf("%d to %d (current %d since %s)", q-1, q, q, clock(q))},
 		{"rotations", "0"},
+		{"turns", "4 (by the clock or rotate)"},
+		{"adds since made", "9 (every period, not only those covered)"},
 		{"frozen", "no"},
 		{"slot 0", fmt.Sprintf("window   period %d (from %s), total 1", q-1, clock(q-1))},
 		{"slot 1", fmt.Sprintf("current  period %d (since %s), total 2", q, clock(q))},
@@ -64,9 +66,9 @@ func TestWindowRows_ClockTimes(t *testing.T) {
 	got = window{"Count-Min window"}.rows(st, nil, nil, slots)
 	want[3][1] = fmt.Sprintf("%d to %d (current %d); rotated, no clock times", q-1, q, q)
 	want[4][1] = "1"
-	want[6][1] = fmt.Sprintf("window   period %d, total 1", q-1)
-	want[7][1] = fmt.Sprintf("current  period %d, total 2", q)
-	want[8][1] = fmt.Sprintf("next     period %d, total 0", q+1)
+	want[8][1] = fmt.Sprintf("window   period %d, total 1", q-1)
+	want[9][1] = fmt.Sprintf("current  period %d, total 2", q)
+	want[10][1] = fmt.Sprintf("next     period %d, total 0", q+1)
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("rows of a rotated clock window (-want +got):\n%s", diff)
 	}
