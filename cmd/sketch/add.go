@@ -150,9 +150,9 @@ func addStdin(s structure, t target, weighted, jsonOut bool) error {
 func printAddedOnce(key string, added, jsonOut bool) {
 	if jsonOut {
 		printJSON(stdout, struct {
-			Key   string `json:"key"`
-			Added bool   `json:"added"`
-		}{key, added})
+			jsonKey
+			Added bool `json:"added"`
+		}{keyOf(key), added})
 		return
 	}
 	what := "present"

@@ -79,7 +79,7 @@ type allower interface {
 // allowLine is allow --json's line: the key, then the decision as the
 // library marshals it.
 type allowLine struct {
-	Key        string        `json:"key"`
+	jsonKey
 	Allowed    bool          `json:"allowed"`
 	Counted    bool          `json:"counted"`
 	Estimate   uint64        `json:"estimate"`
@@ -92,7 +92,7 @@ type allowLine struct {
 // printDecision prints one key's decision.
 func printDecision(key string, d sketch.Decision, jsonOut bool) {
 	if jsonOut {
-		printJSON(stdout, allowLine{key, d.Allowed(), d.Counted(), d.Estimate(), d.Low(), d.Turns(), d.RetryAfter(), d.Period()})
+		printJSON(stdout, allowLine{keyOf(key), d.Allowed(), d.Counted(), d.Estimate(), d.Low(), d.Turns(), d.RetryAfter(), d.Period()})
 		return
 	}
 	if d.Allowed() {

@@ -24,7 +24,7 @@ writer (some rows counted it, the rest not), adds that raced a reset, or
 a process killed while it held the file's lock (the next contender
 recovers it); 5 when counters hold what no add cut short can leave, which is
 damage (the header is sound, the values are not: a Count-Min row above
-its add count by more than a million adds of the largest weight the file
+its add count by more than 2^28 adds of the largest weight the file
 recorded, a counter far past saturation, a distinct count's register past
 the largest rank): estimates may be wrong either way, merges and Redis
 exports refuse the structure, and it must be recreated or restored. It

@@ -5,6 +5,7 @@ package main
 import (
 	"encoding/binary"
 	"fmt"
+	"github.com/google/go-cmp/cmp"
 	"io"
 	"math/rand/v2"
 	"os"
@@ -20,6 +21,7 @@ import (
 
 type cmsAnswerJSON struct {
 	Key      string `json:"key"`
+	Base64   []byte `json:"key_base64"`
 	Estimate uint64 `json:"estimate"`
 	Low      uint64 `json:"low"`
 }
@@ -188,7 +190,7 @@ func TestAdd_ArgsAndWeighted(t *testing.T) {
 		t.Errorf("add alpha beta alpha printed %q", out)
 	}
 	answers := decodeLines[cmsAnswerJSON](t, sk(t, "add", "-n", "40", "--json", path, "alpha").ok(t, "add -n 40"))
-	if len(answers) != 1 || answers[0] != (cmsAnswerJSON{Key: "alpha", Estimate: 42, Low: 42 - 1}) {
+	if len(answers) != 1 || !cmp.Equal(answers[0], cmsAnswerJSON{Key: "alpha", Estimate: 42, Low: 42 - 1}) {
 		t.Errorf("add -n 40 --json alpha = %+v, want estimate 42 with bound 1", answers)
 	}
 	// Weighted lines, a key with a tab in it, CRLF endings and empty lines.

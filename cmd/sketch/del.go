@@ -57,10 +57,10 @@ func printRemoved(b *sketch.CountingBloom, key string, removed, jsonOut bool) {
 	count := b.EstimateString(key)
 	if jsonOut {
 		printJSON(stdout, struct {
-			Key     string `json:"key"`
-			Removed bool   `json:"removed"`
-			Count   uint8  `json:"count"`
-		}{key, removed, count})
+			jsonKey
+			Removed bool  `json:"removed"`
+			Count   uint8 `json:"count"`
+		}{keyOf(key), removed, count})
 		return
 	}
 	if !removed {

@@ -108,13 +108,16 @@
 // raced a reset, a lock held by a process that was killed); 4 from allow
 // only: a key was refused; 5 from check only: counters or registers hold
 // what no add, even one cut short, can leave (a Count-Min row above its
-// add count by more than a million adds of the largest weight the file
+// add count by more than 2^28 adds of the largest weight the file
 // recorded, a counter far past saturation, a distinct count's register
 // past the largest rank): damage, which merge and Redis exports refuse.
 //
 // # JSON
 //
-// --json prints data as JSON with these field names, which are stable:
+// --json prints data as JSON with these field names, which are stable.
+// Wherever a line has "key", a key whose bytes are not UTF-8 (which JSON
+// strings cannot carry: each bad byte reads as U+FFFD there) has its exact
+// bytes in "key_base64" too; the field is absent for keys that are text.
 //
 //   - create: {"file", "kind", "description", "bytes", "stats"}, where
 //     "stats" is what stats gives for the structure, "bytes" the file's

@@ -113,7 +113,7 @@ func TestKeys_Quoted(t *testing.T) {
 	}
 	out := skIn(t, strings.NewReader(esc+"\n"+bad+"\n"), "query", "--json", cms).ok(t, "query --json")
 	clean("query --json", out)
-	if as := decodeLines[cmsAnswerJSON](t, out); len(as) != 2 || as[0].Key != esc || as[1].Key != "\ufffd\ufffd" {
+	if as := decodeLines[cmsAnswerJSON](t, out); len(as) != 2 || as[0].Key != esc || as[0].Base64 != nil || as[1].Key != "\ufffd\ufffd" || string(as[1].Base64) != bad {
 		t.Errorf("query --json: %q, want the keys JSON-escaped", out)
 	}
 }

@@ -44,7 +44,7 @@ func (s set) addKey(key []byte, n uint64) (answer, error) {
 	if err != nil {
 		return nil, err
 	}
-	return bloomAnswer{Key: string(key), Present: true, Already: &already}, nil
+	return bloomAnswer{jsonKey: keyOf(string(key)), Present: true, Already: &already}, nil
 }
 
 // query's false is exact (a window's for the periods it covers).
@@ -53,7 +53,7 @@ func (s set) query(keys [][]byte) []answer {
 	s.f.ContainsBatch(keys, in) // a closed handle answers present: never a false "absent"
 	out := make([]answer, len(keys))
 	for i, k := range keys {
-		out[i] = bloomAnswer{Key: string(k), Present: in[i]}
+		out[i] = bloomAnswer{jsonKey: keyOf(string(k)), Present: in[i]}
 	}
 	return out
 }
@@ -61,8 +61,8 @@ func (s set) query(keys [][]byte) []answer {
 // bloomAnswer is whether a key is in a Bloom filter: false is exact, true
 // probable. Add's answer says too whether the key was there before it.
 type bloomAnswer struct {
-	Key     string `json:"key"`
-	Present bool   `json:"present"`
+	jsonKey
+	Present bool `json:"present"`
 	// Already is add's: every bit of the key was set before (probably
 	// added before); false means this add was its first.
 	Already *bool `json:"already,omitempty"`

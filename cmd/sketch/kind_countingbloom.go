@@ -50,10 +50,10 @@ func (s *countingBloom) addKey(key []byte, n uint64) (answer, error) {
 // cbfAnswer is how many times a key is in a counting Bloom filter (added
 // minus removed; 15 means 15 or more); 0 is definitely absent.
 type cbfAnswer struct {
-	Key      string `json:"key"`
-	Count    uint8  `json:"count"`
-	Present  bool   `json:"present"` // probably present; false is exact
-	afterAdd bool   // add's answer: the count alone
+	jsonKey
+	Count    uint8 `json:"count"`
+	Present  bool  `json:"present"` // probably present; false is exact
+	afterAdd bool  // add's answer: the count alone
 }
 
 // text is a query's answer as a Bloom filter's, with the count:
@@ -76,7 +76,7 @@ func (s *countingBloom) query(keys [][]byte) []answer {
 	out := make([]answer, len(keys))
 	for i, k := range keys {
 		n := s.Estimate(k)
-		out[i] = cbfAnswer{Key: string(k), Count: n, Present: n > 0}
+		out[i] = cbfAnswer{jsonKey: keyOf(string(k)), Count: n, Present: n > 0}
 	}
 	return out
 }

@@ -60,13 +60,13 @@ func (s counts) addKey(key []byte, n uint64) (answer, error) {
 // cmsAnswer is a Count-Min estimate with its error bar: the true count is
 // between Low and Estimate, with the sketch's confidence.
 type cmsAnswer struct {
-	Key      string `json:"key"`
+	jsonKey
 	Estimate uint64 `json:"estimate"`
 	Low      uint64 `json:"low"`
 }
 
 func newCMSAnswer(key []byte, est, bound uint64) cmsAnswer {
-	return cmsAnswer{Key: string(key), Estimate: est, Low: est - min(est, bound)}
+	return cmsAnswer{jsonKey: keyOf(string(key)), Estimate: est, Low: est - min(est, bound)}
 }
 
 func (a cmsAnswer) text() string {

@@ -7,6 +7,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 )
 
 // isTerminal reports whether f is a character device: a terminal, for
@@ -26,6 +27,23 @@ func printJSON(w io.Writer, v any) error {
 	}
 	_, err = fmt.Fprintf(w, "%s\n", b)
 	return err
+}
+
+// jsonKey is a key as the --json lines carry it. JSON strings are text:
+// a key whose bytes are not UTF-8 would reach "key" with each bad byte
+// made U+FFFD, so that "\xfe" and "\xff" read alike; such a key's exact
+// bytes are in "key_base64" too, which is absent for a key that is text.
+type jsonKey struct {
+	Key    string `json:"key"`
+	Base64 []byte `json:"key_base64,omitempty"`
+}
+
+// keyOf is key's jsonKey.
+func keyOf(key string) jsonKey {
+	if utf8.ValidString(key) {
+		return jsonKey{Key: key}
+	}
+	return jsonKey{Key: key, Base64: []byte(key)}
 }
 
 // printTable writes rows as two aligned columns.

@@ -60,13 +60,15 @@ type lister interface {
 type topLine struct {
 	Rank int `json:"rank"`
 	sketch.HeavyHitter
+	// Base64 is the key's bytes when "key" cannot carry them (see jsonKey).
+	Base64 []byte `json:"key_base64,omitempty"`
 }
 
 // printTop prints a listing, one key a line.
 func printTop(hs []sketch.HeavyHitter, jsonOut bool) {
 	for i, h := range hs {
 		if jsonOut {
-			printJSON(stdout, topLine{i + 1, h})
+			printJSON(stdout, topLine{i + 1, h, keyOf(h.Key).Base64})
 			continue
 		}
 		fmt.Fprintf(stdout, "%d\t%s\t%d\tbetween %d and %d\n", i+1, keyText(h), h.Estimate, h.Low, h.Estimate)
