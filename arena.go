@@ -779,3 +779,18 @@ func (a *Arena) check() error {
 	}
 	return nil
 }
+
+// Place places a structure in the arena under name: the first to ask for a
+// name creates the structure with its config, the rest attach to it, also
+// when several processes race on a new name. A name already used must hold
+// a structure of the kind asked for that matches an explicit config
+// (ErrIncompatible says what differs); a zero config attaches to whatever
+// is stored. A new name is 1 to MaxNameLen (31) bytes of UTF-8 without
+// control or format characters (ErrInvalidArgument); a name another
+// process wrote into the file is opened as it is, and may be neither.
+// The arena's handle decides how the file is opened: of the options,
+// WithSeed must name the arena's seed, ReadOnly is accepted on a read-only
+// arena only (open the arena with ReadOnly for read-only structures), and
+// the rest do not apply. The place is valid for as long as the arena's
+// handle is open; structures from it outlive the arena's Close.
+func (a *Arena) Place(name string) Place { return Place{how: atArena, name: name, arena: a} }

@@ -581,3 +581,25 @@ func (b *Bloom) Config() BloomConfig {
 	}
 	return bloomEntryConfig(b.m.ent).(BloomConfig)
 }
+
+// Snapshot copies the filter, while any process keeps adding to it, into
+// a new filter at a place, and returns it frozen and read-only, with this
+// filter's bits, hashes and seed, so that it merges (Merge) with the
+// snapshots and frozen files of other hosts. The copy answers true for
+// every key whose add returned, in any process, before Snapshot was
+// called (no false negative); a key added during the copy may be found or
+// not. A Reset running during the copy may leave part of what it cleared.
+// The places, options and the lock-free copy are as CountMin.Snapshot's.
+func (b *Bloom) Snapshot(at Place, opts ...Option) (*Bloom, error) {
+	if !b.open.Load() {
+		return nil, b.closedErr("snapshot")
+	}
+	m, err := createSnapshot(b.name(), at, entrySpec(b.m.ent, b.l.seed, b.copyRegion), opts)
+	return finishSnapshot(&b.Handle, m, err, newBloom)
+}
+
+// copyRegion copies the filter's region, its counts and bits, into dst.
+func (b *Bloom) copyRegion(dst []byte) error {
+	copyWords(dst, b.l.stripes)
+	return nil
+}

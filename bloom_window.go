@@ -654,3 +654,93 @@ func (w *BloomWindow) Config() BloomWindowConfig {
 	}
 	return bloomWindowEntryConfig(w.m.ent).(BloomWindowConfig)
 }
+
+// ContainsCovered is Contains, and says which periods the answer covered:
+// false means key was added in none of them. After Close it returns true
+// and the zero Periods.
+func (w *BloomWindow) ContainsCovered(key []byte) (bool, Periods) {
+	if !w.open.Load() {
+		return true, Periods{}
+	}
+	lo, hi := hashKey(key, w.slots[0].seed)
+	found, p := w.lookup(lo, hi)
+	if !w.open.Load() {
+		return true, Periods{}
+	}
+	return found, w.covered(p)
+}
+
+// Snapshot is SnapshotCovered without the periods.
+func (w *BloomWindow) Snapshot(at Place, opts ...Option) (*Bloom, error) {
+	b, _, err := w.SnapshotCovered(at, opts...)
+	return b, err
+}
+
+// SnapshotCovered copies the periods the window covers, while any process
+// keeps adding, into ONE Bloom filter at a place, the OR of the covered
+// periods' filters, and returns it frozen and read-only with the periods
+// it covers. It has the window's filter's bits, hashes and seed, so that
+// it merges (Bloom.Merge) with the snapshots of other hosts' windows and
+// with plain filters of that config; its Added and Seen are the covered
+// periods' sums.
+//
+// The copy answers true for every key whose add returned, in any process,
+// before the call, in a period it covers (no false negative); its
+// false-positive rate is about that of the union of those periods' keys
+// in one filter, higher than one period's. When the window turns during
+// the copy, the copy starts again, as CountMinWindow.SnapshotCovered's
+// does; the places and options are as CountMin.Snapshot's.
+func (w *BloomWindow) SnapshotCovered(at Place, opts ...Option) (*Bloom, Periods, error) {
+	if !w.open.Load() {
+		return nil, Periods{}, w.closedErr("snapshot")
+	}
+	e := w.m.ent
+	blocks := e.params[2]
+	sp := spec{kind: kindBloom, size: bloomBytes(blocks), seed: w.m.lay.seed}
+	copy(sp.params[:4], e.params[:4]) // a period's filter: kind 2's words
+	var periods Periods
+	var err error
+	sp.fill = func(data []byte, lay layout) error {
+		d := lay.entries[0]
+		periods, err = w.orCovered(data[d.off : d.off+d.size])
+		return err
+	}
+	m, err := createSnapshot(w.name(), at, sp, opts)
+	b, err := finishSnapshot(&w.Handle, m, err, newBloom)
+	if err != nil {
+		return nil, Periods{}, err
+	}
+	return b, periods, nil
+}
+
+// orCovered ORs the covered slots' bits into dst, a Bloom region of the
+// slots' size, and adds up their counts in its first stripe.
+func (w *BloomWindow) orCovered(dst []byte) (Periods, error) {
+	words := unsafe.Add(unsafe.Pointer(&dst[0]), stripesBytes)
+	var added, seen uint64
+	p, err := w.foldCovered(func(s uint64) {
+		l := &w.slots[s]
+		for i := uint64(0); i < l.nwords(); i++ {
+			if v := atomic.LoadUint64(l.word(i)); v != 0 {
+				*(*uint64)(unsafe.Add(words, i*8)) |= v
+			}
+		}
+		a, sn := l.counts()
+		added, seen = added+a, seen+sn
+	}, func() {
+		clear(dst)
+		added, seen = 0, 0
+	})
+	if err != nil {
+		return p, err
+	}
+	*wordAt(dst, bloomAddedOff) = added
+	*wordAt(dst, bloomSeenOff) = seen
+	return p, nil
+}
+
+// copyRegion is windowBase.copyRegion for a Bloom window.
+func (w *BloomWindow) copyRegion(dst []byte) error {
+	return w.windowBase.copyRegion(dst, windowControlBytes(w.win.Keep), bloomBytes(w.slots[0].blocks),
+		func(s uint64) unsafe.Pointer { return w.slots[s].stripes })
+}

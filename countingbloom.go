@@ -58,9 +58,6 @@ func cbfGeometry(capacity uint64, fpRate float64) (m uint64, k int, err error) {
 // stripes, then the counters, two to a byte.
 func countingBloomBytes(m uint64) uint64 { return stripesBytes + m/2 }
 
-// errNoCapacity refuses to create a filter from a config without Capacity.
-var errNoCapacity = fmt.Errorf("%w: Capacity is missing (at least 1 to create a filter; the zero config only attaches)", ErrInvalidConfig)
-
 // createSpec is spec for the constructors that always create: the zero
 // config, which only attaches, is refused.
 func (cfg CountingBloomConfig) createSpec() (spec, error) {
@@ -555,4 +552,44 @@ func (b *CountingBloom) Config() CountingBloomConfig {
 		return CountingBloomConfig{}
 	}
 	return countingBloomEntryConfig(b.m.ent).(CountingBloomConfig)
+}
+
+// Snapshot copies the filter, while any process keeps adding to it, into
+// a new filter at a place, and returns it frozen and read-only, with this
+// filter's geometry and seed, so that it merges (Merge) with the
+// snapshots and frozen files of other hosts. The copy finds every key
+// whose add returned, in any process, before Snapshot was called, and
+// that no Remove took out before the copy began (no false negative).
+//
+// The copy holds the file's read lock, as an Add does: adds go on, while
+// a Remove, Reset, Merge or AddIfAbsent, which take the write lock, runs
+// wholly before the copy or wholly after it (a key removed before is gone
+// from the copy, unless another copy of it or a false positive remains;
+// one removed after is still in it), and, the lock
+// preferring writers, a Remove that waits for the copy holds up the adds
+// that come after it until the copy ends. A read-only handle takes no
+// lock: a Remove running during its copy may then be in it in part (the
+// key may still be found), and a Reset in part; keys added before the
+// copy and not removed are still all found. The places and options are
+// as CountMin.Snapshot's.
+func (b *CountingBloom) Snapshot(at Place, opts ...Option) (*CountingBloom, error) {
+	if !b.open.Load() {
+		return nil, b.closedErr("snapshot")
+	}
+	m, err := createSnapshot(b.name(), at, entrySpec(b.m.ent, b.l.seed, b.copyRegion), opts)
+	return finishSnapshot(&b.Handle, m, err, newCountingBloom)
+}
+
+// copyRegion copies the filter's region, its operation count and
+// counters, into dst under the read lock (none on a read-only handle),
+// or fails with the lock's ErrTimeout.
+func (b *CountingBloom) copyRegion(dst []byte) error {
+	if b.lk != nil {
+		if err := b.lk.rlock(); err != nil {
+			return err
+		}
+		defer b.lk.runlock()
+	}
+	copyWords(dst, b.l.stripes)
+	return nil
 }

@@ -1,6 +1,7 @@
 package sketch
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"math/bits"
@@ -865,4 +866,214 @@ func (c *CountMin) rowFinding(sums []uint64, adds uint64) error {
 		return c.m.errorf("check", fmt.Errorf("%w: %s, and a merge into the sketch is running or was cut short (by a killed process or a Close); the file is not damaged: every estimate stays an upper bound, and a Reset clears this", ErrTornAdd, diff))
 	}
 	return c.m.errorf("check", fmt.Errorf("%w: %s; the file is not damaged: every estimate stays an upper bound but that of the key whose add was cut, and a Reset clears this", ErrTornAdd, diff))
+}
+
+// Merge adds the counters of others into c's, counter by counter,
+// saturating at 2^63 as adds do, and their add counts into c's: afterwards
+// every estimate of c is at least what c and the others estimated
+// together, and c is what one sketch fed every stream would be (equal
+// counters, byte for byte, when no counter saturated). The sketches must
+// have c's shape and seed (ErrIncompatible, whose message says what
+// differs, never the seeds); they may be read-only views or frozen copies,
+// such as files shipped from other hosts, and c itself (doubling it). c
+// must be writable (ErrReadOnly, ErrFrozen).
+//
+// Merge takes no lock: it reads each source counter once with an atomic
+// load and adds it with an atomic add, so adds running in any process at
+// the same time, on c or on a source, land whole, and a source written
+// meanwhile contributes some of the new adds and not others. A merge cut
+// short (a killed process, a Close) has added a prefix of the counters;
+// the sketch counts the merges started and finished, so that Check knows
+// then that its rows may differ by up to a whole sketch (ErrTornAdd, not
+// damage). c records the largest weight the others recorded. A sketch
+// whose counters Check calls damaged (ErrDamaged) is refused, naming it,
+// before anything changes: its counters would spread into c's for good.
+// Both builds merge in Go: it is one pass of loads and adds, as fast in
+// either core.
+//
+// When c keeps a candidate table (Candidates), its keys and those of the
+// others' tables are counted again in the merged sketch, and the loudest
+// fill c's table, under the file's write lock: the union of candidates,
+// cut to c's table. A slot whose key is kept whole but does not hash to
+// the slot's hash (Check of its sketch: ErrCorrupt) is left out, as Top
+// leaves it out, rather than refusing the merge: the counters merge
+// sound, and the key's next add names it again. A prefix's label cannot
+// be checked and is taken as it is (see HeavyHitter.Key).
+func (c *CountMin) Merge(others ...*CountMin) error {
+	if err := c.refuse("merge"); err != nil {
+		return err
+	}
+	for i, o := range others {
+		if o == nil || !o.open.Load() {
+			return c.m.errorf("merge", fmt.Errorf("%w: sketch %d of the merge is nil or closed", ErrInvalidArgument, i))
+		}
+		if o.l.rows != c.l.rows || o.l.mask != c.l.mask {
+			return c.m.errorf("merge", fmt.Errorf("%w: %s has %d x %d counters, this sketch %d x %d", ErrIncompatible, o.name(), o.l.rows, o.l.mask+1, c.l.rows, c.l.mask+1))
+		}
+		if o.l.seed != c.l.seed {
+			return c.m.errorf("merge", fmt.Errorf("%w: %s hashes with another seed than this sketch", ErrIncompatible, o.name()))
+		}
+		if err := o.checkCounters(); errors.Is(err, ErrDamaged) {
+			return c.m.errorf("merge", fmt.Errorf("%w: %s: its counters hold what no add can leave (check it), so they are not merged", ErrDamaged, o.name()))
+		}
+	}
+	for i, o := range others {
+		c.l.beginMerge(&o.l)
+		mergeCells(&c.l, &o.l)
+		c.l.endMerge()
+		if !o.open.Load() {
+			return c.m.errorf("merge", fmt.Errorf("%w: sketch %d of the merge was closed during it", ErrInvalidArgument, i))
+		}
+	}
+	if c.top != nil {
+		if err := c.mergeCandidates(others); err != nil {
+			// The counters are merged; the table is as it was.
+			return c.m.errorf("merge", fmt.Errorf("the counters are merged, but not the candidate table: %w", err))
+		}
+	}
+	return c.after("merge")
+}
+
+// mergeCells adds src's counters and add-count stripes into dst's, which
+// has the same shape, saturating.
+func mergeCells(dst, src *cmsLayout) {
+	n := uintptr(dst.rows) * uintptr(dst.mask+1)
+	for i := uintptr(0); i < n; i++ {
+		if v := atomic.LoadUint64((*uint64)(unsafe.Add(src.cells, i*8))); v != 0 {
+			addCell((*uint64)(unsafe.Add(dst.cells, i*8)), min(v, maxCount))
+		}
+	}
+	for i := uintptr(0); i < stripeCount; i++ {
+		if v := atomic.LoadUint64((*uint64)(unsafe.Add(src.stripes, i*stripeBytes))); v != 0 {
+			addCell((*uint64)(unsafe.Add(dst.stripes, i*stripeBytes)), min(v, maxCount))
+		}
+	}
+}
+
+// The candidate table of a Count-Min sketch (candidates.go): how adds feed
+// it and how Top lists it.
+
+// offer hands an add whose estimate passed the table's floor to the table.
+func (c *CountMin) offer(lo, hi uint64, key string, est uint64) {
+	if c.open.Load() {
+		c.top.offer(c, lo, hi, key, est, 0)
+	}
+}
+
+// offerBatch offers a batch's keys whose estimates passed the floor.
+func (c *CountMin) offerBatch(keys [][]byte, est []uint64) {
+	for i, e := range est {
+		if c.top.passes(e, 1) {
+			lo, hi := hashKey(keys[i], c.l.seed)
+			c.offer(lo, hi, unsafe.String(unsafe.SliceData(keys[i]), len(keys[i])), e)
+		}
+	}
+}
+
+func (c *CountMin) recount(lo, hi uint64) uint64 { return c.l.estimateHashed(lo, hi) }
+
+func (c *CountMin) noiseFloor() uint64 { return c.l.addCount() / (c.l.mask + 1) }
+
+// Top lists the loudest keys of the sketch's candidate table (a sketch
+// created with Candidates), loudest first: at most n of them (every key
+// listed when n <= 0), and at most Candidates. Each comes with its
+// estimate now, read from the counters (never below its true count), and
+// that estimate less ErrorBound (its low end). Keys whose estimate is no
+// more than the total over the width, the mean of a row's counters, are
+// left out: below that a count is not told apart from collisions.
+//
+// The table is fed by every add in every process: an add whose estimate
+// passes the table's floor (its quietest key's stored estimate once it is
+// full) offers its key, and only a key taken in takes the file's write
+// lock; the rest is a load and a compare. A key loud enough to be among
+// the K loudest is taken in once its estimate passes the floor, so its
+// name is listed whenever its count is; keys that share their two
+// buckets of 8 ways with 15 louder keys are not. Top takes no lock and
+// costs a walk of the table and an estimate per key. It returns
+// ErrInvalidArgument on a sketch without a table, ErrClosed after Close.
+//
+// A key kept whole is listed only if it hashes to its slot's hash with
+// the file's seed, so its label names the counters of its estimate; a
+// key longer than CandidateKeyBytes is listed as a prefix whose label no
+// reader can check (see HeavyHitter.Key).
+func (c *CountMin) Top(n int) ([]HeavyHitter, error) {
+	if !c.open.Load() {
+		return nil, c.closedErr("top")
+	}
+	if c.top == nil {
+		return nil, c.m.errorf("top", errNoCandidates)
+	}
+	hs := c.top.top(c, n, c.ErrorBound())
+	if !c.open.Load() {
+		return nil, c.closedErr("top")
+	}
+	return hs, nil
+}
+
+var errNoCandidates = fmt.Errorf("%w: the sketch keeps no candidate table (create it with Candidates)", ErrInvalidArgument)
+
+// mergeCandidates fills c's table with the loudest of its keys and the
+// others' keys, counted in the merged sketch. It fails with the lock's
+// ErrTimeout, leaving the table as it was.
+func (c *CountMin) mergeCandidates(others []*CountMin) error {
+	cands := c.top.collect()
+	for _, o := range others {
+		if o.top != nil {
+			cands = append(cands, o.top.collect()...)
+		}
+	}
+	return c.top.rebuild(c, cands)
+}
+
+// Snapshot copies the sketch, while any process keeps adding to it, into
+// a new sketch at a place, and returns it frozen and read-only, with this
+// sketch's shape and seed, so that it merges (Merge) with the snapshots
+// and frozen files of other hosts. Every estimate of the copy is at least
+// what the adds that returned, in any process, before Snapshot was called
+// counted for its key; an add running during the copy may be in some of
+// its rows and not others (Check of the copy then reports ErrTornAdd,
+// which is no damage), and a Reset running during it can make the copy
+// low (the copy starts again when one ran; after several, the copy keeps
+// the odd reset generation, so that its Check says a Reset raced it).
+//
+// A snapshot is always a new structure: a Path that does not exist yet
+// (an error wrapping fs.ErrExist otherwise; the file appears at the path
+// complete and sealed), a Memfd or Memory. Other places are
+// ErrInvalidArgument: an Inherited descriptor holds a structure already,
+// and sealing a structure of an arena would seal the whole arena (take
+// the arena's snapshot instead). WithMode applies to a path, and WithSeed,
+// if given, must be this sketch's seed. The copy reads the whole region
+// once, a word at a time, and takes no lock.
+func (c *CountMin) Snapshot(at Place, opts ...Option) (*CountMin, error) {
+	if !c.open.Load() {
+		return nil, c.closedErr("snapshot")
+	}
+	m, err := createSnapshot(c.name(), at, entrySpec(c.m.ent, c.l.seed, c.copyRegion), opts)
+	return finishSnapshot(&c.Handle, m, err, newCountMin)
+}
+
+// copyRegion copies the sketch's region into dst, the new one's. The add
+// count's stripes come first in the region, so the copy's add count is no
+// more than any of its rows holds. A Reset that ran during the copy (its
+// generation moved) makes the copy start again.
+func (c *CountMin) copyRegion(dst []byte) error {
+	base := c.l.stripes
+	for try := 1; ; try++ {
+		gen := c.l.resets()
+		before := c.l.addCount()
+		copyWords(dst, base)
+		c.l.stampCopy(dst, before) // the weight, merges and adds that moved meanwhile
+		if c.top != nil {
+			// The table again, keeping only its ways that stayed whole.
+			c.top.copyTo(dst, countMinBytes(c.l.rows, int(c.l.mask+1)))
+		}
+		if after := c.l.resets(); after == gen {
+			return nil
+		} else if try == snapshotTries {
+			// Still racing: the copy says a Reset ran through it.
+			atomic.StoreUint64(wordAt(dst, resetGenOff), after|1)
+			return nil
+		}
+		clear(dst)
+	}
 }

@@ -2,9 +2,9 @@ package sketch
 
 import (
 	"fmt"
-	"math/bits"
 	"math/rand/v2"
-	"runtime"
+	"slices"
+	"sync"
 	"sync/atomic"
 	"time"
 	"unsafe"
@@ -289,19 +289,6 @@ func (w *CountMinWindow) clearSlot(s uint64) {
 		}
 	}
 	l.bumpGen(false)
-}
-
-// plainClears is set on machines whose stores become visible in program
-// order, where a slot is cleared with the core's plain stores.
-const plainClears = runtime.GOARCH == "amd64" || runtime.GOARCH == "386" || runtime.GOARCH == "s390x"
-
-// satAdd adds two estimates of at most maxCount, saturating at maxCount.
-func satAdd(a, b uint64) uint64 {
-	s, carry := bits.Add64(a, b, 0)
-	if carry != 0 || s > maxCount {
-		return maxCount
-	}
-	return s
 }
 
 // add counts n for the key hashing to (lo, hi) in the current period, p
@@ -826,4 +813,304 @@ func (w *CountMinWindow) Config() CountMinWindowConfig {
 		return CountMinWindowConfig{}
 	}
 	return countMinWindowEntryConfig(w.m.ent).(CountMinWindowConfig)
+}
+
+// The candidate table of a Count-Min window (candidates.go): one table for
+// the window, fed with estimates over the window. At each turn of the
+// period the first add of the new period re-estimates the candidates
+// against the new window, under the lock, and those that fell to the
+// noise floor leave.
+
+// feed hands the estimate over the window of an add of n to the table
+// when it passed the floor, or when the table is not yet set for the
+// add's period.
+func (w *CountMinWindow) feed(lo, hi uint64, key string, est, n, addP uint64) {
+	if !sampled(est, n) {
+		return
+	}
+	if f, p := w.top.floor(); (est > f || p != addP+1) && w.open.Load() {
+		w.top.offer(w, lo, hi, key, est, addP+1)
+	}
+}
+
+func (w *CountMinWindow) recount(lo, hi uint64) uint64 {
+	est, _ := w.estimateOne(lo, hi)
+	return est
+}
+
+func (w *CountMinWindow) noiseFloor() uint64 {
+	t := w.windowTotal()
+	return t / (w.slots[0].mask + 1)
+}
+
+// Top lists the loudest keys of the window's candidate table (a window
+// created with CountMin.Candidates), loudest first, with their estimates
+// over the window now and those less ErrorBound, as CountMin.Top does.
+// Keys quieter than the window's total over its width are left out, and
+// leave the table at the next turn of the period.
+func (w *CountMinWindow) Top(n int) ([]HeavyHitter, error) {
+	if !w.open.Load() {
+		return nil, w.closedErr("top")
+	}
+	if w.top == nil {
+		return nil, w.m.errorf("top", errNoCandidates)
+	}
+	hs := w.top.top(w, n, w.ErrorBound())
+	if !w.open.Load() {
+		return nil, w.closedErr("top")
+	}
+	return hs, nil
+}
+
+// check is the window's part of Check: its candidate table's.
+func (w *CountMinWindow) check() error {
+	if w.top != nil {
+		if err := w.top.check(); err != nil {
+			return w.m.errorf("check", err)
+		}
+	}
+	return nil
+}
+
+// totalsFresh is how long a Count-Min window's Total may serve from its
+// cache before it reads the current period's slot again.
+const totalsFresh = time.Millisecond
+
+// windowTotals is a Count-Min window handle's cache for Total: the sum of
+// one row of each slot in the window. A window's slots keep no add count
+// (it would cost every add an atomic add more: 15% of a window Add,
+// measured), so a total is read from the counters; every row sums to the
+// slot's total, so one row serves. A slot two periods or more before the
+// current one takes no more adds, and its sum is kept while it holds that
+// period; the others are read again once totalsFresh has passed or the
+// period has turned.
+type windowTotals struct {
+	// The last read, for the served path, which takes no lock: a torn
+	// combination of these three only serves a total a read older or
+	// newer.
+	at     atomic.Int64 // nanoseconds since totalsEpoch, 0 for none
+	period atomic.Uint64
+	total  atomic.Uint64
+	// bound is the error bound at total, and live says that the last
+	// read is younger than totalsFresh by a timer's reckoning, so that
+	// Allow serves the bound without reading the clock, which cost it
+	// about 20 ns where an Add costs 50 (measured). A torn combination of
+	// period, bound and live only serves a bound a read older or newer,
+	// as the three above.
+	bound atomic.Uint64
+	live  atomic.Bool
+	width int        // the slots' width
+	mu    sync.Mutex // serialises reads of the counters, and guards expiry
+	// expiry clears live totalsFresh after the last read (a late timer
+	// serves the bound longer: up to the timer's delay more of the adds).
+	expiry *time.Timer
+	slots  []slotTotal
+}
+
+// totalsEpoch is what windowTotals.at counts from, on the monotonic clock.
+var totalsEpoch = time.Now()
+
+type slotTotal struct {
+	word  uint64 // the slot's word when its sum was read
+	sum   uint64
+	final bool // no add can reach the slot while it holds that word
+}
+
+// Total returns everything counted in the periods the window covers: the
+// sum of one row of each slot, read again at most every millisecond and
+// whenever the period turns, so it trails the adds of the last
+// millisecond (a CountMin's Total trails the adds running at that
+// moment). Asked more often, it costs a clock read; otherwise a walk of
+// one row of the newest two slots (Stats walks every row of every slot). After Close it returns ClosedEstimate.
+func (w *CountMinWindow) Total() uint64 {
+	if !w.open.Load() {
+		return ClosedEstimate
+	}
+	t := w.windowTotal()
+	if !w.open.Load() {
+		return ClosedEstimate
+	}
+	return t
+}
+
+// ErrorBound returns the window's additive error bound at Confidence:
+// ceil(e/Width · Total()), what an estimate over the window may exceed the
+// true count by. A rate limiter compares an estimate with its limit plus
+// this bound to refuse only keys surely over it. After Close it returns
+// ClosedEstimate.
+func (w *CountMinWindow) ErrorBound() uint64 {
+	t := w.Total()
+	if t == ClosedEstimate {
+		return ClosedEstimate
+	}
+	return errorBound(t, int(w.slots[0].mask+1))
+}
+
+func (w *CountMinWindow) windowTotal() uint64 {
+	tc := &w.totals
+	c := &w.ctl
+	p, now := c.currentRead(), int64(time.Since(totalsEpoch))+1
+	if at := tc.at.Load(); at != 0 && p == tc.period.Load() && now-at < int64(totalsFresh) {
+		return tc.total.Load()
+	}
+	tc.mu.Lock()
+	defer tc.mu.Unlock()
+	var total uint64
+	p = c.readStable(func(p uint64) bool {
+		total = 0
+		return c.readWindow(p, false, func(s uint64) bool {
+			word := atomic.LoadUint64(c.word(s))
+			st := &tc.slots[s]
+			if !st.final || st.word != word {
+				st.word, st.sum = word, w.slots[s].rowTotal()
+				// An add that read the period before it turned may
+				// still land in the previous period's slot.
+				st.final = decodeSlotWord(word).period+2 <= p
+			}
+			total = satAdd(total, st.sum)
+			return false
+		})
+	})
+	tc.total.Store(total)
+	tc.bound.Store(errorBound(total, tc.width))
+	tc.period.Store(p)
+	tc.at.Store(now)
+	tc.live.Store(true)
+	if tc.expiry == nil {
+		tc.expiry = time.AfterFunc(totalsFresh, tc.expire)
+	} else {
+		tc.expiry.Reset(totalsFresh)
+	}
+	return total
+}
+
+// expire is the expiry timer's: Allow's next Low reads the total again.
+func (tc *windowTotals) expire() { tc.live.Store(false) }
+
+// rowTotal returns the sum of row 0: everything counted in the slot, as
+// every row sums to it (but for adds running now).
+func (l *cmsLayout) rowTotal() uint64 {
+	var sum uint64
+	for i := uint64(0); i <= l.mask; i++ {
+		sum = satAdd(sum, atomic.LoadUint64((*uint64)(unsafe.Add(l.cells, i*8))))
+	}
+	return min(sum, maxCount)
+}
+
+// EstimateCovered is Estimate, and says which periods the estimate
+// covered: it is never below what those periods counted for key. After
+// Close it returns ClosedEstimate and the zero Periods.
+func (w *CountMinWindow) EstimateCovered(key []byte) (uint64, Periods) {
+	if !w.open.Load() {
+		return ClosedEstimate, Periods{}
+	}
+	lo, hi := hashKey(key, w.slots[0].seed)
+	est, p := w.estimateOne(lo, hi)
+	if !w.open.Load() {
+		return ClosedEstimate, Periods{}
+	}
+	return est, w.covered(p)
+}
+
+// Snapshot is SnapshotCovered without the periods.
+func (w *CountMinWindow) Snapshot(at Place, opts ...Option) (*CountMin, error) {
+	c, _, err := w.SnapshotCovered(at, opts...)
+	return c, err
+}
+
+// SnapshotCovered copies the periods the window covers, while any process
+// keeps adding, into ONE Count-Min sketch at a place, whose counters are
+// the sums of the covered periods' counters, and returns it frozen and
+// read-only with the periods it covers. It has the window's shape (Rows,
+// Width) and seed, so that it merges (CountMin.Merge) with the snapshots
+// of other hosts' windows and with plain sketches of that shape; its
+// Total is what the covered periods counted. A plain sketch, not a
+// window: it is for merging and shipping, and answers as the window did
+// for those periods, however late it is asked.
+//
+// Every estimate of the copy is at least what the adds that returned, in
+// any process, before the call counted for its key in the periods it
+// covers, which are the window's when the copy ran: when the window turns
+// during the copy, the copy starts again at the new period (ErrTimeout,
+// after several tries, from a window whose period is shorter than a copy
+// takes). The places and options are as CountMin.Snapshot's.
+func (w *CountMinWindow) SnapshotCovered(at Place, opts ...Option) (*CountMin, Periods, error) {
+	if !w.open.Load() {
+		return nil, Periods{}, w.closedErr("snapshot")
+	}
+	rows, width := int(w.m.ent.params[0]), w.m.ent.params[1]
+	k, keyBytes := int(w.m.ent.params[4]), int(w.m.ent.params[5])
+	sp, err := CountMinConfig{Rows: rows, Width: int(width), Candidates: k, CandidateKeyBytes: keyBytes}.spec()
+	if err != nil {
+		return nil, Periods{}, w.m.errorf("snapshot", err)
+	}
+	sp.seed = w.m.lay.seed
+	var periods Periods
+	sp.fill = func(data []byte, lay layout) error {
+		d := lay.entries[0]
+		region := data[d.off : d.off+d.size]
+		if periods, err = w.sumCovered(region); err != nil || w.top == nil {
+			return err
+		}
+		// The window's candidates, counted in the copy: the copy lists
+		// the loudest keys of the periods it covers.
+		base := unsafe.Pointer(&region[0])
+		l := cmsLayout{stripes: base, cells: unsafe.Add(base, stripesBytes), seed: w.m.lay.seed, mask: width - 1, rows: rows, rowBytes: uintptr(width * 8)}
+		tableAt(region, countMinBytes(rows, int(width)), k, keyBytes, w.m.lay.seed).place(layoutHost{&l}, w.top.collect())
+		return nil
+	}
+	m, err := createSnapshot(w.name(), at, sp, opts)
+	c, err := finishSnapshot(&w.Handle, m, err, newCountMin)
+	if err != nil {
+		return nil, Periods{}, err
+	}
+	return c, periods, nil
+}
+
+// sumCovered adds the covered slots' counters into dst, a Count-Min
+// region of the slots' shape, saturating, and sets its add count to the
+// smallest row sum: what every row holds, so that the copy's Total is
+// the periods' and its Check finds its add count below no row.
+func (w *CountMinWindow) sumCovered(dst []byte) (Periods, error) {
+	cells := unsafe.Add(unsafe.Pointer(&dst[0]), stripesBytes)
+	l0 := &w.slots[0]
+	n := uintptr(l0.rows) * uintptr(l0.mask+1)
+	p, err := w.foldCovered(func(s uint64) {
+		src := w.slots[s].cells
+		for i := uintptr(0); i < n; i++ {
+			if v := atomic.LoadUint64((*uint64)(unsafe.Add(src, i*8))); v != 0 {
+				d := (*uint64)(unsafe.Add(cells, i*8))
+				*d = satAdd(*d, min(v, maxCount))
+			}
+		}
+	}, func() { clear(dst) })
+	if err != nil {
+		return p, err
+	}
+	l := cmsLayout{stripes: unsafe.Pointer(&dst[0]), cells: cells, mask: l0.mask, rows: l0.rows, rowBytes: l0.rowBytes}
+	sums := make([]uint64, l.rows)
+	countMinGo{}.rowSums(&l, sums)
+	least := sums[0]
+	for _, v := range sums {
+		least = min(least, v)
+	}
+	*wordAt(dst, 0) = min(least, maxCount)
+	// A window records no weights: the copy's says its rows may differ
+	// by as much as they do (adds torn or running during the copy), so
+	// that its Check does not take that for damage.
+	*wordAt(dst, weightOff) = copyWeight(1, slices.Max(sums)-least)
+	return p, nil
+}
+
+// copyRegion is windowBase.copyRegion for a Count-Min window.
+func (w *CountMinWindow) copyRegion(dst []byte) error {
+	rows, width := w.slots[0].rows, int(w.slots[0].mask+1)
+	if err := w.windowBase.copyRegion(dst, windowControlBytes(w.win.Keep), countMinSlotBytes(rows, width),
+		func(s uint64) unsafe.Pointer { return w.slots[s].stripes }); err != nil {
+		return err
+	}
+	if w.top != nil {
+		w.top.copyTo(dst, countMinWindowBytes(rows, width, w.win.Keep))
+	}
+	return nil
 }

@@ -530,3 +530,134 @@ func (w *DistinctWindow) Config() DistinctWindowConfig {
 	}
 	return distinctWindowEntryConfig(w.m.ent).(DistinctWindowConfig)
 }
+
+// ExportRedis returns the union of the periods the window covers as
+// Redis's dense HyperLogLog, as Distinct.ExportRedis does for one count:
+// PFCOUNT of it is Count, and PFMERGE merges it with other hosts'
+// exports. It needs Redis's 16384 registers (precision 14;
+// ErrIncompatible otherwise). When the window turns during the export,
+// it starts again at the new period, as SnapshotCovered does. A covered
+// slot with a damaged register is refused (ErrDamaged), as
+// Distinct.ExportRedis refuses one.
+func (w *DistinctWindow) ExportRedis() ([]byte, error) {
+	out, _, err := w.ExportRedisCovered()
+	return out, err
+}
+
+// ExportRedisCovered is ExportRedis, and says which periods the export
+// covers.
+func (w *DistinctWindow) ExportRedisCovered() ([]byte, Periods, error) {
+	if !w.open.Load() {
+		return nil, Periods{}, w.closedErr("export")
+	}
+	if p := w.slots[0].p; p != redisHLLP {
+		return nil, Periods{}, w.m.errorf("export", fmt.Errorf("%w: Redis's HyperLogLog has 2^%d registers, this window 2^%d", ErrIncompatible, redisHLLP, p))
+	}
+	u := w.union.Get().([]uint64)
+	defer w.union.Put(u)
+	clear(u)
+	var bad error
+	per, err := w.foldCovered(func(s uint64) {
+		if bad == nil {
+			bad = w.slotDamage(s)
+		}
+		w.raiseTo(u, s)
+	}, func() {
+		clear(u)
+		bad = nil
+	})
+	if err == nil {
+		err = bad
+	}
+	if err != nil {
+		return nil, Periods{}, w.m.errorf("export", err)
+	}
+	own := distinctLayout{regs: unsafe.Pointer(&u[0]), p: w.slots[0].p}
+	if j, v, bad := own.damaged(); bad {
+		// A slot damaged after its check, during the fold: the union is
+		// this process's own, checked again before it leaves.
+		return nil, Periods{}, w.m.errorf("export", own.damage(j, v))
+	}
+	out := redisDense(&own)
+	if !w.open.Load() {
+		return nil, Periods{}, w.closedErr("export")
+	}
+	return out, per, nil
+}
+
+// Snapshot is SnapshotCovered without the periods.
+func (w *DistinctWindow) Snapshot(at Place, opts ...Option) (*Distinct, error) {
+	d, _, err := w.SnapshotCovered(at, opts...)
+	return d, err
+}
+
+// SnapshotCovered copies the periods the window covers, while any process
+// keeps adding, into ONE distinct count at a place, whose registers are
+// the register-wise maximum of the covered periods' (the union of their
+// keys), and returns it frozen and read-only with the periods it covers.
+// It has the window's precision, profile and seed, so that it merges
+// (Distinct.Merge) with the snapshots of other hosts' windows and with
+// plain counts of that config, and its Count is the window's Count for
+// those periods, however late it is asked.
+//
+// The copy counts every key whose add returned, in any process, before
+// the call, in a period it covers. When the window turns during the copy,
+// the copy starts again, as CountMinWindow.SnapshotCovered's does; the
+// places and options are as CountMin.Snapshot's. A covered slot with a
+// register past the largest rank (damage: Check reports ErrDamaged) is
+// refused with ErrDamaged rather than folded into the copy.
+func (w *DistinctWindow) SnapshotCovered(at Place, opts ...Option) (*Distinct, Periods, error) {
+	if !w.open.Load() {
+		return nil, Periods{}, w.closedErr("snapshot")
+	}
+	e := w.m.ent
+	p := uint(e.params[0])
+	sp := spec{kind: kindDistinct, size: distinctBytes(p), seed: w.m.lay.seed}
+	copy(sp.params[:2], e.params[:2]) // a period's count: kind 6's words
+	var periods Periods
+	var err error
+	sp.fill = func(data []byte, lay layout) error {
+		d := lay.entries[0]
+		periods, err = w.maxCovered(data[d.off : d.off+d.size])
+		return err
+	}
+	m, err := createSnapshot(w.name(), at, sp, opts)
+	d, err := finishSnapshot(&w.Handle, m, err, func(m *mapping) (*Distinct, error) { return newDistinct(m), nil })
+	if err != nil {
+		return nil, Periods{}, err
+	}
+	return d, periods, nil
+}
+
+// maxCovered raises dst's registers, a distinct count's region of the
+// slots' precision, to the covered slots' and adds up their change counts
+// in its change count.
+func (w *DistinctWindow) maxCovered(dst []byte) (Periods, error) {
+	regs := unsafe.Slice((*uint64)(unsafe.Pointer(&dst[distinctHeadBytes])), w.slots[0].m()/8)
+	var changes uint64
+	var bad error
+	p, err := w.foldCovered(func(s uint64) {
+		if bad == nil {
+			bad = w.slotDamage(s)
+		}
+		changes += atomic.LoadUint64(w.slots[s].changes)
+		w.raiseTo(regs, s)
+	}, func() {
+		clear(dst)
+		changes = 0
+		bad = nil
+	})
+	*wordAt(dst, 0) = changes
+	if err == nil {
+		err = bad
+	}
+	return p, err
+}
+
+// copyRegion is windowBase.copyRegion for a distinct window: each covered
+// slot's change count and registers. An arena's snapshot copies its
+// distinct windows so.
+func (w *DistinctWindow) copyRegion(dst []byte) error {
+	return w.windowBase.copyRegion(dst, windowControlBytes(w.win.Keep), distinctSlotBytes(w.slots[0].p),
+		func(s uint64) unsafe.Pointer { return unsafe.Pointer(w.slots[s].changes) })
+}

@@ -1,6 +1,9 @@
 package sketch
 
-import "errors"
+import (
+	"errors"
+	"fmt"
+)
 
 // Errors returned when a configuration or an argument is wrong.
 var (
@@ -191,3 +194,6 @@ type wrapped struct {
 
 func (e *wrapped) Error() string { return e.msg }
 func (e *wrapped) Unwrap() error { return e.parent }
+
+// errNoCapacity refuses to create a filter from a config without Capacity.
+var errNoCapacity = fmt.Errorf("%w: Capacity is missing (at least 1 to create a filter; the zero config only attaches)", ErrInvalidConfig)

@@ -527,3 +527,21 @@ func sealedWord(data []byte) *uint32 { return (*uint32)(unsafe.Pointer(&data[off
 // errNoMagic marks a file whose magic is still zero: either a create in
 // progress or one that was interrupted. Open classifies it.
 var errNoMagic = &wrapped{"magic is zero", ErrCorrupt}
+
+// byteOrderName names this machine's byte order, which a valid file shares.
+// otherByteOrderName names the byte order a file of the other one has.
+func otherByteOrderName() string {
+	if byteOrderName() == "little-endian" {
+		return "big-endian"
+	}
+	return "little-endian"
+}
+
+func byteOrderName() string {
+	var b [2]byte
+	native.PutUint16(b[:], 1)
+	if b[0] == 1 {
+		return "little-endian"
+	}
+	return "big-endian"
+}

@@ -132,21 +132,3 @@ func entryInfo(e entry) EntryInfo {
 	}
 	return ei
 }
-
-// byteOrderName names this machine's byte order, which a valid file shares.
-// otherByteOrderName names the byte order a file of the other one has.
-func otherByteOrderName() string {
-	if byteOrderName() == "little-endian" {
-		return "big-endian"
-	}
-	return "little-endian"
-}
-
-func byteOrderName() string {
-	var b [2]byte
-	native.PutUint16(b[:], 1)
-	if b[0] == 1 {
-		return "little-endian"
-	}
-	return "big-endian"
-}

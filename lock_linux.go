@@ -451,3 +451,42 @@ func (l *fileLock) recoverWriter() {
 // lockStripe picks a handle's stripe of an operation counter: its token id,
 // so that handles, and so processes, count on cache lines of their own.
 func lockStripe(l *fileLock) int { return l.id }
+
+// joinLock gives the handle its part in the file's lock: a liveness token
+// and a reader slot. The token is taken on an open file description of the
+// handle's own, reopened through /proc/self/fd: one that File hands to a
+// child (a dup shares the description and its locks) would keep the token
+// alive after this process died. Without /proc a handle opened by path or
+// that created its memfd uses its own descriptor (then a child holding a
+// descriptor from File keeps this handle alive in the lock's eyes), and an
+// attached descriptor, which may share its description, cannot lock.
+func (m *mapping) joinLock() error {
+	r := m.res
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if m.closed {
+		return m.errorf("lock", ErrClosed)
+	}
+	if m.lk != nil {
+		return nil
+	}
+	if r.lk != nil {
+		// Another structure of the arena joined for this process.
+		m.lk = r.lk
+		return nil
+	}
+	fd := r.fd
+	own, err := unix.Open(procFdPath(r.fd), unix.O_RDWR|unix.O_CLOEXEC, 0)
+	switch {
+	case err == nil:
+		r.tokenFd, fd = own, own
+	case m.sharedOFD:
+		return m.errorf("lock", fmt.Errorf("reopening the descriptor through /proc/self/fd, for a lock token of its own: %w", err))
+	}
+	lk, err := newFileLock(fd, m.data, int(m.lay.slots), r.lockTimeout)
+	if err != nil {
+		return m.errorf("lock", err)
+	}
+	m.lk, r.lk = lk, lk
+	return nil
+}

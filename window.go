@@ -877,3 +877,65 @@ func (c *windowCtl) turns() uint64 {
 	}
 	return atomic.LoadUint64((*uint64)(unsafe.Add(c.ctl, wcTurns)))
 }
+
+// readWindow is the windows' read protocol. It calls read for each slot of
+// p's window that holds its period, newest first (from p, or from p-1 with
+// skipCurrent), between two loads of the slot's word, until read reports
+// done. It reports false when the window turned under it: a word changed
+// during its slot's read, or a word it skipped names a period past p+1;
+// the older slots are then not read.
+func (c *windowCtl) readWindow(p uint64, skipCurrent bool, read func(s uint64) (done bool)) bool {
+	q, s, first := p, c.slotOf(p), c.first(p)
+	if skipCurrent {
+		if q == first {
+			return true
+		}
+		q, s = q-1, c.prevSlot(s)
+	}
+	for {
+		wp := c.word(s)
+		wd := atomic.LoadUint64(wp)
+		if wd == heldWord(q) {
+			done := read(s)
+			if atomic.LoadUint64(wp) != wd {
+				return false
+			}
+			if done {
+				return true
+			}
+		} else if wordAfter(wd, p+1) {
+			return false
+		}
+		if q == first {
+			return true
+		}
+		q, s = q-1, c.prevSlot(s)
+	}
+}
+
+// readStable calls read with the current period until read reports that it
+// read that period's window whole, and returns the period of the last
+// call. The slot words only move forward, so a turn ends; after 9 tries
+// the last read stands.
+func (c *windowCtl) readStable(read func(p uint64) (whole bool)) uint64 {
+	for try := 0; ; try++ {
+		p := c.currentRead()
+		if read(p) || try == 8 {
+			return p
+		}
+		c.refresh()
+	}
+}
+
+// plainClears is set on machines whose stores become visible in program
+// order, where a slot is cleared with the core's plain stores.
+const plainClears = runtime.GOARCH == "amd64" || runtime.GOARCH == "386" || runtime.GOARCH == "s390x"
+
+// satAdd adds two estimates of at most maxCount, saturating at maxCount.
+func satAdd(a, b uint64) uint64 {
+	s, carry := bits.Add64(a, b, 0)
+	if carry != 0 || s > maxCount {
+		return maxCount
+	}
+	return s
+}

@@ -1,6 +1,7 @@
 package sketch
 
 import (
+	"fmt"
 	"math"
 	"runtime"
 	"sync/atomic"
@@ -139,55 +140,89 @@ func (b *windowBase) slotState(s uint64, wp windowPeriods) (state string, period
 	return "expired", st.period
 }
 
-// readWindow is the windows' read protocol. It calls read for each slot of
-// p's window that holds its period, newest first (from p, or from p-1 with
-// skipCurrent), between two loads of the slot's word, until read reports
-// done. It reports false when the window turned under it: a word changed
-// during its slot's read, or a word it skipped names a period past p+1;
-// the older slots are then not read.
-func (c *windowCtl) readWindow(p uint64, skipCurrent bool, read func(s uint64) (done bool)) bool {
-	q, s, first := p, c.slotOf(p), c.first(p)
-	if skipCurrent {
-		if q == first {
-			return true
-		}
-		q, s = q-1, c.prevSlot(s)
-	}
-	for {
-		wp := c.word(s)
-		wd := atomic.LoadUint64(wp)
-		if wd == heldWord(q) {
-			done := read(s)
-			if atomic.LoadUint64(wp) != wd {
-				return false
-			}
-			if done {
-				return true
-			}
-		} else if wordAfter(wd, p+1) {
-			return false
-		}
-		if q == first {
-			return true
-		}
-		q, s = q-1, c.prevSlot(s)
-	}
+// check is the windows' part of Check: their slots have no redundancy to
+// verify beyond the header.
+func (b *windowBase) check() error { return nil }
+
+// Periods is the span of periods an answer of a window covered: Oldest to
+// Current, both included, as the window stood when it answered. A caller
+// that records what it added per period (a test, an audit) checks an
+// answer against exactly those periods, without bracketing the call with
+// Current, which a turn between the two calls would make wrong.
+type Periods struct {
+	Oldest  uint64 `json:"oldest"`
+	Current uint64 `json:"current"`
 }
 
-// readStable calls read with the current period until read reports that it
-// read that period's window whole, and returns the period of the last
-// call. The slot words only move forward, so a turn ends; after 9 tries
-// the last read stands.
-func (c *windowCtl) readStable(read func(p uint64) (whole bool)) uint64 {
-	for try := 0; ; try++ {
+// covered returns the window's periods ending at p.
+func (b *windowBase) covered(p uint64) Periods {
+	return Periods{Oldest: b.ctl.first(p), Current: p}
+}
+
+// A window's snapshot is the periods it covers, read as its answers read
+// them (readWindow): each slot of a covered period between two loads of
+// its word, newest first. When the window turns under the copy (a word
+// changed during its slot's read, or one names a period past the next),
+// the copy starts again at the new period, at most snapshotTries times.
+
+// windowTurnError says that a window kept turning under its copy.
+type windowTurnError struct {
+	name  string
+	tries int
+}
+
+func (e *windowTurnError) Error() string {
+	return fmt.Sprintf("the window %s turned during each of %d copies (its period is shorter than a copy takes)", e.name, e.tries)
+}
+
+func (e *windowTurnError) Unwrap() error { return ErrTimeout }
+
+// testHookSnapshotFold runs after each slot a snapshot folds in, so that
+// a test can turn the window under the copy.
+var testHookSnapshotFold func(s uint64)
+
+// foldCovered calls fold for each slot that holds a period of the window
+// at the current period, until one period's window was read whole, and
+// returns its periods. reset undoes the folds of a try that was not.
+func (b *windowBase) foldCovered(fold func(s uint64), reset func()) (Periods, error) {
+	c := &b.ctl
+	for try := 1; ; try++ {
 		p := c.currentRead()
-		if read(p) || try == 8 {
-			return p
+		whole := c.readWindow(p, false, func(s uint64) bool {
+			fold(s)
+			if testHookSnapshotFold != nil {
+				testHookSnapshotFold(s)
+			}
+			return false
+		})
+		if whole {
+			return b.covered(p), nil
 		}
+		if try == snapshotTries {
+			return Periods{}, &windowTurnError{b.name(), try}
+		}
+		reset()
 		c.refresh()
 	}
 }
 
-// check is the windows' part of Check: their slots have no redundancy to
-// verify beyond the header.
-func (b *windowBase) check() error { return nil }
+// copyRegion copies the window into dst, a region of the same window, as
+// a window frozen at the period it covers: the control words, the covered
+// slots with their words, and nothing of the others (left empty: never
+// used, all zero). slotOff is where slot 0 starts, slotBytes each slot's
+// size, and slot(s) the start of slot s in the source. An arena's
+// snapshot copies its windows so.
+func (b *windowBase) copyRegion(dst []byte, slotOff, slotBytes uint64, slot func(s uint64) unsafe.Pointer) error {
+	c := &b.ctl
+	p, err := b.foldCovered(func(s uint64) {
+		copyWords(dst[slotOff+s*slotBytes:][:slotBytes], slot(s))
+		*wordAt(dst, uintptr(wcWords+8*s)) = atomic.LoadUint64(c.word(s))
+	}, func() { clear(dst) })
+	if err != nil {
+		return err
+	}
+	*wordAt(dst, wcEpoch) = atomic.LoadUint64(c.epochWord())
+	*wordAt(dst, wcLatest) = max(atomic.LoadUint64(c.latestWord()), p.Current)
+	*wordAt(dst, wcFrozen) = p.Current + 1
+	return nil
+}

@@ -87,7 +87,7 @@ func arenaSizeOf(l layout) (uint64, error) {
 }
 
 // regionCopier is a structure that copies its region into a new one of
-// the same kind (copyRegion in snapshot.go and snapshot_window.go).
+// the same kind (each kind's copyRegion, beside its Snapshot).
 type regionCopier interface {
 	copyRegion(dst []byte) error
 	Close() error
