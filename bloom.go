@@ -3,7 +3,6 @@ package sketch
 import (
 	"fmt"
 	"math"
-	"math/bits"
 	"sync"
 	"sync/atomic"
 	"unsafe"
@@ -29,13 +28,6 @@ type BloomConfig struct {
 	// attach, as for CountMinConfig.
 	Seed uint64 `json:"seed"`
 }
-
-const (
-	bloomMaxHashes = 32
-	// bloomMaxBlocks keeps the bits mappable: 2^46 bytes on 64-bit
-	// platforms, 1 GiB on 32-bit ones.
-	bloomMaxBlocks = 1 << (24 + 16*(bits.UintSize/64))
-)
 
 // bloomFP is the false-positive rate of a blocked filter holding lambda
 // keys a block on average, k probes a key drawn with repetition: the

@@ -258,3 +258,10 @@ func (l *bloomLayout) merge(src *bloomLayout) {
 		}
 	}
 }
+
+const (
+	bloomMaxHashes = 32
+	// bloomMaxBlocks keeps the bits mappable: 2^46 bytes on 64-bit
+	// platforms, 1 GiB on 32-bit ones.
+	bloomMaxBlocks = 1 << (24 + 16*(bits.UintSize/64))
+)

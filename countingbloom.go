@@ -259,7 +259,11 @@ func (b *CountingBloom) AddBatch(keys [][]byte, already []bool) error {
 	if already != nil && len(already) != len(keys) {
 		return b.m.errorf("add", fmt.Errorf("%w: %d answers for %d keys", ErrInvalidArgument, len(already), len(keys)))
 	}
-	if _, err := b.core.addMany(&b.l, b.lk, b.sealed, keys, already); err != nil {
+	_, frozen, err := b.core.addMany(&b.l, b.lk, b.sealed, keys, already)
+	if err == nil && frozen {
+		err = ErrFrozen
+	}
+	if err != nil {
 		return b.m.errorf("add", err)
 	}
 	b.l.countOps(b.stripe)

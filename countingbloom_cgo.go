@@ -41,25 +41,25 @@ func (c countingBloomCgo) filter(l *cbfLayout, sealed *uint32) csrc.Filter {
 // A batch of at most csrc.Batch keys is one crossing that takes the lock
 // in C where the C lock is built (countingbloom_cgo_linux.go); a larger one
 // takes it in Go and hands C its chunks.
-func (c countingBloomCgo) addMany(l *cbfLayout, lk *fileLock, sealed *uint32, keys [][]byte, already []bool) (int, error) {
+func (c countingBloomCgo) addMany(l *cbfLayout, lk Locker, sealed *uint32, keys [][]byte, already []bool) (int, bool, error) {
 	f := c.filter(l, sealed)
 	if !c.always && (len(keys) < countingBloomMinBatchAhead || !f.Prefetch && len(keys) < countingBloomMinBatch) {
 		return countingBloomGo{}.addMany(l, lk, sealed, keys, already)
 	}
 	var added int
+	var frozen bool
 	var err error
 	if len(keys) <= csrc.Batch {
-		added, err = cbfAddLocked(&f, lk, keys, already)
-	} else if err = lk.rlock(); err == nil {
-		var frozen bool
+		added, frozen, err = cbfAddLocked(&f, lk, keys, already)
+	} else if err = lk.RLock(); err == nil {
 		added, frozen = f.AddMany(keys, already)
-		lk.runlock()
-		if frozen {
-			added, err = 0, ErrFrozen
-		}
+		lk.RUnlock()
 	}
 	runtime.KeepAlive(l)
-	return added, err
+	if frozen {
+		added = 0
+	}
+	return added, frozen, err
 }
 
 func (c countingBloomCgo) countSet(l *cbfLayout) uint64 {
@@ -79,4 +79,14 @@ func (c countingBloomCgo) clear(l *cbfLayout) {
 	f := c.filter(l, nil)
 	f.Clear()
 	runtime.KeepAlive(l)
+}
+
+// cbfAddUnder adds a batch in C under the read lock taken in Go.
+func cbfAddUnder(f *csrc.Filter, lk Locker, keys [][]byte, already []bool) (int, bool, error) {
+	if err := lk.RLock(); err != nil {
+		return 0, false, err
+	}
+	defer lk.RUnlock()
+	added, frozen := f.AddMany(keys, already)
+	return added, frozen, nil
 }

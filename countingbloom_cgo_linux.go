@@ -9,13 +9,25 @@ import "github.com/shmsketch/sketch/csrc"
 // cbfAddLocked adds at most csrc.Batch keys in one crossing that takes the
 // file's read lock in C (csrc/lock.c), checks the sealed word under it,
 // adds and releases it; it fails as countingBloomCore's addMany does.
-func cbfAddLocked(f *csrc.Filter, lk *fileLock, keys [][]byte, already []bool) (int, error) {
-	added, frozen, timedOut := f.AddManyLocked(keys, already, lk.cLock())
-	switch {
-	case timedOut:
-		return 0, lk.errLockTimeout("a writer")
-	case frozen:
-		return 0, ErrFrozen
+func cbfAddLocked(f *csrc.Filter, lk Locker, keys [][]byte, already []bool) (int, bool, error) {
+	c, ok := lk.(cLockable)
+	if !ok {
+		return cbfAddUnder(f, lk, keys, already)
 	}
-	return added, nil
+	cl := c.CLock()
+	added, frozen, timedOut := f.AddManyLocked(keys, already, &cl)
+	if timedOut {
+		return 0, false, c.TimeoutError("a writer")
+	}
+	return added, frozen, nil
+}
+
+// cLockable is a Locker the C core can take itself: the root's file lock
+// on Linux (lock_cgo.go).
+type cLockable interface {
+	// CLock is the lock as C takes it, by value: through an interface a
+	// pointer would be allocated on every batch.
+	CLock() csrc.Lock
+	// TimeoutError is the error of a lock wait that gave up, blaming holder.
+	TimeoutError(holder string) error
 }

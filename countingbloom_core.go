@@ -1,6 +1,7 @@
 package sketch
 
 import (
+	"encoding/binary"
 	"math/bits"
 	"sync/atomic"
 	"unsafe"
@@ -168,9 +169,8 @@ type countingBloomCore interface {
 	// sealed (then it adds nothing and reports frozen), and returns how
 	// many keys were new; already, when not nil, receives each key's
 	// answer (true: it was not new).
-	// It fails, adding nothing, with ErrFrozen on a sealed file or with
-	// the lock's ErrTimeout.
-	addMany(l *cbfLayout, lk *fileLock, sealed *uint32, keys [][]byte, already []bool) (added int, err error)
+	// It fails, adding nothing, with the lock's error (a timeout).
+	addMany(l *cbfLayout, lk Locker, sealed *uint32, keys [][]byte, already []bool) (added int, frozen bool, err error)
 	// countSet returns how many counters are above zero.
 	countSet(l *cbfLayout) uint64
 	// merge adds src, another filter's counter bytes, into l's counters,
@@ -180,18 +180,26 @@ type countingBloomCore interface {
 	clear(l *cbfLayout)
 }
 
+// Locker is the file's read lock as a counting filter's batch takes it
+// (a Reset's or Merge's write lock excludes it). The C core takes it in
+// C when the lock also has a CLock method (internal/cellsc).
+type Locker interface {
+	RLock() error
+	RUnlock()
+}
+
 // countingBloomGo is the pure-Go core.
 type countingBloomGo struct{}
 
 func (countingBloomGo) name() string { return "purego" }
 
-func (countingBloomGo) addMany(l *cbfLayout, lk *fileLock, sealed *uint32, keys [][]byte, already []bool) (int, error) {
-	if err := lk.rlock(); err != nil {
-		return 0, err
+func (countingBloomGo) addMany(l *cbfLayout, lk Locker, sealed *uint32, keys [][]byte, already []bool) (int, bool, error) {
+	if err := lk.RLock(); err != nil {
+		return 0, false, err
 	}
-	defer lk.runlock()
+	defer lk.RUnlock()
 	if atomic.LoadUint32(sealed) != 0 {
-		return 0, ErrFrozen
+		return 0, true, nil
 	}
 	added := 0
 	for i, k := range keys {
@@ -204,7 +212,7 @@ func (countingBloomGo) addMany(l *cbfLayout, lk *fileLock, sealed *uint32, keys 
 			already[i] = !isNew
 		}
 	}
-	return added, nil
+	return added, false, nil
 }
 
 func (countingBloomGo) countSet(l *cbfLayout) uint64 {
@@ -221,7 +229,7 @@ func (countingBloomGo) countSet(l *cbfLayout) uint64 {
 
 func (countingBloomGo) merge(l *cbfLayout, src []byte) {
 	for w := uint64(0); w < l.nwords(); w++ {
-		add := native.Uint32(src[w*4:])
+		add := binary.NativeEndian.Uint32(src[w*4:])
 		if add == 0 {
 			continue
 		}

@@ -83,19 +83,6 @@ type CountMin struct {
 // threshold treats every key as loud.
 const ClosedEstimate = math.MaxUint64
 
-// countMinCore is one implementation of the Count-Min operations; countMinGo and
-// (with cgo) countMinCgo must agree bit for bit.
-type countMinCore interface {
-	name() string
-	add(l *cmsLayout, key []byte, n uint64) uint64
-	estimate(l *cmsLayout, key []byte) uint64
-	addBatch(l *cmsLayout, keys [][]byte, n uint64, est []uint64)
-	estimateBatch(l *cmsLayout, keys [][]byte, est []uint64)
-	rowSums(l *cmsLayout, sums []uint64) (saturated bool)
-	adds(l *cmsLayout) uint64
-	reset(l *cmsLayout)
-}
-
 // CountMinStats describes a Count-Min sketch at one moment.
 type CountMinStats struct {
 	// Rows and Width are the shape: hash functions, counters per row.

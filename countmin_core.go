@@ -38,7 +38,7 @@ const (
 	fastAdd uint64 = 1 << 20
 
 	stripeCount  = 64
-	stripeBytes  = cacheLine
+	stripeBytes  = 64 // a cache line (header.go's cacheLine)
 	stripesBytes = stripeCount * stripeBytes
 	// stripeShift keeps the top 6 bits of a hash: a stripe index.
 	stripeShift = 64 - 6
@@ -406,4 +406,17 @@ func (l *cmsLayout) resetTracked(open *atomic.Bool) bool {
 	}
 	l.bumpGen(false)
 	return true
+}
+
+// countMinCore is one implementation of the Count-Min operations; countMinGo and
+// (with cgo) countMinCgo must agree bit for bit.
+type countMinCore interface {
+	name() string
+	add(l *cmsLayout, key []byte, n uint64) uint64
+	estimate(l *cmsLayout, key []byte) uint64
+	addBatch(l *cmsLayout, keys [][]byte, n uint64, est []uint64)
+	estimateBatch(l *cmsLayout, keys [][]byte, est []uint64)
+	rowSums(l *cmsLayout, sums []uint64) (saturated bool)
+	adds(l *cmsLayout) uint64
+	reset(l *cmsLayout)
 }

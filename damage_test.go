@@ -422,8 +422,9 @@ func TestDistinct_MergeDamagedDuringMerge(t *testing.T) {
 	// Damaged after the check: the copy's own step.
 	w := src.l.word(9000 / 8)
 	atomic.StoreUint64(w, atomic.LoadUint64(w)|0xff<<regShift(9000%8))
-	if _, err := d.l.merge(&src.l); !errors.Is(err, ErrDamaged) {
-		t.Errorf("merge of a word damaged after the check = %v, want ErrDamaged", err)
+	var re *registerError
+	if _, err := d.l.merge(&src.l); !errors.As(err, &re) || re.register != 9000 || !errors.Is(registerDamage(err), ErrDamaged) {
+		t.Errorf("merge of a word damaged after the check = %v, want register 9000's error, ErrDamaged as reported", err)
 	}
 	if err := d.Check(); err != nil {
 		t.Errorf("Check after the merge stopped: %v", err)

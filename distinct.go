@@ -352,7 +352,7 @@ func (d *Distinct) Merge(others ...*Distinct) error {
 			return d.m.errorf("merge", fmt.Errorf("%w: %s hashes with another seed", ErrIncompatible, o.name()))
 		}
 		if j, v, bad := o.l.damaged(); bad {
-			return d.m.errorf("merge", fmt.Errorf("%s: %w; not merged", o.name(), o.l.damage(j, v)))
+			return d.m.errorf("merge", fmt.Errorf("%s: %w; not merged", o.name(), registerDamage(o.l.damage(j, v))))
 		}
 	}
 	for _, o := range others {
@@ -362,7 +362,7 @@ func (d *Distinct) Merge(others ...*Distinct) error {
 		n, err := d.l.merge(&o.l)
 		d.l.changed(n)
 		if err != nil {
-			return d.m.errorf("merge", fmt.Errorf("%s changed during the merge: %w; its registers before that one were merged, none past the largest rank", o.name(), err))
+			return d.m.errorf("merge", fmt.Errorf("%s changed during the merge: %w; its registers before that one were merged, none past the largest rank", o.name(), registerDamage(err)))
 		}
 		if !o.open.Load() {
 			return d.m.errorf("merge", fmt.Errorf("%w: %s was closed during the merge", ErrInvalidArgument, o.name()))
@@ -431,7 +431,7 @@ func (d *Distinct) statsOf() any { return d.Stats() }
 // never lowers, so nothing else is checked.
 func (d *Distinct) check() error {
 	if j, v, bad := d.l.damaged(); bad {
-		return d.m.errorf("check", d.l.damage(j, v))
+		return d.m.errorf("check", registerDamage(d.l.damage(j, v)))
 	}
 	if !d.open.Load() {
 		return d.closedErr("check")
@@ -499,7 +499,7 @@ func (d *Distinct) ExportRedis() ([]byte, error) {
 		// Redis would take the register, clamped to the largest rank or
 		// not, as a rank some key gave, and PFMERGE would keep it in
 		// every key it merges into, the fleet's for good.
-		return nil, d.m.errorf("export", d.l.damage(j, v))
+		return nil, d.m.errorf("export", registerDamage(d.l.damage(j, v)))
 	}
 	out := redisDense(&own)
 	if !d.open.Load() {
@@ -550,3 +550,7 @@ func (d *Distinct) copyRegion(dst []byte) error {
 	copyWords(dst, unsafe.Pointer(d.l.changes))
 	return nil
 }
+
+// registerDamage is the core's error for a register past the largest
+// rank, as the package reports it: ErrDamaged.
+func registerDamage(err error) error { return fmt.Errorf("%w: %w", ErrDamaged, err) }

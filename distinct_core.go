@@ -1,6 +1,7 @@
 package sketch
 
 import (
+	"encoding/binary"
 	"fmt"
 	"math"
 	"math/bits"
@@ -50,7 +51,7 @@ const (
 )
 
 // bigEndian is the machine's byte order: it places register j in its word.
-var bigEndian = native.Uint16([]byte{0, 1}) == 1
+var bigEndian = binary.NativeEndian.Uint16([]byte{0, 1}) == 1
 
 // regShift is the shift of byte i (0..7) of a native word.
 func regShift(i uint64) uint64 {
@@ -160,9 +161,20 @@ func (l *distinctLayout) wordDamaged(x uint64) (i, r uint64, bad bool) {
 	return 0, 0, false
 }
 
-// damage is the error for a damaged register j holding v: ErrDamaged.
+// damage is the error for a damaged register j holding v, which the
+// package wraps in ErrDamaged (registerDamage).
 func (l *distinctLayout) damage(j, v uint64) error {
-	return fmt.Errorf("%w: register %d holds %d, more than the largest rank %d of precision %d", ErrDamaged, j, v, l.q()+1, l.p)
+	return &registerError{j, v, uint64(l.q() + 1), l.p}
+}
+
+// registerError says that a register holds more than any hash can give.
+type registerError struct {
+	register, value, rank uint64
+	precision             uint
+}
+
+func (e *registerError) Error() string {
+	return fmt.Sprintf("register %d holds %d, more than the largest rank %d of precision %d", e.register, e.value, e.rank, e.precision)
 }
 
 // register returns register j.

@@ -576,7 +576,7 @@ func (w *DistinctWindow) ExportRedisCovered() ([]byte, Periods, error) {
 	if j, v, bad := own.damaged(); bad {
 		// A slot damaged after its check, during the fold: the union is
 		// this process's own, checked again before it leaves.
-		return nil, Periods{}, w.m.errorf("export", own.damage(j, v))
+		return nil, Periods{}, w.m.errorf("export", registerDamage(own.damage(j, v)))
 	}
 	out := redisDense(&own)
 	if !w.open.Load() {

@@ -33,6 +33,11 @@ func (l *fileLock) cLock() *csrc.Lock {
 	}
 }
 
+// CLock and TimeoutError let the C core's counting filter batch take the
+// lock in C (internal/cellsc's cLocker).
+func (l *fileLock) CLock() csrc.Lock                 { return *l.cLock() }
+func (l *fileLock) TimeoutError(holder string) error { return l.errLockTimeout(holder) }
+
 // lockC, unlockC, rlockC and runlockC are lock, unlock, rlock and runlock
 // through the C core, which gives up at the same bound.
 func (l *fileLock) lockC() error {

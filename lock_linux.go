@@ -490,3 +490,7 @@ func (m *mapping) joinLock() error {
 	m.lk, r.lk = lk, lk
 	return nil
 }
+
+// RLock and RUnlock are rlock and runlock for the cores (cells.Locker).
+func (l *fileLock) RLock() error { return l.rlock() }
+func (l *fileLock) RUnlock()     { l.runlock() }

@@ -45,3 +45,7 @@ type ownRecord struct{}
 
 func (l *fileLock) mapOwnRecord(fd int) *ownRecord { return nil }
 func (o *ownRecord) leave()                        {}
+
+// RLock and RUnlock are rlock and runlock for the cores (cells.Locker).
+func (l *fileLock) RLock() error { return l.rlock() }
+func (l *fileLock) RUnlock()     { l.runlock() }
