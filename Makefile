@@ -101,19 +101,22 @@ check-prefetch: deps
 		done; \
 	fi
 
-# The pure-Go build on other architectures: compile the test binary, run it
-# under qemu-user from the package directory (it reads testdata/). Without
-# an architecture's qemu-user only its run is skipped.
+# The pure-Go build on other architectures: compile the test binaries of
+# the package and of its cores (internal/cells: the hashes on big-endian),
+# run them under qemu-user from their directories (they read testdata/).
+# Without an architecture's qemu-user only its run is skipped.
 test-cross: deps
 	@mkdir -p $(TMP)
 	@for arch in $(CROSS); do \
 		echo "== linux/$$arch (pure Go, under qemu-user)"; \
 		CGO_ENABLED=0 GOARCH=$$arch $(GO) test -timeout=$(TIMEOUT) -c -o $(TMP)/sketch.$$arch.test . || exit 1; \
+		CGO_ENABLED=0 GOARCH=$$arch $(GO) test -timeout=$(TIMEOUT) -c -o $(TMP)/cells.$$arch.test ./internal/cells || exit 1; \
 		CGO_ENABLED=0 GOARCH=$$arch $(GO) build -o /dev/null ./cmd/... || exit 1; \
 		case $$arch in arm64) q=$(QEMU_arm64);; s390x) q=$(QEMU_s390x);; arm) q=$(QEMU_arm);; esac; \
 		if ! command -v $$q >/dev/null; then \
 			$(call skip,linux/$$arch pure-Go tests under qemu,$$q $(NO_QEMU)); continue; \
 		fi; \
+		(cd internal/cells && $$q $(TMP)/cells.$$arch.test -test.count=1 -test.timeout=$(TIMEOUT)) || exit 1; \
 		$$q $(TMP)/sketch.$$arch.test -test.count=1 -test.timeout=$(TIMEOUT) || exit 1; \
 	done
 

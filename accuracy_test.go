@@ -12,7 +12,7 @@ import (
 // 1-Confidence of the keys may be over the error bound (the sizing).
 func TestCountMin_AccuracyZipf(t *testing.T) {
 	for _, core := range countMinCores() {
-		t.Run(core.name(), func(t *testing.T) {
+		t.Run(core.Name(), func(t *testing.T) {
 			c := mustOpen(t, tempPath(t, "cms"), CountMinConfig{ErrorRate: 0.001, Confidence: 0.99, Seed: 42})
 			c.core = core
 			r := rand.New(rand.NewPCG(7, 11))
@@ -139,7 +139,7 @@ func TestCountMin_ConfidenceHolds(t *testing.T) {
 	s := newConfidenceStream(lights)
 	const errorRate = 0.006 // e/0.006 → 512 columns
 	for _, core := range countMinCores() {
-		t.Run(core.name(), func(t *testing.T) {
+		t.Run(core.Name(), func(t *testing.T) {
 			// The stream is hard: one row of the same width overshoots often.
 			one := mustOpen(t, tempPath(t, "one"), CountMinConfig{Rows: 1, Width: 512, Seed: 0x5eed})
 			one.core = core

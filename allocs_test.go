@@ -17,7 +17,7 @@ func TestAllocs(t *testing.T) {
 	est := make([]uint64, len(keys))
 	for _, core := range countMinCores() {
 		for _, sh := range []struct{ rows, width int }{{5, 4096}, {4, 1 << 16}} {
-			t.Run(fmt.Sprintf("%s/%dx%d", core.name(), sh.rows, sh.width), func(t *testing.T) {
+			t.Run(fmt.Sprintf("%s/%dx%d", core.Name(), sh.rows, sh.width), func(t *testing.T) {
 				cfg := CountMinConfig{Rows: sh.rows, Width: sh.width, Seed: 1}
 				path := filepath.Join(t.TempDir(), "cms")
 				c, err := OpenCountMin(Path(path), cfg)

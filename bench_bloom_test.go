@@ -7,6 +7,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"unsafe"
+
+	"github.com/shmsketch/sketch/internal/cells"
 )
 
 // Bloom filter benchmarks, ns per key: single keys (Go in every build),
@@ -47,7 +49,7 @@ func benchBloom(b *testing.B, capacity uint64) *Bloom {
 
 // withCore returns another handle on f's mapping that serves batches with
 // core.
-func (f *Bloom) withCore(core bloomCore) *Bloom {
+func (f *Bloom) withCore(core cells.BloomCore) *Bloom {
 	v := &Bloom{l: f.l, core: core, stripe: f.stripe}
 	v.init(f.m, v)
 	v.open.Store(true)
@@ -55,7 +57,7 @@ func (f *Bloom) withCore(core bloomCore) *Bloom {
 }
 
 func bloomBenchName(f *Bloom) string {
-	return fmt.Sprintf("%dKiB", f.l.blocks*bloomBlockBytes/1024)
+	return fmt.Sprintf("%dKiB", f.l.Blocks*cells.BloomBlockBytes/1024)
 }
 
 // bloomAdd is f.Add, one key an op.
@@ -95,20 +97,20 @@ func BenchmarkBloom(b *testing.B) {
 		}}, benchOp{"Check", bloomCheck(f, keys, mask)})
 		for _, core := range bloomCores() {
 			for _, batch := range []int{1, 16, 256} {
-				if batch == 1 && core.name() == "purego" {
+				if batch == 1 && core.Name() == "purego" {
 					continue // that is Add
 				}
 				runOps(b, size, benchOp{fmt.Sprintf("AddBatch%d/%s", batch, coreName(core)), func(b *testing.B) (added uint64) {
 					for i := 0; i < b.N; i += batch {
 						start := i & mask // batch divides the stream's length
-						added += core.addBatch(&f.l, keys[start:start+batch], nil)
+						added += core.AddBatch(&f.l, keys[start:start+batch], nil)
 					}
 					return added
 				}}, benchOp{fmt.Sprintf("CheckBatch%d/%s", batch, coreName(core)), func(b *testing.B) uint64 {
 					out := make([]bool, batch)
 					for i := 0; i < b.N; i += batch {
 						start := i & mask
-						core.checkBatch(&f.l, keys[start:start+batch], out)
+						core.ContainsBatch(&f.l, keys[start:start+batch], out)
 					}
 					return 0
 				}})
@@ -164,7 +166,7 @@ func benchHalfMap[V any](v V) map[string]V {
 // another filter and Reset on the 1M filter; MB/s is bit bytes a second.
 func BenchmarkBloomWalks(b *testing.B) {
 	src := benchBloom(b, 1_000_000)
-	size := int64(src.l.blocks * bloomBlockBytes)
+	size := int64(src.l.Blocks * cells.BloomBlockBytes)
 	b.Run("Stats", func(b *testing.B) {
 		b.SetBytes(size)
 		for i := 0; i < b.N; i++ {
@@ -222,12 +224,12 @@ func newClassicBloom(b *testing.B, n uint64, p float64) *classicBloom {
 		b.Fatalf("a mapping of %d bits: %v", m, err)
 	}
 	b.Cleanup(func() { mem.Close() })
-	words := unsafe.Slice((*uint64)(mem.l.words), m/64)
+	words := unsafe.Slice((*uint64)(mem.l.Words), m/64)
 	return &classicBloom{words: words, mask: m - 1, k: k, seed: benchSeed, mem: mem}
 }
 
 func (c *classicBloom) add(key []byte) (already bool) {
-	h1, hi := hashKey(key, c.seed)
+	h1, hi := cells.Hash(key, c.seed)
 	h2 := hi | 1
 	already = true
 	for i := 0; i < c.k; i++ {
@@ -241,7 +243,7 @@ func (c *classicBloom) add(key []byte) (already bool) {
 }
 
 func (c *classicBloom) check(key []byte) bool {
-	h1, hi := hashKey(key, c.seed)
+	h1, hi := cells.Hash(key, c.seed)
 	h2 := hi | 1
 	for i := 0; i < c.k; i++ {
 		j := (h1 + uint64(i)*h2) & c.mask
@@ -301,17 +303,17 @@ func BenchmarkBloomAhead(b *testing.B) {
 		for _, core := range bloomCores() {
 			for _, ahead := range []bool{false, true} {
 				l := f.l
-				l.prefetch = ahead
+				l.Prefetch = ahead
 				size, tail := bloomBenchName(f)+"/", fmt.Sprintf("/%s/ahead=%v", coreName(core), ahead)
 				b.Run(size+"AddBatch256"+tail, func(b *testing.B) {
 					for i := 0; i < b.N; i += 256 {
-						core.addBatch(&l, keys[i&mask:i&mask+256], nil)
+						core.AddBatch(&l, keys[i&mask:i&mask+256], nil)
 					}
 				})
 				out := make([]bool, 256)
 				b.Run(size+"CheckBatch256"+tail, func(b *testing.B) {
 					for i := 0; i < b.N; i += 256 {
-						core.checkBatch(&l, keys[i&mask:i&mask+256], out)
+						core.ContainsBatch(&l, keys[i&mask:i&mask+256], out)
 					}
 				})
 			}

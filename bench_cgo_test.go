@@ -2,7 +2,11 @@
 
 package sketch
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/shmsketch/sketch/internal/cellsc"
+)
 
 // The C core's single-key loops (one cgo crossing per key) and the cost of
 // a crossing, for the benchmarks in bench_test.go.
@@ -12,7 +16,7 @@ func init() {
 		mask := len(keys) - 1
 		return func(b *testing.B) (sum uint64) {
 			for i := 0; i < b.N; i++ {
-				sum += countMinCgo{}.add(&c.l, keys[i&mask], 1)
+				sum += cellsc.CountMin{}.Add(&c.l, keys[i&mask], 1)
 			}
 			return sum
 		}
@@ -21,7 +25,7 @@ func init() {
 		mask := len(keys) - 1
 		return func(b *testing.B) (sum uint64) {
 			for i := 0; i < b.N; i++ {
-				sum += countMinCgo{}.estimate(&c.l, keys[i&mask])
+				sum += cellsc.CountMin{}.Estimate(&c.l, keys[i&mask])
 			}
 			return sum
 		}
@@ -32,6 +36,6 @@ func init() {
 func BenchmarkCgoCall(b *testing.B) {
 	b.ReportAllocs()
 	for i := 0; i < b.N; i++ {
-		emptyCall()
+		cellsc.EmptyCall()
 	}
 }

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"sync"
 	"testing"
+
+	"github.com/shmsketch/sketch/internal/cells"
 )
 
 // cbfAt opens a counting filter at 1% for capacity, in memory (a memfd on
@@ -104,7 +106,7 @@ func benchRWMap(b *testing.B) *rwMap {
 }
 
 // withCore returns another handle on b's mapping and lock that uses core.
-func (b *CountingBloom) withCore(core countingBloomCore) *CountingBloom {
+func (b *CountingBloom) withCore(core cells.CountingBloomCore) *CountingBloom {
 	v := &CountingBloom{l: b.l, core: core, lk: b.lk, stripe: b.stripe}
 	v.init(b.m, v)
 	v.open.Store(true)
@@ -150,7 +152,7 @@ func BenchmarkCountingBloomWalks(b *testing.B) {
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
 				dst.lk.lock()
-				core.merge(&dst.l, snap)
+				core.Merge(&dst.l, snap)
 				dst.lk.unlock()
 			}
 			return 0
@@ -170,7 +172,7 @@ func BenchmarkCountingBloomWalks(b *testing.B) {
 
 // benchCBFCopy returns a filter of benchCBF's geometry and seed holding
 // its items, that uses core.
-func benchCBFCopy(b *testing.B, core countingBloomCore) *CountingBloom {
+func benchCBFCopy(b *testing.B, core cells.CountingBloomCore) *CountingBloom {
 	f := openBenchFilter(b, cbfAt, 1_000_000, nil)
 	f.core = core
 	if err := f.Merge(benchCBF(b)); err != nil {

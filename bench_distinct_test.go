@@ -21,11 +21,11 @@ func BenchmarkDistinct(b *testing.B) {
 	})
 	for _, core := range distinctCores() {
 		for _, n := range []int{1, 2, 4, 8, 16, 256} {
-			b.Run(fmt.Sprintf("AddBatch/%s/%d", core.name(), n), func(b *testing.B) {
+			b.Run(fmt.Sprintf("AddBatch/%s/%d", core.Name(), n), func(b *testing.B) {
 				b.ReportAllocs()
 				for i := 0; i < b.N; i += n {
 					j := i & mask
-					d.l.changed(core.addBatch(&d.l, keys[j:min(j+n, len(keys))]))
+					d.l.Changed(core.AddBatch(&d.l, keys[j:min(j+n, len(keys))]))
 				}
 			})
 		}

@@ -12,8 +12,8 @@ package sketch
 // Names are Benchmark<Op>/<shape>/<dist>/<core>: shapes A (in L1/L2), the
 // default, B (in L2/L3), C (160 MiB: past the caches on most machines) and
 // D (640 MiB: past the 260 MiB L3 some server CPUs report);
-// dists zipf and uniform; cores go (the public call, or countMinGo for batches
-// and walks) and c (countMinCgo, cgo builds only; bench_cgo_test.go).
+// dists zipf and uniform; cores go (the public call, or cells.CountMinGo for batches
+// and walks) and c (cellsc.CountMin, cgo builds only; bench_cgo_test.go).
 //
 // Setup (keys, sketches, maps) happens once per process and is shared by
 // every benchmark, so that -count=N and -benchtime=1x stay cheap.
@@ -25,6 +25,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+
+	"github.com/shmsketch/sketch/internal/cells"
 )
 
 const (
@@ -253,8 +255,8 @@ func benchSketch(b *testing.B, sh benchShape) *CountMin {
 }
 
 // coreName is the benchmark name of a core of any kind: go or c.
-func coreName(core interface{ name() string }) string {
-	if core.name() == "purego" {
+func coreName(core interface{ Name() string }) string {
+	if core.Name() == "purego" {
 		return "go"
 	}
 	return "c"
@@ -290,7 +292,7 @@ func runOps(b *testing.B, prefix string, ops ...benchOp) {
 
 // forCores runs the loop mk makes for each Count-Min core as sub-benchmark
 // go or c.
-func forCores(b *testing.B, mk func(core countMinCore) benchLoop) {
+func forCores(b *testing.B, mk func(core cells.CountMinCore) benchLoop) {
 	for _, core := range countMinCores() {
 		runOps(b, "", benchOp{coreName(core), mk(core)})
 	}
@@ -370,14 +372,14 @@ func BenchmarkCountMinAddString(b *testing.B) {
 func BenchmarkCountMinAddBatch(b *testing.B) {
 	forShapesDists(b, func(b *testing.B, c *CountMin, s *benchStream) {
 		keys := s.bytes
-		forCores(b, func(core countMinCore) benchLoop {
+		forCores(b, func(core cells.CountMinCore) benchLoop {
 			return func(b *testing.B) uint64 {
 				for done, pos := 0, 0; done < b.N; {
 					n := min(benchBatch, b.N-done)
 					if pos+n > len(keys) {
 						pos = 0
 					}
-					core.addBatch(&c.l, keys[pos:pos+n], 1, nil)
+					core.AddBatch(&c.l, keys[pos:pos+n], 1, nil)
 					pos += n
 					done += n
 				}
@@ -392,7 +394,7 @@ func BenchmarkCountMinAddBatch(b *testing.B) {
 func BenchmarkCountMinEstimateBatch(b *testing.B) {
 	forShapesDists(b, func(b *testing.B, c *CountMin, s *benchStream) {
 		keys := s.bytes
-		forCores(b, func(core countMinCore) benchLoop {
+		forCores(b, func(core cells.CountMinCore) benchLoop {
 			est := make([]uint64, benchBatch)
 			return func(b *testing.B) (sum uint64) {
 				for done, pos := 0, 0; done < b.N; {
@@ -400,7 +402,7 @@ func BenchmarkCountMinEstimateBatch(b *testing.B) {
 					if pos+n > len(keys) {
 						pos = 0
 					}
-					core.estimateBatch(&c.l, keys[pos:pos+n], est[:n])
+					core.EstimateBatch(&c.l, keys[pos:pos+n], est[:n])
 					sum += est[0]
 					pos += n
 					done += n
@@ -457,7 +459,7 @@ func benchAddParallel(b *testing.B, c *CountMin) {
 // served by each core in turn.
 func BenchmarkCountMinStats(b *testing.B) {
 	forShapes(b, benchShapes, func(b *testing.B, c *CountMin) {
-		forCores(b, func(core countMinCore) benchLoop {
+		forCores(b, func(core cells.CountMinCore) benchLoop {
 			view := c.withCore(core)
 			return func(b *testing.B) uint64 {
 				for i := 0; i < b.N; i++ {
@@ -473,10 +475,10 @@ func BenchmarkCountMinStats(b *testing.B) {
 // faster: Go's clear).
 func BenchmarkCountMinReset(b *testing.B) {
 	forShapes(b, benchShapes, func(b *testing.B, c *CountMin) {
-		forCores(b, func(core countMinCore) benchLoop {
+		forCores(b, func(core cells.CountMinCore) benchLoop {
 			return func(b *testing.B) uint64 {
 				for i := 0; i < b.N; i++ {
-					core.reset(&c.l)
+					core.Reset(&c.l)
 				}
 				return 0
 			}

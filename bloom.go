@@ -6,6 +6,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"unsafe"
+
+	"github.com/shmsketch/sketch/internal/cells"
 )
 
 // BloomConfig sizes a Bloom filter by what its users know: how many
@@ -35,7 +37,7 @@ type BloomConfig struct {
 // holding j keys, (1 - (1-1/512)^(k·j))^k (Putze, Sanders and Singler,
 // 2007).
 func bloomFP(lambda float64, k int) float64 {
-	q := powInt(1-1.0/bloomBlockBits, k) // a bit is missed by one key
+	q := powInt(1-1.0/cells.BloomBlockBits, k) // a bit is missed by one key
 	sd := math.Sqrt(lambda)
 	lo := math.Max(0, math.Floor(lambda-12*sd-12))
 	hi := lambda + 12*sd + 12
@@ -94,7 +96,7 @@ func bloomRateGeometry(fpRate float64) (k int, load float64) {
 		kl := v.([2]float64)
 		return int(kl[0]), kl[1]
 	}
-	for kk := 1; kk <= bloomMaxHashes; kk++ {
+	for kk := 1; kk <= cells.BloomMaxHashes; kk++ {
 		l := bloomLoad(fpRate, kk)
 		if l <= load {
 			break
@@ -119,15 +121,15 @@ func bloomGeometry(capacity uint64, fpRate float64) (blocks uint64, k int, err e
 		return 0, 0, fmt.Errorf("%w: false-positive rate %v is too small for a blocked filter", ErrInvalidConfig, fpRate)
 	}
 	want := math.Ceil(float64(capacity) / load)
-	if want > bloomMaxBlocks {
-		return 0, 0, fmt.Errorf("%w: capacity %d at rate %v needs %.0f blocks of 512 bits, more than %d", ErrInvalidConfig, capacity, fpRate, want, uint64(bloomMaxBlocks))
+	if want > cells.BloomMaxBlocks {
+		return 0, 0, fmt.Errorf("%w: capacity %d at rate %v needs %.0f blocks of 512 bits, more than %d", ErrInvalidConfig, capacity, fpRate, want, uint64(cells.BloomMaxBlocks))
 	}
 	return max(uint64(want), 1), k, nil
 }
 
 // bloomBytes is the region of a filter of the given blocks: the stripes,
 // then the bits.
-func bloomBytes(blocks uint64) uint64 { return stripesBytes + blocks*bloomBlockBytes }
+func bloomBytes(blocks uint64) uint64 { return cells.StripesBytes + blocks*cells.BloomBlockBytes }
 
 // Bytes returns the size of the file (or memory) a filter of this config
 // needs, header included, as CountMinConfig.Bytes does. The config must
@@ -176,7 +178,7 @@ func (cfg BloomConfig) spec() (spec, error) {
 			return nil
 		}
 		if e.params[2] != blocks || e.params[3] != uint64(k) {
-			return fmt.Errorf("%w: asked for %d bits and %d hashes, the file has %d and %d", ErrIncompatible, blocks*bloomBlockBits, k, e.params[2]*bloomBlockBits, e.params[3])
+			return fmt.Errorf("%w: asked for %d bits and %d hashes, the file has %d and %d", ErrIncompatible, blocks*cells.BloomBlockBits, k, e.params[2]*cells.BloomBlockBits, e.params[3])
 		}
 		return nil
 	}
@@ -191,7 +193,7 @@ func bloomEntryParams(e entry) map[string]float64 {
 	return map[string]float64{
 		"capacity": float64(e.params[0]),
 		"fp_rate":  math.Float64frombits(e.params[1]),
-		"bits":     float64(e.params[2] * bloomBlockBits),
+		"bits":     float64(e.params[2] * cells.BloomBlockBits),
 		"hashes":   float64(e.params[3]),
 	}
 }
@@ -221,9 +223,9 @@ func validateBloomParams(capacity, fpBits, blocks, k uint64) error {
 		return fmt.Errorf("Bloom capacity %d", capacity)
 	case !(fp > 0 && fp < 1):
 		return fmt.Errorf("Bloom false-positive rate %v", fp)
-	case blocks < 1 || blocks > bloomMaxBlocks:
+	case blocks < 1 || blocks > cells.BloomMaxBlocks:
 		return fmt.Errorf("Bloom blocks %d", blocks)
-	case k < 1 || k > bloomMaxHashes:
+	case k < 1 || k > cells.BloomMaxHashes:
 		return fmt.Errorf("Bloom hashes %d", k)
 	}
 	return nil
@@ -244,9 +246,9 @@ func validateBloomParams(capacity, fpBits, blocks, k uint64) error {
 // times FPRate. Watch Fill in Stats: it sits near one half at Capacity.
 type Bloom struct {
 	Handle
-	l      bloomLayout
-	core   bloomCore // serves batches
-	stripe int       // this handle's stripe of the added and seen counts
+	l      cells.Bloom
+	core   cells.BloomCore // serves batches
+	stripe int             // this handle's stripe of the added and seen counts
 }
 
 // BloomStats describes a Bloom filter at one moment.
@@ -296,15 +298,15 @@ func newBloom(m *mapping) (*Bloom, error) {
 	base := unsafe.Pointer(&region[0])
 	blocks := m.ent.params[2]
 	b := &Bloom{
-		l: bloomLayout{
-			stripes:  base,
-			words:    unsafe.Add(base, stripesBytes),
-			seed:     m.lay.seed,
-			blocks:   blocks,
-			k:        int(m.ent.params[3]),
-			prefetch: blocks*bloomBlockBytes > l2Bytes()/4,
+		l: cells.Bloom{
+			Stripes:  base,
+			Words:    unsafe.Add(base, cells.StripesBytes),
+			Seed:     m.lay.seed,
+			Blocks:   blocks,
+			K:        int(m.ent.params[3]),
+			Prefetch: blocks*cells.BloomBlockBytes > cells.L2Bytes()/4,
 		},
-		core: buildCores.bloom,
+		core: buildCores.Bloom,
 	}
 	b.init(m, b)
 	if !m.readOnly {
@@ -336,8 +338,8 @@ func (b *Bloom) Add(key []byte) (already bool, err error) {
 	if err := b.mayAdd("add"); err != nil {
 		return false, err
 	}
-	h1, hi := hashKey(key, b.l.seed)
-	return b.added(b.l.addHashed(h1, hi))
+	h1, hi := cells.Hash(key, b.l.Seed)
+	return b.added(b.l.AddHashed(h1, hi))
 }
 
 // AddString is Add for a string key, without converting it to a []byte.
@@ -345,17 +347,17 @@ func (b *Bloom) AddString(key string) (already bool, err error) {
 	if err := b.mayAdd("add"); err != nil {
 		return false, err
 	}
-	h1, hi := hashString(key, b.l.seed)
-	return b.added(b.l.addHashed(h1, hi))
+	h1, hi := cells.HashString(key, b.l.Seed)
+	return b.added(b.l.AddHashed(h1, hi))
 }
 
 // added counts one add and passes its answer on, unless Close ran
 // meanwhile.
 func (b *Bloom) added(already bool) (bool, error) {
 	if already {
-		b.l.count(b.stripe, 0, 1)
+		b.l.Count(b.stripe, 0, 1)
 	} else {
-		b.l.count(b.stripe, 1, 0)
+		b.l.Count(b.stripe, 1, 0)
 	}
 	if !b.open.Load() {
 		return false, b.closedErr("add")
@@ -375,8 +377,8 @@ func (b *Bloom) AddBatch(keys [][]byte, already []bool) error {
 	if already != nil && len(already) != len(keys) {
 		return b.m.errorf("add", fmt.Errorf("%w: %d answers for %d keys", ErrInvalidArgument, len(already), len(keys)))
 	}
-	added := b.batchCore(len(keys)).addBatch(&b.l, keys, already)
-	b.l.count(b.stripe, added, uint64(len(keys))-added)
+	added := b.batchCore(len(keys)).AddBatch(&b.l, keys, already)
+	b.l.Count(b.stripe, added, uint64(len(keys))-added)
 	return b.after("add")
 }
 
@@ -387,8 +389,8 @@ func (b *Bloom) Contains(key []byte) bool {
 	if !b.open.Load() {
 		return true
 	}
-	h1, hi := hashKey(key, b.l.seed)
-	return b.l.checkHashed(h1, hi) || !b.open.Load()
+	h1, hi := cells.Hash(key, b.l.Seed)
+	return b.l.CheckHashed(h1, hi) || !b.open.Load()
 }
 
 // ContainsString is Contains for a string key.
@@ -396,8 +398,8 @@ func (b *Bloom) ContainsString(key string) bool {
 	if !b.open.Load() {
 		return true
 	}
-	h1, hi := hashString(key, b.l.seed)
-	return b.l.checkHashed(h1, hi) || !b.open.Load()
+	h1, hi := cells.HashString(key, b.l.Seed)
+	return b.l.CheckHashed(h1, hi) || !b.open.Load()
 }
 
 // ContainsBatch stores Contains(keys[i]) in out[i]; out must have
@@ -409,7 +411,7 @@ func (b *Bloom) ContainsBatch(keys [][]byte, out []bool) error {
 		return fmt.Errorf("sketch: contains %s: %w: %d answers for %d keys", b.name(), ErrInvalidArgument, len(out), len(keys))
 	}
 	if b.open.Load() {
-		b.batchCore(len(keys)).checkBatch(&b.l, keys, out)
+		b.batchCore(len(keys)).ContainsBatch(&b.l, keys, out)
 		if b.open.Load() {
 			return nil
 		}
@@ -423,9 +425,9 @@ func (b *Bloom) ContainsBatch(keys [][]byte, out []bool) error {
 // batchCore picks the core for a batch of n keys: the default core on a
 // filter past the caches and a batch that pays for a cgo crossing, the Go
 // core otherwise (measured: bench_bloom_test.go).
-func (b *Bloom) batchCore(n int) bloomCore {
-	if n < bloomMinBatch || !b.l.prefetch {
-		return bloomGo{}
+func (b *Bloom) batchCore(n int) cells.BloomCore {
+	if n < cells.BloomMinBatch || !b.l.Prefetch {
+		return cells.BloomGo{}
 	}
 	return b.core
 }
@@ -440,7 +442,7 @@ func (b *Bloom) Reset() error {
 	if err := b.refuse("reset"); err != nil {
 		return err
 	}
-	b.l.reset()
+	b.l.Reset()
 	return b.after("reset")
 }
 
@@ -459,18 +461,18 @@ func (b *Bloom) Merge(others ...*Bloom) error {
 		if o == nil || !o.open.Load() {
 			return b.m.errorf("merge", fmt.Errorf("%w: filter %d of the merge is closed", ErrInvalidArgument, i))
 		}
-		if o.l.blocks != b.l.blocks || o.l.k != b.l.k {
-			return b.m.errorf("merge", fmt.Errorf("%w: %s has %d bits and %d hashes, this filter %d and %d", ErrIncompatible, o.name(), o.l.blocks*bloomBlockBits, o.l.k, b.l.blocks*bloomBlockBits, b.l.k))
+		if o.l.Blocks != b.l.Blocks || o.l.K != b.l.K {
+			return b.m.errorf("merge", fmt.Errorf("%w: %s has %d bits and %d hashes, this filter %d and %d", ErrIncompatible, o.name(), o.l.Blocks*cells.BloomBlockBits, o.l.K, b.l.Blocks*cells.BloomBlockBits, b.l.K))
 		}
-		if o.l.seed != b.l.seed {
+		if o.l.Seed != b.l.Seed {
 			return b.m.errorf("merge", fmt.Errorf("%w: %s hashes with another seed", ErrIncompatible, o.name()))
 		}
 	}
 	for _, o := range others {
-		if o.l.words == b.l.words {
+		if o.l.Words == b.l.Words {
 			continue // itself: nothing to add
 		}
-		b.l.merge(&o.l)
+		b.l.Merge(&o.l)
 		if !o.open.Load() {
 			return b.m.errorf("merge", fmt.Errorf("%w: %s was closed during the merge", ErrInvalidArgument, o.name()))
 		}
@@ -500,8 +502,8 @@ func (b *Bloom) freeze() error {
 // bit array, so it belongs on a status page, not in a loop.
 func (b *Bloom) Stats() BloomStats {
 	s := BloomStats{
-		Bits:      b.l.blocks * bloomBlockBits,
-		Hashes:    b.l.k,
+		Bits:      b.l.Blocks * cells.BloomBlockBits,
+		Hashes:    b.l.K,
 		FileStats: FileStats{ReadOnly: b.ReadOnly()},
 	}
 	if b.m == nil || !b.open.Load() {
@@ -510,10 +512,10 @@ func (b *Bloom) Stats() BloomStats {
 	s.Capacity = b.m.ent.params[0]
 	s.FPRate = b.Config().FPRate
 	s.Bytes = b.m.ownBytes()
-	s.Set = b.l.countSet()
+	s.Set = b.l.CountSet()
 	s.Fill = float64(s.Set) / float64(s.Bits)
 	s.Estimated = b.estimate(s.Set)
-	s.Added, s.Seen = b.l.counts()
+	s.Added, s.Seen = b.l.Counts()
 	s.Frozen = atomic.LoadUint32(b.sealed) != 0
 	if !b.open.Load() {
 		return b.closedStats(s)
@@ -531,20 +533,20 @@ func (b *Bloom) closedStats(s BloomStats) BloomStats {
 func (b *Bloom) estimate(set uint64) float64 { return bloomEstimate(&b.l, set) }
 
 // bloomEstimate is Bloom.estimate for the filter at l.
-func bloomEstimate(l *bloomLayout, set uint64) float64 {
-	m := l.blocks * bloomBlockBits
+func bloomEstimate(l *cells.Bloom, set uint64) float64 {
+	m := l.Blocks * cells.BloomBlockBits
 	if set >= m {
 		return math.MaxFloat64 // every bit set; JSON has no infinity
 	}
-	perKey := 1 - powInt(1-1.0/bloomBlockBits, l.k)
-	return -float64(l.blocks) * math.Log1p(-float64(set)/float64(m)) / perKey
+	perKey := 1 - powInt(1-1.0/cells.BloomBlockBits, l.K)
+	return -float64(l.Blocks) * math.Log1p(-float64(set)/float64(m)) / perKey
 }
 
 // Bits returns m, the number of bits: blocks of 512.
-func (b *Bloom) Bits() uint64 { return b.l.blocks * bloomBlockBits }
+func (b *Bloom) Bits() uint64 { return b.l.Blocks * cells.BloomBlockBits }
 
 // Hashes returns k, the bits a key sets.
-func (b *Bloom) Hashes() int { return b.l.k }
+func (b *Bloom) Hashes() int { return b.l.K }
 
 // Close releases the descriptor and the file's pages; safe twice and
 // while other goroutines use the handle, as CountMin.Close is: their calls
@@ -557,7 +559,7 @@ func (b *Bloom) Close() error {
 }
 
 func (b *Bloom) describe() (string, string) {
-	return "Bloom", fmt.Sprintf("%d bits, %d hashes", b.l.blocks*bloomBlockBits, b.l.k)
+	return "Bloom", fmt.Sprintf("%d bits, %d hashes", b.l.Blocks*cells.BloomBlockBits, b.l.K)
 }
 func (b *Bloom) statsOf() any { return b.Stats() }
 
@@ -586,12 +588,12 @@ func (b *Bloom) Snapshot(at Place, opts ...Option) (*Bloom, error) {
 	if !b.open.Load() {
 		return nil, b.closedErr("snapshot")
 	}
-	m, err := createSnapshot(b.name(), at, entrySpec(b.m.ent, b.l.seed, b.copyRegion), opts)
+	m, err := createSnapshot(b.name(), at, entrySpec(b.m.ent, b.l.Seed, b.copyRegion), opts)
 	return finishSnapshot(&b.Handle, m, err, newBloom)
 }
 
 // copyRegion copies the filter's region, its counts and bits, into dst.
 func (b *Bloom) copyRegion(dst []byte) error {
-	copyWords(dst, b.l.stripes)
+	copyWords(dst, b.l.Stripes)
 	return nil
 }

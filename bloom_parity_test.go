@@ -10,6 +10,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/shmsketch/sketch/internal/cells"
 	"github.com/zeebo/xxh3"
 )
 
@@ -98,7 +99,7 @@ func (r *refBloom) bytes() []byte {
 }
 
 // bloomBits is the filter's bit array as bytes.
-func bloomBits(b *Bloom) []byte { return b.m.entryBytes()[stripesBytes:] }
+func bloomBits(b *Bloom) []byte { return b.m.entryBytes()[cells.StripesBytes:] }
 
 // parityKey is key number b of a universe of 256, "prefix-b"; 0 is the
 // empty key.
@@ -133,12 +134,12 @@ var bloomBatchSizes = [...]int{0, 1, 3, 4, 7, 8, 9, 255, 256, 257, 300, 513, 700
 // operations go to and the one merged into it. ahead makes every batch
 // fetch ahead, whatever the filter's size.
 type bloomParityFilter struct {
-	core        bloomCore
+	core        cells.BloomCore
 	ahead       bool
 	main, other *Bloom
 }
 
-func (f bloomParityFilter) name() string { return fmt.Sprintf("%s/ahead=%v", f.core.name(), f.ahead) }
+func (f bloomParityFilter) name() string { return fmt.Sprintf("%s/ahead=%v", f.core.Name(), f.ahead) }
 
 // bloomParityRun applies one operation sequence, decoded from ops, to the
 // model and to a pair of files per core (fetching ahead or not), comparing
@@ -156,19 +157,19 @@ func bloomParityRun(t *testing.T, cfg BloomConfig, ops []byte) {
 				if p == &f.other {
 					name = "other"
 				}
-				b, err := OpenBloom(Path(filepath.Join(dir, fmt.Sprintf("%s.%v.%s", core.name(), ahead, name))), cfg)
+				b, err := OpenBloom(Path(filepath.Join(dir, fmt.Sprintf("%s.%v.%s", core.Name(), ahead, name))), cfg)
 				if err != nil {
 					t.Fatal(err)
 				}
 				t.Cleanup(func() { b.Close() })
 				b.core = core
-				b.l.prefetch = ahead
+				b.l.Prefetch = ahead
 				*p = b
 			}
 			fs = append(fs, f)
 		}
 	}
-	blocks, k := fs[0].main.l.blocks, fs[0].main.l.k
+	blocks, k := fs[0].main.l.Blocks, fs[0].main.l.K
 	ref, refOther := newRefBloom(blocks, k, cfg.Seed), newRefBloom(blocks, k, cfg.Seed)
 	batch := func(arg byte) [][]byte { return parityBatch(arg, 40, bloomBatchSizes[:], bloomParityKey) }
 	for i := 0; i+1 < len(ops); i += 2 {
@@ -210,8 +211,8 @@ func bloomParityRun(t *testing.T, cfg BloomConfig, ops []byte) {
 				}
 			}
 			for _, f := range fs {
-				got := f.core.addBatch(&f.main.l, keys, nil)
-				f.main.l.count(f.main.stripe, got, uint64(len(keys))-got)
+				got := f.core.AddBatch(&f.main.l, keys, nil)
+				f.main.l.Count(f.main.stripe, got, uint64(len(keys))-got)
 				if got != want {
 					t.Fatalf("op %d: %s core addBatch(%d keys from %q) = %d, want %d", i/2, f.name(), len(keys), key, got, want)
 				}
@@ -235,7 +236,7 @@ func bloomParityRun(t *testing.T, cfg BloomConfig, ops []byte) {
 				if op%10 == 4 {
 					f.main.ContainsBatch(keys, got)
 				} else {
-					f.core.checkBatch(&f.main.l, keys, got)
+					f.core.ContainsBatch(&f.main.l, keys, got)
 				}
 				if !slices.Equal(got, want) {
 					t.Fatalf("op %d: %s CheckBatch(%d keys) = %v, want %v", i/2, f.name(), len(keys), got, want)
@@ -377,12 +378,12 @@ func TestBloom_ParityBatchSingle(t *testing.T) {
 	}
 	for _, core := range bloomCores() {
 		for _, ahead := range []bool{false, true} {
-			b, err := OpenBloom(Path(filepath.Join(dir, fmt.Sprintf("%s.%v", core.name(), ahead))), cfg)
+			b, err := OpenBloom(Path(filepath.Join(dir, fmt.Sprintf("%s.%v", core.Name(), ahead))), cfg)
 			if err != nil {
 				t.Fatal(err)
 			}
 			defer b.Close()
-			b.core, b.l.prefetch = core, ahead
+			b.core, b.l.Prefetch = core, ahead
 			rest := keys
 			for i := 0; len(rest) > 0; i++ {
 				n := min(bloomBatchSizes[i%len(bloomBatchSizes)], len(rest))

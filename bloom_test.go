@@ -115,9 +115,9 @@ func TestBloom_FalsePositives(t *testing.T) {
 		n int
 	}{{0.1, 20_000}, {0.01, 50_000}, {0.001, 20_000}, {1e-4, 20_000}} {
 		for i, core := range bloomCores() {
-			t.Run(fmt.Sprintf("%v/%s", tc.p, core.name()), func(t *testing.T) {
+			t.Run(fmt.Sprintf("%v/%s", tc.p, core.Name()), func(t *testing.T) {
 				b := mustBloom(t, BloomConfig{Capacity: uint64(tc.n), FPRate: tc.p, Seed: 0xb100})
-				b.core, b.l.prefetch = core, true // every batch through core
+				b.core, b.l.Prefetch = core, true // every batch through core
 				bloomFill(t, b, "in", 0, tc.n)
 				for i := range tc.n {
 					if k := bloomKey("in", i); !b.Contains(k) {
@@ -127,7 +127,7 @@ func TestBloom_FalsePositives(t *testing.T) {
 				if i > 0 {
 					return
 				}
-				b.core = buildCores.bloom
+				b.core = buildCores.Bloom
 				probes := int(400 / tc.p)
 				rate := bloomRate(b, probes)
 				st := b.Stats()
@@ -152,7 +152,7 @@ func TestBloom_FalsePositives(t *testing.T) {
 func TestBloom_Already(t *testing.T) {
 	cfg := BloomConfig{Capacity: 2000, FPRate: 0.05, Seed: 5}
 	b := mustBloom(t, cfg)
-	ref := newRefBloom(b.l.blocks, b.l.k, cfg.Seed)
+	ref := newRefBloom(b.l.Blocks, b.l.K, cfg.Seed)
 	// A key whose bits other keys set: a false positive of the model,
 	// never added itself.
 	for i := range 2000 {
@@ -375,7 +375,7 @@ func TestBloom_Allocs(t *testing.T) {
 	key, skey := keys[3], string(keys[3])
 	for _, core := range bloomCores() {
 		for _, ahead := range []bool{false, true} {
-			b.core, b.l.prefetch = core, ahead
+			b.core, b.l.Prefetch = core, ahead
 			for _, tc := range []struct {
 				name string
 				f    func()
@@ -390,7 +390,7 @@ func TestBloom_Allocs(t *testing.T) {
 				{"CheckBatch", func() { b.ContainsBatch(keys, out) }},
 			} {
 				if n := testing.AllocsPerRun(100, tc.f); n != 0 {
-					t.Errorf("%s/ahead=%v: %s allocates %.1f times a call", core.name(), ahead, tc.name, n)
+					t.Errorf("%s/ahead=%v: %s allocates %.1f times a call", core.Name(), ahead, tc.name, n)
 				}
 			}
 		}

@@ -7,6 +7,8 @@ import (
 	"sync/atomic"
 	"time"
 	"unsafe"
+
+	"github.com/shmsketch/sketch/internal/cells"
 )
 
 // BloomWindowConfig is a Bloom window's config as an arena lists it
@@ -68,7 +70,7 @@ func (wc BloomWindowConfig) spec() (spec, error) {
 	blocks := bsp.params[2]
 	size := bloomWindowBytes(blocks, w.Keep)
 	if size > maxFileSize-pageSize*4 {
-		return spec{}, fmt.Errorf("%w: %d slots of %d bits need %d bytes, more than a sketch file may have (%d)", ErrInvalidConfig, w.Keep+1, blocks*bloomBlockBits, size, uint64(maxFileSize))
+		return spec{}, fmt.Errorf("%w: %d slots of %d bits need %d bytes, more than a sketch file may have (%d)", ErrInvalidConfig, w.Keep+1, blocks*cells.BloomBlockBits, size, uint64(maxFileSize))
 	}
 	sp.size = size
 	sp.params = [8]uint64{bsp.params[0], bsp.params[1], blocks, bsp.params[3], uint64(w.Period), uint64(w.Keep)}
@@ -139,9 +141,9 @@ func validateBloomWindowEntry(e entry) error {
 // claiming a key is absent.
 type BloomWindow struct {
 	windowBase
-	slots  []bloomLayout
-	core   bloomCore // serves batches
-	stripe int       // this handle's stripe of each slot's counts
+	slots  []cells.Bloom
+	core   cells.BloomCore // serves batches
+	stripe int             // this handle's stripe of each slot's counts
 }
 
 // BloomWindowStats describes a Bloom window at one moment.
@@ -225,26 +227,26 @@ func newBloomWindow(m *mapping) (*BloomWindow, error) {
 	base := unsafe.Pointer(&region[0])
 	blocks, k := m.ent.params[2], int(m.ent.params[3])
 	win := storedWindow(m.ent, 4)
-	w := &BloomWindow{core: buildCores.bloom}
+	w := &BloomWindow{core: buildCores.Bloom}
 	ctl := windowControlBytes(win.Keep)
 	slot := bloomBytes(blocks)
 	for i := range win.Keep + 1 {
 		sb := unsafe.Add(base, ctl+uint64(i)*slot)
-		w.slots = append(w.slots, bloomLayout{
-			stripes:  sb,
-			words:    unsafe.Add(sb, stripesBytes),
-			seed:     m.lay.seed,
-			blocks:   blocks,
-			k:        k,
-			prefetch: blocks*bloomBlockBytes > l2Bytes()/4,
+		w.slots = append(w.slots, cells.Bloom{
+			Stripes:  sb,
+			Words:    unsafe.Add(sb, cells.StripesBytes),
+			Seed:     m.lay.seed,
+			Blocks:   blocks,
+			K:        k,
+			Prefetch: blocks*cells.BloomBlockBytes > cells.L2Bytes()/4,
 		})
 	}
 	starts := make([]unsafe.Pointer, len(w.slots))
 	for i := range w.slots {
-		starts[i] = w.slots[i].stripes
+		starts[i] = w.slots[i].Stripes
 	}
 	w.ctl.setFolds(starts, func(s uint64) uint64 {
-		added, seen := w.slots[s].counts()
+		added, seen := w.slots[s].Counts()
 		return added + seen
 	})
 	lk, err := w.start(m, w, win, w.clearSlot)
@@ -264,16 +266,16 @@ func newBloomWindow(m *mapping) (*BloomWindow, error) {
 func (w *BloomWindow) clearSlot(s uint64) {
 	l := &w.slots[s]
 	if plainClears {
-		l.reset()
+		l.Reset()
 		return
 	}
-	for i := uint64(0); i < l.nwords(); i++ {
-		atomic.StoreUint64(l.word(i), 0)
+	for i := uint64(0); i < l.Nwords(); i++ {
+		atomic.StoreUint64(l.Word(i), 0)
 	}
-	for i := uintptr(0); i < stripeCount; i++ {
-		line := unsafe.Add(l.stripes, i*stripeBytes)
-		atomic.StoreUint64((*uint64)(unsafe.Add(line, bloomAddedOff)), 0)
-		atomic.StoreUint64((*uint64)(unsafe.Add(line, bloomSeenOff)), 0)
+	for i := uintptr(0); i < cells.StripeCount; i++ {
+		line := unsafe.Add(l.Stripes, i*cells.StripeBytes)
+		atomic.StoreUint64((*uint64)(unsafe.Add(line, cells.BloomAddedOff)), 0)
+		atomic.StoreUint64((*uint64)(unsafe.Add(line, cells.BloomSeenOff)), 0)
 	}
 }
 
@@ -296,16 +298,16 @@ func (w *BloomWindow) add(lo, hi uint64) (already bool, addP uint64, err error) 
 		return false, 0, err
 	}
 	cur := &w.slots[s]
-	if cur.missing(cur.block(lo), hi) == 0 {
-		cur.count(w.stripe, 0, 1)
+	if cur.Missing(cur.Block(lo), hi) == 0 {
+		cur.Count(w.stripe, 0, 1)
 		return true, p, nil
 	}
 	found := w.inEarlier(lo, hi, p, s)
-	a := cur.addHashed(lo, hi)
+	a := cur.AddHashed(lo, hi)
 	if a {
-		cur.count(w.stripe, 0, 1)
+		cur.Count(w.stripe, 0, 1)
 	} else {
-		cur.count(w.stripe, 1, 0)
+		cur.Count(w.stripe, 1, 0)
 	}
 	return a || found, p, nil
 }
@@ -319,7 +321,7 @@ func (w *BloomWindow) add(lo, hi uint64) (already bool, addP uint64, err error) 
 func (w *BloomWindow) inEarlier(lo, hi, p, s uint64) bool {
 	found := false
 	w.ctl.readWindow(p, true, func(t uint64) bool {
-		found = w.slots[t].checkHashed(lo, hi)
+		found = w.slots[t].CheckHashed(lo, hi)
 		return found
 	})
 	return found
@@ -341,7 +343,7 @@ func (w *BloomWindow) Add(key []byte) (already bool, err error) {
 	if err := w.mayAdd("add"); err != nil {
 		return false, err
 	}
-	lo, hi := hashKey(key, w.slots[0].seed)
+	lo, hi := cells.Hash(key, w.slots[0].Seed)
 	already, _, err = w.add(lo, hi)
 	return w.afterAdd(already, err)
 }
@@ -351,7 +353,7 @@ func (w *BloomWindow) AddString(key string) (already bool, err error) {
 	if err := w.mayAdd("add"); err != nil {
 		return false, err
 	}
-	lo, hi := hashString(key, w.slots[0].seed)
+	lo, hi := cells.HashString(key, w.slots[0].Seed)
 	already, _, err = w.add(lo, hi)
 	return w.afterAdd(already, err)
 }
@@ -387,8 +389,8 @@ func (w *BloomWindow) AddBatch(keys [][]byte, already []bool) error {
 		return err
 	}
 	cur := &w.slots[s]
-	added := w.batchCore(len(keys), cur).addBatch(cur, keys, already)
-	cur.count(w.stripe, added, uint64(len(keys))-added)
+	added := w.batchCore(len(keys), cur).AddBatch(cur, keys, already)
+	cur.Count(w.stripe, added, uint64(len(keys))-added)
 	if already != nil && added != 0 && p > c.first(p) {
 		w.findBatch(keys, already, p, true)
 	}
@@ -403,7 +405,7 @@ func (w *BloomWindow) Contains(key []byte) bool {
 	if !w.open.Load() {
 		return true
 	}
-	lo, hi := hashKey(key, w.slots[0].seed)
+	lo, hi := cells.Hash(key, w.slots[0].Seed)
 	found, _ := w.lookup(lo, hi)
 	return found || !w.open.Load()
 }
@@ -413,7 +415,7 @@ func (w *BloomWindow) ContainsString(key string) bool {
 	if !w.open.Load() {
 		return true
 	}
-	lo, hi := hashString(key, w.slots[0].seed)
+	lo, hi := cells.HashString(key, w.slots[0].Seed)
 	found, _ := w.lookup(lo, hi)
 	return found || !w.open.Load()
 }
@@ -433,7 +435,7 @@ func (w *BloomWindow) lookup(lo, hi uint64) (found bool, p uint64) {
 	p = w.ctl.readStable(func(p uint64) bool {
 		found = false
 		return w.ctl.readWindow(p, false, func(s uint64) bool {
-			found = w.slots[s].checkHashed(lo, hi)
+			found = w.slots[s].CheckHashed(lo, hi)
 			return found
 		})
 	})
@@ -454,7 +456,7 @@ func (w *BloomWindow) checkHeld(lo, hi, p uint64) (found, ok bool) {
 		if wd != heldWord(q) {
 			return false, false
 		}
-		f := w.slots[s].checkHashed(lo, hi)
+		f := w.slots[s].CheckHashed(lo, hi)
 		if atomic.LoadUint64(wp) != wd {
 			return false, false
 		}
@@ -502,9 +504,9 @@ func (w *BloomWindow) checkBatch(keys [][]byte, out []bool) {
 // and their answers. Pooled, since buffers handed to a core (an interface)
 // would otherwise be allocated on every call.
 type bloomScratch struct {
-	keys [batchChunk][]byte
-	idx  [batchChunk]int
-	res  [batchChunk]bool
+	keys [cells.BatchChunk][]byte
+	idx  [cells.BatchChunk]int
+	res  [cells.BatchChunk]bool
 }
 
 var bloomScratchPool = sync.Pool{New: func() any { return new(bloomScratch) }}
@@ -522,9 +524,9 @@ func (w *BloomWindow) findBatch(keys [][]byte, out []bool, p uint64, skipCurrent
 	return w.ctl.readWindow(p, skipCurrent, func(s uint64) bool {
 		l := &w.slots[s]
 		left := 0
-		for base := 0; base < len(keys); base += batchChunk {
+		for base := 0; base < len(keys); base += cells.BatchChunk {
 			n := 0
-			for i := base; i < min(base+batchChunk, len(keys)); i++ {
+			for i := base; i < min(base+cells.BatchChunk, len(keys)); i++ {
 				if !out[i] {
 					sc.keys[n], sc.idx[n] = keys[i], i
 					n++
@@ -533,7 +535,7 @@ func (w *BloomWindow) findBatch(keys [][]byte, out []bool, p uint64, skipCurrent
 			if n == 0 {
 				continue
 			}
-			w.batchCore(n, l).checkBatch(l, sc.keys[:n], sc.res[:n])
+			w.batchCore(n, l).ContainsBatch(l, sc.keys[:n], sc.res[:n])
 			for j, f := range sc.res[:n] {
 				if f {
 					out[sc.idx[j]] = true
@@ -548,9 +550,9 @@ func (w *BloomWindow) findBatch(keys [][]byte, out []bool, p uint64, skipCurrent
 
 // batchCore picks the core for a batch of n keys on slot l, as
 // Bloom.batchCore does.
-func (w *BloomWindow) batchCore(n int, l *bloomLayout) bloomCore {
-	if n < bloomMinBatch || !l.prefetch {
-		return bloomGo{}
+func (w *BloomWindow) batchCore(n int, l *cells.Bloom) cells.BloomCore {
+	if n < cells.BloomMinBatch || !l.Prefetch {
+		return cells.BloomGo{}
 	}
 	return w.core
 }
@@ -560,7 +562,7 @@ func (w *BloomWindow) Bits() uint64 {
 	if len(w.slots) == 0 {
 		return 0
 	}
-	return w.slots[0].blocks * bloomBlockBits
+	return w.slots[0].Blocks * cells.BloomBlockBits
 }
 
 // Hashes returns k, the bits a key sets.
@@ -568,7 +570,7 @@ func (w *BloomWindow) Hashes() int {
 	if len(w.slots) == 0 {
 		return 0
 	}
-	return w.slots[0].k
+	return w.slots[0].K
 }
 
 // Stats reports the window's periods and each slot's state, fill and
@@ -598,7 +600,7 @@ func (w *BloomWindow) Stats() BloomWindowStats {
 		l := &w.slots[i]
 		var sl BloomWindowSlotStats
 		sl.State, sl.Period = w.slotState(uint64(i), wp)
-		sl.Set = l.countSet()
+		sl.Set = l.CountSet()
 		sl.Fill = float64(sl.Set) / float64(s.Bits)
 		sl.Estimated = bloomEstimate(l, sl.Set)
 		switch {
@@ -607,9 +609,9 @@ func (w *BloomWindow) Stats() BloomWindowStats {
 		case sl.Estimated == math.MaxFloat64:
 			sl.Rate = 1
 		default:
-			sl.Rate = bloomFP(sl.Estimated/float64(l.blocks), l.k)
+			sl.Rate = bloomFP(sl.Estimated/float64(l.Blocks), l.K)
 		}
-		sl.Added, sl.Seen = l.counts()
+		sl.Added, sl.Seen = l.Counts()
 		if sl.State == "current" || sl.State == "window" {
 			miss *= 1 - sl.Rate
 		}
@@ -662,7 +664,7 @@ func (w *BloomWindow) ContainsCovered(key []byte) (bool, Periods) {
 	if !w.open.Load() {
 		return true, Periods{}
 	}
-	lo, hi := hashKey(key, w.slots[0].seed)
+	lo, hi := cells.Hash(key, w.slots[0].Seed)
 	found, p := w.lookup(lo, hi)
 	if !w.open.Load() {
 		return true, Periods{}
@@ -716,16 +718,16 @@ func (w *BloomWindow) SnapshotCovered(at Place, opts ...Option) (*Bloom, Periods
 // orCovered ORs the covered slots' bits into dst, a Bloom region of the
 // slots' size, and adds up their counts in its first stripe.
 func (w *BloomWindow) orCovered(dst []byte) (Periods, error) {
-	words := unsafe.Add(unsafe.Pointer(&dst[0]), stripesBytes)
+	words := unsafe.Add(unsafe.Pointer(&dst[0]), cells.StripesBytes)
 	var added, seen uint64
 	p, err := w.foldCovered(func(s uint64) {
 		l := &w.slots[s]
-		for i := uint64(0); i < l.nwords(); i++ {
-			if v := atomic.LoadUint64(l.word(i)); v != 0 {
+		for i := uint64(0); i < l.Nwords(); i++ {
+			if v := atomic.LoadUint64(l.Word(i)); v != 0 {
 				*(*uint64)(unsafe.Add(words, i*8)) |= v
 			}
 		}
-		a, sn := l.counts()
+		a, sn := l.Counts()
 		added, seen = added+a, seen+sn
 	}, func() {
 		clear(dst)
@@ -734,13 +736,13 @@ func (w *BloomWindow) orCovered(dst []byte) (Periods, error) {
 	if err != nil {
 		return p, err
 	}
-	*wordAt(dst, bloomAddedOff) = added
-	*wordAt(dst, bloomSeenOff) = seen
+	*wordAt(dst, cells.BloomAddedOff) = added
+	*wordAt(dst, cells.BloomSeenOff) = seen
 	return p, nil
 }
 
 // copyRegion is windowBase.copyRegion for a Bloom window.
 func (w *BloomWindow) copyRegion(dst []byte) error {
-	return w.windowBase.copyRegion(dst, windowControlBytes(w.win.Keep), bloomBytes(w.slots[0].blocks),
-		func(s uint64) unsafe.Pointer { return w.slots[s].stripes })
+	return w.windowBase.copyRegion(dst, windowControlBytes(w.win.Keep), bloomBytes(w.slots[0].Blocks),
+		func(s uint64) unsafe.Pointer { return w.slots[s].Stripes })
 }

@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/shmsketch/sketch/internal/cells"
 )
 
 // bwinProcCfg holds every key the children add in a period with room to
@@ -36,7 +38,7 @@ func bloomWinAdd(tw testWindow, me string) error {
 	r := rand.New(rand.NewPCG(uint64(envInt(envChild)), 1))
 	var period []uint64 // key i went to period[i] (or later)
 	mustFind := func(i int) error {
-		lo, hi := hashKey(bwinProcKey(me, i), w.slots[0].seed)
+		lo, hi := cells.Hash(bwinProcKey(me, i), w.slots[0].Seed)
 		found, p := w.lookup(lo, hi)
 		if q := period[i]; !found && q >= w.ctl.first(p) && q <= p {
 			return fmt.Errorf("%s: Check(%q) = false at period %d; it was added in period %d", Backend, bwinProcKey(me, i), p, q)
@@ -68,7 +70,7 @@ func bloomWinAdd(tw testWindow, me string) error {
 			time.Sleep(time.Millisecond)
 			continue
 		}
-		lo, hi := hashKey(bwinProcKey(me, len(period)), w.slots[0].seed)
+		lo, hi := cells.Hash(bwinProcKey(me, len(period)), w.slots[0].Seed)
 		_, addP, err := w.add(lo, hi)
 		if err != nil {
 			return err
@@ -125,7 +127,7 @@ func checkBwinTruth(t *testing.T, w *BloomWindow, refs bwinRefs) int {
 	checked := 0
 	for q, keys := range refs {
 		for _, k := range keys {
-			lo, hi := hashString(k, w.slots[0].seed)
+			lo, hi := cells.HashString(k, w.slots[0].Seed)
 			found, p := w.lookup(lo, hi)
 			if q < w.ctl.first(p) || q > p {
 				continue

@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 	"unsafe"
+
+	"github.com/shmsketch/sketch/internal/cells"
 )
 
 // Single-process tests of the Bloom window's own promises: every answer
@@ -49,7 +51,7 @@ type bwinModel struct {
 }
 
 func newBwinModel(w *BloomWindow, seed uint64) *bwinModel {
-	return &bwinModel{blocks: w.slots[0].blocks, k: w.slots[0].k, seed: seed, keep: uint64(w.win.Keep), period: map[uint64]*refBloom{}}
+	return &bwinModel{blocks: w.slots[0].Blocks, k: w.slots[0].K, seed: seed, keep: uint64(w.win.Keep), period: map[uint64]*refBloom{}}
 }
 
 func (m *bwinModel) filter(p uint64) *refBloom {
@@ -89,10 +91,10 @@ func (m *bwinModel) check(key []byte, p uint64) bool {
 }
 
 // bwinSetCores makes every batch of w go through core.
-func bwinSetCores(w *BloomWindow, core bloomCore) {
+func bwinSetCores(w *BloomWindow, core cells.BloomCore) {
 	w.core = core
 	for i := range w.slots {
-		w.slots[i].prefetch = true
+		w.slots[i].Prefetch = true
 	}
 }
 
@@ -104,7 +106,7 @@ func bwinSetCores(w *BloomWindow, core bloomCore) {
 func TestBloomWindow_RotateExact(t *testing.T) {
 	for _, core := range bloomCores() {
 		for _, keep := range []int{1, 2, 3, 5, 9} {
-			t.Run(fmt.Sprintf("%s/keep=%d", core.name(), keep), func(t *testing.T) {
+			t.Run(fmt.Sprintf("%s/keep=%d", core.Name(), keep), func(t *testing.T) {
 				w := mustOpenBloomWindow(t, tempPath(t, "bwin"), Window{Keep: keep}, bwinCfg)
 				bwinSetCores(w, core)
 				model := newBwinModel(w, bwinCfg.Seed)
@@ -265,7 +267,7 @@ func TestBloomWindow_ClockExact(t *testing.T) {
 	deadline := time.Now().Add(seenBound)
 	for i := 0; len(model.period) < want && time.Now().Before(deadline); i++ {
 		k := bloomKey("c", i%3000)
-		lo, hi := hashKey(k, w.slots[0].seed)
+		lo, hi := cells.Hash(k, w.slots[0].Seed)
 		already, addP, err := w.add(lo, hi)
 		if err != nil {
 			t.Fatal(err)
@@ -278,7 +280,7 @@ func TestBloomWindow_ClockExact(t *testing.T) {
 			time.Sleep(100 * time.Microsecond)
 			for j := i - 63; j <= i; j++ {
 				k := bloomKey("c", max(j, 0)%3000)
-				lo, hi := hashKey(k, w.slots[0].seed)
+				lo, hi := cells.Hash(k, w.slots[0].Seed)
 				found, p := w.lookup(lo, hi)
 				if q, ok := period[string(k)]; ok && !found && q >= model.first(p) && q <= p {
 					t.Fatalf("Check(%q) = false at period %d; it was added in period %d", k, p, q)
@@ -292,7 +294,7 @@ func TestBloomWindow_ClockExact(t *testing.T) {
 	// Each check against the period it answered for: on a slow machine
 	// (qemu) the period turns while this loop runs.
 	for k, q := range period {
-		lo, hi := hashKey([]byte(k), w.slots[0].seed)
+		lo, hi := cells.Hash([]byte(k), w.slots[0].Seed)
 		if found, p := w.lookup(lo, hi); !found && q >= model.first(p) && q <= p {
 			t.Errorf("Check(%q) = false at period %d; it was added in period %d", k, p, q)
 		}
@@ -466,17 +468,17 @@ func TestBloomWindow_BadArguments(t *testing.T) {
 func bwinRegion(w *BloomWindow) []byte {
 	region := bytes.Clone(w.m.entryBytes())
 	ctl := windowControlBytes(w.win.Keep)
-	slot := bloomBytes(w.slots[0].blocks)
+	slot := bloomBytes(w.slots[0].Blocks)
 	for i := range uint64(w.win.Keep + 1) {
-		stripes := region[ctl+i*slot:][:stripesBytes]
+		stripes := region[ctl+i*slot:][:cells.StripesBytes]
 		var added, seen uint64
-		for s := 0; s < stripeCount; s++ {
-			added += native.Uint64(stripes[s*stripeBytes+bloomAddedOff:])
-			seen += native.Uint64(stripes[s*stripeBytes+bloomSeenOff:])
+		for s := 0; s < cells.StripeCount; s++ {
+			added += native.Uint64(stripes[s*cells.StripeBytes+cells.BloomAddedOff:])
+			seen += native.Uint64(stripes[s*cells.StripeBytes+cells.BloomSeenOff:])
 		}
 		clear(stripes)
-		native.PutUint64(stripes[bloomAddedOff:], added)
-		native.PutUint64(stripes[bloomSeenOff:], seen)
+		native.PutUint64(stripes[cells.BloomAddedOff:], added)
+		native.PutUint64(stripes[cells.BloomSeenOff:], seen)
 	}
 	return region
 }
@@ -490,12 +492,12 @@ func TestBloomWindow_CoresParity(t *testing.T) {
 	}
 	var runs []run
 	cfg := BloomConfig{Capacity: 3000, FPRate: 0.02, Seed: 42}
-	for _, core := range append(append([]bloomCore{}, bloomCores()...), nil) {
+	for _, core := range append(append([]cells.BloomCore{}, bloomCores()...), nil) {
 		w := mustNewBloomWindow(t, Window{Keep: 2}, cfg)
 		name := "single"
 		if core != nil {
 			bwinSetCores(w, core)
-			name = core.name()
+			name = core.Name()
 		}
 		r := rand.New(rand.NewPCG(7, 7))
 		for range 6 {
@@ -542,7 +544,7 @@ func TestBloomWindow_NoAllocs(t *testing.T) {
 		for _, ahead := range []bool{false, true} {
 			w.core = core
 			for i := range w.slots {
-				w.slots[i].prefetch = ahead
+				w.slots[i].Prefetch = ahead
 			}
 			for _, tc := range []struct {
 				name string
@@ -559,7 +561,7 @@ func TestBloomWindow_NoAllocs(t *testing.T) {
 				{"CheckBatch", func() { w.ContainsBatch(keys, out) }},
 			} {
 				if n := testing.AllocsPerRun(100, tc.f); n != 0 {
-					t.Errorf("%s/ahead=%v: %s allocates %.1f times a call", core.name(), ahead, tc.name, n)
+					t.Errorf("%s/ahead=%v: %s allocates %.1f times a call", core.Name(), ahead, tc.name, n)
 				}
 			}
 		}
@@ -572,7 +574,7 @@ func TestBloomWindow_NoAllocs(t *testing.T) {
 func TestBloomWindow_Format(t *testing.T) {
 	cfg := BloomConfig{Capacity: 100, FPRate: 0.01, Seed: 9}
 	w := mustOpenBloomWindow(t, tempPath(t, "bwin"), Window{Keep: 2}, cfg)
-	blocks := w.slots[0].blocks
+	blocks := w.slots[0].Blocks
 	if got, want := w.m.ent.size, 64+3*(4096+64*blocks); got != want {
 		t.Errorf("region of %d bytes, want %d", got, want)
 	}
@@ -593,16 +595,16 @@ func TestBloomWindow_Format(t *testing.T) {
 		key         string
 		added, seen uint64
 	}{{"a", 1, 0}, {"b", 1, 1}} {
-		ref := newRefBloom(blocks, w.slots[0].k, cfg.Seed)
+		ref := newRefBloom(blocks, w.slots[0].K, cfg.Seed)
 		ref.add([]byte(tc.key))
 		sb := region[64+uint64(i)*slot:][:slot]
-		if !bytes.Equal(sb[stripesBytes:], ref.bytes()) {
+		if !bytes.Equal(sb[cells.StripesBytes:], ref.bytes()) {
 			t.Errorf("slot %d's bits are not kind 2's for %q", i, tc.key)
 		}
 		var added, seen uint64
-		for s := 0; s < stripeCount; s++ {
-			added += native.Uint64(sb[s*stripeBytes+bloomAddedOff:])
-			seen += native.Uint64(sb[s*stripeBytes+bloomSeenOff:])
+		for s := 0; s < cells.StripeCount; s++ {
+			added += native.Uint64(sb[s*cells.StripeBytes+cells.BloomAddedOff:])
+			seen += native.Uint64(sb[s*cells.StripeBytes+cells.BloomSeenOff:])
 		}
 		if added != tc.added || seen != tc.seen {
 			t.Errorf("slot %d counts %d added, %d seen, want %d, %d", i, added, seen, tc.added, tc.seen)

@@ -8,6 +8,8 @@ import (
 	"slices"
 	"sync/atomic"
 	"unsafe"
+
+	"github.com/shmsketch/sketch/internal/cells"
 )
 
 // The candidate table: who is loud. A Count-Min sketch stores no keys, so
@@ -571,7 +573,7 @@ func (t *candidateTable) whole(c candidate) bool {
 	if c.length > uint64(t.keyBytes) {
 		return true // a prefix: only its hash names it
 	}
-	lo, hi := hashKey(c.key, t.seed)
+	lo, hi := cells.Hash(c.key, t.seed)
 	return lo == c.lo && hi == c.hi
 }
 
@@ -729,10 +731,10 @@ func (t *candidateTable) copyTo(region []byte, off uint64) {
 
 // layoutHost serves a table from a Count-Min region no handle holds yet
 // (a window's snapshot being made).
-type layoutHost struct{ l *cmsLayout }
+type layoutHost struct{ l *cells.CountMin }
 
-func (h layoutHost) recount(lo, hi uint64) uint64 { return h.l.estimateHashed(lo, hi) }
-func (h layoutHost) noiseFloor() uint64           { return h.l.addCount() / (h.l.mask + 1) }
+func (h layoutHost) recount(lo, hi uint64) uint64 { return h.l.EstimateHashed(lo, hi) }
+func (h layoutHost) noiseFloor() uint64           { return h.l.AddCount() / (h.l.Mask + 1) }
 
 // clear empties the table and its floor; the caller holds the lock.
 func (t *candidateTable) clear() {

@@ -19,7 +19,7 @@ func TestCandidates_ParityCores(t *testing.T) {
 	for _, core := range countMinCores() {
 		c := mustIn(t, OpenCountMin, Memory(), CountMinConfig{Rows: 4, Width: 1 << 12, Candidates: 24, CandidateKeyBytes: 8, Seed: 9})
 		c.core = core
-		c.l.prefetch = true // batches go to the core under test
+		c.l.Prefetch = true // batches go to the core under test
 		for i := 0; i < len(keys); {
 			if n := (i / 997) % 3; n == 0 {
 				c.Add(keys[i])
@@ -37,10 +37,10 @@ func TestCandidates_ParityCores(t *testing.T) {
 			i = end
 		}
 		if err := c.Check(); err != nil {
-			t.Errorf("%s: Check: %v", core.name(), err)
+			t.Errorf("%s: Check: %v", core.Name(), err)
 		}
 		regions = append(regions, foldStripes(c.m.entryBytes()))
-		names = append(names, core.name())
+		names = append(names, core.Name())
 	}
 	for i := 1; i < len(regions); i++ {
 		if !bytes.Equal(regions[0], regions[i]) {

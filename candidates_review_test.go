@@ -239,7 +239,7 @@ func TestReview_CheckDuringMerge(t *testing.T) {
 			c.AddString(fmt.Sprintf("k%d", i))
 		}
 	}
-	empty := mustIn(t, OpenCountMin, Memory(), CountMinConfig{Rows: 4, Width: 1 << 8, Seed: c.l.seed})
+	empty := mustIn(t, OpenCountMin, Memory(), CountMinConfig{Rows: 4, Width: 1 << 8, Seed: c.l.Seed})
 	var stop atomic.Bool
 	var wg sync.WaitGroup
 	wg.Add(1)

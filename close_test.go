@@ -8,6 +8,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"unsafe"
+
+	"github.com/shmsketch/sketch/internal/cells"
 )
 
 // TestCountMin_CloseWhileInUse: Close while other goroutines add and
@@ -26,7 +28,7 @@ func TestCountMin_CloseWhileInUse(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		c.l.prefetch = true // batches go to the default core (C with cgo)
+		c.l.Prefetch = true // batches go to the default core (C with cgo)
 		var (
 			stop    atomic.Bool
 			started sync.WaitGroup
@@ -82,7 +84,7 @@ func TestCountMin_CloseWhileInUse(t *testing.T) {
 		if err, _ := bad.Load().(error); err != nil {
 			t.Fatalf("round %d: a call racing Close: %v", round, err)
 		}
-		region := unsafe.Slice((*uint64)(d.l.stripes), d.m.ent.size/8)
+		region := unsafe.Slice((*uint64)(d.l.Stripes), d.m.ent.size/8)
 		for i, v := range region {
 			if v != 0 {
 				t.Fatalf("round %d: word %d of the sketch mapped after Close is %d: calls on the closed handle wrote to it", round, i, v)
@@ -95,10 +97,10 @@ func TestCountMin_CloseWhileInUse(t *testing.T) {
 // tornAdd adds n to key's counter in rows [from, to) only, as an add cut
 // short or one that raced a reset would leave it.
 func tornAdd(c *CountMin, key []byte, n uint64, from, to int) {
-	lo, hi := hashKey(key, c.l.seed)
+	lo, hi := cells.Hash(key, c.l.Seed)
 	for i := from; i < to; i++ {
-		col := spread(lo+uint64(i)*(hi|1)) & c.l.mask
-		addCell((*uint64)(unsafe.Add(c.l.cells, uintptr(i)*c.l.rowBytes+uintptr(col)*8)), n)
+		col := cells.Spread(lo+uint64(i)*(hi|1)) & c.l.Mask
+		cells.AddCell((*uint64)(unsafe.Add(c.l.Cells, uintptr(i)*c.l.RowBytes+uintptr(col)*8)), n)
 	}
 }
 

@@ -19,6 +19,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/shmsketch/sketch/internal/cells"
 	"github.com/zeebo/xxh3"
 )
 
@@ -429,7 +430,7 @@ func corruptions() []corruption {
 	// The state is the word's low byte: its first byte on a little-endian
 	// machine, its last on a big-endian one (whose first holds room pins).
 	stateByte := otDirOff + entFlags
-	if bigEndian {
+	if cells.BigEndian {
 		stateByte += 3
 	}
 	add(corruption{name: "directory entry flags byte flipped", edit: flip(stateByte, 0xff), want: ErrCorrupt, says: "unknown flags"})

@@ -7,6 +7,8 @@ import (
 	"runtime"
 	"sync/atomic"
 	"unsafe"
+
+	"github.com/shmsketch/sketch/internal/cells"
 )
 
 // CountingBloomConfig sizes a counting Bloom filter by what its users know:
@@ -56,7 +58,7 @@ func cbfGeometry(capacity uint64, fpRate float64) (m uint64, k int, err error) {
 
 // countingBloomBytes is the region of m counters: the operation-count
 // stripes, then the counters, two to a byte.
-func countingBloomBytes(m uint64) uint64 { return stripesBytes + m/2 }
+func countingBloomBytes(m uint64) uint64 { return cells.StripesBytes + m/2 }
 
 // createSpec is spec for the constructors that always create: the zero
 // config, which only attaches, is refused.
@@ -161,8 +163,8 @@ func validateCountingBloomEntry(e entry) error {
 // from within about 10 ms (docs/DESIGN.md).
 type CountingBloom struct {
 	Handle
-	l      cbfLayout
-	core   countingBloomCore
+	l      cells.CountingBloom
+	core   cells.CountingBloomCore
 	lk     *fileLock // nil on a read-only handle
 	stripe int
 }
@@ -196,14 +198,14 @@ func newCountingBloom(m *mapping) (*CountingBloom, error) {
 	region := m.entryBytes()
 	base := unsafe.Pointer(&region[0])
 	b := &CountingBloom{
-		l: cbfLayout{
-			stripes: base,
-			words:   unsafe.Add(base, stripesBytes),
-			seed:    m.lay.seed,
-			mask:    m.ent.params[2] - 1,
-			k:       int(m.ent.params[3]),
+		l: cells.CountingBloom{
+			Stripes: base,
+			Words:   unsafe.Add(base, cells.StripesBytes),
+			Seed:    m.lay.seed,
+			Mask:    m.ent.params[2] - 1,
+			K:       int(m.ent.params[3]),
 		},
-		core: buildCores.countingBloom,
+		core: buildCores.CountingBloom,
 	}
 	b.init(m, b)
 	if !m.readOnly {
@@ -227,7 +229,7 @@ func (b *CountingBloom) Add(key []byte) (already bool, err error) {
 	if err := b.refuse("add"); err != nil {
 		return false, err
 	}
-	h1, hi := hashKey(key, b.l.seed)
+	h1, hi := cells.Hash(key, b.l.Seed)
 	if err := b.lk.rlock(); err != nil {
 		return false, b.m.errorf("add", err)
 	}
@@ -235,8 +237,8 @@ func (b *CountingBloom) Add(key []byte) (already bool, err error) {
 		b.lk.runlock()
 		return false, b.m.errorf("add", ErrFrozen)
 	}
-	already = !b.l.addHashed(h1, hi)
-	b.l.countOps(b.stripe)
+	already = !b.l.AddHashed(h1, hi)
+	b.l.CountOps(b.stripe)
 	b.lk.runlock()
 	return already, b.after("add")
 }
@@ -259,14 +261,14 @@ func (b *CountingBloom) AddBatch(keys [][]byte, already []bool) error {
 	if already != nil && len(already) != len(keys) {
 		return b.m.errorf("add", fmt.Errorf("%w: %d answers for %d keys", ErrInvalidArgument, len(already), len(keys)))
 	}
-	_, frozen, err := b.core.addMany(&b.l, b.lk, b.sealed, keys, already)
+	_, frozen, err := b.core.AddBatch(&b.l, b.lk, b.sealed, keys, already)
 	if err == nil && frozen {
 		err = ErrFrozen
 	}
 	if err != nil {
 		return b.m.errorf("add", err)
 	}
-	b.l.countOps(b.stripe)
+	b.l.CountOps(b.stripe)
 	runtime.KeepAlive(b)
 	return b.after("add")
 }
@@ -277,8 +279,8 @@ func (b *CountingBloom) Contains(key []byte) bool {
 	if !b.open.Load() {
 		return true // a closed handle never claims an item is absent
 	}
-	h1, hi := hashKey(key, b.l.seed)
-	found := b.l.containsHashed(h1, hi)
+	h1, hi := cells.Hash(key, b.l.Seed)
+	found := b.l.ContainsHashed(h1, hi)
 	return found || !b.open.Load()
 }
 
@@ -307,12 +309,12 @@ func (b *CountingBloom) ContainsBatch(keys [][]byte, out []bool) error {
 // absent. A closed handle returns 15.
 func (b *CountingBloom) Estimate(key []byte) uint8 {
 	if !b.open.Load() {
-		return cbfMax
+		return cells.CbfMax
 	}
-	h1, hi := hashKey(key, b.l.seed)
-	n := b.l.countHashed(h1, hi)
+	h1, hi := cells.Hash(key, b.l.Seed)
+	n := b.l.CountHashed(h1, hi)
 	if !b.open.Load() {
-		return cbfMax
+		return cells.CbfMax
 	}
 	return uint8(n)
 }
@@ -332,10 +334,10 @@ func (b *CountingBloom) EstimateString(key string) uint8 {
 // does, so it costs more than Add; use Add where counting copies is
 // wanted.
 func (b *CountingBloom) AddIfAbsent(key []byte) (added bool, err error) {
-	h1, hi := hashKey(key, b.l.seed)
+	h1, hi := cells.Hash(key, b.l.Seed)
 	err = b.exclusive("add", func() error {
-		if !b.l.containsHashed(h1, hi) {
-			b.l.addHashed(h1, hi)
+		if !b.l.ContainsHashed(h1, hi) {
+			b.l.AddHashed(h1, hi)
 			added = true
 		}
 		return nil
@@ -361,7 +363,7 @@ func (b *CountingBloom) Remove(key []byte) (removed bool, err error) {
 	if err := b.refuse("remove"); err != nil {
 		return false, err
 	}
-	h1, hi := hashKey(key, b.l.seed)
+	h1, hi := cells.Hash(key, b.l.Seed)
 	if err := b.lk.lock(); err != nil {
 		return false, b.m.errorf("remove", err)
 	}
@@ -369,8 +371,8 @@ func (b *CountingBloom) Remove(key []byte) (removed bool, err error) {
 		b.lk.unlock()
 		return false, b.m.errorf("remove", ErrFrozen)
 	}
-	removed = b.l.removeHashed(h1, hi)
-	b.l.countOps(b.stripe)
+	removed = b.l.RemoveHashed(h1, hi)
+	b.l.CountOps(b.stripe)
 	if err := b.lk.unlock(); err != nil {
 		return removed, b.m.errorf("remove", err)
 	}
@@ -385,7 +387,7 @@ func (b *CountingBloom) RemoveString(key string) (bool, error) {
 // Reset empties the filter, under the write lock.
 func (b *CountingBloom) Reset() error {
 	return b.exclusive("clear", func() error {
-		b.core.clear(&b.l)
+		b.core.Reset(&b.l)
 		return nil
 	})
 }
@@ -406,10 +408,10 @@ func (b *CountingBloom) Merge(others ...*CountingBloom) error {
 		if other == nil || !other.open.Load() {
 			return b.m.errorf("merge", fmt.Errorf("%w: filter %d of %d is closed", ErrInvalidArgument, i+1, len(others)))
 		}
-		if other.l.mask != b.l.mask || other.l.k != b.l.k {
-			return b.m.errorf("merge", fmt.Errorf("%w: %s has %d counters and %d hashes against %d and %d", ErrIncompatible, other.name(), other.l.mask+1, other.l.k, b.l.mask+1, b.l.k))
+		if other.l.Mask != b.l.Mask || other.l.K != b.l.K {
+			return b.m.errorf("merge", fmt.Errorf("%w: %s has %d counters and %d hashes against %d and %d", ErrIncompatible, other.name(), other.l.Mask+1, other.l.K, b.l.Mask+1, b.l.K))
 		}
-		if other.l.seed != b.l.seed {
+		if other.l.Seed != b.l.Seed {
 			return b.m.errorf("merge", fmt.Errorf("%w: %s hashes with another seed", ErrIncompatible, other.name()))
 		}
 		snap, err := other.snapshot()
@@ -423,7 +425,7 @@ func (b *CountingBloom) Merge(others ...*CountingBloom) error {
 	}
 	return b.exclusive("merge", func() error {
 		for _, snap := range snaps {
-			b.core.merge(&b.l, snap)
+			b.core.Merge(&b.l, snap)
 		}
 		return nil
 	})
@@ -439,10 +441,10 @@ func (b *CountingBloom) snapshot() ([]byte, error) {
 		}
 		defer b.lk.runlock()
 	}
-	n := b.l.nwords()
+	n := b.l.Nwords()
 	snap := make([]byte, n*4)
 	for w := uint64(0); w < n; w++ {
-		native.PutUint32(snap[w*4:], atomic.LoadUint32((*uint32)(unsafe.Add(b.l.words, w*4))))
+		native.PutUint32(snap[w*4:], atomic.LoadUint32((*uint32)(unsafe.Add(b.l.Words, w*4))))
 	}
 	return snap, nil
 }
@@ -478,7 +480,7 @@ func (b *CountingBloom) exclusive(op string, f func() error) error {
 		return b.m.errorf(op, ErrFrozen)
 	}
 	err := f()
-	b.l.countOps(b.stripe)
+	b.l.CountOps(b.stripe)
 	if uerr := b.lk.unlock(); uerr != nil && err == nil {
 		err = uerr
 	}
@@ -489,8 +491,8 @@ func (b *CountingBloom) exclusive(op string, f func() error) error {
 }
 
 func (b *CountingBloom) count(set uint64) float64 {
-	m, k := float64(b.l.mask+1), float64(b.l.k)
-	if set >= b.l.mask+1 {
+	m, k := float64(b.l.Mask+1), float64(b.l.K)
+	if set >= b.l.Mask+1 {
 		return math.Inf(1)
 	}
 	return -m / k * math.Log1p(-float64(set)/m)
@@ -499,8 +501,8 @@ func (b *CountingBloom) count(set uint64) float64 {
 // Stats reports the filter's geometry and fill. It walks the counters.
 func (b *CountingBloom) Stats() CountingBloomStats {
 	s := CountingBloomStats{
-		Counters:  b.l.mask + 1,
-		Hashes:    b.l.k,
+		Counters:  b.l.Mask + 1,
+		Hashes:    b.l.K,
 		FileStats: FileStats{ReadOnly: b.ReadOnly()},
 	}
 	if b.m == nil || !b.open.Load() {
@@ -510,13 +512,13 @@ func (b *CountingBloom) Stats() CountingBloomStats {
 	s.Capacity = b.m.ent.params[0]
 	s.FPRate = b.Config().FPRate
 	s.Bytes = b.m.ownBytes()
-	s.CountersSet = b.core.countSet(&b.l)
+	s.CountersSet = b.core.CountSet(&b.l)
 	s.Count = b.count(s.CountersSet)
 	if math.IsInf(s.Count, 1) {
 		s.Count = math.MaxFloat64 // every counter set; JSON has no infinity
 	}
 	s.FillRatio = float64(s.CountersSet) / float64(s.Counters)
-	s.Ops = b.l.ops()
+	s.Ops = b.l.Ops()
 	s.Frozen = atomic.LoadUint32(b.sealed) != 0
 	if !b.open.Load() {
 		return CountingBloomStats{Counters: s.Counters, Hashes: s.Hashes, FileStats: FileStats{ReadOnly: b.ReadOnly(), Closed: true}}
@@ -525,10 +527,10 @@ func (b *CountingBloom) Stats() CountingBloomStats {
 }
 
 // Counters returns m, the number of 4-bit counters.
-func (b *CountingBloom) Counters() uint64 { return b.l.mask + 1 }
+func (b *CountingBloom) Counters() uint64 { return b.l.Mask + 1 }
 
 // Hashes returns k, the counters per item.
-func (b *CountingBloom) Hashes() int { return b.l.k }
+func (b *CountingBloom) Hashes() int { return b.l.K }
 
 // Close releases the descriptor, the lock's liveness token and the file's
 // pages; safe twice and while other goroutines use the handle, as
@@ -541,7 +543,7 @@ func (b *CountingBloom) Close() error {
 }
 
 func (b *CountingBloom) describe() (string, string) {
-	return "CountingBloom", fmt.Sprintf("%d counters, %d hashes", b.l.mask+1, b.l.k)
+	return "CountingBloom", fmt.Sprintf("%d counters, %d hashes", b.l.Mask+1, b.l.K)
 }
 func (b *CountingBloom) statsOf() any { return b.Stats() }
 
@@ -580,7 +582,7 @@ func (b *CountingBloom) Snapshot(at Place, opts ...Option) (*CountingBloom, erro
 	if !b.open.Load() {
 		return nil, b.closedErr("snapshot")
 	}
-	m, err := createSnapshot(b.name(), at, entrySpec(b.m.ent, b.l.seed, b.copyRegion), opts)
+	m, err := createSnapshot(b.name(), at, entrySpec(b.m.ent, b.l.Seed, b.copyRegion), opts)
 	return finishSnapshot(&b.Handle, m, err, newCountingBloom)
 }
 
@@ -594,6 +596,6 @@ func (b *CountingBloom) copyRegion(dst []byte) error {
 		}
 		defer b.lk.runlock()
 	}
-	copyWords(dst, b.l.stripes)
+	copyWords(dst, b.l.Stripes)
 	return nil
 }

@@ -5,10 +5,12 @@ package sketch
 import (
 	"fmt"
 	"testing"
+
+	"github.com/shmsketch/sketch/internal/cellsc"
 )
 
 func init() {
-	cbfParityExtra = append(cbfParityExtra, countingBloomCgo{always: true})
+	cbfParityExtra = append(cbfParityExtra, cellsc.CountingBloom{Always: true})
 }
 
 // TestCountingBloom_CAllocs: the C core's calls allocate nothing, in one
@@ -20,7 +22,7 @@ func TestCountingBloom_CAllocs(t *testing.T) {
 		many[i] = cbfKey("allocs", i)
 	}
 	copy(few, many)
-	for _, core := range []countingBloomCgo{{}, {always: true}} {
+	for _, core := range []cellsc.CountingBloom{{}, {Always: true}} {
 		b.core = core
 		for name, f := range map[string]func(){
 			"AddBatch(9)":   func() { b.AddBatch(few, nil) },
@@ -29,7 +31,7 @@ func TestCountingBloom_CAllocs(t *testing.T) {
 			"Clear":         func() { b.Reset() },
 		} {
 			if n := testing.AllocsPerRun(100, f); n != 0 {
-				t.Errorf("%s: %s allocates %.1f times a call", core.name(), name, n)
+				t.Errorf("%s: %s allocates %.1f times a call", core.Name(), name, n)
 			}
 		}
 	}
@@ -53,13 +55,13 @@ func BenchmarkCountingBloomAhead(b *testing.B) {
 		}
 		for _, ahead := range []bool{false, true} {
 			b.Run(fmt.Sprintf("%dKiB/ahead=%v", f.Counters()/2048, ahead), func(b *testing.B) {
-				fl := countingBloomCgo{}.filter(&f.l, f.sealed)
+				fl := cellsc.CountingBloom{}.Filter(&f.l, f.sealed)
 				fl.Prefetch = ahead
 				b.ReportAllocs()
 				for i := 0; i < b.N; i += 256 {
 					start := i & mask
 					f.lk.rlock()
-					fl.AddMany(keys[start:start+256], nil)
+					fl.AddBatch(keys[start:start+256], nil)
 					f.lk.runlock()
 				}
 			})

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/shmsketch/sketch/internal/cells"
 	"github.com/zeebo/xxh3"
 )
 
@@ -17,7 +18,7 @@ import (
 // cbfParityExtra are cores the parity suite runs beside countingBloomCores(): the
 // C core made to serve every batch from C and fetch ahead on any filter,
 // where built.
-var cbfParityExtra []countingBloomCore
+var cbfParityExtra []cells.CountingBloomCore
 
 // refCBF is the model: one uint8 per counter, the definition written out.
 type refCBF struct {
@@ -35,7 +36,7 @@ func (r *refCBF) probes(key []byte) []uint64 {
 	h := xxh3.Hash128Seed(key, r.seed)
 	p := make([]uint64, r.k)
 	for i := range p {
-		p[i] = spread(h.Lo+uint64(i)*(h.Hi|1)) % uint64(len(r.c))
+		p[i] = cells.Spread(h.Lo+uint64(i)*(h.Hi|1)) % uint64(len(r.c))
 	}
 	return p
 }
@@ -114,7 +115,7 @@ func (r *refCBF) counterBytes() []byte {
 // cbfParityFilters is one core's pair of files: the filter the operations
 // go to and the one merged into it.
 type cbfParityFilters struct {
-	core        countingBloomCore
+	core        cells.CountingBloomCore
 	main, other *CountingBloom
 }
 
@@ -131,14 +132,14 @@ func cbfParityRun(t *testing.T, cfg CountingBloomConfig, ops []byte) {
 	t.Helper()
 	dir := t.TempDir()
 	var fs []cbfParityFilters
-	for _, core := range append(append([]countingBloomCore{}, countingBloomCores()...), cbfParityExtra...) {
+	for _, core := range append(append([]cells.CountingBloomCore{}, countingBloomCores()...), cbfParityExtra...) {
 		p := cbfParityFilters{core: core}
 		for _, f := range []**CountingBloom{&p.main, &p.other} {
 			name := "main"
 			if f == &p.other {
 				name = "other"
 			}
-			b, err := OpenCountingBloom(Path(filepath.Join(dir, core.name()+"."+name+".cbf")), cfg)
+			b, err := OpenCountingBloom(Path(filepath.Join(dir, core.Name()+"."+name+".cbf")), cfg)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -160,7 +161,7 @@ func cbfParityRun(t *testing.T, cfg CountingBloomConfig, ops []byte) {
 			ref.ops++
 			for _, f := range fs {
 				if got, err := f.main.Add(key); err != nil || got != want {
-					t.Fatalf("op %d: %s Add(%q) = %v, %v, want %v", i/2, f.core.name(), key, got, err, want)
+					t.Fatalf("op %d: %s Add(%q) = %v, %v, want %v", i/2, f.core.Name(), key, got, err, want)
 				}
 			}
 		case 2, 3:
@@ -169,7 +170,7 @@ func cbfParityRun(t *testing.T, cfg CountingBloomConfig, ops []byte) {
 			ref.ops++
 			for _, f := range fs {
 				if got, err := addedOf(f.main, keys); err != nil || got != want {
-					t.Fatalf("op %d: %s AddMany(%d keys from %q) = %d, %v, want %d", i/2, f.core.name(), len(keys), key, got, err, want)
+					t.Fatalf("op %d: %s AddMany(%d keys from %q) = %d, %v, want %d", i/2, f.core.Name(), len(keys), key, got, err, want)
 				}
 			}
 		case 4:
@@ -177,7 +178,7 @@ func cbfParityRun(t *testing.T, cfg CountingBloomConfig, ops []byte) {
 			ref.ops++
 			for _, f := range fs {
 				if got, err := f.main.Remove(key); err != nil || got != want {
-					t.Fatalf("op %d: %s Remove(%q) = %v, %v, want %v", i/2, f.core.name(), key, got, err, want)
+					t.Fatalf("op %d: %s Remove(%q) = %v, %v, want %v", i/2, f.core.Name(), key, got, err, want)
 				}
 			}
 		case 5:
@@ -185,10 +186,10 @@ func cbfParityRun(t *testing.T, cfg CountingBloomConfig, ops []byte) {
 				want := ref.countOf(k)
 				for _, f := range fs {
 					if got := f.main.Estimate(k); got != want {
-						t.Fatalf("op %d: %s CountOf(%q) = %d, want %d", i/2, f.core.name(), k, got, want)
+						t.Fatalf("op %d: %s CountOf(%q) = %d, want %d", i/2, f.core.Name(), k, got, want)
 					}
 					if got := f.main.Contains(k); got != (want > 0) {
-						t.Fatalf("op %d: %s Contains(%q) = %v, want %v", i/2, f.core.name(), k, got, want > 0)
+						t.Fatalf("op %d: %s Contains(%q) = %v, want %v", i/2, f.core.Name(), k, got, want > 0)
 					}
 				}
 			}
@@ -203,13 +204,13 @@ func cbfParityRun(t *testing.T, cfg CountingBloomConfig, ops []byte) {
 			for _, f := range fs {
 				got, err := addedOf(f.main, keys)
 				if err != nil || got != want {
-					t.Fatalf("op %d: %s AddMany(17 x %q) = %d, %v, want %d", i/2, f.core.name(), key, got, err, want)
+					t.Fatalf("op %d: %s AddMany(17 x %q) = %d, %v, want %d", i/2, f.core.Name(), key, got, err, want)
 				}
 				if got, err := f.main.Remove(key); err != nil || got != wantRemoved {
-					t.Fatalf("op %d: %s Remove(saturated %q) = %v, %v, want %v", i/2, f.core.name(), key, got, err, wantRemoved)
+					t.Fatalf("op %d: %s Remove(saturated %q) = %v, %v, want %v", i/2, f.core.Name(), key, got, err, wantRemoved)
 				}
 				if got, want := f.main.Estimate(key), ref.countOf(key); got != want {
-					t.Fatalf("op %d: %s CountOf(saturated %q) = %d, want %d", i/2, f.core.name(), key, got, want)
+					t.Fatalf("op %d: %s CountOf(saturated %q) = %d, want %d", i/2, f.core.Name(), key, got, want)
 				}
 			}
 		case 7: // the other filter: a batch, or a single key
@@ -218,14 +219,14 @@ func cbfParityRun(t *testing.T, cfg CountingBloomConfig, ops []byte) {
 				want := refOther.addMany(keys)
 				for _, f := range fs {
 					if got, err := addedOf(f.other, keys); err != nil || got != want {
-						t.Fatalf("op %d: %s other.AddMany(%d keys) = %d, %v, want %d", i/2, f.core.name(), len(keys), got, err, want)
+						t.Fatalf("op %d: %s other.AddBatch(%d keys) = %d, %v, want %d", i/2, f.core.Name(), len(keys), got, err, want)
 					}
 				}
 			} else {
 				want := !refOther.add(key) // Add answers already
 				for _, f := range fs {
 					if got, err := f.other.Add(key); err != nil || got != want {
-						t.Fatalf("op %d: %s other.Add(%q) = %v, %v, want %v", i/2, f.core.name(), key, got, err, want)
+						t.Fatalf("op %d: %s other.Add(%q) = %v, %v, want %v", i/2, f.core.Name(), key, got, err, want)
 					}
 				}
 			}
@@ -237,7 +238,7 @@ func cbfParityRun(t *testing.T, cfg CountingBloomConfig, ops []byte) {
 				ref.ops++
 				for _, f := range fs {
 					if err := f.main.Reset(); err != nil {
-						t.Fatalf("op %d: %s Clear: %v", i/2, f.core.name(), err)
+						t.Fatalf("op %d: %s Clear: %v", i/2, f.core.Name(), err)
 					}
 				}
 			case arg < 20:
@@ -245,7 +246,7 @@ func cbfParityRun(t *testing.T, cfg CountingBloomConfig, ops []byte) {
 				refOther.ops++
 				for _, f := range fs {
 					if err := f.other.Reset(); err != nil {
-						t.Fatalf("op %d: %s other.Clear: %v", i/2, f.core.name(), err)
+						t.Fatalf("op %d: %s other.Clear: %v", i/2, f.core.Name(), err)
 					}
 				}
 			case arg < 40:
@@ -253,7 +254,7 @@ func cbfParityRun(t *testing.T, cfg CountingBloomConfig, ops []byte) {
 				ref.ops++
 				for _, f := range fs {
 					if err := f.main.Merge(f.main); err != nil {
-						t.Fatalf("op %d: %s Merge(itself): %v", i/2, f.core.name(), err)
+						t.Fatalf("op %d: %s Merge(itself): %v", i/2, f.core.Name(), err)
 					}
 				}
 			default:
@@ -261,7 +262,7 @@ func cbfParityRun(t *testing.T, cfg CountingBloomConfig, ops []byte) {
 				ref.ops++
 				for _, f := range fs {
 					if err := f.main.Merge(f.other); err != nil {
-						t.Fatalf("op %d: %s Merge(other): %v", i/2, f.core.name(), err)
+						t.Fatalf("op %d: %s Merge(other): %v", i/2, f.core.Name(), err)
 					}
 				}
 			}
@@ -271,12 +272,12 @@ func cbfParityRun(t *testing.T, cfg CountingBloomConfig, ops []byte) {
 			for j, f := range fs {
 				st := f.main.Stats()
 				if st.CountersSet != want || st.Ops != ref.ops {
-					t.Fatalf("op %d: %s Stats() = %d counters set, %d ops, want %d, %d", i/2, f.core.name(), st.CountersSet, st.Ops, want, ref.ops)
+					t.Fatalf("op %d: %s Stats() = %d counters set, %d ops, want %d, %d", i/2, f.core.Name(), st.CountersSet, st.Ops, want, ref.ops)
 				}
 				if j == 0 {
 					count = f.main.Stats().Count
 				} else if got := f.main.Stats().Count; got != count {
-					t.Fatalf("op %d: %s Count() = %v, %s has %v", i/2, f.core.name(), got, fs[0].core.name(), count)
+					t.Fatalf("op %d: %s Count() = %v, %s has %v", i/2, f.core.Name(), got, fs[0].core.Name(), count)
 				}
 			}
 		}
@@ -287,12 +288,12 @@ func cbfParityRun(t *testing.T, cfg CountingBloomConfig, ops []byte) {
 			b    *CountingBloom
 			ref  *refCBF
 		}{{"main", f.main, ref}, {"other", f.other, refOther}} {
-			got := c.b.m.entryBytes()[stripesBytes:]
+			got := c.b.m.entryBytes()[cells.StripesBytes:]
 			if !bytes.Equal(got, c.ref.counterBytes()) {
-				t.Fatalf("%s %s: the counters differ from the model's", f.core.name(), c.name)
+				t.Fatalf("%s %s: the counters differ from the model's", f.core.Name(), c.name)
 			}
 			if got := c.b.Stats(); got.Ops != c.ref.ops || got.CountersSet != c.ref.countSet() {
-				t.Fatalf("%s %s: Stats() = %d ops, %d counters set, want %d, %d", f.core.name(), c.name, got.Ops, got.CountersSet, c.ref.ops, c.ref.countSet())
+				t.Fatalf("%s %s: Stats() = %d ops, %d counters set, want %d, %d", f.core.Name(), c.name, got.Ops, got.CountersSet, c.ref.ops, c.ref.countSet())
 			}
 		}
 	}
@@ -329,8 +330,8 @@ func TestParityCountingBloom(t *testing.T) {
 // nothing and says frozen, in one crossing and in chunks alike.
 func TestParityCountingBloom_Frozen(t *testing.T) {
 	dir := t.TempDir()
-	for _, core := range append(append([]countingBloomCore{}, countingBloomCores()...), cbfParityExtra...) {
-		b, err := OpenCountingBloom(Path(filepath.Join(dir, core.name()+".cbf")), CountingBloomConfig{Capacity: 100, Seed: 1})
+	for _, core := range append(append([]cells.CountingBloomCore{}, countingBloomCores()...), cbfParityExtra...) {
+		b, err := OpenCountingBloom(Path(filepath.Join(dir, core.Name()+".cbf")), CountingBloomConfig{Capacity: 100, Seed: 1})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -339,7 +340,7 @@ func TestParityCountingBloom_Frozen(t *testing.T) {
 		if err := b.AddBatch([][]byte{[]byte("a")}, nil); err != nil {
 			t.Fatal(err)
 		}
-		before := append([]byte(nil), b.m.entryBytes()[stripesBytes:]...)
+		before := append([]byte(nil), b.m.entryBytes()[cells.StripesBytes:]...)
 		if err := b.Freeze(); err != nil {
 			t.Fatal(err)
 		}
@@ -348,12 +349,12 @@ func TestParityCountingBloom_Frozen(t *testing.T) {
 			for i := range keys {
 				keys[i] = cbfKey("frozen", i)
 			}
-			if added, frozen, err := core.addMany(&b.l, b.lk, b.sealed, keys, nil); added != 0 || !frozen || err != nil {
-				t.Errorf("%s: addMany(%d keys) on a sealed file = %d, %v, %v, want 0, frozen, no error", core.name(), n, added, frozen, err)
+			if added, frozen, err := core.AddBatch(&b.l, b.lk, b.sealed, keys, nil); added != 0 || !frozen || err != nil {
+				t.Errorf("%s: addMany(%d keys) on a sealed file = %d, %v, %v, want 0, frozen, no error", core.Name(), n, added, frozen, err)
 			}
 		}
-		if !bytes.Equal(b.m.entryBytes()[stripesBytes:], before) {
-			t.Errorf("%s: a sealed file's counters changed", core.name())
+		if !bytes.Equal(b.m.entryBytes()[cells.StripesBytes:], before) {
+			t.Errorf("%s: a sealed file's counters changed", core.Name())
 		}
 	}
 }
@@ -363,8 +364,8 @@ func TestParityCountingBloom_Frozen(t *testing.T) {
 // read lock, and takes it in the same process-wide lock as Go does.
 func TestParityCountingBloom_AddManyWaits(t *testing.T) {
 	dir := t.TempDir()
-	for _, core := range append(append([]countingBloomCore{}, countingBloomCores()...), cbfParityExtra...) {
-		b, err := OpenCountingBloom(Path(filepath.Join(dir, core.name()+".cbf")), CountingBloomConfig{Capacity: 1000, Seed: 2})
+	for _, core := range append(append([]cells.CountingBloomCore{}, countingBloomCores()...), cbfParityExtra...) {
+		b, err := OpenCountingBloom(Path(filepath.Join(dir, core.Name()+".cbf")), CountingBloomConfig{Capacity: 1000, Seed: 2})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -375,7 +376,7 @@ func TestParityCountingBloom_AddManyWaits(t *testing.T) {
 			for i := range keys {
 				keys[i] = cbfKey(fmt.Sprintf("wait%d", n), i)
 			}
-			before := append([]byte(nil), b.m.entryBytes()[stripesBytes:]...)
+			before := append([]byte(nil), b.m.entryBytes()[cells.StripesBytes:]...)
 			b.lk.lock()
 			done := make(chan int)
 			go func() {
@@ -387,11 +388,11 @@ func TestParityCountingBloom_AddManyWaits(t *testing.T) {
 			}()
 			select {
 			case added := <-done:
-				t.Fatalf("%s: AddMany(%d keys) = %d while the write lock was held", core.name(), n, added)
+				t.Fatalf("%s: AddMany(%d keys) = %d while the write lock was held", core.Name(), n, added)
 			case <-time.After(50 * time.Millisecond):
 			}
-			if !bytes.Equal(b.m.entryBytes()[stripesBytes:], before) {
-				t.Fatalf("%s: AddMany(%d keys) changed counters under the write lock", core.name(), n)
+			if !bytes.Equal(b.m.entryBytes()[cells.StripesBytes:], before) {
+				t.Fatalf("%s: AddMany(%d keys) changed counters under the write lock", core.Name(), n)
 			}
 			if err := b.lk.unlock(); err != nil {
 				t.Fatal(err)
@@ -399,10 +400,10 @@ func TestParityCountingBloom_AddManyWaits(t *testing.T) {
 			select {
 			case added := <-done:
 				if added == 0 {
-					t.Fatalf("%s: AddMany(%d keys) added none", core.name(), n)
+					t.Fatalf("%s: AddMany(%d keys) added none", core.Name(), n)
 				}
 			case <-time.After(patience):
-				t.Fatalf("%s: AddMany(%d keys) still waits after the unlock", core.name(), n)
+				t.Fatalf("%s: AddMany(%d keys) still waits after the unlock", core.Name(), n)
 			}
 		}
 	}

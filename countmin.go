@@ -8,6 +8,8 @@ import (
 	"math/rand/v2"
 	"sync/atomic"
 	"unsafe"
+
+	"github.com/shmsketch/sketch/internal/cells"
 )
 
 // CountMinConfig sizes a Count-Min sketch. The zero value asks for the
@@ -69,9 +71,9 @@ const (
 // process's add would (Check reports ErrTornAdd; nothing needs repair).
 type CountMin struct {
 	Handle
-	l    cmsLayout
-	core countMinCore    // serves batches and whole-array walks
-	top  *candidateTable // nil without Candidates
+	l    cells.CountMin
+	core cells.CountMinCore // serves batches and whole-array walks
+	top  *candidateTable    // nil without Candidates
 	// weighed is the weight this handle last saw recorded in the file
 	// (noteWeight): an AddN of no more skips the file's word.
 	weighed atomic.Uint64
@@ -186,7 +188,7 @@ func (cfg CountMinConfig) shape() (rows, width int, explicit bool, err error) {
 }
 
 func countMinBytes(rows, width int) uint64 {
-	return stripesBytes + uint64(rows)*uint64(width)*8
+	return cells.StripesBytes + uint64(rows)*uint64(width)*8
 }
 
 func (cfg CountMinConfig) spec() (spec, error) {
@@ -273,17 +275,17 @@ func newCountMin(m *mapping) (*CountMin, error) {
 	rows, width := int(m.ent.params[0]), m.ent.params[1]
 	base := unsafe.Pointer(&region[0])
 	c := &CountMin{
-		l: cmsLayout{
-			stripes:  base,
-			cells:    unsafe.Add(base, stripesBytes),
-			seed:     m.lay.seed,
-			salt:     rand.Uint64(),
-			mask:     width - 1,
-			rows:     rows,
-			rowBytes: uintptr(width * 8),
-			prefetch: uint64(rows)*width*8 > l2Bytes(),
+		l: cells.CountMin{
+			Stripes:  base,
+			Cells:    unsafe.Add(base, cells.StripesBytes),
+			Seed:     m.lay.seed,
+			Salt:     rand.Uint64(),
+			Mask:     width - 1,
+			Rows:     rows,
+			RowBytes: uintptr(width * 8),
+			Prefetch: uint64(rows)*width*8 > cells.L2Bytes(),
 		},
-		core: buildCores.countMin,
+		core: buildCores.CountMin,
 	}
 	if k := int(m.ent.params[2]); k != 0 {
 		if !m.readOnly {
@@ -325,8 +327,8 @@ func (c *CountMin) Add(key []byte) (uint64, error) {
 	if !c.open.Load() || c.ro || atomic.LoadUint32(c.sealed) != 0 {
 		return ClosedEstimate, c.refuse("add")
 	}
-	lo, hi := hashKey(key, c.l.seed)
-	est := c.l.addHashed(lo, hi, 1)
+	lo, hi := cells.Hash(key, c.l.Seed)
+	est := c.l.AddHashed(lo, hi, 1)
 	if c.top != nil && c.top.passes(est, 1) {
 		c.offer(lo, hi, unsafe.String(unsafe.SliceData(key), len(key)), est)
 	}
@@ -342,14 +344,14 @@ func (c *CountMin) AddN(key []byte, n uint64) (uint64, error) {
 	if !c.open.Load() || c.ro || atomic.LoadUint32(c.sealed) != 0 {
 		return ClosedEstimate, c.refuse("add")
 	}
-	lo, hi := hashKey(key, c.l.seed)
+	lo, hi := cells.Hash(key, c.l.Seed)
 	if n == 0 {
-		return c.afterUse(c.l.estimateHashed(lo, hi), "add")
+		return c.afterUse(c.l.EstimateHashed(lo, hi), "add")
 	}
 	if n > 1 && n > c.weighed.Load() {
 		c.noteWeight(n) // before the counters: Check bounds a torn add by it
 	}
-	est := c.l.addHashed(lo, hi, n)
+	est := c.l.AddHashed(lo, hi, n)
 	if c.top != nil && c.top.passes(est, n) {
 		c.offer(lo, hi, unsafe.String(unsafe.SliceData(key), len(key)), est)
 	}
@@ -361,8 +363,8 @@ func (c *CountMin) AddString(key string) (uint64, error) {
 	if !c.open.Load() || c.ro || atomic.LoadUint32(c.sealed) != 0 {
 		return ClosedEstimate, c.refuse("add")
 	}
-	lo, hi := hashString(key, c.l.seed)
-	est := c.l.addHashed(lo, hi, 1)
+	lo, hi := cells.HashString(key, c.l.Seed)
+	est := c.l.AddHashed(lo, hi, 1)
 	if c.top != nil && c.top.passes(est, 1) {
 		c.offer(lo, hi, key, est)
 	}
@@ -394,15 +396,15 @@ func (c *CountMin) AddBatch(keys [][]byte, estimates []uint64) error {
 	}
 	if c.top != nil && estimates == nil {
 		// The table needs each key's estimate.
-		var buf [batchChunk]uint64
-		for base := 0; base < len(keys); base += batchChunk {
-			chunk := keys[base:min(base+batchChunk, len(keys))]
-			c.batchCore(len(chunk)).addBatch(&c.l, chunk, 1, buf[:len(chunk)])
+		var buf [cells.BatchChunk]uint64
+		for base := 0; base < len(keys); base += cells.BatchChunk {
+			chunk := keys[base:min(base+cells.BatchChunk, len(keys))]
+			c.batchCore(len(chunk)).AddBatch(&c.l, chunk, 1, buf[:len(chunk)])
 			c.offerBatch(chunk, buf[:len(chunk)])
 		}
 		return c.afterBatch(nil, "add")
 	}
-	c.batchCore(len(keys)).addBatch(&c.l, keys, 1, estimates)
+	c.batchCore(len(keys)).AddBatch(&c.l, keys, 1, estimates)
 	if c.top != nil {
 		c.offerBatch(keys, estimates)
 	}
@@ -419,7 +421,7 @@ func (c *CountMin) EstimateBatch(keys [][]byte, estimates []uint64) error {
 	if !c.open.Load() {
 		return c.afterBatch(estimates, "estimate")
 	}
-	c.batchCore(len(keys)).estimateBatch(&c.l, keys, estimates)
+	c.batchCore(len(keys)).EstimateBatch(&c.l, keys, estimates)
 	return c.afterBatch(estimates, "estimate")
 }
 
@@ -438,9 +440,9 @@ func (c *CountMin) afterBatch(estimates []uint64, op string) error {
 // batches over grids larger than L2, where fetching keys ahead pays; over
 // a grid in L2, and for batches too small to pay for a cgo crossing, the
 // Go core is as fast or faster (measured: bench_test.go).
-func (c *CountMin) batchCore(n int) countMinCore {
-	if n < countMinMinBatch || !c.l.prefetch {
-		return countMinGo{}
+func (c *CountMin) batchCore(n int) cells.CountMinCore {
+	if n < cells.CountMinMinBatch || !c.l.Prefetch {
+		return cells.CountMinGo{}
 	}
 	return c.core
 }
@@ -454,8 +456,8 @@ func (c *CountMin) Estimate(key []byte) uint64 {
 	if !c.open.Load() {
 		return ClosedEstimate
 	}
-	lo, hi := hashKey(key, c.l.seed)
-	est, _ := c.afterUse(c.l.estimateHashed(lo, hi), "estimate")
+	lo, hi := cells.Hash(key, c.l.Seed)
+	est, _ := c.afterUse(c.l.EstimateHashed(lo, hi), "estimate")
 	return est
 }
 
@@ -464,8 +466,8 @@ func (c *CountMin) EstimateString(key string) uint64 {
 	if !c.open.Load() {
 		return ClosedEstimate
 	}
-	lo, hi := hashString(key, c.l.seed)
-	est, _ := c.afterUse(c.l.estimateHashed(lo, hi), "estimate")
+	lo, hi := cells.HashString(key, c.l.Seed)
+	est, _ := c.afterUse(c.l.EstimateHashed(lo, hi), "estimate")
 	return est
 }
 
@@ -498,7 +500,7 @@ func (c *CountMin) Reset() error {
 	}
 	// Go's clear outruns the C core's memset here (measured:
 	// BenchmarkCountMinReset), so both builds reset in Go.
-	done := c.l.resetTracked(&c.open)
+	done := c.l.ResetTracked(&c.open)
 	if testHookResetCleared != nil {
 		testHookResetCleared()
 	}
@@ -516,10 +518,10 @@ var testHookResetCleared func()
 // It walks the whole grid, so it belongs on a status page, not in a loop.
 func (c *CountMin) Stats() CountMinStats {
 	s := CountMinStats{
-		Rows:       c.l.rows,
-		Width:      int(c.l.mask + 1),
-		ErrorRate:  math.E / float64(c.l.mask+1),
-		Confidence: 1 - math.Exp(-float64(c.l.rows)),
+		Rows:       c.l.Rows,
+		Width:      int(c.l.Mask + 1),
+		ErrorRate:  math.E / float64(c.l.Mask+1),
+		Confidence: 1 - math.Exp(-float64(c.l.Rows)),
 	}
 	if c.m != nil {
 		s.Bytes = c.m.ownBytes()
@@ -528,12 +530,12 @@ func (c *CountMin) Stats() CountMinStats {
 		s.Closed, s.Total, s.ErrorBound = true, ClosedEstimate, ClosedEstimate
 		return s
 	}
-	sums := make([]uint64, c.l.rows)
-	c.core.rowSums(&c.l, sums)
+	sums := make([]uint64, c.l.Rows)
+	c.core.RowSums(&c.l, sums)
 	for _, v := range sums {
 		s.Total = max(s.Total, v)
 	}
-	s.Adds = c.core.adds(&c.l)
+	s.Adds = c.core.Adds(&c.l)
 	s.ErrorBound = errorBound(s.Total, s.Width)
 	s.Candidates = c.top.stats(c, s.ErrorBound)
 	s.Frozen = atomic.LoadUint32(c.sealed) != 0
@@ -553,7 +555,7 @@ func (c *CountMin) Total() uint64 {
 	if !c.open.Load() {
 		return ClosedEstimate
 	}
-	t := c.l.addCount()
+	t := c.l.AddCount()
 	if !c.open.Load() {
 		return ClosedEstimate
 	}
@@ -569,7 +571,7 @@ func (c *CountMin) ErrorBound() uint64 {
 	if t == ClosedEstimate {
 		return ClosedEstimate
 	}
-	return errorBound(t, int(c.l.mask+1))
+	return errorBound(t, int(c.l.Mask+1))
 }
 
 // errorBound is ceil(e/width · total), computed without losing a count to
@@ -597,9 +599,9 @@ func (c *CountMin) Close() error {
 
 func (c *CountMin) describe() (string, string) {
 	if c.top != nil {
-		return "CountMin", fmt.Sprintf("%d x %d, %d candidates", c.l.rows, c.l.mask+1, c.top.k)
+		return "CountMin", fmt.Sprintf("%d x %d, %d candidates", c.l.Rows, c.l.Mask+1, c.top.k)
 	}
-	return "CountMin", fmt.Sprintf("%d x %d", c.l.rows, c.l.mask+1)
+	return "CountMin", fmt.Sprintf("%d x %d", c.l.Rows, c.l.Mask+1)
 }
 
 func (c *CountMin) statsOf() any { return c.Stats() }
@@ -654,22 +656,26 @@ const (
 	// overSaturated is how far past maxCount adds racing a saturated
 	// counter can carry it before one clamps it back (at most fastAdd
 	// each, and 2^20 of them): a counter past maxCount by more is damage.
-	overSaturated = fastAdd << 20
+	overSaturated = cells.FastAdd << 20
 )
 
-func (l *cmsLayout) stripeWord(off uintptr) *uint64 { return (*uint64)(unsafe.Add(l.stripes, off)) }
+func stripeWord(l *cells.CountMin, off uintptr) *uint64 {
+	return (*uint64)(unsafe.Add(l.Stripes, off))
+}
 
-// weight returns the largest weight recorded, at least 1.
-func (l *cmsLayout) weight() uint64 { return max(atomic.LoadUint64(l.stripeWord(weightOff)), 1) }
+// recordedWeight returns the largest weight recorded, at least 1.
+func recordedWeight(l *cells.CountMin) uint64 {
+	return max(atomic.LoadUint64(stripeWord(l, weightOff)), 1)
+}
 
 // recordWeight raises the recorded weight to n rounded up to a power of
 // two (at most maxCount) and returns the recorded weight.
-func (l *cmsLayout) recordWeight(n uint64) uint64 {
-	w := uint64(maxCount)
-	if n <= maxCount {
+func recordWeight(l *cells.CountMin, n uint64) uint64 {
+	w := uint64(cells.MaxCount)
+	if n <= cells.MaxCount {
 		w = 1 << bits.Len64(n-1) // n >= 1
 	}
-	p := l.stripeWord(weightOff)
+	p := stripeWord(l, weightOff)
 	for {
 		old := atomic.LoadUint64(p)
 		if old >= w {
@@ -684,26 +690,26 @@ func (l *cmsLayout) recordWeight(n uint64) uint64 {
 // noteWeight records the weight of an add of n > 1 before it lands, once
 // per handle and power of two: the usual AddN reads a handle field only.
 func (c *CountMin) noteWeight(n uint64) {
-	c.weighed.Store(c.l.recordWeight(n))
+	c.weighed.Store(recordWeight(&c.l, n))
 }
 
 // pendingMerges is how many merges were started and not finished: zero
 // unless one is running or was cut short.
-func (l *cmsLayout) pendingMerges() uint64 {
-	done := atomic.LoadUint64(l.stripeWord(mergedOff))
-	return atomic.LoadUint64(l.stripeWord(mergesOff)) - done
+func pendingMerges(l *cells.CountMin) uint64 {
+	done := atomic.LoadUint64(stripeWord(l, mergedOff))
+	return atomic.LoadUint64(stripeWord(l, mergesOff)) - done
 }
 
 // beginMerge counts a merge of src started (and the merges src had left
 // unfinished, whose partial counters it brings along) and raises the
 // recorded weight to src's, before any counter moves.
-func (l *cmsLayout) beginMerge(src *cmsLayout) {
-	atomic.AddUint64(l.stripeWord(mergesOff), 1+src.pendingMerges())
-	l.recordWeight(src.weight())
+func beginMerge(l *cells.CountMin, src *cells.CountMin) {
+	atomic.AddUint64(stripeWord(l, mergesOff), 1+pendingMerges(src))
+	recordWeight(l, recordedWeight(src))
 }
 
 // endMerge counts a merge finished.
-func (l *cmsLayout) endMerge() { atomic.AddUint64(l.stripeWord(mergedOff), 1) }
+func endMerge(l *cells.CountMin) { atomic.AddUint64(stripeWord(l, mergedOff), 1) }
 
 // stampCopy brings a copy's recorded weight and merges started up to the
 // source's now, after the copy read the counters: an AddN or a merge that
@@ -714,12 +720,12 @@ func (l *cmsLayout) endMerge() { atomic.AddUint64(l.stripeWord(mergedOff), 1) }
 // copy (the add count moved by delta since before, which the copy read
 // first) may be in some of its rows and not in its add count: the copy's
 // weight is raised so that the bound Check applies covers them too.
-func (l *cmsLayout) stampCopy(dst []byte, before uint64) {
+func stampCopy(l *cells.CountMin, dst []byte, before uint64) {
 	for _, off := range []uintptr{weightOff, mergesOff} {
 		w := wordAt(dst, off)
-		*w = max(*w, atomic.LoadUint64(l.stripeWord(off)))
+		*w = max(*w, atomic.LoadUint64(stripeWord(l, off)))
 	}
-	if after := l.addCount(); after > before {
+	if after := l.AddCount(); after > before {
 		w := wordAt(dst, weightOff)
 		*w = max(*w, copyWeight(max(*w, 1), after-before))
 	}
@@ -733,8 +739,8 @@ func copyWeight(w, delta uint64) uint64 {
 	if delta%maxTornAdds != 0 {
 		need++
 	}
-	if need < w || need > maxCount {
-		return maxCount
+	if need < w || need > cells.MaxCount {
+		return cells.MaxCount
 	}
 	return 1 << bits.Len64(need-1)
 }
@@ -764,23 +770,23 @@ func (c *CountMin) check() error {
 
 // checkCounters is check without the candidate table: the rows.
 func (c *CountMin) checkCounters() error {
-	sums := make([]uint64, c.l.rows)
+	sums := make([]uint64, c.l.Rows)
 	var adds, after, weight uint64
 	judge := false // the excess over the add count can be judged
 	for try := 0; ; try++ {
-		gen := c.l.resets()
-		done := atomic.LoadUint64(c.l.stripeWord(mergedOff))
+		gen := c.l.Resets()
+		done := atomic.LoadUint64(stripeWord(&c.l, mergedOff))
 		// The add count moves after the counters: read before the rows,
 		// it never exceeds them unless something but an add changed them.
-		adds = c.l.addCount()
-		saturated := c.core.rowSums(&c.l, sums)
+		adds = c.l.AddCount()
+		saturated := c.core.RowSums(&c.l, sums)
 		// Read after the rows: every add the walk saw is counted in it
 		// unless it is running or was cut short, and weighs at most the
 		// recorded weight, which moves before an add's counters.
-		after = c.l.addCount()
-		weight = c.l.weight()
-		started := atomic.LoadUint64(c.l.stripeWord(mergesOff))
-		if c.l.resets() != gen && try < 3 {
+		after = c.l.AddCount()
+		weight = recordedWeight(&c.l)
+		started := atomic.LoadUint64(stripeWord(&c.l, mergesOff))
+		if c.l.Resets() != gen && try < 3 {
 			continue // a Reset ran during the walk: walk again
 		}
 		if saturated {
@@ -789,7 +795,7 @@ func (c *CountMin) checkCounters() error {
 			}
 			return nil
 		}
-		judge = c.l.resets() == gen && started == done
+		judge = c.l.Resets() == gen && started == done
 		break
 	}
 	if !c.open.Load() {
@@ -808,11 +814,11 @@ func (c *CountMin) checkCounters() error {
 // overSaturated walks the counters of a sketch with a saturated one for a
 // counter past maxCount by more than racing adds can carry it: damage.
 func (c *CountMin) overSaturated() error {
-	width := uintptr(c.l.mask + 1)
-	for i := 0; i < c.l.rows; i++ {
-		row := unsafe.Add(c.l.cells, uintptr(i)*c.l.rowBytes)
+	width := uintptr(c.l.Mask + 1)
+	for i := 0; i < c.l.Rows; i++ {
+		row := unsafe.Add(c.l.Cells, uintptr(i)*c.l.RowBytes)
 		for j := uintptr(0); j < width; j++ {
-			if v := atomic.LoadUint64((*uint64)(unsafe.Add(row, j*8))); v > maxCount+overSaturated {
+			if v := atomic.LoadUint64((*uint64)(unsafe.Add(row, j*8))); v > cells.MaxCount+overSaturated {
 				if !c.open.Load() {
 					return c.closedErr("check")
 				}
@@ -843,13 +849,13 @@ func (c *CountMin) rowFinding(sums []uint64, adds uint64) error {
 		return nil
 	}
 	diff := fmt.Sprintf("row sums range from %d to %d, a difference of %d", lo, hi, hi-lo)
-	if c.l.resets()%2 == 1 {
+	if c.l.Resets()%2 == 1 {
 		return c.m.errorf("check", fmt.Errorf("%w: %s, and a Reset is running or was cut short part way (by a killed process or a Close); the file is not damaged, and a Reset that completes clears this", ErrInconsistent, diff))
 	}
-	if rising && c.l.resets() != 0 {
+	if rising && c.l.Resets() != 0 {
 		return c.m.errorf("check", fmt.Errorf("%w: %s, left by adds that raced a Reset (they survive in some rows only); the file is not damaged, and a Reset with no adds running clears this", ErrInconsistent, diff))
 	}
-	if c.l.pendingMerges() != 0 {
+	if pendingMerges(&c.l) != 0 {
 		return c.m.errorf("check", fmt.Errorf("%w: %s, and a merge into the sketch is running or was cut short (by a killed process or a Close); the file is not damaged: every estimate stays an upper bound, and a Reset clears this", ErrTornAdd, diff))
 	}
 	return c.m.errorf("check", fmt.Errorf("%w: %s; the file is not damaged: every estimate stays an upper bound but that of the key whose add was cut, and a Reset clears this", ErrTornAdd, diff))
@@ -894,10 +900,10 @@ func (c *CountMin) Merge(others ...*CountMin) error {
 		if o == nil || !o.open.Load() {
 			return c.m.errorf("merge", fmt.Errorf("%w: sketch %d of the merge is nil or closed", ErrInvalidArgument, i))
 		}
-		if o.l.rows != c.l.rows || o.l.mask != c.l.mask {
-			return c.m.errorf("merge", fmt.Errorf("%w: %s has %d x %d counters, this sketch %d x %d", ErrIncompatible, o.name(), o.l.rows, o.l.mask+1, c.l.rows, c.l.mask+1))
+		if o.l.Rows != c.l.Rows || o.l.Mask != c.l.Mask {
+			return c.m.errorf("merge", fmt.Errorf("%w: %s has %d x %d counters, this sketch %d x %d", ErrIncompatible, o.name(), o.l.Rows, o.l.Mask+1, c.l.Rows, c.l.Mask+1))
 		}
-		if o.l.seed != c.l.seed {
+		if o.l.Seed != c.l.Seed {
 			return c.m.errorf("merge", fmt.Errorf("%w: %s hashes with another seed than this sketch", ErrIncompatible, o.name()))
 		}
 		if err := o.checkCounters(); errors.Is(err, ErrDamaged) {
@@ -905,9 +911,9 @@ func (c *CountMin) Merge(others ...*CountMin) error {
 		}
 	}
 	for i, o := range others {
-		c.l.beginMerge(&o.l)
+		beginMerge(&c.l, &o.l)
 		mergeCells(&c.l, &o.l)
-		c.l.endMerge()
+		endMerge(&c.l)
 		if !o.open.Load() {
 			return c.m.errorf("merge", fmt.Errorf("%w: sketch %d of the merge was closed during it", ErrInvalidArgument, i))
 		}
@@ -923,16 +929,16 @@ func (c *CountMin) Merge(others ...*CountMin) error {
 
 // mergeCells adds src's counters and add-count stripes into dst's, which
 // has the same shape, saturating.
-func mergeCells(dst, src *cmsLayout) {
-	n := uintptr(dst.rows) * uintptr(dst.mask+1)
+func mergeCells(dst, src *cells.CountMin) {
+	n := uintptr(dst.Rows) * uintptr(dst.Mask+1)
 	for i := uintptr(0); i < n; i++ {
-		if v := atomic.LoadUint64((*uint64)(unsafe.Add(src.cells, i*8))); v != 0 {
-			addCell((*uint64)(unsafe.Add(dst.cells, i*8)), min(v, maxCount))
+		if v := atomic.LoadUint64((*uint64)(unsafe.Add(src.Cells, i*8))); v != 0 {
+			cells.AddCell((*uint64)(unsafe.Add(dst.Cells, i*8)), min(v, cells.MaxCount))
 		}
 	}
-	for i := uintptr(0); i < stripeCount; i++ {
-		if v := atomic.LoadUint64((*uint64)(unsafe.Add(src.stripes, i*stripeBytes))); v != 0 {
-			addCell((*uint64)(unsafe.Add(dst.stripes, i*stripeBytes)), min(v, maxCount))
+	for i := uintptr(0); i < cells.StripeCount; i++ {
+		if v := atomic.LoadUint64((*uint64)(unsafe.Add(src.Stripes, i*cells.StripeBytes))); v != 0 {
+			cells.AddCell((*uint64)(unsafe.Add(dst.Stripes, i*cells.StripeBytes)), min(v, cells.MaxCount))
 		}
 	}
 }
@@ -951,15 +957,15 @@ func (c *CountMin) offer(lo, hi uint64, key string, est uint64) {
 func (c *CountMin) offerBatch(keys [][]byte, est []uint64) {
 	for i, e := range est {
 		if c.top.passes(e, 1) {
-			lo, hi := hashKey(keys[i], c.l.seed)
+			lo, hi := cells.Hash(keys[i], c.l.Seed)
 			c.offer(lo, hi, unsafe.String(unsafe.SliceData(keys[i]), len(keys[i])), e)
 		}
 	}
 }
 
-func (c *CountMin) recount(lo, hi uint64) uint64 { return c.l.estimateHashed(lo, hi) }
+func (c *CountMin) recount(lo, hi uint64) uint64 { return c.l.EstimateHashed(lo, hi) }
 
-func (c *CountMin) noiseFloor() uint64 { return c.l.addCount() / (c.l.mask + 1) }
+func (c *CountMin) noiseFloor() uint64 { return c.l.AddCount() / (c.l.Mask + 1) }
 
 // Top lists the loudest keys of the sketch's candidate table (a sketch
 // created with Candidates), loudest first: at most n of them (every key
@@ -1035,7 +1041,7 @@ func (c *CountMin) Snapshot(at Place, opts ...Option) (*CountMin, error) {
 	if !c.open.Load() {
 		return nil, c.closedErr("snapshot")
 	}
-	m, err := createSnapshot(c.name(), at, entrySpec(c.m.ent, c.l.seed, c.copyRegion), opts)
+	m, err := createSnapshot(c.name(), at, entrySpec(c.m.ent, c.l.Seed, c.copyRegion), opts)
 	return finishSnapshot(&c.Handle, m, err, newCountMin)
 }
 
@@ -1044,21 +1050,21 @@ func (c *CountMin) Snapshot(at Place, opts ...Option) (*CountMin, error) {
 // more than any of its rows holds. A Reset that ran during the copy (its
 // generation moved) makes the copy start again.
 func (c *CountMin) copyRegion(dst []byte) error {
-	base := c.l.stripes
+	base := c.l.Stripes
 	for try := 1; ; try++ {
-		gen := c.l.resets()
-		before := c.l.addCount()
+		gen := c.l.Resets()
+		before := c.l.AddCount()
 		copyWords(dst, base)
-		c.l.stampCopy(dst, before) // the weight, merges and adds that moved meanwhile
+		stampCopy(&c.l, dst, before) // the weight, merges and adds that moved meanwhile
 		if c.top != nil {
 			// The table again, keeping only its ways that stayed whole.
-			c.top.copyTo(dst, countMinBytes(c.l.rows, int(c.l.mask+1)))
+			c.top.copyTo(dst, countMinBytes(c.l.Rows, int(c.l.Mask+1)))
 		}
-		if after := c.l.resets(); after == gen {
+		if after := c.l.Resets(); after == gen {
 			return nil
 		} else if try == snapshotTries {
 			// Still racing: the copy says a Reset ran through it.
-			atomic.StoreUint64(wordAt(dst, resetGenOff), after|1)
+			atomic.StoreUint64(wordAt(dst, cells.ResetGenOff), after|1)
 			return nil
 		}
 		clear(dst)

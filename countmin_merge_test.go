@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"unsafe"
+
+	"github.com/shmsketch/sketch/internal/cells"
 )
 
 // regionWords returns the words of c's region: 64 stripe lines, then the
@@ -31,10 +33,10 @@ func wantMerged(dst []uint64, srcs ...[]uint64) []uint64 {
 		want[mergesOff/8] += 1 + src[mergesOff/8] - src[mergedOff/8]
 		want[mergedOff/8]++
 		for i := range want {
-			if i < stripesBytes/8 && i%(stripeBytes/8) != 0 {
+			if i < cells.StripesBytes/8 && i%(cells.StripeBytes/8) != 0 {
 				continue
 			}
-			want[i] = satAdd(min(want[i], maxCount), min(src[i], maxCount))
+			want[i] = satAdd(min(want[i], cells.MaxCount), min(src[i], cells.MaxCount))
 		}
 	}
 	return want
@@ -67,8 +69,8 @@ func TestCountMin_Merge(t *testing.T) {
 	if got := regionWords(dst); !slicesEqual(got, want) {
 		t.Fatalf("merged region differs from the saturating sum of the sources")
 	}
-	if got := dst.Estimate([]byte("huge")); got != maxCount {
-		t.Errorf("Estimate(huge) = %d, want the saturated %d", got, maxCount)
+	if got := dst.Estimate([]byte("huge")); got != cells.MaxCount {
+		t.Errorf("Estimate(huge) = %d, want the saturated %d", got, cells.MaxCount)
 	}
 	want = wantMerged(regionWords(dst), regionWords(dst))
 	if err := dst.Merge(dst); err != nil {

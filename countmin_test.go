@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/shmsketch/sketch/internal/cells"
 )
 
 // tempPath returns a path for a sketch file in the test's temporary dir.
@@ -137,21 +138,21 @@ func TestCountMin_ExactSmall(t *testing.T) {
 
 func TestCountMin_Saturates(t *testing.T) {
 	for _, core := range countMinCores() {
-		t.Run(core.name(), func(t *testing.T) {
+		t.Run(core.Name(), func(t *testing.T) {
 			c := mustOpen(t, tempPath(t, "cms"), CountMinConfig{Rows: 3, Width: 64, Seed: 1})
 			c.core = core
 			k := []byte("big")
 			for i := 0; i < 3; i++ {
-				core.add(&c.l, k, 1<<62)
+				core.Add(&c.l, k, 1<<62)
 			}
-			if got := c.Estimate(k); got != maxCount {
-				t.Fatalf("Estimate after 3 x 2^62 = %d, want %d", got, maxCount)
+			if got := c.Estimate(k); got != cells.MaxCount {
+				t.Fatalf("Estimate after 3 x 2^62 = %d, want %d", got, cells.MaxCount)
 			}
-			if got := core.add(&c.l, k, 1); got != maxCount {
-				t.Errorf("add(1) on a saturated key = %d, want %d", got, maxCount)
+			if got := core.Add(&c.l, k, 1); got != cells.MaxCount {
+				t.Errorf("add(1) on a saturated key = %d, want %d", got, cells.MaxCount)
 			}
-			if got := core.add(&c.l, k, ^uint64(0)); got != maxCount {
-				t.Errorf("add(MaxUint64) on a saturated key = %d, want %d", got, maxCount)
+			if got := core.Add(&c.l, k, ^uint64(0)); got != cells.MaxCount {
+				t.Errorf("add(MaxUint64) on a saturated key = %d, want %d", got, cells.MaxCount)
 			}
 			if err := c.Check(); err != nil {
 				t.Errorf("Check() with saturated counters = %v, want nil", err)
@@ -246,7 +247,7 @@ func testClosedHandle(t *testing.T, c *CountMin) {
 }
 
 // withCore returns another handle on c's mapping that uses core.
-func (c *CountMin) withCore(core countMinCore) *CountMin {
+func (c *CountMin) withCore(core cells.CountMinCore) *CountMin {
 	v := &CountMin{l: c.l, core: core}
 	v.init(c.m, v)
 	v.open.Store(true)
@@ -324,7 +325,7 @@ func TestCountMin_CheapTotal(t *testing.T) {
 	if c.ErrorBound() != st.ErrorBound {
 		t.Errorf("ErrorBound() = %d, Stats says %d", c.ErrorBound(), st.ErrorBound)
 	}
-	c.l.countAdds(5) // as an add that raced a Reset leaves it
+	c.l.CountAdds(5) // as an add that raced a Reset leaves it
 	if err := c.Check(); !errors.Is(err, ErrInconsistent) || errors.Is(err, ErrTornAdd) {
 		t.Errorf("Check with the add count above the rows = %v, want ErrInconsistent", err)
 	}

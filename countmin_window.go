@@ -8,6 +8,8 @@ import (
 	"sync/atomic"
 	"time"
 	"unsafe"
+
+	"github.com/shmsketch/sketch/internal/cells"
 )
 
 // CountMinWindowConfig is a Count-Min window's config as an arena lists it
@@ -153,10 +155,10 @@ func validateCountMinWindowEntry(e entry) error {
 // CountMin's do.
 type CountMinWindow struct {
 	windowBase
-	slots  []cmsLayout
-	core   countMinCore    // serves batches and whole-slot walks
-	totals windowTotals    // Total's cache
-	top    *candidateTable // nil without Candidates
+	slots  []cells.CountMin
+	core   cells.CountMinCore // serves batches and whole-slot walks
+	totals windowTotals       // Total's cache
+	top    *candidateTable    // nil without Candidates
 }
 
 // CountMinWindowStats describes a Count-Min window at one moment.
@@ -235,30 +237,30 @@ func newCountMinWindow(m *mapping) (*CountMinWindow, error) {
 	base := unsafe.Pointer(&region[0])
 	rows, width := int(m.ent.params[0]), int(m.ent.params[1])
 	win := storedWindow(m.ent, 2)
-	w := &CountMinWindow{core: buildCores.countMin}
+	w := &CountMinWindow{core: buildCores.CountMin}
 	ctl := windowControlBytes(win.Keep)
 	slot := countMinSlotBytes(rows, width)
 	salt := rand.Uint64() // the handle's: picks its goroutines' stripes
 	for i := range win.Keep + 1 {
 		sb := unsafe.Add(base, ctl+uint64(i)*slot)
-		w.slots = append(w.slots, cmsLayout{
-			stripes:   sb,
-			cells:     unsafe.Add(sb, stripesBytes),
-			seed:      m.lay.seed,
-			salt:      salt,
-			mask:      uint64(width) - 1,
-			rows:      rows,
-			rowBytes:  uintptr(width * 8),
-			prefetch:  uint64(rows)*uint64(width)*8 > l2Bytes(),
-			uncounted: true,
+		w.slots = append(w.slots, cells.CountMin{
+			Stripes:   sb,
+			Cells:     unsafe.Add(sb, cells.StripesBytes),
+			Seed:      m.lay.seed,
+			Salt:      salt,
+			Mask:      uint64(width) - 1,
+			Rows:      rows,
+			RowBytes:  uintptr(width * 8),
+			Prefetch:  uint64(rows)*uint64(width)*8 > cells.L2Bytes(),
+			Uncounted: true,
 		})
 	}
 	w.totals.slots, w.totals.width = make([]slotTotal, len(w.slots)), width
 	starts := make([]unsafe.Pointer, len(w.slots))
 	for i := range w.slots {
-		starts[i] = w.slots[i].stripes
+		starts[i] = w.slots[i].Stripes
 	}
-	w.ctl.setFolds(starts, func(s uint64) uint64 { return w.slots[s].rowTotal() })
+	w.ctl.setFolds(starts, func(s uint64) uint64 { return rowTotal(&w.slots[s]) })
 	if _, err := w.start(m, w, win, w.clearSlot); err != nil {
 		return nil, err
 	}
@@ -276,19 +278,19 @@ func newCountMinWindow(m *mapping) (*CountMinWindow, error) {
 // says the slot is being cleared, whatever the hardware reorders.
 func (w *CountMinWindow) clearSlot(s uint64) {
 	l := &w.slots[s]
-	l.bumpGen(true)
+	l.BumpGen(true)
 	if plainClears {
-		w.core.reset(l)
+		w.core.Reset(l)
 	} else {
-		cells := unsafe.Slice((*uint64)(l.cells), uintptr(l.rows)*uintptr(l.mask+1))
-		for i := range cells {
-			atomic.StoreUint64(&cells[i], 0)
+		grid := unsafe.Slice((*uint64)(l.Cells), uintptr(l.Rows)*uintptr(l.Mask+1))
+		for i := range grid {
+			atomic.StoreUint64(&grid[i], 0)
 		}
-		for i := uintptr(0); i < stripeCount; i++ {
-			atomic.StoreUint64((*uint64)(unsafe.Add(l.stripes, i*stripeBytes)), 0)
+		for i := uintptr(0); i < cells.StripeCount; i++ {
+			atomic.StoreUint64((*uint64)(unsafe.Add(l.Stripes, i*cells.StripeBytes)), 0)
 		}
 	}
-	l.bumpGen(false)
+	l.BumpGen(false)
 }
 
 // add counts n for the key hashing to (lo, hi) in the current period, p
@@ -320,7 +322,7 @@ func (w *CountMinWindow) add(p, lo, hi, n uint64) (est, addP, winP uint64, err e
 		wt := c.word(t)
 		was := atomic.LoadUint64(wt)
 		switch {
-		case was == heldWord(p-1) && n-1 < fastAdd: // n is 1 to fastAdd
+		case was == heldWord(p-1) && n-1 < cells.FastAdd: // n is 1 to fastAdd
 			// The usual case: one call reads the other slot, loads the
 			// current slot's counters and adds. The next adds in this
 			// period take addOne's short way.
@@ -329,14 +331,14 @@ func (w *CountMinWindow) add(p, lo, hi, n uint64) (est, addP, winP uint64, err e
 				c.seen.Store(p<<slotBits | s)
 			}
 			var v uint64
-			others, v = readThenAdd(&w.slots[t], cur, lo, hi, n)
+			others, v = cells.ReadThenAdd(&w.slots[t], cur, lo, hi, n)
 			if atomic.LoadUint64(wt) == was && c.held(s, p) {
 				return satAdd(others, v), p, p, nil
 			}
 			est, winP = w.estimate(lo, hi)
 			return est, p, winP, nil
 		case was == heldWord(p-1):
-			others, _ = estimateTouch(&w.slots[t], cur, lo, hi)
+			others, _ = cells.EstimateTouch(&w.slots[t], cur, lo, hi)
 			held = atomic.LoadUint64(wt) == was
 		default:
 			held = !wordAfter(was, p+1)
@@ -348,9 +350,9 @@ func (w *CountMinWindow) add(p, lo, hi, n uint64) (est, addP, winP uint64, err e
 	}
 	var v uint64
 	if n == 0 {
-		v = cur.estimateHashed(lo, hi)
+		v = cur.EstimateHashed(lo, hi)
 	} else {
-		v = cur.addCells(lo, hi, n) // a slot keeps no add count (Stats sums its rows)
+		v = cur.AddCells(lo, hi, n) // a slot keeps no add count (Stats sums its rows)
 	}
 	if held && c.held(s, p) {
 		return satAdd(others, v), p, p, nil
@@ -373,10 +375,10 @@ func (w *CountMinWindow) add(p, lo, hi, n uint64) (est, addP, winP uint64, err e
 func (w *CountMinWindow) addOne(lo, hi, n uint64) (est, addP, winP uint64, err error) {
 	c := &w.ctl
 	p := c.current()
-	if v := c.pair.Load(); v>>slotBits == p && p <= maxPeriod && n-1 < fastAdd && c.held(v&(1<<slotBits-1), p) {
+	if v := c.pair.Load(); v>>slotBits == p && p <= maxPeriod && n-1 < cells.FastAdd && c.held(v&(1<<slotBits-1), p) {
 		s := v & (1<<slotBits - 1)
 		t := c.prevSlot(s)
-		others, cur := readThenAdd(&w.slots[t], &w.slots[s], lo, hi, n)
+		others, cur := cells.ReadThenAdd(&w.slots[t], &w.slots[s], lo, hi, n)
 		est, addP, winP = satAdd(others, cur), p, p
 		if !c.held(t, p-1) || !c.held(s, p) {
 			est, winP = w.estimate(lo, hi) // the period turned under the add
@@ -397,7 +399,7 @@ func (w *CountMinWindow) addOne(lo, hi, n uint64) (est, addP, winP uint64, err e
 // changed under the read, or names a period past p+1: the period turned.
 func (w *CountMinWindow) othersWalk(p, s, lo, hi uint64) (est uint64, ok bool) {
 	ok = w.ctl.readWindow(p, true, func(t uint64) bool {
-		est = satAdd(est, w.slots[t].estimateHashed(lo, hi))
+		est = satAdd(est, w.slots[t].EstimateHashed(lo, hi))
 		return false
 	})
 	if !ok {
@@ -411,7 +413,7 @@ func (w *CountMinWindow) othersWalk(p, s, lo, hi uint64) (est uint64, ok bool) {
 // its word; ok is false when a slot does not hold its period, before or
 // after the read. When cur is not nil, a last odd slot's read also loads
 // cur's counters, which the caller adds to next (estimateTouch).
-func (w *CountMinWindow) sumHeld(p, s, first, lo, hi uint64, cur *cmsLayout) (est uint64, ok bool) {
+func (w *CountMinWindow) sumHeld(p, s, first, lo, hi uint64, cur *cells.CountMin) (est uint64, ok bool) {
 	c := &w.ctl
 	for {
 		ws := c.word(s)
@@ -419,9 +421,9 @@ func (w *CountMinWindow) sumHeld(p, s, first, lo, hi uint64, cur *cmsLayout) (es
 			was := atomic.LoadUint64(ws)
 			var v uint64
 			if cur == nil {
-				v = w.slots[s].estimateHashed(lo, hi)
+				v = w.slots[s].EstimateHashed(lo, hi)
 			} else {
-				v, _ = estimateTouch(&w.slots[s], cur, lo, hi)
+				v, _ = cells.EstimateTouch(&w.slots[s], cur, lo, hi)
 			}
 			if was != heldWord(p) || atomic.LoadUint64(ws) != was {
 				return 0, false
@@ -431,7 +433,7 @@ func (w *CountMinWindow) sumHeld(p, s, first, lo, hi uint64, cur *cmsLayout) (es
 		t := c.prevSlot(s)
 		wt := c.word(t)
 		wasS, wasT := atomic.LoadUint64(ws), atomic.LoadUint64(wt)
-		vs, vt := estimatePair(&w.slots[s], &w.slots[t], lo, hi)
+		vs, vt := cells.EstimatePair(&w.slots[s], &w.slots[t], lo, hi)
 		if wasS != heldWord(p) || wasT != heldWord(p-1) || atomic.LoadUint64(ws) != wasS || atomic.LoadUint64(wt) != wasT {
 			return 0, false
 		}
@@ -456,7 +458,7 @@ func (w *CountMinWindow) estimateOne(lo, hi uint64) (est, p uint64) {
 	if v := c.seen.Load(); v>>slotBits == p && p <= maxPeriod {
 		s := v & (1<<slotBits - 1)
 		t := c.prevSlot(s)
-		vs, vt := estimatePair(&w.slots[s], &w.slots[t], lo, hi)
+		vs, vt := cells.EstimatePair(&w.slots[s], &w.slots[t], lo, hi)
 		if c.held(s, p) && c.held(t, p-1) && w.open.Load() {
 			return satAdd(vs, vt), p
 		}
@@ -483,7 +485,7 @@ func (w *CountMinWindow) estimate(lo, hi uint64) (est, p uint64) {
 		ws, wt := c.word(s), c.word(t)
 		wasS, wasT := atomic.LoadUint64(ws), atomic.LoadUint64(wt)
 		if wasT == heldWord(p-1) {
-			vs, vt := estimatePair(&w.slots[s], &w.slots[t], lo, hi)
+			vs, vt := cells.EstimatePair(&w.slots[s], &w.slots[t], lo, hi)
 			if wasS == heldWord(p) && atomic.LoadUint64(ws) == wasS && atomic.LoadUint64(wt) == wasT {
 				if p <= maxPeriod {
 					c.seen.Store(p<<slotBits | s) // the next reads take estimateOne's short way
@@ -493,7 +495,7 @@ func (w *CountMinWindow) estimate(lo, hi uint64) (est, p uint64) {
 		} else if wasS == heldWord(p) && !wordAfter(wasT, p+1) {
 			// The previous period's slot holds none of the window's
 			// periods (nobody added in it): the current slot alone.
-			v := w.slots[s].estimateHashed(lo, hi)
+			v := w.slots[s].EstimateHashed(lo, hi)
 			if atomic.LoadUint64(ws) == wasS {
 				return v, p
 			}
@@ -504,7 +506,7 @@ func (w *CountMinWindow) estimate(lo, hi uint64) (est, p uint64) {
 	p = c.readStable(func(p uint64) bool {
 		est = 0
 		return c.readWindow(p, false, func(s uint64) bool {
-			est = satAdd(est, w.slots[s].estimateHashed(lo, hi))
+			est = satAdd(est, w.slots[s].EstimateHashed(lo, hi))
 			return false
 		})
 	})
@@ -518,7 +520,7 @@ func (w *CountMinWindow) Add(key []byte) (uint64, error) {
 	if !w.open.Load() || w.ro || atomic.LoadUint32(w.sealed) != 0 {
 		return ClosedEstimate, w.refuse("add")
 	}
-	lo, hi := hashKey(key, w.slots[0].seed)
+	lo, hi := cells.Hash(key, w.slots[0].Seed)
 	est, addP, _, err := w.addOne(lo, hi, 1)
 	if w.top != nil && err == nil {
 		w.feed(lo, hi, unsafe.String(unsafe.SliceData(key), len(key)), est, 1, addP)
@@ -532,7 +534,7 @@ func (w *CountMinWindow) AddN(key []byte, n uint64) (uint64, error) {
 	if !w.open.Load() || w.ro || atomic.LoadUint32(w.sealed) != 0 {
 		return ClosedEstimate, w.refuse("add")
 	}
-	lo, hi := hashKey(key, w.slots[0].seed)
+	lo, hi := cells.Hash(key, w.slots[0].Seed)
 	est, addP, _, err := w.addOne(lo, hi, n)
 	if w.top != nil && err == nil && n != 0 {
 		w.feed(lo, hi, unsafe.String(unsafe.SliceData(key), len(key)), est, n, addP)
@@ -545,7 +547,7 @@ func (w *CountMinWindow) AddString(key string) (uint64, error) {
 	if !w.open.Load() || w.ro || atomic.LoadUint32(w.sealed) != 0 {
 		return ClosedEstimate, w.refuse("add")
 	}
-	lo, hi := hashString(key, w.slots[0].seed)
+	lo, hi := cells.HashString(key, w.slots[0].Seed)
 	est, addP, _, err := w.addOne(lo, hi, 1)
 	if w.top != nil && err == nil {
 		w.feed(lo, hi, key, est, 1, addP)
@@ -579,9 +581,9 @@ func (w *CountMinWindow) AddBatch(keys [][]byte, estimates []uint64) error {
 	}
 	if w.top != nil && estimates == nil {
 		// The table needs each key's estimate.
-		var buf [batchChunk]uint64
-		for base := 0; base < len(keys); base += batchChunk {
-			chunk := keys[base:min(base+batchChunk, len(keys))]
+		var buf [cells.BatchChunk]uint64
+		for base := 0; base < len(keys); base += cells.BatchChunk {
+			chunk := keys[base:min(base+cells.BatchChunk, len(keys))]
 			if err := w.addBatch(chunk, buf[:len(chunk)]); err != nil {
 				return err
 			}
@@ -598,7 +600,7 @@ func (w *CountMinWindow) addBatch(keys [][]byte, estimates []uint64) error {
 		_, err = w.afterUse(0, err, "add")
 		return err
 	}
-	w.batchCore(len(keys), &w.slots[s]).addBatch(&w.slots[s], keys, 1, estimates)
+	w.batchCore(len(keys), &w.slots[s]).AddBatch(&w.slots[s], keys, 1, estimates)
 	if estimates != nil && !w.sumOthers(keys, estimates, p, s, heldWord(p)) {
 		// The period turned under the batch: estimate it again whole.
 		w.ctl.refresh()
@@ -607,7 +609,7 @@ func (w *CountMinWindow) addBatch(keys [][]byte, estimates []uint64) error {
 	if w.top != nil {
 		for i, e := range estimates {
 			if f, tp := w.top.floor(); sampled(e, 1) && (e > f || tp != p+1) {
-				lo, hi := hashKey(keys[i], w.slots[0].seed)
+				lo, hi := cells.Hash(keys[i], w.slots[0].Seed)
 				w.feed(lo, hi, unsafe.String(unsafe.SliceData(keys[i]), len(keys[i])), e, 1, p)
 			}
 		}
@@ -620,11 +622,11 @@ func (w *CountMinWindow) addBatch(keys [][]byte, estimates []uint64) error {
 // word changed under it.
 func (w *CountMinWindow) sumOthers(keys [][]byte, est []uint64, p, s, cur uint64) bool {
 	c := &w.ctl
-	var buf [batchChunk]uint64
+	var buf [cells.BatchChunk]uint64
 	held := c.readWindow(p, true, func(t uint64) bool {
-		for base := 0; base < len(keys); base += batchChunk {
-			chunk := keys[base:min(base+batchChunk, len(keys))]
-			w.batchCore(len(chunk), &w.slots[t]).estimateBatch(&w.slots[t], chunk, buf[:len(chunk)])
+		for base := 0; base < len(keys); base += cells.BatchChunk {
+			chunk := keys[base:min(base+cells.BatchChunk, len(keys))]
+			w.batchCore(len(chunk), &w.slots[t]).EstimateBatch(&w.slots[t], chunk, buf[:len(chunk)])
 			for i, v := range buf[:len(chunk)] {
 				est[base+i] = satAdd(est[base+i], v)
 			}
@@ -653,7 +655,7 @@ func (w *CountMinWindow) EstimateBatch(keys [][]byte, estimates []uint64) error 
 // slot's word changed under it.
 func (w *CountMinWindow) estimateBatch(keys [][]byte, est []uint64) {
 	c := &w.ctl
-	if !w.slots[0].prefetch && w.estimateHeldBatch(keys, est) {
+	if !w.slots[0].Prefetch && w.estimateHeldBatch(keys, est) {
 		return
 	}
 	c.readStable(func(p uint64) bool {
@@ -661,10 +663,10 @@ func (w *CountMinWindow) estimateBatch(keys [][]byte, est []uint64) {
 		clear(est)
 		wd := atomic.LoadUint64(c.word(s))
 		if wd == heldWord(p) {
-			var buf [batchChunk]uint64
-			for base := 0; base < len(keys); base += batchChunk {
-				chunk := keys[base:min(base+batchChunk, len(keys))]
-				w.batchCore(len(chunk), &w.slots[s]).estimateBatch(&w.slots[s], chunk, buf[:len(chunk)])
+			var buf [cells.BatchChunk]uint64
+			for base := 0; base < len(keys); base += cells.BatchChunk {
+				chunk := keys[base:min(base+cells.BatchChunk, len(keys))]
+				w.batchCore(len(chunk), &w.slots[s]).EstimateBatch(&w.slots[s], chunk, buf[:len(chunk)])
 				copy(est[base:], buf[:len(chunk)])
 			}
 		} else if wordAfter(wd, p+1) {
@@ -683,9 +685,9 @@ func (w *CountMinWindow) estimateHeldBatch(keys [][]byte, est []uint64) bool {
 	c := &w.ctl
 	p := c.currentRead()
 	s, first := c.slotOf(p), c.first(p)
-	seed := w.slots[0].seed
+	seed := w.slots[0].Seed
 	for i, k := range keys {
-		lo, hi := hashKey(k, seed)
+		lo, hi := cells.Hash(k, seed)
 		v, ok := w.sumHeld(p, s, first, lo, hi, nil)
 		if !ok {
 			return false
@@ -708,9 +710,9 @@ func (w *CountMinWindow) afterBatch(estimates []uint64, op string) error {
 
 // batchCore picks the core for a batch of n keys on slot l, as
 // CountMin.batchCore does.
-func (w *CountMinWindow) batchCore(n int, l *cmsLayout) countMinCore {
-	if n < countMinMinBatch || !l.prefetch {
-		return countMinGo{}
+func (w *CountMinWindow) batchCore(n int, l *cells.CountMin) cells.CountMinCore {
+	if n < cells.CountMinMinBatch || !l.Prefetch {
+		return cells.CountMinGo{}
 	}
 	return w.core
 }
@@ -722,7 +724,7 @@ func (w *CountMinWindow) Estimate(key []byte) uint64 {
 	if !w.open.Load() {
 		return ClosedEstimate
 	}
-	lo, hi := hashKey(key, w.slots[0].seed)
+	lo, hi := cells.Hash(key, w.slots[0].Seed)
 	est, _ := w.estimateOne(lo, hi)
 	return est
 }
@@ -732,7 +734,7 @@ func (w *CountMinWindow) EstimateString(key string) uint64 {
 	if !w.open.Load() {
 		return ClosedEstimate
 	}
-	lo, hi := hashString(key, w.slots[0].seed)
+	lo, hi := cells.HashString(key, w.slots[0].Seed)
 	est, _ := w.estimateOne(lo, hi)
 	return est
 }
@@ -761,12 +763,12 @@ func (w *CountMinWindow) Stats() CountMinWindowStats {
 	for i := range w.slots {
 		var sl WindowSlotStats
 		sl.State, sl.Period = w.slotState(uint64(i), wp)
-		w.core.rowSums(&w.slots[i], sums)
+		w.core.RowSums(&w.slots[i], sums)
 		for _, v := range sums {
 			sl.Total = max(sl.Total, v)
 		}
 		if sl.State == "current" || sl.State == "window" {
-			s.Total = satAdd(s.Total, min(sl.Total, maxCount))
+			s.Total = satAdd(s.Total, min(sl.Total, cells.MaxCount))
 		}
 		s.Slots = append(s.Slots, sl)
 	}
@@ -794,7 +796,7 @@ func (w *CountMinWindow) Close() error {
 func (w *CountMinWindow) describe() (string, string) {
 	rows, width := 0, uint64(0)
 	if len(w.slots) > 0 {
-		rows, width = w.slots[0].rows, w.slots[0].mask+1
+		rows, width = w.slots[0].Rows, w.slots[0].Mask+1
 	}
 	if w.top != nil {
 		return "CountMinWindow", fmt.Sprintf("%d x %d, %v, %d candidates", rows, width, w.win, w.top.k)
@@ -840,7 +842,7 @@ func (w *CountMinWindow) recount(lo, hi uint64) uint64 {
 
 func (w *CountMinWindow) noiseFloor() uint64 {
 	t := w.windowTotal()
-	return t / (w.slots[0].mask + 1)
+	return t / (w.slots[0].Mask + 1)
 }
 
 // Top lists the loudest keys of the window's candidate table (a window
@@ -943,7 +945,7 @@ func (w *CountMinWindow) ErrorBound() uint64 {
 	if t == ClosedEstimate {
 		return ClosedEstimate
 	}
-	return errorBound(t, int(w.slots[0].mask+1))
+	return errorBound(t, int(w.slots[0].Mask+1))
 }
 
 func (w *CountMinWindow) windowTotal() uint64 {
@@ -962,7 +964,7 @@ func (w *CountMinWindow) windowTotal() uint64 {
 			word := atomic.LoadUint64(c.word(s))
 			st := &tc.slots[s]
 			if !st.final || st.word != word {
-				st.word, st.sum = word, w.slots[s].rowTotal()
+				st.word, st.sum = word, rowTotal(&w.slots[s])
 				// An add that read the period before it turned may
 				// still land in the previous period's slot.
 				st.final = decodeSlotWord(word).period+2 <= p
@@ -989,12 +991,12 @@ func (tc *windowTotals) expire() { tc.live.Store(false) }
 
 // rowTotal returns the sum of row 0: everything counted in the slot, as
 // every row sums to it (but for adds running now).
-func (l *cmsLayout) rowTotal() uint64 {
+func rowTotal(l *cells.CountMin) uint64 {
 	var sum uint64
-	for i := uint64(0); i <= l.mask; i++ {
-		sum = satAdd(sum, atomic.LoadUint64((*uint64)(unsafe.Add(l.cells, i*8))))
+	for i := uint64(0); i <= l.Mask; i++ {
+		sum = satAdd(sum, atomic.LoadUint64((*uint64)(unsafe.Add(l.Cells, i*8))))
 	}
-	return min(sum, maxCount)
+	return min(sum, cells.MaxCount)
 }
 
 // EstimateCovered is Estimate, and says which periods the estimate
@@ -1004,7 +1006,7 @@ func (w *CountMinWindow) EstimateCovered(key []byte) (uint64, Periods) {
 	if !w.open.Load() {
 		return ClosedEstimate, Periods{}
 	}
-	lo, hi := hashKey(key, w.slots[0].seed)
+	lo, hi := cells.Hash(key, w.slots[0].Seed)
 	est, p := w.estimateOne(lo, hi)
 	if !w.open.Load() {
 		return ClosedEstimate, Periods{}
@@ -1055,7 +1057,7 @@ func (w *CountMinWindow) SnapshotCovered(at Place, opts ...Option) (*CountMin, P
 		// The window's candidates, counted in the copy: the copy lists
 		// the loudest keys of the periods it covers.
 		base := unsafe.Pointer(&region[0])
-		l := cmsLayout{stripes: base, cells: unsafe.Add(base, stripesBytes), seed: w.m.lay.seed, mask: width - 1, rows: rows, rowBytes: uintptr(width * 8)}
+		l := cells.CountMin{Stripes: base, Cells: unsafe.Add(base, cells.StripesBytes), Seed: w.m.lay.seed, Mask: width - 1, Rows: rows, RowBytes: uintptr(width * 8)}
 		tableAt(region, countMinBytes(rows, int(width)), k, keyBytes, w.m.lay.seed).place(layoutHost{&l}, w.top.collect())
 		return nil
 	}
@@ -1072,29 +1074,29 @@ func (w *CountMinWindow) SnapshotCovered(at Place, opts ...Option) (*CountMin, P
 // smallest row sum: what every row holds, so that the copy's Total is
 // the periods' and its Check finds its add count below no row.
 func (w *CountMinWindow) sumCovered(dst []byte) (Periods, error) {
-	cells := unsafe.Add(unsafe.Pointer(&dst[0]), stripesBytes)
+	grid := unsafe.Add(unsafe.Pointer(&dst[0]), cells.StripesBytes)
 	l0 := &w.slots[0]
-	n := uintptr(l0.rows) * uintptr(l0.mask+1)
+	n := uintptr(l0.Rows) * uintptr(l0.Mask+1)
 	p, err := w.foldCovered(func(s uint64) {
-		src := w.slots[s].cells
+		src := w.slots[s].Cells
 		for i := uintptr(0); i < n; i++ {
 			if v := atomic.LoadUint64((*uint64)(unsafe.Add(src, i*8))); v != 0 {
-				d := (*uint64)(unsafe.Add(cells, i*8))
-				*d = satAdd(*d, min(v, maxCount))
+				d := (*uint64)(unsafe.Add(grid, i*8))
+				*d = satAdd(*d, min(v, cells.MaxCount))
 			}
 		}
 	}, func() { clear(dst) })
 	if err != nil {
 		return p, err
 	}
-	l := cmsLayout{stripes: unsafe.Pointer(&dst[0]), cells: cells, mask: l0.mask, rows: l0.rows, rowBytes: l0.rowBytes}
-	sums := make([]uint64, l.rows)
-	countMinGo{}.rowSums(&l, sums)
+	l := cells.CountMin{Stripes: unsafe.Pointer(&dst[0]), Cells: grid, Mask: l0.Mask, Rows: l0.Rows, RowBytes: l0.RowBytes}
+	sums := make([]uint64, l.Rows)
+	cells.CountMinGo{}.RowSums(&l, sums)
 	least := sums[0]
 	for _, v := range sums {
 		least = min(least, v)
 	}
-	*wordAt(dst, 0) = min(least, maxCount)
+	*wordAt(dst, 0) = min(least, cells.MaxCount)
 	// A window records no weights: the copy's says its rows may differ
 	// by as much as they do (adds torn or running during the copy), so
 	// that its Check does not take that for damage.
@@ -1104,9 +1106,9 @@ func (w *CountMinWindow) sumCovered(dst []byte) (Periods, error) {
 
 // copyRegion is windowBase.copyRegion for a Count-Min window.
 func (w *CountMinWindow) copyRegion(dst []byte) error {
-	rows, width := w.slots[0].rows, int(w.slots[0].mask+1)
+	rows, width := w.slots[0].Rows, int(w.slots[0].Mask+1)
 	if err := w.windowBase.copyRegion(dst, windowControlBytes(w.win.Keep), countMinSlotBytes(rows, width),
-		func(s uint64) unsafe.Pointer { return w.slots[s].stripes }); err != nil {
+		func(s uint64) unsafe.Pointer { return w.slots[s].Stripes }); err != nil {
 		return err
 	}
 	if w.top != nil {

@@ -7,6 +7,8 @@ import (
 	"sync/atomic"
 	"time"
 	"unsafe"
+
+	"github.com/shmsketch/sketch/internal/cells"
 )
 
 // Allow counts a request for key and decides it against limit, the most
@@ -54,7 +56,7 @@ func (w *CountMinWindow) Allow(key []byte, limit uint64, countRefused bool) (Dec
 	if limit == 0 || !w.open.Load() || w.ro || atomic.LoadUint32(w.sealed) != 0 {
 		return Decision{}, w.allowRefused(limit)
 	}
-	lo, hi := hashKey(key, w.slots[0].seed)
+	lo, hi := cells.Hash(key, w.slots[0].Seed)
 	// The decision is kept in registers until the end: a Decision written
 	// field by field and copied out costs the copy a stall.
 	est, winP, counted, allowed, ok := w.allowPair(key, lo, hi, limit, countRefused)
@@ -243,33 +245,33 @@ func (w *CountMinWindow) allowLong(key []byte, lo, hi, limit uint64, countRefuse
 // row loaded again after the add (one load, in the caches), is at most
 // limit. When it does not add, est is the estimate it read. Results come
 // back in registers, few enough that its caller spills none.
-func allowCells(other, cur *cmsLayout, lo, hi, fit, limit uint64) (est uint64, lastFits, added bool) {
+func allowCells(other, cur *cells.CountMin, lo, hi, fit, limit uint64) (est uint64, lastFits, added bool) {
 	h2 := hi | 1
 	oe, ce := ^uint64(0), ^uint64(0)
-	ro, rc := other.cells, cur.cells
-	mask, rowBytes, rows := other.mask, other.rowBytes, other.rows
+	ro, rc := other.Cells, cur.Cells
+	mask, rowBytes, rows := other.Mask, other.RowBytes, other.Rows
 	x := lo
 	var off uintptr
 	for range rows {
-		off = uintptr(spread(x)&mask) * 8
+		off = uintptr(cells.Spread(x)&mask) * 8
 		oe = min(oe, atomic.LoadUint64((*uint64)(unsafe.Add(ro, off))))
 		ce = min(ce, atomic.LoadUint64((*uint64)(unsafe.Add(rc, off))))
 		ro = unsafe.Add(ro, rowBytes)
 		rc = unsafe.Add(rc, rowBytes)
 		x += h2
 	}
-	oe = min(oe, maxCount)
-	if before := satAdd(oe, min(ce, maxCount)); before >= fit {
+	oe = min(oe, cells.MaxCount)
+	if before := satAdd(oe, min(ce, cells.MaxCount)); before >= fit {
 		return before, false, false
 	}
 	otherAt := (*uint64)(unsafe.Add(ro, off-rowBytes)) // other's counter in the last row
 	rc = unsafe.Add(rc, -rows*int(rowBytes))
 	x, ce = lo, ^uint64(0)
 	for range rows - 1 {
-		c := (*uint64)(unsafe.Add(rc, uintptr(spread(x)&mask)*8))
+		c := (*uint64)(unsafe.Add(rc, uintptr(cells.Spread(x)&mask)*8))
 		v := atomic.AddUint64(c, 1)
-		if v > maxCount {
-			v = clampCell(c)
+		if v > cells.MaxCount {
+			v = cells.ClampCell(c)
 		}
 		ce = min(ce, v)
 		rc = unsafe.Add(rc, rowBytes)
@@ -277,10 +279,10 @@ func allowCells(other, cur *cmsLayout, lo, hi, fit, limit uint64) (est uint64, l
 	}
 	last := (*uint64)(unsafe.Add(rc, off))
 	curLast := atomic.AddUint64(last, 1)
-	if curLast > maxCount {
-		curLast = clampCell(last)
+	if curLast > cells.MaxCount {
+		curLast = cells.ClampCell(last)
 	}
-	otherLast := min(atomic.LoadUint64(otherAt), maxCount)
+	otherLast := min(atomic.LoadUint64(otherAt), cells.MaxCount)
 	return satAdd(oe, min(ce, curLast)), satAdd(otherLast, curLast) <= limit, true
 }
 
@@ -300,7 +302,7 @@ func (w *CountMinWindow) retry(lo, hi, limit uint64) (int, time.Duration) {
 		return c.readWindow(p, false, func(s uint64) bool {
 			q := decodeSlotWord(atomic.LoadUint64(c.word(s))).period
 			if p-q < uint64(keep) {
-				per[p-q] = w.slots[s].estimateHashed(lo, hi)
+				per[p-q] = w.slots[s].EstimateHashed(lo, hi)
 			}
 			return false
 		})

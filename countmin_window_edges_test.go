@@ -7,6 +7,8 @@ import (
 	"math"
 	"strings"
 	"testing"
+
+	"github.com/shmsketch/sketch/internal/cells"
 )
 
 // TestCountMinWindow_Saturation: AddN with the largest n in several
@@ -20,30 +22,30 @@ func TestCountMinWindow_Saturation(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if est != maxCount {
+			if est != cells.MaxCount {
 				t.Errorf("keep %d round %d: AddN(max) = %d, want 2^63", keep, round, est)
 			}
-			if est, _ := w.AddN(k, maxCount-1); est != maxCount {
+			if est, _ := w.AddN(k, cells.MaxCount-1); est != cells.MaxCount {
 				t.Errorf("keep %d round %d: AddN(2^63-1) = %d, want 2^63", keep, round, est)
 			}
-			if est, _ := w.Add(k); est != maxCount {
+			if est, _ := w.Add(k); est != cells.MaxCount {
 				t.Errorf("keep %d round %d: Add after saturation = %d, want 2^63", keep, round, est)
 			}
-			if est, _ := w.AddN(k, 0); est != maxCount {
+			if est, _ := w.AddN(k, 0); est != cells.MaxCount {
 				t.Errorf("keep %d round %d: AddN(0) = %d, want 2^63", keep, round, est)
 			}
-			if got := w.Estimate(k); got != maxCount {
+			if got := w.Estimate(k); got != cells.MaxCount {
 				t.Errorf("keep %d round %d: Estimate = %d, want 2^63", keep, round, got)
 			}
 			out := make([]uint64, 2)
-			if err := w.EstimateBatch([][]byte{k, []byte("other")}, out); err != nil || out[0] != maxCount || out[1] != 0 {
+			if err := w.EstimateBatch([][]byte{k, []byte("other")}, out); err != nil || out[0] != cells.MaxCount || out[1] != 0 {
 				t.Errorf("keep %d round %d: EstimateBatch = %v, %v", keep, round, out, err)
 			}
-			if err := w.AddBatch([][]byte{k}, out[:1]); err != nil || out[0] != maxCount {
+			if err := w.AddBatch([][]byte{k}, out[:1]); err != nil || out[0] != cells.MaxCount {
 				t.Errorf("keep %d round %d: AddBatch = %v, %v", keep, round, out[:1], err)
 			}
 			st := w.Stats()
-			if st.Total != maxCount {
+			if st.Total != cells.MaxCount {
 				t.Errorf("keep %d round %d: Stats.Total = %d, want 2^63", keep, round, st.Total)
 			}
 			if err := w.Rotate(); err != nil {

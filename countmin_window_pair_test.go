@@ -16,6 +16,8 @@ import (
 	"testing"
 	"time"
 	"unsafe"
+
+	"github.com/shmsketch/sketch/internal/cells"
 )
 
 // pairCachedWindow opens a window of Keep 2 at path, adds "k" once in
@@ -74,10 +76,10 @@ func TestCountMinWindow_PairLiveClearer(t *testing.T) {
 	t.Cleanup(func() { windowWait = old })
 	s := w.ctl.slotOf(1)
 	atomic.StoreUint64(w.ctl.word(s), clearingWord(1, other.ctl.me))
-	lo, hi := hashString("k", w.slots[0].seed)
-	before := w.slots[s].estimateHashed(lo, hi)
+	lo, hi := cells.HashString("k", w.slots[0].Seed)
+	before := w.slots[s].EstimateHashed(lo, hi)
 	est, err := w.AddString("k")
-	after := w.slots[s].estimateHashed(lo, hi)
+	after := w.slots[s].EstimateHashed(lo, hi)
 	if after != before {
 		t.Errorf("Add wrote into a slot a live handle (token %d) is clearing: its counter went from %d to %d (Add = %d, %v)", other.ctl.me, before, after, est, err)
 	}
@@ -116,12 +118,12 @@ func TestCountMinWindow_PairParity(t *testing.T) {
 					t.Fatal(err)
 				}
 				s := w.ctl.slotOf(1)
-				cells := uintptr(shape.Rows) * uintptr(shape.Width)
-				wc := unsafe.Slice((*uint64)(w.slots[s].cells), cells)
-				pc := unsafe.Slice((*uint64)(c.l.cells), cells)
+				ncells := uintptr(shape.Rows) * uintptr(shape.Width)
+				wc := unsafe.Slice((*uint64)(w.slots[s].Cells), ncells)
+				pc := unsafe.Slice((*uint64)(c.l.Cells), ncells)
 				if nearMax {
 					for i := range wc {
-						wc[i] = maxCount - 3*fastAdd/2 + uint64(i)
+						wc[i] = cells.MaxCount - 3*cells.FastAdd/2 + uint64(i)
 						pc[i] = wc[i]
 					}
 				}
@@ -129,12 +131,12 @@ func TestCountMinWindow_PairParity(t *testing.T) {
 				byN := map[uint64][][]byte{}
 				for i := range 2000 {
 					key := []byte(fmt.Sprintf("k%d", r.IntN(500)))
-					n := []uint64{1, 2, 77, fastAdd - 1, fastAdd}[r.IntN(5)]
+					n := []uint64{1, 2, 77, cells.FastAdd - 1, cells.FastAdd}[r.IntN(5)]
 					est, err := w.AddN(key, n)
 					if err != nil {
 						t.Fatal(err)
 					}
-					if est > maxCount {
+					if est > cells.MaxCount {
 						t.Fatalf("AddN(%q, %d) = %d, past 2^63", key, n, est)
 					}
 					if i == 0 && w.ctl.pair.Load()>>slotBits != 1 {
@@ -143,14 +145,14 @@ func TestCountMinWindow_PairParity(t *testing.T) {
 					byN[n] = append(byN[n], key)
 				}
 				for n, keys := range byN {
-					buildCores.countMin.addBatch(&c.l, keys, n, nil)
+					buildCores.CountMin.AddBatch(&c.l, keys, n, nil)
 				}
-				wb := unsafe.Slice((*byte)(w.slots[s].cells), cells*8)
-				pb := unsafe.Slice((*byte)(c.l.cells), cells*8)
+				wb := unsafe.Slice((*byte)(w.slots[s].Cells), ncells*8)
+				pb := unsafe.Slice((*byte)(c.l.Cells), ncells*8)
 				if !bytes.Equal(wb, pb) {
 					for i := range wc {
 						if wc[i] != pc[i] {
-							t.Fatalf("cell %d: window's short way wrote %d, %s core's AddBatch %d", i, wc[i], buildCores.countMin.name(), pc[i])
+							t.Fatalf("cell %d: window's short way wrote %d, %s core's AddBatch %d", i, wc[i], buildCores.CountMin.Name(), pc[i])
 						}
 					}
 				}
@@ -231,7 +233,7 @@ func TestCountMinWindow_PairClockLowerBound(t *testing.T) {
 			adders := []*CountMinWindow{mustOpenWindow(t, path, win, cfg), mustOpenWindow(t, path, win, cfg)}
 			rot := mustOpenWindow(t, path, win, cfg)
 			ref := &landedRef{p0: adders[0].Current()}
-			lo, hi := hashKey([]byte("hot"), adders[0].slots[0].seed)
+			lo, hi := cells.Hash([]byte("hot"), adders[0].slots[0].Seed)
 			var stop, failed atomic.Bool
 			var turned, checked atomic.Uint64
 			var wg sync.WaitGroup

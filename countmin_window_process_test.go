@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/shmsketch/sketch/internal/cells"
 )
 
 // childWinAdd adds its own keys until told to stop, in bursts, checking that
@@ -27,7 +29,7 @@ func countMinWinAdd(tw testWindow, me string) error {
 	stop := newWinStop()
 	for i := 0; !stop.now(i); i++ {
 		k := fmt.Sprintf("c%s-%d", me, i%20)
-		lo, hi := hashString(k, w.slots[0].seed)
+		lo, hi := cells.HashString(k, w.slots[0].Seed)
 		est, addP, p, err := w.addOne(lo, hi, 1)
 		if err != nil {
 			return err
@@ -81,7 +83,7 @@ func countMinWindowTruth(t *testing.T, tw testWindow, hs []*helper, _ bool) {
 	for c := range hs {
 		for j := range 20 {
 			k := fmt.Sprintf("c%d-%d", c, j)
-			lo, hi := hashString(k, w.slots[0].seed)
+			lo, hi := cells.HashString(k, w.slots[0].Seed)
 			est, p := w.estimate(lo, hi)
 			want := ref.over(k, w.ctl.first(p), p)
 			if est < want {

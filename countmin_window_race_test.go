@@ -8,6 +8,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/shmsketch/sketch/internal/cells"
 )
 
 // landedRef counts the adds that landed in a known period, from period p0
@@ -107,7 +109,7 @@ func TestCountMinWindow_AddTurnLowerBound(t *testing.T) {
 			rot := mustOpenWindow(t, path, Window{Keep: keep}, cfg)
 			reader := mustOpenWindow(t, path, Window{Keep: keep}, cfg)
 			ref := new(landedRef)
-			lo, hi := hashKey([]byte("hot"), adder.slots[0].seed)
+			lo, hi := cells.Hash([]byte("hot"), adder.slots[0].Seed)
 			var stop, failed atomic.Bool
 			var turned, checked, reads atomic.Uint64
 			var wg sync.WaitGroup

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 	"unsafe"
+
+	"github.com/shmsketch/sketch/internal/cells"
 )
 
 // Single-process tests of the Count-Min window's own promises: exact
@@ -112,7 +114,7 @@ func TestCountMinWindow_ClockExact(t *testing.T) {
 	deadline := time.Now().Add(seenBound)
 	for i := 0; len(periods) < want && time.Now().Before(deadline); i++ {
 		k := fmt.Sprintf("k%d", i%50)
-		lo, hi := hashString(k, w.slots[0].seed)
+		lo, hi := cells.HashString(k, w.slots[0].Seed)
 		est, addP, p, err := w.addOne(lo, hi, 1)
 		if err != nil {
 			t.Fatal(err)
@@ -131,7 +133,7 @@ func TestCountMinWindow_ClockExact(t *testing.T) {
 	}
 	for i := range 50 {
 		k := fmt.Sprintf("k%d", i)
-		lo, hi := hashString(k, w.slots[0].seed)
+		lo, hi := cells.HashString(k, w.slots[0].Seed)
 		est, p := w.estimate(lo, hi)
 		if want := ref.over(k, w.ctl.first(p), p); est != want {
 			t.Errorf("Estimate(%q) over periods %d..%d = %d, want %d", k, w.ctl.first(p), p, est, want)
@@ -164,12 +166,12 @@ func TestCountMinWindow_ErrIncompatible(t *testing.T) {
 }
 
 // openOnCore opens a window in memory whose batches core serves.
-func openOnCore(t *testing.T, win Window, cfg CountMinConfig, core countMinCore) *CountMinWindow {
+func openOnCore(t *testing.T, win Window, cfg CountMinConfig, core cells.CountMinCore) *CountMinWindow {
 	t.Helper()
 	w := mustOpenKind(t, countMinWindowKind, Memory(), win, windowCfgs{CountMin: cfg}).(cmWindow).CountMinWindow
 	w.core = core
 	for i := range w.slots {
-		w.slots[i].prefetch = true // serve batches from the core under test
+		w.slots[i].Prefetch = true // serve batches from the core under test
 	}
 	return w
 }
@@ -178,7 +180,7 @@ func openOnCore(t *testing.T, win Window, cfg CountMinConfig, core countMinCore)
 // equal the single-key ones, across turns, with each core.
 func TestCountMinWindow_Batches(t *testing.T) {
 	for _, core := range countMinCores() {
-		t.Run(core.name(), func(t *testing.T) {
+		t.Run(core.Name(), func(t *testing.T) {
 			// Wide, with a fixed seed: no key shares all its counters.
 			w := openOnCore(t, Window{Keep: 3}, CountMinConfig{Rows: 3, Width: 1 << 14, Seed: 99}, core)
 			var keys [][]byte
@@ -238,14 +240,14 @@ func TestCountMinWindow_CoresParity(t *testing.T) {
 		ctl, slot := windowControlBytes(2), countMinSlotBytes(3, 1<<8)
 		for i := range uint64(3) {
 			if adds := stripeSum(region[ctl+i*slot:]); adds != 0 {
-				t.Errorf("%s core: slot %d's stripes hold %d adds, want none", core.name(), i, adds)
+				t.Errorf("%s core: slot %d's stripes hold %d adds, want none", core.Name(), i, adds)
 			}
 		}
 		regions = append(regions, region)
 	}
 	for i := 1; i < len(regions); i++ {
 		if !bytes.Equal(regions[0], regions[i]) {
-			t.Errorf("%s core's region differs from %s core's", countMinCores()[i].name(), countMinCores()[0].name())
+			t.Errorf("%s core's region differs from %s core's", countMinCores()[i].Name(), countMinCores()[0].Name())
 		}
 	}
 }
@@ -270,8 +272,8 @@ func TestCountMinWindow_NoAllocs(t *testing.T) {
 
 // stripeSum sums the add-count stripes at the start of a slot.
 func stripeSum(slot []byte) (sum uint64) {
-	for i := 0; i < stripeCount; i++ {
-		sum += native.Uint64(slot[i*stripeBytes:])
+	for i := 0; i < cells.StripeCount; i++ {
+		sum += native.Uint64(slot[i*cells.StripeBytes:])
 	}
 	return sum
 }
@@ -293,12 +295,12 @@ func TestCountMinWindow_Format(t *testing.T) {
 		t.Errorf("control words %v: want epoch 1, slots holding 0, 1, 2", words)
 	}
 	slot0 := region[64:]
-	var cells uint64
+	var counted uint64
 	for i := 0; i < 2*4; i++ {
-		cells += native.Uint64(slot0[stripesBytes+8*i:])
+		counted += native.Uint64(slot0[cells.StripesBytes+8*i:])
 	}
-	if adds := stripeSum(slot0); adds != 0 || cells != 4 {
-		t.Errorf("slot 0 holds %d adds in its stripes and %d in its cells, want 0 and 4", adds, cells)
+	if adds := stripeSum(slot0); adds != 0 || counted != 4 {
+		t.Errorf("slot 0 holds %d adds in its stripes and %d in its cells, want 0 and 4", adds, counted)
 	}
 }
 

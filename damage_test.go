@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 	"unsafe"
+
+	"github.com/shmsketch/sketch/internal/cells"
 )
 
 // Damage against interruption: values no add, merge or reset can leave,
@@ -45,7 +47,7 @@ func regionOf(t *testing.T, path string) int64 {
 // counterOff is the file offset of counter col of row in a Count-Min
 // sketch of the given width.
 func counterOff(t *testing.T, path string, width, row, col int) int64 {
-	return regionOf(t, path) + stripesBytes + int64(row*width+col)*8
+	return regionOf(t, path) + cells.StripesBytes + int64(row*width+col)*8
 }
 
 var ffff = []byte{0xff, 0xff, 0xff, 0xff}
@@ -56,7 +58,7 @@ var ffff = []byte{0xff, 0xff, 0xff, 0xff}
 func TestCountMin_CheckErrDamaged(t *testing.T) {
 	const rows, width = 4, 1024
 	top := 7 // the most significant byte of a native word
-	if bigEndian {
+	if cells.BigEndian {
 		top = 0
 	}
 	for _, tc := range []struct {
@@ -141,13 +143,13 @@ func TestCountMin_CheckMergeCutShort(t *testing.T) {
 	}
 	// rows 0 and 1 of src merged, the rest not: a merge killed there.
 	partial := func(dst *CountMin) {
-		n := uintptr(2) * uintptr(dst.l.mask+1)
+		n := uintptr(2) * uintptr(dst.l.Mask+1)
 		for i := uintptr(0); i < n; i++ {
-			addCell((*uint64)(unsafe.Add(dst.l.cells, i*8)), *(*uint64)(unsafe.Add(src.l.cells, i*8)))
+			cells.AddCell((*uint64)(unsafe.Add(dst.l.Cells, i*8)), *(*uint64)(unsafe.Add(src.l.Cells, i*8)))
 		}
 	}
 	cut := mustOpen(t, tempPath(t, "cut"), cfg)
-	cut.l.beginMerge(&src.l)
+	beginMerge(&cut.l, &src.l)
 	partial(cut)
 	if err := cut.Check(); !errors.Is(err, ErrTornAdd) || !strings.Contains(err.Error(), "merge") {
 		t.Errorf("Check after a merge cut short = %v, want ErrTornAdd naming the merge", err)
@@ -173,7 +175,7 @@ func TestCountMin_CheckMergeCutShort(t *testing.T) {
 	if err := into.Merge(w); err != nil {
 		t.Fatalf("Merge of a sketch with a torn add = %v", err)
 	}
-	if got := into.l.weight(); got != 1<<40 {
+	if got := recordedWeight(&into.l); got != 1<<40 {
 		t.Errorf("merged weight = %d, want %d", got, uint64(1)<<40)
 	}
 	if err := into.Check(); !errors.Is(err, ErrTornAdd) {
@@ -190,14 +192,14 @@ func TestCountMin_RecordWeight(t *testing.T) {
 		if _, err := c.AddN([]byte("k"), step.n); err != nil {
 			t.Fatal(err)
 		}
-		if got := c.l.weight(); got != step.want {
+		if got := recordedWeight(&c.l); got != step.want {
 			t.Errorf("after AddN(%d): weight %d, want %d", step.n, got, step.want)
 		}
 	}
 	// Another handle on the file sees it and records past it.
 	d := mustOpen(t, c.Path(), CountMinConfig{})
 	d.AddN([]byte("k"), 5)
-	if got := d.l.weight(); got != 1<<63 {
+	if got := recordedWeight(&d.l); got != 1<<63 {
 		t.Errorf("second handle: weight %d, want 2^63", got)
 	}
 	if err := c.Reset(); err != nil {
@@ -208,7 +210,7 @@ func TestCountMin_RecordWeight(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	if got := s.l.weight(); got != 1<<63 {
+	if got := recordedWeight(&s.l); got != 1<<63 {
 		t.Errorf("snapshot after a Reset: weight %d, want 2^63", got)
 	}
 }
@@ -275,7 +277,7 @@ func TestDistinct_ErrDamaged(t *testing.T) {
 	if _, err := d.ExportRedis(); err != nil {
 		t.Fatalf("ExportRedis before the damage: %v", err)
 	}
-	writeAt(t, path, regionOf(t, path)+distinctHeadBytes+100, []byte{64}) // 64 > 51
+	writeAt(t, path, regionOf(t, path)+cells.DistinctHeadBytes+100, []byte{64}) // 64 > 51
 	r := mustIn(t, OpenDistinct, Path(path), DistinctConfig{}, ReadOnly())
 	for what, err := range map[string]error{"Check": r.Check(), "Check of the writer": d.Check()} {
 		if !errors.Is(err, ErrDamaged) || !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), "register 100 holds 64") {
@@ -363,7 +365,7 @@ func TestDistinct_RedisRefusesDamaged(t *testing.T) {
 // its Check says torn, not damaged.
 func TestCountMin_SnapshotWeights(t *testing.T) {
 	for _, c := range []struct{ w, delta, want uint64 }{
-		{1, 0, 1}, {1, 1, 2}, {1, maxTornAdds, 2}, {1, 3 * maxTornAdds, 4}, {8, 1, 16}, {1 << 62, 1 << 62, maxCount}, {1, ^uint64(0), 1 << 37},
+		{1, 0, 1}, {1, 1, 2}, {1, maxTornAdds, 2}, {1, 3 * maxTornAdds, 4}, {8, 1, 16}, {1 << 62, 1 << 62, cells.MaxCount}, {1, ^uint64(0), 1 << 37},
 	} {
 		if got := copyWeight(c.w, c.delta); got != c.want {
 			t.Errorf("copyWeight(%d, %d) = %d, want %d", c.w, c.delta, got, c.want)
@@ -374,8 +376,8 @@ func TestCountMin_SnapshotWeights(t *testing.T) {
 		t.Fatal(err)
 	}
 	slot := &w.slots[w.Current()%3]
-	lo, _ := hashKey([]byte("torn"), slot.seed)
-	addCell((*uint64)(unsafe.Add(slot.cells, uintptr(spread(lo)&slot.mask)*8)), 1<<30) // row 0 only
+	lo, _ := cells.Hash([]byte("torn"), slot.Seed)
+	cells.AddCell((*uint64)(unsafe.Add(slot.Cells, uintptr(cells.Spread(lo)&slot.Mask)*8)), 1<<30) // row 0 only
 	s, err := w.Snapshot(Memory())
 	if err != nil {
 		t.Fatal(err)
@@ -397,14 +399,14 @@ func TestCountMin_CheckBatchesCutShort(t *testing.T) {
 	for cut := range 9000 {
 		for i := range 255 { // the rows of a chunk, not its count
 			binary.LittleEndian.PutUint64(key, uint64(cut*255+i))
-			lo, hi := hashKey(key, c.l.seed)
-			c.l.addCells(lo, hi, 1)
+			lo, hi := cells.Hash(key, c.l.Seed)
+			c.l.AddCells(lo, hi, 1)
 		}
 	}
 	// A key cut after its first row: the rows differ, as a kill leaves
 	// them.
-	lo, _ := hashKey([]byte("torn"), c.l.seed)
-	addCell((*uint64)(unsafe.Add(c.l.cells, uintptr(lo&c.l.mask)*8)), 1)
+	lo, _ := cells.Hash([]byte("torn"), c.l.Seed)
+	cells.AddCell((*uint64)(unsafe.Add(c.l.Cells, uintptr(lo&c.l.Mask)*8)), 1)
 	if err := c.Check(); !errors.Is(err, ErrTornAdd) || errors.Is(err, ErrDamaged) {
 		t.Errorf("Check after 9000 batches cut short = %v, want ErrTornAdd", err)
 	}
@@ -420,17 +422,17 @@ func TestDistinct_MergeDamagedDuringMerge(t *testing.T) {
 	src := mustDistinct(t, DistinctConfig{Redis: true})
 	addRange(t, src, 0, 3000)
 	// Damaged after the check: the copy's own step.
-	w := src.l.word(9000 / 8)
-	atomic.StoreUint64(w, atomic.LoadUint64(w)|0xff<<regShift(9000%8))
-	var re *registerError
-	if _, err := d.l.merge(&src.l); !errors.As(err, &re) || re.register != 9000 || !errors.Is(registerDamage(err), ErrDamaged) {
+	w := src.l.Word(9000 / 8)
+	atomic.StoreUint64(w, atomic.LoadUint64(w)|0xff<<cells.RegShift(9000%8))
+	var re *cells.RegisterError
+	if _, err := d.l.Merge(&src.l); !errors.As(err, &re) || re.Register != 9000 || !errors.Is(registerDamage(err), ErrDamaged) {
 		t.Errorf("merge of a word damaged after the check = %v, want register 9000's error, ErrDamaged as reported", err)
 	}
 	if err := d.Check(); err != nil {
 		t.Errorf("Check after the merge stopped: %v", err)
 	}
 	// Through Merge, with the register flipping while merges run.
-	atomic.StoreUint64(w, atomic.LoadUint64(w)&^(0xff<<regShift(9000%8)))
+	atomic.StoreUint64(w, atomic.LoadUint64(w)&^(0xff<<cells.RegShift(9000%8)))
 	stop := make(chan struct{})
 	done := make(chan struct{})
 	go func() {
@@ -442,8 +444,8 @@ func TestDistinct_MergeDamagedDuringMerge(t *testing.T) {
 			default:
 			}
 			old := atomic.LoadUint64(w)
-			atomic.StoreUint64(w, old|0xff<<regShift(9000%8))
-			atomic.StoreUint64(w, old&^(0xff<<regShift(9000%8)))
+			atomic.StoreUint64(w, old|0xff<<cells.RegShift(9000%8))
+			atomic.StoreUint64(w, old&^(0xff<<cells.RegShift(9000%8)))
 		}
 	}()
 	for range raceScale(2000) {
@@ -451,7 +453,7 @@ func TestDistinct_MergeDamagedDuringMerge(t *testing.T) {
 		if err != nil && !errors.Is(err, ErrDamaged) {
 			t.Fatal(err)
 		}
-		if j, v, bad := d.l.damaged(); bad {
+		if j, v, bad := d.l.Damaged(); bad {
 			t.Fatalf("after a merge (%v) register %d of the count holds %d", err, j, v)
 		}
 	}

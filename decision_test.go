@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 	"unsafe"
+
+	"github.com/shmsketch/sketch/internal/cells"
 )
 
 // TestDecision_FitsRegisters: a Decision stays a struct the compiler keeps
@@ -32,7 +34,7 @@ func TestDecision_Packs(t *testing.T) {
 		period           uint64
 	}{
 		{true, true, 1, 0, 0, 0, 0},
-		{false, true, maxCount, maxCount - 1, MaxWindowKeep, time.Duration(1<<63 - 1), maxPeriod},
+		{false, true, cells.MaxCount, cells.MaxCount - 1, MaxWindowKeep, time.Duration(1<<63 - 1), maxPeriod},
 		{false, false, 7, 3, 1, time.Second, 1<<47 - 1},
 		{true, false, 0, 0, MaxWindowKeep - 1, 0, 12345},
 	} {

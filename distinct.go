@@ -6,6 +6,8 @@ import (
 	"math"
 	"sync/atomic"
 	"unsafe"
+
+	"github.com/shmsketch/sketch/internal/cells"
 )
 
 // DistinctConfig sizes a distinct count by the relative standard error
@@ -46,31 +48,31 @@ func (cfg DistinctConfig) precision() (p uint, explicit bool, err error) {
 	case cfg.Error != 0 && cfg.Precision != 0:
 		return 0, false, fmt.Errorf("%w: give either Error or Precision, not both", ErrInvalidConfig)
 	case cfg.Precision != 0:
-		if cfg.Precision < distinctMinP || cfg.Precision > distinctMaxP {
-			return 0, false, fmt.Errorf("%w: precision %d is not in [%d, %d]", ErrInvalidConfig, cfg.Precision, distinctMinP, distinctMaxP)
+		if cfg.Precision < cells.DistinctMinP || cfg.Precision > cells.DistinctMaxP {
+			return 0, false, fmt.Errorf("%w: precision %d is not in [%d, %d]", ErrInvalidConfig, cfg.Precision, cells.DistinctMinP, cells.DistinctMaxP)
 		}
 		p = uint(cfg.Precision)
 	case cfg.Error != 0:
 		if !(cfg.Error > 0 && cfg.Error < 1) {
 			return 0, false, fmt.Errorf("%w: error %v is not in (0, 1)", ErrInvalidConfig, cfg.Error)
 		}
-		for p = distinctMinP; distinctStdError(p) > cfg.Error; p++ {
-			if p == distinctMaxP {
-				return 0, false, fmt.Errorf("%w: error %v needs more than 2^%d registers (%.2g%% at most)", ErrInvalidConfig, cfg.Error, distinctMaxP, 100*distinctStdError(distinctMaxP))
+		for p = cells.DistinctMinP; distinctStdError(p) > cfg.Error; p++ {
+			if p == cells.DistinctMaxP {
+				return 0, false, fmt.Errorf("%w: error %v needs more than 2^%d registers (%.2g%% at most)", ErrInvalidConfig, cfg.Error, cells.DistinctMaxP, 100*distinctStdError(cells.DistinctMaxP))
 			}
 		}
 	default:
 		p = distinctDefaultP
 	}
-	if cfg.Redis && p != redisHLLP {
-		return 0, false, fmt.Errorf("%w: the Redis profile has Redis's 2^%d registers, not 2^%d", ErrInvalidConfig, redisHLLP, p)
+	if cfg.Redis && p != cells.RedisHLLP {
+		return 0, false, fmt.Errorf("%w: the Redis profile has Redis's 2^%d registers, not 2^%d", ErrInvalidConfig, cells.RedisHLLP, p)
 	}
 	return p, cfg.Error != 0 || cfg.Precision != 0 || cfg.Redis, nil
 }
 
 // distinctBytes is the region of 2^p registers: the head line, then the
 // registers.
-func distinctBytes(p uint) uint64 { return distinctHeadBytes + uint64(1)<<p }
+func distinctBytes(p uint) uint64 { return cells.DistinctHeadBytes + uint64(1)<<p }
 
 // Bytes returns the size of the file (or memory) a distinct count of this
 // config needs, header included, as CountMinConfig.Bytes does.
@@ -129,11 +131,11 @@ func distinctEntryParams(e entry) map[string]float64 {
 // validateDistinctParams checks a stored precision and profile.
 func validateDistinctParams(p, profile uint64) error {
 	switch {
-	case p < distinctMinP || p > distinctMaxP:
+	case p < cells.DistinctMinP || p > cells.DistinctMaxP:
 		return fmt.Errorf("distinct count precision %d", p)
 	case profile > 1:
 		return fmt.Errorf("distinct count profile %d", profile)
-	case profile == 1 && p != redisHLLP:
+	case profile == 1 && p != cells.RedisHLLP:
 		return fmt.Errorf("distinct count in the Redis profile with precision %d", p)
 	}
 	return nil
@@ -171,8 +173,8 @@ func validateDistinctEntry(e entry) error {
 // register-wise maximum: the count of the union.
 type Distinct struct {
 	Handle
-	l    distinctLayout
-	core distinctCore // serves batches
+	l    cells.Distinct
+	core cells.DistinctCore // serves batches
 	// cache is the last estimate this handle computed, with the change
 	// count it was computed at.
 	cache atomic.Pointer[distinctCached]
@@ -218,14 +220,14 @@ func newDistinct(m *mapping) *Distinct {
 	region := m.entryBytes()
 	base := unsafe.Pointer(&region[0])
 	d := &Distinct{
-		l: distinctLayout{
-			changes: (*uint64)(base),
-			regs:    unsafe.Add(base, distinctHeadBytes),
-			seed:    m.lay.seed,
-			p:       uint(m.ent.params[0]),
-			redis:   m.ent.params[1] == 1,
+		l: cells.Distinct{
+			Changes: (*uint64)(base),
+			Regs:    unsafe.Add(base, cells.DistinctHeadBytes),
+			Seed:    m.lay.seed,
+			P:       uint(m.ent.params[0]),
+			Redis:   m.ent.params[1] == 1,
 		},
-		core: buildCores.distinct,
+		core: buildCores.Distinct,
 	}
 	d.init(m, d)
 	d.open.Store(true)
@@ -247,8 +249,8 @@ func (d *Distinct) Add(key []byte) error {
 	if err := d.mayAdd("add"); err != nil {
 		return err
 	}
-	if d.l.addHashed(d.l.hash(key)) {
-		d.l.changed(1)
+	if d.l.AddHashed(d.l.Hash(key)) {
+		d.l.Changed(1)
 	}
 	return d.after("add")
 }
@@ -258,8 +260,8 @@ func (d *Distinct) AddString(key string) error {
 	if err := d.mayAdd("add"); err != nil {
 		return err
 	}
-	if d.l.addHashed(d.l.hashString(key)) {
-		d.l.changed(1)
+	if d.l.AddHashed(d.l.HashString(key)) {
+		d.l.Changed(1)
 	}
 	return d.after("add")
 }
@@ -271,10 +273,10 @@ func (d *Distinct) AddBatch(keys [][]byte) error {
 		return err
 	}
 	core := d.core
-	if len(keys) < distinctMinBatch {
-		core = distinctGo{}
+	if len(keys) < cells.DistinctMinBatch {
+		core = cells.DistinctGo{}
 	}
-	d.l.changed(core.addBatch(&d.l, keys))
+	d.l.Changed(core.AddBatch(&d.l, keys))
 	return d.after("add")
 }
 
@@ -296,13 +298,13 @@ func (d *Distinct) estimate() float64 {
 	if !d.open.Load() {
 		return 0
 	}
-	changes := atomic.LoadUint64(d.l.changes)
+	changes := atomic.LoadUint64(d.l.Changes)
 	if c := d.cache.Load(); c != nil && c.changes == changes {
 		return c.estimate
 	}
 	var h [66]uint64
-	d.l.histogram(&h)
-	est := distinctEstimate(&h, d.l.p)
+	d.l.Histogram(&h)
+	est := cells.DistinctEstimate(&h, d.l.P)
 	if !d.open.Load() {
 		return 0 // what was read may be the placeholder
 	}
@@ -313,7 +315,7 @@ func (d *Distinct) estimate() float64 {
 // StdError returns the relative standard error of Count, 1.04/sqrt(2^p):
 // the true count is within Count·(1 ± StdError) about two times in three,
 // and within twice that 95% of the time.
-func (d *Distinct) StdError() float64 { return distinctStdError(d.l.p) }
+func (d *Distinct) StdError() float64 { return distinctStdError(d.l.P) }
 
 // Reset forgets every key, in every process. It is not atomic: adds at
 // the same moment may survive it in part, each key whole or not at all
@@ -322,7 +324,7 @@ func (d *Distinct) Reset() error {
 	if err := d.refuse("reset"); err != nil {
 		return err
 	}
-	d.l.reset()
+	d.l.Reset()
 	return d.after("reset")
 }
 
@@ -344,23 +346,23 @@ func (d *Distinct) Merge(others ...*Distinct) error {
 		if o == nil || !o.open.Load() {
 			return d.m.errorf("merge", fmt.Errorf("%w: distinct count %d of the merge is closed", ErrInvalidArgument, i))
 		}
-		if o.l.p != d.l.p || o.l.redis != d.l.redis {
+		if o.l.P != d.l.P || o.l.Redis != d.l.Redis {
 			return d.m.errorf("merge", fmt.Errorf("%w: %s has 2^%d registers%s, this count 2^%d%s", ErrIncompatible,
-				o.name(), o.l.p, profileName(o.m.ent.params[1]), d.l.p, profileName(d.m.ent.params[1])))
+				o.name(), o.l.P, profileName(o.m.ent.params[1]), d.l.P, profileName(d.m.ent.params[1])))
 		}
-		if !d.l.redis && o.l.seed != d.l.seed {
+		if !d.l.Redis && o.l.Seed != d.l.Seed {
 			return d.m.errorf("merge", fmt.Errorf("%w: %s hashes with another seed", ErrIncompatible, o.name()))
 		}
-		if j, v, bad := o.l.damaged(); bad {
-			return d.m.errorf("merge", fmt.Errorf("%s: %w; not merged", o.name(), registerDamage(o.l.damage(j, v))))
+		if j, v, bad := o.l.Damaged(); bad {
+			return d.m.errorf("merge", fmt.Errorf("%s: %w; not merged", o.name(), registerDamage(o.l.Damage(j, v))))
 		}
 	}
 	for _, o := range others {
-		if o.l.regs == d.l.regs {
+		if o.l.Regs == d.l.Regs {
 			continue // itself: nothing to add
 		}
-		n, err := d.l.merge(&o.l)
-		d.l.changed(n)
+		n, err := d.l.Merge(&o.l)
+		d.l.Changed(n)
 		if err != nil {
 			return d.m.errorf("merge", fmt.Errorf("%s changed during the merge: %w; its registers before that one were merged, none past the largest rank", o.name(), registerDamage(err)))
 		}
@@ -386,10 +388,10 @@ func (d *Distinct) freeze() error {
 // the registers.
 func (d *Distinct) Stats() DistinctStats {
 	s := DistinctStats{
-		Precision: int(d.l.p),
-		Registers: 1 << d.l.p,
-		Redis:     d.l.redis,
-		StdError:  distinctStdError(d.l.p),
+		Precision: int(d.l.P),
+		Registers: 1 << d.l.P,
+		Redis:     d.l.Redis,
+		StdError:  distinctStdError(d.l.P),
 		FileStats: FileStats{ReadOnly: d.ReadOnly()},
 	}
 	if d.m == nil || !d.open.Load() {
@@ -397,9 +399,9 @@ func (d *Distinct) Stats() DistinctStats {
 		return s
 	}
 	s.Bytes = d.m.ownBytes()
-	s.Changes = atomic.LoadUint64(d.l.changes)
+	s.Changes = atomic.LoadUint64(d.l.Changes)
 	var h [66]uint64
-	d.l.histogram(&h)
+	d.l.Histogram(&h)
 	s.Zero = h[0]
 	s.Estimate = d.estimate()
 	s.Frozen = atomic.LoadUint32(d.sealed) != 0
@@ -420,7 +422,7 @@ func (d *Distinct) Close() error {
 }
 
 func (d *Distinct) describe() (string, string) {
-	return "Distinct", fmt.Sprintf("2^%d registers%s", d.l.p, profileName(d.m.ent.params[1]))
+	return "Distinct", fmt.Sprintf("2^%d registers%s", d.l.P, profileName(d.m.ent.params[1]))
 }
 
 func (d *Distinct) statsOf() any { return d.Stats() }
@@ -430,8 +432,8 @@ func (d *Distinct) statsOf() any { return d.Stats() }
 // larger one is damage (ErrDamaged, which wraps ErrCorrupt); a register
 // never lowers, so nothing else is checked.
 func (d *Distinct) check() error {
-	if j, v, bad := d.l.damaged(); bad {
-		return d.m.errorf("check", registerDamage(d.l.damage(j, v)))
+	if j, v, bad := d.l.Damaged(); bad {
+		return d.m.errorf("check", registerDamage(d.l.Damage(j, v)))
 	}
 	if !d.open.Load() {
 		return d.closedErr("check")
@@ -460,7 +462,7 @@ func (d *Distinct) Config() DistinctConfig {
 const (
 	redisHLLHeader  = 16
 	redisHLLBits    = 6
-	redisDenseBytes = redisHLLHeader + (1<<redisHLLP*redisHLLBits+7)/8
+	redisDenseBytes = redisHLLHeader + (1<<cells.RedisHLLP*redisHLLBits+7)/8
 )
 
 // ExportRedis returns the distinct count as Redis's dense HyperLogLog: the
@@ -484,22 +486,22 @@ func (d *Distinct) ExportRedis() ([]byte, error) {
 	if !d.open.Load() {
 		return nil, d.closedErr("export")
 	}
-	if d.l.p != redisHLLP {
-		return nil, d.m.errorf("export", fmt.Errorf("%w: Redis's HyperLogLog has 2^%d registers, this count 2^%d", ErrIncompatible, redisHLLP, d.l.p))
+	if d.l.P != cells.RedisHLLP {
+		return nil, d.m.errorf("export", fmt.Errorf("%w: Redis's HyperLogLog has 2^%d registers, this count 2^%d", ErrIncompatible, cells.RedisHLLP, d.l.P))
 	}
 	// The registers are copied first and the copy checked and encoded:
 	// checked in the file, a register another writer damaged between the
 	// check and the encoding would reach Redis.
-	u := make([]uint64, d.l.m()/8)
+	u := make([]uint64, d.l.M()/8)
 	for i := range u {
-		u[i] = atomic.LoadUint64(d.l.word(uint64(i)))
+		u[i] = atomic.LoadUint64(d.l.Word(uint64(i)))
 	}
-	own := distinctLayout{regs: unsafe.Pointer(&u[0]), p: d.l.p}
-	if j, v, bad := own.damaged(); bad {
+	own := cells.Distinct{Regs: unsafe.Pointer(&u[0]), P: d.l.P}
+	if j, v, bad := own.Damaged(); bad {
 		// Redis would take the register, clamped to the largest rank or
 		// not, as a rank some key gave, and PFMERGE would keep it in
 		// every key it merges into, the fleet's for good.
-		return nil, d.m.errorf("export", registerDamage(d.l.damage(j, v)))
+		return nil, d.m.errorf("export", registerDamage(d.l.Damage(j, v)))
 	}
 	out := redisDense(&own)
 	if !d.open.Load() {
@@ -509,14 +511,14 @@ func (d *Distinct) ExportRedis() ([]byte, error) {
 }
 
 // redisDense encodes l's registers as Redis's dense HyperLogLog.
-func redisDense(l *distinctLayout) []byte {
+func redisDense(l *cells.Distinct) []byte {
 	out := make([]byte, redisDenseBytes)
 	copy(out, "HYLL")
 	binary.LittleEndian.PutUint64(out[8:], 1<<63) // stale: Redis counts
 	regs := out[redisHLLHeader:]
-	top := uint64(l.q() + 1)
-	for j := uint64(0); j < l.m(); j++ {
-		v := min(l.register(j), top) // past q+1 only in a damaged file
+	top := uint64(l.Q() + 1)
+	for j := uint64(0); j < l.M(); j++ {
+		v := min(l.Register(j), top) // past q+1 only in a damaged file
 		bit := j * redisHLLBits
 		regs[bit/8] |= byte(v << (bit % 8))
 		if bit%8 > 8-redisHLLBits {
@@ -540,14 +542,14 @@ func (d *Distinct) Snapshot(at Place, opts ...Option) (*Distinct, error) {
 	if !d.open.Load() {
 		return nil, d.closedErr("snapshot")
 	}
-	m, err := createSnapshot(d.name(), at, entrySpec(d.m.ent, d.l.seed, d.copyRegion), opts)
+	m, err := createSnapshot(d.name(), at, entrySpec(d.m.ent, d.l.Seed, d.copyRegion), opts)
 	return finishSnapshot(&d.Handle, m, err, func(m *mapping) (*Distinct, error) { return newDistinct(m), nil })
 }
 
 // copyRegion copies the count's region, its change count and registers,
 // into dst.
 func (d *Distinct) copyRegion(dst []byte) error {
-	copyWords(dst, unsafe.Pointer(d.l.changes))
+	copyWords(dst, unsafe.Pointer(d.l.Changes))
 	return nil
 }
 

@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/shmsketch/sketch/internal/cells"
 	"github.com/zeebo/xxh3"
 )
 
@@ -89,10 +90,10 @@ func TestMurmur64A(t *testing.T) {
 		}
 		for _, seed := range []uint64{0, 0xadc83b19, 1 << 63} {
 			want := refMurmur64A(key, seed)
-			if got := murmur64A(key, seed); got != want {
+			if got := cells.Murmur64A(key, seed); got != want {
 				t.Errorf("murmur64A(%d bytes, %#x) = %#x, want %#x", n, seed, got, want)
 			}
-			if got := murmur64AString(string(key), seed); got != want {
+			if got := cells.Murmur64AString(string(key), seed); got != want {
 				t.Errorf("murmur64AString(%d bytes, %#x) = %#x, want %#x", n, seed, got, want)
 			}
 		}
@@ -110,7 +111,7 @@ func TestDistinct_Parity(t *testing.T) {
 			keys[i] = []byte(fmt.Sprintf("k%d", i*7919%15000)) // repeats
 		}
 		for _, core := range distinctCores() {
-			t.Run(fmt.Sprintf("%s/p=%d/redis=%v", core.name(), cfg.Precision, cfg.Redis), func(t *testing.T) {
+			t.Run(fmt.Sprintf("%s/p=%d/redis=%v", core.Name(), cfg.Precision, cfg.Redis), func(t *testing.T) {
 				d := mustDistinct(t, cfg)
 				d.core = core
 				p := uint(d.Config().Precision)
@@ -172,17 +173,17 @@ func TestDistinct_RaiseCounts(t *testing.T) {
 				model++
 			}
 		}
-		if got := core.addBatch(&d.l, keys); got != uint64(model) {
-			t.Errorf("%s: addBatch raised %d registers, the model %d", core.name(), got, model)
+		if got := core.AddBatch(&d.l, keys); got != uint64(model) {
+			t.Errorf("%s: addBatch raised %d registers, the model %d", core.Name(), got, model)
 		}
 	}
 }
 
 // distinctCores are the distinct count's cores of testBackends.
-func distinctCores() []distinctCore {
-	var cs []distinctCore
+func distinctCores() []cells.DistinctCore {
+	var cs []cells.DistinctCore
 	for _, b := range testBackends() {
-		cs = append(cs, b.distinct)
+		cs = append(cs, b.Distinct)
 	}
 	return cs
 }
@@ -194,7 +195,7 @@ func distinctCores() []distinctCore {
 func TestDistinctWindow_Parity(t *testing.T) {
 	for _, p := range []int{4, 14} {
 		for _, core := range distinctCores() {
-			t.Run(fmt.Sprintf("%s/p=%d", core.name(), p), func(t *testing.T) {
+			t.Run(fmt.Sprintf("%s/p=%d", core.Name(), p), func(t *testing.T) {
 				w := mustIn(t, OpenDistinctWindow, Memory(), DistinctWindowConfig{Window: Window{Keep: 3}, Distinct: DistinctConfig{Precision: p, Seed: 11}})
 				w.core = core
 				for round := range 6 {

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+
+	"github.com/shmsketch/sketch/internal/cells"
 )
 
 // distinctKey is key i of the distinct tests' family.
@@ -21,7 +23,7 @@ func mustDistinct(t testing.TB, cfg DistinctConfig) *Distinct {
 }
 
 // registersOf is d's register array, as the file holds it.
-func registersOf(d *Distinct) []byte { return d.m.entryBytes()[distinctHeadBytes:] }
+func registersOf(d *Distinct) []byte { return d.m.entryBytes()[cells.DistinctHeadBytes:] }
 
 // distinctAdder is what distinctAddKeys adds through: a Distinct or a
 // DistinctWindow.
@@ -381,8 +383,8 @@ func TestDistinct_Check(t *testing.T) {
 	if err := d.Check(); err != nil {
 		t.Fatalf("Check of a sound count: %v", err)
 	}
-	w := d.l.word(3)
-	atomic.StoreUint64(w, atomic.LoadUint64(w)|uint64(0xff)<<regShift(2))
+	w := d.l.Word(3)
+	atomic.StoreUint64(w, atomic.LoadUint64(w)|uint64(0xff)<<cells.RegShift(2))
 	if err := d.Check(); !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), "register 26 holds 255") {
 		t.Errorf("Check with a register at 255: %v, want ErrCorrupt naming register 26", err)
 	}

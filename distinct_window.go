@@ -7,6 +7,8 @@ import (
 	"sync/atomic"
 	"time"
 	"unsafe"
+
+	"github.com/shmsketch/sketch/internal/cells"
 )
 
 // DistinctWindowConfig is a distinct window's config as an arena lists it
@@ -119,8 +121,8 @@ func validateDistinctWindowEntry(e entry) error {
 // Calls after Close return ErrClosed, and Count then returns 0.
 type DistinctWindow struct {
 	windowBase
-	slots []distinctLayout
-	core  distinctCore // serves batches
+	slots []cells.Distinct
+	core  cells.DistinctCore // serves batches
 	// cache is the last union estimate this handle computed, with the
 	// period and the covered slots' change count it was computed at.
 	cache atomic.Pointer[distinctWindowCached]
@@ -209,25 +211,25 @@ func newDistinctWindow(m *mapping) (*DistinctWindow, error) {
 	base := unsafe.Pointer(&region[0])
 	p := uint(m.ent.params[0])
 	win := storedWindow(m.ent, 2)
-	w := &DistinctWindow{core: buildCores.distinct}
+	w := &DistinctWindow{core: buildCores.Distinct}
 	w.union.New = func() any { return make([]uint64, (uint64(1)<<p)/8) }
 	ctl := windowControlBytes(win.Keep)
 	slot := distinctSlotBytes(p)
 	for i := range win.Keep + 1 {
 		sb := unsafe.Add(base, ctl+uint64(i)*slot)
-		w.slots = append(w.slots, distinctLayout{
-			changes: (*uint64)(sb),
-			regs:    unsafe.Add(sb, distinctHeadBytes),
-			seed:    m.lay.seed,
-			p:       p,
-			redis:   m.ent.params[1] == 1,
+		w.slots = append(w.slots, cells.Distinct{
+			Changes: (*uint64)(sb),
+			Regs:    unsafe.Add(sb, cells.DistinctHeadBytes),
+			Seed:    m.lay.seed,
+			P:       p,
+			Redis:   m.ent.params[1] == 1,
 		})
 	}
 	starts := make([]unsafe.Pointer, len(w.slots))
 	for i := range w.slots {
-		starts[i] = unsafe.Pointer(w.slots[i].changes)
+		starts[i] = unsafe.Pointer(w.slots[i].Changes)
 	}
-	w.ctl.setFolds(starts, func(s uint64) uint64 { return atomic.LoadUint64(w.slots[s].changes) })
+	w.ctl.setFolds(starts, func(s uint64) uint64 { return atomic.LoadUint64(w.slots[s].Changes) })
 	if _, err := w.start(m, w, win, w.clearSlot); err != nil {
 		return nil, err
 	}
@@ -240,10 +242,10 @@ func newDistinctWindow(m *mapping) (*DistinctWindow, error) {
 // slot word that says the slot is being cleared, on any hardware.
 func (w *DistinctWindow) clearSlot(s uint64) {
 	l := &w.slots[s]
-	for i := range l.m() / 8 {
-		atomic.StoreUint64(l.word(i), 0)
+	for i := range l.M() / 8 {
+		atomic.StoreUint64(l.Word(i), 0)
 	}
-	atomic.StoreUint64(l.changes, 0)
+	atomic.StoreUint64(l.Changes, 0)
 }
 
 // mayAdd is refuse's fast path: nil when a mutator may run.
@@ -263,7 +265,7 @@ func (w *DistinctWindow) Add(key []byte) error {
 	if err := w.mayAdd("add"); err != nil {
 		return err
 	}
-	return w.add(w.slots[0].hash(key))
+	return w.add(w.slots[0].Hash(key))
 }
 
 // AddString is Add for a string key, without converting it to a []byte.
@@ -271,14 +273,14 @@ func (w *DistinctWindow) AddString(key string) error {
 	if err := w.mayAdd("add"); err != nil {
 		return err
 	}
-	return w.add(w.slots[0].hashString(key))
+	return w.add(w.slots[0].HashString(key))
 }
 
 func (w *DistinctWindow) add(h uint64) error {
 	_, s, err := w.ctl.use()
 	if err == nil {
-		if l := &w.slots[s]; l.addHashed(h) {
-			l.changed(1)
+		if l := &w.slots[s]; l.AddHashed(h) {
+			l.Changed(1)
 		}
 	}
 	return w.afterAdd(err)
@@ -305,11 +307,11 @@ func (w *DistinctWindow) AddBatch(keys [][]byte) error {
 	_, s, err := w.ctl.use()
 	if err == nil {
 		core := w.core
-		if len(keys) < distinctMinBatch {
-			core = distinctGo{}
+		if len(keys) < cells.DistinctMinBatch {
+			core = cells.DistinctGo{}
 		}
 		l := &w.slots[s]
-		l.changed(core.addBatch(l, keys))
+		l.Changed(core.AddBatch(l, keys))
 	}
 	return w.afterAdd(err)
 }
@@ -337,7 +339,7 @@ func (w *DistinctWindow) StdError() float64 {
 	if len(w.slots) == 0 {
 		return 0
 	}
-	return distinctStdError(w.slots[0].p)
+	return distinctStdError(w.slots[0].P)
 }
 
 // estimate is Count before rounding, with the last period of the window
@@ -384,7 +386,7 @@ func (w *DistinctWindow) estimate() (float64, uint64) {
 func (w *DistinctWindow) changes(p uint64) (uint64, bool) {
 	var sum uint64
 	whole := w.ctl.readWindow(p, false, func(s uint64) bool {
-		sum += atomic.LoadUint64(w.slots[s].changes)
+		sum += atomic.LoadUint64(w.slots[s].Changes)
 		return false
 	})
 	return sum, whole
@@ -404,7 +406,7 @@ func (w *DistinctWindow) unionOf(p uint64, u []uint64) bool {
 func (w *DistinctWindow) raiseTo(u []uint64, s uint64) {
 	l := &w.slots[s]
 	for i := range u {
-		if v := atomic.LoadUint64(l.word(uint64(i))); v != 0 {
+		if v := atomic.LoadUint64(l.Word(uint64(i))); v != 0 {
 			u[i] = maxRegisters(u[i], v)
 		}
 	}
@@ -412,10 +414,10 @@ func (w *DistinctWindow) raiseTo(u []uint64, s uint64) {
 
 // estimateOf estimates the count of registers u.
 func (w *DistinctWindow) estimateOf(u []uint64) float64 {
-	l := distinctLayout{regs: unsafe.Pointer(&u[0]), p: w.slots[0].p}
+	l := cells.Distinct{Regs: unsafe.Pointer(&u[0]), P: w.slots[0].P}
 	var h [66]uint64
-	l.histogram(&h)
-	return distinctEstimate(&h, l.p)
+	l.Histogram(&h)
+	return cells.DistinctEstimate(&h, l.P)
 }
 
 // maxRegisters is the bytewise maximum of two words of registers, without
@@ -442,9 +444,9 @@ func (w *DistinctWindow) Stats() DistinctWindowStats {
 		FileStats: FileStats{ReadOnly: w.ReadOnly()},
 	}
 	if len(w.slots) != 0 {
-		s.Precision = int(w.slots[0].p)
-		s.Registers = 1 << w.slots[0].p
-		s.Redis = w.slots[0].redis
+		s.Precision = int(w.slots[0].P)
+		s.Registers = 1 << w.slots[0].P
+		s.Redis = w.slots[0].Redis
 	}
 	if w.m != nil {
 		s.Bytes = w.m.ownBytes()
@@ -460,11 +462,11 @@ func (w *DistinctWindow) Stats() DistinctWindowStats {
 		l := &w.slots[i]
 		var sl DistinctWindowSlotStats
 		sl.State, sl.Period = w.slotState(uint64(i), wp)
-		sl.Changes = atomic.LoadUint64(l.changes)
+		sl.Changes = atomic.LoadUint64(l.Changes)
 		var h [66]uint64
-		l.histogram(&h)
+		l.Histogram(&h)
 		sl.Zero = h[0]
-		sl.Estimate = distinctEstimate(&h, l.p)
+		sl.Estimate = cells.DistinctEstimate(&h, l.P)
 		s.Slots = append(s.Slots, sl)
 	}
 	s.Frozen = atomic.LoadUint32(w.sealed) != 0
@@ -495,8 +497,8 @@ func (w *DistinctWindow) check() error {
 // such a slot rather than carry the value elsewhere.
 func (w *DistinctWindow) slotDamage(s uint64) error {
 	l := &w.slots[s]
-	if j, v, bad := l.damaged(); bad {
-		return fmt.Errorf("%w: register %d of slot %d holds %d, more than the largest rank %d of precision %d", ErrDamaged, j, s, v, l.q()+1, l.p)
+	if j, v, bad := l.Damaged(); bad {
+		return fmt.Errorf("%w: register %d of slot %d holds %d, more than the largest rank %d of precision %d", ErrDamaged, j, s, v, l.Q()+1, l.P)
 	}
 	return nil
 }
@@ -516,7 +518,7 @@ func (w *DistinctWindow) describe() (string, string) {
 	if len(w.slots) == 0 {
 		return "DistinctWindow", ""
 	}
-	return "DistinctWindow", fmt.Sprintf("2^%d registers%s, %v", w.slots[0].p, profileName(w.m.ent.params[1]), w.win)
+	return "DistinctWindow", fmt.Sprintf("2^%d registers%s, %v", w.slots[0].P, profileName(w.m.ent.params[1]), w.win)
 }
 
 func (w *DistinctWindow) statsOf() any { return w.Stats() }
@@ -550,8 +552,8 @@ func (w *DistinctWindow) ExportRedisCovered() ([]byte, Periods, error) {
 	if !w.open.Load() {
 		return nil, Periods{}, w.closedErr("export")
 	}
-	if p := w.slots[0].p; p != redisHLLP {
-		return nil, Periods{}, w.m.errorf("export", fmt.Errorf("%w: Redis's HyperLogLog has 2^%d registers, this window 2^%d", ErrIncompatible, redisHLLP, p))
+	if p := w.slots[0].P; p != cells.RedisHLLP {
+		return nil, Periods{}, w.m.errorf("export", fmt.Errorf("%w: Redis's HyperLogLog has 2^%d registers, this window 2^%d", ErrIncompatible, cells.RedisHLLP, p))
 	}
 	u := w.union.Get().([]uint64)
 	defer w.union.Put(u)
@@ -572,11 +574,11 @@ func (w *DistinctWindow) ExportRedisCovered() ([]byte, Periods, error) {
 	if err != nil {
 		return nil, Periods{}, w.m.errorf("export", err)
 	}
-	own := distinctLayout{regs: unsafe.Pointer(&u[0]), p: w.slots[0].p}
-	if j, v, bad := own.damaged(); bad {
+	own := cells.Distinct{Regs: unsafe.Pointer(&u[0]), P: w.slots[0].P}
+	if j, v, bad := own.Damaged(); bad {
 		// A slot damaged after its check, during the fold: the union is
 		// this process's own, checked again before it leaves.
-		return nil, Periods{}, w.m.errorf("export", registerDamage(own.damage(j, v)))
+		return nil, Periods{}, w.m.errorf("export", registerDamage(own.Damage(j, v)))
 	}
 	out := redisDense(&own)
 	if !w.open.Load() {
@@ -633,14 +635,14 @@ func (w *DistinctWindow) SnapshotCovered(at Place, opts ...Option) (*Distinct, P
 // slots' precision, to the covered slots' and adds up their change counts
 // in its change count.
 func (w *DistinctWindow) maxCovered(dst []byte) (Periods, error) {
-	regs := unsafe.Slice((*uint64)(unsafe.Pointer(&dst[distinctHeadBytes])), w.slots[0].m()/8)
+	regs := unsafe.Slice((*uint64)(unsafe.Pointer(&dst[cells.DistinctHeadBytes])), w.slots[0].M()/8)
 	var changes uint64
 	var bad error
 	p, err := w.foldCovered(func(s uint64) {
 		if bad == nil {
 			bad = w.slotDamage(s)
 		}
-		changes += atomic.LoadUint64(w.slots[s].changes)
+		changes += atomic.LoadUint64(w.slots[s].Changes)
 		w.raiseTo(regs, s)
 	}, func() {
 		clear(dst)
@@ -658,6 +660,6 @@ func (w *DistinctWindow) maxCovered(dst []byte) (Periods, error) {
 // slot's change count and registers. An arena's snapshot copies its
 // distinct windows so.
 func (w *DistinctWindow) copyRegion(dst []byte) error {
-	return w.windowBase.copyRegion(dst, windowControlBytes(w.win.Keep), distinctSlotBytes(w.slots[0].p),
-		func(s uint64) unsafe.Pointer { return unsafe.Pointer(w.slots[s].changes) })
+	return w.windowBase.copyRegion(dst, windowControlBytes(w.win.Keep), distinctSlotBytes(w.slots[0].P),
+		func(s uint64) unsafe.Pointer { return unsafe.Pointer(w.slots[s].Changes) })
 }

@@ -34,8 +34,8 @@ func TestDistinctWindow_TakeOverDeadClearer(t *testing.T) {
 			}
 			s := w.ctl.slotOf(3)
 			atomic.StoreUint64(w.ctl.word(s), clearingWord(3, id))
-			for i := range w.slots[s].m() / 8 {
-				atomic.StoreUint64(w.slots[s].word(i), 0x0505050505050505)
+			for i := range w.slots[s].M() / 8 {
+				atomic.StoreUint64(w.slots[s].Word(i), 0x0505050505050505)
 			}
 			if err := w.AddString("new"); err != nil {
 				t.Fatalf("Add after a dead clearer: %v", err)

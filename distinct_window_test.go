@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 	"unsafe"
+
+	"github.com/shmsketch/sketch/internal/cells"
 )
 
 // dwSeed is the seed the window tests share with their models.
@@ -21,7 +23,7 @@ func dwCfg(p, keep int) DistinctWindowConfig {
 
 // slotRegisters is slot s's register array, as the file holds it.
 func slotRegisters(w *DistinctWindow, s int) []byte {
-	return unsafe.Slice((*byte)(w.slots[s].regs), w.slots[s].m())
+	return unsafe.Slice((*byte)(w.slots[s].Regs), w.slots[s].M())
 }
 
 // dwModel is the distinct count one process makes of the keys of the
@@ -283,8 +285,8 @@ func TestDistinctWindow_Check(t *testing.T) {
 		t.Fatalf("Check of a sound window: %v", err)
 	}
 	l := &w.slots[2]
-	wd := l.word(5)
-	atomic.StoreUint64(wd, atomic.LoadUint64(wd)|uint64(0xc8)<<regShift(1))
+	wd := l.Word(5)
+	atomic.StoreUint64(wd, atomic.LoadUint64(wd)|uint64(0xc8)<<cells.RegShift(1))
 	if err := w.Check(); !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), "register 41 of slot 2 holds 200") {
 		t.Errorf("Check with a register at 200: %v, want ErrCorrupt naming register 41 of slot 2", err)
 	}
@@ -317,7 +319,7 @@ func TestMaxRegisters(t *testing.T) {
 		for b := uint64(0); b <= 65; b++ {
 			x := a<<8 | b<<16 | 65<<56 | b
 			y := b<<8 | a<<16 | 1<<56 | a
-			if got, want := maxRegisters(x, y), maxBytes(x, y); got != want {
+			if got, want := maxRegisters(x, y), cells.MaxBytes(x, y); got != want {
 				t.Fatalf("maxRegisters(%#x, %#x) = %#x, want %#x", x, y, got, want)
 			}
 		}

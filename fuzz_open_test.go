@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/shmsketch/sketch/internal/cells"
 )
 
 // FuzzOpen is the one fuzz target of the format: whatever bytes a file
@@ -533,7 +535,7 @@ var fuzzArenaEdits = []func(b []byte){
 	func(b []byte) { native.PutUint32(b[offDirCap:], 1) },
 	func(b []byte) { native.PutUint64(arEntry(b, 4)[entParams+16:], 1) },
 	func(b []byte) { native.PutUint64(arEntry(b, 5)[entParams+40:], 0) },
-	func(b []byte) { native.PutUint64(arEntry(b, 6)[entParams:], distinctMaxP+1) },
+	func(b []byte) { native.PutUint64(arEntry(b, 6)[entParams:], cells.DistinctMaxP+1) },
 	func(b []byte) { native.PutUint64(arEntry(b, 6)[entParams+8:], 1) },
 	// Removed entries and a slot being reused (Arena.Remove), and a
 	// removed name given to a later live entry.

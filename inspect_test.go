@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/shmsketch/sketch/internal/cells"
 )
 
 func mustInspect(t *testing.T, path string) FileInfo {
@@ -118,7 +119,7 @@ func TestInspect_BloomWindow(t *testing.T) {
 	if diff := cmp.Diff(want, e.Params); diff != "" || e.Kind != "bloomwindow" || e.Description != "Bloom window" {
 		t.Errorf("Inspect: kind %q (%q), params (-want +got):\n%s", e.Kind, e.Description, diff)
 	}
-	if blocks := w.Bits() / bloomBlockBits; w.Bits() == 0 || e.Bytes != bloomWindowBytes(blocks, 4) {
+	if blocks := w.Bits() / cells.BloomBlockBits; w.Bits() == 0 || e.Bytes != bloomWindowBytes(blocks, 4) {
 		t.Errorf("Inspect: region of %d bytes, want %d slots of %d bits and the control words", e.Bytes, 5, w.Bits())
 	}
 	js, err := json.Marshal(e)

@@ -49,7 +49,7 @@ var lockCfg = CountMinConfig{Rows: 1, Width: 64}
 
 // scratch returns word i of the file's counters, used by the tests as
 // data the lock guards.
-func scratch(c *CountMin, i int) *uint64 { return (*uint64)(unsafe.Add(c.l.cells, i*8)) }
+func scratch(c *CountMin, i int) *uint64 { return (*uint64)(unsafe.Add(c.l.Cells, i*8)) }
 
 // guardedIncrement adds one to words 0 and 1 in two steps: lost updates or
 // words that differ show two writers inside at once.

@@ -8,6 +8,7 @@ import (
 	"os"
 	"testing"
 
+	"github.com/shmsketch/sketch/internal/cells"
 	"github.com/zeebo/xxh3"
 )
 
@@ -32,7 +33,7 @@ func (r *refCMS) cols(key []byte) []uint64 {
 	h := xxh3.Hash128Seed(key, r.seed)
 	cols := make([]uint64, r.rows)
 	for i := range cols {
-		cols[i] = uint64(i)*r.width + spread(h.Lo+uint64(i)*(h.Hi|1))%r.width
+		cols[i] = uint64(i)*r.width + cells.Spread(h.Lo+uint64(i)*(h.Hi|1))%r.width
 	}
 	return cols
 }
@@ -46,8 +47,8 @@ func (r *refCMS) add(key []byte, n uint64) uint64 {
 // countAdds adds n to the add count, saturating as a counter does. Which
 // stripe an add moves is the writer's choice: only the sum is modelled.
 func (r *refCMS) countAdds(n uint64) {
-	if n >= maxCount-min(r.adds, maxCount) {
-		r.adds = maxCount
+	if n >= cells.MaxCount-min(r.adds, cells.MaxCount) {
+		r.adds = cells.MaxCount
 	} else {
 		r.adds += n
 	}
@@ -63,10 +64,10 @@ func (r *refCMS) addBatch(keys [][]byte, n uint64) []uint64 {
 }
 
 func (r *refCMS) addCells(key []byte, n uint64) uint64 {
-	est := uint64(maxCount)
+	est := uint64(cells.MaxCount)
 	for _, c := range r.cols(key) {
-		if r.cells[c] >= maxCount || n >= maxCount-r.cells[c] {
-			r.cells[c] = maxCount
+		if r.cells[c] >= cells.MaxCount || n >= cells.MaxCount-r.cells[c] {
+			r.cells[c] = cells.MaxCount
 		} else {
 			r.cells[c] += n
 		}
@@ -76,7 +77,7 @@ func (r *refCMS) addCells(key []byte, n uint64) uint64 {
 }
 
 func (r *refCMS) estimate(key []byte) uint64 {
-	est := uint64(maxCount)
+	est := uint64(cells.MaxCount)
 	for _, c := range r.cols(key) {
 		est = min(est, r.cells[c])
 	}
@@ -91,10 +92,10 @@ func (r *refCMS) reset() {
 // regionBytes is the model's region as it must appear in the file with
 // its stripes folded (foldStripes).
 func (r *refCMS) regionBytes() []byte {
-	b := make([]byte, stripesBytes+8*len(r.cells))
+	b := make([]byte, cells.StripesBytes+8*len(r.cells))
 	binary.NativeEndian.PutUint64(b, r.adds)
 	for i, v := range r.cells {
-		binary.NativeEndian.PutUint64(b[stripesBytes+8*i:], v)
+		binary.NativeEndian.PutUint64(b[cells.StripesBytes+8*i:], v)
 	}
 	return b
 }
@@ -106,14 +107,14 @@ func (r *refCMS) regionBytes() []byte {
 func foldStripes(region []byte) []byte {
 	b := bytes.Clone(region)
 	var sum uint64
-	for i := 0; i < stripeCount; i++ {
-		v := binary.NativeEndian.Uint64(b[i*stripeBytes:])
-		if v >= maxCount-min(sum, maxCount) {
-			sum = maxCount
+	for i := 0; i < cells.StripeCount; i++ {
+		v := binary.NativeEndian.Uint64(b[i*cells.StripeBytes:])
+		if v >= cells.MaxCount-min(sum, cells.MaxCount) {
+			sum = cells.MaxCount
 		} else {
 			sum += v
 		}
-		binary.NativeEndian.PutUint64(b[i*stripeBytes:], 0)
+		binary.NativeEndian.PutUint64(b[i*cells.StripeBytes:], 0)
 	}
 	binary.NativeEndian.PutUint64(b, sum)
 	return b
@@ -128,13 +129,13 @@ func parityRun(t *testing.T, rows, width int, prefetch bool, ops []byte) {
 	ref := newRef(rows, width, seed)
 	var sks []*CountMin
 	for _, core := range countMinCores() {
-		c, err := OpenCountMin(Path(fmt.Sprintf("%s/%s.cms", dir, core.name())), CountMinConfig{Rows: rows, Width: width, Seed: seed})
+		c, err := OpenCountMin(Path(fmt.Sprintf("%s/%s.cms", dir, core.Name())), CountMinConfig{Rows: rows, Width: width, Seed: seed})
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer c.Close()
 		c.core = core
-		c.l.prefetch = prefetch
+		c.l.Prefetch = prefetch
 		sks = append(sks, c)
 	}
 	key := func(b byte) []byte { return []byte(fmt.Sprintf("key-%d", b)) }
@@ -144,16 +145,16 @@ func parityRun(t *testing.T, rows, width int, prefetch bool, ops []byte) {
 		case 0, 1: // a single add
 			want := ref.add(key(arg), 1)
 			for _, c := range sks {
-				if got := c.core.add(&c.l, key(arg), 1); got != want {
-					t.Fatalf("op %d: %s add(%q) = %d, want %d", i/2, c.core.name(), key(arg), got, want)
+				if got := c.core.Add(&c.l, key(arg), 1); got != want {
+					t.Fatalf("op %d: %s add(%q) = %d, want %d", i/2, c.core.Name(), key(arg), got, want)
 				}
 			}
 		case 2: // a large add, past the single fetch-add limit
 			n := uint64(arg) << 56
 			want := ref.add(key(arg), n)
 			for _, c := range sks {
-				if got := c.core.add(&c.l, key(arg), n); got != want {
-					t.Fatalf("op %d: %s add(%q, %d) = %d, want %d", i/2, c.core.name(), key(arg), n, got, want)
+				if got := c.core.Add(&c.l, key(arg), n); got != want {
+					t.Fatalf("op %d: %s add(%q, %d) = %d, want %d", i/2, c.core.Name(), key(arg), n, got, want)
 				}
 			}
 		case 3, 4: // a batch of arg%40 keys, or of 300 (two chunks)
@@ -168,9 +169,9 @@ func parityRun(t *testing.T, rows, width int, prefetch bool, ops []byte) {
 			want := ref.addBatch(keys, uint64(op%3+1))
 			for _, c := range sks {
 				got := make([]uint64, len(keys))
-				c.core.addBatch(&c.l, keys, uint64(op%3+1), got)
+				c.core.AddBatch(&c.l, keys, uint64(op%3+1), got)
 				if !slicesEqual(got, want) {
-					t.Fatalf("op %d: %s addBatch estimates = %v, want %v", i/2, c.core.name(), got, want)
+					t.Fatalf("op %d: %s addBatch estimates = %v, want %v", i/2, c.core.Name(), got, want)
 				}
 			}
 		case 5: // estimates, single and batched
@@ -181,27 +182,27 @@ func parityRun(t *testing.T, rows, width int, prefetch bool, ops []byte) {
 			}
 			for _, c := range sks {
 				got := make([]uint64, len(keys))
-				c.core.estimateBatch(&c.l, keys, got)
+				c.core.EstimateBatch(&c.l, keys, got)
 				if !slicesEqual(got, want) {
-					t.Fatalf("op %d: %s estimateBatch = %v, want %v", i/2, c.core.name(), got, want)
+					t.Fatalf("op %d: %s estimateBatch = %v, want %v", i/2, c.core.Name(), got, want)
 				}
-				if got := c.core.estimate(&c.l, keys[0]); got != want[0] {
-					t.Fatalf("op %d: %s estimate(%q) = %d, want %d", i/2, c.core.name(), keys[0], got, want[0])
+				if got := c.core.Estimate(&c.l, keys[0]); got != want[0] {
+					t.Fatalf("op %d: %s estimate(%q) = %d, want %d", i/2, c.core.Name(), keys[0], got, want[0])
 				}
 			}
 		case 6: // reset, rarely
 			if arg < 16 {
 				ref.reset()
 				for _, c := range sks {
-					c.core.reset(&c.l)
+					c.core.Reset(&c.l)
 				}
 			}
 		case 7: // whole-array walks
 			sums := make([]uint64, rows)
 			for _, c := range sks {
-				c.core.rowSums(&c.l, sums)
-				if got := c.core.adds(&c.l); got != ref.adds {
-					t.Fatalf("op %d: %s adds() = %d, want %d", i/2, c.core.name(), got, ref.adds)
+				c.core.RowSums(&c.l, sums)
+				if got := c.core.Adds(&c.l); got != ref.adds {
+					t.Fatalf("op %d: %s adds() = %d, want %d", i/2, c.core.Name(), got, ref.adds)
 				}
 			}
 		}
@@ -209,7 +210,7 @@ func parityRun(t *testing.T, rows, width int, prefetch bool, ops []byte) {
 	want := ref.regionBytes()
 	for _, c := range sks {
 		if got := foldStripes(c.m.entryBytes()); !bytes.Equal(got, want) {
-			t.Fatalf("%s: the counter region differs from the model's", c.core.name())
+			t.Fatalf("%s: the counter region differs from the model's", c.core.Name())
 		}
 	}
 	// Same seed, same shape, same operations: the whole files are equal.
@@ -223,7 +224,7 @@ func parityRun(t *testing.T, rows, width int, prefetch bool, ops []byte) {
 		a = append(a[:off:off], foldStripes(a[off:])...)
 		b = append(b[:off:off], foldStripes(b[off:])...)
 		if !bytes.Equal(a, b) {
-			t.Fatalf("%s and %s files differ after the same operations", sks[0].core.name(), sks[1].core.name())
+			t.Fatalf("%s and %s files differ after the same operations", sks[0].core.Name(), sks[1].core.Name())
 		}
 	}
 }

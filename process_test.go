@@ -757,7 +757,7 @@ func TestCountMin_KillMidStream(t *testing.T) {
 		// A new handle, with the zero config: the file must still open.
 		c := mustOpen(t, path, CountMinConfig{})
 		sums := make([]uint64, c.Config().Rows)
-		c.core.rowSums(&c.l, sums)
+		c.core.RowSums(&c.l, sums)
 		lo, hi := slices.Min(sums), slices.Max(sums)
 		if hi-lo > 1 {
 			t.Errorf("iteration %d: row sums %v differ by more than one add", iter, sums)
@@ -993,11 +993,11 @@ func TestCountMin_CgoAndPuregoProcesses(t *testing.T) {
 	var first []uint64
 	for _, core := range countMinCores() {
 		sums := make([]uint64, c.Config().Rows)
-		core.rowSums(&c.l, sums)
+		core.RowSums(&c.l, sums)
 		if first == nil {
 			first = sums
 		} else if !slices.Equal(sums, first) {
-			t.Errorf("%s core row sums %v, want %v", core.name(), sums, first)
+			t.Errorf("%s core row sums %v, want %v", core.Name(), sums, first)
 		}
 	}
 }

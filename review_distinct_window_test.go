@@ -12,6 +12,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/shmsketch/sketch/internal/cells"
 )
 
 // TestReview_DistinctWindowCacheAcrossHandles: a handle's cached Count
@@ -84,7 +86,7 @@ func TestReview_DistinctWindowCrafted(t *testing.T) {
 		{"registers past the top", Window{Keep: 1}, func(w *DistinctWindow) {
 			s := w.ctl.slotOf(w.ctl.current())
 			for i := range uint64(16) {
-				atomic.StoreUint64(w.slots[s].word(i), 0xffffffffffffffff)
+				atomic.StoreUint64(w.slots[s].Word(i), 0xffffffffffffffff)
 			}
 		}, nil, ErrCorrupt},
 		{"epoch huge", Window{Keep: 2}, func(w *DistinctWindow) { atomic.StoreUint64(w.ctl.epochWord(), hugeCraftedPeriod) }, ErrCorrupt, nil},
@@ -118,11 +120,11 @@ func TestReview_DistinctWindowCrafted(t *testing.T) {
 				mustNotPanic(t, "ExportRedis", func() {
 					if b, err := h.ExportRedis(); err == nil {
 						regs := b[redisHLLHeader:]
-						for j := 0; j < 1<<redisHLLP; j++ {
+						for j := 0; j < 1<<cells.RedisHLLP; j++ {
 							bit := j * redisHLLBits
 							v := (uint(regs[bit/8]) | uint(regs[min(bit/8+1, len(regs)-1)])<<8) >> (bit % 8) & 63
-							if v > 64-redisHLLP+1 {
-								t.Errorf("ExportRedis: register %d is %d, past the largest rank %d", j, v, 64-redisHLLP+1)
+							if v > 64-cells.RedisHLLP+1 {
+								t.Errorf("ExportRedis: register %d is %d, past the largest rank %d", j, v, 64-cells.RedisHLLP+1)
 								return
 							}
 						}

@@ -2,6 +2,11 @@
 
 package sketch
 
+import (
+	"github.com/shmsketch/sketch/internal/cells"
+	"github.com/shmsketch/sketch/internal/cellsc"
+)
+
 // Keep in sync with sketch_purego.go: the two files choose the build's
 // cores, and nothing else does.
 
@@ -9,10 +14,10 @@ package sketch
 // "cgo" (the C core) or "purego". Single keys are served in Go either way.
 const Backend = "cgo"
 
-// buildCores serve batches and walks from C (the <kind>_cgo.go bindings).
-var buildCores = cores{
-	countMin:      countMinCgo{},
-	bloom:         bloomCgo{},
-	countingBloom: countingBloomCgo{},
-	distinct:      distinctCgo{},
+// buildCores serve batches and walks from C (internal/cellsc).
+var buildCores = cells.Cores{
+	CountMin:      cellsc.CountMin{},
+	Bloom:         cellsc.Bloom{},
+	CountingBloom: cellsc.CountingBloom{},
+	Distinct:      cellsc.Distinct{},
 }

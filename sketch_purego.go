@@ -2,6 +2,8 @@
 
 package sketch
 
+import "github.com/shmsketch/sketch/internal/cells"
+
 // Keep in sync with sketch_cgo.go: the two files choose the build's cores,
 // and nothing else does.
 
@@ -9,5 +11,5 @@ package sketch
 // "cgo" (the C core) or "purego". Single keys are served in Go either way.
 const Backend = "purego"
 
-// buildCores are the Go cores (the <kind>_core.go files).
-var buildCores = goCores
+// buildCores are the Go cores (internal/cells).
+var buildCores = cells.Go

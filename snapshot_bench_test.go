@@ -148,17 +148,17 @@ func BenchmarkSnapshotWindow(b *testing.B) {
 		{"CountMinWindow", func() (window, uint64, func() (any, error)) {
 			w := mustIn(b, OpenCountMinWindow, Memory(), CountMinWindowConfig{Window: win, CountMin: benchDefaultShape.config()})
 			fillAll(b, w, func() { w.AddBatch(keys, nil) }, keep)
-			return w, countMinSlotBytes(w.slots[0].rows, int(w.slots[0].mask+1)), func() (any, error) { return w.Snapshot(Memory()) }
+			return w, countMinSlotBytes(w.slots[0].Rows, int(w.slots[0].Mask+1)), func() (any, error) { return w.Snapshot(Memory()) }
 		}},
 		{"BloomWindow", func() (window, uint64, func() (any, error)) {
 			w := mustIn(b, OpenBloomWindow, Memory(), BloomWindowConfig{Window: win, Bloom: BloomConfig{Capacity: 1 << 20, FPRate: 0.01}})
 			fillAll(b, w, func() { w.AddBatch(keys, nil) }, keep)
-			return w, bloomBytes(w.slots[0].blocks), func() (any, error) { return w.Snapshot(Memory()) }
+			return w, bloomBytes(w.slots[0].Blocks), func() (any, error) { return w.Snapshot(Memory()) }
 		}},
 		{"DistinctWindow", func() (window, uint64, func() (any, error)) {
 			w := mustIn(b, OpenDistinctWindow, Memory(), DistinctWindowConfig{Window: win})
 			fillAll(b, w, func() { w.AddBatch(keys) }, keep)
-			return w, distinctSlotBytes(w.slots[0].p), func() (any, error) { return w.Snapshot(Memory()) }
+			return w, distinctSlotBytes(w.slots[0].P), func() (any, error) { return w.Snapshot(Memory()) }
 		}},
 	} {
 		b.Run(k.name, func(b *testing.B) {

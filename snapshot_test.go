@@ -11,6 +11,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/shmsketch/sketch/internal/cells"
 )
 
 // One table of every kind for the snapshot tests: how to open each at a
@@ -412,7 +414,7 @@ func TestSnapshot_WindowIsItsCoveredPeriods(t *testing.T) {
 				snapPeriodKeys(t, plain, q)
 			}
 			cm, pm := cp.handle().m, plain.handle().m
-			if got, want := cm.entryBytes()[stripesBytes:], pm.entryBytes()[stripesBytes:]; string(got) != string(want) {
+			if got, want := cm.entryBytes()[cells.StripesBytes:], pm.entryBytes()[cells.StripesBytes:]; string(got) != string(want) {
 				t.Error("the snapshot's cells differ from those of a structure fed the covered periods")
 			}
 			for q := range uint64(periods) {

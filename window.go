@@ -37,6 +37,8 @@ import (
 	"sync/atomic"
 	"time"
 	"unsafe"
+
+	"github.com/shmsketch/sketch/internal/cells"
 )
 
 // Window says how a windowed structure turns its periods.
@@ -934,8 +936,8 @@ const plainClears = runtime.GOARCH == "amd64" || runtime.GOARCH == "386" || runt
 // satAdd adds two estimates of at most maxCount, saturating at maxCount.
 func satAdd(a, b uint64) uint64 {
 	s, carry := bits.Add64(a, b, 0)
-	if carry != 0 || s > maxCount {
-		return maxCount
+	if carry != 0 || s > cells.MaxCount {
+		return cells.MaxCount
 	}
 	return s
 }

@@ -90,7 +90,7 @@ func TestDistinctWindow_ChangesAcrossRotations(t *testing.T) {
 			}
 		}
 		// The current slot's own count, this process being the only one.
-		want += atomic.LoadUint64(w.slots[w.ctl.slotOf(w.Current())].changes)
+		want += atomic.LoadUint64(w.slots[w.ctl.slotOf(w.Current())].Changes)
 		if got := w.Stats(); got.Changes != want || got.Turns != uint64(turn) {
 			t.Fatalf("turn %d: Changes, Turns = %d, %d; want %d, %d", turn, got.Changes, got.Turns, want, turn)
 		}
@@ -143,7 +143,7 @@ func TestWindows_AddsAndTurnsClock(t *testing.T) {
 					}
 				}
 				if distinct {
-					want += atomic.LoadUint64(h.(*DistinctWindow).slots[ctl.slotOf(start+step)].changes)
+					want += atomic.LoadUint64(h.(*DistinctWindow).slots[ctl.slotOf(start+step)].Changes)
 				} else {
 					want += 50
 				}

@@ -19,6 +19,7 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/shmsketch/sketch/internal/cells"
 	"golang.org/x/sys/unix"
 )
 
@@ -701,12 +702,12 @@ func TestCountMinWindow_AllowLastRow(t *testing.T) {
 				}
 				// The key's counter in the last row of a slot, raised past
 				// the limit as other keys would.
-				lo, hi := hashKey(key, w.slots[0].seed)
+				lo, hi := cells.Hash(key, w.slots[0].Seed)
 				l := &w.slots[w.ctl.slotOf(1)]
 				if raise == "previous" {
 					l = &w.slots[w.ctl.slotOf(0)]
 				}
-				last := (*uint64)(unsafe.Add(l.cells, uintptr(l.rows-1)*l.rowBytes+uintptr(spread(lo+uint64(l.rows-1)*(hi|1))&l.mask)*8))
+				last := (*uint64)(unsafe.Add(l.Cells, uintptr(l.Rows-1)*l.RowBytes+uintptr(cells.Spread(lo+uint64(l.Rows-1)*(hi|1))&l.Mask)*8))
 				if raise != "none" {
 					atomic.AddUint64(last, 100)
 				}

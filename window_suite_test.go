@@ -26,6 +26,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/shmsketch/sketch/internal/cells"
 )
 
 // windowCfgs sizes a window of either kind: each kind opens with its own
@@ -165,7 +167,7 @@ var (
 		stored: func(win Window, cfgs windowCfgs) any {
 			return CountMinWindowConfig{Window: win, CountMin: CountMinConfig{Rows: cfgs.CountMin.Rows, Width: cfgs.CountMin.Width}}
 		},
-		most: maxCount, closedCount: ClosedEstimate,
+		most: cells.MaxCount, closedCount: ClosedEstimate,
 		keepParam: 3, periodParam: 2, spareParam: 4,
 		addRole: "winadd", clearRole: "winclear",
 		truth: countMinWindowTruth,
@@ -267,13 +269,13 @@ func (w cmWindow) countString(key string) uint64             { return w.Estimate
 func (w cmWindow) countBatch(k [][]byte, out []uint64) error { return w.EstimateBatch(k, out) }
 
 func (w cmWindow) countAt(key []byte) (uint64, uint64) {
-	lo, hi := hashKey(key, w.slots[0].seed)
+	lo, hi := cells.Hash(key, w.slots[0].Seed)
 	return w.estimateOne(lo, hi)
 }
 
 func (w cmWindow) plant(s uint64, key string, n uint64) {
-	lo, hi := hashString(key, w.slots[0].seed)
-	w.slots[s].addHashed(lo, hi, n)
+	lo, hi := cells.HashString(key, w.slots[0].Seed)
+	w.slots[s].AddHashed(lo, hi, n)
 }
 
 func (w cmWindow) stats() windowStats {
@@ -289,12 +291,12 @@ func (w cmWindow) stats() windowStats {
 // sample takes each slot's first row sum: a slot keeps no add count.
 func (w cmWindow) sample() winSample {
 	s := winSample{epoch: w.ctl.epoch()}
-	sums := make([]uint64, w.slots[0].rows)
+	sums := make([]uint64, w.slots[0].Rows)
 	for i := range w.slots {
 		s.words = append(s.words, atomic.LoadUint64(w.ctl.word(uint64(i))))
 		// The handle's core: C in cgo builds, which the race detector
 		// does not slow down (the sampler must finish inside a period).
-		w.core.rowSums(&w.slots[i], sums)
+		w.core.RowSums(&w.slots[i], sums)
 		s.adds = append(s.adds, sums[0])
 	}
 	return s
@@ -345,14 +347,14 @@ func (w bloomWindow) countBatch(keys [][]byte, out []uint64) error {
 }
 
 func (w bloomWindow) countAt(key []byte) (uint64, uint64) {
-	lo, hi := hashKey(key, w.slots[0].seed)
+	lo, hi := cells.Hash(key, w.slots[0].Seed)
 	found, p := w.lookup(lo, hi)
 	return b2u(found), p
 }
 
 func (w bloomWindow) plant(s uint64, key string, _ uint64) {
-	lo, hi := hashString(key, w.slots[0].seed)
-	w.slots[s].addHashed(lo, hi)
+	lo, hi := cells.HashString(key, w.slots[0].Seed)
+	w.slots[s].AddHashed(lo, hi)
 }
 
 func (w bloomWindow) stats() windowStats {
@@ -370,7 +372,7 @@ func (w bloomWindow) sample() winSample {
 	s := winSample{epoch: w.ctl.epoch()}
 	for i := range w.slots {
 		s.words = append(s.words, atomic.LoadUint64(w.ctl.word(uint64(i))))
-		added, seen := w.slots[i].counts()
+		added, seen := w.slots[i].Counts()
 		s.adds = append(s.adds, added+seen)
 	}
 	return s

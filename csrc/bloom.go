@@ -66,8 +66,8 @@ func (f *Bloom) AddBatch(keys [][]byte, already []bool) (added uint64) {
 	return added
 }
 
-// CheckBatch stores in out[i] whether every bit of keys[i] is set.
-func (f *Bloom) CheckBatch(keys [][]byte, out []bool) {
+// ContainsBatch stores in out[i] whether every bit of keys[i] is set.
+func (f *Bloom) ContainsBatch(keys [][]byte, out []bool) {
 	var buf [Batch]cKey
 	ckeys := (*C.sk_key)(unsafe.Pointer(&buf))
 	for base := 0; base < len(keys); base += Batch {

@@ -42,11 +42,11 @@ func (f *Filter) prefetch() C.int {
 	return 0
 }
 
-// AddMany adds each key once, Batch keys per crossing, and returns how
+// AddBatch adds each key once, Batch keys per crossing, and returns how
 // many were new; already, when not nil, receives each key's answer (true:
 // it was not new). The caller holds the file's read lock; frozen reports a
 // sealed file (then nothing was added).
-func (f *Filter) AddMany(keys [][]byte, already []bool) (added int, frozen bool) {
+func (f *Filter) AddBatch(keys [][]byte, already []bool) (added int, frozen bool) {
 	for base := 0; base < len(keys); base += Batch {
 		n := f.addChunk(keys[base:min(base+Batch, len(keys))], boolPtr(already, base), nil)
 		if n == C.SK_CBF_FROZEN {
@@ -102,5 +102,5 @@ func (f *Filter) Merge(src []byte) {
 	C.sk_cbf_merge(f.words(), (*C.uint8_t)(unsafe.Pointer(&src[0])), f.nwords())
 }
 
-// Clear zeroes every counter. The caller holds the write lock.
-func (f *Filter) Clear() { C.sk_cbf_clear(f.words(), f.nwords()) }
+// Reset zeroes every counter. The caller holds the write lock.
+func (f *Filter) Reset() { C.sk_cbf_clear(f.words(), f.nwords()) }

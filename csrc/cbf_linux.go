@@ -12,13 +12,13 @@ import (
 	"unsafe"
 )
 
-// AddManyLocked is AddMany in one crossing that takes lock's read lock,
+// AddBatchLocked is AddBatch in one crossing that takes lock's read lock,
 // checks the sealed word, adds and releases the lock: at most Batch keys.
 // timedOut reports that the lock's wait ran past lock.Timeout (then
 // nothing was added). It is Linux-only, as lock.c is.
-func (f *Filter) AddManyLocked(keys [][]byte, already []bool, lock *Lock) (added int, frozen, timedOut bool) {
+func (f *Filter) AddBatchLocked(keys [][]byte, already []bool, lock *Lock) (added int, frozen, timedOut bool) {
 	if len(keys) > Batch {
-		panic("csrc: AddManyLocked takes at most Batch keys")
+		panic("csrc: AddBatchLocked takes at most Batch keys")
 	}
 	c := lock.c()
 	n := f.addChunk(keys, boolPtr(already, 0), (*C.sk_lock)(unsafe.Pointer(&c)))

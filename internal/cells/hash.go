@@ -1,4 +1,4 @@
-package sketch
+package cells
 
 import "github.com/zeebo/xxh3"
 
@@ -7,14 +7,14 @@ import "github.com/zeebo/xxh3"
 // the C core computes the same hash (csrc/xxh3.h), so both place a key
 // alike.
 
-// hashKey is the hash of key under seed, as two 64-bit halves.
-func hashKey(key []byte, seed uint64) (lo, hi uint64) {
+// Hash is the hash of key under seed, as two 64-bit halves.
+func Hash(key []byte, seed uint64) (lo, hi uint64) {
 	h := xxh3.Hash128Seed(key, seed)
 	return h.Lo, h.Hi
 }
 
-// hashString is hashKey for a string key, without converting it.
-func hashString(key string, seed uint64) (lo, hi uint64) {
+// HashString is Hash for a string key, without converting it.
+func HashString(key string, seed uint64) (lo, hi uint64) {
 	h := xxh3.HashString128Seed(key, seed)
 	return h.Lo, h.Hi
 }

@@ -1,4 +1,4 @@
-package sketch
+package cells
 
 // column.go: where a key's probe lands, shared by the Count-Min rows and
 // the counting Bloom filter's probes. Keep in sync with sk_spread in
@@ -17,8 +17,8 @@ package sketch
 // The running sum h1 + i·h2 stays cheap to step; only the finaliser (two
 // multiplies) is added a probe.
 
-// spread is murmur3's fmix64.
-func spread(x uint64) uint64 {
+// Spread is murmur3's fmix64.
+func Spread(x uint64) uint64 {
 	x ^= x >> 33
 	x *= 0xff51afd7ed558ccd
 	x ^= x >> 33

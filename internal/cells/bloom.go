@@ -1,4 +1,4 @@
-package sketch
+package cells
 
 import (
 	"math/bits"
@@ -27,22 +27,22 @@ import (
 // of one block share whole patterns. The multiplied probes meet the
 // model at every rate tried (docs/FORMAT.md).
 
-// bloomLayout locates a Bloom filter's words in the mapping.
-type bloomLayout struct {
-	words   unsafe.Pointer // blocks x 8 uint64 words
-	stripes unsafe.Pointer // stripeCount lines: added, seen
-	seed    uint64
-	blocks  uint64
-	k       int
-	// prefetch is set when the bits are larger than a quarter of L2:
+// Bloom locates a Bloom filter's words in the mapping.
+type Bloom struct {
+	Words   unsafe.Pointer // blocks x 8 uint64 words
+	Stripes unsafe.Pointer // stripeCount lines: added, seen
+	Seed    uint64
+	Blocks  uint64
+	K       int
+	// Prefetch is set when the bits are larger than a quarter of L2:
 	// batches then fetch blocks ahead (in the C core where built).
-	prefetch bool
+	Prefetch bool
 }
 
 const (
-	bloomBlockBits  = 512
-	bloomBlockWords = bloomBlockBits / 64
-	bloomBlockBytes = bloomBlockBits / 8
+	BloomBlockBits  = 512
+	bloomBlockWords = BloomBlockBits / 64
+	BloomBlockBytes = BloomBlockBits / 8
 	// bloomProbeShift keeps the top 9 bits of a 64-bit probe: a bit of
 	// the block.
 	bloomProbeShift = 64 - 9
@@ -51,13 +51,13 @@ const (
 	bloomProbeMul = 0x9e3779b97f4a7c15
 	// The two words of a handle's stripe line: calls that set a bit,
 	// calls that found every bit set.
-	bloomAddedOff = 0
-	bloomSeenOff  = 8
+	BloomAddedOff = 0
+	BloomSeenOff  = 8
 )
 
 // bloomProbePow[i] is bloomProbeMul^i: x_i = h2·bloomProbePow[i], so that
 // the k multiplies run side by side instead of one after another.
-var bloomProbePow = func() (p [bloomMaxHashes]uint64) {
+var bloomProbePow = func() (p [BloomMaxHashes]uint64) {
 	x := uint64(1)
 	for i := range p {
 		p[i] = x
@@ -69,49 +69,49 @@ var bloomProbePow = func() (p [bloomMaxHashes]uint64) {
 // bloomMasks is a key's bits as one mask per word of its block.
 type bloomMasks [bloomBlockWords]uint64
 
-// block returns the key's block.
-func (l *bloomLayout) block(h1 uint64) unsafe.Pointer {
-	blk, _ := bits.Mul64(h1, l.blocks)
-	return unsafe.Add(l.words, blk*bloomBlockBytes)
+// Block returns the key's block.
+func (l *Bloom) Block(h1 uint64) unsafe.Pointer {
+	blk, _ := bits.Mul64(h1, l.Blocks)
+	return unsafe.Add(l.Words, blk*BloomBlockBytes)
 }
 
-// masks returns the key's bits as one mask per word of its block.
-func (l *bloomLayout) masks(hi uint64) (m bloomMasks) {
+// Masks returns the key's bits as one mask per word of its block.
+func (l *Bloom) Masks(hi uint64) (m bloomMasks) {
 	h2 := hi | 1
-	for _, p := range bloomProbePow[:l.k] {
+	for _, p := range bloomProbePow[:l.K] {
 		j := h2 * p >> bloomProbeShift
 		m[j>>6] |= 1 << (j & 63)
 	}
 	return m
 }
 
-// missing returns 0 when every bit of the key is set in the block. It
+// Missing returns 0 when every bit of the key is set in the block. It
 // loads the probes' words one by one (all in the block's cache line)
 // rather than building masks: an array indexed by random words lives in
 // memory, and its stores and reloads cost more than the loads.
-func (l *bloomLayout) missing(blk unsafe.Pointer, hi uint64) uint64 {
+func (l *Bloom) Missing(blk unsafe.Pointer, hi uint64) uint64 {
 	h2 := hi | 1
 	var miss uint64
-	for _, p := range bloomProbePow[:l.k] {
+	for _, p := range bloomProbePow[:l.K] {
 		j := h2 * p >> bloomProbeShift
 		miss |= ^atomic.LoadUint64((*uint64)(unsafe.Add(blk, j>>6*8))) >> (j & 63)
 	}
 	return miss & 1
 }
 
-// addHashed sets the key's bits and reports whether every one was already
+// AddHashed sets the key's bits and reports whether every one was already
 // set: whether this call changed no bit. It first checks, without a
 // branch a probe: a known key writes nothing and moves no cache line away
 // from other processes' readers. Then each word that lacks a bit gets one
 // atomic OR; a bit another process set meanwhile is not this call's
 // change.
-func (l *bloomLayout) addHashed(h1, hi uint64) (already bool) {
-	blk := l.block(h1)
-	if l.missing(blk, hi) == 0 {
+func (l *Bloom) AddHashed(h1, hi uint64) (already bool) {
+	blk := l.Block(h1)
+	if l.Missing(blk, hi) == 0 {
 		return true
 	}
 	already = true
-	for w, mask := range l.masks(hi) {
+	for w, mask := range l.Masks(hi) {
 		p := (*uint64)(unsafe.Add(blk, w*8))
 		if lack := mask &^ atomic.LoadUint64(p); lack != 0 && atomic.OrUint64(p, lack)&lack != lack {
 			already = false
@@ -120,82 +120,82 @@ func (l *bloomLayout) addHashed(h1, hi uint64) (already bool) {
 	return already
 }
 
-// checkHashed reports whether every bit of the key is set.
-func (l *bloomLayout) checkHashed(h1, hi uint64) bool {
-	return l.missing(l.block(h1), hi) == 0
+// CheckHashed reports whether every bit of the key is set.
+func (l *Bloom) CheckHashed(h1, hi uint64) bool {
+	return l.Missing(l.Block(h1), hi) == 0
 }
 
-// touch loads the first word of the key's block, so that its cache line
+// Touch loads the first word of the key's block, so that its cache line
 // is on its way while the next keys hash.
-func (l *bloomLayout) touch(h1 uint64) uint64 {
-	return atomic.LoadUint64((*uint64)(l.block(h1)))
+func (l *Bloom) Touch(h1 uint64) uint64 {
+	return atomic.LoadUint64((*uint64)(l.Block(h1)))
 }
 
-// count adds added and seen to the handle's stripe line.
-func (l *bloomLayout) count(stripe int, added, seen uint64) {
-	line := unsafe.Add(l.stripes, (stripe%stripeCount)*stripeBytes)
+// Count adds added and seen to the handle's stripe line.
+func (l *Bloom) Count(stripe int, added, seen uint64) {
+	line := unsafe.Add(l.Stripes, (stripe%StripeCount)*StripeBytes)
 	if added != 0 {
-		atomic.AddUint64((*uint64)(unsafe.Add(line, bloomAddedOff)), added)
+		atomic.AddUint64((*uint64)(unsafe.Add(line, BloomAddedOff)), added)
 	}
 	if seen != 0 {
-		atomic.AddUint64((*uint64)(unsafe.Add(line, bloomSeenOff)), seen)
+		atomic.AddUint64((*uint64)(unsafe.Add(line, BloomSeenOff)), seen)
 	}
 }
 
-// counts sums the stripes.
-func (l *bloomLayout) counts() (added, seen uint64) {
-	for i := 0; i < stripeCount; i++ {
-		line := unsafe.Add(l.stripes, i*stripeBytes)
-		added += atomic.LoadUint64((*uint64)(unsafe.Add(line, bloomAddedOff)))
-		seen += atomic.LoadUint64((*uint64)(unsafe.Add(line, bloomSeenOff)))
+// Counts sums the stripes.
+func (l *Bloom) Counts() (added, seen uint64) {
+	for i := 0; i < StripeCount; i++ {
+		line := unsafe.Add(l.Stripes, i*StripeBytes)
+		added += atomic.LoadUint64((*uint64)(unsafe.Add(line, BloomAddedOff)))
+		seen += atomic.LoadUint64((*uint64)(unsafe.Add(line, BloomSeenOff)))
 	}
 	return added, seen
 }
 
-// nwords is the number of uint64 words of bits.
-func (l *bloomLayout) nwords() uint64 { return l.blocks * bloomBlockWords }
+// Nwords is the number of uint64 words of bits.
+func (l *Bloom) Nwords() uint64 { return l.Blocks * bloomBlockWords }
 
-func (l *bloomLayout) word(w uint64) *uint64 { return (*uint64)(unsafe.Add(l.words, w*8)) }
+func (l *Bloom) Word(w uint64) *uint64 { return (*uint64)(unsafe.Add(l.Words, w*8)) }
 
-// reset zeroes the bits and the stripes. It is not atomic (Bloom.Reset
+// Reset zeroes the bits and the stripes. It is not atomic (Bloom.Reset
 // says so): the bits are cleared with plain aligned 8-byte stores, each of
 // which lands before or after a concurrent atomic OR, never inside one.
-func (l *bloomLayout) reset() {
-	clear(unsafe.Slice((*uint64)(l.words), uintptr(l.nwords())))
-	for i := 0; i < stripeCount; i++ {
-		line := unsafe.Add(l.stripes, i*stripeBytes)
-		atomic.StoreUint64((*uint64)(unsafe.Add(line, bloomAddedOff)), 0)
-		atomic.StoreUint64((*uint64)(unsafe.Add(line, bloomSeenOff)), 0)
+func (l *Bloom) Reset() {
+	clear(unsafe.Slice((*uint64)(l.Words), uintptr(l.Nwords())))
+	for i := 0; i < StripeCount; i++ {
+		line := unsafe.Add(l.Stripes, i*StripeBytes)
+		atomic.StoreUint64((*uint64)(unsafe.Add(line, BloomAddedOff)), 0)
+		atomic.StoreUint64((*uint64)(unsafe.Add(line, BloomSeenOff)), 0)
 	}
 }
 
-// bloomCore is one implementation of the Bloom filter's batches; the Go
+// BloomCore is one implementation of the Bloom filter's batches; the Go
 // core and (with cgo) the C core agree bit for bit. The walks (countSet,
 // merge, reset) are Go in both builds: a popcount or an atomic OR a word
 // is the same instructions from C, without the crossing.
-type bloomCore interface {
-	name() string
-	// addBatch adds every key and returns how many set a bit; already,
+type BloomCore interface {
+	Name() string
+	// AddBatch adds every key and returns how many set a bit; already,
 	// when not nil, receives each key's answer.
-	addBatch(l *bloomLayout, keys [][]byte, already []bool) (added uint64)
-	// checkBatch stores each key's answer in out (len(keys) of them).
-	checkBatch(l *bloomLayout, keys [][]byte, out []bool)
+	AddBatch(l *Bloom, keys [][]byte, already []bool) (added uint64)
+	// ContainsBatch stores each key's answer in out (len(keys) of them).
+	ContainsBatch(l *Bloom, keys [][]byte, out []bool)
 }
 
-// bloomGo is the pure-Go core.
-type bloomGo struct{}
+// BloomGo is the pure-Go core.
+type BloomGo struct{}
 
-func (bloomGo) name() string { return "purego" }
+func (BloomGo) Name() string { return "purego" }
 
-// addBatch on a filter past the caches hashes a group of keys and touches
+// AddBatch on a filter past the caches hashes a group of keys and touches
 // their blocks before setting bits: the atomic ORs wait for earlier loads,
 // so the groups' cache misses overlap instead of following each other.
-func (bloomGo) addBatch(l *bloomLayout, keys [][]byte, already []bool) uint64 {
+func (BloomGo) AddBatch(l *Bloom, keys [][]byte, already []bool) uint64 {
 	var added uint64
-	if !l.prefetch {
+	if !l.Prefetch {
 		for i, k := range keys {
-			h1, hi := hashKey(k, l.seed)
-			a := l.addHashed(h1, hi)
+			h1, hi := Hash(k, l.Seed)
+			a := l.AddHashed(h1, hi)
 			if !a {
 				added++
 			}
@@ -209,11 +209,11 @@ func (bloomGo) addBatch(l *bloomLayout, keys [][]byte, already []bool) uint64 {
 	for base := 0; base < len(keys); base += batchAhead {
 		group := keys[base:min(base+batchAhead, len(keys))]
 		for j, k := range group {
-			h[j][0], h[j][1] = hashKey(k, l.seed)
-			l.touch(h[j][0])
+			h[j][0], h[j][1] = Hash(k, l.Seed)
+			l.Touch(h[j][0])
 		}
 		for j := range group {
-			a := l.addHashed(h[j][0], h[j][1])
+			a := l.AddHashed(h[j][0], h[j][1])
 			if !a {
 				added++
 			}
@@ -225,34 +225,34 @@ func (bloomGo) addBatch(l *bloomLayout, keys [][]byte, already []bool) uint64 {
 	return added
 }
 
-// checkBatch is a plain loop: checks only load, and the CPU overlaps the
+// ContainsBatch is a plain loop: checks only load, and the CPU overlaps the
 // loads of consecutive keys by itself.
-func (bloomGo) checkBatch(l *bloomLayout, keys [][]byte, out []bool) {
+func (BloomGo) ContainsBatch(l *Bloom, keys [][]byte, out []bool) {
 	for i, k := range keys {
-		h1, hi := hashKey(k, l.seed)
-		out[i] = l.checkHashed(h1, hi)
+		h1, hi := Hash(k, l.Seed)
+		out[i] = l.CheckHashed(h1, hi)
 	}
 }
 
-// countSet returns how many bits are set.
-func (l *bloomLayout) countSet() uint64 {
+// CountSet returns how many bits are set.
+func (l *Bloom) CountSet() uint64 {
 	var n uint64
-	for w := uint64(0); w < l.nwords(); w++ {
-		n += uint64(bits.OnesCount64(atomic.LoadUint64(l.word(w))))
+	for w := uint64(0); w < l.Nwords(); w++ {
+		n += uint64(bits.OnesCount64(atomic.LoadUint64(l.Word(w))))
 	}
 	return n
 }
 
-// merge ORs src's bits into l's, each word with an atomic OR. It skips
+// Merge ORs src's bits into l's, each word with an atomic OR. It skips
 // words src has empty and words l already covers, so that merging what is
 // already there writes nothing.
-func (l *bloomLayout) merge(src *bloomLayout) {
-	for w := uint64(0); w < l.nwords(); w++ {
-		s := atomic.LoadUint64(src.word(w))
+func (l *Bloom) Merge(src *Bloom) {
+	for w := uint64(0); w < l.Nwords(); w++ {
+		s := atomic.LoadUint64(src.Word(w))
 		if s == 0 {
 			continue
 		}
-		p := l.word(w)
+		p := l.Word(w)
 		if atomic.LoadUint64(p)&s != s {
 			atomic.OrUint64(p, s)
 		}
@@ -260,8 +260,8 @@ func (l *bloomLayout) merge(src *bloomLayout) {
 }
 
 const (
-	bloomMaxHashes = 32
-	// bloomMaxBlocks keeps the bits mappable: 2^46 bytes on 64-bit
+	BloomMaxHashes = 32
+	// BloomMaxBlocks keeps the bits mappable: 2^46 bytes on 64-bit
 	// platforms, 1 GiB on 32-bit ones.
-	bloomMaxBlocks = 1 << (24 + 16*(bits.UintSize/64))
+	BloomMaxBlocks = 1 << (24 + 16*(bits.UintSize/64))
 )

@@ -1,16 +1,16 @@
-package sketch
+package cells
 
 import (
 	"encoding/binary"
 	"unsafe"
 )
 
-// murmur64A is Austin Appleby's MurmurHash64A, the hash Redis's
+// Murmur64A is Austin Appleby's MurmurHash64A, the hash Redis's
 // HyperLogLog places keys with (seed redisHLLSeed): the Redis profile of a
 // Distinct (DistinctConfig.Redis) hashes with it so that its registers are
 // those PFADD would set. Keep in sync with csrc/distinct.c. The 8-byte
 // blocks are read little-endian on every machine, as Redis reads them.
-func murmur64A(key []byte, seed uint64) uint64 {
+func Murmur64A(key []byte, seed uint64) uint64 {
 	const (
 		m = 0xc6a4a7935bd1e995
 		r = 47
@@ -37,8 +37,8 @@ func murmur64A(key []byte, seed uint64) uint64 {
 	return h
 }
 
-// murmur64AString is murmur64A of a string key, without copying it:
+// Murmur64AString is murmur64A of a string key, without copying it:
 // murmur64A only reads the bytes.
-func murmur64AString(key string, seed uint64) uint64 {
-	return murmur64A(unsafe.Slice(unsafe.StringData(key), len(key)), seed)
+func Murmur64AString(key string, seed uint64) uint64 {
+	return Murmur64A(unsafe.Slice(unsafe.StringData(key), len(key)), seed)
 }

@@ -1,12 +1,13 @@
 //go:build cgo && !purego
 
-package sketch
+package cellsc
 
 import (
 	"fmt"
 	"math/rand/v2"
 	"testing"
 
+	"github.com/shmsketch/sketch/internal/xxh3golden"
 	"github.com/zeebo/xxh3"
 )
 
@@ -87,18 +88,18 @@ func TestCHash128MatchesGo(t *testing.T) {
 	}
 
 	// The golden vectors (upstream XXH3_128bits_withSeed).
-	in := xxh3GoldenInput(65536 + 7)
-	for _, v := range readXXH3Golden(t) {
-		lo, hi := cHash128(in[:v.n], v.seed)
-		if lo != v.lo || hi != v.hi {
-			t.Errorf("cHash128(len=%d, seed=%#x) = %#x %#x, want %#x %#x (golden)", v.n, v.seed, lo, hi, v.lo, v.hi)
+	in := xxh3golden.Input(65536 + 7)
+	for _, v := range xxh3golden.Read(t) {
+		lo, hi := cHash128(in[:v.N], v.Seed)
+		if lo != v.Lo || hi != v.Hi {
+			t.Errorf("cHash128(len=%d, seed=%#x) = %#x %#x, want %#x %#x (golden)", v.N, v.Seed, lo, hi, v.Lo, v.Hi)
 		}
 	}
 }
 
 func FuzzHash128(f *testing.F) {
 	for _, n := range []int{0, 1, 3, 4, 8, 9, 16, 17, 128, 129, 240, 241, 1024, 1025, 2049} {
-		f.Add(xxh3GoldenInput(n), uint64(n)*0x9E3779B97F4A7C15)
+		f.Add(xxh3golden.Input(n), uint64(n)*0x9E3779B97F4A7C15)
 	}
 	f.Fuzz(func(t *testing.T, key []byte, seed uint64) {
 		checkCHash128(t, key, seed)
@@ -107,7 +108,7 @@ func FuzzHash128(f *testing.F) {
 
 func BenchmarkHash128(b *testing.B) {
 	for _, n := range []int{8, 17, 64, 256, 1024} {
-		key := xxh3GoldenInput(n)
+		key := xxh3golden.Input(n)
 		const seed = 0x9E3779B97F4A7C15
 		b.Run(fmt.Sprintf("len=%d/go", n), func(b *testing.B) {
 			b.SetBytes(int64(n))

@@ -1,4 +1,4 @@
-package sketch
+package cells
 
 import (
 	"math/rand/v2"

@@ -1,4 +1,4 @@
-package sketch
+package cells
 
 import (
 	"encoding/binary"
@@ -8,7 +8,7 @@ import (
 	"github.com/zeebo/xxh3"
 )
 
-// hashLo is the low 64 bits of XXH3-128 of key with seed, hashKey's lo,
+// hashLo is the low 64 bits of XXH3-128 of key with seed, Hash's lo,
 // which is all a distinct count uses. Keys of up to 16 bytes (a client's
 // address, an ID) take the specification's short paths written out here
 // without the high half: a third of a distinct count's add was the

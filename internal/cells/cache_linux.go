@@ -1,4 +1,4 @@
-package sketch
+package cells
 
 import (
 	"os"
@@ -7,11 +7,11 @@ import (
 	"sync"
 )
 
-// l2Bytes returns the size of this CPU's level-2 cache, read once from
+// L2Bytes returns the size of this CPU's level-2 cache, read once from
 // sysfs, or 1 MiB when it cannot be read. A batch over a grid larger than
 // that fetches keys ahead; below it the grid stays in L2 and fetching
 // ahead only costs time.
-var l2Bytes = sync.OnceValue(func() uint64 {
+var L2Bytes = sync.OnceValue(func() uint64 {
 	const fallback = 1 << 20
 	dir := "/sys/devices/system/cpu/cpu0/cache/"
 	for i := 0; i < 8; i++ {

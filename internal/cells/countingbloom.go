@@ -1,0 +1,264 @@
+package cells
+
+import (
+	"encoding/binary"
+	"math/bits"
+	"sync/atomic"
+	"unsafe"
+)
+
+// The pure-Go core of the counting Bloom filter. It is always compiled: it
+// serves single keys in every build, everything in the pure-Go build, and
+// the parity suite runs it beside the C core. Keep in sync with
+// csrc/cbf.c.
+//
+// Counters are 4 bits, two to a byte: counter i is in byte i/2, the low
+// nibble when i is even. They are read and changed through the aligned
+// 32-bit word that holds them, with atomic loads and compare-and-swap, so
+// that a byte's two counters never overwrite each other.
+
+// CountingBloom locates a counting Bloom filter's words in the mapping.
+type CountingBloom struct {
+	Words   unsafe.Pointer // m/8 uint32 words of 8 counters each
+	Stripes unsafe.Pointer // stripeCount operation counters, one per cache line
+	Seed    uint64
+	Mask    uint64 // m - 1
+	K       int
+}
+
+// CbfMax is where a counter saturates: it sticks there, never incremented
+// nor decremented again, so that no item it counts can be lost.
+const CbfMax = 15
+
+// nibbleShift[j] is the bit position, in the 32-bit word loaded natively,
+// of the low nibble of the word's byte j.
+var nibbleShift = func() (s [4]uint) {
+	var probe uint32 = 0x03020100
+	b := (*[4]byte)(unsafe.Pointer(&probe))
+	for pos, j := range b {
+		s[j] = uint(8 * pos)
+	}
+	return s
+}()
+
+// Cell returns the word holding counter i and the counter's bit position.
+func (l *CountingBloom) Cell(i uint64) (*uint32, uint) {
+	w := (*uint32)(unsafe.Add(l.Words, (i/8)*4))
+	return w, nibbleShift[(i/2)%4] + uint(i%2)*4
+}
+
+// Get returns counter i.
+func (l *CountingBloom) Get(i uint64) uint32 {
+	w, sh := l.Cell(i)
+	return atomic.LoadUint32(w) >> sh & 0xf
+}
+
+// Inc adds one to counter i unless it is saturated, and returns its value
+// before.
+func (l *CountingBloom) Inc(i uint64) uint32 {
+	w, sh := l.Cell(i)
+	for {
+		old := atomic.LoadUint32(w)
+		v := old >> sh & 0xf
+		if v == CbfMax || atomic.CompareAndSwapUint32(w, old, old+1<<sh) {
+			return v
+		}
+	}
+}
+
+// Dec takes one from counter i unless it is saturated or zero.
+func (l *CountingBloom) Dec(i uint64) {
+	w, sh := l.Cell(i)
+	for {
+		old := atomic.LoadUint32(w)
+		v := old >> sh & 0xf
+		if v == CbfMax || v == 0 || atomic.CompareAndSwapUint32(w, old, old-1<<sh) {
+			return
+		}
+	}
+}
+
+// Probe is the i-th counter of the key hashing to (h1, h2) (column.go).
+func (l *CountingBloom) Probe(h1, h2 uint64, i int) uint64 { return Spread(h1+uint64(i)*h2) & l.Mask }
+
+// AddHashed increments the key's k counters and reports whether one of
+// them was zero before: the key was not in the filter. It loads every
+// counter's word before the first compare-and-swap: a locked instruction
+// waits for the loads before it, so this way the k cache misses overlap
+// instead of following one another.
+func (l *CountingBloom) AddHashed(h1, hi uint64) (isNew bool) {
+	h2 := hi | 1
+	l.Touch(h1, h2)
+	for i := 0; i < l.K; i++ {
+		if l.Inc(l.Probe(h1, h2, i)) == 0 {
+			isNew = true
+		}
+	}
+	return isNew
+}
+
+// Touch loads the words of the key's counters, so that their cache lines
+// are on their way together.
+func (l *CountingBloom) Touch(h1, h2 uint64) uint32 {
+	var sink uint32
+	for i := 0; i < l.K; i++ {
+		w, _ := l.Cell(l.Probe(h1, h2, i))
+		sink += atomic.LoadUint32(w)
+	}
+	return sink
+}
+
+// ContainsHashed reports whether all the key's counters are above zero.
+func (l *CountingBloom) ContainsHashed(h1, hi uint64) bool {
+	h2 := hi | 1
+	for i := 0; i < l.K; i++ {
+		if l.Get(l.Probe(h1, h2, i)) == 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// CountHashed returns the smallest of the key's counters.
+func (l *CountingBloom) CountHashed(h1, hi uint64) uint32 {
+	h2 := hi | 1
+	n := uint32(CbfMax)
+	for i := 0; i < l.K && n > 0; i++ {
+		n = min(n, l.Get(l.Probe(h1, h2, i)))
+	}
+	return n
+}
+
+// RemoveHashed decrements the key's counters if all are above zero, and
+// reports whether it did. Callers hold the write lock: two removes of one
+// copy must not both pass the check.
+func (l *CountingBloom) RemoveHashed(h1, hi uint64) bool {
+	if !l.ContainsHashed(h1, hi) {
+		return false
+	}
+	h2 := hi | 1
+	for i := 0; i < l.K; i++ {
+		l.Dec(l.Probe(h1, h2, i))
+	}
+	return true
+}
+
+// CountOps adds one to the operation count, in the handle's stripe.
+func (l *CountingBloom) CountOps(stripe int) {
+	atomic.AddUint64((*uint64)(unsafe.Add(l.Stripes, (stripe%StripeCount)*StripeBytes)), 1)
+}
+
+// Ops sums the operation count's stripes.
+func (l *CountingBloom) Ops() uint64 {
+	var sum uint64
+	for i := 0; i < StripeCount; i++ {
+		sum += atomic.LoadUint64((*uint64)(unsafe.Add(l.Stripes, i*StripeBytes)))
+	}
+	return sum
+}
+
+// Nwords is the number of 32-bit counter words.
+func (l *CountingBloom) Nwords() uint64 { return (l.Mask + 1) / 8 }
+
+// CountingBloomCore is one implementation of the counting Bloom filter's batch and
+// whole-array operations; the Go core and (with cgo) the C core agree bit
+// for bit.
+type CountingBloomCore interface {
+	Name() string
+	// AddBatch adds every key under the read lock, unless the file is
+	// sealed (then it adds nothing and reports frozen), and returns how
+	// many keys were new; already, when not nil, receives each key's
+	// answer (true: it was not new).
+	// It fails, adding nothing, with the lock's error (a timeout).
+	AddBatch(l *CountingBloom, lk Locker, sealed *uint32, keys [][]byte, already []bool) (added int, frozen bool, err error)
+	// CountSet returns how many counters are above zero.
+	CountSet(l *CountingBloom) uint64
+	// Merge adds src, another filter's counter bytes, into l's counters,
+	// saturating at cbfMax. The caller holds l's write lock.
+	Merge(l *CountingBloom, src []byte)
+	// clear zeroes every counter. The caller holds the write lock.
+	Reset(l *CountingBloom)
+}
+
+// Locker is the file's read lock as a counting filter's batch takes it
+// (a Reset's or Merge's write lock excludes it). The C core takes it in
+// C when the lock also has a CLock method (internal/cellsc).
+type Locker interface {
+	RLock() error
+	RUnlock()
+}
+
+// CountingBloomGo is the pure-Go core.
+type CountingBloomGo struct{}
+
+func (CountingBloomGo) Name() string { return "purego" }
+
+func (CountingBloomGo) AddBatch(l *CountingBloom, lk Locker, sealed *uint32, keys [][]byte, already []bool) (int, bool, error) {
+	if err := lk.RLock(); err != nil {
+		return 0, false, err
+	}
+	defer lk.RUnlock()
+	if atomic.LoadUint32(sealed) != 0 {
+		return 0, true, nil
+	}
+	added := 0
+	for i, k := range keys {
+		h1, hi := Hash(k, l.Seed)
+		isNew := l.AddHashed(h1, hi)
+		if isNew {
+			added++
+		}
+		if already != nil {
+			already[i] = !isNew
+		}
+	}
+	return added, false, nil
+}
+
+func (CountingBloomGo) CountSet(l *CountingBloom) uint64 {
+	var n uint64
+	for w := uint64(0); w < l.Nwords(); w++ {
+		v := atomic.LoadUint32((*uint32)(unsafe.Add(l.Words, w*4)))
+		// A nibble is set when any of its 4 bits is: fold each onto its
+		// low bit and count.
+		v = (v | v>>1 | v>>2 | v>>3) & 0x11111111
+		n += uint64(bits.OnesCount32(v))
+	}
+	return n
+}
+
+func (CountingBloomGo) Merge(l *CountingBloom, src []byte) {
+	for w := uint64(0); w < l.Nwords(); w++ {
+		add := binary.NativeEndian.Uint32(src[w*4:])
+		if add == 0 {
+			continue
+		}
+		p := (*uint32)(unsafe.Add(l.Words, w*4))
+		for {
+			old := atomic.LoadUint32(p)
+			if atomic.CompareAndSwapUint32(p, old, saturatingNibbleAdd(old, add)) {
+				break
+			}
+		}
+	}
+}
+
+// saturatingNibbleAdd adds two words of eight 4-bit counters counter by
+// counter, each sum capped at cbfMax.
+func saturatingNibbleAdd(a, b uint32) uint32 {
+	var r uint32
+	for sh := uint(0); sh < 32; sh += 4 {
+		r |= min(a>>sh&0xf+b>>sh&0xf, CbfMax) << sh
+	}
+	return r
+}
+
+// clear zeroes the counters with Go's clear (wide plain stores), as
+// Bloom.Reset and CountMin.Reset do: an atomic store per word is an XCHG
+// on amd64, twenty times slower, and the write lock is held throughout.
+// The write lock keeps every adder and remover out; a lock-free reader
+// (Contains, Estimate) sees each counter as before or as zero, since no
+// store tears a byte, which is what a clear under way means.
+func (CountingBloomGo) Reset(l *CountingBloom) {
+	clear(unsafe.Slice((*uint32)(l.Words), l.Nwords()))
+}
