@@ -320,14 +320,6 @@ func newBloom(m *mapping) (*Bloom, error) {
 	return b, nil
 }
 
-// mayAdd is refuse's fast path: nil when a mutator may run.
-func (b *Bloom) mayAdd(op string) error {
-	if !b.open.Load() || b.ro || atomic.LoadUint32(b.sealed) != 0 {
-		return b.refuse(op)
-	}
-	return nil
-}
-
 // Add adds key and reports whether every one of its bits was already set:
 // true means the key was probably added before (by any process), false
 // that this call set at least one bit. Two processes adding the same new
@@ -335,7 +327,7 @@ func (b *Bloom) mayAdd(op string) error {
 // that only repeats it, and what must happen once needs a lock. On error
 // (closed, read-only, frozen) it adds nothing and returns false.
 func (b *Bloom) Add(key []byte) (already bool, err error) {
-	if err := b.mayAdd("add"); err != nil {
+	if err := b.mayWrite("add"); err != nil {
 		return false, err
 	}
 	h1, hi := cells.Hash(key, b.l.Seed)
@@ -344,7 +336,7 @@ func (b *Bloom) Add(key []byte) (already bool, err error) {
 
 // AddString is Add for a string key, without converting it to a []byte.
 func (b *Bloom) AddString(key string) (already bool, err error) {
-	if err := b.mayAdd("add"); err != nil {
+	if err := b.mayWrite("add"); err != nil {
 		return false, err
 	}
 	h1, hi := cells.HashString(key, b.l.Seed)
@@ -371,7 +363,7 @@ func (b *Bloom) added(already bool) (bool, error) {
 // blocks ahead of their adds (in the C core on the cgo build), so that
 // their cache misses overlap; a key then costs a fraction of a single Add.
 func (b *Bloom) AddBatch(keys [][]byte, already []bool) error {
-	if err := b.mayAdd("add"); err != nil {
+	if err := b.mayWrite("add"); err != nil {
 		return err
 	}
 	if already != nil && len(already) != len(keys) {
@@ -478,24 +470,6 @@ func (b *Bloom) Merge(others ...*Bloom) error {
 		}
 	}
 	return b.after("merge")
-}
-
-// Freeze seals the file for good: from then on every mutator of every
-// handle on it, in every process, returns ErrFrozen, and a read-write open
-// is refused with ErrFrozen. The file may then be copied to hosts of the
-// same byte order, opened there with ReadOnly and merged into a live
-// filter. Adds take no lock, so an add another process started just before
-// Freeze may still land after it returns: freeze once the writers have
-// stopped when the copy must be exact. Freeze flushes the file (Sync).
-func (b *Bloom) freeze() error {
-	if err := b.refuse("freeze"); err != nil {
-		return err
-	}
-	if !atomic.CompareAndSwapUint32(b.sealed, 0, 1) {
-		return b.m.errorf("freeze", ErrFrozen)
-	}
-	b.froze.Store(true)
-	return b.Sync()
 }
 
 // Stats reports the filter's size, fill and counts. Set walks the whole

@@ -279,14 +279,6 @@ func (w *BloomWindow) clearSlot(s uint64) {
 	}
 }
 
-// mayAdd is refuse's fast path: nil when a mutator may run.
-func (w *BloomWindow) mayAdd(op string) error {
-	if !w.open.Load() || w.ro || atomic.LoadUint32(w.sealed) != 0 {
-		return w.refuse(op)
-	}
-	return nil
-}
-
 // add adds the key hashing to (lo, hi) to the current period and reports
 // whether it was in the window before, and the period the add went to.
 // The current slot is checked first (its block's line is then on its
@@ -340,7 +332,7 @@ func (w *BloomWindow) inEarlier(lo, hi, p, s uint64) bool {
 // read-only, frozen, or the current slot's clear did not finish) it adds
 // nothing and returns false.
 func (w *BloomWindow) Add(key []byte) (already bool, err error) {
-	if err := w.mayAdd("add"); err != nil {
+	if err := w.mayWrite("add"); err != nil {
 		return false, err
 	}
 	lo, hi := cells.Hash(key, w.slots[0].Seed)
@@ -350,7 +342,7 @@ func (w *BloomWindow) Add(key []byte) (already bool, err error) {
 
 // AddString is Add for a string key, without converting it to a []byte.
 func (w *BloomWindow) AddString(key string) (already bool, err error) {
-	if err := w.mayAdd("add"); err != nil {
+	if err := w.mayWrite("add"); err != nil {
 		return false, err
 	}
 	lo, hi := cells.HashString(key, w.slots[0].Seed)
@@ -376,7 +368,7 @@ func (w *BloomWindow) afterAdd(already bool, err error) (bool, error) {
 // costs what Bloom.AddBatch's does. Batches go to the core as
 // Bloom.AddBatch's do.
 func (w *BloomWindow) AddBatch(keys [][]byte, already []bool) error {
-	if err := w.mayAdd("add"); err != nil {
+	if err := w.mayWrite("add"); err != nil {
 		return err
 	}
 	if already != nil && len(already) != len(keys) {

@@ -301,30 +301,11 @@ func newCountMin(m *mapping) (*CountMin, error) {
 	return c, nil
 }
 
-// Freeze seals the file for good: from then on every mutator of every
-// handle on it, in every process, returns ErrFrozen, and a read-write open
-// of it is refused with ErrFrozen. A sealed file may be copied to another
-// host of the same byte order and opened there with ReadOnly (the
-// freeze-and-ship of the seed); a collector merges such copies. Adds are
-// lock-free, so an add that another process started just before Freeze
-// may still land after it returns: freeze once the writers have stopped
-// when the copy must be exact. Freeze flushes the file (Sync).
-func (c *CountMin) freeze() error {
-	if err := c.refuse("freeze"); err != nil {
-		return err
-	}
-	if !atomic.CompareAndSwapUint32(c.sealed, 0, 1) {
-		return c.m.errorf("freeze", ErrFrozen)
-	}
-	c.froze.Store(true)
-	return c.Sync()
-}
-
 // Add counts key once and returns the sketch's new estimate for it: the
 // smallest of its counters after this add, so never below the true count.
 // It returns ErrClosed after Close.
 func (c *CountMin) Add(key []byte) (uint64, error) {
-	if !c.open.Load() || c.ro || atomic.LoadUint32(c.sealed) != 0 {
+	if !c.writable() {
 		return ClosedEstimate, c.refuse("add")
 	}
 	lo, hi := cells.Hash(key, c.l.Seed)
@@ -341,7 +322,7 @@ func (c *CountMin) Add(key []byte) (uint64, error) {
 // power of two; a handle writes it once per power), which bounds what
 // Check takes for adds cut short rather than damage.
 func (c *CountMin) AddN(key []byte, n uint64) (uint64, error) {
-	if !c.open.Load() || c.ro || atomic.LoadUint32(c.sealed) != 0 {
+	if !c.writable() {
 		return ClosedEstimate, c.refuse("add")
 	}
 	lo, hi := cells.Hash(key, c.l.Seed)
@@ -360,7 +341,7 @@ func (c *CountMin) AddN(key []byte, n uint64) (uint64, error) {
 
 // AddString is Add for a string key, without converting it to a []byte.
 func (c *CountMin) AddString(key string) (uint64, error) {
-	if !c.open.Load() || c.ro || atomic.LoadUint32(c.sealed) != 0 {
+	if !c.writable() {
 		return ClosedEstimate, c.refuse("add")
 	}
 	lo, hi := cells.HashString(key, c.l.Seed)
@@ -388,7 +369,7 @@ func (c *CountMin) afterUse(est uint64, op string) (uint64, error) {
 // misses of several keys overlap and a key costs well under a single Add.
 // The add count moves once per 256 keys.
 func (c *CountMin) AddBatch(keys [][]byte, estimates []uint64) error {
-	if !c.open.Load() || c.ro || atomic.LoadUint32(c.sealed) != 0 {
+	if !c.writable() {
 		return c.refuse("add")
 	}
 	if estimates != nil && len(estimates) != len(keys) {

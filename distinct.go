@@ -234,19 +234,11 @@ func newDistinct(m *mapping) *Distinct {
 	return d
 }
 
-// mayAdd is refuse's fast path: nil when a mutator may run.
-func (d *Distinct) mayAdd(op string) error {
-	if !d.open.Load() || d.ro || atomic.LoadUint32(d.sealed) != 0 {
-		return d.refuse(op)
-	}
-	return nil
-}
-
 // Add adds key: afterwards Count counts it, in every process. Adding a
 // key again changes nothing. On error (closed, read-only, frozen) it adds
 // nothing.
 func (d *Distinct) Add(key []byte) error {
-	if err := d.mayAdd("add"); err != nil {
+	if err := d.mayWrite("add"); err != nil {
 		return err
 	}
 	if d.l.AddHashed(d.l.Hash(key)) {
@@ -257,7 +249,7 @@ func (d *Distinct) Add(key []byte) error {
 
 // AddString is Add for a string key, without converting it to a []byte.
 func (d *Distinct) AddString(key string) error {
-	if err := d.mayAdd("add"); err != nil {
+	if err := d.mayWrite("add"); err != nil {
 		return err
 	}
 	if d.l.AddHashed(d.l.HashString(key)) {
@@ -269,7 +261,7 @@ func (d *Distinct) AddString(key string) error {
 // AddBatch adds every key, as Add does each, in the C core on the cgo
 // build from distinctMinBatch keys on (one crossing for many keys).
 func (d *Distinct) AddBatch(keys [][]byte) error {
-	if err := d.mayAdd("add"); err != nil {
+	if err := d.mayWrite("add"); err != nil {
 		return err
 	}
 	core := d.core
@@ -371,17 +363,6 @@ func (d *Distinct) Merge(others ...*Distinct) error {
 		}
 	}
 	return d.after("merge")
-}
-
-func (d *Distinct) freeze() error {
-	if err := d.refuse("freeze"); err != nil {
-		return err
-	}
-	if !atomic.CompareAndSwapUint32(d.sealed, 0, 1) {
-		return d.m.errorf("freeze", ErrFrozen)
-	}
-	d.froze.Store(true)
-	return d.Sync()
 }
 
 // Stats reports the count, its error and the registers' use. Zero walks

@@ -248,21 +248,13 @@ func (w *DistinctWindow) clearSlot(s uint64) {
 	atomic.StoreUint64(l.Changes, 0)
 }
 
-// mayAdd is refuse's fast path: nil when a mutator may run.
-func (w *DistinctWindow) mayAdd(op string) error {
-	if !w.open.Load() || w.ro || atomic.LoadUint32(w.sealed) != 0 {
-		return w.refuse(op)
-	}
-	return nil
-}
-
 // Add adds key to the current period: afterwards Count counts it, in
 // every process, until its period leaves the window. Adding a key again
 // changes nothing within a period, and a key added in several periods of
 // the window counts once. On error (closed, read-only, frozen, or the
 // current slot's clear did not finish) it adds nothing.
 func (w *DistinctWindow) Add(key []byte) error {
-	if err := w.mayAdd("add"); err != nil {
+	if err := w.mayWrite("add"); err != nil {
 		return err
 	}
 	return w.add(w.slots[0].Hash(key))
@@ -270,7 +262,7 @@ func (w *DistinctWindow) Add(key []byte) error {
 
 // AddString is Add for a string key, without converting it to a []byte.
 func (w *DistinctWindow) AddString(key string) error {
-	if err := w.mayAdd("add"); err != nil {
+	if err := w.mayWrite("add"); err != nil {
 		return err
 	}
 	return w.add(w.slots[0].HashString(key))
@@ -301,7 +293,7 @@ func (w *DistinctWindow) afterAdd(err error) error {
 // C core on the cgo build from distinctMinBatch keys on, as
 // Distinct.AddBatch does.
 func (w *DistinctWindow) AddBatch(keys [][]byte) error {
-	if err := w.mayAdd("add"); err != nil {
+	if err := w.mayWrite("add"); err != nil {
 		return err
 	}
 	_, s, err := w.ctl.use()

@@ -208,6 +208,36 @@ func (h *Handle) name() string {
 	return h.m.name
 }
 
+// freeze is Freeze for the kinds whose adds take no lock (Count-Min,
+// Bloom, distinct count): it seals the file and flushes it. An add another
+// process started just before may still land after it. The windows, the
+// counting filter and the arena have their own.
+func (h *Handle) freeze() error {
+	if err := h.refuse("freeze"); err != nil {
+		return err
+	}
+	if !atomic.CompareAndSwapUint32(h.sealed, 0, 1) {
+		return h.m.errorf("freeze", ErrFrozen)
+	}
+	h.froze.Store(true)
+	return h.Sync()
+}
+
+// writable reports whether a mutator may run: the handle is open and
+// read-write, and the file is not sealed. It is every add's first test,
+// small enough to inline; refuse says why not.
+func (h *Handle) writable() bool {
+	return h.open.Load() && !h.ro && atomic.LoadUint32(h.sealed) == 0
+}
+
+// mayWrite is refuse's fast path: nil when a mutator may run.
+func (h *Handle) mayWrite(op string) error {
+	if !h.writable() {
+		return h.refuse(op)
+	}
+	return nil
+}
+
 // refuse returns why a mutator may not run: the handle is closed (or the
 // zero value), read-only, or the file is sealed; nil when it may.
 func (h *Handle) refuse(op string) error {
