@@ -446,30 +446,20 @@ func (b *Bloom) Reset() error {
 // OR, so every process may go on adding and checking meanwhile. Merge
 // changes no count (Added, Seen).
 func (b *Bloom) Merge(others ...*Bloom) error {
-	if err := b.refuse("merge"); err != nil {
-		return err
-	}
-	for i, o := range others {
-		if o == nil || !o.open.Load() {
-			return b.m.errorf("merge", fmt.Errorf("%w: filter %d of the merge is closed", ErrInvalidArgument, i))
-		}
+	return mergeEach(&b.Handle, "filter", others, func(o *Bloom) error {
 		if o.l.Blocks != b.l.Blocks || o.l.K != b.l.K {
-			return b.m.errorf("merge", fmt.Errorf("%w: %s has %d bits and %d hashes, this filter %d and %d", ErrIncompatible, o.name(), o.l.Blocks*cells.BloomBlockBits, o.l.K, b.l.Blocks*cells.BloomBlockBits, b.l.K))
+			return fmt.Errorf("%w: %s has %d bits and %d hashes, this filter %d and %d", ErrIncompatible, o.name(), o.l.Blocks*cells.BloomBlockBits, o.l.K, b.l.Blocks*cells.BloomBlockBits, b.l.K)
 		}
 		if o.l.Seed != b.l.Seed {
-			return b.m.errorf("merge", fmt.Errorf("%w: %s hashes with another seed", ErrIncompatible, o.name()))
+			return fmt.Errorf("%w: %s hashes with another seed", ErrIncompatible, o.name())
 		}
-	}
-	for _, o := range others {
-		if o.l.Words == b.l.Words {
-			continue // itself: nothing to add
+		return nil
+	}, func(o *Bloom) error {
+		if o.l.Words != b.l.Words { // itself: nothing to add
+			b.l.Merge(&o.l)
 		}
-		b.l.Merge(&o.l)
-		if !o.open.Load() {
-			return b.m.errorf("merge", fmt.Errorf("%w: %s was closed during the merge", ErrInvalidArgument, o.name()))
-		}
-	}
-	return b.after("merge")
+		return nil
+	})
 }
 
 // Stats reports the filter's size, fill and counts. Set walks the whole

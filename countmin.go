@@ -874,30 +874,25 @@ func (c *CountMin) rowFinding(sums []uint64, adds uint64) error {
 // sound, and the key's next add names it again. A prefix's label cannot
 // be checked and is taken as it is (see HeavyHitter.Key).
 func (c *CountMin) Merge(others ...*CountMin) error {
-	if err := c.refuse("merge"); err != nil {
-		return err
-	}
-	for i, o := range others {
-		if o == nil || !o.open.Load() {
-			return c.m.errorf("merge", fmt.Errorf("%w: sketch %d of the merge is nil or closed", ErrInvalidArgument, i))
-		}
+	err := mergeEach(&c.Handle, "sketch", others, func(o *CountMin) error {
 		if o.l.Rows != c.l.Rows || o.l.Mask != c.l.Mask {
-			return c.m.errorf("merge", fmt.Errorf("%w: %s has %d x %d counters, this sketch %d x %d", ErrIncompatible, o.name(), o.l.Rows, o.l.Mask+1, c.l.Rows, c.l.Mask+1))
+			return fmt.Errorf("%w: %s has %d x %d counters, this sketch %d x %d", ErrIncompatible, o.name(), o.l.Rows, o.l.Mask+1, c.l.Rows, c.l.Mask+1)
 		}
 		if o.l.Seed != c.l.Seed {
-			return c.m.errorf("merge", fmt.Errorf("%w: %s hashes with another seed than this sketch", ErrIncompatible, o.name()))
+			return fmt.Errorf("%w: %s hashes with another seed than this sketch", ErrIncompatible, o.name())
 		}
 		if err := o.checkCounters(); errors.Is(err, ErrDamaged) {
-			return c.m.errorf("merge", fmt.Errorf("%w: %s: its counters hold what no add can leave (check it), so they are not merged", ErrDamaged, o.name()))
+			return fmt.Errorf("%w: %s: its counters hold what no add can leave (check it), so they are not merged", ErrDamaged, o.name())
 		}
-	}
-	for i, o := range others {
+		return nil
+	}, func(o *CountMin) error {
 		beginMerge(&c.l, &o.l)
 		mergeCells(&c.l, &o.l)
 		endMerge(&c.l)
-		if !o.open.Load() {
-			return c.m.errorf("merge", fmt.Errorf("%w: sketch %d of the merge was closed during it", ErrInvalidArgument, i))
-		}
+		return nil
+	})
+	if err != nil {
+		return err
 	}
 	if c.top != nil {
 		if err := c.mergeCandidates(others); err != nil {

@@ -331,38 +331,29 @@ func (d *Distinct) Reset() error {
 // good. Each word changes with a CAS, so every process may go on adding
 // meanwhile.
 func (d *Distinct) Merge(others ...*Distinct) error {
-	if err := d.refuse("merge"); err != nil {
-		return err
-	}
-	for i, o := range others {
-		if o == nil || !o.open.Load() {
-			return d.m.errorf("merge", fmt.Errorf("%w: distinct count %d of the merge is closed", ErrInvalidArgument, i))
-		}
+	return mergeEach(&d.Handle, "distinct count", others, func(o *Distinct) error {
 		if o.l.P != d.l.P || o.l.Redis != d.l.Redis {
-			return d.m.errorf("merge", fmt.Errorf("%w: %s has 2^%d registers%s, this count 2^%d%s", ErrIncompatible,
-				o.name(), o.l.P, profileName(o.m.ent.params[1]), d.l.P, profileName(d.m.ent.params[1])))
+			return fmt.Errorf("%w: %s has 2^%d registers%s, this count 2^%d%s", ErrIncompatible,
+				o.name(), o.l.P, profileName(o.m.ent.params[1]), d.l.P, profileName(d.m.ent.params[1]))
 		}
 		if !d.l.Redis && o.l.Seed != d.l.Seed {
-			return d.m.errorf("merge", fmt.Errorf("%w: %s hashes with another seed", ErrIncompatible, o.name()))
+			return fmt.Errorf("%w: %s hashes with another seed", ErrIncompatible, o.name())
 		}
 		if j, v, bad := o.l.Damaged(); bad {
-			return d.m.errorf("merge", fmt.Errorf("%s: %w; not merged", o.name(), registerDamage(o.l.Damage(j, v))))
+			return fmt.Errorf("%s: %w; not merged", o.name(), registerDamage(o.l.Damage(j, v)))
 		}
-	}
-	for _, o := range others {
+		return nil
+	}, func(o *Distinct) error {
 		if o.l.Regs == d.l.Regs {
-			continue // itself: nothing to add
+			return nil // itself: nothing to add
 		}
 		n, err := d.l.Merge(&o.l)
 		d.l.Changed(n)
 		if err != nil {
-			return d.m.errorf("merge", fmt.Errorf("%s changed during the merge: %w; its registers before that one were merged, none past the largest rank", o.name(), registerDamage(err)))
+			return fmt.Errorf("%s changed during the merge: %w; its registers before that one were merged, none past the largest rank", o.name(), registerDamage(err))
 		}
-		if !o.open.Load() {
-			return d.m.errorf("merge", fmt.Errorf("%w: %s was closed during the merge", ErrInvalidArgument, o.name()))
-		}
-	}
-	return d.after("merge")
+		return nil
+	})
 }
 
 // Stats reports the count, its error and the registers' use. Zero walks

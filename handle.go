@@ -223,6 +223,44 @@ func (h *Handle) freeze() error {
 	return h.Sync()
 }
 
+// mergeable is a kind that Merge takes: a pointer to it, with its Handle.
+type mergeable interface {
+	comparable
+	handle() *Handle
+}
+
+// handle returns the Handle a kind embeds (mergeable).
+func (h *Handle) handle() *Handle { return h }
+
+// mergeEach is the frame of Merge for the kinds that merge without a lock
+// (Count-Min, Bloom, distinct count): refuse on h; then every other is
+// checked (nil or closed, then check: its shape, seed, damage) before
+// anything moves; then each is merged in turn, and one closed while it
+// was read ends the merge there. noun names one other in messages.
+func mergeEach[T mergeable](h *Handle, noun string, others []T, check, merge func(T) error) error {
+	if err := h.refuse("merge"); err != nil {
+		return err
+	}
+	var none T
+	for i, o := range others {
+		if o == none || !o.handle().open.Load() {
+			return h.m.errorf("merge", fmt.Errorf("%w: %s %d of the merge is nil or closed", ErrInvalidArgument, noun, i))
+		}
+		if err := check(o); err != nil {
+			return h.m.errorf("merge", err)
+		}
+	}
+	for _, o := range others {
+		if err := merge(o); err != nil {
+			return h.m.errorf("merge", err)
+		}
+		if !o.handle().open.Load() {
+			return h.m.errorf("merge", fmt.Errorf("%w: %s was closed during the merge", ErrInvalidArgument, o.handle().name()))
+		}
+	}
+	return h.after("merge")
+}
+
 // writable reports whether a mutator may run: the handle is open and
 // read-write, and the file is not sealed. It is every add's first test,
 // small enough to inline; refuse says why not.
