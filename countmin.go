@@ -305,7 +305,7 @@ func newCountMin(m *mapping) (*CountMin, error) {
 // smallest of its counters after this add, so never below the true count.
 // It returns ErrClosed after Close.
 func (c *CountMin) Add(key []byte) (uint64, error) {
-	if !c.writable() {
+	if c.readOnlyNow() {
 		return ClosedEstimate, c.refuse("add")
 	}
 	lo, hi := cells.Hash(key, c.l.Seed)
@@ -322,7 +322,7 @@ func (c *CountMin) Add(key []byte) (uint64, error) {
 // power of two; a handle writes it once per power), which bounds what
 // Check takes for adds cut short rather than damage.
 func (c *CountMin) AddN(key []byte, n uint64) (uint64, error) {
-	if !c.writable() {
+	if c.readOnlyNow() {
 		return ClosedEstimate, c.refuse("add")
 	}
 	lo, hi := cells.Hash(key, c.l.Seed)
@@ -341,7 +341,7 @@ func (c *CountMin) AddN(key []byte, n uint64) (uint64, error) {
 
 // AddString is Add for a string key, without converting it to a []byte.
 func (c *CountMin) AddString(key string) (uint64, error) {
-	if !c.writable() {
+	if c.readOnlyNow() {
 		return ClosedEstimate, c.refuse("add")
 	}
 	lo, hi := cells.HashString(key, c.l.Seed)
@@ -369,7 +369,7 @@ func (c *CountMin) afterUse(est uint64, op string) (uint64, error) {
 // misses of several keys overlap and a key costs well under a single Add.
 // The add count moves once per 256 keys.
 func (c *CountMin) AddBatch(keys [][]byte, estimates []uint64) error {
-	if !c.writable() {
+	if c.readOnlyNow() {
 		return c.refuse("add")
 	}
 	if estimates != nil && len(estimates) != len(keys) {

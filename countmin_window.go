@@ -517,7 +517,7 @@ func (w *CountMinWindow) estimate(lo, hi uint64) (est, p uint64) {
 // the window: the sum of its counts in the periods covered, so never below
 // the true count of those periods. It returns ErrClosed after Close.
 func (w *CountMinWindow) Add(key []byte) (uint64, error) {
-	if !w.writable() {
+	if w.readOnlyNow() {
 		return ClosedEstimate, w.refuse("add")
 	}
 	lo, hi := cells.Hash(key, w.slots[0].Seed)
@@ -531,7 +531,7 @@ func (w *CountMinWindow) Add(key []byte) (uint64, error) {
 // AddN counts key n times and returns its new estimate over the window.
 // Counters saturate at 2^63, and so does the sum over the window.
 func (w *CountMinWindow) AddN(key []byte, n uint64) (uint64, error) {
-	if !w.writable() {
+	if w.readOnlyNow() {
 		return ClosedEstimate, w.refuse("add")
 	}
 	lo, hi := cells.Hash(key, w.slots[0].Seed)
@@ -544,7 +544,7 @@ func (w *CountMinWindow) AddN(key []byte, n uint64) (uint64, error) {
 
 // AddString is Add for a string key.
 func (w *CountMinWindow) AddString(key string) (uint64, error) {
-	if !w.writable() {
+	if w.readOnlyNow() {
 		return ClosedEstimate, w.refuse("add")
 	}
 	lo, hi := cells.HashString(key, w.slots[0].Seed)
@@ -573,7 +573,7 @@ func (w *CountMinWindow) afterUse(est uint64, err error, op string) (uint64, err
 // estimate over the window after its add. Batches go to the core as
 // CountMin.AddBatch's do.
 func (w *CountMinWindow) AddBatch(keys [][]byte, estimates []uint64) error {
-	if !w.writable() {
+	if w.readOnlyNow() {
 		return w.refuse("add")
 	}
 	if estimates != nil && len(estimates) != len(keys) {

@@ -53,7 +53,7 @@ import (
 // which a loaded machine runs late: a refusal is never made in a period
 // the clock has left) and the key's count per period.
 func (w *CountMinWindow) Allow(key []byte, limit uint64, countRefused bool) (Decision, error) {
-	if limit == 0 || !w.writable() {
+	if limit == 0 || w.readOnlyNow() {
 		return Decision{}, w.allowRefused(limit)
 	}
 	lo, hi := cells.Hash(key, w.slots[0].Seed)

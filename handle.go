@@ -261,16 +261,20 @@ func mergeEach[T mergeable](h *Handle, noun string, others []T, check, merge fun
 	return h.after("merge")
 }
 
-// writable reports whether a mutator may run: the handle is open and
-// read-write, and the file is not sealed. It is every add's first test,
-// small enough to inline; refuse says why not.
-func (h *Handle) writable() bool {
-	return h.open.Load() && !h.ro && atomic.LoadUint32(h.sealed) == 0
+// readOnlyNow reports whether a mutator must be refused: the handle is
+// closed or read-only, or the file is sealed. It is every add's first
+// test, small enough to inline and written as the refusal so that it
+// compiles to the branches an inline test would; refuse says why.
+func (h *Handle) readOnlyNow() bool {
+	if h.open.Load() && !h.ro {
+		return atomic.LoadUint32(h.sealed) != 0
+	}
+	return true
 }
 
 // mayWrite is refuse's fast path: nil when a mutator may run.
 func (h *Handle) mayWrite(op string) error {
-	if !h.writable() {
+	if h.readOnlyNow() {
 		return h.refuse(op)
 	}
 	return nil
