@@ -289,7 +289,7 @@ func TestArenaMetrics_ReadOnly(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	ro := mustOpenArena(t, path, 0, ReadOnly())
+	ro := mustOpenArena(t, path, 0, WithReadOnly())
 	m := ro.Metrics()
 	defer m.Close()
 	s := scrapeOf(t, m)

@@ -489,7 +489,7 @@ func (b *Bloom) Merge(others ...*Bloom) error {
 // Freeze seals the file for good: from then on every mutator of every
 // handle on it, in every process, returns ErrFrozen, and a read-write open
 // is refused with ErrFrozen. The file may then be copied to hosts of the
-// same byte order, opened there with ReadOnly and merged into a live
+// same byte order, opened there with WithReadOnly and merged into a live
 // filter. Adds take no lock, so an add another process started just before
 // Freeze may still land after it returns: freeze once the writers have
 // stopped when the copy must be exact. Freeze flushes the file (Sync).

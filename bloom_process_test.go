@@ -139,7 +139,7 @@ func TestBloom_MergeFrozenCopies(t *testing.T) {
 		if _, err := OpenBloom(Path(path), bloomProcCfg); !errors.Is(err, ErrFrozen) {
 			t.Errorf("read-write open of a frozen copy = %v, want ErrFrozen", err)
 		}
-		c, err := OpenBloom(Path(path), bloomProcCfg, ReadOnly())
+		c, err := OpenBloom(Path(path), bloomProcCfg, WithReadOnly())
 		if err != nil {
 			t.Fatal(err)
 		}

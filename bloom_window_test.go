@@ -327,7 +327,7 @@ func TestBloomWindow_ErrInvalidConfig(t *testing.T) {
 	if !errors.Is(err, ErrInvalidConfig) || !errors.Is(err, fs.ErrNotExist) || !strings.Contains(err.Error(), path) {
 		t.Errorf("OpenBloomWindow(Keep 2, zero config) of no file = %v, want ErrInvalidConfig and fs.ErrNotExist naming the file", err)
 	}
-	if _, err := OpenBloomWindow(Memfd("bwin"), BloomWindowConfig{Window: Window{Keep: 2}, Bloom: bwinCfg}, ReadOnly()); !errors.Is(err, ErrInvalidConfig) {
+	if _, err := OpenBloomWindow(Memfd("bwin"), BloomWindowConfig{Window: Window{Keep: 2}, Bloom: bwinCfg}, WithReadOnly()); !errors.Is(err, ErrInvalidConfig) {
 		t.Errorf("read-only NewBloomWindowMemfd = %v, want ErrInvalidConfig", err)
 	}
 	// 257 slots of 2^40 blocks do not fit a file.

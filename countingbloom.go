@@ -446,7 +446,7 @@ func (b *CountingBloom) snapshot() ([]byte, error) {
 // Freeze seals the file for good, under the write lock: from then on every
 // mutator of every handle, in every process, returns ErrFrozen, and a
 // read-write open is refused with ErrFrozen. The file may then be copied
-// to hosts of the same byte order and opened there with ReadOnly. Freeze
+// to hosts of the same byte order and opened there with WithReadOnly. Freeze
 // flushes the file (Sync).
 func (b *CountingBloom) freeze() error {
 	err := b.exclusive("freeze", func() error {

@@ -226,7 +226,7 @@ func TestCountingBloom_Views(t *testing.T) {
 	}
 	defer b.Close()
 	b.Add([]byte("x"))
-	ro, err := OpenCountingBloom(Path(path), CountingBloomConfig{}, ReadOnly())
+	ro, err := OpenCountingBloom(Path(path), CountingBloomConfig{}, WithReadOnly())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -315,7 +315,7 @@ func newCountMin(m *mapping) (*CountMin, error) {
 // Freeze seals the file for good: from then on every mutator of every
 // handle on it, in every process, returns ErrFrozen, and a read-write open
 // of it is refused with ErrFrozen. A sealed file may be copied to another
-// host of the same byte order and opened there with ReadOnly (the
+// host of the same byte order and opened there with WithReadOnly (the
 // freeze-and-ship of the seed); a collector merges such copies. Adds are
 // lock-free, so an add that another process started just before Freeze
 // may still land after it returns: freeze once the writers have stopped

@@ -278,7 +278,7 @@ func TestDistinct_States(t *testing.T) {
 	addRange(t, d, 0, 100)
 	want := d.Count()
 
-	ro := mustIn(t, OpenDistinct, Path(path), DistinctConfig{}, ReadOnly())
+	ro := mustIn(t, OpenDistinct, Path(path), DistinctConfig{}, WithReadOnly())
 	if err := ro.AddString("z"); !errors.Is(err, ErrReadOnly) {
 		t.Errorf("read-only Add = %v, want ErrReadOnly", err)
 	}

@@ -83,7 +83,7 @@ func WithoutCreate() Option {
 	return func(o *options) { o.noCreate = true }
 }
 
-// ReadOnly opens a structure for reading only: the file is opened O_RDONLY
+// WithReadOnly opens a structure for reading only: the file is opened O_RDONLY
 // and mapped PROT_READ, nothing is created or adopted, and no lock is
 // taken, so it works on a file the caller may only read (0644, another
 // user's, a read-only filesystem) and on a sealed file (Freeze), while
@@ -93,7 +93,7 @@ func WithoutCreate() Option {
 // user's file with holes is still refused (ErrSparse): faulting them in
 // would cost more than the reader. Every mutator of a read-only handle
 // returns ErrReadOnly.
-func ReadOnly() Option {
+func WithReadOnly() Option {
 	return func(o *options) { o.readOnly = true }
 }
 

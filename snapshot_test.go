@@ -265,11 +265,11 @@ func TestSnapshot_PathIsSealedFile(t *testing.T) {
 			var ro snapStructure
 			switch kindOf.name {
 			case "countmin":
-				ro, err = adapt(OpenCountMin(Path(path), CountMinConfig{}, ReadOnly()))
+				ro, err = adapt(OpenCountMin(Path(path), CountMinConfig{}, WithReadOnly()))
 			case "bloom":
-				ro, err = adapt(OpenBloom(Path(path), BloomConfig{}, ReadOnly()))
+				ro, err = adapt(OpenBloom(Path(path), BloomConfig{}, WithReadOnly()))
 			case "countingbloom":
-				ro, err = adapt(OpenCountingBloom(Path(path), CountingBloomConfig{}, ReadOnly()))
+				ro, err = adapt(OpenCountingBloom(Path(path), CountingBloomConfig{}, WithReadOnly()))
 			}
 			if err != nil {
 				t.Fatalf("read-only open of the snapshot: %v", err)
@@ -306,7 +306,7 @@ func TestSnapshot_Refused(t *testing.T) {
 		{"existing path", Path(existing), nil, fs.ErrExist},
 		{"empty path", Path(""), nil, ErrInvalidArgument},
 		{"other seed", Memory(), []Option{WithSeed(c.Seed() + 1)}, ErrInvalidConfig},
-		{"read-only", Memory(), []Option{ReadOnly()}, ErrInvalidConfig},
+		{"read-only", Memory(), []Option{WithReadOnly()}, ErrInvalidConfig},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cp, err := c.Snapshot(tc.at, tc.opts...)
@@ -558,7 +558,7 @@ func TestSnapshot_Arena(t *testing.T) {
 	}
 	cp.Close()
 	// Reopened from its path, read-only, as a collector would.
-	ro := mustOpenArena(t, path, 0, ReadOnly())
+	ro := mustOpenArena(t, path, 0, WithReadOnly())
 	if !ro.Frozen() {
 		t.Error("the arena's snapshot is not frozen")
 	}

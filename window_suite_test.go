@@ -597,7 +597,7 @@ func TestWindows_ViewsAndClose(t *testing.T) {
 			errs["Rotate"], errs["Freeze"] = w.Rotate(), w.Freeze()
 			return errs
 		}
-		ro := mustOpenKind(t, k, Path(path), win, exactCfgs, ReadOnly())
+		ro := mustOpenKind(t, k, Path(path), win, exactCfgs, WithReadOnly())
 		if got, absent := ro.countString("k"), ro.countString("absent"); got != k.counts(7) || absent != 0 {
 			t.Errorf("read-only count(k), count(absent) = %d, %d; want %d, 0", got, absent, k.counts(7))
 		}

@@ -241,7 +241,7 @@ func entryPlace(a *sketch.Arena, path, name string) place {
 // read-write without creating (create makes new ones), trusting the
 // owners named with --owner.
 func fileOpts(readWrite bool) []sketch.Option {
-	opts := []sketch.Option{sketch.ReadOnly()}
+	opts := []sketch.Option{sketch.WithReadOnly()}
 	if readWrite {
 		opts = []sketch.Option{sketch.WithoutCreate()}
 	}

@@ -317,7 +317,7 @@ func opensOf(dir string, foreign bool) boOpensResult {
 			opts := []sketch.Option{sketch.WithoutCreate()}
 			mode := "read-write"
 			if ro {
-				opts, mode = append(opts, sketch.ReadOnly()), "read-only"
+				opts, mode = append(opts, sketch.WithReadOnly()), "read-only"
 			}
 			for _, kind := range boKinds {
 				var want error = sketch.ErrByteOrder
