@@ -25,7 +25,7 @@ type CountingBloomConfig struct {
 	FPRate float64 `json:"fp_rate"`
 	// Seed is the hash seed; zero means random at create and any on
 	// attach, as for CountMinConfig.
-	Seed uint64
+	Seed uint64 `json:"seed"`
 }
 
 const (

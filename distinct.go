@@ -30,7 +30,7 @@ type DistinctConfig struct {
 	// Seed is the hash seed of the default profile; zero means random at
 	// create and any on attach, as for CountMinConfig. The Redis profile
 	// ignores it.
-	Seed uint64 `json:"seed,omitempty"`
+	Seed uint64 `json:"seed"`
 }
 
 // distinctDefaultP is the precision of the zero config.
