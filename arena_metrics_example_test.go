@@ -63,7 +63,7 @@ func ExampleArena_Metrics() {
 		case "countmin":
 			fmt.Printf("%s (%s): total %v, error bound %v\n", s.Name, s.Kind, s.Stats["total"], s.Stats["error_bound"])
 		case "countingbloom":
-			fmt.Printf("%s (%s): %v counters set\n", s.Name, s.Kind, s.Stats["counters_set"])
+			fmt.Printf("%s (%s): %v counters set\n", s.Name, s.Kind, s.Stats["set"])
 		}
 	}
 	// Output:

@@ -155,7 +155,7 @@ func validateCountingBloomEntry(e entry) error {
 // probability about FPRate at Capacity items. Counters saturate at 15 and
 // stick there.
 //
-// Contains, Estimate, Count and Stats take no lock. Add and AddBatch take the
+// Contains, Estimate and Stats take no lock. Add and AddBatch take the
 // file's read lock (so many processes add at once), Remove, Reset, Merge
 // and Freeze its write lock; a process killed holding either is recovered
 // from within about 10 ms (docs/DESIGN.md).
@@ -168,15 +168,25 @@ type CountingBloom struct {
 }
 
 // CountingBloomStats describes a counting Bloom filter at one moment.
+// Set, Fill and Estimated have BloomStats' names and meanings, counted in
+// counters instead of bits, with one difference: a removed item leaves
+// them, so they describe the items present now rather than every key
+// ever added.
 type CountingBloomStats struct {
-	Capacity    uint64  `json:"capacity"`     // items it was sized for
-	FPRate      float64 `json:"fp_rate"`      // false-positive rate at Capacity
-	Counters    uint64  `json:"counters"`     // m, a power of two
-	Hashes      int     `json:"hashes"`       // k
-	CountersSet uint64  `json:"counters_set"` // counters above zero
-	Count       float64 `json:"count"`        // estimated distinct items present (MaxFloat64 when full)
-	FillRatio   float64 `json:"fill_ratio"`   // CountersSet / Counters
-	Ops         uint64  `json:"ops"`          // write-path calls, in every process
+	Capacity uint64  `json:"capacity"` // items it was sized for
+	FPRate   float64 `json:"fp_rate"`  // false-positive rate at Capacity
+	Counters uint64  `json:"counters"` // m, a power of two
+	Hashes   int     `json:"hashes"`   // k
+	// Set is the counters above zero, counted by walking the whole array.
+	Set uint64 `json:"set"`
+	// Fill is Set / Counters: near one half at Capacity. The rate a
+	// Contains sees grows with it, fast past Capacity.
+	Fill float64 `json:"fill"`
+	// Estimated is the number of distinct items present (added and not
+	// removed), estimated from the fill: -m/k · ln(1 - Fill). It degrades
+	// as the filter saturates (MaxFloat64 when every counter is set).
+	Estimated float64 `json:"estimated"`
+	Ops       uint64  `json:"ops"` // write-path calls, in every process
 	FileStats
 }
 
@@ -506,12 +516,12 @@ func (b *CountingBloom) Stats() CountingBloomStats {
 	s.Capacity = b.m.ent.params[0]
 	s.FPRate = b.Config().FPRate
 	s.Bytes = b.m.ownBytes()
-	s.CountersSet = b.core.countSet(&b.l)
-	s.Count = b.count(s.CountersSet)
-	if math.IsInf(s.Count, 1) {
-		s.Count = math.MaxFloat64 // every counter set; JSON has no infinity
+	s.Set = b.core.countSet(&b.l)
+	s.Estimated = b.count(s.Set)
+	if math.IsInf(s.Estimated, 1) {
+		s.Estimated = math.MaxFloat64 // every counter set; JSON has no infinity
 	}
-	s.FillRatio = float64(s.CountersSet) / float64(s.Counters)
+	s.Fill = float64(s.Set) / float64(s.Counters)
 	s.Ops = b.l.ops()
 	s.Frozen = atomic.LoadUint32(b.sealed) != 0
 	if !b.open.Load() {

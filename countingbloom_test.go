@@ -88,7 +88,7 @@ func TestCountingBloom_Oracles(t *testing.T) {
 	if rate > 1.5*p {
 		t.Errorf("false-positive rate %.4f, more than 1.5x the target %.4f", rate, p)
 	}
-	if c := b.Stats().Count; math.Abs(c-n)/n > 0.05 {
+	if c := b.Stats().Estimated; math.Abs(c-n)/n > 0.05 {
 		t.Errorf("Count() = %.0f, want within 5%% of %d", c, n)
 	}
 	st := b.Stats()
@@ -121,8 +121,8 @@ func TestCountingBloom_AddRemove(t *testing.T) {
 			t.Fatalf("third Remove(%q) removed something", k)
 		}
 	}
-	if st := b.Stats(); st.CountersSet != 0 {
-		t.Errorf("after removing everything, %d counters are set", st.CountersSet)
+	if st := b.Stats(); st.Set != 0 {
+		t.Errorf("after removing everything, %d counters are set", st.Set)
 	}
 	hot := []byte("hot")
 	for range 20 {
@@ -172,8 +172,8 @@ func TestCountingBloom_MergeAndClear(t *testing.T) {
 	if err := a.Reset(); err != nil {
 		t.Fatal(err)
 	}
-	if st := a.Stats(); st.CountersSet != 0 || a.Contains(cbfKey("a", 1)) {
-		t.Errorf("after Clear: %d counters set", st.CountersSet)
+	if st := a.Stats(); st.Set != 0 || a.Contains(cbfKey("a", 1)) {
+		t.Errorf("after Clear: %d counters set", st.Set)
 	}
 }
 
@@ -322,7 +322,7 @@ func TestCountingBloom_StatsVar(t *testing.T) {
 		if err := json.Unmarshal([]byte(h.StatsVar().String()), &got); err != nil {
 			t.Fatalf("StatsVar().String() = %s: not JSON: %v", h.StatsVar(), err)
 		}
-		keys := []string{"capacity", "fp_rate", "counters", "hashes", "counters_set", "count", "fill_ratio", "ops", "bytes", "frozen", "read_only", "closed"}
+		keys := []string{"capacity", "fp_rate", "counters", "hashes", "set", "fill", "estimated", "ops", "bytes", "frozen", "read_only", "closed"}
 		if h.m == nil {
 			keys = []string{"closed"} // a zero value has no kind to describe
 		}

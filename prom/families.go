@@ -126,8 +126,8 @@ func samplesOf(stats any) (sketch.Kind, []sample, bool) {
 	case sketch.CountingBloomStats:
 		return sketch.KindCountingBloom, append(fileSamples(s.FileStats),
 			sample{f: fWrites, v: float64(s.Ops)},
-			sample{f: fFill, v: s.FillRatio},
-			sample{f: fItems, v: s.Count}), true
+			sample{f: fFill, v: s.Fill},
+			sample{f: fItems, v: s.Estimated}), true
 	case sketch.CountMinWindowStats:
 		return sketch.KindCountMinWindow, append(append(fileSamples(s.FileStats),
 			sample{f: fAdds, v: float64(s.Adds)},

@@ -151,7 +151,7 @@
 //     "closed"), BloomStats ("bits", "hashes", "capacity", "fp_rate",
 //     "set", "fill", "estimated", "added", "seen", "bytes", "frozen",
 //     "read_only", "closed"), CountingBloomStats ("capacity", "fp_rate",
-//     "counters", "hashes", "counters_set", "count", "fill_ratio", "ops",
+//     "counters", "hashes", "set", "fill", "estimated", "ops",
 //     "bytes", "frozen", "read_only", "closed"), CountMinWindowStats
 //     ("rows", "width", "period" in nanoseconds, "keep", "current",
 //     "oldest", "start", "rotations", "turns", "adds", "total",

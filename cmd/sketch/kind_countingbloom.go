@@ -83,8 +83,8 @@ func (s *countingBloom) query(keys [][]byte) []answer {
 
 func (s *countingBloom) stats() ([][2]string, any) {
 	st := s.Stats()
-	count := fmt.Sprintf("%.0f", st.Count)
-	if st.CountersSet == st.Counters {
+	count := fmt.Sprintf("%.0f", st.Estimated)
+	if st.Set == st.Counters {
 		count = "every counter is set: the filter is full"
 	}
 	return [][2]string{
@@ -93,8 +93,8 @@ func (s *countingBloom) stats() ([][2]string, any) {
 		{"fp rate", fmt.Sprintf("%g at capacity", st.FPRate)},
 		{"shape", fmt.Sprintf("%d counters, %s", st.Counters, plural(st.Hashes, "hash", "hashes"))},
 		{"bytes", fmt.Sprint(st.Bytes)},
-		{"counters set", fmt.Sprint(st.CountersSet)},
-		{"fill", percent(st.FillRatio)},
+		{"counters set", fmt.Sprint(st.Set)},
+		{"fill", percent(st.Fill)},
 		{"items (estimated)", count},
 		{"operations", fmt.Sprint(st.Ops)},
 		{"frozen", yesNo(st.Frozen)},
@@ -103,12 +103,12 @@ func (s *countingBloom) stats() ([][2]string, any) {
 
 func (s *countingBloom) summary() string {
 	st := s.Stats()
-	return fmt.Sprintf("about %s, fill %s", plural(uint64(math.Round(st.Count)), "item", "items"), percent(st.FillRatio))
+	return fmt.Sprintf("about %s, fill %s", plural(uint64(math.Round(st.Estimated)), "item", "items"), percent(st.Fill))
 }
 
 func (s *countingBloom) sample() sample {
 	st := s.Stats()
-	return sample{Total: st.Ops, Fill: &st.FillRatio, Count: &st.Count, Frozen: st.Frozen, what: "operations"}
+	return sample{Total: st.Ops, Fill: &st.Fill, Count: &st.Estimated, Frozen: st.Frozen, what: "operations"}
 }
 
 func (s *countingBloom) merge(src structure) error {
