@@ -168,7 +168,7 @@ type BloomWindowStats struct {
 	// clock (see Window).
 	Turns uint64 `json:"turns"`
 	// Adds is the adds since the window was made, in every process,
-	// periods that left the window included (each slot's Added plus Seen,
+	// periods that left the window included (each slot's Adds,
 	// and what its earlier periods took): a monotonic count
 	// (see Window).
 	Adds uint64 `json:"adds"`
@@ -195,10 +195,11 @@ type BloomWindowSlotStats struct {
 	// Rate is the filter's modelled false-positive rate at the estimated
 	// load (1 when every bit is set).
 	Rate float64 `json:"rate"`
-	// Added and Seen count the adds to the slot that set a bit and that
-	// found every bit already set in it.
-	Added uint64 `json:"added"`
-	Seen  uint64 `json:"seen"`
+	// Adds counts the adds to the slot since it was cleared for its
+	// period, and AddsPresent the part of them that found every bit
+	// already set, as BloomStats has them.
+	Adds        uint64 `json:"adds"`
+	AddsPresent uint64 `json:"adds_present"`
 }
 
 // OpenBloomWindow opens the Bloom window at a place (see Place), creating
@@ -609,7 +610,8 @@ func (w *BloomWindow) Stats() BloomWindowStats {
 		default:
 			sl.Rate = bloomFP(sl.Estimated/float64(l.blocks), l.k)
 		}
-		sl.Added, sl.Seen = l.counts()
+		added, seen := l.counts()
+		sl.Adds, sl.AddsPresent = added+seen, seen
 		if sl.State == "current" || sl.State == "window" {
 			miss *= 1 - sl.Rate
 		}
@@ -681,8 +683,8 @@ func (w *BloomWindow) Snapshot(at Place, opts ...Option) (*Bloom, error) {
 // periods' filters, and returns it frozen and read-only with the periods
 // it covers. It has the window's filter's bits, hashes and seed, so that
 // it merges (Bloom.Merge) with the snapshots of other hosts' windows and
-// with plain filters of that config; its Added and Seen are the covered
-// periods' sums.
+// with plain filters of that config; its Adds and AddsPresent are the
+// covered periods' sums.
 //
 // The copy answers true for every key whose add returned, in any process,
 // before the call, in a period it covers (no false negative); its

@@ -177,9 +177,9 @@ func TestBloomWindow_RotateExact(t *testing.T) {
 							continue
 						}
 						f := model.filter(sl.Period)
-						if uint64(i) != sl.Period%uint64(keep+1) || sl.Set != f.set() || sl.Added != f.added || sl.Seen != f.seen {
-							t.Fatalf("round %d: slot %d of period %d: %d set, %d added, %d seen; model %d, %d, %d",
-								round, i, sl.Period, sl.Set, sl.Added, sl.Seen, f.set(), f.added, f.seen)
+						if uint64(i) != sl.Period%uint64(keep+1) || sl.Set != f.set() || sl.Adds != f.added+f.seen || sl.AddsPresent != f.seen {
+							t.Fatalf("round %d: slot %d of period %d: %d set, %d adds, %d present; model %d, %d, %d",
+								round, i, sl.Period, sl.Set, sl.Adds, sl.AddsPresent, f.set(), f.added+f.seen, f.seen)
 						}
 					}
 					if err := w.Rotate(); err != nil {

@@ -186,7 +186,10 @@ type CountingBloomStats struct {
 	// removed), estimated from the fill: -m/k · ln(1 - Fill). It degrades
 	// as the filter saturates (MaxFloat64 when every counter is set).
 	Estimated float64 `json:"estimated"`
-	Ops       uint64  `json:"ops"` // write-path calls, in every process
+	// Adds counts the adds since the filter was made or last Reset, in
+	// every process: each Add, each key of an AddBatch, each AddIfAbsent
+	// that added. Remove does not lower it, nor does Merge change it.
+	Adds uint64 `json:"adds"`
 	FileStats
 }
 
@@ -272,7 +275,7 @@ func (b *CountingBloom) AddBatch(keys [][]byte, already []bool) error {
 	if _, err := b.core.addMany(&b.l, b.lk, b.sealed, keys, already); err != nil {
 		return b.m.errorf("add", err)
 	}
-	b.l.countOps(b.stripe)
+	b.countAdds(uint64(len(keys)))
 	runtime.KeepAlive(b)
 	return b.after("add")
 }
@@ -342,6 +345,7 @@ func (b *CountingBloom) AddIfAbsent(key []byte) (added bool, err error) {
 	err = b.exclusive("add", func() error {
 		if !b.l.containsHashed(h1, hi) {
 			b.l.addHashed(h1, hi)
+			b.l.countOps(b.stripe)
 			added = true
 		}
 		return nil
@@ -376,7 +380,6 @@ func (b *CountingBloom) Remove(key []byte) (removed bool, err error) {
 		return false, b.m.errorf("remove", ErrFrozen)
 	}
 	removed = b.l.removeHashed(h1, hi)
-	b.l.countOps(b.stripe)
 	if err := b.lk.unlock(); err != nil {
 		return removed, b.m.errorf("remove", err)
 	}
@@ -392,6 +395,7 @@ func (b *CountingBloom) RemoveString(key string) (bool, error) {
 func (b *CountingBloom) Reset() error {
 	return b.exclusive("clear", func() error {
 		b.core.clear(&b.l)
+		b.resetAdds()
 		return nil
 	})
 }
@@ -471,7 +475,7 @@ func (b *CountingBloom) freeze() error {
 }
 
 // exclusive runs f under the write lock, unless the handle may not mutate
-// or the file is sealed, and counts the operation.
+// or the file is sealed.
 func (b *CountingBloom) exclusive(op string, f func() error) error {
 	if err := b.refuse(op); err != nil {
 		return err
@@ -484,7 +488,6 @@ func (b *CountingBloom) exclusive(op string, f func() error) error {
 		return b.m.errorf(op, ErrFrozen)
 	}
 	err := f()
-	b.l.countOps(b.stripe)
 	if uerr := b.lk.unlock(); uerr != nil && err == nil {
 		err = uerr
 	}
@@ -492,6 +495,20 @@ func (b *CountingBloom) exclusive(op string, f func() error) error {
 		return b.m.errorf(op, err)
 	}
 	return b.after(op)
+}
+
+// countAdds adds n to the add count, in the handle's stripe (the single
+// adds count theirs with countOps, one at a time).
+func (b *CountingBloom) countAdds(n uint64) {
+	atomic.AddUint64((*uint64)(unsafe.Add(b.l.stripes, (b.stripe%stripeCount)*stripeBytes)), n)
+}
+
+// resetAdds zeroes the add count's stripes; Reset calls it under the
+// write lock, after the counters.
+func (b *CountingBloom) resetAdds() {
+	for i := 0; i < stripeCount; i++ {
+		atomic.StoreUint64((*uint64)(unsafe.Add(b.l.stripes, i*stripeBytes)), 0)
+	}
 }
 
 func (b *CountingBloom) count(set uint64) float64 {
@@ -522,7 +539,7 @@ func (b *CountingBloom) Stats() CountingBloomStats {
 		s.Estimated = math.MaxFloat64 // every counter set; JSON has no infinity
 	}
 	s.Fill = float64(s.Set) / float64(s.Counters)
-	s.Ops = b.l.ops()
+	s.Adds = b.l.ops()
 	s.Frozen = atomic.LoadUint32(b.sealed) != 0
 	if !b.open.Load() {
 		return CountingBloomStats{Counters: s.Counters, Hashes: s.Hashes, FileStats: FileStats{ReadOnly: b.ReadOnly(), Closed: true}}
@@ -590,8 +607,7 @@ func (b *CountingBloom) Snapshot(at Place, opts ...Option) (*CountingBloom, erro
 	return finishSnapshot(&b.Handle, m, err, newCountingBloom)
 }
 
-// copyRegion copies the filter's region, its operation count and
-// counters, into dst under the read lock (none on a read-only handle),
+// copyRegion copies the filter's region, its add count and counters, into dst under the read lock (none on a read-only handle),
 // or fails with the lock's ErrTimeout.
 func (b *CountingBloom) copyRegion(dst []byte) error {
 	if b.lk != nil {

@@ -92,8 +92,40 @@ func TestCountingBloom_Oracles(t *testing.T) {
 		t.Errorf("Count() = %.0f, want within 5%% of %d", c, n)
 	}
 	st := b.Stats()
-	if st.Capacity != n || st.FPRate != p || st.Counters != 1<<20 || st.Hashes != 7 || st.Ops != adds {
+	if st.Capacity != n || st.FPRate != p || st.Counters != 1<<20 || st.Hashes != 7 || st.Adds != adds {
 		t.Errorf("Stats() = %+v", st)
+	}
+}
+
+// TestCountingBloom_StatsAdds: Stats().Adds counts each Add, each key of
+// an AddBatch and each AddIfAbsent that added, as BloomStats.Adds does;
+// Remove, Merge and a refused AddIfAbsent leave it, and Reset zeroes it.
+func TestCountingBloom_StatsAdds(t *testing.T) {
+	b := mustCBF(t, CountingBloomConfig{Capacity: 1000, FPRate: 0.01, Seed: 5})
+	other := mustCBF(t, CountingBloomConfig{Capacity: 1000, FPRate: 0.01, Seed: 5})
+	other.AddString("elsewhere")
+	steps := []struct {
+		name string
+		do   func() error
+		want uint64
+	}{
+		{"Add", func() error { _, err := b.AddString("a"); return err }, 1},
+		{"Add again", func() error { _, err := b.AddString("a"); return err }, 2},
+		{"AddBatch of 3", func() error { return b.AddBatch([][]byte{[]byte("b"), []byte("c"), []byte("a")}, nil) }, 5},
+		{"AddIfAbsent, absent", func() error { _, err := b.AddIfAbsentString("d"); return err }, 6},
+		{"AddIfAbsent, present", func() error { _, err := b.AddIfAbsentString("d"); return err }, 6},
+		{"Remove", func() error { _, err := b.RemoveString("a"); return err }, 6},
+		{"Merge", func() error { return b.Merge(other) }, 6},
+		{"Reset", b.Reset, 0},
+		{"Add after Reset", func() error { _, err := b.AddString("e"); return err }, 1},
+	}
+	for _, st := range steps {
+		if err := st.do(); err != nil {
+			t.Fatalf("%s: %v", st.name, err)
+		}
+		if got := b.Stats().Adds; got != st.want {
+			t.Fatalf("after %s: Stats().Adds = %d, want %d", st.name, got, st.want)
+		}
 	}
 }
 
@@ -322,7 +354,7 @@ func TestCountingBloom_StatsVar(t *testing.T) {
 		if err := json.Unmarshal([]byte(h.StatsVar().String()), &got); err != nil {
 			t.Fatalf("StatsVar().String() = %s: not JSON: %v", h.StatsVar(), err)
 		}
-		keys := []string{"capacity", "fp_rate", "counters", "hashes", "set", "fill", "estimated", "ops", "bytes", "frozen", "read_only", "closed"}
+		keys := []string{"capacity", "fp_rate", "counters", "hashes", "set", "fill", "estimated", "adds", "bytes", "frozen", "read_only", "closed"}
 		if h.m == nil {
 			keys = []string{"closed"} // a zero value has no kind to describe
 		}

@@ -198,11 +198,11 @@ func TestDistinct_CountCached(t *testing.T) {
 	}
 	// A counted change reaches the first handle too.
 	for i := 500; ; i++ {
-		before := d.Stats().Changes
+		before := d.Stats().RegisterChanges
 		if err := other.Add(distinctKey(i)); err != nil {
 			t.Fatal(err)
 		}
-		if d.Stats().Changes != before {
+		if d.Stats().RegisterChanges != before {
 			break
 		}
 	}

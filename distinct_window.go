@@ -160,13 +160,12 @@ type DistinctWindowStats struct {
 	// Turns is how many times the period turned, by Rotate or by the
 	// clock (see Window).
 	Turns uint64 `json:"turns"`
-	// Changes is how many adds raised a register since the window was
-	// made, in every process, periods that left the window included: a
-	// monotonic count (see Window). It is not the number of adds: an
-	// add that raises no register leaves no trace, and counting every
-	// add would cost each one an atomic add on a line every process
-	// shares.
-	Changes uint64 `json:"changes"`
+	// RegisterChanges is how many adds raised a register since the
+	// window was made, in every process, periods that left the window
+	// included: a monotonic count (see Window). It is not an add count,
+	// which a distinct window does not keep (no Adds), as DistinctStats
+	// says.
+	RegisterChanges uint64 `json:"register_changes"`
 	// Slots describes each slot.
 	Slots []DistinctWindowSlotStats `json:"slots"`
 	FileStats
@@ -181,10 +180,10 @@ type DistinctWindowSlotStats struct {
 	Period uint64 `json:"period"`
 	// Estimate is the slot's own count: the distinct keys of its period.
 	Estimate float64 `json:"estimate"`
-	// Zero is how many of its registers are zero, and Changes how many
-	// adds raised one of them.
-	Zero    uint64 `json:"zero"`
-	Changes uint64 `json:"changes"`
+	// Zero is how many of its registers are zero, and RegisterChanges
+	// how many adds raised one of them.
+	Zero            uint64 `json:"zero"`
+	RegisterChanges uint64 `json:"register_changes"`
 }
 
 // OpenDistinctWindow opens the distinct window at a place (see Place),
@@ -454,13 +453,13 @@ func (w *DistinctWindow) Stats() DistinctWindowStats {
 	}
 	wp := w.periods()
 	s.Current, s.Oldest, s.Rotations, s.Start = wp.current, wp.oldest, wp.rotations, wp.start
-	s.Turns, s.Changes = w.ctl.turns(), w.ctl.adds()
+	s.Turns, s.RegisterChanges = w.ctl.turns(), w.ctl.adds()
 	s.Estimate, _ = w.estimate()
 	for i := range w.slots {
 		l := &w.slots[i]
 		var sl DistinctWindowSlotStats
 		sl.State, sl.Period = w.slotState(uint64(i), wp)
-		sl.Changes = atomic.LoadUint64(l.changes)
+		sl.RegisterChanges = atomic.LoadUint64(l.changes)
 		var h [66]uint64
 		l.histogram(&h)
 		sl.Zero = h[0]

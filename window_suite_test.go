@@ -360,7 +360,7 @@ func (w bloomWindow) stats() windowStats {
 	ws := windowStats{current: st.Current, oldest: st.Oldest, rotations: st.Rotations, frozen: st.Frozen,
 		closed: st.Closed, closedAnswers: st.CheckRate == 1 && len(st.Slots) == 0}
 	for _, sl := range st.Slots {
-		ws.slots = append(ws.slots, slotStats{state: sl.State, period: sl.Period, counted: sl.Added, seen: sl.Seen, empty: sl.Set == 0})
+		ws.slots = append(ws.slots, slotStats{state: sl.State, period: sl.Period, counted: sl.Adds - sl.AddsPresent, seen: sl.AddsPresent, empty: sl.Set == 0})
 	}
 	return ws
 }

@@ -45,7 +45,7 @@ func coveredAdds(st sketch.BloomWindowStats) uint64 {
 	var n uint64
 	for _, sl := range st.Slots {
 		if sl.State == "current" || sl.State == "window" {
-			n += sl.Added + sl.Seen
+			n += sl.Adds
 		}
 	}
 	return n

@@ -149,9 +149,9 @@
 //     CountMinStats ("rows", "width", "bytes", "total", "adds",
 //     "error_bound", "error_rate", "confidence", "frozen", "read_only",
 //     "closed"), BloomStats ("bits", "hashes", "capacity", "fp_rate",
-//     "set", "fill", "estimated", "added", "seen", "bytes", "frozen",
+//     "set", "fill", "estimated", "adds", "adds_present", "bytes", "frozen",
 //     "read_only", "closed"), CountingBloomStats ("capacity", "fp_rate",
-//     "counters", "hashes", "set", "fill", "estimated", "ops",
+//     "counters", "hashes", "set", "fill", "estimated", "adds",
 //     "bytes", "frozen", "read_only", "closed"), CountMinWindowStats
 //     ("rows", "width", "period" in nanoseconds, "keep", "current",
 //     "oldest", "start", "rotations", "turns", "adds", "total",
@@ -161,9 +161,9 @@
 //     "capacity", "fp_rate", each period's filter's, "period" in
 //     nanoseconds, "keep", "current", "oldest", "start", "rotations",
 //     "turns", "adds", "check_rate", "slots": [{"state", "period", "set", "fill",
-//     "estimated", "rate", "added", "seen"}], "bytes", "frozen",
+//     "estimated", "rate", "adds", "adds_present"}], "bytes", "frozen",
 //     "read_only", "closed") or DistinctStats ("precision", "registers",
-//     "redis", "estimate", "std_error", "zero", "changes", "bytes",
+//     "redis", "estimate", "std_error", "zero", "register_changes", "bytes",
 //     "frozen", "read_only", "closed"). A structure's "bytes" is its whole
 //     file's.
 //   - inspect: the library's FileInfo: {"path", "format_version",

@@ -96,7 +96,7 @@ func (s *countingBloom) stats() ([][2]string, any) {
 		{"counters set", fmt.Sprint(st.Set)},
 		{"fill", percent(st.Fill)},
 		{"items (estimated)", count},
-		{"operations", fmt.Sprint(st.Ops)},
+		{"adds", fmt.Sprintf("%d (since made or reset)", st.Adds)},
 		{"frozen", yesNo(st.Frozen)},
 	}, st
 }
@@ -108,7 +108,7 @@ func (s *countingBloom) summary() string {
 
 func (s *countingBloom) sample() sample {
 	st := s.Stats()
-	return sample{Total: st.Ops, Fill: &st.Fill, Count: &st.Estimated, Frozen: st.Frozen, what: "operations"}
+	return sample{Total: st.Adds, Fill: &st.Fill, Count: &st.Estimated, Frozen: st.Frozen, what: "adds"}
 }
 
 func (s *countingBloom) merge(src structure) error {

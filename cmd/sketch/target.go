@@ -193,9 +193,9 @@ type rotator interface {
 // sample is what watch shows: a total that grows with the structure's
 // writes, and what the kind adds to it.
 type sample struct {
-	// Total is everything counted (Count-Min), the adds (Bloom), the write
-	// operations (counting Bloom), or what the periods a window covers
-	// counted, which drops as old periods leave it.
+	// Total is everything counted (Count-Min), the adds (Bloom and counting
+	// Bloom filters), or what the periods a window covers counted, which
+	// drops as old periods leave it.
 	Total uint64 `json:"total"`
 	// Adds is a Count-Min or Bloom window's adds since it was made, which
 	// only grows (Total drops as periods leave): watch's rate is of it.
