@@ -5,7 +5,6 @@ import (
 	"math"
 	"sync"
 	"sync/atomic"
-	"time"
 	"unsafe"
 )
 
@@ -152,21 +151,9 @@ type BloomWindowStats struct {
 	Hashes   int     `json:"hashes"`
 	Capacity uint64  `json:"capacity"`
 	FPRate   float64 `json:"fp_rate"`
-	// Period and Keep are the window's.
-	Period time.Duration `json:"period"`
-	Keep   int           `json:"keep"`
-	// Current is the period adds go to now, and Oldest the first period
-	// Contains covers: it covers Oldest to Current.
-	Current uint64 `json:"current"`
-	Oldest  uint64 `json:"oldest"`
-	// Start is when the current period started by the clock (Period > 0
-	// and no Rotate), else zero.
-	Start time.Time `json:"start,omitempty"`
-	// Rotations is how many times Rotate turned the period.
-	Rotations uint64 `json:"rotations"`
-	// Turns is how many times the period turned, by Rotate or by the
-	// clock (see Window).
-	Turns uint64 `json:"turns"`
+	// WindowStats are the window's periods: Contains covers Oldest to
+	// Current.
+	WindowStats
 	// Adds is the adds since the window was made, in every process,
 	// periods that left the window included (each slot's Adds,
 	// and what its earlier periods took): a monotonic count
@@ -577,12 +564,11 @@ func (w *BloomWindow) Hashes() int {
 // in a loop.
 func (w *BloomWindow) Stats() BloomWindowStats {
 	s := BloomWindowStats{
-		Bits:      w.Bits(),
-		Hashes:    w.Hashes(),
-		Capacity:  w.Config().Bloom.Capacity,
-		Period:    w.win.Period,
-		Keep:      w.win.Keep,
-		FileStats: FileStats{ReadOnly: w.ReadOnly()},
+		Bits:        w.Bits(),
+		Hashes:      w.Hashes(),
+		Capacity:    w.Config().Bloom.Capacity,
+		WindowStats: WindowStats{Period: w.win.Period, Keep: w.win.Keep},
+		FileStats:   FileStats{ReadOnly: w.ReadOnly()},
 	}
 	if w.m != nil {
 		s.FPRate = w.Config().Bloom.FPRate
@@ -592,8 +578,7 @@ func (w *BloomWindow) Stats() BloomWindowStats {
 		return w.closedStats(s)
 	}
 	wp := w.periods()
-	s.Current, s.Oldest, s.Rotations, s.Start = wp.current, wp.oldest, wp.rotations, wp.start
-	s.Turns, s.Adds = w.ctl.turns(), w.ctl.adds()
+	s.WindowStats, s.Adds = wp, w.ctl.adds()
 	miss := 1.0 // the chance that no covered slot finds an absent key
 	for i := range w.slots {
 		l := &w.slots[i]
@@ -627,7 +612,7 @@ func (w *BloomWindow) Stats() BloomWindowStats {
 
 func (w *BloomWindow) closedStats(s BloomWindowStats) BloomWindowStats {
 	return BloomWindowStats{Bits: s.Bits, Hashes: s.Hashes, Capacity: s.Capacity, FPRate: s.FPRate,
-		Period: s.Period, Keep: s.Keep, CheckRate: 1, FileStats: FileStats{Bytes: s.Bytes, ReadOnly: w.ReadOnly(), Closed: true}}
+		WindowStats: WindowStats{Period: s.Period, Keep: s.Keep}, CheckRate: 1, FileStats: FileStats{Bytes: s.Bytes, ReadOnly: w.ReadOnly(), Closed: true}}
 }
 
 // Close stops the handle's clock and releases the descriptor, the lock's

@@ -164,21 +164,9 @@ type CountMinWindowStats struct {
 	// Rows and Width are each slot's shape.
 	Rows  int `json:"rows"`
 	Width int `json:"width"`
-	// Period and Keep are the window's.
-	Period time.Duration `json:"period"`
-	Keep   int           `json:"keep"`
-	// Current is the period adds go to now, and Oldest the first period
-	// estimates cover: they cover Oldest to Current.
-	Current uint64 `json:"current"`
-	Oldest  uint64 `json:"oldest"`
-	// Start is when the current period started by the clock (Period > 0
-	// and no Rotate), else zero.
-	Start time.Time `json:"start,omitempty"`
-	// Rotations is how many times Rotate turned the period.
-	Rotations uint64 `json:"rotations"`
-	// Turns is how many times the period turned, by Rotate or by the
-	// clock (see Window).
-	Turns uint64 `json:"turns"`
+	// WindowStats are the window's periods: estimates cover Oldest to
+	// Current.
+	WindowStats
 	// Adds is everything counted since the window was made, in every
 	// process (n for AddN), periods that left the window included: a
 	// monotonic count (see Window), where Total drops as periods leave.
@@ -741,11 +729,10 @@ func (w *CountMinWindow) EstimateString(key string) uint64 {
 // total and error bound over the periods covered. It walks every slot.
 func (w *CountMinWindow) Stats() CountMinWindowStats {
 	s := CountMinWindowStats{
-		Rows:      w.Config().CountMin.Rows,
-		Width:     w.Config().CountMin.Width,
-		Period:    w.win.Period,
-		Keep:      w.win.Keep,
-		FileStats: FileStats{ReadOnly: w.ReadOnly()},
+		Rows:        w.Config().CountMin.Rows,
+		Width:       w.Config().CountMin.Width,
+		WindowStats: WindowStats{Period: w.win.Period, Keep: w.win.Keep},
+		FileStats:   FileStats{ReadOnly: w.ReadOnly()},
 	}
 	if w.m != nil {
 		s.Bytes = w.m.ownBytes()
@@ -755,8 +742,7 @@ func (w *CountMinWindow) Stats() CountMinWindowStats {
 		return s
 	}
 	wp := w.periods()
-	s.Current, s.Oldest, s.Rotations, s.Start = wp.current, wp.oldest, wp.rotations, wp.start
-	s.Turns, s.Adds = w.ctl.turns(), w.ctl.adds()
+	s.WindowStats, s.Adds = wp, w.ctl.adds()
 	sums := make([]uint64, s.Rows)
 	for i := range w.slots {
 		var sl WindowSlotStats
@@ -774,7 +760,7 @@ func (w *CountMinWindow) Stats() CountMinWindowStats {
 	s.Candidates = w.top.stats(w, s.ErrorBound)
 	s.Frozen = atomic.LoadUint32(w.sealed) != 0
 	if !w.open.Load() {
-		return CountMinWindowStats{Rows: s.Rows, Width: s.Width, Period: s.Period, Keep: s.Keep,
+		return CountMinWindowStats{Rows: s.Rows, Width: s.Width, WindowStats: WindowStats{Period: s.Period, Keep: s.Keep},
 			FileStats: FileStats{Bytes: s.Bytes, ReadOnly: w.ReadOnly(), Closed: true}, Total: ClosedEstimate, ErrorBound: ClosedEstimate}
 	}
 	return s

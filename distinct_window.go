@@ -5,7 +5,6 @@ import (
 	"math"
 	"sync"
 	"sync/atomic"
-	"time"
 	"unsafe"
 )
 
@@ -145,21 +144,9 @@ type DistinctWindowStats struct {
 	// standard error.
 	Estimate float64 `json:"estimate"`
 	StdError float64 `json:"std_error"`
-	// Period and Keep are the window's.
-	Period time.Duration `json:"period"`
-	Keep   int           `json:"keep"`
-	// Current is the period adds go to now, and Oldest the first period
-	// Count covers: it covers Oldest to Current.
-	Current uint64 `json:"current"`
-	Oldest  uint64 `json:"oldest"`
-	// Start is when the current period started by the clock (Period > 0
-	// and no Rotate), else zero.
-	Start time.Time `json:"start,omitempty"`
-	// Rotations is how many times Rotate turned the period.
-	Rotations uint64 `json:"rotations"`
-	// Turns is how many times the period turned, by Rotate or by the
-	// clock (see Window).
-	Turns uint64 `json:"turns"`
+	// WindowStats are the window's periods: Count covers Oldest to
+	// Current.
+	WindowStats
 	// RegisterChanges is how many adds raised a register since the
 	// window was made, in every process, periods that left the window
 	// included: a monotonic count (see Window). It is not an add count,
@@ -435,10 +422,9 @@ func maxRegisters(a, b uint64) uint64 {
 // belongs on a status page, not in a loop.
 func (w *DistinctWindow) Stats() DistinctWindowStats {
 	s := DistinctWindowStats{
-		Period:    w.win.Period,
-		Keep:      w.win.Keep,
-		StdError:  w.StdError(),
-		FileStats: FileStats{ReadOnly: w.ReadOnly()},
+		WindowStats: WindowStats{Period: w.win.Period, Keep: w.win.Keep},
+		StdError:    w.StdError(),
+		FileStats:   FileStats{ReadOnly: w.ReadOnly()},
 	}
 	if len(w.slots) != 0 {
 		s.Precision = int(w.slots[0].p)
@@ -452,8 +438,7 @@ func (w *DistinctWindow) Stats() DistinctWindowStats {
 		return w.closedStats(s)
 	}
 	wp := w.periods()
-	s.Current, s.Oldest, s.Rotations, s.Start = wp.current, wp.oldest, wp.rotations, wp.start
-	s.Turns, s.RegisterChanges = w.ctl.turns(), w.ctl.adds()
+	s.WindowStats, s.RegisterChanges = wp, w.ctl.adds()
 	s.Estimate, _ = w.estimate()
 	for i := range w.slots {
 		l := &w.slots[i]
@@ -475,7 +460,7 @@ func (w *DistinctWindow) Stats() DistinctWindowStats {
 
 func (w *DistinctWindow) closedStats(s DistinctWindowStats) DistinctWindowStats {
 	return DistinctWindowStats{Precision: s.Precision, Registers: s.Registers, Redis: s.Redis, StdError: s.StdError,
-		Period: s.Period, Keep: s.Keep, FileStats: FileStats{Bytes: s.Bytes, ReadOnly: w.ReadOnly(), Closed: true}}
+		WindowStats: WindowStats{Period: s.Period, Keep: s.Keep}, FileStats: FileStats{Bytes: s.Bytes, ReadOnly: w.ReadOnly(), Closed: true}}
 }
 
 // check is the distinct window's part of Check: no register of any slot

@@ -16,6 +16,7 @@ package sketch
 import (
 	"bufio"
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -1577,4 +1578,31 @@ func TestWindows_KillClearer(t *testing.T) {
 			})
 		}
 	})
+}
+
+// TestWindowStats_FlatJSON: the three windows' Stats embed WindowStats,
+// whose fields marshal flat beside the kind's own, as they did before they
+// were shared.
+func TestWindowStats_FlatJSON(t *testing.T) {
+	win := Window{Period: time.Hour, Keep: 2}
+	cm := mustIn(t, OpenCountMinWindow, Memory(), CountMinWindowConfig{Window: win, CountMin: CountMinConfig{Rows: 2, Width: 256}})
+	bw := mustIn(t, OpenBloomWindow, Memory(), BloomWindowConfig{Window: win, Bloom: BloomConfig{Capacity: 100}})
+	dw := mustIn(t, OpenDistinctWindow, Memory(), DistinctWindowConfig{Window: win})
+	for name, v := range map[string]StatsVar{"CountMinWindow": cm.StatsVar(), "BloomWindow": bw.StatsVar(), "DistinctWindow": dw.StatsVar()} {
+		var got map[string]any
+		if err := json.Unmarshal([]byte(v.String()), &got); err != nil {
+			t.Fatalf("%s: StatsVar().String() = %s: %v", name, v, err)
+		}
+		if _, ok := got["WindowStats"]; ok {
+			t.Errorf("%s: stats JSON nests WindowStats: %s", name, v)
+		}
+		for _, k := range []string{"period", "keep", "current", "oldest", "start", "rotations", "turns", "bytes", "frozen"} {
+			if _, ok := got[k]; !ok {
+				t.Errorf("%s: stats JSON has no %q: %s", name, k, v)
+			}
+		}
+		if got["period"] != float64(time.Hour) || got["keep"] != float64(2) {
+			t.Errorf("%s: period, keep = %v, %v; want %d, 2", name, got["period"], got["keep"], time.Hour)
+		}
+	}
 }

@@ -355,7 +355,7 @@ func TestSamplesOf(t *testing.T) {
 	}
 	// A Bloom window's current period before its first add has no slot:
 	// its fill is 0, not missing.
-	_, samples, _ := samplesOf(sketch.BloomWindowStats{Current: 3, Slots: []sketch.BloomWindowSlotStats{{State: "window", Period: 2, Fill: 0.25}}})
+	_, samples, _ := samplesOf(sketch.BloomWindowStats{WindowStats: sketch.WindowStats{Current: 3}, Slots: []sketch.BloomWindowSlotStats{{State: "window", Period: 2, Fill: 0.25}}})
 	found := false
 	for _, x := range samples {
 		if x.f == fFill {
