@@ -170,7 +170,7 @@ type BloomWindowStats struct {
 // BloomWindowSlotStats describes one slot of a Bloom window.
 type BloomWindowSlotStats struct {
 	// State is "current", "window", "next", "expired", "clearing" or
-	// "empty", as WindowSlotStats has it.
+	// "empty", as CountMinWindowSlotStats has it.
 	State string `json:"state"`
 	// Period is the period the slot holds, or is cleared for.
 	Period uint64 `json:"period"`

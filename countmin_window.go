@@ -178,14 +178,14 @@ type CountMinWindowStats struct {
 	// ceil(e/Width · Total).
 	ErrorBound uint64 `json:"error_bound"`
 	// Slots describes each slot.
-	Slots []WindowSlotStats `json:"slots"`
+	Slots []CountMinWindowSlotStats `json:"slots"`
 	// Candidates describes the candidate table, if the window keeps one.
 	Candidates *CandidateStats `json:"candidates,omitempty"`
 	FileStats
 }
 
-// WindowSlotStats describes one slot of a window.
-type WindowSlotStats struct {
+// CountMinWindowSlotStats describes one slot of a Count-Min window.
+type CountMinWindowSlotStats struct {
 	// State is "current" (adds go here), "window" (an earlier period
 	// estimates cover), "next" (cleared ahead for the next period),
 	// "expired" (an older period, to be cleared), "clearing" or "empty"
@@ -745,7 +745,7 @@ func (w *CountMinWindow) Stats() CountMinWindowStats {
 	s.WindowStats, s.Adds = wp, w.ctl.adds()
 	sums := make([]uint64, s.Rows)
 	for i := range w.slots {
-		var sl WindowSlotStats
+		var sl CountMinWindowSlotStats
 		sl.State, sl.Period = w.slotState(uint64(i), wp)
 		w.core.rowSums(&w.slots[i], sums)
 		for _, v := range sums {

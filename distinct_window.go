@@ -161,7 +161,7 @@ type DistinctWindowStats struct {
 // DistinctWindowSlotStats describes one slot of a distinct window.
 type DistinctWindowSlotStats struct {
 	// State is "current", "window", "next", "expired", "clearing" or
-	// "empty", as WindowSlotStats has it.
+	// "empty", as CountMinWindowSlotStats has it.
 	State string `json:"state"`
 	// Period is the period the slot holds, or is cleared for.
 	Period uint64 `json:"period"`
