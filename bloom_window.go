@@ -159,9 +159,12 @@ type BloomWindowStats struct {
 	// and what its earlier periods took): a monotonic count
 	// (see Window).
 	Adds uint64 `json:"adds"`
-	// CheckRate is the modelled rate at which Contains finds a key never
-	// added in the periods covered: 1 - Π(1 - Rate) over their slots.
-	CheckRate float64 `json:"check_rate"`
+	// FPRateNow is the modelled false-positive rate of Contains over the
+	// whole window now: the rate at which it finds a key never added in
+	// the periods covered, 1 - Π(1 - Rate) over their slots (FPRate is
+	// each slot's target at Capacity, Rate each slot's own now). A closed
+	// handle reports 1.
+	FPRateNow float64 `json:"fp_rate_now"`
 	// Slots describes each slot.
 	Slots []BloomWindowSlotStats `json:"slots"`
 	FileStats
@@ -602,7 +605,7 @@ func (w *BloomWindow) Stats() BloomWindowStats {
 		}
 		s.Slots = append(s.Slots, sl)
 	}
-	s.CheckRate = 1 - miss
+	s.FPRateNow = 1 - miss
 	s.Frozen = atomic.LoadUint32(w.sealed) != 0
 	if !w.open.Load() {
 		return w.closedStats(s)
@@ -612,7 +615,7 @@ func (w *BloomWindow) Stats() BloomWindowStats {
 
 func (w *BloomWindow) closedStats(s BloomWindowStats) BloomWindowStats {
 	return BloomWindowStats{Bits: s.Bits, Hashes: s.Hashes, Capacity: s.Capacity, FPRate: s.FPRate,
-		WindowStats: WindowStats{Period: s.Period, Keep: s.Keep}, CheckRate: 1, FileStats: FileStats{Bytes: s.Bytes, ReadOnly: w.ReadOnly(), Closed: true}}
+		WindowStats: WindowStats{Period: s.Period, Keep: s.Keep}, FPRateNow: 1, FileStats: FileStats{Bytes: s.Bytes, ReadOnly: w.ReadOnly(), Closed: true}}
 }
 
 // Close stops the handle's clock and releases the descriptor, the lock's

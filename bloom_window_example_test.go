@@ -70,9 +70,9 @@ func ExampleBloomWindow_Stats() {
 			fmt.Printf("current slot: %d adds, fill %.1f\n", sl.Adds, sl.Fill)
 		}
 	}
-	fmt.Println("check rate under 1%:", s.CheckRate < 0.01)
+	fmt.Println("false-positive rate now under 1%:", s.FPRateNow < 0.01)
 	// Output:
 	// periods covered: 3
 	// current slot: 500 adds, fill 0.3
-	// check rate under 1%: true
+	// false-positive rate now under 1%: true
 }

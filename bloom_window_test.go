@@ -195,7 +195,7 @@ func TestBloomWindow_RotateExact(t *testing.T) {
 // found only as false positives. Each period is filled to Capacity; after
 // the turns, the share of the oldest periods' keys still found, and of
 // keys never added, is within 1.2x the rate of the Keep filters asked
-// (1 - (1 - FPRate)^Keep), and near Stats' CheckRate; every key of the
+// (1 - (1 - FPRate)^Keep), and near Stats' FPRateNow; every key of the
 // covered periods is found.
 func TestBloomWindow_ExpiredRate(t *testing.T) {
 	for _, keep := range []int{1, 2, 3} {
@@ -238,7 +238,7 @@ func TestBloomWindow_ExpiredRate(t *testing.T) {
 				}
 			}
 			bound := 1.2 * (1 - math.Pow(1-cfg.FPRate, float64(keep)))
-			model := w.Stats().CheckRate
+			model := w.Stats().FPRateNow
 			for _, prefix := range []string{"p0", "p1", "never"} {
 				got := rateOf(prefix)
 				t.Logf("keep %d: %s keys found at %.4f (bound %.4f, modelled %.4f)", keep, prefix, got, bound, model)

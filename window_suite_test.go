@@ -128,7 +128,7 @@ type windowStats struct {
 	current, oldest, rotations uint64
 	frozen, closed             bool
 	// closedAnswers: the Stats are those of a closed handle (Count-Min:
-	// Total is ClosedEstimate; Bloom: CheckRate is 1, with no slots).
+	// Total is ClosedEstimate; Bloom: FPRateNow is 1, with no slots).
 	closedAnswers bool
 	slots         []slotStats
 }
@@ -359,7 +359,7 @@ func (w bloomWindow) plant(s uint64, key string, _ uint64) {
 func (w bloomWindow) stats() windowStats {
 	st := w.Stats()
 	ws := windowStats{current: st.Current, oldest: st.Oldest, rotations: st.Rotations, frozen: st.Frozen,
-		closed: st.Closed, closedAnswers: st.CheckRate == 1 && len(st.Slots) == 0}
+		closed: st.Closed, closedAnswers: st.FPRateNow == 1 && len(st.Slots) == 0}
 	for _, sl := range st.Slots {
 		ws.slots = append(ws.slots, slotStats{state: sl.State, period: sl.Period, counted: sl.Adds - sl.AddsPresent, seen: sl.AddsPresent, empty: sl.Set == 0})
 	}

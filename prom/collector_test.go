@@ -100,7 +100,7 @@ func fillArena(t *testing.T, a *sketch.Arena) map[series]float64 {
 		{"sketch_window_current_period", "recent"}:              2,
 		{"sketch_window_oldest_period", "recent"}:               1,
 		{"sketch_window_rotations_total", "recent"}:             2,
-		{"sketch_false_positive_ratio", "recent"}:               bw.Stats().CheckRate,
+		{"sketch_false_positive_ratio", "recent"}:               bw.Stats().FPRateNow,
 		{"sketch_fill_ratio", "recent"}:                         currentSlot(bw.Stats()).Fill,
 		{"sketch_estimated_items", "recent"}:                    currentSlot(bw.Stats()).Estimated,
 	}

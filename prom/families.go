@@ -137,7 +137,7 @@ func samplesOf(stats any) (sketch.Kind, []sample, bool) {
 	case sketch.BloomWindowStats:
 		out := append(fileSamples(s.FileStats),
 			sample{f: fAdds, v: float64(s.Adds)},
-			sample{f: fFalsePositive, v: s.CheckRate},
+			sample{f: fFalsePositive, v: s.FPRateNow},
 			sample{f: fCurrent, v: float64(s.Current)},
 			sample{f: fOldest, v: float64(s.Oldest)},
 			sample{f: fRotations, v: float64(s.Turns)})

@@ -160,7 +160,7 @@
 //     "read_only", "closed") or BloomWindowStats ("bits", "hashes",
 //     "capacity", "fp_rate", each period's filter's, "period" in
 //     nanoseconds, "keep", "current", "oldest", "start", "rotations",
-//     "turns", "adds", "check_rate", "slots": [{"state", "period", "set", "fill",
+//     "turns", "adds", "fp_rate_now", "slots": [{"state", "period", "set", "fill",
 //     "estimated", "rate", "adds", "adds_present"}], "bytes", "frozen",
 //     "read_only", "closed") or DistinctStats ("precision", "registers",
 //     "redis", "estimate", "std_error", "zero", "register_changes", "bytes",

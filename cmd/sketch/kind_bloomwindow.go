@@ -65,7 +65,7 @@ func (s *bloomWindow) stats() ([][2]string, any) {
 			{"shape", fmt.Sprintf("%d bits, %s a period, %d slots", st.Bits, plural(st.Hashes, "hash", "hashes"), len(st.Slots))},
 		},
 		[][2]string{
-			{"check rate", fmt.Sprintf("%.6g (a key not added in the periods covered is found at this rate)", st.CheckRate)},
+			{"fp rate now", fmt.Sprintf("%.6g (a key not added in the periods covered is found at this rate)", st.FPRateNow)},
 			{"adds covered", fmt.Sprintf("%d (adds in the periods covered)", adds)},
 			{"adds present", fmt.Sprintf("%d (of them, adds that found every bit set)", present)},
 		}, slots), st
@@ -74,7 +74,7 @@ func (s *bloomWindow) stats() ([][2]string, any) {
 func (s *bloomWindow) summary() string {
 	st, ws := s.state()
 	adds, _ := covered(st)
-	return ws.summary(fmt.Sprintf("%s, check rate %.3g", plural(adds, "add", "adds"), st.CheckRate))
+	return ws.summary(fmt.Sprintf("%s, fp rate now %.3g", plural(adds, "add", "adds"), st.FPRateNow))
 }
 
 // sample's total is the adds of the periods covered; its fill and count
