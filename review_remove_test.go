@@ -483,7 +483,7 @@ func TestReview_RemoveInspect(t *testing.T) {
 	}
 	var got []string
 	for _, e := range fi.Entries {
-		got = append(got, e.Name+":"+e.Kind)
+		got = append(got, e.Name+":"+string(e.Kind))
 	}
 	var listed []string
 	for _, e := range a.List() {

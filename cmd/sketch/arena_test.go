@@ -155,7 +155,7 @@ func TestArena(t *testing.T) {
 	decode(t, sk(t, "inspect", "--json", path).ok(t, "inspect --json"), &fi)
 	var got []string
 	for _, e := range fi.Entries {
-		got = append(got, e.Name+"="+e.Kind)
+		got = append(got, e.Name+"="+string(e.Kind))
 	}
 	if want := []string{"clients=countmin", "seen=bloom", "banned=countingbloom", "recent=countminwindow"}; !fi.Arena || !cmp.Equal(want, got) {
 		t.Errorf("inspect --json: arena %v, entries %v, want %v", fi.Arena, got, want)

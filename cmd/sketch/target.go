@@ -272,7 +272,7 @@ func openWhole(t target, readWrite bool) (s structure, a *sketch.Arena, err erro
 	case !fi.Arena && t.name != "":
 		return nil, nil, &exitError{exitUsage, fmt.Errorf("%s: FILE:NAME addresses a structure in an arena; %s holds a %s, not an arena", t, t.path, fi.Entries[0].Description)}
 	case !fi.Arena:
-		s, err = openEntry(filePlace(t.path, fileOpts(readWrite)), sketch.Kind(fi.Entries[0].Kind))
+		s, err = openEntry(filePlace(t.path, fileOpts(readWrite)), fi.Entries[0].Kind)
 		return s, nil, err
 	}
 	a, err = sketch.OpenArena(sketch.Path(t.path), 0, fileOpts(readWrite)...)
