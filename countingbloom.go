@@ -155,10 +155,10 @@ func validateCountingBloomEntry(e entry) error {
 // probability about FPRate at Capacity items. Counters saturate at 15 and
 // stick there.
 //
-// Contains, Estimate and Stats take no lock. Add and AddBatch take the
-// file's read lock (so many processes add at once), Remove, Reset, Merge
-// and Freeze its write lock; a process killed holding either is recovered
-// from within about 10 ms (docs/DESIGN.md).
+// Contains, Estimate, their batches and Stats take no lock. Add and
+// AddBatch take the file's read lock (so many processes add at once),
+// Remove, Reset, Merge and Freeze its write lock; a process killed
+// holding either is recovered from within about 10 ms (docs/DESIGN.md).
 type CountingBloom struct {
 	Handle
 	l      cbfLayout
@@ -313,8 +313,10 @@ func (b *CountingBloom) ContainsBatch(keys [][]byte, out []bool) error {
 // Estimate returns how many times key is stored (added minus removed), 0 to
 // 15: the smallest of its counters. Below 15 it is never under the truth
 // (collisions can only raise it); 15 means 15 or more. 0 means definitely
-// absent. A closed handle returns 15.
-func (b *CountingBloom) Estimate(key []byte) uint8 {
+// absent. It returns a uint64, as the Count-Min kinds' Estimate does,
+// though a 4-bit counter holds no more than 15. A closed handle returns
+// 15.
+func (b *CountingBloom) Estimate(key []byte) uint64 {
 	if !b.open.Load() {
 		return cbfMax
 	}
@@ -323,12 +325,34 @@ func (b *CountingBloom) Estimate(key []byte) uint8 {
 	if !b.open.Load() {
 		return cbfMax
 	}
-	return uint8(n)
+	return uint64(n)
 }
 
 // EstimateString is Estimate for a string key.
-func (b *CountingBloom) EstimateString(key string) uint8 {
+func (b *CountingBloom) EstimateString(key string) uint64 {
 	return b.Estimate(unsafe.Slice(unsafe.StringData(key), len(key)))
+}
+
+// EstimateBatch stores Estimate(keys[i]) in estimates[i], as
+// CountMin.EstimateBatch does; estimates must have len(keys) elements
+// (ErrInvalidArgument otherwise, and nothing is asked). It takes no lock,
+// so a read-only handle and a frozen filter answer too. After Close it
+// fills estimates with 15, the closed handle's answer, and returns
+// ErrClosed.
+func (b *CountingBloom) EstimateBatch(keys [][]byte, estimates []uint64) error {
+	if len(estimates) != len(keys) {
+		return fmt.Errorf("sketch: estimate %s: %w: %d estimates for %d keys", b.name(), ErrInvalidArgument, len(estimates), len(keys))
+	}
+	for i, k := range keys {
+		estimates[i] = b.Estimate(k)
+	}
+	if !b.open.Load() {
+		for i := range estimates {
+			estimates[i] = cbfMax
+		}
+		return b.closedErr("estimate")
+	}
+	return nil
 }
 
 // AddIfAbsent adds key only if the filter does not contain it, as one

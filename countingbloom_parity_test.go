@@ -63,12 +63,12 @@ func (r *refCBF) addMany(keys [][]byte) int {
 	return n
 }
 
-func (r *refCBF) countOf(key []byte) uint8 {
+func (r *refCBF) countOf(key []byte) uint64 {
 	n := uint8(15)
 	for _, i := range r.probes(key) {
 		n = min(n, r.c[i])
 	}
-	return n
+	return uint64(n)
 }
 
 func (r *refCBF) remove(key []byte) bool {
@@ -181,14 +181,26 @@ func cbfParityRun(t *testing.T, cfg CountingBloomConfig, ops []byte) {
 				}
 			}
 		case 5:
-			for _, k := range [][]byte{key, cbfParityKey(arg + 1), cbfParityKey(arg ^ 0xff)} {
+			keys := [][]byte{key, cbfParityKey(arg + 1), cbfParityKey(arg ^ 0xff)}
+			for _, k := range keys {
 				want := ref.countOf(k)
 				for _, f := range fs {
 					if got := f.main.Estimate(k); got != want {
-						t.Fatalf("op %d: %s CountOf(%q) = %d, want %d", i/2, f.core.name(), k, got, want)
+						t.Fatalf("op %d: %s Estimate(%q) = %d, want %d", i/2, f.core.name(), k, got, want)
 					}
 					if got := f.main.Contains(k); got != (want > 0) {
 						t.Fatalf("op %d: %s Contains(%q) = %v, want %v", i/2, f.core.name(), k, got, want > 0)
+					}
+				}
+			}
+			for _, f := range fs {
+				got := make([]uint64, len(keys))
+				if err := f.main.EstimateBatch(keys, got); err != nil {
+					t.Fatalf("op %d: %s EstimateBatch: %v", i/2, f.core.name(), err)
+				}
+				for j, k := range keys {
+					if want := ref.countOf(k); got[j] != want {
+						t.Fatalf("op %d: %s EstimateBatch: %q = %d, want %d as Estimate", i/2, f.core.name(), k, got[j], want)
 					}
 				}
 			}

@@ -365,3 +365,68 @@ func TestCountingBloom_StatsVar(t *testing.T) {
 		}
 	}
 }
+
+// TestCountingBloom_EstimateBatch: EstimateBatch answers what Estimate
+// answers for each key (absent, stored, saturated), with
+// CountMin.EstimateBatch's contract: lengths that differ are
+// ErrInvalidArgument and nothing is asked; a read-only handle and a frozen
+// filter answer; a closed handle answers 15 for every key and returns
+// ErrClosed.
+func TestCountingBloom_EstimateBatch(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "banned.cbf")
+	b, err := OpenCountingBloom(Path(path), CountingBloomConfig{Capacity: 1000, FPRate: 0.01, Seed: 9})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	var keys [][]byte
+	for i := range 40 {
+		k := cbfKey("k", i)
+		keys = append(keys, k)
+		for range i % 20 { // 0 (absent) to 19 (saturated) copies
+			if _, err := b.Add(k); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	check := func(name string, h *CountingBloom) {
+		t.Helper()
+		got := make([]uint64, len(keys))
+		if err := h.EstimateBatch(keys, got); err != nil {
+			t.Fatalf("%s: EstimateBatch: %v", name, err)
+		}
+		for i, k := range keys {
+			if want := h.Estimate(k); got[i] != want || want < uint64(min(i%20, 15)) {
+				t.Fatalf("%s: EstimateBatch: %q = %d, Estimate %d, stored %d times", name, k, got[i], want, i%20)
+			}
+		}
+	}
+	check("read-write", b)
+	if err := b.EstimateBatch(nil, nil); err != nil {
+		t.Errorf("EstimateBatch(nil, nil) = %v", err)
+	}
+	short := []uint64{7, 7}
+	if err := b.EstimateBatch(keys[:3], short); !errors.Is(err, ErrInvalidArgument) || short[0] != 7 || short[1] != 7 {
+		t.Errorf("EstimateBatch(3 keys, 2 estimates) = %v, estimates %v; want ErrInvalidArgument and nothing asked", err, short)
+	}
+	ro, err := OpenCountingBloom(Path(path), CountingBloomConfig{}, WithReadOnly())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ro.Close()
+	check("read-only", ro)
+	if err := b.Freeze(); err != nil {
+		t.Fatal(err)
+	}
+	check("frozen", b)
+	ro.Close()
+	got := make([]uint64, len(keys))
+	if err := ro.EstimateBatch(keys, got); !errors.Is(err, ErrClosed) {
+		t.Errorf("EstimateBatch after Close = %v, want ErrClosed", err)
+	}
+	for i, v := range got {
+		if v != 15 {
+			t.Fatalf("EstimateBatch after Close: %q = %d, want 15", keys[i], v)
+		}
+	}
+}

@@ -28,7 +28,7 @@ type cmsAnswerJSON struct {
 
 type cbfAnswerJSON struct {
 	Key     string `json:"key"`
-	Count   uint8  `json:"count"`
+	Count   uint64 `json:"count"`
 	Present bool   `json:"present"`
 }
 

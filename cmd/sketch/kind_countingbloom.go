@@ -51,9 +51,9 @@ func (s *countingBloom) addKey(key []byte, n uint64) (answer, error) {
 // minus removed; 15 means 15 or more); 0 is definitely absent.
 type cbfAnswer struct {
 	jsonKey
-	Count    uint8 `json:"count"`
-	Present  bool  `json:"present"` // probably present; false is exact
-	afterAdd bool  // add's answer: the count alone
+	Count    uint64 `json:"count"`
+	Present  bool   `json:"present"` // probably present; false is exact
+	afterAdd bool   // add's answer: the count alone
 }
 
 // text is a query's answer as a Bloom filter's, with the count:
@@ -70,7 +70,7 @@ func (a cbfAnswer) text() string {
 	return fmt.Sprintf("probably present, count %d", a.Count)
 }
 
-func (a cbfAnswer) weight() uint64 { return uint64(a.Count) }
+func (a cbfAnswer) weight() uint64 { return a.Count }
 
 func (s *countingBloom) query(keys [][]byte) []answer {
 	out := make([]answer, len(keys))
