@@ -411,7 +411,7 @@ func (b *CountingBloom) Remove(key []byte) (removed bool, err error) {
 }
 
 // RemoveString is Remove for a string key.
-func (b *CountingBloom) RemoveString(key string) (bool, error) {
+func (b *CountingBloom) RemoveString(key string) (removed bool, err error) {
 	return b.Remove(unsafe.Slice(unsafe.StringData(key), len(key)))
 }
 
