@@ -79,8 +79,8 @@ var (
 	// that map it once it is a sketch, or to hold its flock and keep it
 	// from adoption for good, which no change of mode can take back.
 	// Prepare the file with mode 0600 (0640 for a group trusted with it);
-	// the adopter gives it the mode Open asks for (WithMode) once it is a
-	// sketch.
+	// the adopter gives it the mode its constructor asks for (WithMode)
+	// once it is a sketch.
 	//
 	// It also means an existing file, reached by path or by a descriptor,
 	// lets every user write it (o+w): any of them could truncate it under
