@@ -183,9 +183,8 @@
 //     window's current period), "current" and "oldest" (a window's
 //     periods), "start" (when the current period started, while only the
 //     clock has turned the window). "total" is everything counted
-//     (Count-Min), the adds (Bloom), the write operations (counting
-//     Bloom), or what the periods a window covers counted (a Bloom
-//     window's adds). An arena's FILE: {"time", "file", "arena" (its
+//     (Count-Min), the adds (Bloom and counting Bloom filters), or what
+//     the periods a window covers counted (a Bloom window's adds). An arena's FILE: {"time", "file", "arena" (its
 //     ArenaStats), "lock", "structures": [{"name", "kind", "per_second",
 //     ...}]}, a structure's fields as above, "per_second" absent the
 //     first time a structure shows, and "error" in place of them for one
