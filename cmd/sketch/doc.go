@@ -156,7 +156,7 @@
 //     ("rows", "width", "period" in nanoseconds, "keep", "current",
 //     "oldest", "start", "rotations", "turns", "adds", "total",
 //     "error_bound", "slots":
-//     [{"state", "period", "total", "adds"}], "bytes", "frozen",
+//     [{"state", "period", "total"}], "bytes", "frozen",
 //     "read_only", "closed") or BloomWindowStats ("bits", "hashes",
 //     "capacity", "fp_rate", each period's filter's, "period" in
 //     nanoseconds, "keep", "current", "oldest", "start", "rotations",
