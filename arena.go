@@ -123,14 +123,14 @@ func newArena(m *mapping) *Arena {
 
 // entryOptions applies the options given with an arena's Place to sp:
 // only a seed (which must be the arena's, as structure checks) and, on a
-// read-only arena, ReadOnly mean anything there.
+// read-only arena, WithReadOnly mean anything there.
 func (a *Arena) entryOptions(sp spec, opts []Option) (spec, error) {
 	o, err := buildOptions(opts)
 	if err != nil {
 		return sp, err
 	}
 	if o.readOnly && !a.ro {
-		return sp, fmt.Errorf("%w: ReadOnly for a structure of a read-write arena (open the arena with ReadOnly)", ErrInvalidConfig)
+		return sp, fmt.Errorf("%w: WithReadOnly for a structure of a read-write arena (open the arena with WithReadOnly)", ErrInvalidConfig)
 	}
 	return sp.seeded(o)
 }
@@ -789,8 +789,8 @@ func (a *Arena) check() error {
 // control or format characters (ErrInvalidArgument); a name another
 // process wrote into the file is opened as it is, and may be neither.
 // The arena's handle decides how the file is opened: of the options,
-// WithSeed must name the arena's seed, ReadOnly is accepted on a read-only
-// arena only (open the arena with ReadOnly for read-only structures), and
+// WithSeed must name the arena's seed, WithReadOnly is accepted on a read-only
+// arena only (open the arena with WithReadOnly for read-only structures), and
 // the rest do not apply. The place is valid for as long as the arena's
 // handle is open; structures from it outlive the arena's Close.
 func (a *Arena) Place(name string) Place { return Place{how: atArena, name: name, arena: a} }

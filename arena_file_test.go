@@ -118,7 +118,7 @@ func TestArena_CraftedFiles(t *testing.T) {
 			if err := os.WriteFile(path, b, 0o600); err != nil {
 				t.Fatal(err)
 			}
-			for _, opts := range [][]Option{nil, {ReadOnly()}} {
+			for _, opts := range [][]Option{nil, {WithReadOnly()}} {
 				a, err := OpenArena(Path(path), 0, opts...)
 				if !errors.Is(err, tc.want) {
 					t.Errorf("OpenArena(%v) = %v, want %v", opts, err, tc.want)

@@ -13,7 +13,7 @@ import (
 // An arena's metrics serve every structure's stats as JSON: publish them
 // with expvar (expvar.Publish("sketch", metrics)) or serve them on a path
 // of their own, as here. A monitoring process that may only read the file
-// opens the arena with sketch.ReadOnly() and does the same.
+// opens the arena with sketch.WithReadOnly() and does the same.
 func ExampleArena_Metrics() {
 	arena, err := sketch.OpenArena(sketch.Memory(), 4<<20)
 	if err != nil {
@@ -63,7 +63,7 @@ func ExampleArena_Metrics() {
 		case "countmin":
 			fmt.Printf("%s (%s): total %v, error bound %v\n", s.Name, s.Kind, s.Stats["total"], s.Stats["error_bound"])
 		case "countingbloom":
-			fmt.Printf("%s (%s): %v counters set\n", s.Name, s.Kind, s.Stats["counters_set"])
+			fmt.Printf("%s (%s): %v counters set\n", s.Name, s.Kind, s.Stats["set"])
 		}
 	}
 	// Output:

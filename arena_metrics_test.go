@@ -71,8 +71,8 @@ func fillMetricsArena(t *testing.T, a *Arena) map[string]metricsWant {
 	bw.AddString("x")
 	return map[string]metricsWant{
 		"clients":     {KindCountMin, map[string]float64{"total": 7, "adds": 7, "rows": 4, "width": 1024}},
-		"request-ids": {KindBloom, map[string]float64{"added": 2, "seen": 1, "capacity": 1000}},
-		"banned":      {KindCountingBloom, map[string]float64{"ops": 3, "capacity": 1000}},
+		"request-ids": {KindBloom, map[string]float64{"adds": 3, "adds_present": 1, "capacity": 1000}},
+		"banned":      {KindCountingBloom, map[string]float64{"adds": 2, "capacity": 1000}},
 		"per-client":  {KindCountMinWindow, map[string]float64{"total": 3, "current": 1, "oldest": 0, "keep": 3, "rotations": 1}},
 		"recent":      {KindBloomWindow, map[string]float64{"current": 2, "oldest": 1, "keep": 2, "rotations": 2}},
 	}
@@ -289,7 +289,7 @@ func TestArenaMetrics_ReadOnly(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	ro := mustOpenArena(t, path, 0, ReadOnly())
+	ro := mustOpenArena(t, path, 0, WithReadOnly())
 	m := ro.Metrics()
 	defer m.Close()
 	s := scrapeOf(t, m)

@@ -16,7 +16,7 @@ import (
 )
 
 const (
-	envReadOnly = "SKETCH_TEST_READONLY" // "1": open the arena with ReadOnly
+	envReadOnly = "SKETCH_TEST_READONLY" // "1": open the arena with WithReadOnly
 	envName     = "SKETCH_TEST_NAME"     // the structure a child opens
 )
 
@@ -26,7 +26,7 @@ const (
 func childArenaHold() error {
 	var opts []Option
 	if os.Getenv(envReadOnly) == "1" {
-		opts = append(opts, ReadOnly())
+		opts = append(opts, WithReadOnly())
 	}
 	a, err := OpenArena(Path(os.Getenv(envPath)), 0, opts...)
 	if err != nil {

@@ -211,7 +211,7 @@ func TestArena_RemoveRefused(t *testing.T) {
 	path := tempPath(t, "arena")
 	a := mustOpenArena(t, path, 1<<20)
 	mustIn(t, OpenCountMin, a.Place("x"), CountMinConfig{Rows: 2, Width: 64}).Close()
-	ro := mustOpenArena(t, path, 0, ReadOnly())
+	ro := mustOpenArena(t, path, 0, WithReadOnly())
 	for _, tt := range []struct {
 		a    *Arena
 		name string
@@ -231,7 +231,7 @@ func TestArena_RemoveRefused(t *testing.T) {
 	if err := ro.Remove("x"); !errors.Is(err, ErrReadOnly) {
 		t.Errorf("Remove on a read-only handle of a frozen arena = %v, want ErrReadOnly", err)
 	}
-	b := mustOpenArena(t, path, 0, ReadOnly())
+	b := mustOpenArena(t, path, 0, WithReadOnly())
 	arEntryAt(t, b, "x")
 	a.Close()
 	if err := a.Remove("x"); !errors.Is(err, ErrClosed) && !errors.Is(err, ErrFrozen) {
@@ -301,7 +301,7 @@ func TestArena_RemoveSnapshot(t *testing.T) {
 	if len(got) != 2 || got[0].Name != "a" || got[1].Name != "c" || got[1].Offset != arEntryAt(t, a, "c").Offset {
 		t.Fatalf("the snapshot lists %+v, want a and c at their offsets", got)
 	}
-	c := mustIn(t, OpenCountMin, s.Place("c"), CountMinConfig{}, ReadOnly())
+	c := mustIn(t, OpenCountMin, s.Place("c"), CountMinConfig{}, WithReadOnly())
 	defer c.Close()
 	if got := c.EstimateString("c"); got != 1 {
 		t.Errorf("the snapshot's c: Estimate = %d, want 1", got)

@@ -40,7 +40,7 @@ func childRoomBlock() error {
 		return fmt.Errorf("read-locking every room byte: %w", err)
 	}
 	fmt.Println("blocking")
-	a, err := OpenArena(Path(path), 0, ReadOnly())
+	a, err := OpenArena(Path(path), 0, WithReadOnly())
 	if err != nil {
 		return err
 	}
@@ -48,7 +48,7 @@ func childRoomBlock() error {
 	sc := bufio.NewScanner(os.Stdin)
 	for sc.Scan() {
 		name := sc.Text()
-		c, err := OpenCountMin(a.Place(name), CountMinConfig{}, ReadOnly())
+		c, err := OpenCountMin(a.Place(name), CountMinConfig{}, WithReadOnly())
 		if err != nil {
 			return err
 		}
@@ -415,8 +415,8 @@ func TestArena_RoomsReadOnlyViewKeepsNothing(t *testing.T) {
 	mustIn(t, OpenCountMin, a.Place("s"), cfg).Close()
 	mustIn(t, OpenCountMin, a.Place("after"), cfg).Close()
 	room := arEntryAt(t, a, "s").Offset
-	ro := mustOpenArena(t, path, 0, ReadOnly())
-	view := mustIn(t, OpenCountMin, ro.Place("s"), CountMinConfig{}, ReadOnly())
+	ro := mustOpenArena(t, path, 0, WithReadOnly())
+	view := mustIn(t, OpenCountMin, ro.Place("s"), CountMinConfig{}, WithReadOnly())
 	if err := a.Remove("s"); err != nil {
 		t.Fatal(err)
 	}

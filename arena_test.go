@@ -291,7 +291,7 @@ func TestArena_ReadOnlyAndFrozen(t *testing.T) {
 	}
 	c.AddString("k")
 
-	ro := mustOpenArena(t, path, 0, ReadOnly())
+	ro := mustOpenArena(t, path, 0, WithReadOnly())
 	rc, err := OpenCountMin(ro.Place("c"), CountMinConfig{})
 	if err != nil {
 		t.Fatal(err)
@@ -585,7 +585,7 @@ func TestArena_CheckAfterList(t *testing.T) {
 	if err := a.Check(); err != nil {
 		t.Errorf("Check of a sound arena: %v", err)
 	}
-	b, err := OpenArena(Path(path), 0, ReadOnly())
+	b, err := OpenArena(Path(path), 0, WithReadOnly())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -63,7 +63,7 @@ func TestArena_WindowsOutliveArena(t *testing.T) {
 	bw.Close()
 
 	for range 20 {
-		a, err := OpenArena(Path(path), 0, ReadOnly())
+		a, err := OpenArena(Path(path), 0, WithReadOnly())
 		if err != nil {
 			t.Fatal(err)
 		}

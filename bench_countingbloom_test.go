@@ -127,7 +127,7 @@ func BenchmarkCountingBloomWalks(b *testing.B) {
 			view := src.withCore(core)
 			b.SetBytes(size)
 			for i := 0; i < b.N; i++ {
-				n += view.Stats().CountersSet
+				n += view.Stats().Set
 			}
 			return n
 		}})

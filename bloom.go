@@ -267,13 +267,15 @@ type BloomStats struct {
 	// expected fill of a blocked filter, inverted). It degrades as the
 	// filter saturates (MaxFloat64 when every bit is set).
 	Estimated float64 `json:"estimated"`
-	// Added counts the Add calls (and batch keys), in every process, that
-	// set at least one bit: new keys, as far as the filter can tell.
-	Added uint64 `json:"added"`
-	// Seen counts the Add calls that found every bit already set: keys
-	// probably added before (or false positives). Added + Seen is every
-	// add since the last Reset; Merge changes neither.
-	Seen uint64 `json:"seen"`
+	// Adds counts the adds since the filter was made or last Reset, in
+	// every process: each Add and each key of an AddBatch. Merge does
+	// not change it.
+	Adds uint64 `json:"adds"`
+	// AddsPresent is the part of Adds that found every bit already set
+	// (Add answered already): keys probably added before, or false
+	// positives. Adds - AddsPresent is the adds that set a bit: new keys,
+	// as far as the filter can tell.
+	AddsPresent uint64 `json:"adds_present"`
 	FileStats
 }
 
@@ -444,7 +446,7 @@ func (b *Bloom) Reset() error {
 // them all before anything changes); they may be read-only views or
 // frozen files, while b may be neither. Each word changes with one atomic
 // OR, so every process may go on adding and checking meanwhile. Merge
-// changes no count (Added, Seen).
+// changes no count (Adds, AddsPresent).
 func (b *Bloom) Merge(others ...*Bloom) error {
 	return mergeEach(&b.Handle, "filter", others, func(o *Bloom) error {
 		if o.l.Blocks != b.l.Blocks || o.l.K != b.l.K {
@@ -479,7 +481,8 @@ func (b *Bloom) Stats() BloomStats {
 	s.Set = b.l.CountSet()
 	s.Fill = float64(s.Set) / float64(s.Bits)
 	s.Estimated = b.estimate(s.Set)
-	s.Added, s.Seen = b.l.Counts()
+	added, seen := b.l.Counts()
+	s.Adds, s.AddsPresent = added+seen, seen
 	s.Frozen = atomic.LoadUint32(b.sealed) != 0
 	if !b.open.Load() {
 		return b.closedStats(s)

@@ -33,13 +33,13 @@ func ExampleOpenBloom() {
 	}
 	fmt.Println("job-3 seen:", seen.ContainsString("job-3"))
 	st := seen.Stats()
-	fmt.Printf("%d hashes, %.1f bits a key, added %d, seen %d\n", st.Hashes, float64(st.Bits)/float64(st.Capacity), st.Added, st.Seen)
+	fmt.Printf("%d hashes, %.1f bits a key, adds %d, %d of them present\n", st.Hashes, float64(st.Bits)/float64(st.Capacity), st.Adds, st.AddsPresent)
 	// Output:
 	// run job-1
 	// run job-2
 	// skip job-1
 	// job-3 seen: false
-	// 9 hashes, 15.5 bits a key, added 2, seen 1
+	// 9 hashes, 15.5 bits a key, adds 3, 1 of them present
 }
 
 // Filters filled apart (in other processes, or frozen on other hosts and

@@ -61,11 +61,11 @@ func TestBloom_OpenAttach(t *testing.T) {
 		t.Error("memfd filter lost its key")
 	}
 	mf.Close()
-	if _, err := OpenBloom(Memfd("m"), cfg, ReadOnly()); !errors.Is(err, ErrInvalidConfig) {
-		t.Errorf("NewBloomMemfd(ReadOnly) = %v, want ErrInvalidConfig", err)
+	if _, err := OpenBloom(Memfd("m"), cfg, WithReadOnly()); !errors.Is(err, ErrInvalidConfig) {
+		t.Errorf("NewBloomMemfd(WithReadOnly) = %v, want ErrInvalidConfig", err)
 	}
 
-	r, err := OpenBloom(Path(path), BloomConfig{}, ReadOnly())
+	r, err := OpenBloom(Path(path), BloomConfig{}, WithReadOnly())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -74,7 +74,7 @@ func TestBloom_OpenAttach(t *testing.T) {
 	if !r.ReadOnly() || !r.ContainsString("k") || !r.ContainsString("later") {
 		t.Errorf("read-only view: ReadOnly() = %v, misses keys", r.ReadOnly())
 	}
-	if st := r.Stats(); !st.ReadOnly || st.Added != 2 {
+	if st := r.Stats(); !st.ReadOnly || st.Adds-st.AddsPresent != 2 {
 		t.Errorf("read-only Stats() = %+v", st)
 	}
 	_, addErr := r.AddString("x")

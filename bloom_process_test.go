@@ -64,7 +64,7 @@ func childBloomAdd() error {
 	all := envInt(envBloomAll)
 	for {
 		st := b.Stats()
-		if st.Added+st.Seen >= uint64(all) {
+		if st.Adds >= uint64(all) {
 			break
 		}
 		time.Sleep(time.Millisecond) // the parent's context bounds this
@@ -111,8 +111,8 @@ func TestBloom_FourProcesses(t *testing.T) {
 			t.Fatalf("Check(%q) = false for a key a child added", k)
 		}
 	}
-	if st := b.Stats(); st.Added+st.Seen != 4*per || st.Added < 4*per*9/10 {
-		t.Errorf("Stats() = %d added, %d seen, want %d adds, nearly all new", st.Added, st.Seen, 4*per)
+	if st := b.Stats(); st.Adds != 4*per || st.Adds-st.AddsPresent < 4*per*9/10 {
+		t.Errorf("Stats() = %d adds, %d present, want %d adds, nearly all new", st.Adds, st.AddsPresent, 4*per)
 	}
 }
 
@@ -139,7 +139,7 @@ func TestBloom_MergeFrozenCopies(t *testing.T) {
 		if _, err := OpenBloom(Path(path), bloomProcCfg); !errors.Is(err, ErrFrozen) {
 			t.Errorf("read-write open of a frozen copy = %v, want ErrFrozen", err)
 		}
-		c, err := OpenBloom(Path(path), bloomProcCfg, ReadOnly())
+		c, err := OpenBloom(Path(path), bloomProcCfg, WithReadOnly())
 		if err != nil {
 			t.Fatal(err)
 		}

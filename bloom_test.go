@@ -213,11 +213,11 @@ func TestBloom_Already(t *testing.T) {
 		}
 	}
 	st := b.Stats()
-	if st.Added != ref.added || st.Seen != ref.seen || st.Set != ref.set() {
-		t.Errorf("Stats() = %d added, %d seen, %d set; model %d, %d, %d", st.Added, st.Seen, st.Set, ref.added, ref.seen, ref.set())
+	if st.Adds != ref.added+ref.seen || st.AddsPresent != ref.seen || st.Set != ref.set() {
+		t.Errorf("Stats() = %d adds, %d present, %d set; model %d, %d, %d", st.Adds, st.AddsPresent, st.Set, ref.added+ref.seen, ref.seen, ref.set())
 	}
-	if st.Added+st.Seen != 2000+1+2+3+3000 {
-		t.Errorf("Added + Seen = %d, want every add: %d", st.Added+st.Seen, 2000+1+2+3+3000)
+	if st.Adds != 2000+1+2+3+3000 {
+		t.Errorf("Added + Seen = %d, want every add: %d", st.Adds, 2000+1+2+3+3000)
 	}
 }
 
@@ -232,7 +232,7 @@ func TestBloom_StatsResetClose(t *testing.T) {
 	b.AddString("a")
 	st := b.Stats()
 	want := BloomStats{Bits: b.Bits(), Hashes: b.Hashes(), Capacity: 1000, FPRate: 0.01, Set: st.Set,
-		Fill: float64(st.Set) / float64(b.Bits()), Estimated: st.Estimated, Added: 1, Seen: 1, FileStats: FileStats{Bytes: st.Bytes}}
+		Fill: float64(st.Set) / float64(b.Bits()), Estimated: st.Estimated, Adds: 2, AddsPresent: 1, FileStats: FileStats{Bytes: st.Bytes}}
 	if diff := cmp.Diff(want, st); diff != "" {
 		t.Errorf("Stats() (-want +got):\n%s", diff)
 	}
@@ -243,7 +243,7 @@ func TestBloom_StatsResetClose(t *testing.T) {
 	if err != nil || !bytes.Contains(js, []byte(`"fill":`)) || !bytes.Contains(js, []byte(`"estimated":`)) {
 		t.Errorf("json.Marshal(Stats()) = %s, %v", js, err)
 	}
-	if v := b.StatsVar().String(); !strings.Contains(v, `"seen":1`) {
+	if v := b.StatsVar().String(); !strings.Contains(v, `"adds_present":1`) {
 		t.Errorf("StatsVar().String() = %s", v)
 	}
 	if err := b.Reset(); err != nil {
@@ -252,7 +252,7 @@ func TestBloom_StatsResetClose(t *testing.T) {
 	if b.ContainsString("a") {
 		t.Error("Check(a) = true after Reset")
 	}
-	if st := b.Stats(); st.Set != 0 || st.Added != 0 || st.Seen != 0 || st.Estimated != 0 {
+	if st := b.Stats(); st.Set != 0 || st.Adds != 0 || st.AddsPresent != 0 || st.Estimated != 0 {
 		t.Errorf("Stats() after Reset = %+v", st)
 	}
 	b.AddString("b")
@@ -307,7 +307,7 @@ func TestBloom_Merge(t *testing.T) {
 	if !bytes.Equal(bloomBits(dst), bloomBits(all)) {
 		t.Error("merged bits differ from one filter fed everything")
 	}
-	if st := dst.Stats(); st.Added+st.Seen != 500 {
+	if st := dst.Stats(); st.Adds != 500 {
 		t.Errorf("Merge changed the counts: %+v", st)
 	}
 	before := bytes.Clone(bloomBits(dst))

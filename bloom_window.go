@@ -5,7 +5,6 @@ import (
 	"math"
 	"sync"
 	"sync/atomic"
-	"time"
 	"unsafe"
 
 	"github.com/shmsketch/sketch/internal/cells"
@@ -154,29 +153,20 @@ type BloomWindowStats struct {
 	Hashes   int     `json:"hashes"`
 	Capacity uint64  `json:"capacity"`
 	FPRate   float64 `json:"fp_rate"`
-	// Period and Keep are the window's.
-	Period time.Duration `json:"period"`
-	Keep   int           `json:"keep"`
-	// Current is the period adds go to now, and Oldest the first period
-	// Contains covers: it covers Oldest to Current.
-	Current uint64 `json:"current"`
-	Oldest  uint64 `json:"oldest"`
-	// Start is when the current period started by the clock (Period > 0
-	// and no Rotate), else zero.
-	Start time.Time `json:"start,omitempty"`
-	// Rotations is how many times Rotate turned the period.
-	Rotations uint64 `json:"rotations"`
-	// Turns is how many times the period turned, by Rotate or by the
-	// clock (see Window).
-	Turns uint64 `json:"turns"`
+	// WindowStats are the window's periods: Contains covers Oldest to
+	// Current.
+	WindowStats
 	// Adds is the adds since the window was made, in every process,
-	// periods that left the window included (each slot's Added plus Seen,
+	// periods that left the window included (each slot's Adds,
 	// and what its earlier periods took): a monotonic count
 	// (see Window).
 	Adds uint64 `json:"adds"`
-	// CheckRate is the modelled rate at which Contains finds a key never
-	// added in the periods covered: 1 - Π(1 - Rate) over their slots.
-	CheckRate float64 `json:"check_rate"`
+	// FPRateNow is the modelled false-positive rate of Contains over the
+	// whole window now: the rate at which it finds a key never added in
+	// the periods covered, 1 - Π(1 - Rate) over their slots (FPRate is
+	// each slot's target at Capacity, Rate each slot's own now). A closed
+	// handle reports 1.
+	FPRateNow float64 `json:"fp_rate_now"`
 	// Slots describes each slot.
 	Slots []BloomWindowSlotStats `json:"slots"`
 	FileStats
@@ -185,7 +175,7 @@ type BloomWindowStats struct {
 // BloomWindowSlotStats describes one slot of a Bloom window.
 type BloomWindowSlotStats struct {
 	// State is "current", "window", "next", "expired", "clearing" or
-	// "empty", as WindowSlotStats has it.
+	// "empty", as CountMinWindowSlotStats has it.
 	State string `json:"state"`
 	// Period is the period the slot holds, or is cleared for.
 	Period uint64 `json:"period"`
@@ -197,10 +187,11 @@ type BloomWindowSlotStats struct {
 	// Rate is the filter's modelled false-positive rate at the estimated
 	// load (1 when every bit is set).
 	Rate float64 `json:"rate"`
-	// Added and Seen count the adds to the slot that set a bit and that
-	// found every bit already set in it.
-	Added uint64 `json:"added"`
-	Seen  uint64 `json:"seen"`
+	// Adds counts the adds to the slot since it was cleared for its
+	// period, and AddsPresent the part of them that found every bit
+	// already set, as BloomStats has them.
+	Adds        uint64 `json:"adds"`
+	AddsPresent uint64 `json:"adds_present"`
 }
 
 // OpenBloomWindow opens the Bloom window at a place (see Place), creating
@@ -570,12 +561,11 @@ func (w *BloomWindow) Hashes() int {
 // in a loop.
 func (w *BloomWindow) Stats() BloomWindowStats {
 	s := BloomWindowStats{
-		Bits:      w.Bits(),
-		Hashes:    w.Hashes(),
-		Capacity:  w.Config().Bloom.Capacity,
-		Period:    w.win.Period,
-		Keep:      w.win.Keep,
-		FileStats: FileStats{ReadOnly: w.ReadOnly()},
+		Bits:        w.Bits(),
+		Hashes:      w.Hashes(),
+		Capacity:    w.Config().Bloom.Capacity,
+		WindowStats: WindowStats{Period: w.win.Period, Keep: w.win.Keep},
+		FileStats:   FileStats{ReadOnly: w.ReadOnly()},
 	}
 	if w.m != nil {
 		s.FPRate = w.Config().Bloom.FPRate
@@ -585,8 +575,7 @@ func (w *BloomWindow) Stats() BloomWindowStats {
 		return w.closedStats(s)
 	}
 	wp := w.periods()
-	s.Current, s.Oldest, s.Rotations, s.Start = wp.current, wp.oldest, wp.rotations, wp.start
-	s.Turns, s.Adds = w.ctl.turns(), w.ctl.adds()
+	s.WindowStats, s.Adds = wp, w.ctl.adds()
 	miss := 1.0 // the chance that no covered slot finds an absent key
 	for i := range w.slots {
 		l := &w.slots[i]
@@ -603,13 +592,14 @@ func (w *BloomWindow) Stats() BloomWindowStats {
 		default:
 			sl.Rate = bloomFP(sl.Estimated/float64(l.Blocks), l.K)
 		}
-		sl.Added, sl.Seen = l.Counts()
+		added, seen := l.Counts()
+		sl.Adds, sl.AddsPresent = added+seen, seen
 		if sl.State == "current" || sl.State == "window" {
 			miss *= 1 - sl.Rate
 		}
 		s.Slots = append(s.Slots, sl)
 	}
-	s.CheckRate = 1 - miss
+	s.FPRateNow = 1 - miss
 	s.Frozen = atomic.LoadUint32(w.sealed) != 0
 	if !w.open.Load() {
 		return w.closedStats(s)
@@ -619,7 +609,7 @@ func (w *BloomWindow) Stats() BloomWindowStats {
 
 func (w *BloomWindow) closedStats(s BloomWindowStats) BloomWindowStats {
 	return BloomWindowStats{Bits: s.Bits, Hashes: s.Hashes, Capacity: s.Capacity, FPRate: s.FPRate,
-		Period: s.Period, Keep: s.Keep, CheckRate: 1, FileStats: FileStats{Bytes: s.Bytes, ReadOnly: w.ReadOnly(), Closed: true}}
+		WindowStats: WindowStats{Period: s.Period, Keep: s.Keep}, FPRateNow: 1, FileStats: FileStats{Bytes: s.Bytes, ReadOnly: w.ReadOnly(), Closed: true}}
 }
 
 // Close stops the handle's clock and releases the descriptor, the lock's
@@ -675,8 +665,8 @@ func (w *BloomWindow) Snapshot(at Place, opts ...Option) (*Bloom, error) {
 // periods' filters, and returns it frozen and read-only with the periods
 // it covers. It has the window's filter's bits, hashes and seed, so that
 // it merges (Bloom.Merge) with the snapshots of other hosts' windows and
-// with plain filters of that config; its Added and Seen are the covered
-// periods' sums.
+// with plain filters of that config; its Adds and AddsPresent are the
+// covered periods' sums.
 //
 // The copy answers true for every key whose add returned, in any process,
 // before the call, in a period it covers (no false negative); its

@@ -52,7 +52,7 @@ func ExampleOpenBloomWindow() {
 	// run job-2
 }
 
-// Stats says which periods Check covers and how full each slot is (a
+// Stats says which periods Contains covers and how full each slot is (a
 // fixed seed keeps the output the same on every run).
 func ExampleBloomWindow_Stats() {
 	w, err := sketch.OpenBloomWindow(sketch.Memory(), sketch.BloomWindowConfig{Window: sketch.Window{Period: time.Hour, Keep: 3}, Bloom: sketch.BloomConfig{Capacity: 1000, Seed: 1}})
@@ -67,12 +67,12 @@ func ExampleBloomWindow_Stats() {
 	fmt.Println("periods covered:", s.Current-s.Oldest+1)
 	for _, sl := range s.Slots {
 		if sl.State == "current" {
-			fmt.Printf("current slot: %d added, fill %.1f\n", sl.Added, sl.Fill)
+			fmt.Printf("current slot: %d adds, fill %.1f\n", sl.Adds, sl.Fill)
 		}
 	}
-	fmt.Println("check rate under 1%:", s.CheckRate < 0.01)
+	fmt.Println("false-positive rate now under 1%:", s.FPRateNow < 0.01)
 	// Output:
 	// periods covered: 3
-	// current slot: 500 added, fill 0.3
-	// check rate under 1%: true
+	// current slot: 500 adds, fill 0.3
+	// false-positive rate now under 1%: true
 }

@@ -179,9 +179,9 @@ func TestBloomWindow_RotateExact(t *testing.T) {
 							continue
 						}
 						f := model.filter(sl.Period)
-						if uint64(i) != sl.Period%uint64(keep+1) || sl.Set != f.set() || sl.Added != f.added || sl.Seen != f.seen {
-							t.Fatalf("round %d: slot %d of period %d: %d set, %d added, %d seen; model %d, %d, %d",
-								round, i, sl.Period, sl.Set, sl.Added, sl.Seen, f.set(), f.added, f.seen)
+						if uint64(i) != sl.Period%uint64(keep+1) || sl.Set != f.set() || sl.Adds != f.added+f.seen || sl.AddsPresent != f.seen {
+							t.Fatalf("round %d: slot %d of period %d: %d set, %d adds, %d present; model %d, %d, %d",
+								round, i, sl.Period, sl.Set, sl.Adds, sl.AddsPresent, f.set(), f.added+f.seen, f.seen)
 						}
 					}
 					if err := w.Rotate(); err != nil {
@@ -197,7 +197,7 @@ func TestBloomWindow_RotateExact(t *testing.T) {
 // found only as false positives. Each period is filled to Capacity; after
 // the turns, the share of the oldest periods' keys still found, and of
 // keys never added, is within 1.2x the rate of the Keep filters asked
-// (1 - (1 - FPRate)^Keep), and near Stats' CheckRate; every key of the
+// (1 - (1 - FPRate)^Keep), and near Stats' FPRateNow; every key of the
 // covered periods is found.
 func TestBloomWindow_ExpiredRate(t *testing.T) {
 	for _, keep := range []int{1, 2, 3} {
@@ -240,7 +240,7 @@ func TestBloomWindow_ExpiredRate(t *testing.T) {
 				}
 			}
 			bound := 1.2 * (1 - math.Pow(1-cfg.FPRate, float64(keep)))
-			model := w.Stats().CheckRate
+			model := w.Stats().FPRateNow
 			for _, prefix := range []string{"p0", "p1", "never"} {
 				got := rateOf(prefix)
 				t.Logf("keep %d: %s keys found at %.4f (bound %.4f, modelled %.4f)", keep, prefix, got, bound, model)
@@ -329,7 +329,7 @@ func TestBloomWindow_ErrInvalidConfig(t *testing.T) {
 	if !errors.Is(err, ErrInvalidConfig) || !errors.Is(err, fs.ErrNotExist) || !strings.Contains(err.Error(), path) {
 		t.Errorf("OpenBloomWindow(Keep 2, zero config) of no file = %v, want ErrInvalidConfig and fs.ErrNotExist naming the file", err)
 	}
-	if _, err := OpenBloomWindow(Memfd("bwin"), BloomWindowConfig{Window: Window{Keep: 2}, Bloom: bwinCfg}, ReadOnly()); !errors.Is(err, ErrInvalidConfig) {
+	if _, err := OpenBloomWindow(Memfd("bwin"), BloomWindowConfig{Window: Window{Keep: 2}, Bloom: bwinCfg}, WithReadOnly()); !errors.Is(err, ErrInvalidConfig) {
 		t.Errorf("read-only NewBloomWindowMemfd = %v, want ErrInvalidConfig", err)
 	}
 	// 257 slots of 2^40 blocks do not fit a file.

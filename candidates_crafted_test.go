@@ -127,7 +127,7 @@ func TestCandidates_CraftedSlots(t *testing.T) {
 			before, _ := w.Top(0)
 			way := heldWay(t, w)
 			c.edit(w.top, way)
-			r, err := OpenCountMin(Path(path), CountMinConfig{}, ReadOnly())
+			r, err := OpenCountMin(Path(path), CountMinConfig{}, WithReadOnly())
 			if err != nil {
 				t.Fatal(err)
 			}

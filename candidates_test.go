@@ -490,7 +490,7 @@ func TestCandidates_ReadOnly(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer d.Close()
-	ro, err := OpenCountMin(Path(path), CountMinConfig{}, ReadOnly())
+	ro, err := OpenCountMin(Path(path), CountMinConfig{}, WithReadOnly())
 	if err != nil {
 		t.Fatal(err)
 	}

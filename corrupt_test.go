@@ -200,10 +200,10 @@ type corruptRoute struct {
 
 var corruptRoutes = []corruptRoute{
 	{"open", "sketch: open ", true, func(t testing.TB, k corruptKind, path string) error { return k.open(t, path, false) }},
-	{"open read-only", "sketch: open ", false, func(t testing.TB, k corruptKind, path string) error { return k.open(t, path, false, ReadOnly()) }},
+	{"open read-only", "sketch: open ", false, func(t testing.TB, k corruptKind, path string) error { return k.open(t, path, false, WithReadOnly()) }},
 	{"open as made", "sketch: open ", false, func(t testing.TB, k corruptKind, path string) error { return k.open(t, path, true) }},
 	{"open as made read-only", "sketch: open ", false, func(t testing.TB, k corruptKind, path string) error {
-		return k.open(t, path, true, ReadOnly())
+		return k.open(t, path, true, WithReadOnly())
 	}},
 	{"Inspect", "sketch: inspect ", false, func(t testing.TB, k corruptKind, path string) error { _, err := Inspect(path); return err }},
 }
@@ -734,7 +734,7 @@ func TestOpen_OtherKind(t *testing.T) {
 			if other.name == k.name {
 				continue
 			}
-			for _, opts := range [][]Option{nil, {ReadOnly()}} {
+			for _, opts := range [][]Option{nil, {WithReadOnly()}} {
 				err := other.open(t, path, false, opts...)
 				corruptWant(t, fmt.Sprintf("opening a %s file as a %s (%d options)", k.name, other.name, len(opts)), err, path, ErrIncompatible)
 			}

@@ -27,7 +27,7 @@ type CountingBloomConfig struct {
 	FPRate float64 `json:"fp_rate"`
 	// Seed is the hash seed; zero means random at create and any on
 	// attach, as for CountMinConfig.
-	Seed uint64
+	Seed uint64 `json:"seed"`
 }
 
 const (
@@ -157,10 +157,10 @@ func validateCountingBloomEntry(e entry) error {
 // probability about FPRate at Capacity items. Counters saturate at 15 and
 // stick there.
 //
-// Contains, Estimate, Count and Stats take no lock. Add and AddBatch take the
-// file's read lock (so many processes add at once), Remove, Reset, Merge
-// and Freeze its write lock; a process killed holding either is recovered
-// from within about 10 ms (docs/DESIGN.md).
+// Contains, Estimate, their batches and Stats take no lock. Add and
+// AddBatch take the file's read lock (so many processes add at once),
+// Remove, Reset, Merge and Freeze its write lock; a process killed
+// holding either is recovered from within about 10 ms (docs/DESIGN.md).
 type CountingBloom struct {
 	Handle
 	l      cells.CountingBloom
@@ -170,15 +170,28 @@ type CountingBloom struct {
 }
 
 // CountingBloomStats describes a counting Bloom filter at one moment.
+// Set, Fill and Estimated have BloomStats' names and meanings, counted in
+// counters instead of bits, with one difference: a removed item leaves
+// them, so they describe the items present now rather than every key
+// ever added.
 type CountingBloomStats struct {
-	Capacity    uint64  `json:"capacity"`     // items it was sized for
-	FPRate      float64 `json:"fp_rate"`      // false-positive rate at Capacity
-	Counters    uint64  `json:"counters"`     // m, a power of two
-	Hashes      int     `json:"hashes"`       // k
-	CountersSet uint64  `json:"counters_set"` // counters above zero
-	Count       float64 `json:"count"`        // estimated distinct items present (MaxFloat64 when full)
-	FillRatio   float64 `json:"fill_ratio"`   // CountersSet / Counters
-	Ops         uint64  `json:"ops"`          // write-path calls, in every process
+	Capacity uint64  `json:"capacity"` // items it was sized for
+	FPRate   float64 `json:"fp_rate"`  // false-positive rate at Capacity
+	Counters uint64  `json:"counters"` // m, a power of two
+	Hashes   int     `json:"hashes"`   // k
+	// Set is the counters above zero, counted by walking the whole array.
+	Set uint64 `json:"set"`
+	// Fill is Set / Counters: near one half at Capacity. The rate a
+	// Contains sees grows with it, fast past Capacity.
+	Fill float64 `json:"fill"`
+	// Estimated is the number of distinct items present (added and not
+	// removed), estimated from the fill: -m/k · ln(1 - Fill). It degrades
+	// as the filter saturates (MaxFloat64 when every counter is set).
+	Estimated float64 `json:"estimated"`
+	// Adds counts the adds since the filter was made or last Reset, in
+	// every process: each Add, each key of an AddBatch, each AddIfAbsent
+	// that added. Remove does not lower it, nor does Merge change it.
+	Adds uint64 `json:"adds"`
 	FileStats
 }
 
@@ -238,7 +251,7 @@ func (b *CountingBloom) Add(key []byte) (already bool, err error) {
 		return false, b.m.errorf("add", ErrFrozen)
 	}
 	already = !b.l.AddHashed(h1, hi)
-	b.l.CountOps(b.stripe)
+	b.l.CountAdds(b.stripe, 1)
 	b.lk.runlock()
 	return already, b.after("add")
 }
@@ -268,7 +281,7 @@ func (b *CountingBloom) AddBatch(keys [][]byte, already []bool) error {
 	if err != nil {
 		return b.m.errorf("add", err)
 	}
-	b.l.CountOps(b.stripe)
+	b.l.CountAdds(b.stripe, uint64(len(keys)))
 	runtime.KeepAlive(b)
 	return b.after("add")
 }
@@ -306,8 +319,10 @@ func (b *CountingBloom) ContainsBatch(keys [][]byte, out []bool) error {
 // Estimate returns how many times key is stored (added minus removed), 0 to
 // 15: the smallest of its counters. Below 15 it is never under the truth
 // (collisions can only raise it); 15 means 15 or more. 0 means definitely
-// absent. A closed handle returns 15.
-func (b *CountingBloom) Estimate(key []byte) uint8 {
+// absent. It returns a uint64, as the Count-Min kinds' Estimate does,
+// though a 4-bit counter holds no more than 15. A closed handle returns
+// 15.
+func (b *CountingBloom) Estimate(key []byte) uint64 {
 	if !b.open.Load() {
 		return cells.CbfMax
 	}
@@ -316,12 +331,34 @@ func (b *CountingBloom) Estimate(key []byte) uint8 {
 	if !b.open.Load() {
 		return cells.CbfMax
 	}
-	return uint8(n)
+	return uint64(n)
 }
 
 // EstimateString is Estimate for a string key.
-func (b *CountingBloom) EstimateString(key string) uint8 {
+func (b *CountingBloom) EstimateString(key string) uint64 {
 	return b.Estimate(unsafe.Slice(unsafe.StringData(key), len(key)))
+}
+
+// EstimateBatch stores Estimate(keys[i]) in estimates[i], as
+// CountMin.EstimateBatch does; estimates must have len(keys) elements
+// (ErrInvalidArgument otherwise, and nothing is asked). It takes no lock,
+// so a read-only handle and a frozen filter answer too. After Close it
+// fills estimates with 15, the closed handle's answer, and returns
+// ErrClosed.
+func (b *CountingBloom) EstimateBatch(keys [][]byte, estimates []uint64) error {
+	if len(estimates) != len(keys) {
+		return fmt.Errorf("sketch: estimate %s: %w: %d estimates for %d keys", b.name(), ErrInvalidArgument, len(estimates), len(keys))
+	}
+	for i, k := range keys {
+		estimates[i] = b.Estimate(k)
+	}
+	if !b.open.Load() {
+		for i := range estimates {
+			estimates[i] = cells.CbfMax
+		}
+		return b.closedErr("estimate")
+	}
+	return nil
 }
 
 // AddIfAbsent adds key only if the filter does not contain it, as one
@@ -338,6 +375,7 @@ func (b *CountingBloom) AddIfAbsent(key []byte) (added bool, err error) {
 	err = b.exclusive("add", func() error {
 		if !b.l.ContainsHashed(h1, hi) {
 			b.l.AddHashed(h1, hi)
+			b.l.CountAdds(b.stripe, 1)
 			added = true
 		}
 		return nil
@@ -372,7 +410,6 @@ func (b *CountingBloom) Remove(key []byte) (removed bool, err error) {
 		return false, b.m.errorf("remove", ErrFrozen)
 	}
 	removed = b.l.RemoveHashed(h1, hi)
-	b.l.CountOps(b.stripe)
 	if err := b.lk.unlock(); err != nil {
 		return removed, b.m.errorf("remove", err)
 	}
@@ -380,7 +417,7 @@ func (b *CountingBloom) Remove(key []byte) (removed bool, err error) {
 }
 
 // RemoveString is Remove for a string key.
-func (b *CountingBloom) RemoveString(key string) (bool, error) {
+func (b *CountingBloom) RemoveString(key string) (removed bool, err error) {
 	return b.Remove(unsafe.Slice(unsafe.StringData(key), len(key)))
 }
 
@@ -388,6 +425,7 @@ func (b *CountingBloom) RemoveString(key string) (bool, error) {
 func (b *CountingBloom) Reset() error {
 	return b.exclusive("clear", func() error {
 		b.core.Reset(&b.l)
+		b.l.ResetAdds()
 		return nil
 	})
 }
@@ -452,7 +490,7 @@ func (b *CountingBloom) snapshot() ([]byte, error) {
 // Freeze seals the file for good, under the write lock: from then on every
 // mutator of every handle, in every process, returns ErrFrozen, and a
 // read-write open is refused with ErrFrozen. The file may then be copied
-// to hosts of the same byte order and opened there with ReadOnly. Freeze
+// to hosts of the same byte order and opened there with WithReadOnly. Freeze
 // flushes the file (Sync).
 func (b *CountingBloom) freeze() error {
 	err := b.exclusive("freeze", func() error {
@@ -467,7 +505,7 @@ func (b *CountingBloom) freeze() error {
 }
 
 // exclusive runs f under the write lock, unless the handle may not mutate
-// or the file is sealed, and counts the operation.
+// or the file is sealed.
 func (b *CountingBloom) exclusive(op string, f func() error) error {
 	if err := b.refuse(op); err != nil {
 		return err
@@ -480,7 +518,6 @@ func (b *CountingBloom) exclusive(op string, f func() error) error {
 		return b.m.errorf(op, ErrFrozen)
 	}
 	err := f()
-	b.l.CountOps(b.stripe)
 	if uerr := b.lk.unlock(); uerr != nil && err == nil {
 		err = uerr
 	}
@@ -512,13 +549,13 @@ func (b *CountingBloom) Stats() CountingBloomStats {
 	s.Capacity = b.m.ent.params[0]
 	s.FPRate = b.Config().FPRate
 	s.Bytes = b.m.ownBytes()
-	s.CountersSet = b.core.CountSet(&b.l)
-	s.Count = b.count(s.CountersSet)
-	if math.IsInf(s.Count, 1) {
-		s.Count = math.MaxFloat64 // every counter set; JSON has no infinity
+	s.Set = b.core.CountSet(&b.l)
+	s.Estimated = b.count(s.Set)
+	if math.IsInf(s.Estimated, 1) {
+		s.Estimated = math.MaxFloat64 // every counter set; JSON has no infinity
 	}
-	s.FillRatio = float64(s.CountersSet) / float64(s.Counters)
-	s.Ops = b.l.Ops()
+	s.Fill = float64(s.Set) / float64(s.Counters)
+	s.Adds = b.l.Adds()
 	s.Frozen = atomic.LoadUint32(b.sealed) != 0
 	if !b.open.Load() {
 		return CountingBloomStats{Counters: s.Counters, Hashes: s.Hashes, FileStats: FileStats{ReadOnly: b.ReadOnly(), Closed: true}}
@@ -586,8 +623,7 @@ func (b *CountingBloom) Snapshot(at Place, opts ...Option) (*CountingBloom, erro
 	return finishSnapshot(&b.Handle, m, err, newCountingBloom)
 }
 
-// copyRegion copies the filter's region, its operation count and
-// counters, into dst under the read lock (none on a read-only handle),
+// copyRegion copies the filter's region, its add count and counters, into dst under the read lock (none on a read-only handle),
 // or fails with the lock's ErrTimeout.
 func (b *CountingBloom) copyRegion(dst []byte) error {
 	if b.lk != nil {

@@ -25,7 +25,7 @@ type refCBF struct {
 	seed uint64
 	k    int
 	c    []uint8
-	ops  uint64 // write-path calls
+	adds uint64 // Stats().Adds: adds since made or reset
 }
 
 func newRefCBF(m uint64, k int, seed uint64) *refCBF {
@@ -63,12 +63,12 @@ func (r *refCBF) addMany(keys [][]byte) int {
 	return n
 }
 
-func (r *refCBF) countOf(key []byte) uint8 {
+func (r *refCBF) countOf(key []byte) uint64 {
 	n := uint8(15)
 	for _, i := range r.probes(key) {
 		n = min(n, r.c[i])
 	}
-	return n
+	return uint64(n)
 }
 
 func (r *refCBF) remove(key []byte) bool {
@@ -158,7 +158,7 @@ func cbfParityRun(t *testing.T, cfg CountingBloomConfig, ops []byte) {
 		switch op % 10 {
 		case 0, 1:
 			want := !ref.add(key) // Add answers already
-			ref.ops++
+			ref.adds++
 			for _, f := range fs {
 				if got, err := f.main.Add(key); err != nil || got != want {
 					t.Fatalf("op %d: %s Add(%q) = %v, %v, want %v", i/2, f.core.Name(), key, got, err, want)
@@ -167,29 +167,40 @@ func cbfParityRun(t *testing.T, cfg CountingBloomConfig, ops []byte) {
 		case 2, 3:
 			keys := batch(arg)
 			want := ref.addMany(keys)
-			ref.ops++
+			ref.adds += uint64(len(keys))
 			for _, f := range fs {
 				if got, err := addedOf(f.main, keys); err != nil || got != want {
 					t.Fatalf("op %d: %s AddMany(%d keys from %q) = %d, %v, want %d", i/2, f.core.Name(), len(keys), key, got, err, want)
 				}
 			}
 		case 4:
-			want := ref.remove(key)
-			ref.ops++
+			want := ref.remove(key) // a remove is no add
 			for _, f := range fs {
 				if got, err := f.main.Remove(key); err != nil || got != want {
 					t.Fatalf("op %d: %s Remove(%q) = %v, %v, want %v", i/2, f.core.Name(), key, got, err, want)
 				}
 			}
 		case 5:
-			for _, k := range [][]byte{key, cbfParityKey(arg + 1), cbfParityKey(arg ^ 0xff)} {
+			keys := [][]byte{key, cbfParityKey(arg + 1), cbfParityKey(arg ^ 0xff)}
+			for _, k := range keys {
 				want := ref.countOf(k)
 				for _, f := range fs {
 					if got := f.main.Estimate(k); got != want {
-						t.Fatalf("op %d: %s CountOf(%q) = %d, want %d", i/2, f.core.Name(), k, got, want)
+						t.Fatalf("op %d: %s Estimate(%q) = %d, want %d", i/2, f.core.Name(), k, got, want)
 					}
 					if got := f.main.Contains(k); got != (want > 0) {
 						t.Fatalf("op %d: %s Contains(%q) = %v, want %v", i/2, f.core.Name(), k, got, want > 0)
+					}
+				}
+			}
+			for _, f := range fs {
+				got := make([]uint64, len(keys))
+				if err := f.main.EstimateBatch(keys, got); err != nil {
+					t.Fatalf("op %d: %s EstimateBatch: %v", i/2, f.core.Name(), err)
+				}
+				for j, k := range keys {
+					if want := ref.countOf(k); got[j] != want {
+						t.Fatalf("op %d: %s EstimateBatch: %q = %d, want %d as Estimate", i/2, f.core.Name(), k, got[j], want)
 					}
 				}
 			}
@@ -200,7 +211,7 @@ func cbfParityRun(t *testing.T, cfg CountingBloomConfig, ops []byte) {
 			}
 			want := ref.addMany(keys)
 			wantRemoved := ref.remove(key)
-			ref.ops += 2
+			ref.adds += uint64(len(keys))
 			for _, f := range fs {
 				got, err := addedOf(f.main, keys)
 				if err != nil || got != want {
@@ -217,6 +228,7 @@ func cbfParityRun(t *testing.T, cfg CountingBloomConfig, ops []byte) {
 			if arg%2 == 0 {
 				keys := batch(arg)
 				want := refOther.addMany(keys)
+				refOther.adds += uint64(len(keys))
 				for _, f := range fs {
 					if got, err := addedOf(f.other, keys); err != nil || got != want {
 						t.Fatalf("op %d: %s other.AddBatch(%d keys) = %d, %v, want %d", i/2, f.core.Name(), len(keys), got, err, want)
@@ -224,18 +236,18 @@ func cbfParityRun(t *testing.T, cfg CountingBloomConfig, ops []byte) {
 				}
 			} else {
 				want := !refOther.add(key) // Add answers already
+				refOther.adds++
 				for _, f := range fs {
 					if got, err := f.other.Add(key); err != nil || got != want {
 						t.Fatalf("op %d: %s other.Add(%q) = %v, %v, want %v", i/2, f.core.Name(), key, got, err, want)
 					}
 				}
 			}
-			refOther.ops++
 		case 8: // merge the other filter, or the filter itself; clear, rarely
 			switch {
 			case arg < 12:
 				clear(ref.c)
-				ref.ops++
+				ref.adds = 0
 				for _, f := range fs {
 					if err := f.main.Reset(); err != nil {
 						t.Fatalf("op %d: %s Clear: %v", i/2, f.core.Name(), err)
@@ -243,23 +255,21 @@ func cbfParityRun(t *testing.T, cfg CountingBloomConfig, ops []byte) {
 				}
 			case arg < 20:
 				clear(refOther.c)
-				refOther.ops++
+				refOther.adds = 0
 				for _, f := range fs {
 					if err := f.other.Reset(); err != nil {
 						t.Fatalf("op %d: %s other.Clear: %v", i/2, f.core.Name(), err)
 					}
 				}
 			case arg < 40:
-				ref.merge(&refCBF{c: append([]uint8(nil), ref.c...)})
-				ref.ops++
+				ref.merge(&refCBF{c: append([]uint8(nil), ref.c...)}) // no add
 				for _, f := range fs {
 					if err := f.main.Merge(f.main); err != nil {
 						t.Fatalf("op %d: %s Merge(itself): %v", i/2, f.core.Name(), err)
 					}
 				}
 			default:
-				ref.merge(refOther)
-				ref.ops++
+				ref.merge(refOther) // no add
 				for _, f := range fs {
 					if err := f.main.Merge(f.other); err != nil {
 						t.Fatalf("op %d: %s Merge(other): %v", i/2, f.core.Name(), err)
@@ -271,12 +281,12 @@ func cbfParityRun(t *testing.T, cfg CountingBloomConfig, ops []byte) {
 			var count float64
 			for j, f := range fs {
 				st := f.main.Stats()
-				if st.CountersSet != want || st.Ops != ref.ops {
-					t.Fatalf("op %d: %s Stats() = %d counters set, %d ops, want %d, %d", i/2, f.core.Name(), st.CountersSet, st.Ops, want, ref.ops)
+				if st.Set != want || st.Adds != ref.adds {
+					t.Fatalf("op %d: %s Stats() = %d counters set, %d adds, want %d, %d", i/2, f.core.Name(), st.Set, st.Adds, want, ref.adds)
 				}
 				if j == 0 {
-					count = f.main.Stats().Count
-				} else if got := f.main.Stats().Count; got != count {
+					count = f.main.Stats().Estimated
+				} else if got := f.main.Stats().Estimated; got != count {
 					t.Fatalf("op %d: %s Count() = %v, %s has %v", i/2, f.core.Name(), got, fs[0].core.Name(), count)
 				}
 			}
@@ -292,8 +302,8 @@ func cbfParityRun(t *testing.T, cfg CountingBloomConfig, ops []byte) {
 			if !bytes.Equal(got, c.ref.counterBytes()) {
 				t.Fatalf("%s %s: the counters differ from the model's", f.core.Name(), c.name)
 			}
-			if got := c.b.Stats(); got.Ops != c.ref.ops || got.CountersSet != c.ref.countSet() {
-				t.Fatalf("%s %s: Stats() = %d ops, %d counters set, want %d, %d", f.core.Name(), c.name, got.Ops, got.CountersSet, c.ref.ops, c.ref.countSet())
+			if got := c.b.Stats(); got.Adds != c.ref.adds || got.Set != c.ref.countSet() {
+				t.Fatalf("%s %s: Stats() = %d adds, %d counters set, want %d, %d", f.core.Name(), c.name, got.Adds, got.Set, c.ref.adds, c.ref.countSet())
 			}
 		}
 	}

@@ -286,7 +286,7 @@ func TestCountingBloom_RaceToCreate(t *testing.T) {
 				t.Fatalf("round %d: %s said %q (%v)", n, r.h.name, line, err)
 			}
 		}
-		b, err := OpenCountingBloom(Path(filepath.Join(dir, fmt.Sprintf("cbf-%d", n))), CountingBloomConfig{}, ReadOnly())
+		b, err := OpenCountingBloom(Path(filepath.Join(dir, fmt.Sprintf("cbf-%d", n))), CountingBloomConfig{}, WithReadOnly())
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -88,12 +88,44 @@ func TestCountingBloom_Oracles(t *testing.T) {
 	if rate > 1.5*p {
 		t.Errorf("false-positive rate %.4f, more than 1.5x the target %.4f", rate, p)
 	}
-	if c := b.Stats().Count; math.Abs(c-n)/n > 0.05 {
+	if c := b.Stats().Estimated; math.Abs(c-n)/n > 0.05 {
 		t.Errorf("Count() = %.0f, want within 5%% of %d", c, n)
 	}
 	st := b.Stats()
-	if st.Capacity != n || st.FPRate != p || st.Counters != 1<<20 || st.Hashes != 7 || st.Ops != adds {
+	if st.Capacity != n || st.FPRate != p || st.Counters != 1<<20 || st.Hashes != 7 || st.Adds != adds {
 		t.Errorf("Stats() = %+v", st)
+	}
+}
+
+// TestCountingBloom_StatsAdds: Stats().Adds counts each Add, each key of
+// an AddBatch and each AddIfAbsent that added, as BloomStats.Adds does;
+// Remove, Merge and a refused AddIfAbsent leave it, and Reset zeroes it.
+func TestCountingBloom_StatsAdds(t *testing.T) {
+	b := mustCBF(t, CountingBloomConfig{Capacity: 1000, FPRate: 0.01, Seed: 5})
+	other := mustCBF(t, CountingBloomConfig{Capacity: 1000, FPRate: 0.01, Seed: 5})
+	other.AddString("elsewhere")
+	steps := []struct {
+		name string
+		do   func() error
+		want uint64
+	}{
+		{"Add", func() error { _, err := b.AddString("a"); return err }, 1},
+		{"Add again", func() error { _, err := b.AddString("a"); return err }, 2},
+		{"AddBatch of 3", func() error { return b.AddBatch([][]byte{[]byte("b"), []byte("c"), []byte("a")}, nil) }, 5},
+		{"AddIfAbsent, absent", func() error { _, err := b.AddIfAbsentString("d"); return err }, 6},
+		{"AddIfAbsent, present", func() error { _, err := b.AddIfAbsentString("d"); return err }, 6},
+		{"Remove", func() error { _, err := b.RemoveString("a"); return err }, 6},
+		{"Merge", func() error { return b.Merge(other) }, 6},
+		{"Reset", b.Reset, 0},
+		{"Add after Reset", func() error { _, err := b.AddString("e"); return err }, 1},
+	}
+	for _, st := range steps {
+		if err := st.do(); err != nil {
+			t.Fatalf("%s: %v", st.name, err)
+		}
+		if got := b.Stats().Adds; got != st.want {
+			t.Fatalf("after %s: Stats().Adds = %d, want %d", st.name, got, st.want)
+		}
 	}
 }
 
@@ -121,8 +153,8 @@ func TestCountingBloom_AddRemove(t *testing.T) {
 			t.Fatalf("third Remove(%q) removed something", k)
 		}
 	}
-	if st := b.Stats(); st.CountersSet != 0 {
-		t.Errorf("after removing everything, %d counters are set", st.CountersSet)
+	if st := b.Stats(); st.Set != 0 {
+		t.Errorf("after removing everything, %d counters are set", st.Set)
 	}
 	hot := []byte("hot")
 	for range 20 {
@@ -172,8 +204,8 @@ func TestCountingBloom_MergeAndClear(t *testing.T) {
 	if err := a.Reset(); err != nil {
 		t.Fatal(err)
 	}
-	if st := a.Stats(); st.CountersSet != 0 || a.Contains(cbfKey("a", 1)) {
-		t.Errorf("after Clear: %d counters set", st.CountersSet)
+	if st := a.Stats(); st.Set != 0 || a.Contains(cbfKey("a", 1)) {
+		t.Errorf("after Clear: %d counters set", st.Set)
 	}
 }
 
@@ -226,7 +258,7 @@ func TestCountingBloom_Views(t *testing.T) {
 	}
 	defer b.Close()
 	b.Add([]byte("x"))
-	ro, err := OpenCountingBloom(Path(path), CountingBloomConfig{}, ReadOnly())
+	ro, err := OpenCountingBloom(Path(path), CountingBloomConfig{}, WithReadOnly())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -322,7 +354,7 @@ func TestCountingBloom_StatsVar(t *testing.T) {
 		if err := json.Unmarshal([]byte(h.StatsVar().String()), &got); err != nil {
 			t.Fatalf("StatsVar().String() = %s: not JSON: %v", h.StatsVar(), err)
 		}
-		keys := []string{"capacity", "fp_rate", "counters", "hashes", "counters_set", "count", "fill_ratio", "ops", "bytes", "frozen", "read_only", "closed"}
+		keys := []string{"capacity", "fp_rate", "counters", "hashes", "set", "fill", "estimated", "adds", "bytes", "frozen", "read_only", "closed"}
 		if h.m == nil {
 			keys = []string{"closed"} // a zero value has no kind to describe
 		}
@@ -330,6 +362,71 @@ func TestCountingBloom_StatsVar(t *testing.T) {
 			if _, ok := got[k]; !ok {
 				t.Errorf("StatsVar has no %s: %v", k, got)
 			}
+		}
+	}
+}
+
+// TestCountingBloom_EstimateBatch: EstimateBatch answers what Estimate
+// answers for each key (absent, stored, saturated), with
+// CountMin.EstimateBatch's contract: lengths that differ are
+// ErrInvalidArgument and nothing is asked; a read-only handle and a frozen
+// filter answer; a closed handle answers 15 for every key and returns
+// ErrClosed.
+func TestCountingBloom_EstimateBatch(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "banned.cbf")
+	b, err := OpenCountingBloom(Path(path), CountingBloomConfig{Capacity: 1000, FPRate: 0.01, Seed: 9})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	var keys [][]byte
+	for i := range 40 {
+		k := cbfKey("k", i)
+		keys = append(keys, k)
+		for range i % 20 { // 0 (absent) to 19 (saturated) copies
+			if _, err := b.Add(k); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	check := func(name string, h *CountingBloom) {
+		t.Helper()
+		got := make([]uint64, len(keys))
+		if err := h.EstimateBatch(keys, got); err != nil {
+			t.Fatalf("%s: EstimateBatch: %v", name, err)
+		}
+		for i, k := range keys {
+			if want := h.Estimate(k); got[i] != want || want < uint64(min(i%20, 15)) {
+				t.Fatalf("%s: EstimateBatch: %q = %d, Estimate %d, stored %d times", name, k, got[i], want, i%20)
+			}
+		}
+	}
+	check("read-write", b)
+	if err := b.EstimateBatch(nil, nil); err != nil {
+		t.Errorf("EstimateBatch(nil, nil) = %v", err)
+	}
+	short := []uint64{7, 7}
+	if err := b.EstimateBatch(keys[:3], short); !errors.Is(err, ErrInvalidArgument) || short[0] != 7 || short[1] != 7 {
+		t.Errorf("EstimateBatch(3 keys, 2 estimates) = %v, estimates %v; want ErrInvalidArgument and nothing asked", err, short)
+	}
+	ro, err := OpenCountingBloom(Path(path), CountingBloomConfig{}, WithReadOnly())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ro.Close()
+	check("read-only", ro)
+	if err := b.Freeze(); err != nil {
+		t.Fatal(err)
+	}
+	check("frozen", b)
+	ro.Close()
+	got := make([]uint64, len(keys))
+	if err := ro.EstimateBatch(keys, got); !errors.Is(err, ErrClosed) {
+		t.Errorf("EstimateBatch after Close = %v, want ErrClosed", err)
+	}
+	for i, v := range got {
+		if v != 15 {
+			t.Fatalf("EstimateBatch after Close: %q = %d, want 15", keys[i], v)
 		}
 	}
 }

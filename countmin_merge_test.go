@@ -61,7 +61,7 @@ func TestCountMin_Merge(t *testing.T) {
 	if err := b.Freeze(); err != nil {
 		t.Fatal(err)
 	}
-	bro := mustOpen(t, bPath, CountMinConfig{}, ReadOnly())
+	bro := mustOpen(t, bPath, CountMinConfig{}, WithReadOnly())
 	want := wantMerged(regionWords(dst), regionWords(a), regionWords(b), regionWords(b))
 	if err := dst.Merge(a, b, bro); err != nil {
 		t.Fatal(err)
@@ -112,7 +112,7 @@ func TestCountMin_Merge_Errors(t *testing.T) {
 		})
 	}
 	src := mustOpen(t, tempPath(t, "src"), cfg)
-	ro := mustOpen(t, dstPath, CountMinConfig{}, ReadOnly())
+	ro := mustOpen(t, dstPath, CountMinConfig{}, WithReadOnly())
 	if err := ro.Merge(src); !errors.Is(err, ErrReadOnly) {
 		t.Errorf("Merge into a read-only view = %v, want ErrReadOnly", err)
 	}
@@ -177,7 +177,7 @@ func TestCountMin_MergeFrozenProcesses(t *testing.T) {
 	}
 	var parts []*CountMin
 	for i := range children {
-		parts = append(parts, mustOpen(t, fmt.Sprintf("%s/part%d", dir, i), CountMinConfig{}, ReadOnly()))
+		parts = append(parts, mustOpen(t, fmt.Sprintf("%s/part%d", dir, i), CountMinConfig{}, WithReadOnly()))
 		if !parts[i].Frozen() {
 			t.Errorf("part %d is not frozen", i)
 		}

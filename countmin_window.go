@@ -166,21 +166,9 @@ type CountMinWindowStats struct {
 	// Rows and Width are each slot's shape.
 	Rows  int `json:"rows"`
 	Width int `json:"width"`
-	// Period and Keep are the window's.
-	Period time.Duration `json:"period"`
-	Keep   int           `json:"keep"`
-	// Current is the period adds go to now, and Oldest the first period
-	// estimates cover: they cover Oldest to Current.
-	Current uint64 `json:"current"`
-	Oldest  uint64 `json:"oldest"`
-	// Start is when the current period started by the clock (Period > 0
-	// and no Rotate), else zero.
-	Start time.Time `json:"start,omitempty"`
-	// Rotations is how many times Rotate turned the period.
-	Rotations uint64 `json:"rotations"`
-	// Turns is how many times the period turned, by Rotate or by the
-	// clock (see Window).
-	Turns uint64 `json:"turns"`
+	// WindowStats are the window's periods: estimates cover Oldest to
+	// Current.
+	WindowStats
 	// Adds is everything counted since the window was made, in every
 	// process (n for AddN), periods that left the window included: a
 	// monotonic count (see Window), where Total drops as periods leave.
@@ -192,14 +180,14 @@ type CountMinWindowStats struct {
 	// ceil(e/Width · Total).
 	ErrorBound uint64 `json:"error_bound"`
 	// Slots describes each slot.
-	Slots []WindowSlotStats `json:"slots"`
+	Slots []CountMinWindowSlotStats `json:"slots"`
 	// Candidates describes the candidate table, if the window keeps one.
 	Candidates *CandidateStats `json:"candidates,omitempty"`
 	FileStats
 }
 
-// WindowSlotStats describes one slot of a window.
-type WindowSlotStats struct {
+// CountMinWindowSlotStats describes one slot of a Count-Min window.
+type CountMinWindowSlotStats struct {
 	// State is "current" (adds go here), "window" (an earlier period
 	// estimates cover), "next" (cleared ahead for the next period),
 	// "expired" (an older period, to be cleared), "clearing" or "empty"
@@ -743,11 +731,10 @@ func (w *CountMinWindow) EstimateString(key string) uint64 {
 // total and error bound over the periods covered. It walks every slot.
 func (w *CountMinWindow) Stats() CountMinWindowStats {
 	s := CountMinWindowStats{
-		Rows:      w.Config().CountMin.Rows,
-		Width:     w.Config().CountMin.Width,
-		Period:    w.win.Period,
-		Keep:      w.win.Keep,
-		FileStats: FileStats{ReadOnly: w.ReadOnly()},
+		Rows:        w.Config().CountMin.Rows,
+		Width:       w.Config().CountMin.Width,
+		WindowStats: WindowStats{Period: w.win.Period, Keep: w.win.Keep},
+		FileStats:   FileStats{ReadOnly: w.ReadOnly()},
 	}
 	if w.m != nil {
 		s.Bytes = w.m.ownBytes()
@@ -757,11 +744,10 @@ func (w *CountMinWindow) Stats() CountMinWindowStats {
 		return s
 	}
 	wp := w.periods()
-	s.Current, s.Oldest, s.Rotations, s.Start = wp.current, wp.oldest, wp.rotations, wp.start
-	s.Turns, s.Adds = w.ctl.turns(), w.ctl.adds()
+	s.WindowStats, s.Adds = wp, w.ctl.adds()
 	sums := make([]uint64, s.Rows)
 	for i := range w.slots {
-		var sl WindowSlotStats
+		var sl CountMinWindowSlotStats
 		sl.State, sl.Period = w.slotState(uint64(i), wp)
 		w.core.RowSums(&w.slots[i], sums)
 		for _, v := range sums {
@@ -776,7 +762,7 @@ func (w *CountMinWindow) Stats() CountMinWindowStats {
 	s.Candidates = w.top.stats(w, s.ErrorBound)
 	s.Frozen = atomic.LoadUint32(w.sealed) != 0
 	if !w.open.Load() {
-		return CountMinWindowStats{Rows: s.Rows, Width: s.Width, Period: s.Period, Keep: s.Keep,
+		return CountMinWindowStats{Rows: s.Rows, Width: s.Width, WindowStats: WindowStats{Period: s.Period, Keep: s.Keep},
 			FileStats: FileStats{Bytes: s.Bytes, ReadOnly: w.ReadOnly(), Closed: true}, Total: ClosedEstimate, ErrorBound: ClosedEstimate}
 	}
 	return s

@@ -323,7 +323,7 @@ func (w *CountMinWindow) retry(lo, hi, limit uint64) (int, time.Duration) {
 		return turns, 0
 	}
 	wait := time.Duration(turns) * time.Duration(c.period)
-	if wp := w.periods(); !wp.start.IsZero() && wp.current == p {
+	if wp := w.periods(); !wp.Start.IsZero() && wp.Current == p {
 		// The turn that ends period p+turns-1 comes at the start of period
 		// p+turns, by the clock.
 		if next := int64(p) + int64(turns); next <= math.MaxInt64/c.period {

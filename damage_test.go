@@ -83,7 +83,7 @@ func TestCountMin_CheckErrDamaged(t *testing.T) {
 				t.Fatalf("Check before the damage = %v", err)
 			}
 			writeAt(t, path, counterOff(t, path, width, tc.row, tc.col)+int64(tc.at), tc.b)
-			r := mustOpen(t, path, CountMinConfig{}, ReadOnly())
+			r := mustOpen(t, path, CountMinConfig{}, WithReadOnly())
 			err := r.Check()
 			if !errors.Is(err, ErrDamaged) || !errors.Is(err, ErrCorrupt) || errors.Is(err, ErrInconsistent) {
 				t.Fatalf("Check() = %v, want ErrDamaged (and ErrCorrupt, not ErrInconsistent)", err)
@@ -235,7 +235,7 @@ func TestCountMin_KillWeightedAdds(t *testing.T) {
 		}
 		h.cmd.Process.Kill()
 		<-h.done
-		c := mustOpen(t, path, CountMinConfig{}, ReadOnly())
+		c := mustOpen(t, path, CountMinConfig{}, WithReadOnly())
 		if err := c.Check(); err != nil && (!errors.Is(err, ErrTornAdd) || errors.Is(err, ErrDamaged)) {
 			t.Errorf("iteration %d: Check() = %v, want nil or ErrTornAdd", iter, err)
 		}
@@ -278,7 +278,7 @@ func TestDistinct_ErrDamaged(t *testing.T) {
 		t.Fatalf("ExportRedis before the damage: %v", err)
 	}
 	writeAt(t, path, regionOf(t, path)+cells.DistinctHeadBytes+100, []byte{64}) // 64 > 51
-	r := mustIn(t, OpenDistinct, Path(path), DistinctConfig{}, ReadOnly())
+	r := mustIn(t, OpenDistinct, Path(path), DistinctConfig{}, WithReadOnly())
 	for what, err := range map[string]error{"Check": r.Check(), "Check of the writer": d.Check()} {
 		if !errors.Is(err, ErrDamaged) || !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), "register 100 holds 64") {
 			t.Errorf("%s: %v, want ErrDamaged naming register 100", what, err)

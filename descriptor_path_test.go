@@ -86,7 +86,7 @@ func TestOpen_DescriptorPath(t *testing.T) {
 				t.Errorf("%s: Unlink = %v, want nil (nothing to do)", p, err)
 			}
 			d.Close()
-			r, err := OpenCountMin(Path(p), CountMinConfig{}, ReadOnly())
+			r, err := OpenCountMin(Path(p), CountMinConfig{}, WithReadOnly())
 			if err != nil {
 				t.Fatalf("open %s read-only: %v", p, err)
 			}
@@ -115,7 +115,7 @@ func TestOpen_DescriptorPath(t *testing.T) {
 		if _, err := OpenCountMin(Path(link), CountMinConfig{}); !errors.Is(err, ErrSymlink) {
 			t.Errorf("open %s -> %s = %v, want ErrSymlink", link, target, err)
 		}
-		if _, err := OpenCountMin(Path(link), CountMinConfig{}, ReadOnly()); !errors.Is(err, ErrSymlink) {
+		if _, err := OpenCountMin(Path(link), CountMinConfig{}, WithReadOnly()); !errors.Is(err, ErrSymlink) {
 			t.Errorf("open %s -> %s read-only = %v, want ErrSymlink", link, target, err)
 		}
 	}

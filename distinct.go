@@ -32,7 +32,7 @@ type DistinctConfig struct {
 	// Seed is the hash seed of the default profile; zero means random at
 	// create and any on attach, as for CountMinConfig. The Redis profile
 	// ignores it.
-	Seed uint64 `json:"seed,omitempty"`
+	Seed uint64 `json:"seed"`
 }
 
 // distinctDefaultP is the precision of the zero config.
@@ -198,9 +198,13 @@ type DistinctStats struct {
 	// Zero is how many registers are still zero: most of them while the
 	// count is well under Registers.
 	Zero uint64 `json:"zero"`
-	// Changes counts the adds and merges that raised a register (and the
-	// Resets): it moves less and less often as the count grows.
-	Changes uint64 `json:"changes"`
+	// RegisterChanges counts the adds and merges that raised a register
+	// (and the Resets): it moves less and less often as the count grows.
+	// It is not an add count, which a distinct count does not keep (no
+	// Adds): an add that raises no register leaves no trace, and counting
+	// every add would cost each one an atomic add on a line every process
+	// shares.
+	RegisterChanges uint64 `json:"register_changes"`
 	FileStats
 }
 
@@ -371,7 +375,7 @@ func (d *Distinct) Stats() DistinctStats {
 		return s
 	}
 	s.Bytes = d.m.ownBytes()
-	s.Changes = atomic.LoadUint64(d.l.Changes)
+	s.RegisterChanges = atomic.LoadUint64(d.l.Changes)
 	var h [66]uint64
 	d.l.Histogram(&h)
 	s.Zero = h[0]

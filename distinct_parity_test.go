@@ -142,11 +142,11 @@ func TestDistinct_Parity(t *testing.T) {
 				}
 				// Single adds of the same keys change nothing, and the
 				// batch core raised exactly what the model did.
-				before := d.Stats().Changes
+				before := d.Stats().RegisterChanges
 				for _, k := range keys[:1000] {
 					d.Add(k)
 				}
-				if after := d.Stats().Changes; after != before {
+				if after := d.Stats().RegisterChanges; after != before {
 					t.Errorf("adding known keys counted %d changes", after-before)
 				}
 			})

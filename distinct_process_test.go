@@ -59,7 +59,7 @@ func distinctWant(t *testing.T, redis bool, n int) *Distinct {
 // sameRegisters fails the test when the file's registers are not want's.
 func sameRegisters(t *testing.T, path string, want *Distinct) {
 	t.Helper()
-	got := mustIn(t, OpenDistinct, Path(path), DistinctConfig{}, ReadOnly())
+	got := mustIn(t, OpenDistinct, Path(path), DistinctConfig{}, WithReadOnly())
 	if err := got.Check(); err != nil {
 		t.Errorf("Check() = %v", err)
 	}
@@ -117,7 +117,7 @@ func TestDistinct_KilledAdders(t *testing.T) {
 	for _, h := range hs {
 		<-h.done
 	}
-	mid := mustIn(t, OpenDistinct, Path(path), DistinctConfig{}, ReadOnly())
+	mid := mustIn(t, OpenDistinct, Path(path), DistinctConfig{}, WithReadOnly())
 	t.Logf("after the kills: %d of %d registers set, count %d", len(registersOf(mid))-bytes.Count(registersOf(mid), []byte{0}), len(registersOf(mid)), mid.Count())
 	runAdders(t, 4, "distinctadd", env)
 	sameRegisters(t, path, distinctWant(t, true, 5*per/2))

@@ -205,7 +205,7 @@ func TestDistinct_RedisFleet(t *testing.T) {
 				if err := d.Freeze(); err != nil {
 					t.Fatal(err)
 				}
-				ro := mustIn(t, OpenDistinct, Path(d.Path()), DistinctConfig{}, ReadOnly())
+				ro := mustIn(t, OpenDistinct, Path(d.Path()), DistinctConfig{}, WithReadOnly())
 				live, _ := d.ExportRedis()
 				frozen, err := ro.ExportRedis()
 				if err != nil || !bytes.Equal(live, frozen) {

@@ -200,11 +200,11 @@ func TestDistinct_CountCached(t *testing.T) {
 	}
 	// A counted change reaches the first handle too.
 	for i := 500; ; i++ {
-		before := d.Stats().Changes
+		before := d.Stats().RegisterChanges
 		if err := other.Add(distinctKey(i)); err != nil {
 			t.Fatal(err)
 		}
-		if d.Stats().Changes != before {
+		if d.Stats().RegisterChanges != before {
 			break
 		}
 	}
@@ -280,7 +280,7 @@ func TestDistinct_States(t *testing.T) {
 	addRange(t, d, 0, 100)
 	want := d.Count()
 
-	ro := mustIn(t, OpenDistinct, Path(path), DistinctConfig{}, ReadOnly())
+	ro := mustIn(t, OpenDistinct, Path(path), DistinctConfig{}, WithReadOnly())
 	if err := ro.AddString("z"); !errors.Is(err, ErrReadOnly) {
 		t.Errorf("read-only Add = %v, want ErrReadOnly", err)
 	}

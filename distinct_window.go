@@ -5,7 +5,6 @@ import (
 	"math"
 	"sync"
 	"sync/atomic"
-	"time"
 	"unsafe"
 
 	"github.com/shmsketch/sketch/internal/cells"
@@ -147,28 +146,15 @@ type DistinctWindowStats struct {
 	// standard error.
 	Estimate float64 `json:"estimate"`
 	StdError float64 `json:"std_error"`
-	// Period and Keep are the window's.
-	Period time.Duration `json:"period"`
-	Keep   int           `json:"keep"`
-	// Current is the period adds go to now, and Oldest the first period
-	// Count covers: it covers Oldest to Current.
-	Current uint64 `json:"current"`
-	Oldest  uint64 `json:"oldest"`
-	// Start is when the current period started by the clock (Period > 0
-	// and no Rotate), else zero.
-	Start time.Time `json:"start,omitempty"`
-	// Rotations is how many times Rotate turned the period.
-	Rotations uint64 `json:"rotations"`
-	// Turns is how many times the period turned, by Rotate or by the
-	// clock (see Window).
-	Turns uint64 `json:"turns"`
-	// Changes is how many adds raised a register since the window was
-	// made, in every process, periods that left the window included: a
-	// monotonic count (see Window). It is not the number of adds: an
-	// add that raises no register leaves no trace, and counting every
-	// add would cost each one an atomic add on a line every process
-	// shares.
-	Changes uint64 `json:"changes"`
+	// WindowStats are the window's periods: Count covers Oldest to
+	// Current.
+	WindowStats
+	// RegisterChanges is how many adds raised a register since the
+	// window was made, in every process, periods that left the window
+	// included: a monotonic count (see Window). It is not an add count,
+	// which a distinct window does not keep (no Adds), as DistinctStats
+	// says.
+	RegisterChanges uint64 `json:"register_changes"`
 	// Slots describes each slot.
 	Slots []DistinctWindowSlotStats `json:"slots"`
 	FileStats
@@ -177,16 +163,16 @@ type DistinctWindowStats struct {
 // DistinctWindowSlotStats describes one slot of a distinct window.
 type DistinctWindowSlotStats struct {
 	// State is "current", "window", "next", "expired", "clearing" or
-	// "empty", as WindowSlotStats has it.
+	// "empty", as CountMinWindowSlotStats has it.
 	State string `json:"state"`
 	// Period is the period the slot holds, or is cleared for.
 	Period uint64 `json:"period"`
 	// Estimate is the slot's own count: the distinct keys of its period.
 	Estimate float64 `json:"estimate"`
-	// Zero is how many of its registers are zero, and Changes how many
-	// adds raised one of them.
-	Zero    uint64 `json:"zero"`
-	Changes uint64 `json:"changes"`
+	// Zero is how many of its registers are zero, and RegisterChanges
+	// how many adds raised one of them.
+	Zero            uint64 `json:"zero"`
+	RegisterChanges uint64 `json:"register_changes"`
 }
 
 // OpenDistinctWindow opens the distinct window at a place (see Place),
@@ -430,10 +416,9 @@ func maxRegisters(a, b uint64) uint64 {
 // belongs on a status page, not in a loop.
 func (w *DistinctWindow) Stats() DistinctWindowStats {
 	s := DistinctWindowStats{
-		Period:    w.win.Period,
-		Keep:      w.win.Keep,
-		StdError:  w.StdError(),
-		FileStats: FileStats{ReadOnly: w.ReadOnly()},
+		WindowStats: WindowStats{Period: w.win.Period, Keep: w.win.Keep},
+		StdError:    w.StdError(),
+		FileStats:   FileStats{ReadOnly: w.ReadOnly()},
 	}
 	if len(w.slots) != 0 {
 		s.Precision = int(w.slots[0].P)
@@ -447,14 +432,13 @@ func (w *DistinctWindow) Stats() DistinctWindowStats {
 		return w.closedStats(s)
 	}
 	wp := w.periods()
-	s.Current, s.Oldest, s.Rotations, s.Start = wp.current, wp.oldest, wp.rotations, wp.start
-	s.Turns, s.Changes = w.ctl.turns(), w.ctl.adds()
+	s.WindowStats, s.RegisterChanges = wp, w.ctl.adds()
 	s.Estimate, _ = w.estimate()
 	for i := range w.slots {
 		l := &w.slots[i]
 		var sl DistinctWindowSlotStats
 		sl.State, sl.Period = w.slotState(uint64(i), wp)
-		sl.Changes = atomic.LoadUint64(l.Changes)
+		sl.RegisterChanges = atomic.LoadUint64(l.Changes)
 		var h [66]uint64
 		l.Histogram(&h)
 		sl.Zero = h[0]
@@ -470,7 +454,7 @@ func (w *DistinctWindow) Stats() DistinctWindowStats {
 
 func (w *DistinctWindow) closedStats(s DistinctWindowStats) DistinctWindowStats {
 	return DistinctWindowStats{Precision: s.Precision, Registers: s.Registers, Redis: s.Redis, StdError: s.StdError,
-		Period: s.Period, Keep: s.Keep, FileStats: FileStats{Bytes: s.Bytes, ReadOnly: w.ReadOnly(), Closed: true}}
+		WindowStats: WindowStats{Period: s.Period, Keep: s.Keep}, FileStats: FileStats{Bytes: s.Bytes, ReadOnly: w.ReadOnly(), Closed: true}}
 }
 
 // check is the distinct window's part of Check: no register of any slot

@@ -162,7 +162,7 @@ func TestDistinctWindow_States(t *testing.T) {
 	w := mustIn(t, OpenDistinctWindow, Path(path), dwCfg(8, 2))
 	addRange(t, w, 0, 100)
 	want := w.Count()
-	ro := mustIn(t, OpenDistinctWindow, Path(path), DistinctWindowConfig{}, ReadOnly())
+	ro := mustIn(t, OpenDistinctWindow, Path(path), DistinctWindowConfig{}, WithReadOnly())
 	if err := ro.AddString("z"); !errors.Is(err, ErrReadOnly) {
 		t.Errorf("read-only Add = %v, want ErrReadOnly", err)
 	}

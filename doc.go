@@ -90,7 +90,7 @@
 // ContainsBatch ask a filter; Estimate, EstimateString and EstimateBatch
 // ask for a count; Remove, Reset, Merge (of any number of others), Stats.
 // What every structure shares is its [Handle]: every structure opens
-// read-only ([ReadOnly]), verifies its file ([Handle.Check]), seals for
+// read-only ([WithReadOnly]), verifies its file ([Handle.Check]), seals for
 // good ([Handle.Freeze]) to ship a copy to other hosts, where a collector
 // merges copies of the same shape and seed ([CountMin.Merge],
 // [Bloom.Merge], [CountingBloom.Merge], [Distinct.Merge]). To ship without

@@ -79,8 +79,8 @@ var (
 	// that map it once it is a sketch, or to hold its flock and keep it
 	// from adoption for good, which no change of mode can take back.
 	// Prepare the file with mode 0600 (0640 for a group trusted with it);
-	// the adopter gives it the mode Open asks for (WithMode) once it is a
-	// sketch.
+	// the adopter gives it the mode its constructor asks for (WithMode)
+	// once it is a sketch.
 	//
 	// It also means an existing file, reached by path or by a descriptor,
 	// lets every user write it (o+w): any of them could truncate it under
@@ -88,7 +88,7 @@ var (
 	// take their write permission away (chmod o-w), and move to a new
 	// file, since a descriptor opened meanwhile stays writable. A memfd
 	// whose size is sealed is exempt (it has no name to open it by), and
-	// ReadOnly opens such a file, since a reader risks only itself.
+	// WithReadOnly opens such a file, since a reader risks only itself.
 	ErrLooseMode = errors.New("file's mode lets others write it")
 
 	// ErrNoSpace means the filesystem could not reserve the file's blocks at
@@ -136,7 +136,7 @@ var (
 	// file's lock: each one open holds a liveness token and a reader slot,
 	// and all of the file's (1024 in the files this package makes) are
 	// held by open handles, in any process. Close one (a dead process's
-	// are taken over), or open readers with ReadOnly, which take none.
+	// are taken over), or open readers with WithReadOnly, which take none.
 	ErrTooManyHandles = errors.New("too many handles of the file are open")
 
 	// ErrArenaFull means an arena has no room left for a new structure:
@@ -151,12 +151,12 @@ var (
 	ErrClosed = errors.New("sketch is closed")
 
 	// ErrReadOnly means a mutator was called on a handle opened with
-	// ReadOnly.
+	// WithReadOnly.
 	ErrReadOnly = errors.New("sketch is open read-only")
 
 	// ErrFrozen means the file was sealed by Freeze: every mutator of every
 	// handle, in every process, fails with it, and a read-write open is
-	// refused with it (open a sealed file with ReadOnly).
+	// refused with it (open a sealed file with WithReadOnly).
 	ErrFrozen = errors.New("sketch is frozen")
 
 	// ErrInconsistent is reported by Check when the counters break an

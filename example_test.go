@@ -178,7 +178,7 @@ func ExampleCountingBloom_Freeze() {
 	fmt.Println("add after freeze:", errors.Is(err, sketch.ErrFrozen))
 	known.Close()
 
-	ro, err := sketch.OpenCountingBloom(sketch.Path(path), sketch.CountingBloomConfig{}, sketch.ReadOnly())
+	ro, err := sketch.OpenCountingBloom(sketch.Path(path), sketch.CountingBloomConfig{}, sketch.WithReadOnly())
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -625,7 +625,7 @@ func attachFd(fd int, name string, size uint64, sp spec, readOnly bool) (*mappin
 		}
 	}
 	if err == nil && !readOnly && isSealed(data) {
-		err = fmt.Errorf("%w: a sealed file opens read-only only (ReadOnly)", ErrFrozen)
+		err = fmt.Errorf("%w: a sealed file opens read-only only (WithReadOnly)", ErrFrozen)
 	}
 	if err == nil {
 		var e entry
@@ -705,7 +705,7 @@ func attachInherited(fd uintptr, sp spec, o options) (*mapping, error) {
 	fl, err := unix.FcntlInt(uintptr(dup), unix.F_GETFL, 0)
 	if err != nil || (fl&unix.O_ACCMODE != unix.O_RDWR && !(o.readOnly && fl&unix.O_ACCMODE == unix.O_RDONLY)) {
 		unix.Close(dup)
-		return fail(fmt.Errorf("%w: the descriptor is not open for reading and writing (ReadOnly attaches a read-only one)", ErrInvalidArgument))
+		return fail(fmt.Errorf("%w: the descriptor is not open for reading and writing (WithReadOnly attaches a read-only one)", ErrInvalidArgument))
 	}
 	if !o.readOnly {
 		// A read-only view skips the rule, as a read-only open does.

@@ -27,7 +27,7 @@ import (
 // each.
 //
 // how picks the route: bit 0 WithoutCreate, bit 1 a second hard link, bit
-// 2 ReadOnly, the bits above the opener (fuzzOpeners, modulo their
+// 2 WithReadOnly, the bits above the opener (fuzzOpeners, modulo their
 // number). With resum set, the target recomputes the header's and the
 // directory entries' checksums before writing the file, so that mutations
 // reach the structural checks instead of stopping at ErrChecksum.
@@ -82,7 +82,7 @@ func FuzzOpen(f *testing.F) {
 		}
 		readOnly := how&4 != 0
 		if readOnly {
-			opts = append(opts, ReadOnly())
+			opts = append(opts, WithReadOnly())
 		}
 		op := fuzzOpeners[int(how>>3)%len(fuzzOpeners)]
 		h, err := op.open(path, opts)

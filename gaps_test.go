@@ -166,7 +166,7 @@ func TestErrors_SayWhatIsSo(t *testing.T) {
 		t.Fatal(err)
 	}
 	a.Close()
-	ro, err := OpenArena(Path(arenaPath), 0, ReadOnly())
+	ro, err := OpenArena(Path(arenaPath), 0, WithReadOnly())
 	if err != nil {
 		t.Fatal(err)
 	}

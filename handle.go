@@ -50,7 +50,7 @@ func (h *Handle) init(m *mapping, self served) {
 // handle on it, in every process, returns ErrFrozen, a read-write open of
 // it is refused with ErrFrozen, and this handle reports itself ReadOnly. A
 // sealed file may be copied to another host of the same byte order and
-// opened there with ReadOnly (freeze and ship); a collector merges such
+// opened there with WithReadOnly (freeze and ship); a collector merges such
 // copies. Freeze of any structure of an arena (or of the arena) seals the
 // whole arena, and a window's freeze also fixes it at the current period:
 // answers then cover the periods it covered at the freeze, however late
@@ -187,7 +187,7 @@ func (h *Handle) Seed() uint64 {
 // Frozen reports whether the file is sealed (Freeze).
 func (h *Handle) Frozen() bool { return h.open.Load() && atomic.LoadUint32(h.sealed) != 0 }
 
-// ReadOnly reports whether the handle was opened with ReadOnly, or is the
+// ReadOnly reports whether the handle was opened with WithReadOnly, or is the
 // handle that froze the file (Freeze): neither writes to it any more.
 func (h *Handle) ReadOnly() bool { return h.ro || h.froze.Load() }
 

@@ -10,7 +10,7 @@ import (
 
 // TestOpen_ErrTooManyHandles: a file has room for defaultSlots read-write
 // handles at once; the next is refused with ErrTooManyHandles, which says
-// what to do, while a ReadOnly handle still opens; closing one makes room.
+// what to do, while a read-only handle still opens; closing one makes room.
 func TestOpen_ErrTooManyHandles(t *testing.T) {
 	path := tempPath(t, "cbf")
 	cfg := CountingBloomConfig{Capacity: 100, FPRate: 0.01}
@@ -31,14 +31,14 @@ func TestOpen_ErrTooManyHandles(t *testing.T) {
 	if !errors.Is(err, ErrTooManyHandles) {
 		t.Fatalf("read-write handle %d = %v, want ErrTooManyHandles", defaultSlots+1, err)
 	}
-	for _, want := range []string{path, "1024", "ReadOnly"} {
+	for _, want := range []string{path, "1024", "WithReadOnly"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error %q does not say %q", err, want)
 		}
 	}
-	r, err := OpenCountingBloom(Path(path), CountingBloomConfig{}, ReadOnly())
+	r, err := OpenCountingBloom(Path(path), CountingBloomConfig{}, WithReadOnly())
 	if err != nil {
-		t.Fatalf("ReadOnly handle past the limit: %v", err)
+		t.Fatalf("read-only handle past the limit: %v", err)
 	}
 	r.Close()
 

@@ -525,7 +525,7 @@ func isSealed(data []byte) bool {
 func sealedWord(data []byte) *uint32 { return (*uint32)(unsafe.Pointer(&data[offSealed])) }
 
 // errNoMagic marks a file whose magic is still zero: either a create in
-// progress or one that was interrupted. Open classifies it.
+// progress or one that was interrupted. The constructors classify it.
 var errNoMagic = &wrapped{"magic is zero", ErrCorrupt}
 
 // byteOrderName names this machine's byte order, which a valid file shares.

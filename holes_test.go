@@ -81,7 +81,7 @@ func TestOpen_SparseFileOfAnotherUser(t *testing.T) {
 	routes := map[string]func(path string) error{
 		"read-write": func(path string) error { return otOpenErr(t, path, holesCfg, trust) },
 		"any shape":  func(path string) error { return otOpenErr(t, path, CountMinConfig{}, trust, WithoutCreate()) },
-		"read-only":  func(path string) error { return otOpenErr(t, path, holesCfg, ReadOnly()) },
+		"read-only":  func(path string) error { return otOpenErr(t, path, holesCfg, WithReadOnly()) },
 		"Inspect":    func(path string) error { _, err := Inspect(path); return err },
 		"arena": func(path string) error {
 			a, err := OpenArena(Path(path), 0, trust)
@@ -92,7 +92,7 @@ func TestOpen_SparseFileOfAnotherUser(t *testing.T) {
 		},
 		"attach": func(path string) error { return attachPathErr(path, os.O_RDWR, trust) },
 		"attach read-only": func(path string) error {
-			return attachPathErr(path, os.O_RDONLY, ReadOnly())
+			return attachPathErr(path, os.O_RDONLY, WithReadOnly())
 		},
 	}
 	for fs, dir := range dirs {
@@ -179,7 +179,7 @@ func TestAttach_MemfdLargerThanMemory(t *testing.T) {
 	if _, err := unix.FcntlInt(uintptr(fd), unix.F_ADD_SEALS, unix.F_SEAL_SHRINK|unix.F_SEAL_GROW); err != nil {
 		t.Fatal(err)
 	}
-	for _, opts := range [][]Option{nil, {ReadOnly()}} {
+	for _, opts := range [][]Option{nil, {WithReadOnly()}} {
 		c, err := OpenCountMin(Inherited(f.Fd()), cfg, opts...)
 		if err == nil {
 			c.Close()

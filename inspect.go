@@ -46,10 +46,10 @@ type FileInfo struct {
 
 // EntryInfo is one directory entry: a structure in the file.
 type EntryInfo struct {
-	// Kind names the structure as Kind does: "countmin",
+	// Kind is the structure's kind, as ArenaEntry.Kind is: "countmin",
 	// "countingbloom", "bloom", "countminwindow", "bloomwindow",
 	// "distinct", "distinctwindow".
-	Kind string `json:"kind"`
+	Kind Kind `json:"kind"`
 	// Description is the kind's name in prose, as messages use it.
 	Description string `json:"description"`
 	// Name is the structure's name in an arena; "" for a standalone file.
@@ -120,7 +120,7 @@ func (fi FileInfo) GoString() string { return fi.String() }
 
 // entryInfo decodes a validated entry's parameters by its kind.
 func entryInfo(e entry) EntryInfo {
-	ei := EntryInfo{Kind: string(kinds[e.kind].kind), Description: kindName(e.kind), Name: e.name, Offset: e.off, Bytes: e.size}
+	ei := EntryInfo{Kind: kinds[e.kind].kind, Description: kindName(e.kind), Name: e.name, Offset: e.off, Bytes: e.size}
 	if info, ok := kinds[e.kind]; ok {
 		ei.Params = info.params(e)
 	} else {
@@ -128,7 +128,7 @@ func entryInfo(e entry) EntryInfo {
 		ei.Params = map[string]float64{}
 	}
 	if ei.Kind == "" {
-		ei.Kind = fmt.Sprintf("kind%d", e.kind)
+		ei.Kind = Kind(fmt.Sprintf("kind%d", e.kind))
 	}
 	return ei
 }

@@ -265,7 +265,7 @@ func TestInspect_Arena(t *testing.T) {
 	}
 	var gots []got
 	for _, e := range fi.Entries {
-		gots = append(gots, got{e.Name, e.Kind, e.Params})
+		gots = append(gots, got{e.Name, string(e.Kind), e.Params})
 	}
 	want := []got{
 		{"cms", "countmin", map[string]float64{"rows": 3, "width": 256}},

@@ -12,8 +12,11 @@ type Kind string
 
 // The kinds of structure a file holds.
 const (
-	KindCountMin      Kind = "countmin"
-	KindBloom         Kind = "bloom"
+	// KindCountMin is a Count-Min sketch (CountMin).
+	KindCountMin Kind = "countmin"
+	// KindBloom is a Bloom filter (Bloom).
+	KindBloom Kind = "bloom"
+	// KindCountingBloom is a counting Bloom filter (CountingBloom).
 	KindCountingBloom Kind = "countingbloom"
 	// KindCountMinWindow is a Count-Min window (CountMinWindow).
 	KindCountMinWindow Kind = "countminwindow"

@@ -536,7 +536,7 @@ func TestOpen_Unlink(t *testing.T) {
 func TestOpen_EmptyPath(t *testing.T) {
 	routes := map[string]func() error{
 		"OpenCountMin": func() error { _, err := OpenCountMin(Path(""), otCfg); return err },
-		"ReadOnly":     func() error { _, err := OpenCountMin(Path(""), otCfg, ReadOnly()); return err },
+		"WithReadOnly": func() error { _, err := OpenCountMin(Path(""), otCfg, WithReadOnly()); return err },
 		"OpenBloom":    func() error { _, err := OpenBloom(Path(""), BloomConfig{Capacity: 100}); return err },
 		"OpenArena":    func() error { _, err := OpenArena(Path(""), 1<<20); return err },
 		"Inspect":      func() error { _, err := Inspect(""); return err },

@@ -46,14 +46,14 @@ const (
 // existing structure is validated (ErrCorrupt and the sentinels that wrap
 // it) and must match an explicit config (ErrIncompatible). A prepared file
 // every user may open is refused (ErrLooseMode: prepare it 0600), and so is
-// an existing file every user may write, unless opened ReadOnly.
+// an existing file every user may write, unless opened WithReadOnly.
 //
 // A file has room for 1024 read-write handles open at once, in all
 // processes together (one token and reader slot each; a Bloom filter, a
 // counting Bloom filter, a window, a Count-Min sketch with a Top table, or
 // an arena once it creates, removes or freezes, takes one when opened):
 // the 1025th is refused with ErrTooManyHandles until one is closed (or its
-// process dies). A ReadOnly handle takes none. The same holds for Inherited
+// process dies). A read-only handle (WithReadOnly) takes none. The same holds for Inherited
 // and Memfd places.
 func Path(path string) Place { return Place{how: atPath, name: path} }
 
@@ -64,14 +64,14 @@ func Path(path string) Place { return Place{how: atPath, name: path} }
 // others (a memfd made any other way is refused by Inherited unless it is
 // sealed too). name shows in /proc and in errors only. The config must say
 // what to create (a Bloom filter's Capacity, a window's Window); options
-// about files on a path (WithMode, WithOwner) do not apply, and ReadOnly
+// about files on a path (WithMode, WithOwner) do not apply, and WithReadOnly
 // is refused (ErrInvalidConfig).
 func Memfd(name string) Place { return Place{how: atMemfd, name: name} }
 
 // Inherited places a structure behind a descriptor this process inherited
 // or received, such as fd 3 in a child started with exec.Cmd.ExtraFiles.
 // The descriptor must be open for reading and writing (ErrInvalidArgument
-// otherwise), or for reading with ReadOnly; it is duplicated, so it stays
+// otherwise), or for reading with WithReadOnly; it is duplicated, so it stays
 // the caller's to close. The file is validated as Path validates it
 // (ErrCorrupt and the sentinels that wrap it, and ErrSparse for another
 // user's file with holes), but a descriptor has no path, so its trust has
@@ -82,7 +82,7 @@ func Memfd(name string) Place { return Place{how: atMemfd, name: name} }
 // memfd may keep a writable descriptor to it and write its lock words. A
 // file every user may write is ErrLooseMode, unless it is a size-sealed
 // memfd. A memory-backed file larger than the
-// machine's memory is ErrNoSpace. With ReadOnly the trust rule does not
+// machine's memory is ErrNoSpace. With WithReadOnly, the trust rule does not
 // apply, as for Path.
 func Inherited(fd uintptr) Place { return Place{how: atInherited, fd: fd} }
 
@@ -90,7 +90,7 @@ func Inherited(fd uintptr) Place { return Place{how: atInherited, fd: fd} }
 // share it as they would a file's, and code that uses the package runs its
 // unit tests with it on any system. On Linux it is an unnamed memfd (File
 // still hands it to a child); elsewhere, plain memory. The config must say
-// what to create; of the options, WithSeed applies, ReadOnly is refused
+// what to create; of the options, WithSeed applies, WithReadOnly is refused
 // (ErrInvalidConfig), and the options about files on a path do nothing.
 func Memory() Place { return Place{how: atMemory} }
 

@@ -116,7 +116,7 @@ func TestPlace_EveryKindEveryPlace(t *testing.T) {
 }
 
 // TestPlace_CreateOnly: a memfd or memory always creates, so a config that
-// only attaches is ErrInvalidConfig there, and so is ReadOnly.
+// only attaches is ErrInvalidConfig there, and so is WithReadOnly.
 func TestPlace_CreateOnly(t *testing.T) {
 	for _, p := range []Place{Memfd("x"), Memory()} {
 		if _, err := OpenBloom(p, BloomConfig{}); !errors.Is(err, ErrInvalidConfig) {
@@ -125,8 +125,8 @@ func TestPlace_CreateOnly(t *testing.T) {
 		if _, err := OpenCountMinWindow(p, CountMinWindowConfig{}); !errors.Is(err, ErrInvalidConfig) {
 			t.Errorf("OpenCountMinWindow(%v, zero Window) = %v, want ErrInvalidConfig", p.how, err)
 		}
-		if _, err := OpenCountMin(p, CountMinConfig{}, ReadOnly()); !errors.Is(err, ErrInvalidConfig) {
-			t.Errorf("OpenCountMin(%v, ReadOnly) = %v, want ErrInvalidConfig", p.how, err)
+		if _, err := OpenCountMin(p, CountMinConfig{}, WithReadOnly()); !errors.Is(err, ErrInvalidConfig) {
+			t.Errorf("OpenCountMin(%v, WithReadOnly) = %v, want ErrInvalidConfig", p.how, err)
 		}
 		if _, err := OpenArena(p, 0); !errors.Is(err, ErrInvalidConfig) {
 			t.Errorf("OpenArena(%v, 0) = %v, want ErrInvalidConfig", p.how, err)
@@ -135,7 +135,7 @@ func TestPlace_CreateOnly(t *testing.T) {
 }
 
 // TestPlace_ArenaOptions: in an arena, WithSeed must name the arena's seed
-// and ReadOnly needs a read-only arena.
+// and WithReadOnly needs a read-only arena.
 func TestPlace_ArenaOptions(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "arena")
 	a, err := OpenArena(Path(path), 1<<20, WithSeed(7))
@@ -152,17 +152,17 @@ func TestPlace_ArenaOptions(t *testing.T) {
 	}
 	c.AddString("k")
 	c.Close()
-	if _, err := OpenCountMin(a.Place("c"), CountMinConfig{}, ReadOnly()); !errors.Is(err, ErrInvalidConfig) {
-		t.Errorf("ReadOnly in a read-write arena = %v, want ErrInvalidConfig", err)
+	if _, err := OpenCountMin(a.Place("c"), CountMinConfig{}, WithReadOnly()); !errors.Is(err, ErrInvalidConfig) {
+		t.Errorf("WithReadOnly in a read-write arena = %v, want ErrInvalidConfig", err)
 	}
-	ro, err := OpenArena(Path(path), 0, ReadOnly())
+	ro, err := OpenArena(Path(path), 0, WithReadOnly())
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer ro.Close()
-	rc, err := OpenCountMin(ro.Place("c"), CountMinConfig{}, ReadOnly())
+	rc, err := OpenCountMin(ro.Place("c"), CountMinConfig{}, WithReadOnly())
 	if err != nil {
-		t.Fatalf("ReadOnly in a read-only arena: %v", err)
+		t.Fatalf("WithReadOnly in a read-only arena: %v", err)
 	}
 	defer rc.Close()
 	if !rc.ReadOnly() || rc.EstimateString("k") != 1 {

@@ -45,7 +45,7 @@ func TestReview_DistinctWindowCacheAcrossHandles(t *testing.T) {
 					addRange(t, w, next, 5)
 					next += 5
 				}
-				fresh := mustIn(t, OpenDistinctWindow, Path(path), DistinctWindowConfig{}, ReadOnly())
+				fresh := mustIn(t, OpenDistinctWindow, Path(path), DistinctWindowConfig{}, WithReadOnly())
 				wantN, wantP := fresh.CountCovered()
 				fresh.Close()
 				if n, p := w.CountCovered(); n != wantN || p != wantP {
@@ -277,7 +277,7 @@ func TestReview_DistinctWindowReadOnlyClock(t *testing.T) {
 			addRange(t, w, 0, 500)
 			want := w.Count()
 			w.Close()
-			r := mustIn(t, OpenDistinctWindow, Path(path), DistinctWindowConfig{}, ReadOnly())
+			r := mustIn(t, OpenDistinctWindow, Path(path), DistinctWindowConfig{}, WithReadOnly())
 			if period == time.Hour {
 				if got := r.Count(); got != want {
 					t.Errorf("the read-only Count() = %d, the writer's %d", got, want)
@@ -331,7 +331,7 @@ func TestReview_DistinctWindowCacheOtherProcess(t *testing.T) {
 		if out, err := cmd.CombinedOutput(); err != nil {
 			t.Fatalf("child %s: %v\n%s", step, err, out)
 		}
-		fresh := mustIn(t, OpenDistinctWindow, Path(path), DistinctWindowConfig{}, ReadOnly())
+		fresh := mustIn(t, OpenDistinctWindow, Path(path), DistinctWindowConfig{}, WithReadOnly())
 		want, wantP := fresh.CountCovered()
 		fresh.Close()
 		if got, p := w.CountCovered(); got != want || p != wantP {

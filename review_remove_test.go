@@ -47,12 +47,12 @@ func TestReview_ArenaSnapshotDistinct(t *testing.T) {
 	if got := len(s.List()); got != 2 {
 		t.Fatalf("the snapshot lists %d structures, want 2: %+v", got, s.List())
 	}
-	sd := mustIn(t, OpenDistinct, s.Place("d"), DistinctConfig{}, ReadOnly())
+	sd := mustIn(t, OpenDistinct, s.Place("d"), DistinctConfig{}, WithReadOnly())
 	defer sd.Close()
 	if got := sd.Count(); got != wantD {
 		t.Errorf("the snapshot's distinct count: Count = %d, want %d", got, wantD)
 	}
-	sw := mustIn(t, OpenDistinctWindow, s.Place("w"), DistinctWindowConfig{}, ReadOnly())
+	sw := mustIn(t, OpenDistinctWindow, s.Place("w"), DistinctWindowConfig{}, WithReadOnly())
 	defer sw.Close()
 	if got := sw.Count(); got != wantW {
 		t.Errorf("the snapshot's distinct window: Count = %d, want %d", got, wantW)
@@ -483,7 +483,7 @@ func TestReview_RemoveInspect(t *testing.T) {
 	}
 	var got []string
 	for _, e := range fi.Entries {
-		got = append(got, e.Name+":"+e.Kind)
+		got = append(got, e.Name+":"+string(e.Kind))
 	}
 	var listed []string
 	for _, e := range a.List() {
@@ -588,7 +588,7 @@ func TestReview_SnapshotAfterKilledReuse(t *testing.T) {
 	if fmt.Sprint(names) != "[z y]" {
 		t.Fatalf("the snapshot lists %v, want [z y]", names)
 	}
-	sz := mustIn(t, OpenBloom, s.Place("z"), BloomConfig{}, ReadOnly())
+	sz := mustIn(t, OpenBloom, s.Place("z"), BloomConfig{}, WithReadOnly())
 	defer sz.Close()
 	if !sz.ContainsString("k") {
 		t.Error("the snapshot's z lacks its key")

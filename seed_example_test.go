@@ -45,7 +45,7 @@ func ExampleWithSeed() {
 	}
 	defer total.Close()
 	for _, name := range []string{"east.cms", "west.cms"} {
-		shipped, err := sketch.OpenCountMin(sketch.Path(filepath.Join(dir, name)), sketch.CountMinConfig{}, sketch.ReadOnly())
+		shipped, err := sketch.OpenCountMin(sketch.Path(filepath.Join(dir, name)), sketch.CountMinConfig{}, sketch.WithReadOnly())
 		if err != nil {
 			log.Fatal(err)
 		}

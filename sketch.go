@@ -52,9 +52,10 @@ func WithMode(perm os.FileMode) Option {
 	return func(o *options) { o.mode = perm }
 }
 
-// WithWaitTimeout bounds how long Open waits for another process that is
-// initialising the same file (default 10s); past it, Open fails with
-// ErrTimeout. Attaching to a complete file never waits.
+// WithWaitTimeout bounds how long a constructor (OpenCountMin and the
+// other Open<Kind>, OpenArena) waits for another process that is
+// initialising the same file (default 10s); past it, the constructor fails
+// with ErrTimeout. Attaching to a complete file never waits.
 func WithWaitTimeout(d time.Duration) Option {
 	return func(o *options) { o.waitTimeout = d }
 }
@@ -76,14 +77,15 @@ func WithLockTimeout(d time.Duration) Option {
 	return func(o *options) { o.lockTimeout = d }
 }
 
-// WithoutCreate makes Open attach only: a missing file is an error that
+// WithoutCreate makes a constructor (OpenCountMin and the other
+// Open<Kind>, OpenArena) attach only: a missing file is an error that
 // wraps fs.ErrNotExist, and an empty or all-zero file is not initialised.
 // Tools that inspect a sketch (the CLI's check) use it.
 func WithoutCreate() Option {
 	return func(o *options) { o.noCreate = true }
 }
 
-// ReadOnly opens a structure for reading only: the file is opened O_RDONLY
+// WithReadOnly opens a structure for reading only: the file is opened O_RDONLY
 // and mapped PROT_READ, nothing is created or adopted, and no lock is
 // taken, so it works on a file the caller may only read (0644, another
 // user's, a read-only filesystem) and on a sealed file (Freeze), while
@@ -93,15 +95,15 @@ func WithoutCreate() Option {
 // user's file with holes is still refused (ErrSparse): faulting them in
 // would cost more than the reader. Every mutator of a read-only handle
 // returns ErrReadOnly.
-func ReadOnly() Option {
+func WithReadOnly() Option {
 	return func(o *options) { o.readOnly = true }
 }
 
 // WithOwner trusts files owned by uid, beside the caller's own and root's.
-// By default Open refuses a sketch file owned by another user (ErrNotOwner),
-// because whoever owns the file can change its mode, rewrite it or truncate
-// it under every process that maps it, and a truncated mapping kills those
-// processes with SIGBUS. Give WithOwner when two service users share a
+// By default the constructors (Open<Kind>, OpenArena) refuse a sketch file
+// owned by another user (ErrNotOwner), because whoever owns the file can
+// change its mode, rewrite it or truncate it under every process that
+// maps it, and a truncated mapping kills those processes with SIGBUS. Give WithOwner when two service users share a
 // sketch on purpose; it may be given more than once.
 func WithOwner(uid int) Option {
 	return func(o *options) { o.owners = append(o.owners, uint32(uid)) }

@@ -50,7 +50,7 @@ func createSnapshot(src string, at Place, sp spec, opts []Option) (*mapping, err
 	}
 	o, err := buildOptions(opts)
 	if err == nil && o.readOnly {
-		err = fmt.Errorf("%w: ReadOnly does not apply to a snapshot, which is created (and is read-only)", ErrInvalidConfig)
+		err = fmt.Errorf("%w: WithReadOnly does not apply to a snapshot, which is created (and is read-only)", ErrInvalidConfig)
 	}
 	if err == nil {
 		sp, err = sp.seeded(o)

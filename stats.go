@@ -28,7 +28,7 @@ type FileStats struct {
 	// Frozen is set once the file is sealed (Freeze).
 	Frozen bool `json:"frozen"`
 	// ReadOnly is set when the handle does not write: opened with
-	// ReadOnly, or the handle that froze the file.
+	// WithReadOnly, or the handle that froze the file.
 	ReadOnly bool `json:"read_only"`
 	// Closed is set once the handle was closed; then the kind's answers
 	// read as its closed handle answers (a Count-Min total of

@@ -239,7 +239,7 @@ func (t tokenTable) claim(fd int) (int, uint64, error) {
 			id-- // the record changed under us: look at it again
 		}
 	}
-	return -1, 0, fmt.Errorf("%w: all %d read-write handles of this file are open (its token and reader-slot tables are full); close one, or open a reader ReadOnly, which takes none", ErrTooManyHandles, t.n)
+	return -1, 0, fmt.Errorf("%w: all %d read-write handles of this file are open (its token and reader-slot tables are full); close one, or open a reader with WithReadOnly, which takes none", ErrTooManyHandles, t.n)
 }
 
 // takeIfDead claims token id for this process when it is free or its

@@ -132,12 +132,12 @@ func checkDescriptor(fd int, st *unix.Stat_t, o *options) error {
 // this process (SIGBUS), rewrite it or hold its lock, whoever owns it. A
 // memfd whose size is sealed is exempt: its mode (0777) opens nothing,
 // since it has no name to open it by, and no holder can change its size.
-// Reading such a file is allowed (ReadOnly): a reader risks only itself.
+// Reading such a file is allowed (WithReadOnly): a reader risks only itself.
 func checkLooseMode(st *unix.Stat_t, sizeSealed bool) error {
 	if st.Mode&0o002 == 0 || sizeSealed {
 		return nil
 	}
-	return fmt.Errorf("%w: mode %#o lets every user write it, and so truncate it under this process (which dies with SIGBUS) or hold its lock; take their write permission away (chmod o-w) and, since a descriptor another user opened while it was writable stays writable, make a new file (sketch snapshot, or create and merge) rather than trust this one after a chmod; or open it ReadOnly", ErrLooseMode, st.Mode&0o7777)
+	return fmt.Errorf("%w: mode %#o lets every user write it, and so truncate it under this process (which dies with SIGBUS) or hold its lock; take their write permission away (chmod o-w) and, since a descriptor another user opened while it was writable stays writable, make a new file (sketch snapshot, or create and merge) rather than trust this one after a chmod; or open it with WithReadOnly", ErrLooseMode, st.Mode&0o7777)
 }
 
 // sizeSealed reports whether fd's size is sealed (a memfd the Memfd place

@@ -24,7 +24,7 @@ import (
 // TestOpen_WorldWritableFile: an existing sketch file every user may write
 // is refused read-write with ErrLooseMode, naming the fix, whoever owns it
 // and however it is reached (path, arena, /proc/self/fd, an inherited
-// descriptor), and left untouched; it still opens ReadOnly (a reader risks
+// descriptor), and left untouched; it still opens with WithReadOnly (a reader risks
 // only itself), and opens read-write once o+w is taken away.
 func TestOpen_WorldWritableFile(t *testing.T) {
 	path, tmpl := otMakeFile(t, otCfg)
@@ -58,9 +58,9 @@ func TestOpen_WorldWritableFile(t *testing.T) {
 		t.Errorf("OpenCountMin(Inherited) = %v, want ErrLooseMode", err)
 	}
 
-	r, err := OpenCountMin(Path(path), CountMinConfig{}, ReadOnly())
+	r, err := OpenCountMin(Path(path), CountMinConfig{}, WithReadOnly())
 	if err != nil {
-		t.Fatalf("OpenCountMin(ReadOnly) = %v, want a reader", err)
+		t.Fatalf("OpenCountMin(WithReadOnly) = %v, want a reader", err)
 	}
 	if got := r.EstimateString("a"); got != 2 {
 		t.Errorf("read-only Estimate(a) = %d, want 2", got)

@@ -47,8 +47,8 @@ func TestCountMin_ReadOnly(t *testing.T) {
 	if err := os.Chmod(path, 0o444); err != nil {
 		t.Fatal(err)
 	}
-	r1 := mustOpen(t, path, CountMinConfig{}, ReadOnly())
-	r2 := mustOpen(t, path, otCfg, ReadOnly())
+	r1 := mustOpen(t, path, CountMinConfig{}, WithReadOnly())
+	r2 := mustOpen(t, path, otCfg, WithReadOnly())
 	for _, r := range []*CountMin{r1, r2} {
 		if !r.ReadOnly() {
 			t.Error("ReadOnly() = false on a read-only view")
@@ -71,7 +71,7 @@ func TestCountMin_ReadOnly(t *testing.T) {
 	}
 	// Nothing is created for a reader.
 	missing := filepath.Join(t.TempDir(), "missing")
-	if _, err := OpenCountMin(Path(missing), CountMinConfig{}, ReadOnly()); !errors.Is(err, os.ErrNotExist) {
+	if _, err := OpenCountMin(Path(missing), CountMinConfig{}, WithReadOnly()); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("read-only open of a missing file = %v, want ErrNotExist", err)
 	}
 	if _, err := os.Lstat(missing); !os.IsNotExist(err) {
@@ -95,7 +95,7 @@ func TestCountMin_ReadOnlyIncomplete(t *testing.T) {
 			if err := os.WriteFile(path, tc.data, 0o600); err != nil {
 				t.Fatal(err)
 			}
-			otWantErr(t, otOpenErr(t, path, otCfg, ReadOnly()), path, tc.want)
+			otWantErr(t, otOpenErr(t, path, otCfg, WithReadOnly()), path, tc.want)
 			if got, _ := os.ReadFile(path); len(got) != len(tc.data) {
 				t.Errorf("a read-only open changed the file to %d bytes", len(got))
 			}
@@ -133,7 +133,7 @@ func TestCountMin_Freeze(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, p := range []string{path, ship} {
-		r := mustOpen(t, p, CountMinConfig{}, ReadOnly())
+		r := mustOpen(t, p, CountMinConfig{}, WithReadOnly())
 		if !r.Frozen() || r.Estimate([]byte("k")) != 5 {
 			t.Errorf("read-only view of %s: Frozen %v, Estimate %d, want true, 5", p, r.Frozen(), r.Estimate([]byte("k")))
 		}
@@ -201,7 +201,7 @@ func TestCountMin_ReadOnlyAsAnotherUser(t *testing.T) {
 // it) and prints the estimate of "k" for each line it reads. Its
 // mutators must fail with ErrReadOnly.
 func childReadOnlyView() error {
-	c, err := OpenCountMin(Path(os.Getenv(envPath)), CountMinConfig{}, ReadOnly())
+	c, err := OpenCountMin(Path(os.Getenv(envPath)), CountMinConfig{}, WithReadOnly())
 	if err != nil {
 		return err
 	}
@@ -235,8 +235,8 @@ func TestNewCountMin(t *testing.T) {
 	if got := c.Estimate([]byte("k")); got < 4 {
 		t.Errorf("Estimate = %d, want >= 4", got)
 	}
-	if _, err := OpenCountMin(Memfd("x"), CountMinConfig{}, ReadOnly()); !errors.Is(err, ErrInvalidConfig) {
-		t.Errorf("NewCountMinMemfd with ReadOnly = %v, want ErrInvalidConfig", err)
+	if _, err := OpenCountMin(Memfd("x"), CountMinConfig{}, WithReadOnly()); !errors.Is(err, ErrInvalidConfig) {
+		t.Errorf("NewCountMinMemfd with WithReadOnly = %v, want ErrInvalidConfig", err)
 	}
 }
 

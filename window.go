@@ -50,7 +50,7 @@ import (
 // only when some process calls Rotate.
 //
 // Each window's Stats also count what never leaves: Adds (a distinct
-// window's Changes) since the window was made, in every process, and
+// window's RegisterChanges) since the window was made, in every process, and
 // Turns, how many times its period turned, by Rotate or by the clock. They
 // only grow (a window has no Reset; a structure removed and made again in
 // an arena starts from 0), so a monitor takes their rate across turns,

@@ -11,7 +11,7 @@ import (
 )
 
 // winCounts is what a window's Stats say of its monotonic counts: Adds
-// (a distinct window's Changes) and Turns, with Rotations and Total.
+// (a distinct window's RegisterChanges) and Turns, with Rotations and Total.
 type winCounts struct{ adds, turns, rotations, total uint64 }
 
 func countsOf(t *testing.T, h any) winCounts {
@@ -25,13 +25,13 @@ func countsOf(t *testing.T, h any) winCounts {
 		var total uint64
 		for _, sl := range s.Slots {
 			if sl.State == "current" || sl.State == "window" {
-				total += sl.Added + sl.Seen
+				total += sl.Adds
 			}
 		}
 		return winCounts{s.Adds, s.Turns, s.Rotations, total}
 	case *DistinctWindow:
 		s := w.Stats()
-		return winCounts{s.Changes, s.Turns, s.Rotations, uint64(math.Round(s.Estimate))}
+		return winCounts{s.RegisterChanges, s.Turns, s.Rotations, uint64(math.Round(s.Estimate))}
 	}
 	t.Fatalf("no window: %T", h)
 	return winCounts{}
@@ -78,7 +78,7 @@ func TestWindows_AddsAcrossRotations(t *testing.T) {
 	})
 }
 
-// TestDistinctWindow_ChangesAcrossRotations: a distinct window's Changes
+// TestDistinctWindow_ChangesAcrossRotations: a distinct window's RegisterChanges
 // is the sum of what each period's slot counted, kept through the clears.
 func TestDistinctWindow_ChangesAcrossRotations(t *testing.T) {
 	w := mustIn(t, OpenDistinctWindow, Path(tempPath(t, "dw")), dwCfg(8, 2))
@@ -91,8 +91,8 @@ func TestDistinctWindow_ChangesAcrossRotations(t *testing.T) {
 		}
 		// The current slot's own count, this process being the only one.
 		want += atomic.LoadUint64(w.slots[w.ctl.slotOf(w.Current())].Changes)
-		if got := w.Stats(); got.Changes != want || got.Turns != uint64(turn) {
-			t.Fatalf("turn %d: Changes, Turns = %d, %d; want %d, %d", turn, got.Changes, got.Turns, want, turn)
+		if got := w.Stats(); got.RegisterChanges != want || got.Turns != uint64(turn) {
+			t.Fatalf("turn %d: RegisterChanges, Turns = %d, %d; want %d, %d", turn, got.RegisterChanges, got.Turns, want, turn)
 		}
 		if err := w.Rotate(); err != nil {
 			t.Fatal(err)

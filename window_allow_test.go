@@ -579,7 +579,7 @@ func TestAllowAndAddIfAbsent_Neighbours(t *testing.T) {
 	if allowed != 4 {
 		t.Errorf("two handles allowed %d requests at limit 4, want 4", allowed)
 	}
-	wro, err := OpenCountMinWindow(Path(wpath), CountMinWindowConfig{}, ReadOnly())
+	wro, err := OpenCountMinWindow(Path(wpath), CountMinWindowConfig{}, WithReadOnly())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -607,7 +607,7 @@ func TestAllowAndAddIfAbsent_Neighbours(t *testing.T) {
 	if a2, _ := b2.AddIfAbsentString("ban"); a2 {
 		t.Fatal("the second handle added a key the first had stored")
 	}
-	bro, err := OpenCountingBloom(Path(cpath), CountingBloomConfig{}, ReadOnly())
+	bro, err := OpenCountingBloom(Path(cpath), CountingBloomConfig{}, WithReadOnly())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -103,38 +103,55 @@ func (b *windowBase) closeWindow() error {
 	return b.close()
 }
 
-// windowPeriods are the periods both windows' Stats report.
-type windowPeriods struct {
-	current, oldest, rotations uint64
-	start                      time.Time // zero unless the clock alone turned
+// WindowStats is what every window's Stats reports of its periods, under
+// the same names for every kind: CountMinWindowStats, BloomWindowStats and
+// DistinctWindowStats embed it, so their JSON keeps these fields flat.
+type WindowStats struct {
+	// Period and Keep are the window's.
+	Period time.Duration `json:"period"`
+	Keep   int           `json:"keep"`
+	// Current is the period adds go to now, and Oldest the first period
+	// the window's answers (Estimate, Contains, Count) cover: they cover
+	// Oldest to Current.
+	Current uint64 `json:"current"`
+	Oldest  uint64 `json:"oldest"`
+	// Start is when the current period started by the clock (Period > 0
+	// and no Rotate), else zero.
+	Start time.Time `json:"start,omitempty"`
+	// Rotations is how many times Rotate turned the period.
+	Rotations uint64 `json:"rotations"`
+	// Turns is how many times the period turned, by Rotate or by the
+	// clock (see Window).
+	Turns uint64 `json:"turns"`
 }
 
 // periods reads the window's periods for Stats.
-func (b *windowBase) periods() windowPeriods {
+func (b *windowBase) periods() WindowStats {
+	ws := WindowStats{Period: b.win.Period, Keep: b.win.Keep}
 	c := &b.ctl
 	p := c.currentRead()
-	wp := windowPeriods{current: p, oldest: c.first(p), rotations: c.epoch()}
-	if c.clk != nil && wp.rotations == 0 && p <= uint64(math.MaxInt64/c.period) {
-		wp.start = time.Unix(0, int64(p)*c.period)
+	ws.Current, ws.Oldest, ws.Rotations, ws.Turns = p, c.first(p), c.epoch(), c.turns()
+	if c.clk != nil && ws.Rotations == 0 && p <= uint64(math.MaxInt64/c.period) {
+		ws.Start = time.Unix(0, int64(p)*c.period)
 	}
-	return wp
+	return ws
 }
 
 // slotState names slot s's state for Stats, with the period it holds or is
 // cleared for: "current", "window", "next", "expired", "clearing" or
 // "empty".
-func (b *windowBase) slotState(s uint64, wp windowPeriods) (state string, period uint64) {
+func (b *windowBase) slotState(s uint64, wp WindowStats) (state string, period uint64) {
 	st := decodeSlotWord(atomic.LoadUint64(b.ctl.word(s)))
 	switch {
 	case st.empty:
 		return "empty", st.period
 	case st.clearing:
 		return "clearing", st.period
-	case st.period == wp.current:
+	case st.period == wp.Current:
 		return "current", st.period
-	case st.period > wp.current:
+	case st.period > wp.Current:
 		return "next", st.period
-	case st.period >= wp.oldest:
+	case st.period >= wp.Oldest:
 		return "window", st.period
 	}
 	return "expired", st.period

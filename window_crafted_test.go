@@ -41,7 +41,7 @@ func TestCountMinWindow_CraftedPeriodWords(t *testing.T) {
 			w.AddString("k")
 			atomic.StoreUint64(c.word(&w.ctl), c.value)
 			w.Close()
-			h, err := OpenCountMinWindow(Path(path), CountMinWindowConfig{Window: Window{}, CountMin: CountMinConfig{}}, ReadOnly())
+			h, err := OpenCountMinWindow(Path(path), CountMinWindowConfig{Window: Window{}, CountMin: CountMinConfig{}}, WithReadOnly())
 			if err != nil {
 				return // refused: fine
 			}
@@ -81,7 +81,7 @@ func TestBloomWindow_CraftedPeriodWords(t *testing.T) {
 			// check covers.
 			atomic.StoreUint64(w.ctl.word(511), heldWord(hugeCraftedPeriod))
 			w.Close()
-			h, err := OpenBloomWindow(Path(path), BloomWindowConfig{Window: Window{}, Bloom: BloomConfig{}}, ReadOnly())
+			h, err := OpenBloomWindow(Path(path), BloomWindowConfig{Window: Window{}, Bloom: BloomConfig{}}, WithReadOnly())
 			if err != nil {
 				return
 			}

@@ -16,6 +16,7 @@ package sketch
 import (
 	"bufio"
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -129,7 +130,7 @@ type windowStats struct {
 	current, oldest, rotations uint64
 	frozen, closed             bool
 	// closedAnswers: the Stats are those of a closed handle (Count-Min:
-	// Total is ClosedEstimate; Bloom: CheckRate is 1, with no slots).
+	// Total is ClosedEstimate; Bloom: FPRateNow is 1, with no slots).
 	closedAnswers bool
 	slots         []slotStats
 }
@@ -360,9 +361,9 @@ func (w bloomWindow) plant(s uint64, key string, _ uint64) {
 func (w bloomWindow) stats() windowStats {
 	st := w.Stats()
 	ws := windowStats{current: st.Current, oldest: st.Oldest, rotations: st.Rotations, frozen: st.Frozen,
-		closed: st.Closed, closedAnswers: st.CheckRate == 1 && len(st.Slots) == 0}
+		closed: st.Closed, closedAnswers: st.FPRateNow == 1 && len(st.Slots) == 0}
 	for _, sl := range st.Slots {
-		ws.slots = append(ws.slots, slotStats{state: sl.State, period: sl.Period, counted: sl.Added, seen: sl.Seen, empty: sl.Set == 0})
+		ws.slots = append(ws.slots, slotStats{state: sl.State, period: sl.Period, counted: sl.Adds - sl.AddsPresent, seen: sl.AddsPresent, empty: sl.Set == 0})
 	}
 	return ws
 }
@@ -599,7 +600,7 @@ func TestWindows_ViewsAndClose(t *testing.T) {
 			errs["Rotate"], errs["Freeze"] = w.Rotate(), w.Freeze()
 			return errs
 		}
-		ro := mustOpenKind(t, k, Path(path), win, exactCfgs, ReadOnly())
+		ro := mustOpenKind(t, k, Path(path), win, exactCfgs, WithReadOnly())
 		if got, absent := ro.countString("k"), ro.countString("absent"); got != k.counts(7) || absent != 0 {
 			t.Errorf("read-only count(k), count(absent) = %d, %d; want %d, 0", got, absent, k.counts(7))
 		}
@@ -1579,4 +1580,31 @@ func TestWindows_KillClearer(t *testing.T) {
 			})
 		}
 	})
+}
+
+// TestWindowStats_FlatJSON: the three windows' Stats embed WindowStats,
+// whose fields marshal flat beside the kind's own, as they did before they
+// were shared.
+func TestWindowStats_FlatJSON(t *testing.T) {
+	win := Window{Period: time.Hour, Keep: 2}
+	cm := mustIn(t, OpenCountMinWindow, Memory(), CountMinWindowConfig{Window: win, CountMin: CountMinConfig{Rows: 2, Width: 256}})
+	bw := mustIn(t, OpenBloomWindow, Memory(), BloomWindowConfig{Window: win, Bloom: BloomConfig{Capacity: 100}})
+	dw := mustIn(t, OpenDistinctWindow, Memory(), DistinctWindowConfig{Window: win})
+	for name, v := range map[string]StatsVar{"CountMinWindow": cm.StatsVar(), "BloomWindow": bw.StatsVar(), "DistinctWindow": dw.StatsVar()} {
+		var got map[string]any
+		if err := json.Unmarshal([]byte(v.String()), &got); err != nil {
+			t.Fatalf("%s: StatsVar().String() = %s: %v", name, v, err)
+		}
+		if _, ok := got["WindowStats"]; ok {
+			t.Errorf("%s: stats JSON nests WindowStats: %s", name, v)
+		}
+		for _, k := range []string{"period", "keep", "current", "oldest", "start", "rotations", "turns", "bytes", "frozen"} {
+			if _, ok := got[k]; !ok {
+				t.Errorf("%s: stats JSON has no %q: %s", name, k, v)
+			}
+		}
+		if got["period"] != float64(time.Hour) || got["keep"] != float64(2) {
+			t.Errorf("%s: period, keep = %v, %v; want %d, 2", name, got["period"], got["keep"], time.Hour)
+		}
+	}
 }

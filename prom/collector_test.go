@@ -89,9 +89,9 @@ func fillArena(t *testing.T, a *sketch.Arena) map[series]float64 {
 		{"sketch_adds_present_total", "request-ids"}:            1,
 		{"sketch_fill_ratio", "request-ids"}:                    bl.Stats().Fill,
 		{"sketch_estimated_items", "request-ids"}:               bl.Stats().Estimated,
-		{"sketch_writes_total", "banned"}:                       3,
-		{"sketch_fill_ratio", "banned"}:                         cbf.Stats().FillRatio,
-		{"sketch_estimated_items", "banned"}:                    cbf.Stats().Count,
+		{"sketch_adds_total", "banned"}:                         2, // the remove is no add
+		{"sketch_fill_ratio", "banned"}:                         cbf.Stats().Fill,
+		{"sketch_estimated_items", "banned"}:                    cbf.Stats().Estimated,
 		{"sketch_counted", "per-client"}:                        3,
 		{"sketch_error_bound", "per-client"}:                    float64(cmw.ErrorBound()),
 		{"sketch_window_current_period", "per-client"}:          1,
@@ -100,7 +100,7 @@ func fillArena(t *testing.T, a *sketch.Arena) map[series]float64 {
 		{"sketch_window_current_period", "recent"}:              2,
 		{"sketch_window_oldest_period", "recent"}:               1,
 		{"sketch_window_rotations_total", "recent"}:             2,
-		{"sketch_false_positive_ratio", "recent"}:               bw.Stats().CheckRate,
+		{"sketch_false_positive_ratio", "recent"}:               bw.Stats().FPRateNow,
 		{"sketch_fill_ratio", "recent"}:                         currentSlot(bw.Stats()).Fill,
 		{"sketch_estimated_items", "recent"}:                    currentSlot(bw.Stats()).Estimated,
 	}
@@ -355,7 +355,7 @@ func TestSamplesOf(t *testing.T) {
 	}
 	// A Bloom window's current period before its first add has no slot:
 	// its fill is 0, not missing.
-	_, samples, _ := samplesOf(sketch.BloomWindowStats{Current: 3, Slots: []sketch.BloomWindowSlotStats{{State: "window", Period: 2, Fill: 0.25}}})
+	_, samples, _ := samplesOf(sketch.BloomWindowStats{WindowStats: sketch.WindowStats{Current: 3}, Slots: []sketch.BloomWindowSlotStats{{State: "window", Period: 2, Fill: 0.25}}})
 	found := false
 	for _, x := range samples {
 		if x.f == fFill {
@@ -389,10 +389,10 @@ func TestArenaCollector_TwoArenas(t *testing.T) {
 		}
 	}
 	fams := parse(t, scrape(t, reg))
-	// Of fillArena's structures, the Count-Min sketch, the Bloom filter and
-	// the two windows of them count adds.
-	if n := len(fams["sketch_adds_total"].GetMetric()); n != 8 {
-		t.Errorf("sketch_adds_total has %d series, want 4 structures in each of 2 arenas", n)
+	// Of fillArena's structures, the Count-Min sketch, the two filters and
+	// the two windows count adds.
+	if n := len(fams["sketch_adds_total"].GetMetric()); n != 10 {
+		t.Errorf("sketch_adds_total has %d series, want 5 structures in each of 2 arenas", n)
 	}
 	if n := len(fams["sketch_arena_structures"].GetMetric()); n != 2 {
 		t.Errorf("sketch_arena_structures has %d series, want one an arena", n)

@@ -10,10 +10,9 @@
 // Every structure's series are labelled with its name ("structure") and
 // its kind ("kind"):
 //
-//	sketch_adds_total              counter  Count-Min sketch, Bloom filter, and their windows (every period)
-//	sketch_distinct_changes_total  counter  distinct window: adds that raised a register
+//	sketch_adds_total              counter  Count-Min sketch, Bloom and counting Bloom filters, and their windows (every period)
+//	sketch_distinct_changes_total  counter  distinct window: adds that raised a register (its RegisterChanges)
 //	sketch_adds_present_total      counter  Bloom filter: adds of keys already present
-//	sketch_writes_total            counter  counting Bloom filter: adds, removes, resets
 //	sketch_counted                 gauge    Count-Min sketch and window: what estimates cover
 //	sketch_error_bound             gauge    Count-Min sketch and window
 //	sketch_fill_ratio              gauge    filters (a Bloom window's current period)

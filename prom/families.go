@@ -21,13 +21,11 @@ type family struct {
 // restart.
 var (
 	fAdds = &family{"sketch_adds_total",
-		"Adds that returned, in every process since the last reset (a Count-Min sketch's counts, n for AddN; a Bloom filter's keys); a window's since it was made, periods that left it included.", prometheus.CounterValue, nil}
+		"Adds that returned, in every process since the last reset (a Count-Min sketch's counts, n for AddN; a Bloom or counting Bloom filter's keys); a window's since it was made, periods that left it included.", prometheus.CounterValue, nil}
 	fChanges = &family{"sketch_distinct_changes_total",
 		"A distinct window's adds that raised a register, in every process since it was made: not its adds, which it does not count.", prometheus.CounterValue, nil}
 	fAddsPresent = &family{"sketch_adds_present_total",
 		"A Bloom filter's adds that found the key probably present already (every bit set): repeats, or false positives.", prometheus.CounterValue, nil}
-	fWrites = &family{"sketch_writes_total",
-		"A counting Bloom filter's write calls (adds, removes, resets, merges), in every process.", prometheus.CounterValue, nil}
 	fCounted = &family{"sketch_counted",
 		"Everything counted that estimates answer for: a Count-Min sketch's total since its reset, a window's over the periods it covers.", prometheus.GaugeValue, nil}
 	fErrorBound = &family{"sketch_error_bound",
@@ -63,7 +61,7 @@ var (
 )
 
 // structureFamilies are every family samples may return, for Describe.
-var structureFamilies = []*family{fAdds, fChanges, fAddsPresent, fWrites, fCounted, fErrorBound, fFill, fItems, fFalsePositive, fCurrent, fOldest, fRotations, fBytes, fFrozen, fCandidatesHeld, fAdmissions, fHeavy, fDistinct, fDistinctError}
+var structureFamilies = []*family{fAdds, fChanges, fAddsPresent, fCounted, fErrorBound, fFill, fItems, fFalsePositive, fCurrent, fOldest, fRotations, fBytes, fFrozen, fCandidatesHeld, fAdmissions, fHeavy, fDistinct, fDistinctError}
 
 // The families of an arena and of its file's lock, without labels.
 var (
@@ -119,15 +117,15 @@ func samplesOf(stats any) (sketch.Kind, []sample, bool) {
 			sample{f: fErrorBound, v: float64(s.ErrorBound)}), candidateSamples(s.Candidates)...), true
 	case sketch.BloomStats:
 		return sketch.KindBloom, append(fileSamples(s.FileStats),
-			sample{f: fAdds, v: float64(s.Added) + float64(s.Seen)},
-			sample{f: fAddsPresent, v: float64(s.Seen)},
+			sample{f: fAdds, v: float64(s.Adds)},
+			sample{f: fAddsPresent, v: float64(s.AddsPresent)},
 			sample{f: fFill, v: s.Fill},
 			sample{f: fItems, v: s.Estimated}), true
 	case sketch.CountingBloomStats:
 		return sketch.KindCountingBloom, append(fileSamples(s.FileStats),
-			sample{f: fWrites, v: float64(s.Ops)},
-			sample{f: fFill, v: s.FillRatio},
-			sample{f: fItems, v: s.Count}), true
+			sample{f: fAdds, v: float64(s.Adds)},
+			sample{f: fFill, v: s.Fill},
+			sample{f: fItems, v: s.Estimated}), true
 	case sketch.CountMinWindowStats:
 		return sketch.KindCountMinWindow, append(append(fileSamples(s.FileStats),
 			sample{f: fAdds, v: float64(s.Adds)},
@@ -139,7 +137,7 @@ func samplesOf(stats any) (sketch.Kind, []sample, bool) {
 	case sketch.BloomWindowStats:
 		out := append(fileSamples(s.FileStats),
 			sample{f: fAdds, v: float64(s.Adds)},
-			sample{f: fFalsePositive, v: s.CheckRate},
+			sample{f: fFalsePositive, v: s.FPRateNow},
 			sample{f: fCurrent, v: float64(s.Current)},
 			sample{f: fOldest, v: float64(s.Oldest)},
 			sample{f: fRotations, v: float64(s.Turns)})
@@ -158,7 +156,7 @@ func samplesOf(stats any) (sketch.Kind, []sample, bool) {
 			sample{f: fDistinctError, v: s.StdError}), true
 	case sketch.DistinctWindowStats:
 		return sketch.KindDistinctWindow, append(fileSamples(s.FileStats),
-			sample{f: fChanges, v: float64(s.Changes)},
+			sample{f: fChanges, v: float64(s.RegisterChanges)},
 			sample{f: fDistinct, v: s.Estimate},
 			sample{f: fDistinctError, v: s.StdError},
 			sample{f: fCurrent, v: float64(s.Current)},

@@ -54,7 +54,7 @@ func FuzzScrape(f *testing.F) {
 		}
 		poke(t, path, entries, pokes)
 
-		a, err := sketch.OpenArena(sketch.Path(path), 0, sketch.ReadOnly())
+		a, err := sketch.OpenArena(sketch.Path(path), 0, sketch.WithReadOnly())
 		if err != nil {
 			return // a crafted name another entry has: refused as corrupt
 		}
@@ -64,7 +64,7 @@ func FuzzScrape(f *testing.F) {
 		regs := []*prometheus.Registry{prometheus.NewPedanticRegistry(), prometheus.NewPedanticRegistry()}
 		regs[0].MustRegister(NewArenaCollector(m))
 		regs[1].MustRegister(NewArenaCollector(m, WithHashedKeys([]byte("secret"))))
-		if cms, err := sketch.OpenCountMin(a.Place(name), sketch.CountMinConfig{}, sketch.ReadOnly()); err == nil {
+		if cms, err := sketch.OpenCountMin(a.Place(name), sketch.CountMinConfig{}, sketch.WithReadOnly()); err == nil {
 			defer cms.Close()
 			regs = append(regs, prometheus.NewPedanticRegistry())
 			regs[2].MustRegister(NewCollector(name, cms.Stats))

@@ -70,7 +70,7 @@ func TestNewCollector_EveryKind(t *testing.T) {
 	}{
 		{"cm", sketch.KindCountMin, "sketch_adds_total", 4},
 		{"bloom", sketch.KindBloom, "sketch_adds_total", 1},
-		{"cbf", sketch.KindCountingBloom, "sketch_writes_total", 2},
+		{"cbf", sketch.KindCountingBloom, "sketch_adds_total", 2},
 		{"cmw", sketch.KindCountMinWindow, "sketch_counted", 3},
 		{"bw", sketch.KindBloomWindow, "sketch_window_rotations_total", 1},
 		{"dc", sketch.KindDistinct, "sketch_distinct_estimate", dc.Stats().Estimate},

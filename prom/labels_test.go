@@ -166,7 +166,7 @@ func TestScrapeChild(t *testing.T) {
 	if os.Getenv(envRole) != "scrape" {
 		t.Skip("skipped: run by TestArenaCollector_HostileFile")
 	}
-	a, err := sketch.OpenArena(sketch.Path(os.Getenv(envPath)), 0, sketch.ReadOnly())
+	a, err := sketch.OpenArena(sketch.Path(os.Getenv(envPath)), 0, sketch.WithReadOnly())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -50,7 +50,7 @@ func TestArenaCollector_WindowAdds(t *testing.T) {
 		}
 		cmAdds, bwAdds = cmAdds+30, bwAdds+10
 		fams := parse(t, scrape(t, reg))
-		changes := float64(dw.Stats().Changes)
+		changes := float64(dw.Stats().RegisterChanges)
 		for s, want := range map[series]float64{
 			{"sketch_adds_total", "per-client"}:               cmAdds,
 			{"sketch_adds_total", "recent"}:                   bwAdds,

@@ -155,7 +155,7 @@ func TestArena(t *testing.T) {
 	decode(t, sk(t, "inspect", "--json", path).ok(t, "inspect --json"), &fi)
 	var got []string
 	for _, e := range fi.Entries {
-		got = append(got, e.Name+"="+e.Kind)
+		got = append(got, e.Name+"="+string(e.Kind))
 	}
 	if want := []string{"clients=countmin", "seen=bloom", "banned=countingbloom", "recent=countminwindow"}; !fi.Arena || !cmp.Equal(want, got) {
 		t.Errorf("inspect --json: arena %v, entries %v, want %v", fi.Arena, got, want)
@@ -294,7 +294,7 @@ func TestBloom_Answers(t *testing.T) {
 
 	var s statsOut[sketch.BloomStats]
 	decode(t, sk(t, "stats", "--json", path).ok(t, "stats"), &s)
-	if st := s.Structures[0].Stats; st.Added+st.Seen != 9005 || st.Seen < 2 || st.Capacity != 10000 || st.Fill <= 0 {
+	if st := s.Structures[0].Stats; st.Adds != 9005 || st.AddsPresent < 2 || st.Capacity != 10000 || st.Fill <= 0 {
 		t.Errorf("stats --json: %+v, want 9005 adds, at least 2 seen", st)
 	}
 	w := decodeLines[watchOut](t, sk(t, "watch", "--json", "--count", "1", "--interval", "10ms", path).ok(t, "watch --json"))[0]

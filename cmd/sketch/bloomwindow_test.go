@@ -45,7 +45,7 @@ func coveredAdds(st sketch.BloomWindowStats) uint64 {
 	var n uint64
 	for _, sl := range st.Slots {
 		if sl.State == "current" || sl.State == "window" {
-			n += sl.Added + sl.Seen
+			n += sl.Adds
 		}
 	}
 	return n
@@ -104,7 +104,7 @@ func TestBloomWindow_Rotate(t *testing.T) {
 	st := s.Structures[0].Stats
 	// 3 + 2000 adds in period 0, 3 + 2000 in period 1.
 	if s.Structures[0].Kind != "bloomwindow" || st.Rotations != 1 || st.Current != 1 || st.Oldest != 0 || st.Keep != 2 ||
-		len(st.Slots) != 3 || coveredAdds(st) != 4006 || st.CheckRate <= 0 || st.CheckRate >= 0.01 {
+		len(st.Slots) != 3 || coveredAdds(st) != 4006 || st.FPRateNow <= 0 || st.FPRateNow >= 0.01 {
 		t.Errorf("stats --json after one rotation: %+v", st)
 	}
 	w := decodeLines[watchOut](t, sk(t, "watch", "--json", "--count", "1", "--interval", "10ms", path).ok(t, "watch --json"))[0]

@@ -102,7 +102,7 @@ func checkFile(path string) checkResult {
 		}
 	}
 	for i, p := range places {
-		s, err := openEntry(p, sketch.Kind(fi.Entries[i].Kind))
+		s, err := openEntry(p, fi.Entries[i].Kind)
 		if err != nil {
 			return fail(err)
 		}

@@ -28,7 +28,7 @@ type cmsAnswerJSON struct {
 
 type cbfAnswerJSON struct {
 	Key     string `json:"key"`
-	Count   uint8  `json:"count"`
+	Count   uint64 `json:"count"`
 	Present bool   `json:"present"`
 }
 
@@ -260,7 +260,7 @@ func TestCountingBloom_AddQuery(t *testing.T) {
 	}
 	var s statsOut[sketch.CountingBloomStats]
 	decode(t, sk(t, "stats", "--json", path).ok(t, "stats"), &s)
-	if st := s.Structures[0].Stats; st.Capacity != 10000 || st.Ops == 0 || st.CountersSet == 0 || !st.ReadOnly {
+	if st := s.Structures[0].Stats; st.Capacity != 10000 || st.Adds == 0 || st.Set == 0 || !st.ReadOnly {
 		t.Errorf("stats --json: %+v", st)
 	}
 }

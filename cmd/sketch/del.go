@@ -58,8 +58,8 @@ func printRemoved(b *sketch.CountingBloom, key string, removed, jsonOut bool) {
 	if jsonOut {
 		printJSON(stdout, struct {
 			jsonKey
-			Removed bool  `json:"removed"`
-			Count   uint8 `json:"count"`
+			Removed bool   `json:"removed"`
+			Count   uint64 `json:"count"`
 		}{keyOf(key), removed, count})
 		return
 	}

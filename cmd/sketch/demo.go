@@ -300,7 +300,7 @@ func (v *demoView) loudest() []int {
 func (v *demoView) draw() {
 	now := time.Now()
 	ws, bs := v.win.Stats(), v.ids.Stats()
-	reqs := bs.Added + bs.Seen
+	reqs := bs.Adds
 	since := v.lastAt
 	if since.IsZero() {
 		since = v.start
@@ -310,7 +310,7 @@ func (v *demoView) draw() {
 	var b strings.Builder
 	fmt.Fprintf(&b, "t=%-5s %9s requests/s across all processes, %s in all\n", now.Sub(v.start).Round(100*time.Millisecond), rate(perSec), count(reqs))
 	fmt.Fprintf(&b, "  window: periods %d-%d of the demo, %s counted in them, error bound %s\n", ws.Oldest-min(ws.Oldest, v.first), ws.Current-v.first, count(ws.Total), count(ws.ErrorBound))
-	fmt.Fprintf(&b, "  request ids: %s seen before (all false positives), filter fill %s\n", count(bs.Seen), percent(bs.Fill))
+	fmt.Fprintf(&b, "  request ids: %s seen before (all false positives), filter fill %s\n", count(bs.AddsPresent), percent(bs.Fill))
 	fmt.Fprintf(&b, "  distinct clients in the window: about %s\n", count(v.dw.Count()))
 	top, err := v.win.Top(5)
 	if err != nil {
@@ -430,8 +430,8 @@ func (v *demoView) final(ex *demoExact, path string) error {
 		return fmt.Errorf("the window's total %d is not what the workers counted in its periods (%d to %d)", ws.Total, sumLow, sumUp)
 	case dev > 5:
 		return fmt.Errorf("the distinct window counted %d clients, %.1f standard errors from the exact %s", distinct, dev, exactDistinct)
-	case bs.Added+bs.Seen != reqs || bs.Seen != ex.seen:
-		return fmt.Errorf("the filter counted %d adds, %d seen; the workers %d, %d", bs.Added+bs.Seen, bs.Seen, reqs, ex.seen)
+	case bs.Adds != reqs || bs.AddsPresent != ex.seen:
+		return fmt.Errorf("the filter counted %d adds, %d present; the workers %d, %d", bs.Adds, bs.AddsPresent, reqs, ex.seen)
 	}
 	fmt.Fprintln(stdout, "check: ok")
 	return nil

@@ -45,7 +45,7 @@ func TestDistinct_Commands(t *testing.T) {
 		High     uint64  `json:"high"`
 	}
 	decode(t, sk(t, "query", "--json", a).ok(t, "query --json"), &ans)
-	lib, err := sketch.OpenDistinct(sketch.Path(a), sketch.DistinctConfig{}, sketch.ReadOnly())
+	lib, err := sketch.OpenDistinct(sketch.Path(a), sketch.DistinctConfig{}, sketch.WithReadOnly())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -78,7 +78,7 @@ func TestDistinct_Commands(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	md, err := sketch.OpenDistinct(sketch.Path(m), sketch.DistinctConfig{}, sketch.ReadOnly())
+	md, err := sketch.OpenDistinct(sketch.Path(m), sketch.DistinctConfig{}, sketch.WithReadOnly())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -123,7 +123,7 @@ func TestDistinctWindow_Commands(t *testing.T) {
 	_, in = keyList("k", 50_000) // 30,000 again and 20,000 new
 	skIn(t, strings.NewReader(in), "add", w).ok(t, "add after the turn")
 
-	lib, err := sketch.OpenDistinctWindow(sketch.Path(w), sketch.DistinctWindowConfig{}, sketch.ReadOnly())
+	lib, err := sketch.OpenDistinctWindow(sketch.Path(w), sketch.DistinctWindowConfig{}, sketch.WithReadOnly())
 	if err != nil {
 		t.Fatal(err)
 	}

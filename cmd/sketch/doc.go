@@ -149,21 +149,21 @@
 //     CountMinStats ("rows", "width", "bytes", "total", "adds",
 //     "error_bound", "error_rate", "confidence", "frozen", "read_only",
 //     "closed"), BloomStats ("bits", "hashes", "capacity", "fp_rate",
-//     "set", "fill", "estimated", "added", "seen", "bytes", "frozen",
+//     "set", "fill", "estimated", "adds", "adds_present", "bytes", "frozen",
 //     "read_only", "closed"), CountingBloomStats ("capacity", "fp_rate",
-//     "counters", "hashes", "counters_set", "count", "fill_ratio", "ops",
+//     "counters", "hashes", "set", "fill", "estimated", "adds",
 //     "bytes", "frozen", "read_only", "closed"), CountMinWindowStats
 //     ("rows", "width", "period" in nanoseconds, "keep", "current",
 //     "oldest", "start", "rotations", "turns", "adds", "total",
 //     "error_bound", "slots":
-//     [{"state", "period", "total", "adds"}], "bytes", "frozen",
+//     [{"state", "period", "total"}], "bytes", "frozen",
 //     "read_only", "closed") or BloomWindowStats ("bits", "hashes",
 //     "capacity", "fp_rate", each period's filter's, "period" in
 //     nanoseconds, "keep", "current", "oldest", "start", "rotations",
-//     "turns", "adds", "check_rate", "slots": [{"state", "period", "set", "fill",
-//     "estimated", "rate", "added", "seen"}], "bytes", "frozen",
+//     "turns", "adds", "fp_rate_now", "slots": [{"state", "period", "set", "fill",
+//     "estimated", "rate", "adds", "adds_present"}], "bytes", "frozen",
 //     "read_only", "closed") or DistinctStats ("precision", "registers",
-//     "redis", "estimate", "std_error", "zero", "changes", "bytes",
+//     "redis", "estimate", "std_error", "zero", "register_changes", "bytes",
 //     "frozen", "read_only", "closed"). A structure's "bytes" is its whole
 //     file's.
 //   - inspect: the library's FileInfo: {"path", "format_version",
@@ -183,9 +183,8 @@
 //     window's current period), "current" and "oldest" (a window's
 //     periods), "start" (when the current period started, while only the
 //     clock has turned the window). "total" is everything counted
-//     (Count-Min), the adds (Bloom), the write operations (counting
-//     Bloom), or what the periods a window covers counted (a Bloom
-//     window's adds). An arena's FILE: {"time", "file", "arena" (its
+//     (Count-Min), the adds (Bloom and counting Bloom filters), or what
+//     the periods a window covers counted (a Bloom window's adds). An arena's FILE: {"time", "file", "arena" (its
 //     ArenaStats), "lock", "structures": [{"name", "kind", "per_second",
 //     ...}]}, a structure's fields as above, "per_second" absent the
 //     first time a structure shows, and "error" in place of them for one

@@ -37,7 +37,7 @@ func TestCheck_KillAdd(t *testing.T) {
 				}
 			}
 		}()
-		c, err := sketch.OpenCountMin(sketch.Path(path), sketch.CountMinConfig{}, sketch.ReadOnly())
+		c, err := sketch.OpenCountMin(sketch.Path(path), sketch.CountMinConfig{}, sketch.WithReadOnly())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -99,7 +99,7 @@ func TestAdd_Interrupt(t *testing.T) {
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
 	lines := []byte(strings.Repeat("k\n", 4096))
-	c, err := sketch.OpenCountMin(sketch.Path(path), sketch.CountMinConfig{}, sketch.ReadOnly())
+	c, err := sketch.OpenCountMin(sketch.Path(path), sketch.CountMinConfig{}, sketch.WithReadOnly())
 	if err != nil {
 		t.Fatal(err)
 	}

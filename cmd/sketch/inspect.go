@@ -75,7 +75,7 @@ func printInspect(fi sketch.FileInfo, showSeed bool) {
 		if e.Name != "" {
 			name = quoteName(e.Name)
 		}
-		cols = append(cols, []string{fmt.Sprintf("  %d", i), e.Kind, name, fmt.Sprint(e.Offset), fmt.Sprint(e.Bytes), params(e.Params)})
+		cols = append(cols, []string{fmt.Sprintf("  %d", i), string(e.Kind), name, fmt.Sprint(e.Offset), fmt.Sprint(e.Bytes), params(e.Params)})
 	}
 	printColumns(stdout, cols)
 	fmt.Fprintln(stdout, "\nlock:")

@@ -98,8 +98,8 @@ func (s *bloom) stats() ([][2]string, any) {
 		{"bits set", fmt.Sprint(st.Set)},
 		{"fill", percent(st.Fill) + " (about 50% at capacity)"},
 		{"keys (estimated)", estimated(st.Estimated)},
-		{"added", fmt.Sprintf("%d (adds that set a bit: new keys)", st.Added)},
-		{"seen", fmt.Sprintf("%d (adds that found every bit set: repeats or false positives)", st.Seen)},
+		{"adds", fmt.Sprintf("%d (since made or reset)", st.Adds)},
+		{"adds present", fmt.Sprintf("%d (of them, adds that found every bit set: repeats or false positives)", st.AddsPresent)},
 		{"frozen", yesNo(st.Frozen)},
 	}, st
 }
@@ -123,7 +123,7 @@ func (s *bloom) summary() string {
 
 func (s *bloom) sample() sample {
 	st := s.Stats()
-	return sample{Total: st.Added + st.Seen, Fill: &st.Fill, Count: &st.Estimated, Frozen: st.Frozen, what: "adds"}
+	return sample{Total: st.Adds, Fill: &st.Fill, Count: &st.Estimated, Frozen: st.Frozen, what: "adds"}
 }
 
 func (s *bloom) merge(src structure) error {

@@ -24,15 +24,16 @@ func (s *bloomWindow) describe() string {
 	return fmt.Sprintf("Bloom window, %s, %d bits, %s a period", windowText(s.Config().Window), s.Bits(), plural(s.Hashes(), "hash", "hashes"))
 }
 
-// covered sums the adds of the slots the window covers.
-func covered(st sketch.BloomWindowStats) (added, seen uint64) {
+// covered sums the adds of the slots the window covers, and the part of
+// them that found their key present.
+func covered(st sketch.BloomWindowStats) (adds, present uint64) {
 	for _, sl := range st.Slots {
 		if sl.State == "current" || sl.State == "window" {
-			added += sl.Added
-			seen += sl.Seen
+			adds += sl.Adds
+			present += sl.AddsPresent
 		}
 	}
-	return added, seen
+	return adds, present
 }
 
 // currentSlot is the slot adds go to now; nil on a closed handle.
@@ -52,10 +53,10 @@ func (s *bloomWindow) state() (sketch.BloomWindowStats, windowState) {
 
 func (s *bloomWindow) stats() ([][2]string, any) {
 	st, ws := s.state()
-	added, seen := covered(st)
+	adds, present := covered(st)
 	slots := make([]windowSlot, len(st.Slots))
 	for i, sl := range st.Slots {
-		slots[i] = windowSlot{sl.State, sl.Period, fmt.Sprintf("fill %s, about %s keys, adds %d", percent(sl.Fill), estimated(sl.Estimated), sl.Added+sl.Seen)}
+		slots[i] = windowSlot{sl.State, sl.Period, fmt.Sprintf("fill %s, about %s keys, adds %d", percent(sl.Fill), estimated(sl.Estimated), sl.Adds)}
 	}
 	return s.rows(ws,
 		[][2]string{
@@ -64,26 +65,26 @@ func (s *bloomWindow) stats() ([][2]string, any) {
 			{"shape", fmt.Sprintf("%d bits, %s a period, %d slots", st.Bits, plural(st.Hashes, "hash", "hashes"), len(st.Slots))},
 		},
 		[][2]string{
-			{"check rate", fmt.Sprintf("%.6g (a key not added in the periods covered is found at this rate)", st.CheckRate)},
-			{"added", fmt.Sprintf("%d (adds in the periods covered that set a bit)", added)},
-			{"seen", fmt.Sprintf("%d (adds in the periods covered that found every bit set)", seen)},
+			{"fp rate now", fmt.Sprintf("%.6g (a key not added in the periods covered is found at this rate)", st.FPRateNow)},
+			{"adds covered", fmt.Sprintf("%d (adds in the periods covered)", adds)},
+			{"adds present", fmt.Sprintf("%d (of them, adds that found every bit set)", present)},
 		}, slots), st
 }
 
 func (s *bloomWindow) summary() string {
 	st, ws := s.state()
-	added, seen := covered(st)
-	return ws.summary(fmt.Sprintf("%s, check rate %.3g", plural(added+seen, "add", "adds"), st.CheckRate))
+	adds, _ := covered(st)
+	return ws.summary(fmt.Sprintf("%s, fp rate now %.3g", plural(adds, "add", "adds"), st.FPRateNow))
 }
 
 // sample's total is the adds of the periods covered; its fill and count
 // are the current period's (0 until its slot is first used).
 func (s *bloomWindow) sample() sample {
 	st := s.Stats()
-	added, seen := covered(st)
+	adds, _ := covered(st)
 	var fill, count float64
 	if cur := currentSlot(st); cur != nil {
 		fill, count = cur.Fill, cur.Estimated
 	}
-	return windowSample(sample{Total: added + seen, Adds: &st.Adds, Fill: &fill, Count: &count, Frozen: st.Frozen, what: "window adds"}, st.Oldest, st.Current, periodClock{st.Period, st.Rotations})
+	return windowSample(sample{Total: adds, Adds: &st.Adds, Fill: &fill, Count: &count, Frozen: st.Frozen, what: "window adds"}, st.Oldest, st.Current, periodClock{st.Period, st.Rotations})
 }

@@ -51,9 +51,9 @@ func (s *countingBloom) addKey(key []byte, n uint64) (answer, error) {
 // minus removed; 15 means 15 or more); 0 is definitely absent.
 type cbfAnswer struct {
 	jsonKey
-	Count    uint8 `json:"count"`
-	Present  bool  `json:"present"` // probably present; false is exact
-	afterAdd bool  // add's answer: the count alone
+	Count    uint64 `json:"count"`
+	Present  bool   `json:"present"` // probably present; false is exact
+	afterAdd bool   // add's answer: the count alone
 }
 
 // text is a query's answer as a Bloom filter's, with the count:
@@ -70,7 +70,7 @@ func (a cbfAnswer) text() string {
 	return fmt.Sprintf("probably present, count %d", a.Count)
 }
 
-func (a cbfAnswer) weight() uint64 { return uint64(a.Count) }
+func (a cbfAnswer) weight() uint64 { return a.Count }
 
 func (s *countingBloom) query(keys [][]byte) []answer {
 	out := make([]answer, len(keys))
@@ -83,8 +83,8 @@ func (s *countingBloom) query(keys [][]byte) []answer {
 
 func (s *countingBloom) stats() ([][2]string, any) {
 	st := s.Stats()
-	count := fmt.Sprintf("%.0f", st.Count)
-	if st.CountersSet == st.Counters {
+	count := fmt.Sprintf("%.0f", st.Estimated)
+	if st.Set == st.Counters {
 		count = "every counter is set: the filter is full"
 	}
 	return [][2]string{
@@ -93,22 +93,22 @@ func (s *countingBloom) stats() ([][2]string, any) {
 		{"fp rate", fmt.Sprintf("%g at capacity", st.FPRate)},
 		{"shape", fmt.Sprintf("%d counters, %s", st.Counters, plural(st.Hashes, "hash", "hashes"))},
 		{"bytes", fmt.Sprint(st.Bytes)},
-		{"counters set", fmt.Sprint(st.CountersSet)},
-		{"fill", percent(st.FillRatio)},
+		{"counters set", fmt.Sprint(st.Set)},
+		{"fill", percent(st.Fill)},
 		{"items (estimated)", count},
-		{"operations", fmt.Sprint(st.Ops)},
+		{"adds", fmt.Sprintf("%d (since made or reset)", st.Adds)},
 		{"frozen", yesNo(st.Frozen)},
 	}, st
 }
 
 func (s *countingBloom) summary() string {
 	st := s.Stats()
-	return fmt.Sprintf("about %s, fill %s", plural(uint64(math.Round(st.Count)), "item", "items"), percent(st.FillRatio))
+	return fmt.Sprintf("about %s, fill %s", plural(uint64(math.Round(st.Estimated)), "item", "items"), percent(st.Fill))
 }
 
 func (s *countingBloom) sample() sample {
 	st := s.Stats()
-	return sample{Total: st.Ops, Fill: &st.FillRatio, Count: &st.Count, Frozen: st.Frozen, what: "operations"}
+	return sample{Total: st.Adds, Fill: &st.Fill, Count: &st.Estimated, Frozen: st.Frozen, what: "adds"}
 }
 
 func (s *countingBloom) merge(src structure) error {

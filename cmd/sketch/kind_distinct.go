@@ -99,7 +99,7 @@ func (s *distinct) stats() ([][2]string, any) {
 		{"distinct keys", a.text()},
 		{"std error", percent(st.StdError) + " relative"},
 		{"zero registers", fmt.Sprint(st.Zero)},
-		{"changes", fmt.Sprintf("%d (adds and merges that raised a register)", st.Changes)},
+		{"register changes", fmt.Sprintf("%d (adds and merges that raised a register; not adds, which a distinct count does not count)", st.RegisterChanges)},
 		{"frozen", yesNo(st.Frozen)},
 	}, st
 }

@@ -52,7 +52,7 @@ func (s *distinctWindow) count() distinctAnswer {
 
 func (s *distinctWindow) state() (sketch.DistinctWindowStats, windowState) {
 	st := s.Stats()
-	return st, windowState{sketch.Window{Period: st.Period, Keep: st.Keep}, st.Oldest, st.Current, st.Rotations, st.Turns, st.Changes, "changes since made", st.Bytes, st.Frozen}
+	return st, windowState{sketch.Window{Period: st.Period, Keep: st.Keep}, st.Oldest, st.Current, st.Rotations, st.Turns, st.RegisterChanges, "register changes since made", st.Bytes, st.Frozen}
 }
 
 func (s *distinctWindow) stats() ([][2]string, any) {

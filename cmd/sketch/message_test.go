@@ -73,7 +73,7 @@ func TestMessages_Plurals(t *testing.T) {
 		{[]string{"add", arena + ":recent", "k"}, "", "added"},
 		{[]string{"stats", arena}, "", "about 1 key, fill"},
 		{[]string{"stats", arena}, "", "about 1 item, fill"},
-		{[]string{"stats", arena}, "", "1 add, check rate"},
+		{[]string{"stats", arena}, "", "1 add, fp rate now"},
 	} {
 		r := skIn(t, strings.NewReader(c.stdin), c.args...)
 		out := r.stdout + r.stderr

@@ -193,9 +193,9 @@ type rotator interface {
 // sample is what watch shows: a total that grows with the structure's
 // writes, and what the kind adds to it.
 type sample struct {
-	// Total is everything counted (Count-Min), the adds (Bloom), the write
-	// operations (counting Bloom), or what the periods a window covers
-	// counted, which drops as old periods leave it.
+	// Total is everything counted (Count-Min), the adds (Bloom and counting
+	// Bloom filters), or what the periods a window covers counted, which
+	// drops as old periods leave it.
 	Total uint64 `json:"total"`
 	// Adds is a Count-Min or Bloom window's adds since it was made, which
 	// only grows (Total drops as periods leave): watch's rate is of it.
@@ -241,7 +241,7 @@ func entryPlace(a *sketch.Arena, path, name string) place {
 // read-write without creating (create makes new ones), trusting the
 // owners named with --owner.
 func fileOpts(readWrite bool) []sketch.Option {
-	opts := []sketch.Option{sketch.ReadOnly()}
+	opts := []sketch.Option{sketch.WithReadOnly()}
 	if readWrite {
 		opts = []sketch.Option{sketch.WithoutCreate()}
 	}
@@ -272,7 +272,7 @@ func openWhole(t target, readWrite bool) (s structure, a *sketch.Arena, err erro
 	case !fi.Arena && t.name != "":
 		return nil, nil, &exitError{exitUsage, fmt.Errorf("%s: FILE:NAME addresses a structure in an arena; %s holds a %s, not an arena", t, t.path, fi.Entries[0].Description)}
 	case !fi.Arena:
-		s, err = openEntry(filePlace(t.path, fileOpts(readWrite)), sketch.Kind(fi.Entries[0].Kind))
+		s, err = openEntry(filePlace(t.path, fileOpts(readWrite)), fi.Entries[0].Kind)
 		return s, nil, err
 	}
 	a, err = sketch.OpenArena(sketch.Path(t.path), 0, fileOpts(readWrite)...)

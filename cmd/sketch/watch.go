@@ -19,8 +19,8 @@ var watchCmd = &command{
 	args:       "FILE[:NAME]",
 	summary:    "a live view: writes per second, total, error bound or fill, lock; an arena's, a line a structure",
 	details: `
-Watch shows the structure live, every interval, until interrupted: adds (or
-operations) per second across every process, the total, a Count-Min
+Watch shows the structure live, every interval, until interrupted: adds
+(or new distinct keys) per second across every process, the total, a Count-Min
 sketch's error bound, a Bloom or counting Bloom filter's fill and
 estimated keys, a Count-Min window's periods, total and error bound, a
 Bloom window's periods, adds and its current period's fill (a window's

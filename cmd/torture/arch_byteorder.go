@@ -148,9 +148,9 @@ func openBoSets(dir string, opts ...sketch.Option) (sets []boSet, closeAll func(
 	return []boSet{alone, in}, closeAll, nil
 }
 
-func boKey(u int) []byte         { return fmt.Appendf(nil, "byte-order-%02d", u) }
-func boWeight(u int) uint64      { return 1 + uint64(u%5) }
-func boCountingAdds(u int) uint8 { return 1 + uint8(u%3) }
+func boKey(u int) []byte          { return fmt.Appendf(nil, "byte-order-%02d", u) }
+func boWeight(u int) uint64       { return 1 + uint64(u%5) }
+func boCountingAdds(u int) uint64 { return 1 + uint64(u%3) }
 
 // boMakeResult is what a build made of its own files: it read them back
 // (fresh handles after the creating ones closed) and opened them through
@@ -197,7 +197,7 @@ func makeBoFiles(dir string) error {
 			if err := errors.Join(err1, err2, err3, err4); err != nil {
 				return err
 			}
-			for i := uint8(0); i < boCountingAdds(u); i++ {
+			for i := uint64(0); i < boCountingAdds(u); i++ {
 				if _, err := s.cbf.Add(k); err != nil {
 					return err
 				}
@@ -317,7 +317,7 @@ func opensOf(dir string, foreign bool) boOpensResult {
 			opts := []sketch.Option{sketch.WithoutCreate()}
 			mode := "read-write"
 			if ro {
-				opts, mode = append(opts, sketch.ReadOnly()), "read-only"
+				opts, mode = append(opts, sketch.WithReadOnly()), "read-only"
 			}
 			for _, kind := range boKinds {
 				var want error = sketch.ErrByteOrder

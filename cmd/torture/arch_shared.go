@@ -210,7 +210,7 @@ func roleArchCheck(fs *flag.FlagSet, args []string) error {
 	if err := json.Unmarshal(b, &plan); err != nil {
 		return err
 	}
-	f, err := openShared(*dir, sketch.WithoutCreate(), sketch.ReadOnly())
+	f, err := openShared(*dir, sketch.WithoutCreate(), sketch.WithReadOnly())
 	if err != nil {
 		return err
 	}

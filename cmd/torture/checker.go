@@ -210,9 +210,9 @@ func (c *checker) distinct(caught *[fields]int) {
 			realIdx = append(realIdx, k)
 		}
 	}
-	before := c.hll.Stats().Changes
+	before := c.hll.Stats().RegisterChanges
 	c.hll.AddBatch(real)
-	if c.hll.Stats().Changes == before {
+	if c.hll.Stats().RegisterChanges == before {
 		c.res.Asked[fieldDistinct] += len(real)
 	} else if fill() {
 		for _, k := range realIdx {
@@ -231,9 +231,9 @@ func (c *checker) distinct(caught *[fields]int) {
 // raises adds key k to the distinct copy and reports whether a register
 // rose.
 func (c *checker) raises(k int) bool {
-	before := c.hll.Stats().Changes
+	before := c.hll.Stats().RegisterChanges
 	c.hll.Add(keyTable[k])
-	return c.hll.Stats().Changes != before
+	return c.hll.Stats().RegisterChanges != before
 }
 
 // windows asks the windows, Rotate's and the clock's, after reading the

@@ -77,7 +77,7 @@ func TestMustRefuse_Verdicts(t *testing.T) {
 }
 
 // The read-only fault counts on every kind's handle to refuse its
-// mutators when opened with ReadOnly: a live file of each kind, on any
+// mutators when opened with WithReadOnly: a live file of each kind, on any
 // filesystem, must refuse them all and answer as before.
 func TestFaultKinds_ReadOnlyHandlesRefuseMutators(t *testing.T) {
 	dir := t.TempDir()
@@ -93,7 +93,7 @@ func TestFaultKinds_ReadOnlyHandlesRefuseMutators(t *testing.T) {
 				t.Fatal(err)
 			}
 			h.close()
-			ro, err := k.open(path, 256<<10, sketch.ReadOnly())
+			ro, err := k.open(path, 256<<10, sketch.WithReadOnly())
 			if err != nil {
 				t.Fatal(err)
 			}

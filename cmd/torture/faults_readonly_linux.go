@@ -76,7 +76,7 @@ func readOnlyOn(mnt string, builds []build) (row, error) {
 	return faultRow(fmt.Sprintf("%d calls", calls), reps, failures, figure), nil
 }
 
-// readOnlyRole is the child side: every file opens with ReadOnly and
+// readOnlyRole is the child side: every file opens with WithReadOnly and
 // answers exactly; every mutator, read-write open and create fails.
 func readOnlyRole(args []string) (*faultReport, error) {
 	fl := flag.NewFlagSet("readonly", flag.ExitOnError)
@@ -90,7 +90,7 @@ func readOnlyRole(args []string) (*faultReport, error) {
 	for _, k := range faultKinds {
 		for _, state := range readOnlyStates {
 			path := filepath.Join(*dir, k.name+"."+state)
-			h, err := k.open(path, readOnlySize, sketch.ReadOnly())
+			h, err := k.open(path, readOnlySize, sketch.WithReadOnly())
 			if err != nil {
 				r.problem("read-only open of %s: %v", filepath.Base(path), err)
 				continue

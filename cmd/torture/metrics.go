@@ -154,7 +154,7 @@ func scrapeFile(path string, r *scrapeResult) {
 	s := scraper{r}
 	for _, k := range structKinds {
 		s.step("open "+string(k.kind), func() {
-			h, err := k.open(sketch.Path(path), nil, sketch.ReadOnly(), sketch.WithWaitTimeout(openWait))
+			h, err := k.open(sketch.Path(path), nil, sketch.WithReadOnly(), sketch.WithWaitTimeout(openWait))
 			if err != nil {
 				return
 			}
@@ -164,7 +164,7 @@ func scrapeFile(path string, r *scrapeResult) {
 		})
 	}
 	s.step("open arena", func() {
-		a, err := sketch.OpenArena(sketch.Path(path), 0, sketch.ReadOnly(), sketch.WithWaitTimeout(openWait))
+		a, err := sketch.OpenArena(sketch.Path(path), 0, sketch.WithReadOnly(), sketch.WithWaitTimeout(openWait))
 		if err != nil {
 			return
 		}

@@ -70,7 +70,7 @@ func TestScrapeFile_Crafted(t *testing.T) {
 				t.Errorf("%d opened, %d outputs checked; want some", r.Opened, r.Outputs)
 			}
 			if sp.name == "candidates-countmin" {
-				c, err := sketch.OpenCountMin(sketch.Path(path), sketch.CountMinConfig{}, sketch.ReadOnly())
+				c, err := sketch.OpenCountMin(sketch.Path(path), sketch.CountMinConfig{}, sketch.WithReadOnly())
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -43,7 +43,7 @@ func TestResum_PassesTheChecksums(t *testing.T) {
 		if err := os.WriteFile(path, b, 0o600); err != nil {
 			t.Fatal(err)
 		}
-		c, err := sketch.OpenCountMin(sketch.Path(path), sketch.CountMinConfig{}, sketch.ReadOnly())
+		c, err := sketch.OpenCountMin(sketch.Path(path), sketch.CountMinConfig{}, sketch.WithReadOnly())
 		switch {
 		case resummed && err != nil:
 			t.Errorf("resummed: %v, want it to open", err)

@@ -90,7 +90,7 @@ func openEveryWay(path, rwPath string, keys [][]byte, r *hostileResult) error {
 		_ = fi.String()
 	})
 	for _, o := range openers {
-		p.use("ro "+o.name, false, func() (any, error) { return o.open(path, sketch.ReadOnly(), sketch.WithWaitTimeout(openWait)) })
+		p.use("ro "+o.name, false, func() (any, error) { return o.open(path, sketch.WithReadOnly(), sketch.WithWaitTimeout(openWait)) })
 	}
 	data, err := os.ReadFile(path)
 	if err != nil {

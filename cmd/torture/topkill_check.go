@@ -192,7 +192,7 @@ func runHHChecker(dir string, slots int) error {
 		}
 		recs = append(recs, r)
 	}
-	f, err := openHH(dir, sketch.ReadOnly())
+	f, err := openHH(dir, sketch.WithReadOnly())
 	if err != nil {
 		return err
 	}

@@ -143,13 +143,21 @@ func (l *CountingBloom) RemoveHashed(h1, hi uint64) bool {
 	return true
 }
 
-// CountOps adds one to the operation count, in the handle's stripe.
-func (l *CountingBloom) CountOps(stripe int) {
-	atomic.AddUint64((*uint64)(unsafe.Add(l.Stripes, (stripe%StripeCount)*StripeBytes)), 1)
+// CountAdds adds n to the add count, in the handle's stripe.
+func (l *CountingBloom) CountAdds(stripe int, n uint64) {
+	atomic.AddUint64((*uint64)(unsafe.Add(l.Stripes, (stripe%StripeCount)*StripeBytes)), n)
 }
 
-// Ops sums the operation count's stripes.
-func (l *CountingBloom) Ops() uint64 {
+// ResetAdds zeroes the add count's stripes; Reset calls it under the
+// write lock, after the counters.
+func (l *CountingBloom) ResetAdds() {
+	for i := 0; i < StripeCount; i++ {
+		atomic.StoreUint64((*uint64)(unsafe.Add(l.Stripes, i*StripeBytes)), 0)
+	}
+}
+
+// Adds sums the add count's stripes.
+func (l *CountingBloom) Adds() uint64 {
 	var sum uint64
 	for i := 0; i < StripeCount; i++ {
 		sum += atomic.LoadUint64((*uint64)(unsafe.Add(l.Stripes, i*StripeBytes)))
@@ -174,7 +182,7 @@ type CountingBloomCore interface {
 	// CountSet returns how many counters are above zero.
 	CountSet(l *CountingBloom) uint64
 	// Merge adds src, another filter's counter bytes, into l's counters,
-	// saturating at cbfMax. The caller holds l's write lock.
+	// saturating at CbfMax. The caller holds l's write lock.
 	Merge(l *CountingBloom, src []byte)
 	// clear zeroes every counter. The caller holds the write lock.
 	Reset(l *CountingBloom)
@@ -244,7 +252,7 @@ func (CountingBloomGo) Merge(l *CountingBloom, src []byte) {
 }
 
 // saturatingNibbleAdd adds two words of eight 4-bit counters counter by
-// counter, each sum capped at cbfMax.
+// counter, each sum capped at CbfMax.
 func saturatingNibbleAdd(a, b uint32) uint32 {
 	var r uint32
 	for sh := uint(0); sh < 32; sh += 4 {
