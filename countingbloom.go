@@ -274,14 +274,13 @@ func (b *CountingBloom) AddBatch(keys [][]byte, already []bool) error {
 	if already != nil && len(already) != len(keys) {
 		return b.m.errorf("add", fmt.Errorf("%w: %d answers for %d keys", ErrInvalidArgument, len(already), len(keys)))
 	}
-	_, frozen, err := b.core.AddBatch(&b.l, b.lk, b.sealed, keys, already)
+	_, frozen, err := b.core.AddBatch(&b.l, b.lk, b.sealed, b.stripe, keys, already)
 	if err == nil && frozen {
 		err = ErrFrozen
 	}
 	if err != nil {
 		return b.m.errorf("add", err)
 	}
-	b.l.CountAdds(b.stripe, uint64(len(keys)))
 	runtime.KeepAlive(b)
 	return b.after("add")
 }

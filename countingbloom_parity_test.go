@@ -359,7 +359,7 @@ func TestParityCountingBloom_Frozen(t *testing.T) {
 			for i := range keys {
 				keys[i] = cbfKey("frozen", i)
 			}
-			if added, frozen, err := core.AddBatch(&b.l, b.lk, b.sealed, keys, nil); added != 0 || !frozen || err != nil {
+			if added, frozen, err := core.AddBatch(&b.l, b.lk, b.sealed, b.stripe, keys, nil); added != 0 || !frozen || err != nil {
 				t.Errorf("%s: addMany(%d keys) on a sealed file = %d, %v, %v, want 0, frozen, no error", core.Name(), n, added, frozen, err)
 			}
 		}

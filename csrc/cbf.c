@@ -19,6 +19,7 @@
  * of the same size and alignment. */
 #define SK_A32(p) ((_Atomic uint32_t *)(p))
 #define SK_CA32(p) ((const _Atomic uint32_t *)(p))
+#define SK_A64(p) ((_Atomic uint64_t *)(p))
 
 /* sk_cbf_shift is the bit position of counter i in its native word. It is
  * in byte i/2 mod 4 of the word, the low nibble when i is even: byte j is
@@ -99,7 +100,7 @@ static void sk_cbf_runlock(sk_lock *lock)
  * several keys overlap and the compare-and-swaps find their lines. Without, it does not even touch a key's words first
  * as Go's addHashed does: in cache that only costs. */
 int64_t sk_cbf_add_many(uint32_t *words, const uint32_t *sealed, sk_lock *lock, uint64_t seed, uint64_t mask,
-			uint32_t k, int prefetch, const sk_key *keys, size_t count, uint8_t *already)
+			uint32_t k, int prefetch, const sk_key *keys, size_t count, uint8_t *already, uint64_t *adds)
 {
 	if (sk_cbf_rlock(lock) != 0)
 		return SK_CBF_TIMEDOUT;
@@ -117,6 +118,8 @@ int64_t sk_cbf_add_many(uint32_t *words, const uint32_t *sealed, sk_lock *lock, 
 			if (already)
 				already[i] = (uint8_t)!isnew;
 		}
+		if (adds)
+			atomic_fetch_add(SK_A64(adds), (uint64_t)count);
 		sk_cbf_runlock(lock);
 		return added;
 	}
@@ -138,6 +141,8 @@ int64_t sk_cbf_add_many(uint32_t *words, const uint32_t *sealed, sk_lock *lock, 
 		if (already)
 			already[i] = (uint8_t)!isnew;
 	}
+	if (adds)
+		atomic_fetch_add(SK_A64(adds), (uint64_t)count);
 	sk_cbf_runlock(lock);
 	return added;
 }

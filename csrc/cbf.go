@@ -22,13 +22,14 @@ import "C"
 import "unsafe"
 
 // Filter locates a counting Bloom filter's words: Words holds (Mask+1)/8
-// uint32 words of eight 4-bit counters, Sealed is the file's sealed word.
-// Prefetch asks batches to hash and fetch keys ahead.
+// uint32 words of eight 4-bit counters, Sealed is the file's sealed word,
+// Adds (when not nil) the uint64 add-count word a batch adds its keys to
+// under the lock. Prefetch asks batches to hash and fetch keys ahead.
 type Filter struct {
-	Words, Sealed unsafe.Pointer
-	Seed, Mask    uint64
-	K             int
-	Prefetch      bool
+	Words, Sealed, Adds unsafe.Pointer
+	Seed, Mask          uint64
+	K                   int
+	Prefetch            bool
 }
 
 func (f *Filter) words() *C.uint32_t  { return (*C.uint32_t)(f.Words) }
@@ -87,7 +88,7 @@ func (f *Filter) cross(buf []cKey, chunk [][]byte, already *C.uint8_t, lock *C.s
 		ckeys = (*C.sk_key)(unsafe.Pointer(&buf[0]))
 	}
 	return C.sk_cbf_add_many(f.words(), f.sealed(), lock, C.uint64_t(f.Seed), C.uint64_t(f.Mask), C.uint32_t(f.K),
-		f.prefetch(), ckeys, C.size_t(len(chunk)), already)
+		f.prefetch(), ckeys, C.size_t(len(chunk)), already, (*C.uint64_t)(f.Adds))
 }
 
 // CountSet returns how many counters are above zero.

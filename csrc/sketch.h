@@ -130,9 +130,12 @@ void sk_unlock_read(sk_lock *l);
  * *sealed is not zero. It takes lock's read lock around the batch when
  * lock is not NULL (Linux only: elsewhere lock must be NULL); with NULL,
  * the caller holds it; SK_CBF_TIMEDOUT, adding nothing, when that lock wait
- * timed out. prefetch asks it to fetch SK_CBF_AHEAD keys ahead. */
+ * timed out. prefetch asks it to fetch SK_CBF_AHEAD keys ahead. When
+ * adds is not NULL, count is added to it (a stripe of the add count)
+ * before the lock is released, so that a Reset or Freeze, which take the
+ * write lock, find each batch counted whole or not at all. */
 int64_t sk_cbf_add_many(uint32_t *words, const uint32_t *sealed, sk_lock *lock, uint64_t seed, uint64_t mask,
-			uint32_t k, int prefetch, const sk_key *keys, size_t count, uint8_t *already);
+			uint32_t k, int prefetch, const sk_key *keys, size_t count, uint8_t *already, uint64_t *adds);
 /* sk_cbf_count_set returns how many counters are above zero. */
 uint64_t sk_cbf_count_set(const uint32_t *words, uint64_t nwords);
 /* sk_cbf_merge adds src (nwords native-endian words, any alignment) into

@@ -145,7 +145,12 @@ func (l *CountingBloom) RemoveHashed(h1, hi uint64) bool {
 
 // CountAdds adds n to the add count, in the handle's stripe.
 func (l *CountingBloom) CountAdds(stripe int, n uint64) {
-	atomic.AddUint64((*uint64)(unsafe.Add(l.Stripes, (stripe%StripeCount)*StripeBytes)), n)
+	atomic.AddUint64((*uint64)(l.AddsWord(stripe)), n)
+}
+
+// AddsWord is the add count's word in the handle's stripe.
+func (l *CountingBloom) AddsWord(stripe int) unsafe.Pointer {
+	return unsafe.Add(l.Stripes, (stripe%StripeCount)*StripeBytes)
 }
 
 // ResetAdds zeroes the add count's stripes; Reset calls it under the
@@ -174,17 +179,19 @@ func (l *CountingBloom) Nwords() uint64 { return (l.Mask + 1) / 8 }
 type CountingBloomCore interface {
 	Name() string
 	// AddBatch adds every key under the read lock, unless the file is
-	// sealed (then it adds nothing and reports frozen), and returns how
+	// sealed (then it adds nothing and reports frozen), counts them in
+	// the add count's stripe before it releases the lock (a Reset or
+	// Freeze finds a batch counted whole or not at all), and returns how
 	// many keys were new; already, when not nil, receives each key's
 	// answer (true: it was not new).
 	// It fails, adding nothing, with the lock's error (a timeout).
-	AddBatch(l *CountingBloom, lk Locker, sealed *uint32, keys [][]byte, already []bool) (added int, frozen bool, err error)
+	AddBatch(l *CountingBloom, lk Locker, sealed *uint32, stripe int, keys [][]byte, already []bool) (added int, frozen bool, err error)
 	// CountSet returns how many counters are above zero.
 	CountSet(l *CountingBloom) uint64
 	// Merge adds src, another filter's counter bytes, into l's counters,
 	// saturating at CbfMax. The caller holds l's write lock.
 	Merge(l *CountingBloom, src []byte)
-	// clear zeroes every counter. The caller holds the write lock.
+	// Reset zeroes every counter. The caller holds the write lock.
 	Reset(l *CountingBloom)
 }
 
@@ -201,7 +208,7 @@ type CountingBloomGo struct{}
 
 func (CountingBloomGo) Name() string { return "purego" }
 
-func (CountingBloomGo) AddBatch(l *CountingBloom, lk Locker, sealed *uint32, keys [][]byte, already []bool) (int, bool, error) {
+func (CountingBloomGo) AddBatch(l *CountingBloom, lk Locker, sealed *uint32, stripe int, keys [][]byte, already []bool) (int, bool, error) {
 	if err := lk.RLock(); err != nil {
 		return 0, false, err
 	}
@@ -220,6 +227,7 @@ func (CountingBloomGo) AddBatch(l *CountingBloom, lk Locker, sealed *uint32, key
 			already[i] = !isNew
 		}
 	}
+	l.CountAdds(stripe, uint64(len(keys)))
 	return added, false, nil
 }
 

@@ -38,15 +38,17 @@ func (c CountingBloom) Filter(l *cells.CountingBloom, sealed *uint32) csrc.Filte
 	}
 }
 
-// AddBatch takes the read lock once for the whole batch, as cells.CountingBloomGo's does.
-// A batch of at most csrc.Batch keys is one crossing that takes the lock
-// in C where the C lock is built (countingbloom_cgo_linux.go); a larger one
-// takes it in Go and hands C its chunks.
-func (c CountingBloom) AddBatch(l *cells.CountingBloom, lk cells.Locker, sealed *uint32, keys [][]byte, already []bool) (int, bool, error) {
+// AddBatch takes the read lock once for the whole batch, as
+// cells.CountingBloomGo's does, and counts the keys under it. A batch of
+// at most csrc.Batch keys is one crossing that takes the lock in C where
+// the C lock is built (countingbloom_linux.go); a larger one takes it in
+// Go and hands C its chunks.
+func (c CountingBloom) AddBatch(l *cells.CountingBloom, lk cells.Locker, sealed *uint32, stripe int, keys [][]byte, already []bool) (int, bool, error) {
 	f := c.Filter(l, sealed)
 	if !c.Always && (len(keys) < cells.CountingBloomMinBatchAhead || !f.Prefetch && len(keys) < cells.CountingBloomMinBatch) {
-		return cells.CountingBloomGo{}.AddBatch(l, lk, sealed, keys, already)
+		return cells.CountingBloomGo{}.AddBatch(l, lk, sealed, stripe, keys, already)
 	}
+	f.Adds = l.AddsWord(stripe)
 	var added int
 	var frozen bool
 	var err error
