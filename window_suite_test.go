@@ -440,7 +440,8 @@ func (w bloomWindow) sample() winSample {
 // hash would), which every key added in the window's periods does, and a
 // key no other key shares a register with does only then. Closed, it
 // answers 0, as Count does; it has no batch read, so countBatch asks key
-// by key.
+// by key and, closed, returns the ErrClosed the other kinds' batch reads
+// return (the suite's check of it holds for the adapter only).
 type distinctWindow struct{ *DistinctWindow }
 
 func (w distinctWindow) base() *windowBase { return &w.windowBase }
