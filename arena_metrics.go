@@ -28,7 +28,7 @@ import (
 type ArenaMetrics struct {
 	a      *Arena
 	mu     sync.Mutex
-	opened map[string]metered // by name
+	opened map[string]kindHandle // by name
 	// at is the offset each opened structure was listed at: a name listed
 	// at another offset was removed and made again (the room of a
 	// structure held open is never reused, so the same offset is the same
@@ -63,13 +63,6 @@ type ArenaEntryStats struct {
 	Error string `json:"error,omitempty"`
 }
 
-// metered is what the metrics keep of an opened structure: every kind's
-// Handle gives its Stats, and every kind closes.
-type metered interface {
-	StatsVar() StatsVar
-	Close() error
-}
-
 // Metrics returns the arena's metrics: an expvar.Var and an http.Handler
 // serving the Stats of the arena and of every structure in it as JSON.
 //
@@ -81,7 +74,7 @@ type metered interface {
 // the arena does not (structures outlive their arena's Close), but a
 // scrape after the arena's Close releases them as Close does.
 func (a *Arena) Metrics() *ArenaMetrics {
-	return &ArenaMetrics{a: a, opened: map[string]metered{}, at: map[string]uint64{}}
+	return &ArenaMetrics{a: a, opened: map[string]kindHandle{}, at: map[string]uint64{}}
 }
 
 // Stats scrapes the arena: its stats and lock, and every structure's Stats
@@ -125,7 +118,7 @@ func (m *ArenaMetrics) releaseAfterArena() {
 
 // structure returns the open handle on e, opening it at the first scrape
 // that lists it.
-func (m *ArenaMetrics) structure(e ArenaEntry) (metered, error) {
+func (m *ArenaMetrics) structure(e ArenaEntry) (kindHandle, error) {
 	if m.closed || !m.a.open.Load() {
 		return nil, m.a.errorf("metrics", e.Name, ErrClosed)
 	}
@@ -160,33 +153,13 @@ func (m *ArenaMetrics) forgetRemoved(listed []ArenaEntry) {
 }
 
 // openMetered opens the structure at at with its kind's zero config, which
-// attaches to whatever is stored. A new kind is one case here.
-func openMetered(at Place, kind Kind) (metered, error) {
-	switch kind {
-	case KindCountMin:
-		return asMetered(OpenCountMin(at, CountMinConfig{}))
-	case KindBloom:
-		return asMetered(OpenBloom(at, BloomConfig{}))
-	case KindCountingBloom:
-		return asMetered(OpenCountingBloom(at, CountingBloomConfig{}))
-	case KindCountMinWindow:
-		return asMetered(OpenCountMinWindow(at, CountMinWindowConfig{}))
-	case KindBloomWindow:
-		return asMetered(OpenBloomWindow(at, BloomWindowConfig{}))
-	case KindDistinct:
-		return asMetered(OpenDistinct(at, DistinctConfig{}))
-	case KindDistinctWindow:
-		return asMetered(OpenDistinctWindow(at, DistinctWindowConfig{}))
+// attaches to whatever is stored.
+func openMetered(at Place, kind Kind) (kindHandle, error) {
+	info, ok := kindNamed(kind)
+	if !ok {
+		return nil, at.arena.errorf("metrics", at.name, fmt.Errorf("%w: no metrics for kind %q", ErrUnsupported, kind))
 	}
-	return nil, at.arena.errorf("metrics", at.name, fmt.Errorf("%w: no metrics for kind %q", ErrUnsupported, kind))
-}
-
-// asMetered keeps a failed open's nil pointer out of the interface.
-func asMetered[S metered](s S, err error) (metered, error) {
-	if err != nil {
-		return nil, err
-	}
-	return s, nil
+	return info.open(at)
 }
 
 // lock reads the state of the arena's lock through a duplicate of its

@@ -360,6 +360,44 @@ func TestArenaMetrics_UnknownKind(t *testing.T) {
 	}
 }
 
+// TestArenaMetrics_EveryKind: the metrics open a structure of every kind
+// (testKinds) and give its Stats, those its own handle gives, and a
+// snapshot of the arena copies every kind.
+func TestArenaMetrics_EveryKind(t *testing.T) {
+	a := mustOpenArena(t, tempPath(t, "metrics.arena"), 1<<20)
+	own := map[string]testStructure{}
+	for i := range testKinds {
+		k := &testKinds[i]
+		own[k.name] = mustOpenTestKind(t, k, a.Place(k.name))
+		if err := k.add(own[k.name], []byte("k")); err != nil {
+			t.Fatalf("%s: add: %v", k.name, err)
+		}
+	}
+	m := a.Metrics()
+	defer m.Close()
+	s := m.Stats()
+	if len(s.Structures) != len(testKinds) {
+		t.Fatalf("metrics list %d structures, want %d", len(s.Structures), len(testKinds))
+	}
+	for _, e := range s.Structures {
+		if e.Error != "" || e.Stats == nil {
+			t.Errorf("%s: error %q, stats %v; want stats", e.Name, e.Error, e.Stats)
+			continue
+		}
+		if want := own[e.Name].StatsVar().stats(); typeName(e.Stats) != typeName(want) {
+			t.Errorf("%s: stats are %s, want %s", e.Name, typeName(e.Stats), typeName(want))
+		}
+	}
+	snap, err := a.Snapshot(Memory())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer snap.Close()
+	if got := len(snap.List()); got != len(testKinds) {
+		t.Errorf("the snapshot holds %d structures, want %d", got, len(testKinds))
+	}
+}
+
 // scrapeOf is m's String decoded, as an expvar client reads it.
 func scrapeOf(t *testing.T, m *ArenaMetrics) metricsScrape {
 	t.Helper()

@@ -86,50 +86,19 @@ func arenaSizeOf(l layout) (uint64, error) {
 	return 0, fmt.Errorf("%w: no arena size lays out %d bytes with %d directory entries", ErrCorrupt, l.fileSize, l.dirCap)
 }
 
-// regionCopier is a structure that copies its region into a new one of
-// the same kind (each kind's copyRegion, beside its Snapshot).
-type regionCopier interface {
-	copyRegion(dst []byte) error
-	Close() error
-}
-
 // copyEntry copies the structure of entry e into dst, its region in the
 // new arena, through a handle of its own kind.
 func (a *Arena) copyEntry(e entry, dst []byte) error {
 	at := a.Place(e.name)
 	at.exact = &e // that structure, not another created under its name since
-	var s regionCopier
-	var err error
-	switch e.kind {
-	case kindCountMin:
-		s, err = asCopier(OpenCountMin(at, CountMinConfig{}))
-	case kindBloom:
-		s, err = asCopier(OpenBloom(at, BloomConfig{}))
-	case kindCountingBloom:
-		s, err = asCopier(OpenCountingBloom(at, CountingBloomConfig{}))
-	case kindCountMinWindow:
-		s, err = asCopier(OpenCountMinWindow(at, CountMinWindowConfig{}))
-	case kindBloomWindow:
-		s, err = asCopier(OpenBloomWindow(at, BloomWindowConfig{}))
-	case kindDistinct:
-		s, err = asCopier(OpenDistinct(at, DistinctConfig{}))
-	case kindDistinctWindow:
-		s, err = asCopier(OpenDistinctWindow(at, DistinctWindowConfig{}))
-	default:
-		err = fmt.Errorf("%w: %s has no snapshot", ErrInvalidArgument, kindName(e.kind))
+	info, ok := kinds[e.kind]
+	if !ok {
+		return fmt.Errorf("%w: %s has no snapshot", ErrInvalidArgument, kindName(e.kind))
 	}
+	s, err := info.open(at)
 	if err != nil {
 		return err
 	}
 	defer s.Close()
 	return s.copyRegion(dst)
-}
-
-// asCopier passes a constructor's structure on as a regionCopier, and
-// nothing (not a typed nil) with its error.
-func asCopier[S regionCopier](s S, err error) (regionCopier, error) {
-	if err != nil {
-		return nil, err
-	}
-	return s, nil
 }

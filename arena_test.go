@@ -518,33 +518,10 @@ func TestConfigBytes(t *testing.T) {
 // a standalone structure still reports its whole file.
 func TestArena_StatsBytes(t *testing.T) {
 	a := mustOpenArena(t, tempPath(t, "arena"), 4<<20)
-	win := Window{Keep: 2}
-	cms, err := OpenCountMin(a.Place("cms"), arCMS)
-	if err != nil {
-		t.Fatal(err)
-	}
-	bf, err := OpenBloom(a.Place("bloom"), BloomConfig{Capacity: 1000})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cbf, err := OpenCountingBloom(a.Place("cbf"), arCBF)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cw, err := OpenCountMinWindow(a.Place("cmswin"), CountMinWindowConfig{Window: win, CountMin: arCMS})
-	if err != nil {
-		t.Fatal(err)
-	}
-	bw, err := OpenBloomWindow(a.Place("bloomwin"), BloomWindowConfig{Window: win, Bloom: BloomConfig{Capacity: 1000}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	got := map[string]uint64{
-		"cms":      cms.Stats().Bytes,
-		"bloom":    bf.Stats().Bytes,
-		"cbf":      cbf.Stats().Bytes,
-		"cmswin":   cw.Stats().Bytes,
-		"bloomwin": bw.Stats().Bytes,
+	got := map[string]uint64{}
+	for i := range testKinds {
+		k := &testKinds[i]
+		got[k.name] = fileStatsOf(t, mustOpenTestKind(t, k, a.Place(k.name))).Bytes
 	}
 	var sum uint64
 	for _, e := range a.List() {

@@ -206,11 +206,6 @@ func validateBloomEntry(e entry) error {
 	if e.size != bloomBytes(blocks) {
 		return fmt.Errorf("Bloom region of %d bytes, %d blocks need %d", e.size, blocks, bloomBytes(blocks))
 	}
-	for _, p := range e.params[4:] {
-		if p != 0 {
-			return fmt.Errorf("unknown Bloom parameters")
-		}
-	}
 	return nil
 }
 

@@ -101,11 +101,6 @@ func validateBloomWindowEntry(e entry) error {
 	if want := bloomWindowBytes(blocks, int(keep)); e.size != want {
 		return fmt.Errorf("Bloom window region of %d bytes, %d slots of %d blocks need %d", e.size, keep+1, blocks, want)
 	}
-	for _, p := range e.params[6:] {
-		if p != 0 {
-			return fmt.Errorf("unknown Bloom window parameters")
-		}
-	}
 	return nil
 }
 

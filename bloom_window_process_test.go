@@ -2,9 +2,10 @@
 
 package sketch
 
-// The Bloom window's part in the process tests of both windows
+// The Bloom window's part in the process tests of the windows
 // (window_suite_test.go): its child adder, which checks that it finds its
-// own keys, and the truth its keys give the parent.
+// own keys, and the truth its keys give the parent, which the distinct
+// window's adder (childDistinctWinKeys) gives too.
 
 import (
 	"fmt"
@@ -80,6 +81,13 @@ func bloomWinAdd(tw testWindow, me string) error {
 			return err
 		}
 	}
+	printRefs(period)
+	return nil
+}
+
+// printRefs prints which period each run of keys went to, key i to
+// period[i], as "ref PERIOD FIRST LAST" lines.
+func printRefs(period []uint64) {
 	for i := 0; i < len(period); {
 		j := i
 		for j+1 < len(period) && period[j+1] == period[i] {
@@ -88,7 +96,6 @@ func bloomWinAdd(tw testWindow, me string) error {
 		fmt.Printf("ref %d %d %d\n", period[i], i, j)
 		i = j + 1
 	}
-	return nil
 }
 
 // bwinRefs is what the children printed: per period, the keys added in
@@ -120,45 +127,46 @@ func readBwinRefs(t *testing.T, hs []*helper) (bwinRefs, int) {
 	return refs, n
 }
 
-// checkBwinTruth checks that every key the children added in a period of
-// the window w covers now is found, and returns how many it checked.
-func checkBwinTruth(t *testing.T, w *BloomWindow, refs bwinRefs) int {
+// checkRefsTruth checks that every key the children added in a period of
+// the window tw covers now is found, and returns how many it checked.
+func checkRefsTruth(t *testing.T, tw testWindow, refs bwinRefs) int {
 	t.Helper()
+	ctl := &tw.base().ctl
 	checked := 0
 	for q, keys := range refs {
 		for _, k := range keys {
-			lo, hi := cells.HashString(k, w.slots[0].Seed)
-			found, p := w.lookup(lo, hi)
-			if q < w.ctl.first(p) || q > p {
+			found, p := tw.countAt([]byte(k))
+			if q < ctl.first(p) || q > p {
 				continue
 			}
 			checked++
-			if !found {
-				t.Errorf("Check(%q) = false at period %d; a child added it in period %d", k, p, q)
+			if found == 0 {
+				t.Errorf("%s: %q not found at period %d; a child added it in period %d", tw.handle(), k, p, q)
 			}
 		}
 	}
 	return checked
 }
 
-// bloomWindowTruth checks that every key the children added in a period
-// the window covers now is found; when the window no longer turns, that
+// refsTruth checks that every key the children added in a period the
+// window covers now is found (the Bloom window's Contains, the distinct
+// window's register: countAt); when the window no longer turns, that
 // these are all the keys of its periods, and some.
-func bloomWindowTruth(t *testing.T, tw testWindow, hs []*helper, still bool) {
+func refsTruth(t *testing.T, tw testWindow, hs []*helper, still bool) {
 	t.Helper()
-	w := tw.(bloomWindow).BloomWindow
 	refs, n := readBwinRefs(t, hs)
-	checked := checkBwinTruth(t, w, refs)
+	checked := checkRefsTruth(t, tw, refs)
 	t.Logf("%d keys added in %d periods, %d of them in the window at the end", n, len(refs), checked)
 	if !still {
 		return
 	}
-	p := w.Current()
+	ctl := &tw.base().ctl
+	p := tw.Current()
 	want := 0
-	for q := w.ctl.first(p); q <= p; q++ {
+	for q := ctl.first(p); q <= p; q++ {
 		want += len(refs[q])
 	}
 	if checked != want || checked == 0 {
-		t.Errorf("checked %d keys of periods %d..%d, want all %d (and some)", checked, w.ctl.first(p), p, want)
+		t.Errorf("checked %d keys of periods %d..%d, want all %d (and some)", checked, ctl.first(p), p, want)
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"testing"
 
@@ -33,6 +34,7 @@ const (
 	inCountMinWindow
 	inBloomWindow
 	inDistinct
+	inDistinctWindow
 	inArena
 
 	inStandalone = inArena - 1 // every kind but the arena
@@ -61,6 +63,7 @@ var (
 	corruptCMWCfg   = CountMinWindowConfig{Window: Window{Keep: 2}, CountMin: otCfg}
 	corruptBWCfg    = BloomWindowConfig{Window: Window{Keep: 2}, Bloom: corruptBloomCfg}
 	corruptHLLCfg   = DistinctConfig{Precision: 8, Seed: 3}
+	corruptHLLWCfg  = DistinctWindowConfig{Window: Window{Keep: 2}, Distinct: corruptHLLCfg}
 	corruptArenaCfg = int64(64 << 10)
 )
 
@@ -165,6 +168,15 @@ var corruptKinds = []corruptKind{
 			d.ExportRedis()
 			d.Stats()
 		})),
+	kindOf("distinctwindow", inDistinctWindow, OpenDistinctWindow, corruptHLLWCfg,
+		func(w *DistinctWindow, k string) error { return w.AddString(k) }, abc,
+		func(_ testing.TB, w *DistinctWindow) {
+			w.AddBatch(corruptKeys)
+			w.Count()
+			w.CountCovered()
+			w.Rotate()
+			w.Stats()
+		}),
 	// An arena holding one Count-Min sketch of otCfg's shape, "cm".
 	kindOf("arena", inArena, OpenArena, corruptArenaCfg,
 		func(a *Arena, name string) error {
@@ -530,10 +542,10 @@ func corruptions() []corruption {
 		// filter's.
 		{name: "entry.kind=the next kind", edit: func(b, _ []byte, _ *rand.Rand) []byte {
 			k := native.Uint32(b[otDirOff+entKind:])
-			native.PutUint32(b[otDirOff+entKind:], k%kindDistinct+1)
+			native.PutUint32(b[otDirOff+entKind:], k%uint32(len(kinds))+1)
 			return b
 		}},
-		{name: "entry.kind=7", edit: e32(entKind, kindDistinct+1)},
+		{name: "entry.kind=past the last kind", edit: e32(entKind, uint32(len(kinds))+1)},
 		// An entry's flags word is its state: 1 (removed) and 2 (being
 		// reused) only in an arena, where they are valid; others never.
 		{name: "entry.flags=1 outside an arena", in: inStandalone, edit: e32(entFlags, 1)},
@@ -722,6 +734,16 @@ func TestOpen_Corrupt(t *testing.T) {
 				})
 			}
 		})
+	}
+}
+
+// TestOpen_CorruptEveryKind: the corruption table breaks a file of every
+// kind (testKinds).
+func TestOpen_CorruptEveryKind(t *testing.T) {
+	for _, k := range testKinds {
+		if !slices.ContainsFunc(corruptKinds, func(c corruptKind) bool { return c.name == string(k.kind) }) {
+			t.Errorf("corruptKinds has no %s row", k.kind)
+		}
 	}
 }
 

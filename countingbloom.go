@@ -141,11 +141,6 @@ func validateCountingBloomEntry(e entry) error {
 	case e.size != countingBloomBytes(m):
 		return fmt.Errorf("counting Bloom region of %d bytes, %d counters need %d", e.size, m, countingBloomBytes(m))
 	}
-	for _, p := range e.params[4:] {
-		if p != 0 {
-			return fmt.Errorf("unknown counting Bloom parameters")
-		}
-	}
 	return nil
 }
 

@@ -245,11 +245,6 @@ func validateCountMinEntry(e entry) error {
 	if want := withTable(countMinBytes(int(rows), int(width)), int(e.params[2]), int(e.params[3])); e.size != want {
 		return fmt.Errorf("count-min region of %d bytes, %d x %d with %d candidates needs %d", e.size, rows, width, e.params[2], want)
 	}
-	for _, p := range e.params[4:] {
-		if p != 0 {
-			return fmt.Errorf("unknown count-min parameters")
-		}
-	}
 	return nil
 }
 

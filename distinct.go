@@ -149,11 +149,6 @@ func validateDistinctEntry(e entry) error {
 	if e.size != distinctBytes(uint(p)) {
 		return fmt.Errorf("distinct count region of %d bytes, precision %d needs %d", e.size, p, distinctBytes(uint(p)))
 	}
-	for _, x := range e.params[2:] {
-		if x != 0 {
-			return fmt.Errorf("unknown distinct count parameters")
-		}
-	}
 	return nil
 }
 

@@ -91,11 +91,6 @@ func validateDistinctWindowEntry(e entry) error {
 	if want := distinctWindowBytes(uint(p), int(keep)); e.size != want {
 		return fmt.Errorf("distinct window region of %d bytes, %d slots of 2^%d registers need %d", e.size, keep+1, p, want)
 	}
-	for _, x := range e.params[4:] {
-		if x != 0 {
-			return fmt.Errorf("unknown distinct window parameters")
-		}
-	}
 	return nil
 }
 

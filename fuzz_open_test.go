@@ -139,138 +139,30 @@ type fuzzOpener struct {
 	exercise func(t *testing.T, h any)
 }
 
-var fuzzKeys = [][]byte{[]byte("k0"), []byte("k1"), []byte("k2"), []byte("k3"), []byte("k4"), []byte("k5"), []byte("k6"), []byte("k7"), []byte("k8")}
+// fuzzOpeners are every kind's opener with the zero config (testKinds),
+// and the arena's.
+var fuzzOpeners = append(fuzzKindOpeners(), fuzzOpener{"OpenArena",
+	func(p string, o []Option) (interface{ Close() error }, error) { return OpenArena(Path(p), 0, o...) },
+	func(t *testing.T, h any) { fuzzArena(t, h.(*Arena)) }})
 
-var fuzzOpeners = []fuzzOpener{
-	{"OpenCountMin",
-		func(p string, o []Option) (interface{ Close() error }, error) {
-			return OpenCountMin(Path(p), CountMinConfig{}, o...)
-		},
-		func(t *testing.T, h any) { fuzzCountMin(h.(*CountMin)) }},
-	{"OpenBloom",
-		func(p string, o []Option) (interface{ Close() error }, error) {
-			return OpenBloom(Path(p), BloomConfig{}, o...)
-		},
-		func(t *testing.T, h any) { fuzzBloom(t, h.(*Bloom)) }},
-	{"OpenCountingBloom",
-		func(p string, o []Option) (interface{ Close() error }, error) {
-			return OpenCountingBloom(Path(p), CountingBloomConfig{}, o...)
-		},
-		func(t *testing.T, h any) { fuzzCountingBloom(h.(*CountingBloom)) }},
-	{"OpenCountMinWindow",
-		func(p string, o []Option) (interface{ Close() error }, error) {
-			return OpenCountMinWindow(Path(p), CountMinWindowConfig{Window: Window{}, CountMin: CountMinConfig{}}, o...)
-		},
-		func(t *testing.T, h any) { fuzzCountMinWindow(h.(*CountMinWindow)) }},
-	{"OpenBloomWindow",
-		func(p string, o []Option) (interface{ Close() error }, error) {
-			return OpenBloomWindow(Path(p), BloomWindowConfig{Window: Window{}, Bloom: BloomConfig{}}, o...)
-		},
-		func(t *testing.T, h any) { fuzzBloomWindow(h.(*BloomWindow)) }},
-	{"OpenArena",
-		func(p string, o []Option) (interface{ Close() error }, error) { return OpenArena(Path(p), 0, o...) },
-		func(t *testing.T, h any) { fuzzArena(t, h.(*Arena)) }},
-	{"OpenDistinct",
-		func(p string, o []Option) (interface{ Close() error }, error) {
-			return OpenDistinct(Path(p), DistinctConfig{}, o...)
-		},
-		func(t *testing.T, h any) { fuzzDistinct(h.(*Distinct)) }},
-	{"OpenDistinctWindow",
-		func(p string, o []Option) (interface{ Close() error }, error) {
-			return OpenDistinctWindow(Path(p), DistinctWindowConfig{}, o...)
-		},
-		func(t *testing.T, h any) { fuzzDistinctWindow(h.(*DistinctWindow)) }},
-}
-
-func fuzzCountMin(c *CountMin) {
-	c.Add([]byte("x"))
-	c.AddN([]byte("y"), 3)
-	c.AddString("z")
-	est := make([]uint64, len(fuzzKeys))
-	c.AddBatch(fuzzKeys, est)
-	c.EstimateBatch(fuzzKeys, est)
-	c.Estimate([]byte("x"))
-	c.EstimateString("y")
-	c.Stats()
-	c.Check()
-	c.Merge(c)
-	c.Top(0)
-}
-
-func fuzzBloom(t *testing.T, b *Bloom) {
-	b.AddString("x")
-	b.AddBatch(fuzzKeys, make([]bool, len(fuzzKeys)))
-	if !b.ContainsString("x") && !b.Frozen() && !b.ReadOnly() {
-		t.Error("Bloom: Check(x) = false after Add(x)")
+func fuzzKindOpeners() []fuzzOpener {
+	var ops []fuzzOpener
+	for _, k := range testKinds {
+		ops = append(ops, fuzzOpener{"Open" + k.name,
+			func(p string, o []Option) (interface{ Close() error }, error) { return k.openZero(Path(p), o...) },
+			func(t *testing.T, h any) { k.exercise(t, h.(testStructure)) }})
 	}
-	b.ContainsBatch(fuzzKeys, make([]bool, len(fuzzKeys)))
-	b.Stats()
-	b.Merge(b)
-	b.Reset()
+	return ops
 }
 
-func fuzzCountingBloom(b *CountingBloom) {
-	b.AddString("x")
-	b.AddBatch(fuzzKeys, nil)
-	b.ContainsString("x")
-	b.EstimateString("k1")
-	b.RemoveString("x")
-	b.Stats()
-	b.Merge(b)
-	b.Reset()
-}
-
-func fuzzCountMinWindow(w *CountMinWindow) {
-	w.AddN([]byte("x"), 2)
-	w.AddString("y")
-	est := make([]uint64, len(fuzzKeys))
-	w.AddBatch(fuzzKeys, est)
-	w.EstimateBatch(fuzzKeys, est)
-	w.EstimateString("x")
-	w.Current()
-	w.Stats()
-	w.Rotate()
-	w.Estimate([]byte("y"))
-	w.AddString("y")
-	w.Top(0)
-	w.Check()
-}
-
-func fuzzBloomWindow(w *BloomWindow) {
-	w.AddString("x")
-	w.AddBatch(fuzzKeys, make([]bool, len(fuzzKeys)))
-	w.ContainsString("x")
-	w.ContainsBatch(fuzzKeys, make([]bool, len(fuzzKeys)))
-	w.Current()
-	w.Stats()
-	w.Rotate()
-	w.Contains([]byte("y"))
-}
-
-func fuzzDistinct(d *Distinct) {
-	d.AddString("x")
-	d.Add([]byte("y"))
-	d.AddBatch(fuzzKeys)
-	d.Count()
-	d.Stats()
-	d.ExportRedis()
-	d.Merge(d)
-	d.Reset()
-}
-
-func fuzzDistinctWindow(w *DistinctWindow) {
-	w.AddString("x")
-	w.Add([]byte("y"))
-	w.AddBatch(fuzzKeys)
-	w.Count()
-	w.Stats()
-	w.ExportRedis()
-	w.Rotate()
-	w.CountCovered()
-	if d, err := w.Snapshot(Memory()); err == nil {
-		d.Count()
-		d.Close()
+// fuzzOpenerOf is the index in fuzzOpeners of the opener named name.
+func fuzzOpenerOf(name string) int {
+	for i, op := range fuzzOpeners {
+		if op.name == name {
+			return i
+		}
 	}
+	panic("no fuzz opener " + name)
 }
 
 // fuzzArena opens every listed structure by its kind, with the config the
@@ -278,54 +170,11 @@ func fuzzDistinctWindow(w *DistinctWindow) {
 func fuzzArena(t *testing.T, a *Arena) {
 	a.Stats()
 	for _, e := range a.List() {
-		var h interface{ Close() error }
-		var err error
-		switch e.Kind {
-		case KindCountMin:
-			var c *CountMin
-			if c, err = OpenCountMin(a.Place(e.Name), CountMinConfig{}); err == nil {
-				fuzzCountMin(c)
-				h = c
+		if k := testKindFor(e.Kind); k != nil {
+			if s, err := k.openZero(a.Place(e.Name)); err == nil {
+				k.exercise(t, s)
+				s.Close()
 			}
-		case KindBloom:
-			var b *Bloom
-			if b, err = OpenBloom(a.Place(e.Name), BloomConfig{}); err == nil {
-				fuzzBloom(t, b)
-				h = b
-			}
-		case KindCountingBloom:
-			var b *CountingBloom
-			if b, err = OpenCountingBloom(a.Place(e.Name), CountingBloomConfig{}); err == nil {
-				fuzzCountingBloom(b)
-				h = b
-			}
-		case KindCountMinWindow:
-			var w *CountMinWindow
-			if w, err = OpenCountMinWindow(a.Place(e.Name), CountMinWindowConfig{Window: Window{}, CountMin: CountMinConfig{}}); err == nil {
-				fuzzCountMinWindow(w)
-				h = w
-			}
-		case KindBloomWindow:
-			var w *BloomWindow
-			if w, err = OpenBloomWindow(a.Place(e.Name), BloomWindowConfig{Window: Window{}, Bloom: BloomConfig{}}); err == nil {
-				fuzzBloomWindow(w)
-				h = w
-			}
-		case KindDistinct:
-			var d *Distinct
-			if d, err = OpenDistinct(a.Place(e.Name), DistinctConfig{}); err == nil {
-				fuzzDistinct(d)
-				h = d
-			}
-		case KindDistinctWindow:
-			var w *DistinctWindow
-			if w, err = OpenDistinctWindow(a.Place(e.Name), DistinctWindowConfig{}); err == nil {
-				fuzzDistinctWindow(w)
-				h = w
-			}
-		}
-		if h != nil {
-			h.Close()
 		}
 	}
 	if c, err := OpenCountMin(a.Place("fuzz-new"), CountMinConfig{Rows: 1, Width: 8}); err == nil {
@@ -366,7 +215,7 @@ func fuzzValidFiles(t testing.TB) []fuzzValid {
 	must(err)
 	c.AddString("k")
 	c.Close()
-	out = append(out, fuzzValid{data: read("cms"), opener: 0})
+	out = append(out, fuzzValid{data: read("cms"), opener: fuzzOpenerOf("OpenCountMin")})
 
 	// With a candidate table holding keys, one longer than its slot.
 	ct, err := OpenCountMin(Path(p("cmstop")), CountMinConfig{Rows: 2, Width: 64, Candidates: 8, CandidateKeyBytes: 8, Seed: 3})
@@ -375,26 +224,26 @@ func fuzzValidFiles(t testing.TB) []fuzzValid {
 		ct.AddString(k)
 	}
 	ct.Close()
-	out = append(out, fuzzValid{data: read("cmstop"), opener: 0})
+	out = append(out, fuzzValid{data: read("cmstop"), opener: fuzzOpenerOf("OpenCountMin")})
 
 	b, err := OpenBloom(Path(p("bloom")), BloomConfig{Capacity: 100, Seed: 3})
 	must(err)
 	b.AddString("k")
 	b.Close()
-	out = append(out, fuzzValid{data: read("bloom"), opener: 1})
+	out = append(out, fuzzValid{data: read("bloom"), opener: fuzzOpenerOf("OpenBloom")})
 
 	fb, err := OpenBloom(Path(p("frozen")), BloomConfig{Capacity: 100, Seed: 3})
 	must(err)
 	fb.AddString("k")
 	must(fb.Freeze())
 	fb.Close()
-	out = append(out, fuzzValid{data: read("frozen"), opener: 1})
+	out = append(out, fuzzValid{data: read("frozen"), opener: fuzzOpenerOf("OpenBloom")})
 
 	cb, err := OpenCountingBloom(Path(p("cbf")), CountingBloomConfig{Capacity: 10, Seed: 3})
 	must(err)
 	cb.AddString("k")
 	cb.Close()
-	out = append(out, fuzzValid{data: read("cbf"), opener: 2})
+	out = append(out, fuzzValid{data: read("cbf"), opener: fuzzOpenerOf("OpenCountingBloom")})
 
 	for i, win := range []Window{{Keep: 2}, {Period: time.Hour, Keep: 3}} {
 		cw, err := OpenCountMinWindow(Path(p("cmw")), CountMinWindowConfig{Window: win, CountMin: CountMinConfig{Rows: 2, Width: 32, Candidates: 8 * i, Seed: 3}})
@@ -405,7 +254,7 @@ func fuzzValidFiles(t testing.TB) []fuzzValid {
 			cw.AddString("k")
 		}
 		cw.Close()
-		out = append(out, fuzzValid{data: read("cmw"), opener: 3})
+		out = append(out, fuzzValid{data: read("cmw"), opener: fuzzOpenerOf("OpenCountMinWindow")})
 		must(os.Remove(p("cmw")))
 
 		bw, err := OpenBloomWindow(Path(p("bw")), BloomWindowConfig{Window: win, Bloom: BloomConfig{Capacity: 50, Seed: 3}})
@@ -415,7 +264,7 @@ func fuzzValidFiles(t testing.TB) []fuzzValid {
 			must(bw.Rotate())
 		}
 		bw.Close()
-		out = append(out, fuzzValid{data: read("bw"), opener: 4})
+		out = append(out, fuzzValid{data: read("bw"), opener: fuzzOpenerOf("OpenBloomWindow")})
 		must(os.Remove(p("bw")))
 	}
 
@@ -427,7 +276,7 @@ func fuzzValidFiles(t testing.TB) []fuzzValid {
 			must(d.Freeze())
 		}
 		d.Close()
-		out = append(out, fuzzValid{data: read("hll"), opener: 6})
+		out = append(out, fuzzValid{data: read("hll"), opener: fuzzOpenerOf("OpenDistinct")})
 		must(os.Remove(p("hll")))
 	}
 	for i, cfg := range []DistinctWindowConfig{{Window: Window{Keep: 2}, Distinct: DistinctConfig{Precision: 4, Seed: 3}}, {Window: Window{Keep: 1, Period: time.Hour}, Distinct: DistinctConfig{Redis: true}}} {
@@ -441,7 +290,7 @@ func fuzzValidFiles(t testing.TB) []fuzzValid {
 			must(w.Freeze())
 		}
 		w.Close()
-		out = append(out, fuzzValid{data: read("hllw"), opener: 7})
+		out = append(out, fuzzValid{data: read("hllw"), opener: fuzzOpenerOf("OpenDistinctWindow")})
 		must(os.Remove(p("hllw")))
 	}
 
@@ -478,7 +327,7 @@ func fuzzValidFiles(t testing.TB) []fuzzValid {
 	adw.AddString("k")
 	adw.Close()
 	a.Close()
-	out = append(out, fuzzValid{data: read("arena"), opener: 5, arena: true})
+	out = append(out, fuzzValid{data: read("arena"), opener: fuzzOpenerOf("OpenArena"), arena: true})
 	return out
 }
 

@@ -23,47 +23,26 @@ func TestFreeze_FreezingHandleIsReadOnly(t *testing.T) {
 		Close() error
 	}
 	dir := t.TempDir()
-	win := Window{Keep: 2}
-	cases := []struct {
+	type freezeCase struct {
 		name  string
 		open  func(path string) (frozenable, error)
 		stats func(h frozenable) bool // Stats().ReadOnly
 		add   func(h frozenable) error
-	}{
-		{"countmin",
-			func(p string) (frozenable, error) { return OpenCountMin(Path(p), CountMinConfig{Rows: 2, Width: 64}) },
-			func(h frozenable) bool { return h.(*CountMin).Stats().ReadOnly },
-			func(h frozenable) error { _, err := h.(*CountMin).Add([]byte("k")); return err }},
-		{"bloom",
-			func(p string) (frozenable, error) { return OpenBloom(Path(p), BloomConfig{Capacity: 100}) },
-			func(h frozenable) bool { return h.(*Bloom).Stats().ReadOnly },
-			func(h frozenable) error { _, err := h.(*Bloom).Add([]byte("k")); return err }},
-		{"countingbloom",
-			func(p string) (frozenable, error) {
-				return OpenCountingBloom(Path(p), CountingBloomConfig{Capacity: 100})
-			},
-			func(h frozenable) bool { return h.(*CountingBloom).Stats().ReadOnly },
-			func(h frozenable) error { _, err := h.(*CountingBloom).Add([]byte("k")); return err }},
-		{"countminwindow",
-			func(p string) (frozenable, error) {
-				return OpenCountMinWindow(Path(p), CountMinWindowConfig{Window: win, CountMin: CountMinConfig{Rows: 2, Width: 64}})
-			},
-			func(h frozenable) bool { return h.(*CountMinWindow).Stats().ReadOnly },
-			func(h frozenable) error { _, err := h.(*CountMinWindow).Add([]byte("k")); return err }},
-		{"bloomwindow",
-			func(p string) (frozenable, error) {
-				return OpenBloomWindow(Path(p), BloomWindowConfig{Window: win, Bloom: BloomConfig{Capacity: 100}})
-			},
-			func(h frozenable) bool { return h.(*BloomWindow).Stats().ReadOnly },
-			func(h frozenable) error { _, err := h.(*BloomWindow).Add([]byte("k")); return err }},
-		{"arena",
-			func(p string) (frozenable, error) { return OpenArena(Path(p), 1<<20) },
-			func(h frozenable) bool { return h.(*Arena).Stats().ReadOnly },
-			func(h frozenable) error {
-				_, err := OpenCountMin(h.(*Arena).Place("new"), CountMinConfig{Rows: 1, Width: 8})
-				return err
-			}},
 	}
+	var cases []freezeCase
+	for _, k := range testKinds {
+		cases = append(cases, freezeCase{string(k.kind),
+			func(p string) (frozenable, error) { return k.open(Path(p), 0) },
+			func(h frozenable) bool { return fileStatsOf(t, h.(testStructure)).ReadOnly },
+			func(h frozenable) error { return k.add(h.(testStructure), []byte("k")) }})
+	}
+	cases = append(cases, freezeCase{"arena",
+		func(p string) (frozenable, error) { return OpenArena(Path(p), 1<<20) },
+		func(h frozenable) bool { return h.(*Arena).Stats().ReadOnly },
+		func(h frozenable) error {
+			_, err := OpenCountMin(h.(*Arena).Place("new"), CountMinConfig{Rows: 1, Width: 8})
+			return err
+		}})
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			path := filepath.Join(dir, tc.name)

@@ -288,3 +288,25 @@ func TestInspect_Arena(t *testing.T) {
 		t.Error("Inspect of a standalone Count-Min sketch: Arena = true")
 	}
 }
+
+// TestInspect_EveryKind: Inspect lists a structure of every kind
+// (testKinds) in an arena with its kind, its description and its
+// parameters by name.
+func TestInspect_EveryKind(t *testing.T) {
+	path := tempPath(t, "arena")
+	a := mustOpenArena(t, path, 1<<20)
+	for i := range testKinds {
+		mustOpenTestKind(t, &testKinds[i], a.Place(testKinds[i].name))
+	}
+	fi := mustInspect(t, path)
+	if len(fi.Entries) != len(testKinds) {
+		t.Fatalf("Inspect: %d entries, want %d", len(fi.Entries), len(testKinds))
+	}
+	for i, e := range fi.Entries {
+		k := testKinds[i]
+		if e.Name != k.name || e.Kind != k.kind || e.Description != kindName(uint32(i+1)) || len(e.Params) == 0 {
+			t.Errorf("entry %d: %q, kind %q (%q), params %v; want %q of kind %q (%q) with its params",
+				i, e.Name, e.Kind, e.Description, e.Params, k.name, k.kind, kindName(uint32(i+1)))
+		}
+	}
+}

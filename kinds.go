@@ -41,16 +41,50 @@ const (
 	kindDistinctWindow uint32 = 7 // precision p, profile (of a period's count), period, keep
 )
 
-// kindInfo is what the format knows of a structure kind.
+// kindInfo is what the format knows of a structure kind, and what the
+// arena needs to open one it finds in its directory. A new kind is one
+// row of the table.
 type kindInfo struct {
-	name     string // in messages: "Count-Min sketch"
-	kind     Kind   // in listings and the command line: "countmin"
+	name string // in messages: "Count-Min sketch"
+	kind Kind   // in listings and the command line: "countmin"
+	// validate checks the entry's parameters, up to spare, against its
+	// region; spare is the first parameter the kind does not use, which
+	// validateEntry requires to be zero with the rest, and of names the
+	// parameters in that error ("unknown count-min parameters").
 	validate func(e entry) error
+	spare    int
+	of       string
 	// config returns the structure's config as stored in the entry (a
 	// CountMinConfig for a Count-Min sketch, and so on), for listings.
 	config func(e entry) any
 	// params decodes the entry's parameters by name, for Inspect.
 	params func(e entry) map[string]float64
+	// open opens the structure at a place with the kind's zero config,
+	// which attaches to what is stored there (Arena.Snapshot copies it
+	// through the handle, ArenaMetrics reads its Stats).
+	open func(at Place) (kindHandle, error)
+}
+
+// kindHandle is what the arena asks of a structure it opened through the
+// table: every kind's handle copies its region into a new one of the same
+// kind (copyRegion, beside its Snapshot), gives its Stats and closes.
+type kindHandle interface {
+	copyRegion(dst []byte) error
+	StatsVar() StatsVar
+	Close() error
+}
+
+// openZero is a kind's open column: its constructor with the zero config,
+// and nothing (not a typed nil) with its error.
+func openZero[C any, S kindHandle](open func(Place, C, ...Option) (S, error)) func(Place) (kindHandle, error) {
+	return func(at Place) (kindHandle, error) {
+		var cfg C
+		s, err := open(at, cfg)
+		if err != nil {
+			return nil, err
+		}
+		return s, nil
+	}
 }
 
 // kinds is the table. It is filled by init, as its functions refer back to
@@ -59,23 +93,77 @@ var kinds map[uint32]kindInfo
 
 func init() {
 	kinds = map[uint32]kindInfo{
-		kindCountMin:       {"Count-Min sketch", KindCountMin, validateCountMinEntry, countMinEntryConfig, countMinEntryParams},
-		kindBloom:          {"Bloom filter", KindBloom, validateBloomEntry, bloomEntryConfig, bloomEntryParams},
-		kindCountingBloom:  {"counting Bloom filter", KindCountingBloom, validateCountingBloomEntry, countingBloomEntryConfig, countingBloomEntryParams},
-		kindCountMinWindow: {"Count-Min window", KindCountMinWindow, validateCountMinWindowEntry, countMinWindowEntryConfig, countMinWindowEntryParams},
-		kindBloomWindow:    {"Bloom window", KindBloomWindow, validateBloomWindowEntry, bloomWindowEntryConfig, bloomWindowEntryParams},
-		kindDistinct:       {"distinct count", KindDistinct, validateDistinctEntry, distinctEntryConfig, distinctEntryParams},
-		kindDistinctWindow: {"distinct window", KindDistinctWindow, validateDistinctWindowEntry, distinctWindowEntryConfig, distinctWindowEntryParams},
+		kindCountMin: {
+			name: "Count-Min sketch", kind: KindCountMin,
+			validate: validateCountMinEntry, spare: 4, of: "count-min",
+			config: countMinEntryConfig, params: countMinEntryParams,
+			open: openZero(OpenCountMin),
+		},
+		kindBloom: {
+			name: "Bloom filter", kind: KindBloom,
+			validate: validateBloomEntry, spare: 4, of: "Bloom",
+			config: bloomEntryConfig, params: bloomEntryParams,
+			open: openZero(OpenBloom),
+		},
+		kindCountingBloom: {
+			name: "counting Bloom filter", kind: KindCountingBloom,
+			validate: validateCountingBloomEntry, spare: 4, of: "counting Bloom",
+			config: countingBloomEntryConfig, params: countingBloomEntryParams,
+			open: openZero(OpenCountingBloom),
+		},
+		kindCountMinWindow: {
+			name: "Count-Min window", kind: KindCountMinWindow,
+			validate: validateCountMinWindowEntry, spare: 6, of: "count-min window",
+			config: countMinWindowEntryConfig, params: countMinWindowEntryParams,
+			open: openZero(OpenCountMinWindow),
+		},
+		kindBloomWindow: {
+			name: "Bloom window", kind: KindBloomWindow,
+			validate: validateBloomWindowEntry, spare: 6, of: "Bloom window",
+			config: bloomWindowEntryConfig, params: bloomWindowEntryParams,
+			open: openZero(OpenBloomWindow),
+		},
+		kindDistinct: {
+			name: "distinct count", kind: KindDistinct,
+			validate: validateDistinctEntry, spare: 2, of: "distinct count",
+			config: distinctEntryConfig, params: distinctEntryParams,
+			open: openZero(OpenDistinct),
+		},
+		kindDistinctWindow: {
+			name: "distinct window", kind: KindDistinctWindow,
+			validate: validateDistinctWindowEntry, spare: 4, of: "distinct window",
+			config: distinctWindowEntryConfig, params: distinctWindowEntryParams,
+			open: openZero(OpenDistinctWindow),
+		},
 	}
 }
 
-// validateEntry checks a structure's parameters against its region.
+// validateEntry checks a structure's parameters against its region: the
+// kind's own, then that those it does not use are zero.
 func validateEntry(e entry) error {
 	info, ok := kinds[e.kind]
 	if !ok {
 		return fmt.Errorf("unknown kind %d", e.kind)
 	}
-	return info.validate(e)
+	if err := info.validate(e); err != nil {
+		return err
+	}
+	for _, p := range e.params[info.spare:] {
+		if p != 0 {
+			return fmt.Errorf("unknown %s parameters", info.of)
+		}
+	}
+	return nil
+}
+
+// kindNamed returns the row of the kind that listings call k.
+func kindNamed(k Kind) (kindInfo, bool) {
+	for _, info := range kinds {
+		if info.kind == k {
+			return info, true
+		}
+	}
+	return kindInfo{}, false
 }
 
 // kindName names a kind in messages.

@@ -4,29 +4,19 @@ import (
 	"errors"
 	"path/filepath"
 	"testing"
-	"time"
 )
 
-// openEvery opens one structure of every kind at p, and the arena.
+// openEvery opens one structure of every kind at p (testKinds, with its
+// small config), and closes it: the errors by kind.
 func openEvery(p Place, opts ...Option) map[string]error {
-	win := Window{Period: time.Second, Keep: 2}
 	errs := map[string]error{}
-	keep := func(name string, c interface{ Close() error }, err error) {
-		errs[name] = err
+	for _, k := range testKinds {
+		s, err := k.open(p, 0, opts...)
+		errs[k.name] = err
 		if err == nil {
-			c.Close()
+			s.Close()
 		}
 	}
-	c, err := OpenCountMin(p, CountMinConfig{}, opts...)
-	keep("CountMin", c, err)
-	b, err := OpenBloom(p, BloomConfig{Capacity: 100}, opts...)
-	keep("Bloom", b, err)
-	cb, err := OpenCountingBloom(p, CountingBloomConfig{Capacity: 100}, opts...)
-	keep("CountingBloom", cb, err)
-	cw, err := OpenCountMinWindow(p, CountMinWindowConfig{Window: win}, opts...)
-	keep("CountMinWindow", cw, err)
-	bw, err := OpenBloomWindow(p, BloomWindowConfig{Window: win, Bloom: BloomConfig{Capacity: 100}}, opts...)
-	keep("BloomWindow", bw, err)
 	return errs
 }
 
@@ -173,17 +163,26 @@ func TestPlace_ArenaOptions(t *testing.T) {
 // TestHandle_Shared: the methods every kind shares through Handle: Check on
 // a sound file, Check and Freeze after Close, String without the seed.
 func TestHandle_Shared(t *testing.T) {
-	win := Window{Keep: 2}
-	c, _ := OpenCountMin(Memory(), CountMinConfig{}, WithSeed(0x5eed5eed))
-	b, _ := OpenBloom(Memory(), BloomConfig{Capacity: 10}, WithSeed(0x5eed5eed))
-	cb, _ := OpenCountingBloom(Memory(), CountingBloomConfig{Capacity: 10}, WithSeed(0x5eed5eed))
-	cw, _ := OpenCountMinWindow(Memory(), CountMinWindowConfig{Window: win}, WithSeed(0x5eed5eed))
-	bw, _ := OpenBloomWindow(Memory(), BloomWindowConfig{Window: win, Bloom: BloomConfig{Capacity: 10}}, WithSeed(0x5eed5eed))
-	a, _ := OpenArena(Memory(), 1<<20, WithSeed(0x5eed5eed))
-	hs := map[string]*Handle{"CountMin": &c.Handle, "Bloom": &b.Handle, "CountingBloom": &cb.Handle,
-		"CountMinWindow": &cw.Handle, "BloomWindow": &bw.Handle, "Arena": &a.Handle}
-	closers := map[string]func() error{"CountMin": c.Close, "Bloom": b.Close, "CountingBloom": cb.Close,
-		"CountMinWindow": cw.Close, "BloomWindow": bw.Close, "Arena": a.Close}
+	type shared interface {
+		Check() error
+		Freeze() error
+		String() string
+		StatsVar() StatsVar
+	}
+	hs := map[string]shared{}
+	closers := map[string]func() error{}
+	for _, k := range testKinds {
+		s, err := k.open(Memory(), 0, WithSeed(0x5eed5eed))
+		if err != nil {
+			t.Fatalf("%s: %v", k.name, err)
+		}
+		hs[k.name], closers[k.name] = s, s.Close
+	}
+	a, err := OpenArena(Memory(), 1<<20, WithSeed(0x5eed5eed))
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs["Arena"], closers["Arena"] = a, a.Close
 	for kind, h := range hs {
 		if err := h.Check(); err != nil {
 			t.Errorf("%s: Check = %v", kind, err)

@@ -137,6 +137,10 @@ func TestHelperProcess(t *testing.T) {
 		err = childDistinctAdd()
 	case "dwinadd":
 		err = childDistinctWinAdd()
+	case "dwinkeys":
+		err = childDistinctWinKeys()
+	case "dwinclear":
+		err = childDistinctWinClear()
 	default:
 		err = fmt.Errorf("unknown role %q", role)
 	}

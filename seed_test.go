@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"os"
 	"testing"
-	"time"
 )
 
 // The seed tests: structures created apart with one seed (WithSeed, on
@@ -170,45 +169,29 @@ func TestSeed_MergeCountingBloom(t *testing.T) {
 // TestSeed_Windows: windows, which do not merge, have the seed WithSeed
 // gave on every route, and so does their arena.
 func TestSeed_Windows(t *testing.T) {
-	win := Window{Keep: 2}
-	cms := CountMinConfig{Rows: 2, Width: 64}
-	bloom := BloomConfig{Capacity: 100}
 	seed := WithSeed(fleetSeed)
 	arena, err := OpenArena(Memory(), 1<<20, seed)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer arena.Close()
-	for _, tc := range []struct {
+	type seedCase struct {
 		name string
 		make func() (seeded, error)
-	}{
-		{"OpenCountMinWindow", func() (seeded, error) {
-			return OpenCountMinWindow(Path(tempPath(t, "w")), CountMinWindowConfig{Window: win, CountMin: cms}, seed)
-		}},
-		{"NewCountMinWindowMemfd", func() (seeded, error) {
-			return OpenCountMinWindow(Memfd("w"), CountMinWindowConfig{Window: win, CountMin: cms}, seed)
-		}},
-		{"NewCountMinWindow", func() (seeded, error) {
-			return OpenCountMinWindow(Memory(), CountMinWindowConfig{Window: win, CountMin: cms}, seed)
-		}},
-		{"Arena.CountMinWindow", func() (seeded, error) {
-			return OpenCountMinWindow(arena.Place("cmw"), CountMinWindowConfig{Window: win, CountMin: cms})
-		}},
-		{"OpenBloomWindow", func() (seeded, error) {
-			return OpenBloomWindow(Path(tempPath(t, "w")), BloomWindowConfig{Window: win, Bloom: bloom}, seed)
-		}},
-		{"NewBloomWindowMemfd", func() (seeded, error) {
-			return OpenBloomWindow(Memfd("w"), BloomWindowConfig{Window: win, Bloom: bloom}, seed)
-		}},
-		{"NewBloomWindow", func() (seeded, error) {
-			return OpenBloomWindow(Memory(), BloomWindowConfig{Window: win, Bloom: bloom}, seed)
-		}},
-		{"Arena.BloomWindow", func() (seeded, error) {
-			return OpenBloomWindow(arena.Place("bw"), BloomWindowConfig{Window: win, Bloom: bloom})
-		}},
-		{"NewArena", func() (seeded, error) { return arena, nil }},
-	} {
+	}
+	var cases []seedCase
+	for _, k := range testKinds {
+		if !k.window {
+			continue
+		}
+		cases = append(cases,
+			seedCase{k.name + "/Path", func() (seeded, error) { return k.open(Path(tempPath(t, "w")), 0, seed) }},
+			seedCase{k.name + "/Memfd", func() (seeded, error) { return k.open(Memfd("w"), 0, seed) }},
+			seedCase{k.name + "/Memory", func() (seeded, error) { return k.open(Memory(), 0, seed) }},
+			seedCase{k.name + "/Arena", func() (seeded, error) { return k.open(arena.Place(k.name), 0) }})
+	}
+	cases = append(cases, seedCase{"Arena", func() (seeded, error) { return arena, nil }})
+	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			s, err := tc.make()
 			if err != nil {
@@ -229,46 +212,19 @@ func TestSeed_Windows(t *testing.T) {
 // constructor; attaching with another seed than the file's is
 // ErrIncompatible.
 func TestWithSeed_Config(t *testing.T) {
-	win := Window{Period: time.Minute, Keep: 2}
-	makers := func(cfgSeed uint64) []struct {
+	type maker struct {
 		name string
 		make func(...Option) (seeded, error)
-	} {
-		cms := CountMinConfig{Rows: 2, Width: 64, Seed: cfgSeed}
-		bloom := BloomConfig{Capacity: 100, Seed: cfgSeed}
-		cbf := CountingBloomConfig{Capacity: 100, Seed: cfgSeed}
-		return []struct {
-			name string
-			make func(...Option) (seeded, error)
-		}{
-			{"OpenCountMin", func(o ...Option) (seeded, error) { return OpenCountMin(Path(tempPath(t, "f")), cms, o...) }},
-			{"NewCountMinMemfd", func(o ...Option) (seeded, error) { return OpenCountMin(Memfd("f"), cms, o...) }},
-			{"NewCountMin", func(o ...Option) (seeded, error) { return OpenCountMin(Memory(), cms, o...) }},
-			{"OpenBloom", func(o ...Option) (seeded, error) { return OpenBloom(Path(tempPath(t, "f")), bloom, o...) }},
-			{"NewBloomMemfd", func(o ...Option) (seeded, error) { return OpenBloom(Memfd("f"), bloom, o...) }},
-			{"NewBloom", func(o ...Option) (seeded, error) { return OpenBloom(Memory(), bloom, o...) }},
-			{"OpenCountingBloom", func(o ...Option) (seeded, error) { return OpenCountingBloom(Path(tempPath(t, "f")), cbf, o...) }},
-			{"NewCountingBloomMemfd", func(o ...Option) (seeded, error) { return OpenCountingBloom(Memfd("f"), cbf, o...) }},
-			{"NewCountingBloom", func(o ...Option) (seeded, error) { return OpenCountingBloom(Memory(), cbf, o...) }},
-			{"OpenCountMinWindow", func(o ...Option) (seeded, error) {
-				return OpenCountMinWindow(Path(tempPath(t, "f")), CountMinWindowConfig{Window: win, CountMin: cms}, o...)
-			}},
-			{"NewCountMinWindowMemfd", func(o ...Option) (seeded, error) {
-				return OpenCountMinWindow(Memfd("f"), CountMinWindowConfig{Window: win, CountMin: cms}, o...)
-			}},
-			{"NewCountMinWindow", func(o ...Option) (seeded, error) {
-				return OpenCountMinWindow(Memory(), CountMinWindowConfig{Window: win, CountMin: cms}, o...)
-			}},
-			{"OpenBloomWindow", func(o ...Option) (seeded, error) {
-				return OpenBloomWindow(Path(tempPath(t, "f")), BloomWindowConfig{Window: win, Bloom: bloom}, o...)
-			}},
-			{"NewBloomWindowMemfd", func(o ...Option) (seeded, error) {
-				return OpenBloomWindow(Memfd("f"), BloomWindowConfig{Window: win, Bloom: bloom}, o...)
-			}},
-			{"NewBloomWindow", func(o ...Option) (seeded, error) {
-				return OpenBloomWindow(Memory(), BloomWindowConfig{Window: win, Bloom: bloom}, o...)
-			}},
+	}
+	makers := func(cfgSeed uint64) []maker {
+		var ms []maker
+		for _, k := range testKinds {
+			ms = append(ms,
+				maker{k.name + "/Path", func(o ...Option) (seeded, error) { return k.open(Path(tempPath(t, "f")), cfgSeed, o...) }},
+				maker{k.name + "/Memfd", func(o ...Option) (seeded, error) { return k.open(Memfd("f"), cfgSeed, o...) }},
+				maker{k.name + "/Memory", func(o ...Option) (seeded, error) { return k.open(Memory(), cfgSeed, o...) }})
 		}
+		return ms
 	}
 	for _, m := range makers(3) {
 		t.Run(m.name, func(t *testing.T) {

@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -38,12 +39,16 @@ type snapKind struct {
 	// counts says whether answers are counts (Count-Min) rather than
 	// presence.
 	counts bool
+	// cells is where the structure's cells start in its region, past what
+	// its own counts keep (the stripes, a distinct count's head).
+	cells uint64
 }
 
 var (
 	snapCMS   = CountMinConfig{Rows: 4, Width: 1 << 16}
 	snapBloom = BloomConfig{Capacity: 100_000, FPRate: 0.01}
 	snapCBF   = CountingBloomConfig{Capacity: 100_000, FPRate: 0.01}
+	snapHLL   = DistinctConfig{Precision: 14}
 	snapWin   = Window{Keep: 3} // turned by Rotate only
 )
 
@@ -57,13 +62,13 @@ func snapPick[C any](attach bool, cfg C) C {
 }
 
 var snapKinds = []snapKind{
-	{name: "countmin", counts: true, open: func(at Place, attach bool) (snapStructure, error) {
+	{name: "countmin", counts: true, cells: cells.StripesBytes, open: func(at Place, attach bool) (snapStructure, error) {
 		return adapt(OpenCountMin(at, snapPick(attach, snapCMS)))
 	}},
-	{name: "bloom", open: func(at Place, attach bool) (snapStructure, error) {
+	{name: "bloom", cells: cells.StripesBytes, open: func(at Place, attach bool) (snapStructure, error) {
 		return adapt(OpenBloom(at, snapPick(attach, snapBloom)))
 	}},
-	{name: "countingbloom", open: func(at Place, attach bool) (snapStructure, error) {
+	{name: "countingbloom", cells: cells.StripesBytes, open: func(at Place, attach bool) (snapStructure, error) {
 		return adapt(OpenCountingBloom(at, snapPick(attach, snapCBF)))
 	}},
 	{name: "countminwindow", counts: true, open: func(at Place, attach bool) (snapStructure, error) {
@@ -72,6 +77,22 @@ var snapKinds = []snapKind{
 	{name: "bloomwindow", open: func(at Place, attach bool) (snapStructure, error) {
 		return adapt(OpenBloomWindow(at, snapPick(attach, BloomWindowConfig{Window: snapWin, Bloom: snapBloom})))
 	}},
+	{name: "distinct", cells: cells.DistinctHeadBytes, open: func(at Place, attach bool) (snapStructure, error) {
+		return adapt(OpenDistinct(at, snapPick(attach, snapHLL)))
+	}},
+	{name: "distinctwindow", open: func(at Place, attach bool) (snapStructure, error) {
+		return adapt(OpenDistinctWindow(at, snapPick(attach, DistinctWindowConfig{Window: snapWin, Distinct: snapHLL})))
+	}},
+}
+
+// TestSnapshot_EveryKind: the snapshot table has a row for every kind
+// (testKinds).
+func TestSnapshot_EveryKind(t *testing.T) {
+	for _, k := range testKinds {
+		if snapKindNamed(string(k.kind)) == nil {
+			t.Errorf("snapKinds has no %s row", k.kind)
+		}
+	}
 }
 
 func snapKindNamed(name string) *snapKind {
@@ -99,6 +120,10 @@ func adapt[S any](s S, err error) (snapStructure, error) {
 		return snapCMW{s}, nil
 	case *BloomWindow:
 		return snapBW{s}, nil
+	case *Distinct:
+		return snapD{s}, nil
+	case *DistinctWindow:
+		return snapDW{s}, nil
 	}
 	return nil, fmt.Errorf("no adapter for %T", s)
 }
@@ -145,6 +170,27 @@ func (s snapBW) answer(k []byte) uint64                   { return present(s.Con
 func (s snapBW) snapshot(at Place) (snapStructure, error) { return adapt(s.Snapshot(at)) }
 func (s snapBW) handle() *Handle                          { return &s.Handle }
 
+// A distinct count answers for no key: what the table's answer tells of
+// one is its register, 1 when it holds the key's rank or more (as the
+// window suite's distinct window tells it), so that two counts whose
+// registers agree answer alike for every key.
+type snapD struct{ *Distinct }
+
+func (s snapD) add(k []byte) error { return s.Add(k) }
+func (s snapD) answer(k []byte) uint64 {
+	reg, rank := s.l.Place(s.l.Hash(k))
+	return present(s.l.Register(reg) >= rank)
+}
+func (s snapD) snapshot(at Place) (snapStructure, error) { return adapt(s.Snapshot(at)) }
+func (s snapD) handle() *Handle                          { return &s.Handle }
+
+type snapDW struct{ *DistinctWindow }
+
+func (s snapDW) add(k []byte) error                       { return s.Add(k) }
+func (s snapDW) answer(k []byte) uint64                   { return distinctWindow{s.DistinctWindow}.count(k) }
+func (s snapDW) snapshot(at Place) (snapStructure, error) { return adapt(s.Snapshot(at)) }
+func (s snapDW) handle() *Handle                          { return &s.Handle }
+
 // snapPlaces are the places a source lives at in the tests: each returns
 // a new place, and the arena it is in (nil when none).
 var snapPlaces = []struct {
@@ -170,13 +216,18 @@ var snapDests = []struct {
 // snapPlain names the kind a kind's snapshot is: a window's is the plain
 // structure it is made of.
 func snapPlain(kind string) string {
-	switch kind {
-	case "countminwindow":
-		return "countmin"
-	case "bloomwindow":
-		return "bloom"
+	return strings.TrimSuffix(kind, "window")
+}
+
+// snapWindows names the window kinds of the table.
+func snapWindows() []string {
+	var names []string
+	for _, k := range snapKinds {
+		if snapPlain(k.name) != k.name {
+			names = append(names, k.name)
+		}
 	}
-	return kind
+	return names
 }
 
 // mustSnapOpen opens kind k at a place for the test.
@@ -272,6 +323,8 @@ func TestSnapshot_PathIsSealedFile(t *testing.T) {
 				ro, err = adapt(OpenBloom(Path(path), BloomConfig{}, WithReadOnly()))
 			case "countingbloom":
 				ro, err = adapt(OpenCountingBloom(Path(path), CountingBloomConfig{}, WithReadOnly()))
+			case "distinct":
+				ro, err = adapt(OpenDistinct(Path(path), DistinctConfig{}, WithReadOnly()))
 			}
 			if err != nil {
 				t.Fatalf("read-only open of the snapshot: %v", err)
@@ -363,7 +416,7 @@ func snapPeriodKeys(t *testing.T, s snapStructure, q uint64) {
 // those periods' keys), so it answers as the window does for those
 // periods.
 func TestSnapshot_WindowIsItsCoveredPeriods(t *testing.T) {
-	for _, name := range []string{"countminwindow", "bloomwindow"} {
+	for _, name := range snapWindows() {
 		t.Run(name, func(t *testing.T) {
 			w := mustSnapOpen(t, snapKindNamed(name), Memory(), false)
 			plainKind := snapKindNamed(snapPlain(name))
@@ -391,6 +444,12 @@ func TestSnapshot_WindowIsItsCoveredPeriods(t *testing.T) {
 					t.Fatal(err)
 				}
 				cp, cov = snapBF{b}, p
+			case snapDW:
+				d, p, err := w.SnapshotCovered(Memory())
+				if err != nil {
+					t.Fatal(err)
+				}
+				cp, cov = snapD{d}, p
 			}
 			defer cp.Close()
 			if want := (Periods{Oldest: periods - uint64(snapWin.Keep), Current: periods - 1}); cov != want {
@@ -405,6 +464,8 @@ func TestSnapshot_WindowIsItsCoveredPeriods(t *testing.T) {
 				plain, err = adapt(OpenCountMin(Memory(), snapCMS, WithSeed(w.handle().Seed())))
 			case "bloom":
 				plain, err = adapt(OpenBloom(Memory(), snapBloom, WithSeed(w.handle().Seed())))
+			case "distinct":
+				plain, err = adapt(OpenDistinct(Memory(), snapHLL, WithSeed(w.handle().Seed())))
 			}
 			if err != nil {
 				t.Fatal(err)
@@ -414,7 +475,7 @@ func TestSnapshot_WindowIsItsCoveredPeriods(t *testing.T) {
 				snapPeriodKeys(t, plain, q)
 			}
 			cm, pm := cp.handle().m, plain.handle().m
-			if got, want := cm.entryBytes()[cells.StripesBytes:], pm.entryBytes()[cells.StripesBytes:]; string(got) != string(want) {
+			if got, want := cm.entryBytes()[plainKind.cells:], pm.entryBytes()[plainKind.cells:]; string(got) != string(want) {
 				t.Error("the snapshot's cells differ from those of a structure fed the covered periods")
 			}
 			for q := range uint64(periods) {
@@ -584,7 +645,7 @@ func TestSnapshot_Arena(t *testing.T) {
 	}
 	// The windows stay at the periods they covered while the source
 	// turns on.
-	for _, name := range []string{"countminwindow", "bloomwindow"} {
+	for _, name := range snapWindows() {
 		src := srcs[name]
 		for range snapWin.Keep {
 			if err := src.(interface{ Rotate() error }).Rotate(); err != nil {

@@ -2,16 +2,18 @@
 
 package sketch
 
-// One suite for both windows. CountMinWindow and BloomWindow share their
-// base (window_base.go: Rotate, Freeze, Current, Close, the read protocol,
-// the clear's election), so what holds for that base is tested once here,
-// over a table of the two kinds, with subtests named by kind: turns,
-// views, freeze, close, damaged words, clears taken over or waited for,
-// clock windows, and the process and race tests whose logic is the same.
-// The model is bbolt's freelist_test.go, one table over every freelist.
-// What only one kind promises (a Count-Min window's exact estimates per
-// period, a Bloom window's fill and false positives) stays in the kind's
-// files.
+// One suite for every window. CountMinWindow, BloomWindow and
+// DistinctWindow share their base (window_base.go: Rotate, Freeze,
+// Current, Close, the read protocol, the clear's election), so what holds
+// for that base is tested once here, over a table of the three kinds,
+// with subtests named by kind: turns, views, freeze, close, damaged
+// words, clears taken over or waited for, clock windows, and the process
+// and race tests whose logic is the same. The model is bbolt's
+// freelist_test.go, one table over every freelist. What only one kind
+// promises (a Count-Min window's exact estimates per period, a Bloom
+// window's fill and false positives, a distinct window's counts) stays in
+// the kind's files. TestWindows_EveryWindowKind keeps the table to every
+// window kind of testKinds.
 
 import (
 	"bufio"
@@ -21,6 +23,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -31,19 +34,26 @@ import (
 	"github.com/shmsketch/sketch/internal/cells"
 )
 
-// windowCfgs sizes a window of either kind: each kind opens with its own
+// windowCfgs sizes a window of any kind: each kind opens with its own
 // part.
 type windowCfgs struct {
 	CountMin CountMinConfig
 	Bloom    BloomConfig
+	Distinct DistinctConfig
 }
+
+// dwinCfg is the distinct window's count of a period: 2^10 registers,
+// with a fixed seed, so that the few keys a test adds take registers of
+// their own (the adapter's answer for a key reads its register).
+var dwinCfg = DistinctConfig{Precision: 10, Seed: 0xd157}
 
 var (
 	// exactCfgs: a Count-Min window whose estimates of a few hundred keys
-	// are exact, and a Bloom window of a few thousand keys a period at 1%.
-	exactCfgs = windowCfgs{CountMin: winCfg, Bloom: bwinCfg}
+	// are exact, a Bloom window of a few thousand keys a period at 1%,
+	// and a distinct window of 2^10 registers.
+	exactCfgs = windowCfgs{CountMin: winCfg, Bloom: bwinCfg, Distinct: dwinCfg}
 	// procCfgs are the windows the child processes share.
-	procCfgs = windowCfgs{CountMin: winCfg, Bloom: bwinProcCfg}
+	procCfgs = windowCfgs{CountMin: winCfg, Bloom: bwinProcCfg, Distinct: dwinCfg}
 )
 
 // windowKind is one kind of window as the suite drives it.
@@ -62,8 +72,13 @@ type windowKind struct {
 	stored func(win Window, cfgs windowCfgs) any
 	// most is the largest count the kind tells of a key: a filter tells
 	// present (1) or absent (0). closedCount is what a closed handle
-	// tells of any key: ClosedEstimate, or present.
+	// tells of any key: ClosedEstimate, or present (a distinct window:
+	// 0, as its Count).
 	most, closedCount uint64
+	// raisesOnly: the window's Adds counts only the adds that changed it
+	// (a distinct window's Changes, the adds that raised a register), so
+	// it is at most the adds made, not all of them.
+	raisesOnly bool
 	// keepParam and periodParam index the window's Keep and Period in the
 	// file's entry parameters; spareParam is the first one unused.
 	keepParam, periodParam, spareParam int
@@ -196,10 +211,52 @@ var (
 		most: 1, closedCount: 1,
 		keepParam: 5, periodParam: 4, spareParam: 6,
 		addRole: "bwinadd", clearRole: "bwinclear",
-		truth: bloomWindowTruth,
+		truth: refsTruth,
 	}
-	windowKinds = []*windowKind{countMinWindowKind, bloomWindowKind}
+	distinctWindowKind = &windowKind{
+		name: "DistinctWindow",
+		open: func(at Place, win Window, cfgs windowCfgs, opts ...Option) (testWindow, error) {
+			w, err := OpenDistinctWindow(at, DistinctWindowConfig{Window: win, Distinct: cfgs.Distinct}, opts...)
+			if err != nil {
+				return nil, err
+			}
+			return distinctWindow{w}, nil
+		},
+		zero: func() testWindow { return distinctWindow{new(DistinctWindow)} },
+		openPlain: func(at Place, cfgs windowCfgs) error {
+			d, err := OpenDistinct(at, cfgs.Distinct)
+			if err != nil {
+				return err
+			}
+			return d.Close()
+		},
+		stored: func(win Window, cfgs windowCfgs) any {
+			return DistinctWindowConfig{Window: win, Distinct: DistinctConfig{Precision: cfgs.Distinct.Precision, Redis: cfgs.Distinct.Redis}}
+		},
+		most: 1, closedCount: 0, raisesOnly: true,
+		keepParam: 3, periodParam: 2, spareParam: 4,
+		addRole: "dwinkeys", clearRole: "dwinclear",
+		truth: refsTruth,
+	}
+	windowKinds = []*windowKind{countMinWindowKind, bloomWindowKind, distinctWindowKind}
 )
+
+// TestWindows_EveryWindowKind: the suite has a row for every window kind
+// (testKinds), and no other.
+func TestWindows_EveryWindowKind(t *testing.T) {
+	var want, got []string
+	for _, k := range testKinds {
+		if k.window {
+			want = append(want, k.name)
+		}
+	}
+	for _, k := range windowKinds {
+		got = append(got, k.name)
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("windowKinds are %v, the window kinds of testKinds %v", got, want)
+	}
+}
 
 // forEachKind runs f as a subtest for each kind of window.
 func forEachKind(t *testing.T, f func(t *testing.T, k *windowKind)) {
@@ -375,6 +432,104 @@ func (w bloomWindow) sample() winSample {
 		s.words = append(s.words, atomic.LoadUint64(w.ctl.word(uint64(i))))
 		added, seen := w.slots[i].Counts()
 		s.adds = append(s.adds, added+seen)
+	}
+	return s
+}
+
+// distinctWindow is a distinct window through the suite's adapter. A
+// distinct count answers for no key, so what the adapter tells of a key
+// is what its register shows: 1 when a slot of the window holds the
+// key's rank or more in the key's register (as a Bloom filter of one
+// hash would), which every key added in the window's periods does, and a
+// key no other key shares a register with does only then. Closed, it
+// answers 0, as Count does; it has no batch read, so countBatch asks key
+// by key and, closed, returns the ErrClosed the other kinds' batch reads
+// return (the suite's check of it holds for the adapter only).
+type distinctWindow struct{ *DistinctWindow }
+
+func (w distinctWindow) base() *windowBase { return &w.windowBase }
+func (w distinctWindow) handle() any       { return w.DistinctWindow }
+func (w distinctWindow) config() any       { return w.Config() }
+func (w distinctWindow) window() Window    { return w.Config().Window }
+
+func (w distinctWindow) addN(key []byte, _ uint64) (addAnswer, error) {
+	before := w.count(key)
+	err := w.Add(key)
+	return addAnswer{before: before, after: b2u(err == nil)}, err
+}
+
+func (w distinctWindow) addBatch(keys [][]byte, out []addAnswer) error {
+	for i := range out {
+		out[i].before = w.count(keys[i])
+	}
+	err := w.AddBatch(keys)
+	for i := range out {
+		out[i].after = b2u(err == nil)
+	}
+	return err
+}
+
+func (w distinctWindow) adds(key []byte) map[string]error {
+	return map[string]error{"Add": w.Add(key), "AddString": w.AddString(string(key)), "AddBatch": w.AddBatch([][]byte{key})}
+}
+
+func (w distinctWindow) count(key []byte) uint64 {
+	n, _ := w.countAt(key)
+	return n
+}
+
+func (w distinctWindow) countString(key string) uint64 { return w.count([]byte(key)) }
+
+func (w distinctWindow) countBatch(keys [][]byte, out []uint64) error {
+	for i, k := range keys {
+		out[i] = w.count(k)
+	}
+	if !w.open.Load() {
+		return w.closedErr("count")
+	}
+	return nil
+}
+
+func (w distinctWindow) countAt(key []byte) (uint64, uint64) {
+	if !w.open.Load() {
+		return 0, 0
+	}
+	reg, rank := w.slots[0].Place(w.slots[0].Hash(key))
+	found := false
+	p := w.ctl.readStable(func(p uint64) bool {
+		found = false
+		return w.ctl.readWindow(p, false, func(s uint64) bool {
+			found = w.slots[s].Register(reg) >= rank
+			return found
+		})
+	})
+	if !w.open.Load() {
+		return 0, p // what was read may be the placeholder
+	}
+	return b2u(found), p
+}
+
+func (w distinctWindow) plant(s uint64, key string, _ uint64) {
+	w.slots[s].AddHashed(w.slots[0].HashString(key))
+}
+
+func (w distinctWindow) stats() windowStats {
+	st := w.Stats()
+	ws := windowStats{current: st.Current, oldest: st.Oldest, rotations: st.Rotations, frozen: st.Frozen,
+		closed: st.Closed, closedAnswers: st.Estimate == 0 && len(st.Slots) == 0}
+	for _, sl := range st.Slots {
+		ws.slots = append(ws.slots, slotStats{state: sl.State, period: sl.Period, counted: sl.RegisterChanges, empty: sl.Zero == uint64(st.Registers)})
+	}
+	return ws
+}
+
+// sample takes each slot's change count: the adds that raised a
+// register.
+func (w distinctWindow) sample() winSample {
+	s := winSample{epoch: w.ctl.epoch()}
+	for i := range w.slots {
+		s.words = append(s.words, atomic.LoadUint64(w.ctl.word(uint64(i))))
+		s.adds = append(s.adds, atomic.LoadUint64(w.slots[i].Changes))
 	}
 	return s
 }
@@ -573,8 +728,9 @@ func TestWindows_ZeroWindowAttach(t *testing.T) {
 				return err
 			}, []incompatible{
 				{"keep", Window{Keep: 3}, windowCfgs{}},
-				{"shape", Window{}, windowCfgs{CountMin: CountMinConfig{Rows: 4, Width: 1 << 12}, Bloom: BloomConfig{Capacity: 10}}},
-				{"seed", win, windowCfgs{CountMin: CountMinConfig{Rows: 4, Width: 1 << 14, Seed: 1}, Bloom: BloomConfig{Capacity: 4000, FPRate: 0.01, Seed: 1}}},
+				{"shape", Window{}, windowCfgs{CountMin: CountMinConfig{Rows: 4, Width: 1 << 12}, Bloom: BloomConfig{Capacity: 10}, Distinct: DistinctConfig{Precision: 12}}},
+				{"seed", win, windowCfgs{CountMin: CountMinConfig{Rows: 4, Width: 1 << 14, Seed: 1}, Bloom: BloomConfig{Capacity: 4000, FPRate: 0.01, Seed: 1},
+					Distinct: DistinctConfig{Precision: dwinCfg.Precision, Seed: 1}}},
 			})
 		})
 	})
@@ -798,7 +954,7 @@ func checkDamaged(t *testing.T, k *windowKind, cases []damage) {
 	t.Helper()
 	src := tempPath(t, "win")
 	win := Window{Keep: 2}
-	w := mustOpenKind(t, k, Path(src), win, windowCfgs{CountMin: CountMinConfig{Rows: 2, Width: 8}, Bloom: BloomConfig{Capacity: 100, Seed: 3}})
+	w := mustOpenKind(t, k, Path(src), win, windowCfgs{CountMin: CountMinConfig{Rows: 2, Width: 8}, Bloom: BloomConfig{Capacity: 100, Seed: 3}, Distinct: DistinctConfig{Precision: 8, Seed: 3}})
 	w.addN([]byte("a"), 1)
 	w.Close()
 	valid, err := os.ReadFile(src)
@@ -1458,7 +1614,7 @@ func TestWindows_ClockProcesses(t *testing.T) {
 	for _, tc := range []struct {
 		k    *windowKind
 		keep int
-	}{{countMinWindowKind, 2}, {bloomWindowKind, 4}} {
+	}{{countMinWindowKind, 2}, {bloomWindowKind, 4}, {distinctWindowKind, 3}} {
 		t.Run(tc.k.name, func(t *testing.T) {
 			runWindowAdders(t, tc.k, Window{Period: 100 * time.Millisecond, Keep: tc.keep}, 6, func(w testWindow, hs []*helper) int {
 				return sampleClockPeriods(t, &w.base().ctl, hs, 6, w.sample)
@@ -1496,8 +1652,9 @@ func childWindowClear(k *windowKind) error {
 	return w.Rotate()
 }
 
-func childWinClear() error      { return childWindowClear(countMinWindowKind) }
-func childBloomWinClear() error { return childWindowClear(bloomWindowKind) }
+func childWinClear() error         { return childWindowClear(countMinWindowKind) }
+func childBloomWinClear() error    { return childWindowClear(bloomWindowKind) }
+func childDistinctWinClear() error { return childWindowClear(distinctWindowKind) }
 
 // TestWindows_KillClearer: a process killed with SIGKILL inside the clear
 // of a slot is finished by the next process that needs the slot, whether

@@ -13,18 +13,6 @@ import (
 	"github.com/shmsketch/sketch"
 )
 
-// createKinds are the kinds create makes, with the sizing flags of each.
-var createKinds = map[string][]string{
-	string(sketch.KindCountMin):       {"error", "confidence", "rows", "width", "candidates", "candidate-key-bytes"},
-	string(sketch.KindBloom):          {"capacity", "fp-rate"},
-	string(sketch.KindCountingBloom):  {"capacity", "fp-rate"},
-	string(sketch.KindCountMinWindow): {"error", "confidence", "rows", "width", "period", "keep", "candidates", "candidate-key-bytes"},
-	string(sketch.KindBloomWindow):    {"capacity", "fp-rate", "period", "keep"},
-	string(sketch.KindDistinct):       {"error", "precision", "redis"},
-	string(sketch.KindDistinctWindow): {"error", "precision", "redis", "period", "keep"},
-	"arena":                           {"size"},
-}
-
 const kindList = "countmin, bloom, countingbloom, countminwindow, bloomwindow, distinct, distinctwindow or arena"
 
 var createCmd = &command{
@@ -107,7 +95,7 @@ sketch create /dev/shm/a.cms --seed-file seed; sketch create /dev/shm/b.cms --se
 			if err != nil {
 				return usageError("--mode %q is not an octal mode", *mode)
 			}
-			sizing, ok := createKinds[*kind]
+			sizing, ok := sizingOf(*kind)
 			if !ok {
 				return usageError("--kind %q: this build makes %s", *kind, kindList)
 			}
@@ -130,13 +118,12 @@ sketch create /dev/shm/a.cms --seed-file seed; sketch create /dev/shm/b.cms --se
 			if *seedFrom != "" && *seedFile != "" {
 				return usageError("give --seed-file or --seed-from, not both")
 			}
+			// --error is a Count-Min sketch's or a distinct count's, as
+			// --kind says (sizingOf let it through for that kind only).
 			flags := createFlags{
 				kind: *kind, cms: sketch.CountMinConfig{ErrorRate: *errRate, Confidence: *conf, Rows: *rows, Width: *width, Candidates: *cands, CandidateKeyBytes: *candBytes},
 				capacity: *capacity, fpRate: *fpRate, window: sketch.Window{Period: *period, Keep: *keep},
-			}
-			if *kind == string(sketch.KindDistinct) || *kind == string(sketch.KindDistinctWindow) {
-				flags.cms.ErrorRate = 0 // --error is the distinct count's
-				flags.distinct = sketch.DistinctConfig{Error: *errRate, Precision: *precision, Redis: *redis}
+				distinct: sketch.DistinctConfig{Error: *errRate, Precision: *precision, Redis: *redis},
 			}
 			if err := flags.validate(); err != nil {
 				return err
@@ -210,52 +197,30 @@ type createFlags struct {
 }
 
 func (f createFlags) validate() error {
-	switch f.kind {
-	case string(sketch.KindBloom):
-		if f.capacity == 0 {
-			return usageError("a Bloom filter needs --capacity")
-		}
-	case string(sketch.KindCountingBloom):
-		if f.capacity == 0 {
-			return usageError("a counting Bloom filter needs --capacity")
-		}
-	case string(sketch.KindCountMinWindow):
-		if f.window.Keep == 0 {
-			return usageError("a Count-Min window needs --keep (and --period, or it turns only on sketch rotate)")
-		}
-	case string(sketch.KindBloomWindow):
-		if f.capacity == 0 || f.window.Keep == 0 {
-			return usageError("a Bloom window needs --capacity and --keep (and --period, or it turns only on sketch rotate)")
-		}
-	case string(sketch.KindDistinctWindow):
-		if f.window.Keep == 0 {
-			return usageError("a distinct window needs --keep (and --period, or it turns only on sketch rotate)")
-		}
+	if k := cliKindNamed(sketch.Kind(f.kind)); k != nil && k.validate != nil {
+		return k.validate(f)
 	}
 	return nil
 }
 
+// bloom is the Bloom filter config the flags give (of a Bloom filter, or
+// of a Bloom window's periods).
+func (f createFlags) bloom() sketch.BloomConfig {
+	return sketch.BloomConfig{Capacity: f.capacity, FPRate: f.fpRate, Seed: f.seed}
+}
+
+// distinctConfig is the distinct count config the flags give (of a
+// distinct count, or of a distinct window's periods), with the seed.
+func (f createFlags) distinctConfig() sketch.DistinctConfig {
+	cfg := f.distinct
+	cfg.Seed = f.seed
+	return cfg
+}
+
 // makeStructure makes the structure of f's kind at p.
 func makeStructure(p place, f createFlags) (structure, error) {
-	switch f.kind {
-	case string(sketch.KindCountMin):
-		return openAt(p, sketch.OpenCountMin, f.cms, newCountMin)
-	case string(sketch.KindBloom):
-		return openAt(p, sketch.OpenBloom, sketch.BloomConfig{Capacity: f.capacity, FPRate: f.fpRate, Seed: f.seed}, newBloom)
-	case string(sketch.KindCountingBloom):
-		return openAt(p, sketch.OpenCountingBloom, sketch.CountingBloomConfig{Capacity: f.capacity, FPRate: f.fpRate, Seed: f.seed}, newCountingBloom)
-	case string(sketch.KindCountMinWindow):
-		return openAt(p, sketch.OpenCountMinWindow, sketch.CountMinWindowConfig{Window: f.window, CountMin: f.cms}, newCountMinWindow)
-	case string(sketch.KindBloomWindow):
-		return openAt(p, sketch.OpenBloomWindow, sketch.BloomWindowConfig{Window: f.window, Bloom: sketch.BloomConfig{Capacity: f.capacity, FPRate: f.fpRate, Seed: f.seed}}, newBloomWindow)
-	case string(sketch.KindDistinct):
-		cfg := f.distinct
-		cfg.Seed = f.seed
-		return openAt(p, sketch.OpenDistinct, cfg, newDistinct)
-	case string(sketch.KindDistinctWindow):
-		cfg := f.distinct
-		cfg.Seed = f.seed
-		return openAt(p, sketch.OpenDistinctWindow, sketch.DistinctWindowConfig{Window: f.window, Distinct: cfg}, newDistinctWindow)
+	if k := cliKindNamed(sketch.Kind(f.kind)); k != nil {
+		return k.make(p, f)
 	}
 	return nil, usageError("an arena holds structures, not arenas")
 }
@@ -318,9 +283,24 @@ func seedOf(arg string) (uint64, error) {
 	return info.Seed, nil
 }
 
+// sizingOf returns the sizing flags of the kind create makes by that
+// name: a structure's (cliKinds) or an arena's.
+func sizingOf(kind string) ([]string, bool) {
+	if kind == "arena" {
+		return []string{"size"}, true
+	}
+	if k := cliKindNamed(sketch.Kind(kind)); k != nil {
+		return k.sizing, true
+	}
+	return nil, false
+}
+
 func isSizing(name string) bool {
-	for _, flags := range createKinds {
-		if contains(flags, name) {
+	if name == "size" {
+		return true
+	}
+	for _, k := range cliKinds {
+		if contains(k.sizing, name) {
 			return true
 		}
 	}

@@ -7,6 +7,16 @@ import (
 	"github.com/shmsketch/sketch"
 )
 
+// bloomKind is the Bloom filter's row of cliKinds.
+var bloomKind = cliKindOf(sketch.KindBloom, []string{"capacity", "fp-rate"},
+	sketch.OpenBloom, newBloom, func(f createFlags) sketch.BloomConfig { return f.bloom() },
+	func(f createFlags) error {
+		if f.capacity == 0 {
+			return usageError("a Bloom filter needs --capacity")
+		}
+		return nil
+	})
+
 // bloom is a Bloom filter to the commands.
 type bloom struct {
 	*sketch.Bloom

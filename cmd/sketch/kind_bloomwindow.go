@@ -6,6 +6,19 @@ import (
 	"github.com/shmsketch/sketch"
 )
 
+// bloomWindowKind is the Bloom window's row of cliKinds.
+var bloomWindowKind = cliKindOf(sketch.KindBloomWindow, []string{"capacity", "fp-rate", "period", "keep"},
+	sketch.OpenBloomWindow, newBloomWindow,
+	func(f createFlags) sketch.BloomWindowConfig {
+		return sketch.BloomWindowConfig{Window: f.window, Bloom: f.bloom()}
+	},
+	func(f createFlags) error {
+		if f.capacity == 0 || f.window.Keep == 0 {
+			return usageError("a Bloom window needs --capacity and --keep (and --period, or it turns only on sketch rotate)")
+		}
+		return nil
+	})
+
 // bloomWindow is a Bloom window to the commands: a Bloom filter whose
 // answers cover the last Keep periods.
 type bloomWindow struct {

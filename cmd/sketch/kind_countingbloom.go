@@ -7,6 +7,19 @@ import (
 	"github.com/shmsketch/sketch"
 )
 
+// countingBloomKind is the counting Bloom filter's row of cliKinds.
+var countingBloomKind = cliKindOf(sketch.KindCountingBloom, []string{"capacity", "fp-rate"},
+	sketch.OpenCountingBloom, newCountingBloom,
+	func(f createFlags) sketch.CountingBloomConfig {
+		return sketch.CountingBloomConfig{Capacity: f.capacity, FPRate: f.fpRate, Seed: f.seed}
+	},
+	func(f createFlags) error {
+		if f.capacity == 0 {
+			return usageError("a counting Bloom filter needs --capacity")
+		}
+		return nil
+	})
+
 // countingBloom is a counting Bloom filter to the commands.
 type countingBloom struct{ *sketch.CountingBloom }
 

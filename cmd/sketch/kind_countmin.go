@@ -6,6 +6,10 @@ import (
 	"github.com/shmsketch/sketch"
 )
 
+// countMinKind is the Count-Min sketch's row of cliKinds.
+var countMinKind = cliKindOf(sketch.KindCountMin, []string{"error", "confidence", "rows", "width", "candidates", "candidate-key-bytes"},
+	sketch.OpenCountMin, newCountMin, func(f createFlags) sketch.CountMinConfig { return f.cms }, nil)
+
 // countMin is a Count-Min sketch to the commands.
 type countMin struct {
 	*sketch.CountMin

@@ -7,6 +7,19 @@ import (
 	"github.com/shmsketch/sketch"
 )
 
+// countMinWindowKind is the Count-Min window's row of cliKinds.
+var countMinWindowKind = cliKindOf(sketch.KindCountMinWindow, []string{"error", "confidence", "rows", "width", "period", "keep", "candidates", "candidate-key-bytes"},
+	sketch.OpenCountMinWindow, newCountMinWindow,
+	func(f createFlags) sketch.CountMinWindowConfig {
+		return sketch.CountMinWindowConfig{Window: f.window, CountMin: f.cms}
+	},
+	func(f createFlags) error {
+		if f.window.Keep == 0 {
+			return usageError("a Count-Min window needs --keep (and --period, or it turns only on sketch rotate)")
+		}
+		return nil
+	})
+
 // countMinWindow is a Count-Min window to the commands: a Count-Min
 // sketch whose answers cover the last Keep periods.
 type countMinWindow struct {

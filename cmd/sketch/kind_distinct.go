@@ -7,6 +7,10 @@ import (
 	"github.com/shmsketch/sketch"
 )
 
+// distinctKind is the distinct count's row of cliKinds.
+var distinctKind = cliKindOf(sketch.KindDistinct, []string{"error", "precision", "redis"},
+	sketch.OpenDistinct, newDistinct, createFlags.distinctConfig, nil)
+
 // distinct is a distinct count to the commands. It answers no key: query
 // prints its count (countLine), and add says what the count is after.
 type distinct struct{ *sketch.Distinct }

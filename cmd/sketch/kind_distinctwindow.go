@@ -7,6 +7,19 @@ import (
 	"github.com/shmsketch/sketch"
 )
 
+// distinctWindowKind is the distinct window's row of cliKinds.
+var distinctWindowKind = cliKindOf(sketch.KindDistinctWindow, []string{"error", "precision", "redis", "period", "keep"},
+	sketch.OpenDistinctWindow, newDistinctWindow,
+	func(f createFlags) sketch.DistinctWindowConfig {
+		return sketch.DistinctWindowConfig{Window: f.window, Distinct: f.distinctConfig()}
+	},
+	func(f createFlags) error {
+		if f.window.Keep == 0 {
+			return usageError("a distinct window needs --keep (and --period, or it turns only on sketch rotate)")
+		}
+		return nil
+	})
+
 // distinctWindow is a distinct window to the commands: a distinct count
 // of the last Keep periods. Like a distinct count it answers no key:
 // query prints its count.

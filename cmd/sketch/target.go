@@ -11,10 +11,8 @@ import (
 	"github.com/shmsketch/sketch"
 )
 
-// The one place that knows which structures exist: FILE[:NAME] parsing,
-// and opening a file as whatever structure it holds. A new structure is a
-// case in openEntry, a type implementing structure in its kind_*.go file,
-// and a --kind in create.go.
+// FILE[:NAME] parsing, and opening a file as whatever structure it holds,
+// through its kind's row (kinds.go).
 
 // target is a FILE[:NAME] argument.
 type target struct {
@@ -294,24 +292,11 @@ func openWhole(t target, readWrite bool) (s structure, a *sketch.Arena, err erro
 	return nil, nil, fmt.Errorf("%s: the arena %s has no structure named %s (%s)", t, t.path, quoteName(t.name), has)
 }
 
-// openEntry opens the structure of the given kind at p. The one place
-// that lists the kinds a file may hold.
+// openEntry opens the structure of the given kind at p, through its
+// row of cliKinds.
 func openEntry(p place, kind sketch.Kind) (structure, error) {
-	switch kind {
-	case sketch.KindCountMin:
-		return openAt(p, sketch.OpenCountMin, sketch.CountMinConfig{}, newCountMin)
-	case sketch.KindBloom:
-		return openAt(p, sketch.OpenBloom, sketch.BloomConfig{}, newBloom)
-	case sketch.KindCountingBloom:
-		return openAt(p, sketch.OpenCountingBloom, sketch.CountingBloomConfig{}, newCountingBloom)
-	case sketch.KindCountMinWindow:
-		return openAt(p, sketch.OpenCountMinWindow, sketch.CountMinWindowConfig{}, newCountMinWindow)
-	case sketch.KindBloomWindow:
-		return openAt(p, sketch.OpenBloomWindow, sketch.BloomWindowConfig{}, newBloomWindow)
-	case sketch.KindDistinct:
-		return openAt(p, sketch.OpenDistinct, sketch.DistinctConfig{}, newDistinct)
-	case sketch.KindDistinctWindow:
-		return openAt(p, sketch.OpenDistinctWindow, sketch.DistinctWindowConfig{}, newDistinctWindow)
+	if k := cliKindNamed(kind); k != nil {
+		return k.open(p)
 	}
 	return nil, fmt.Errorf("%s holds a structure this build does not know (%s)", p.label, kind)
 }

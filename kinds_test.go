@@ -1,0 +1,273 @@
+package sketch
+
+// The test kinds table: every kind of structure, one row each, as the
+// tests that hold for every kind drive it (place, seed, freeze, stats,
+// inspect, fuzz-open). It is kinds.go's table for the tests, and
+// TestKinds_EveryKind keeps the two in step: a new kind is one row here.
+
+import (
+	"encoding/json"
+	"testing"
+)
+
+// testStructure is a structure of any kind: what every kind's Handle
+// gives.
+type testStructure interface {
+	Close() error
+	Check() error
+	Freeze() error
+	Frozen() bool
+	ReadOnly() bool
+	Seed() uint64
+	Path() string
+	Sync() error
+	StatsVar() StatsVar
+	String() string
+}
+
+// testKind is one kind of structure as the tests drive it.
+type testKind struct {
+	name   string // the type's name, which String shows: "CountMin"
+	kind   Kind   // its listings' name: "countmin"
+	window bool   // a window (Rotate, Current, periods)
+	// open opens one of the kind at a place with a small config (a few
+	// KiB; a window of Keep 2, turned by Rotate only), whose Seed is seed
+	// (0: none, as the options say).
+	open func(at Place, seed uint64, opts ...Option) (testStructure, error)
+	// openZero opens one with the zero config, which attaches to what is
+	// stored (and creates only where the zero config has a default
+	// shape).
+	openZero func(at Place, opts ...Option) (testStructure, error)
+	// add adds key once.
+	add func(s testStructure, key []byte) error
+	// exercise calls the kind's operations once each, whatever state the
+	// file is in: their errors are not judged, only that they return (the
+	// fuzz and corruption tests use it on damaged files).
+	exercise func(t testing.TB, s testStructure)
+}
+
+// testKindOf makes a row from the kind's constructor, its small config
+// for a seed, and its verbs.
+func testKindOf[S testStructure, C any](name string, kind Kind, window bool,
+	open func(Place, C, ...Option) (S, error), small func(seed uint64) C,
+	add func(S, []byte) error, exercise func(testing.TB, S)) testKind {
+	asTest := func(s S, err error) (testStructure, error) {
+		if err != nil {
+			return nil, err
+		}
+		return s, nil
+	}
+	return testKind{name: name, kind: kind, window: window,
+		open: func(at Place, seed uint64, opts ...Option) (testStructure, error) {
+			return asTest(open(at, small(seed), opts...))
+		},
+		openZero: func(at Place, opts ...Option) (testStructure, error) {
+			var zero C
+			return asTest(open(at, zero, opts...))
+		},
+		add:      func(s testStructure, key []byte) error { return add(s.(S), key) },
+		exercise: func(t testing.TB, s testStructure) { exercise(t, s.(S)) },
+	}
+}
+
+// testWin is the small configs' window: two periods kept, turned by
+// Rotate only.
+var testWin = Window{Keep: 2}
+
+// exerciseKeys are the keys exercise adds and asks in batches.
+var exerciseKeys = [][]byte{[]byte("k0"), []byte("k1"), []byte("k2"), []byte("k3"), []byte("k4"), []byte("k5"), []byte("k6"), []byte("k7"), []byte("k8")}
+
+// testKinds is every kind, in the order of their kind numbers.
+var testKinds = []testKind{
+	testKindOf("CountMin", KindCountMin, false, OpenCountMin,
+		func(seed uint64) CountMinConfig { return CountMinConfig{Rows: 2, Width: 64, Seed: seed} },
+		func(c *CountMin, k []byte) error { _, err := c.Add(k); return err },
+		func(_ testing.TB, c *CountMin) {
+			c.Add([]byte("x"))
+			c.AddN([]byte("y"), 3)
+			c.AddString("z")
+			est := make([]uint64, len(exerciseKeys))
+			c.AddBatch(exerciseKeys, est)
+			c.EstimateBatch(exerciseKeys, est)
+			c.Estimate([]byte("x"))
+			c.EstimateString("y")
+			c.Stats()
+			c.Check()
+			c.Merge(c)
+			c.Top(0)
+		}),
+	testKindOf("Bloom", KindBloom, false, OpenBloom,
+		func(seed uint64) BloomConfig { return BloomConfig{Capacity: 100, Seed: seed} },
+		func(b *Bloom, k []byte) error { _, err := b.Add(k); return err },
+		func(t testing.TB, b *Bloom) {
+			b.AddString("x")
+			b.AddBatch(exerciseKeys, make([]bool, len(exerciseKeys)))
+			if !b.ContainsString("x") && !b.Frozen() && !b.ReadOnly() {
+				t.Error("Bloom: Check(x) = false after Add(x)")
+			}
+			b.ContainsBatch(exerciseKeys, make([]bool, len(exerciseKeys)))
+			b.Stats()
+			b.Merge(b)
+			b.Reset()
+		}),
+	testKindOf("CountingBloom", KindCountingBloom, false, OpenCountingBloom,
+		func(seed uint64) CountingBloomConfig { return CountingBloomConfig{Capacity: 100, Seed: seed} },
+		func(b *CountingBloom, k []byte) error { _, err := b.Add(k); return err },
+		func(_ testing.TB, b *CountingBloom) {
+			b.AddString("x")
+			b.AddBatch(exerciseKeys, nil)
+			b.ContainsString("x")
+			b.EstimateString("k1")
+			b.RemoveString("x")
+			b.Stats()
+			b.Merge(b)
+			b.Reset()
+		}),
+	testKindOf("CountMinWindow", KindCountMinWindow, true, OpenCountMinWindow,
+		func(seed uint64) CountMinWindowConfig {
+			return CountMinWindowConfig{Window: testWin, CountMin: CountMinConfig{Rows: 2, Width: 64, Seed: seed}}
+		},
+		func(w *CountMinWindow, k []byte) error { _, err := w.Add(k); return err },
+		func(_ testing.TB, w *CountMinWindow) {
+			w.AddN([]byte("x"), 2)
+			w.AddString("y")
+			est := make([]uint64, len(exerciseKeys))
+			w.AddBatch(exerciseKeys, est)
+			w.EstimateBatch(exerciseKeys, est)
+			w.EstimateString("x")
+			w.Current()
+			w.Stats()
+			w.Rotate()
+			w.Estimate([]byte("y"))
+			w.AddString("y")
+			w.Top(0)
+			w.Check()
+		}),
+	testKindOf("BloomWindow", KindBloomWindow, true, OpenBloomWindow,
+		func(seed uint64) BloomWindowConfig {
+			return BloomWindowConfig{Window: testWin, Bloom: BloomConfig{Capacity: 100, Seed: seed}}
+		},
+		func(w *BloomWindow, k []byte) error { _, err := w.Add(k); return err },
+		func(_ testing.TB, w *BloomWindow) {
+			w.AddString("x")
+			w.AddBatch(exerciseKeys, make([]bool, len(exerciseKeys)))
+			w.ContainsString("x")
+			w.ContainsBatch(exerciseKeys, make([]bool, len(exerciseKeys)))
+			w.Current()
+			w.Stats()
+			w.Rotate()
+			w.Contains([]byte("y"))
+		}),
+	testKindOf("Distinct", KindDistinct, false, OpenDistinct,
+		func(seed uint64) DistinctConfig { return DistinctConfig{Precision: 8, Seed: seed} },
+		(*Distinct).Add,
+		func(_ testing.TB, d *Distinct) {
+			d.AddString("x")
+			d.Add([]byte("y"))
+			d.AddBatch(exerciseKeys)
+			d.Count()
+			d.Stats()
+			d.ExportRedis()
+			d.Merge(d)
+			d.Reset()
+		}),
+	testKindOf("DistinctWindow", KindDistinctWindow, true, OpenDistinctWindow,
+		func(seed uint64) DistinctWindowConfig {
+			return DistinctWindowConfig{Window: testWin, Distinct: DistinctConfig{Precision: 8, Seed: seed}}
+		},
+		(*DistinctWindow).Add,
+		func(_ testing.TB, w *DistinctWindow) {
+			w.AddString("x")
+			w.Add([]byte("y"))
+			w.AddBatch(exerciseKeys)
+			w.Count()
+			w.Stats()
+			w.ExportRedis()
+			w.Rotate()
+			w.CountCovered()
+			if d, err := w.Snapshot(Memory()); err == nil {
+				d.Count()
+				d.Close()
+			}
+		}),
+}
+
+// testKindFor is the row of kind k, nil when testKinds lacks it.
+func testKindFor(k Kind) *testKind {
+	for i := range testKinds {
+		if testKinds[i].kind == k {
+			return &testKinds[i]
+		}
+	}
+	return nil
+}
+
+// mustOpenTestKind opens one of kind k at a place with its small config for
+// the test, and closes it when the test ends.
+func mustOpenTestKind(t testing.TB, k *testKind, at Place, opts ...Option) testStructure {
+	t.Helper()
+	s, err := k.open(at, 0, opts...)
+	if err != nil {
+		t.Fatalf("open %s: %v", k.name, err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+// fileStatsOf is the part of s's Stats every kind has, as its StatsVar
+// shows it.
+func fileStatsOf(t testing.TB, s testStructure) FileStats {
+	t.Helper()
+	var fs FileStats
+	if err := json.Unmarshal([]byte(s.StatsVar().String()), &fs); err != nil {
+		t.Fatalf("%s: Stats as JSON: %v", s, err)
+	}
+	return fs
+}
+
+// TestKinds_EveryKind: testKinds has one row for each kind of the
+// format's table, in kind-number order, and each row opens a structure
+// that lists as its kind, takes a key and the exercise, passes Check, and
+// reattaches with the zero config.
+func TestKinds_EveryKind(t *testing.T) {
+	if len(testKinds) != len(kinds) {
+		t.Errorf("testKinds has %d rows, the kinds table %d", len(testKinds), len(kinds))
+	}
+	for n := uint32(1); n <= uint32(len(kinds)); n++ {
+		info, ok := kinds[n]
+		if !ok {
+			t.Errorf("the kinds table has no kind %d, and has %d kinds", n, len(kinds))
+			continue
+		}
+		if int(n) > len(testKinds) || testKinds[n-1].kind != info.kind {
+			t.Errorf("testKinds row %d is not %s (%s): add its row, in kind-number order", n, info.kind, info.name)
+		}
+	}
+	a := mustOpenArena(t, tempPath(t, "arena"), 1<<20)
+	for i := range testKinds {
+		k := &testKinds[i]
+		t.Run(k.name, func(t *testing.T) {
+			s := mustOpenTestKind(t, k, a.Place(k.name))
+			if _, rotates := s.(interface{ Rotate() error }); rotates != k.window {
+				t.Errorf("window = %v, but Rotate is there: %v", k.window, rotates)
+			}
+			if err := k.add(s, []byte("key")); err != nil {
+				t.Fatalf("add: %v", err)
+			}
+			k.exercise(t, s)
+			if err := s.Check(); err != nil {
+				t.Errorf("Check after exercise: %v", err)
+			}
+			z, err := k.openZero(a.Place(k.name))
+			if err != nil {
+				t.Fatalf("open with the zero config: %v", err)
+			}
+			z.Close()
+			for _, e := range a.List() {
+				if e.Name == k.name && e.Kind != k.kind {
+					t.Errorf("listed as %q, want %q", e.Kind, k.kind)
+				}
+			}
+		})
+	}
+}
