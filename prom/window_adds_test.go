@@ -68,7 +68,11 @@ func TestArenaCollector_WindowAdds(t *testing.T) {
 			}
 			last[s] = got
 		}
-		if changes < float64(10*(turn+1)-2) {
+		// Each period's 10 keys land in 256 registers, under the arena's
+		// random seed: a key that meets a register already as high
+		// changes nothing, about 0.7 keys in the 60, and 3 or more in 3%
+		// of runs. 9 or more misses would take odds under 1e-9.
+		if changes < float64(10*(turn+1)-8) {
 			t.Errorf("turn %d: %v register changes for %d new keys", turn, changes, 10*(turn+1))
 		}
 		if got, _ := value(t, fams, series{"sketch_counted", "per-client"}); turn >= 2 && got >= cmAdds {
