@@ -152,7 +152,7 @@ func d14Sigma(p int) float64 { return distinctStdError(uint(p)) }
 // the number of keys but for keys sharing a register; repeats change
 // nothing.
 func TestDistinct_Small(t *testing.T) {
-	d := mustDistinct(t, DistinctConfig{})
+	d := mustDistinct(t, DistinctConfig{Seed: 1}) // a fixed seed: under a random one about 1 run in 300 puts two of the 50 keys in one register
 	if got := d.Count(); got != 0 {
 		t.Fatalf("Count() of an empty count = %d", got)
 	}
