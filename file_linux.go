@@ -249,35 +249,51 @@ func adopt(fd int, path string, sp spec, o options, deadline time.Time) (*mappin
 		}
 		return nil, errCannotAdopt
 	}
+	if err := adoptable(fd, &st, sp, o, deadline); err != nil {
+		return nil, err
+	}
+	return initOwnerOnly(fd, path, sp, o)
+}
+
+// adoptable refuses an empty or all-zero file that is not safe to
+// initialise: not the requested shape, not the caller's, linked twice,
+// or open to others beyond the requested mode.
+func adoptable(fd int, st *unix.Stat_t, sp spec, o options, deadline time.Time) error {
 	what := "empty file"
 	if st.Size != 0 {
 		need := sp.fileSize()
 		if uint64(st.Size) != need {
-			return nil, fmt.Errorf("%w (%d bytes with a zero magic; the requested shape needs %d)", ErrInterruptedCreate, st.Size, need)
+			return fmt.Errorf("%w (%d bytes with a zero magic; the requested shape needs %d)", ErrInterruptedCreate, st.Size, need)
 		}
 		what = "all-zero file"
 	}
 	if st.Uid != uint32(os.Geteuid()) {
-		return nil, fmt.Errorf("%w: an %s owned by %s is not adopted", ErrNotOwner, what, describeUID(st.Uid))
+		return fmt.Errorf("%w: an %s owned by %s is not adopted", ErrNotOwner, what, describeUID(st.Uid))
 	}
 	if st.Nlink != 1 {
-		return nil, fmt.Errorf("%w: an %s with %d links is not adopted (another name could be someone else's file)", ErrHardLinked, what, st.Nlink)
+		return fmt.Errorf("%w: an %s with %d links is not adopted (another name could be someone else's file)", ErrHardLinked, what, st.Nlink)
 	}
 	if extra := uint32(st.Mode) & 0o777 &^ uint32(o.mode); extra&0o022 != 0 || st.Mode&0o006 != 0 {
 		// Whoever could write it may hold a descriptor already, which the
 		// fchmod below would not take back; whoever could open it may hold
 		// its flock (checkReadableCandidate, which the mode passed before).
-		return nil, fmt.Errorf("%w: an %s of mode %#o lets others write or open it, more than the requested mode %#o; they may hold it open already", ErrLooseMode, what, st.Mode&0o777, uint32(o.mode))
+		return fmt.Errorf("%w: an %s of mode %#o lets others write or open it, more than the requested mode %#o; they may hold it open already", ErrLooseMode, what, st.Mode&0o777, uint32(o.mode))
 	}
 	if st.Size != 0 {
 		zero, err := allZero(fd, st.Size, deadline)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		if !zero {
-			return nil, ErrInterruptedCreate
+			return ErrInterruptedCreate
 		}
 	}
+	return nil
+}
+
+// initOwnerOnly initialises the file to adopt, owner-only until its magic
+// is published, then gives it the requested mode.
+func initOwnerOnly(fd int, path string, sp spec, o options) (*mapping, error) {
 	// Owner only while the file is initialised: an adopter killed part
 	// way leaves an all-zero file nobody else could open, which the next
 	// adopter takes over (checkReadableCandidate). The requested mode
