@@ -76,33 +76,49 @@ type ArenaStats struct {
 	FileStats
 }
 
-func arenaSpec(size int64) (spec, error) {
-	if size < 0 {
-		return spec{}, fmt.Errorf("%w: arena size %d is negative", ErrInvalidConfig, size)
+// ArenaConfig sizes an arena and gives its hash seed.
+//
+// Creating needs Size; the zero config only attaches to an existing
+// arena, whatever its size and seed.
+type ArenaConfig struct {
+	// Size is the file's size in bytes at create, rounded up to a page,
+	// and fixed from then on. The header and the directory take the first
+	// 12 KiB to 532 KiB (the directory has an entry per 4096 bytes, 16 to
+	// 4096 of them), and the smallest arena has one page after them; the
+	// sum of the structures' Bytes (each counts a standalone file's
+	// header) plus 1 MiB always fits them. On attach, Size must be the
+	// size the arena was created with (ErrIncompatible otherwise), or
+	// zero, which accepts any. Zero cannot create: where there is no arena
+	// to attach to (a missing file, a memfd, memory) it is
+	// ErrInvalidConfig.
+	Size int64 `json:"size"`
+	// Seed is the hash seed; zero means random at create and any on
+	// attach, as for CountMinConfig. Every structure in the arena hashes
+	// with it: a structure's config may give no seed or this one
+	// (ErrIncompatible otherwise; see Arena.Place).
+	Seed uint64 `json:"seed"`
+}
+
+func arenaSpec(cfg ArenaConfig) (spec, error) {
+	if cfg.Size < 0 {
+		return spec{}, fmt.Errorf("%w: arena size %d is negative", ErrInvalidConfig, cfg.Size)
 	}
-	return spec{arena: true, size: uint64(size), match: func(entry) error { return nil }}, nil
+	return spec{arena: true, size: uint64(cfg.Size), seed: cfg.Seed, match: func(entry) error { return nil }}, nil
 }
 
 // OpenArena opens the arena at a place (a path, a new memfd, an inherited
-// descriptor or memory; see Place), creating it with size bytes (rounded
-// up to a page) where there is none. The header and the directory take the
-// first 12 KiB to 532 KiB (the directory has an entry per 4096 bytes, 16
-// to 4096 of them), and the smallest arena has one page after them; the
-// sum of the structures' Bytes (each counts a standalone file's header)
-// plus 1 MiB always fits them. The trust rules and the options are the
-// place's; WithSeed sets the seed of a new arena, with which every
-// structure in it hashes. Attaching to an existing arena needs the size it
-// was created with, or 0, which attaches to any (and cannot create: a
-// memfd or memory arena needs its size). A file that holds a standalone
-// structure is ErrIncompatible, and arenas do not nest (an arena's Place
-// is ErrInvalidArgument).
-func OpenArena(at Place, size int64, opts ...Option) (*Arena, error) {
-	specOf := func() (spec, error) { return arenaSpec(size) }
+// descriptor or memory; see Place), creating it with cfg's Size and Seed
+// where there is none, and attaching to it, as cfg allows (ArenaConfig),
+// where there is one. The trust rules and the options are the place's. A
+// file that holds a standalone structure is ErrIncompatible, and arenas do
+// not nest (an arena's Place is ErrInvalidArgument).
+func OpenArena(at Place, cfg ArenaConfig, opts ...Option) (*Arena, error) {
+	specOf := func() (spec, error) { return arenaSpec(cfg) }
 	createOf := func() (spec, error) {
-		if size == 0 {
+		if cfg.Size == 0 {
 			return spec{}, fmt.Errorf("%w: arena size is missing", ErrInvalidConfig)
 		}
-		return arenaSpec(size)
+		return arenaSpec(cfg)
 	}
 	if at.how == atArena {
 		return nil, fmt.Errorf("sketch: open arena %s: %w: arenas do not nest", entryLabel(at.name), ErrInvalidArgument)
@@ -121,18 +137,17 @@ func newArena(m *mapping) *Arena {
 	return a
 }
 
-// entryOptions applies the options given with an arena's Place to sp:
-// only a seed (which must be the arena's, as structure checks) and, on a
-// read-only arena, WithReadOnly mean anything there.
-func (a *Arena) entryOptions(sp spec, opts []Option) (spec, error) {
+// entryOptions checks the options given with an arena's Place against
+// the arena: only WithReadOnly, on a read-only arena, means anything there.
+func (a *Arena) entryOptions(opts []Option) error {
 	o, err := buildOptions(opts)
 	if err != nil {
-		return sp, err
+		return err
 	}
 	if o.readOnly && !a.ro {
-		return sp, fmt.Errorf("%w: WithReadOnly for a structure of a read-write arena (open the arena with WithReadOnly)", ErrInvalidConfig)
+		return fmt.Errorf("%w: WithReadOnly for a structure of a read-write arena (open the arena with WithReadOnly)", ErrInvalidConfig)
 	}
-	return sp.seeded(o)
+	return nil
 }
 
 func (a *Arena) errorf(op, name string, err error) error {
@@ -205,7 +220,7 @@ func (a *Arena) structure(name string, sp spec, specErr error, exact *entry) (*m
 	}
 	if sp.seed != 0 && sp.seed != a.lay.seed {
 		// Seeds stay out of messages: the arena's is a secret.
-		return nil, a.errorf("open", name, fmt.Errorf("%w: the config's seed is not the arena's (every structure of an arena has the arena's seed; see WithSeed)", ErrIncompatible))
+		return nil, a.errorf("open", name, fmt.Errorf("%w: the config's seed is not the arena's (every structure of an arena has the arena's seed; see ArenaConfig.Seed)", ErrIncompatible))
 	}
 	for try := 0; ; try++ {
 		e, room, err := a.find(name, sp, exact)
@@ -789,8 +804,10 @@ func (a *Arena) check() error {
 // control or format characters (ErrInvalidArgument); a name another
 // process wrote into the file is opened as it is, and may be neither.
 // The arena's handle decides how the file is opened: of the options,
-// WithSeed must name the arena's seed, WithReadOnly is accepted on a read-only
-// arena only (open the arena with WithReadOnly for read-only structures), and
-// the rest do not apply. The place is valid for as long as the arena's
-// handle is open; structures from it outlive the arena's Close.
+// WithReadOnly is accepted on a read-only arena only (open the arena with
+// WithReadOnly for read-only structures), and the rest do not apply. Every
+// structure hashes with the arena's seed (ArenaConfig.Seed): a config's
+// Seed must be zero or the arena's (ErrIncompatible). The place is valid
+// for as long as the arena's handle is open; structures from it outlive
+// the arena's Close.
 func (a *Arena) Place(name string) Place { return Place{how: atArena, name: name, arena: a} }

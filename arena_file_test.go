@@ -18,7 +18,7 @@ import (
 func arMakeFile(t testing.TB) []byte {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "arena")
-	a, err := OpenArena(Path(path), 256<<10)
+	a, err := OpenArena(Path(path), ArenaConfig{Size: 256 << 10})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -119,7 +119,7 @@ func TestArena_CraftedFiles(t *testing.T) {
 				t.Fatal(err)
 			}
 			for _, opts := range [][]Option{nil, {WithReadOnly()}} {
-				a, err := OpenArena(Path(path), 0, opts...)
+				a, err := OpenArena(Path(path), ArenaConfig{}, opts...)
 				if !errors.Is(err, tc.want) {
 					t.Errorf("OpenArena(%v) = %v, want %v", opts, err, tc.want)
 				}

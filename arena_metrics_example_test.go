@@ -15,7 +15,7 @@ import (
 // of their own, as here. A monitoring process that may only read the file
 // opens the arena with sketch.WithReadOnly() and does the same.
 func ExampleArena_Metrics() {
-	arena, err := sketch.OpenArena(sketch.Memory(), 4<<20)
+	arena, err := sketch.OpenArena(sketch.Memory(), sketch.ArenaConfig{Size: 4 << 20})
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -317,7 +317,7 @@ func TestArenaMetrics_ReadOnly(t *testing.T) {
 // TestArenaMetrics_Stats compares the typed scrape with each structure's
 // own Stats, opened the same way. A memory arena has no path; its lock is read all the same.
 func TestArenaMetrics_Stats(t *testing.T) {
-	a, err := OpenArena(Memory(), 4<<20)
+	a, err := OpenArena(Memory(), ArenaConfig{Size: 4 << 20})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -436,7 +436,7 @@ func TestArenaMetrics_ZeroArena(t *testing.T) {
 // 10M keys at 0.1% and a counting Bloom filter of 100k keys, every byte
 // walked.
 func BenchmarkArenaMetrics_Stats(b *testing.B) {
-	a, err := OpenArena(Memory(), 64<<20)
+	a, err := OpenArena(Memory(), ArenaConfig{Size: 64 << 20})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -28,7 +28,7 @@ func childArenaRace() error {
 	if err := childBarrier(); err != nil {
 		return err
 	}
-	a, err := OpenArena(Path(os.Getenv(envPath)), arRaceSize)
+	a, err := OpenArena(Path(os.Getenv(envPath)), ArenaConfig{Size: arRaceSize})
 	if err != nil {
 		return err
 	}
@@ -167,7 +167,7 @@ func TestArena_RaceToCreate(t *testing.T) {
 // entry and before publishing it, holding the write lock; it tells the
 // parent on fd 3 and waits to be killed.
 func childArenaKill() error {
-	a, err := OpenArena(Path(os.Getenv(envPath)), 1<<20)
+	a, err := OpenArena(Path(os.Getenv(envPath)), ArenaConfig{Size: 1 << 20})
 	if err != nil {
 		return err
 	}

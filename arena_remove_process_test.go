@@ -28,7 +28,7 @@ func childArenaHold() error {
 	if os.Getenv(envReadOnly) == "1" {
 		opts = append(opts, WithReadOnly())
 	}
-	a, err := OpenArena(Path(os.Getenv(envPath)), 0, opts...)
+	a, err := OpenArena(Path(os.Getenv(envPath)), ArenaConfig{}, opts...)
 	if err != nil {
 		return err
 	}
@@ -46,7 +46,7 @@ func childArenaHold() error {
 // stops inside the reuse (the slot rewritten, not published), holding the
 // write lock: it tells the parent on fd 3 and waits to be killed.
 func childArenaReuseKill() error {
-	a, err := OpenArena(Path(os.Getenv(envPath)), 0)
+	a, err := OpenArena(Path(os.Getenv(envPath)), ArenaConfig{})
 	if err != nil {
 		return err
 	}
@@ -64,7 +64,7 @@ const arChurnNames = 6
 // childArenaChurn removes and creates structures of random kinds and
 // sizes under a few names, holding some open, until it is killed.
 func childArenaChurn() error {
-	a, err := OpenArena(Path(os.Getenv(envPath)), 0)
+	a, err := OpenArena(Path(os.Getenv(envPath)), ArenaConfig{})
 	if err != nil {
 		return err
 	}
@@ -256,7 +256,7 @@ func TestArena_RemoveChurnKilled(t *testing.T) {
 // no overlap, every structure opens and checks.
 func arCheckWhole(t *testing.T, path string) {
 	t.Helper()
-	a, err := OpenArena(Path(path), 0)
+	a, err := OpenArena(Path(path), ArenaConfig{})
 	if err != nil {
 		t.Fatalf("OpenArena after the kill: %v", err)
 	}

@@ -55,7 +55,7 @@ func TestArena_Remove(t *testing.T) {
 				a = mustOpenArena(t, tempPath(t, "arena"), 1<<20)
 			} else {
 				var err error
-				if a, err = OpenArena(Memory(), 1<<20); err != nil {
+				if a, err = OpenArena(Memory(), ArenaConfig{Size: 1 << 20}); err != nil {
 					t.Fatal(err)
 				}
 				defer a.Close()
@@ -376,7 +376,7 @@ func TestArena_RemoveCrafted(t *testing.T) {
 			if err := os.WriteFile(path, b, 0o600); err != nil {
 				t.Fatal(err)
 			}
-			a, err := OpenArena(Path(path), 0)
+			a, err := OpenArena(Path(path), ArenaConfig{})
 			if tt.want != nil {
 				if !errors.Is(err, tt.want) {
 					t.Errorf("OpenArena = %v, want %v", err, tt.want)

@@ -40,7 +40,7 @@ func childRoomBlock() error {
 		return fmt.Errorf("read-locking every room byte: %w", err)
 	}
 	fmt.Println("blocking")
-	a, err := OpenArena(Path(path), 0, WithReadOnly())
+	a, err := OpenArena(Path(path), ArenaConfig{}, WithReadOnly())
 	if err != nil {
 		return err
 	}
@@ -250,7 +250,7 @@ func TestArena_RoomsSharedDescription(t *testing.T) {
 				if place == "memfd" {
 					at = Memfd("rooms")
 				}
-				a, err := OpenArena(at, 1<<20)
+				a, err := OpenArena(at, ArenaConfig{Size: 1 << 20})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -264,7 +264,7 @@ func TestArena_RoomsSharedDescription(t *testing.T) {
 					t.Fatal(err)
 				}
 				defer f.Close()
-				b, err := OpenArena(Inherited(f.Fd()), 0)
+				b, err := OpenArena(Inherited(f.Fd()), ArenaConfig{})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -318,7 +318,7 @@ func childRoomShared() error {
 	if os.Getenv(envNoProc) == "1" {
 		reopenRoomFd = func(int, int) (int, error) { return -1, unix.ENOENT }
 	}
-	a, err := OpenArena(Inherited(3), 0)
+	a, err := OpenArena(Inherited(3), ArenaConfig{})
 	if err != nil {
 		return err
 	}
@@ -352,7 +352,7 @@ func TestArena_RoomsChildGivenMemfd(t *testing.T) {
 				if !proc {
 					withoutProc(t)
 				}
-				a, err := OpenArena(Memfd("rooms"), 1<<20)
+				a, err := OpenArena(Memfd("rooms"), ArenaConfig{Size: 1 << 20})
 				if err != nil {
 					t.Fatal(err)
 				}

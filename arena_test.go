@@ -128,7 +128,7 @@ func TestArena_ErrIncompatible(t *testing.T) {
 			return err
 		}, "seed is not the arena's"},
 		{"standalone open", func() error { _, err := OpenCountMin(Path(path), arCMS); return err }, "is an arena; open it with OpenArena"},
-		{"other size", func() error { _, err := OpenArena(Path(path), 2<<20); return err }, "arena of 2097152 bytes, the file has 1048576"},
+		{"other size", func() error { _, err := OpenArena(Path(path), ArenaConfig{Size: 2 << 20}); return err }, "arena of 2097152 bytes, the file has 1048576"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := tc.open()
@@ -139,7 +139,7 @@ func TestArena_ErrIncompatible(t *testing.T) {
 	}
 	standalone := tempPath(t, "cms")
 	mustOpen(t, standalone, arCMS)
-	if _, err := OpenArena(Path(standalone), 1<<20); !errors.Is(err, ErrIncompatible) || !strings.Contains(err.Error(), "not an arena") {
+	if _, err := OpenArena(Path(standalone), ArenaConfig{Size: 1 << 20}); !errors.Is(err, ErrIncompatible) || !strings.Contains(err.Error(), "not an arena") {
 		t.Errorf("OpenArena on a standalone sketch: %v, want ErrIncompatible", err)
 	}
 }
@@ -321,7 +321,7 @@ func TestArena_ReadOnlyAndFrozen(t *testing.T) {
 	if _, err := OpenCountMin(a.Place("new"), arCMS); !errors.Is(err, ErrFrozen) {
 		t.Errorf("create in a frozen arena: %v, want ErrFrozen", err)
 	}
-	if _, err := OpenArena(Path(path), 0); !errors.Is(err, ErrFrozen) {
+	if _, err := OpenArena(Path(path), ArenaConfig{}); !errors.Is(err, ErrFrozen) {
 		t.Errorf("read-write open of a frozen arena: %v, want ErrFrozen", err)
 	}
 	if !ro.Stats().Frozen || !rc.Frozen() {
@@ -330,7 +330,7 @@ func TestArena_ReadOnlyAndFrozen(t *testing.T) {
 }
 
 func TestArena_Memfd(t *testing.T) {
-	a, err := OpenArena(Memfd("arena"), 1<<20)
+	a, err := OpenArena(Memfd("arena"), ArenaConfig{Size: 1 << 20})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -346,7 +346,7 @@ func TestArena_Memfd(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	b, err := OpenArena(Inherited(f.Fd()), 0)
+	b, err := OpenArena(Inherited(f.Fd()), ArenaConfig{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -366,7 +366,7 @@ func TestArena_Memfd(t *testing.T) {
 		t.Errorf("the creator lists %d entries, want 2", got)
 	}
 
-	mem, err := OpenArena(Memory(), 256<<10)
+	mem, err := OpenArena(Memory(), ArenaConfig{Size: 256 << 10})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -375,20 +375,20 @@ func TestArena_Memfd(t *testing.T) {
 		t.Errorf("in-memory arena: %v", err)
 	}
 	for _, size := range []int64{0, -1} {
-		if _, err := OpenArena(Memory(), size); !errors.Is(err, ErrInvalidConfig) {
+		if _, err := OpenArena(Memory(), ArenaConfig{Size: size}); !errors.Is(err, ErrInvalidConfig) {
 			t.Errorf("NewArena(%d) = %v, want ErrInvalidConfig", size, err)
 		}
 	}
-	if _, err := OpenArena(Path(tempPath(t, "none")), 0); !errors.Is(err, ErrInvalidConfig) {
+	if _, err := OpenArena(Path(tempPath(t, "none")), ArenaConfig{}); !errors.Is(err, ErrInvalidConfig) {
 		t.Errorf("OpenArena of a missing file with size 0 = %v, want ErrInvalidConfig", err)
 	}
 }
 
-func TestArena_WithSeed(t *testing.T) {
+func TestArena_Seed(t *testing.T) {
 	dir := t.TempDir()
 	var seeds []uint64
 	for _, name := range []string{"a", "b"} {
-		a := mustOpenArena(t, dir+"/"+name, 1<<20, WithSeed(42))
+		a := mustIn(t, OpenArena, Path(dir+"/"+name), ArenaConfig{Size: 1 << 20, Seed: 42})
 		c, err := OpenCountMin(a.Place("c"), arCMS)
 		if err != nil {
 			t.Fatal(err)
@@ -399,7 +399,7 @@ func TestArena_WithSeed(t *testing.T) {
 	if seeds[0] != 42 || seeds[1] != 42 {
 		t.Errorf("seeds %v, want 42 twice", seeds)
 	}
-	if _, err := OpenArena(Path(dir+"/a"), 0, WithSeed(43)); !errors.Is(err, ErrIncompatible) {
+	if _, err := OpenArena(Path(dir+"/a"), ArenaConfig{Seed: 43}); !errors.Is(err, ErrIncompatible) {
 		t.Errorf("attach with another seed: %v, want ErrIncompatible", err)
 	}
 }
@@ -544,7 +544,7 @@ func TestArena_StatsBytes(t *testing.T) {
 // a layout that held them all already, and called a sound arena corrupt).
 func TestArena_CheckAfterList(t *testing.T) {
 	path := tempPath(t, "checked")
-	a, err := OpenArena(Path(path), 1<<20)
+	a, err := OpenArena(Path(path), ArenaConfig{Size: 1 << 20})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -562,7 +562,7 @@ func TestArena_CheckAfterList(t *testing.T) {
 	if err := a.Check(); err != nil {
 		t.Errorf("Check of a sound arena: %v", err)
 	}
-	b, err := OpenArena(Path(path), 0, WithReadOnly())
+	b, err := OpenArena(Path(path), ArenaConfig{}, WithReadOnly())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,7 +15,7 @@ import (
 // goroutines either hands out a working window or reports ErrClosed.
 func TestArena_WindowsOutliveArena(t *testing.T) {
 	path := tempPath(t, "arena")
-	a, err := OpenArena(Path(path), 4<<20)
+	a, err := OpenArena(Path(path), ArenaConfig{Size: 4 << 20})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,7 +63,7 @@ func TestArena_WindowsOutliveArena(t *testing.T) {
 	bw.Close()
 
 	for range 20 {
-		a, err := OpenArena(Path(path), 0, WithReadOnly())
+		a, err := OpenArena(Path(path), ArenaConfig{}, WithReadOnly())
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -14,7 +14,7 @@ import (
 func BenchmarkArenaOpen(b *testing.B) {
 	for _, n := range []int{16, 256} {
 		b.Run(fmt.Sprintf("structures=%d", n), func(b *testing.B) {
-			a, err := OpenArena(Path(filepath.Join(b.TempDir(), "arena")), 16<<20)
+			a, err := OpenArena(Path(filepath.Join(b.TempDir(), "arena")), ArenaConfig{Size: 16 << 20})
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -46,7 +46,7 @@ func BenchmarkArenaOpen(b *testing.B) {
 func BenchmarkArenaRemoveCreate(b *testing.B) {
 	for _, n := range []int{16, 256} {
 		b.Run(fmt.Sprintf("structures=%d", n), func(b *testing.B) {
-			a, err := OpenArena(Path(filepath.Join(b.TempDir(), "arena")), 16<<20)
+			a, err := OpenArena(Path(filepath.Join(b.TempDir(), "arena")), ArenaConfig{Size: 16 << 20})
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -101,7 +101,9 @@ func TestCandidates_FourProcesses(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	one := mustIn(t, OpenCountMin, Memory(), candidatesProcessConfig, WithSeed(c.Seed()))
+	cfg := candidatesProcessConfig
+	cfg.Seed = c.Seed()
+	one := mustIn(t, OpenCountMin, Memory(), cfg)
 	for _, k := range keys {
 		one.Add(k)
 	}

@@ -48,7 +48,7 @@ func addDescending(t *testing.T, c *CountMin) []string {
 func TestCandidates_TwoBuckets(t *testing.T) {
 	missed := 0
 	for seed := uint64(1); seed <= 1000; seed++ {
-		c, err := OpenCountMin(Memory(), CountMinConfig{Rows: 4, Width: 1 << 12, Candidates: 10}, WithSeed(seed))
+		c, err := OpenCountMin(Memory(), CountMinConfig{Rows: 4, Width: 1 << 12, Candidates: 10, Seed: seed})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -69,7 +69,7 @@ func TestCandidates_TwoBuckets(t *testing.T) {
 func TestCandidates_ExactOrder(t *testing.T) {
 	// A fixed seed: a table this small (two buckets) may miss a key whose
 	// two buckets are one, full of louder keys (TestCandidates_TwoBuckets).
-	c := mustIn(t, OpenCountMin, Memory(), CountMinConfig{Rows: 4, Width: 1 << 16, Candidates: 10}, WithSeed(7))
+	c := mustIn(t, OpenCountMin, Memory(), CountMinConfig{Rows: 4, Width: 1 << 16, Candidates: 10, Seed: 7})
 	want := addDescending(t, c)
 	hs, err := c.Top(0)
 	if err != nil {
@@ -515,7 +515,7 @@ func TestCandidates_ReadOnly(t *testing.T) {
 // TestCandidates_Arena: a sketch with a table in an arena, fed through
 // two handles, lists through a third.
 func TestCandidates_Arena(t *testing.T) {
-	a := mustIn(t, OpenArena, Memory(), 4<<20)
+	a := mustIn(t, OpenArena, Memory(), ArenaConfig{Size: 4 << 20})
 	cfg := CountMinConfig{Rows: 4, Width: 1 << 12, Candidates: 8}
 	c1 := mustIn(t, OpenCountMin, a.Place("clients"), cfg)
 	c2 := mustIn(t, OpenCountMin, a.Place("clients"), CountMinConfig{})

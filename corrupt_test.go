@@ -64,7 +64,7 @@ var (
 	corruptBWCfg    = BloomWindowConfig{Window: Window{Keep: 2}, Bloom: corruptBloomCfg}
 	corruptHLLCfg   = DistinctConfig{Precision: 8, Seed: 3}
 	corruptHLLWCfg  = DistinctWindowConfig{Window: Window{Keep: 2}, Distinct: corruptHLLCfg}
-	corruptArenaCfg = int64(64 << 10)
+	corruptArenaCfg = ArenaConfig{Size: 64 << 10}
 )
 
 // pick is made's config when made is set, the zero config otherwise.

@@ -38,8 +38,11 @@ type CountMinConfig struct {
 	CandidateKeyBytes int `json:"candidate_key_bytes,omitempty"`
 	// Seed is the hash seed. Zero means a random seed at create, so that
 	// nobody who cannot read the file can craft colliding keys; on attach,
-	// zero accepts the stored seed. WithSeed gives it as well, for every
-	// kind and an arena; the two must agree.
+	// zero accepts the stored seed, and another seed is ErrIncompatible.
+	// Structures merge only when they hash with one seed: create the files
+	// of every host that are to be merged with one (another file's Seed,
+	// or one kept as secretly as a key). A structure in an arena hashes
+	// with the arena's seed (ArenaConfig.Seed): Seed must be zero or that.
 	Seed uint64 `json:"seed"`
 }
 
@@ -1005,9 +1008,9 @@ func (c *CountMin) mergeCandidates(others []*CountMin) error {
 // complete and sealed), a Memfd or Memory. Other places are
 // ErrInvalidArgument: an Inherited descriptor holds a structure already,
 // and sealing a structure of an arena would seal the whole arena (take
-// the arena's snapshot instead). WithMode applies to a path, and WithSeed,
-// if given, must be this sketch's seed. The copy reads the whole region
-// once, a word at a time, and takes no lock.
+// the arena's snapshot instead). WithMode applies to a path; the copy
+// has this sketch's seed. The copy reads the whole region once, a word at
+// a time, and takes no lock.
 func (c *CountMin) Snapshot(at Place, opts ...Option) (*CountMin, error) {
 	if !c.open.Load() {
 		return nil, c.closedErr("snapshot")

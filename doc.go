@@ -77,8 +77,8 @@
 // Each kind has one constructor that takes the place and the kind's
 // config: [OpenCountMin], [OpenBloom], [OpenCountingBloom],
 // [OpenCountMinWindow], [OpenBloomWindow], [OpenDistinct],
-// [OpenDistinctWindow], and
-// [OpenArena] for the arena.
+// [OpenDistinctWindow], and [OpenArena] for the arena, with an
+// [ArenaConfig].
 // Every process asks for the same place and config; the first to ask
 // creates the structure, the rest attach. [Arena.Remove] takes a
 // structure out of its arena, so that its name opens a new one with
@@ -130,12 +130,13 @@
 // may write is refused read-write ([ErrLooseMode]), and another user's file
 // with holes is refused on every route ([ErrSparse]).
 //
-// Each file has a random hash seed unless [WithSeed] (or a config's Seed)
-// gives one, so that nobody who cannot read the file can craft keys that
-// collide. The seed is secret: it is in no error message and not in Stats.
-// Every structure's Seed method returns it ([CountMin.Seed]), to create
-// other files with the same seed: structures merge only when they hash
-// with one seed.
+// Each file has a random hash seed unless its config's Seed
+// ([CountMinConfig.Seed], [ArenaConfig.Seed], ...) gives one, so that
+// nobody who cannot read the file can craft keys that collide. The seed
+// is secret: it is in no error message and not in Stats. Every
+// structure's Seed method returns it ([CountMin.Seed]), to create other
+// files with the same seed: structures merge only when they hash with
+// one seed.
 //
 // An add is one atomic increment per row. A process killed part way
 // through an add has counted its key in some rows and not others: that

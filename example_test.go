@@ -224,7 +224,7 @@ func ExampleOpenArena() {
 	dir, _ := os.MkdirTemp("", "sketch-example")
 	defer os.RemoveAll(dir)
 
-	arena, err := sketch.OpenArena(sketch.Path(filepath.Join(dir, "gateway.arena")), 16<<20)
+	arena, err := sketch.OpenArena(sketch.Path(filepath.Join(dir, "gateway.arena")), sketch.ArenaConfig{Size: 16 << 20})
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -142,7 +142,9 @@ type fuzzOpener struct {
 // fuzzOpeners are every kind's opener with the zero config (testKinds),
 // and the arena's.
 var fuzzOpeners = append(fuzzKindOpeners(), fuzzOpener{"OpenArena",
-	func(p string, o []Option) (interface{ Close() error }, error) { return OpenArena(Path(p), 0, o...) },
+	func(p string, o []Option) (interface{ Close() error }, error) {
+		return OpenArena(Path(p), ArenaConfig{}, o...)
+	},
 	func(t *testing.T, h any) { fuzzArena(t, h.(*Arena)) }})
 
 func fuzzKindOpeners() []fuzzOpener {
@@ -294,7 +296,7 @@ func fuzzValidFiles(t testing.TB) []fuzzValid {
 		must(os.Remove(p("hllw")))
 	}
 
-	a, err := OpenArena(Path(p("arena")), 256<<10, WithSeed(3))
+	a, err := OpenArena(Path(p("arena")), ArenaConfig{Size: 256 << 10, Seed: 3})
 	must(err)
 	for _, name := range []string{"one", "two"} {
 		c, err := OpenCountMin(a.Place(name), CountMinConfig{Rows: 2, Width: 64})

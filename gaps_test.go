@@ -37,7 +37,7 @@ func TestFreeze_FreezingHandleIsReadOnly(t *testing.T) {
 			func(h frozenable) error { return k.add(h.(testStructure), []byte("k")) }})
 	}
 	cases = append(cases, freezeCase{"arena",
-		func(p string) (frozenable, error) { return OpenArena(Path(p), 1<<20) },
+		func(p string) (frozenable, error) { return OpenArena(Path(p), ArenaConfig{Size: 1 << 20}) },
 		func(h frozenable) bool { return h.(*Arena).Stats().ReadOnly },
 		func(h frozenable) error {
 			_, err := OpenCountMin(h.(*Arena).Place("new"), CountMinConfig{Rows: 1, Width: 8})
@@ -140,12 +140,12 @@ func TestErrors_SayWhatIsSo(t *testing.T) {
 	}
 
 	arenaPath := filepath.Join(dir, "arena")
-	a, err := OpenArena(Path(arenaPath), 1<<20)
+	a, err := OpenArena(Path(arenaPath), ArenaConfig{Size: 1 << 20})
 	if err != nil {
 		t.Fatal(err)
 	}
 	a.Close()
-	ro, err := OpenArena(Path(arenaPath), 0, WithReadOnly())
+	ro, err := OpenArena(Path(arenaPath), ArenaConfig{}, WithReadOnly())
 	if err != nil {
 		t.Fatal(err)
 	}

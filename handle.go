@@ -175,8 +175,9 @@ func (h *Handle) Unlink() error {
 // hashes keys with. It is a secret: whoever knows it can craft keys that
 // collide (raising a Count-Min estimate, or making a filter claim keys it
 // never held), so it is in no message, String or Stats. It is for creating
-// structures that merge with this one, which needs the same seed: pass it
-// to WithSeed when creating each host's file. A zero handle returns 0.
+// structures that merge with this one, which needs the same seed: give it
+// as the config's Seed (an arena's: ArenaConfig.Seed) when creating each
+// host's file. A zero handle returns 0.
 func (h *Handle) Seed() uint64 {
 	if h.m == nil {
 		return 0

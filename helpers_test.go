@@ -366,9 +366,9 @@ func otWorks(t testing.TB, c *CountMin) {
 // mustOpenArena opens the arena at path for the test, closed at its end.
 func mustOpenArena(t testing.TB, path string, size int64, opts ...Option) *Arena {
 	t.Helper()
-	a, err := OpenArena(Path(path), size, opts...)
+	a, err := OpenArena(Path(path), ArenaConfig{Size: size}, opts...)
 	if err != nil {
-		t.Fatalf("OpenArena(%s, %d): %v", path, size, err)
+		t.Fatalf("OpenArena(%s, ArenaConfig{Size: %d}): %v", path, size, err)
 	}
 	t.Cleanup(func() { a.Close() })
 	return a

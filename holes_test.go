@@ -84,7 +84,7 @@ func TestOpen_SparseFileOfAnotherUser(t *testing.T) {
 		"read-only":  func(path string) error { return otOpenErr(t, path, holesCfg, WithReadOnly()) },
 		"Inspect":    func(path string) error { _, err := Inspect(path); return err },
 		"arena": func(path string) error {
-			a, err := OpenArena(Path(path), 0, trust)
+			a, err := OpenArena(Path(path), ArenaConfig{}, trust)
 			if err == nil {
 				a.Close()
 			}

@@ -132,7 +132,7 @@ func TestInspect_BloomWindow(t *testing.T) {
 
 	// In an arena, turned by Rotate only.
 	apath := tempPath(t, "arena")
-	a, err := OpenArena(Path(apath), 1<<20)
+	a, err := OpenArena(Path(apath), ArenaConfig{Size: 1 << 20})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -230,7 +230,7 @@ func TestInspect_Errors(t *testing.T) {
 // TestInspect_Arena: an arena's entries, each kind's parameters decoded.
 func TestInspect_Arena(t *testing.T) {
 	path := tempPath(t, "arena")
-	a, err := OpenArena(Path(path), 1<<20)
+	a, err := OpenArena(Path(path), ArenaConfig{Size: 1 << 20})
 	if err != nil {
 		t.Fatal(err)
 	}

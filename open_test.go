@@ -538,7 +538,7 @@ func TestOpen_EmptyPath(t *testing.T) {
 		"OpenCountMin": func() error { _, err := OpenCountMin(Path(""), otCfg); return err },
 		"WithReadOnly": func() error { _, err := OpenCountMin(Path(""), otCfg, WithReadOnly()); return err },
 		"OpenBloom":    func() error { _, err := OpenBloom(Path(""), BloomConfig{Capacity: 100}); return err },
-		"OpenArena":    func() error { _, err := OpenArena(Path(""), 1<<20); return err },
+		"OpenArena":    func() error { _, err := OpenArena(Path(""), ArenaConfig{Size: 1 << 20}); return err },
 		"Inspect":      func() error { _, err := Inspect(""); return err },
 	}
 	for name, open := range routes {
@@ -564,7 +564,7 @@ func TestOpen_OutOfInodes(t *testing.T) {
 	for name, open := range map[string]func(string) error{
 		"count-min": func(p string) error { _, err := OpenCountMin(Path(p), CountMinConfig{Rows: 1, Width: 64}); return err },
 		"bloom":     func(p string) error { _, err := OpenBloom(Path(p), BloomConfig{Capacity: 10}); return err },
-		"arena":     func(p string) error { _, err := OpenArena(Path(p), 64<<10); return err },
+		"arena":     func(p string) error { _, err := OpenArena(Path(p), ArenaConfig{Size: 64 << 10}); return err },
 	} {
 		p := filepath.Join(dir, name)
 		if err := open(p); !errors.Is(err, ErrNoSpace) || !strings.Contains(err.Error(), p) {

@@ -90,7 +90,7 @@ func Inherited(fd uintptr) Place { return Place{how: atInherited, fd: fd} }
 // share it as they would a file's, and code that uses the package runs its
 // unit tests with it on any system. On Linux it is an unnamed memfd (File
 // still hands it to a child); elsewhere, plain memory. The config must say
-// what to create; of the options, WithSeed applies, WithReadOnly is refused
+// what to create; of the options, WithReadOnly is refused
 // (ErrInvalidConfig), and the options about files on a path do nothing.
 func Memory() Place { return Place{how: atMemory} }
 
@@ -120,7 +120,7 @@ func (p Place) open(specOf, createOf func() (spec, error), opts []Option) (*mapp
 		}
 		sp, err := specOf()
 		if err == nil {
-			sp, err = p.arena.entryOptions(sp, opts)
+			err = p.arena.entryOptions(opts)
 		}
 		return p.arena.structure(p.name, sp, err, p.exact)
 	}

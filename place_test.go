@@ -30,7 +30,7 @@ func TestPlace_Nowhere(t *testing.T) {
 				t.Errorf("%s: Open%s = %v, want ErrInvalidArgument", name, kind, err)
 			}
 		}
-		if _, err := OpenArena(p, 1<<20); !errors.Is(err, ErrInvalidArgument) {
+		if _, err := OpenArena(p, ArenaConfig{Size: 1 << 20}); !errors.Is(err, ErrInvalidArgument) {
 			t.Errorf("%s: OpenArena = %v, want ErrInvalidArgument", name, err)
 		}
 	}
@@ -39,12 +39,12 @@ func TestPlace_Nowhere(t *testing.T) {
 // TestPlace_ArenasDoNotNest: an arena's place holds structures, not
 // another arena.
 func TestPlace_ArenasDoNotNest(t *testing.T) {
-	a, err := OpenArena(Memory(), 1<<20)
+	a, err := OpenArena(Memory(), ArenaConfig{Size: 1 << 20})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer a.Close()
-	if _, err := OpenArena(a.Place("inner"), 1<<20); !errors.Is(err, ErrInvalidArgument) {
+	if _, err := OpenArena(a.Place("inner"), ArenaConfig{Size: 1 << 20}); !errors.Is(err, ErrInvalidArgument) {
 		t.Errorf("OpenArena(arena.Place) = %v, want ErrInvalidArgument", err)
 	}
 	if got := len(a.List()); got != 0 {
@@ -57,7 +57,7 @@ func TestPlace_ArenasDoNotNest(t *testing.T) {
 // adds.
 func TestPlace_EveryKindEveryPlace(t *testing.T) {
 	dir := t.TempDir()
-	a, err := OpenArena(Path(filepath.Join(dir, "arena")), 4<<20)
+	a, err := OpenArena(Path(filepath.Join(dir, "arena")), ArenaConfig{Size: 4 << 20})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -118,34 +118,34 @@ func TestPlace_CreateOnly(t *testing.T) {
 		if _, err := OpenCountMin(p, CountMinConfig{}, WithReadOnly()); !errors.Is(err, ErrInvalidConfig) {
 			t.Errorf("OpenCountMin(%v, WithReadOnly) = %v, want ErrInvalidConfig", p.how, err)
 		}
-		if _, err := OpenArena(p, 0); !errors.Is(err, ErrInvalidConfig) {
-			t.Errorf("OpenArena(%v, 0) = %v, want ErrInvalidConfig", p.how, err)
+		if _, err := OpenArena(p, ArenaConfig{}); !errors.Is(err, ErrInvalidConfig) {
+			t.Errorf("OpenArena(%v, ArenaConfig{}) = %v, want ErrInvalidConfig", p.how, err)
 		}
 	}
 }
 
-// TestPlace_ArenaOptions: in an arena, WithSeed must name the arena's seed
-// and WithReadOnly needs a read-only arena.
+// TestPlace_ArenaOptions: in an arena, a config's Seed must be the arena's
+// seed and WithReadOnly needs a read-only arena.
 func TestPlace_ArenaOptions(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "arena")
-	a, err := OpenArena(Path(path), 1<<20, WithSeed(7))
+	a, err := OpenArena(Path(path), ArenaConfig{Size: 1 << 20, Seed: 7})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer a.Close()
-	if _, err := OpenCountMin(a.Place("c"), CountMinConfig{}, WithSeed(8)); !errors.Is(err, ErrIncompatible) {
-		t.Errorf("WithSeed(another) in an arena = %v, want ErrIncompatible", err)
+	if _, err := OpenCountMin(a.Place("c"), CountMinConfig{Seed: 8}); !errors.Is(err, ErrIncompatible) {
+		t.Errorf("another seed in an arena = %v, want ErrIncompatible", err)
 	}
-	c, err := OpenCountMin(a.Place("c"), CountMinConfig{}, WithSeed(7))
+	c, err := OpenCountMin(a.Place("c"), CountMinConfig{Seed: 7})
 	if err != nil {
-		t.Fatalf("WithSeed(the arena's): %v", err)
+		t.Fatalf("the arena's seed: %v", err)
 	}
 	c.AddString("k")
 	c.Close()
 	if _, err := OpenCountMin(a.Place("c"), CountMinConfig{}, WithReadOnly()); !errors.Is(err, ErrInvalidConfig) {
 		t.Errorf("WithReadOnly in a read-write arena = %v, want ErrInvalidConfig", err)
 	}
-	ro, err := OpenArena(Path(path), 0, WithReadOnly())
+	ro, err := OpenArena(Path(path), ArenaConfig{}, WithReadOnly())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -172,13 +172,13 @@ func TestHandle_Shared(t *testing.T) {
 	hs := map[string]shared{}
 	closers := map[string]func() error{}
 	for _, k := range testKinds {
-		s, err := k.open(Memory(), 0, WithSeed(0x5eed5eed))
+		s, err := k.open(Memory(), 0x5eed5eed)
 		if err != nil {
 			t.Fatalf("%s: %v", k.name, err)
 		}
 		hs[k.name], closers[k.name] = s, s.Close
 	}
-	a, err := OpenArena(Memory(), 1<<20, WithSeed(0x5eed5eed))
+	a, err := OpenArena(Memory(), ArenaConfig{Size: 1 << 20, Seed: 0x5eed5eed})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -21,7 +21,7 @@ func TestRemove(t *testing.T) {
 	defer c.Close()
 	c.Add([]byte("k"))
 	arenaPath := filepath.Join(dir, "arena")
-	a, err := OpenArena(Path(arenaPath), 1<<20)
+	a, err := OpenArena(Path(arenaPath), ArenaConfig{Size: 1 << 20})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -116,7 +116,7 @@ func TestReview_ArenaDirGenWrap(t *testing.T) {
 	} else {
 		x2.Close()
 	}
-	a3, err := OpenArena(Path(path), 0)
+	a3, err := OpenArena(Path(path), ArenaConfig{})
 	if err != nil {
 		t.Fatalf("OpenArena after the creates through the handle with the old directory: %v", err)
 	}
@@ -348,7 +348,7 @@ func TestReview_RemoveCreateRaceProcesses(t *testing.T) {
 // reviewCreateChild opens the arena, waits for the parent to close the
 // pipe on fd 3, creates n of its kind and prints what happened.
 func reviewCreateChild(kind string) {
-	a, err := OpenArena(Path(os.Getenv(envPath)), 0)
+	a, err := OpenArena(Path(os.Getenv(envPath)), ArenaConfig{})
 	if err != nil {
 		fmt.Println("error:", err)
 		os.Exit(2)
@@ -417,7 +417,7 @@ func TestReview_RemoveKilledBeforeCountStep(t *testing.T) {
 	if !zb.ContainsString("k") {
 		t.Error("the handle that read the reuse opened another z than the one its name holds")
 	}
-	c, err := OpenArena(Path(path), 0)
+	c, err := OpenArena(Path(path), ArenaConfig{})
 	if err != nil {
 		t.Fatalf("OpenArena afterwards: %v", err)
 	}

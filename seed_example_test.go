@@ -12,8 +12,8 @@ import (
 // Sketches merge only when they hash with one seed. Each host creates its
 // file with the fleet's seed (here the first file's: its Seed), counts,
 // freezes and ships it; a collector creates its sketch with the same seed
-// and merges the copies, read-only.
-func ExampleWithSeed() {
+// (the config's Seed) and merges the copies, read-only.
+func ExampleHandle_Seed() {
 	dir, _ := os.MkdirTemp("", "sketch-example")
 	defer os.RemoveAll(dir)
 	cfg := sketch.CountMinConfig{ErrorRate: 0.001}
@@ -23,8 +23,9 @@ func ExampleWithSeed() {
 		log.Fatal(err)
 	}
 	defer east.Close()
-	seed := east.Seed() // a secret: keep it out of logs and command lines
-	west, err := sketch.OpenCountMin(sketch.Path(filepath.Join(dir, "west.cms")), cfg, sketch.WithSeed(seed))
+	fleet := cfg
+	fleet.Seed = east.Seed() // a secret: keep it out of logs and command lines
+	west, err := sketch.OpenCountMin(sketch.Path(filepath.Join(dir, "west.cms")), fleet)
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -39,7 +40,7 @@ func ExampleWithSeed() {
 		}
 	}
 
-	total, err := sketch.OpenCountMin(sketch.Memory(), cfg, sketch.WithSeed(seed))
+	total, err := sketch.OpenCountMin(sketch.Memory(), fleet)
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -9,9 +9,10 @@ import (
 	"testing"
 )
 
-// The seed tests: structures created apart with one seed (WithSeed, on
-// every route that creates a file) merge exactly; with random seeds they
-// refuse to (ErrIncompatible); WithSeed and a config's Seed must agree.
+// The seed tests: structures created apart with one seed (the config's
+// Seed, on every route that creates a file) merge exactly; with random
+// seeds they refuse to (ErrIncompatible); another seed than an existing
+// file's is ErrIncompatible.
 
 const fleetSeed = 0x5eed_f1ee_7000_0001
 
@@ -24,9 +25,9 @@ type seeded interface {
 // seedKind creates one kind of mergeable structure by every route, and
 // adds, merges and counts on it.
 type seedKind[S seeded] struct {
-	open   func(path string, opts ...Option) (S, error)
-	memfd  func(opts ...Option) (S, error)
-	memory func(opts ...Option) (S, error)
+	open   func(path string, seed uint64) (S, error)
+	memfd  func(seed uint64) (S, error)
+	memory func(seed uint64) (S, error)
 	arena  func(a *Arena) (S, error)
 	add    func(s S, key string) error
 	merge  func(dst, src S) error
@@ -38,30 +39,27 @@ type seedKind[S seeded] struct {
 	set bool
 }
 
-// seedRoutes are the ways a file is created, each given its seed only by
-// WithSeed: at a path, as a memfd, in memory, and as an arena's structure.
+// seedRoutes are the ways a file is created, each given its seed by its
+// config: at a path, as a memfd, in memory, and as an arena's structure
+// (the arena's config).
 var seedRoutes = []string{"open", "memfd", "memory", "arena"}
 
 // make creates a structure by route, with the seed if it is not zero and
 // a random one otherwise.
 func (k seedKind[S]) make(t *testing.T, route string, seed uint64) S {
 	t.Helper()
-	var opts []Option
-	if seed != 0 {
-		opts = append(opts, WithSeed(seed))
-	}
 	var s S
 	var err error
 	switch route {
 	case "open":
-		s, err = k.open(tempPath(t, "s"), opts...)
+		s, err = k.open(tempPath(t, "s"), seed)
 	case "memfd":
-		s, err = k.memfd(opts...)
+		s, err = k.memfd(seed)
 	case "memory":
-		s, err = k.memory(opts...)
+		s, err = k.memory(seed)
 	case "arena":
 		var a *Arena
-		if a, err = OpenArena(Path(tempPath(t, "a.arena")), 4<<20, opts...); err == nil {
+		if a, err = OpenArena(Path(tempPath(t, "a.arena")), ArenaConfig{Size: 4 << 20, Seed: seed}); err == nil {
 			t.Cleanup(func() { a.Close() })
 			s, err = k.arena(a)
 		}
@@ -122,12 +120,12 @@ func testSeedMerge[S seeded](t *testing.T, k seedKind[S]) {
 }
 
 func TestSeed_MergeCountMin(t *testing.T) {
-	cfg := CountMinConfig{Rows: 4, Width: 1 << 12}
+	cfg := func(seed uint64) CountMinConfig { return CountMinConfig{Rows: 4, Width: 1 << 12, Seed: seed} }
 	testSeedMerge(t, seedKind[*CountMin]{
-		open:   func(p string, o ...Option) (*CountMin, error) { return OpenCountMin(Path(p), cfg, o...) },
-		memfd:  func(o ...Option) (*CountMin, error) { return OpenCountMin(Memfd("cms"), cfg, o...) },
-		memory: func(o ...Option) (*CountMin, error) { return OpenCountMin(Memory(), cfg, o...) },
-		arena:  func(a *Arena) (*CountMin, error) { return OpenCountMin(a.Place("cms"), cfg) },
+		open:   func(p string, seed uint64) (*CountMin, error) { return OpenCountMin(Path(p), cfg(seed)) },
+		memfd:  func(seed uint64) (*CountMin, error) { return OpenCountMin(Memfd("cms"), cfg(seed)) },
+		memory: func(seed uint64) (*CountMin, error) { return OpenCountMin(Memory(), cfg(seed)) },
+		arena:  func(a *Arena) (*CountMin, error) { return OpenCountMin(a.Place("cms"), cfg(0)) },
 		add:    func(c *CountMin, key string) error { _, err := c.AddString(key); return err },
 		merge:  func(dst, src *CountMin) error { return dst.Merge(src) },
 		count:  func(c *CountMin, key string) uint64 { return c.EstimateString(key) },
@@ -135,12 +133,12 @@ func TestSeed_MergeCountMin(t *testing.T) {
 }
 
 func TestSeed_MergeBloom(t *testing.T) {
-	cfg := BloomConfig{Capacity: 1000, FPRate: 0.001}
+	cfg := func(seed uint64) BloomConfig { return BloomConfig{Capacity: 1000, FPRate: 0.001, Seed: seed} }
 	testSeedMerge(t, seedKind[*Bloom]{
-		open:   func(p string, o ...Option) (*Bloom, error) { return OpenBloom(Path(p), cfg, o...) },
-		memfd:  func(o ...Option) (*Bloom, error) { return OpenBloom(Memfd("bloom"), cfg, o...) },
-		memory: func(o ...Option) (*Bloom, error) { return OpenBloom(Memory(), cfg, o...) },
-		arena:  func(a *Arena) (*Bloom, error) { return OpenBloom(a.Place("bloom"), cfg) },
+		open:   func(p string, seed uint64) (*Bloom, error) { return OpenBloom(Path(p), cfg(seed)) },
+		memfd:  func(seed uint64) (*Bloom, error) { return OpenBloom(Memfd("bloom"), cfg(seed)) },
+		memory: func(seed uint64) (*Bloom, error) { return OpenBloom(Memory(), cfg(seed)) },
+		arena:  func(a *Arena) (*Bloom, error) { return OpenBloom(a.Place("bloom"), cfg(0)) },
 		add:    func(b *Bloom, key string) error { _, err := b.AddString(key); return err },
 		merge:  func(dst, src *Bloom) error { return dst.Merge(src) },
 		count: func(b *Bloom, key string) uint64 {
@@ -154,23 +152,24 @@ func TestSeed_MergeBloom(t *testing.T) {
 }
 
 func TestSeed_MergeCountingBloom(t *testing.T) {
-	cfg := CountingBloomConfig{Capacity: 1000, FPRate: 0.001}
+	cfg := func(seed uint64) CountingBloomConfig {
+		return CountingBloomConfig{Capacity: 1000, FPRate: 0.001, Seed: seed}
+	}
 	testSeedMerge(t, seedKind[*CountingBloom]{
-		open:   func(p string, o ...Option) (*CountingBloom, error) { return OpenCountingBloom(Path(p), cfg, o...) },
-		memfd:  func(o ...Option) (*CountingBloom, error) { return OpenCountingBloom(Memfd("cbf"), cfg, o...) },
-		memory: func(o ...Option) (*CountingBloom, error) { return OpenCountingBloom(Memory(), cfg, o...) },
-		arena:  func(a *Arena) (*CountingBloom, error) { return OpenCountingBloom(a.Place("cbf"), cfg) },
+		open:   func(p string, seed uint64) (*CountingBloom, error) { return OpenCountingBloom(Path(p), cfg(seed)) },
+		memfd:  func(seed uint64) (*CountingBloom, error) { return OpenCountingBloom(Memfd("cbf"), cfg(seed)) },
+		memory: func(seed uint64) (*CountingBloom, error) { return OpenCountingBloom(Memory(), cfg(seed)) },
+		arena:  func(a *Arena) (*CountingBloom, error) { return OpenCountingBloom(a.Place("cbf"), cfg(0)) },
 		add:    func(b *CountingBloom, key string) error { _, err := b.AddString(key); return err },
 		merge:  func(dst, src *CountingBloom) error { return dst.Merge(src) },
 		count:  func(b *CountingBloom, key string) uint64 { return uint64(b.EstimateString(key)) },
 	})
 }
 
-// TestSeed_Windows: windows, which do not merge, have the seed WithSeed
-// gave on every route, and so does their arena.
+// TestSeed_Windows: windows, which do not merge, have the seed their
+// config gave on every route, and so does their arena.
 func TestSeed_Windows(t *testing.T) {
-	seed := WithSeed(fleetSeed)
-	arena, err := OpenArena(Memory(), 1<<20, seed)
+	arena, err := OpenArena(Memory(), ArenaConfig{Size: 1 << 20, Seed: fleetSeed})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -185,9 +184,9 @@ func TestSeed_Windows(t *testing.T) {
 			continue
 		}
 		cases = append(cases,
-			seedCase{k.name + "/Path", func() (seeded, error) { return k.open(Path(tempPath(t, "w")), 0, seed) }},
-			seedCase{k.name + "/Memfd", func() (seeded, error) { return k.open(Memfd("w"), 0, seed) }},
-			seedCase{k.name + "/Memory", func() (seeded, error) { return k.open(Memory(), 0, seed) }},
+			seedCase{k.name + "/Path", func() (seeded, error) { return k.open(Path(tempPath(t, "w")), fleetSeed) }},
+			seedCase{k.name + "/Memfd", func() (seeded, error) { return k.open(Memfd("w"), fleetSeed) }},
+			seedCase{k.name + "/Memory", func() (seeded, error) { return k.open(Memory(), fleetSeed) }},
 			seedCase{k.name + "/Arena", func() (seeded, error) { return k.open(arena.Place(k.name), 0) }})
 	}
 	cases = append(cases, seedCase{"Arena", func() (seeded, error) { return arena, nil }})
@@ -207,36 +206,26 @@ func TestSeed_Windows(t *testing.T) {
 	}
 }
 
-// TestWithSeed_Config: WithSeed and a config's Seed may both be given
-// when they agree, and a disagreement is ErrInvalidConfig on every
-// constructor; attaching with another seed than the file's is
-// ErrIncompatible.
-func TestWithSeed_Config(t *testing.T) {
+// TestSeed_Config: a config's Seed is the seed of the file every
+// constructor creates, at every place; attaching with another seed than
+// the file's is ErrIncompatible.
+func TestSeed_Config(t *testing.T) {
 	type maker struct {
 		name string
-		make func(...Option) (seeded, error)
+		make func(seed uint64) (seeded, error)
 	}
-	makers := func(cfgSeed uint64) []maker {
-		var ms []maker
-		for _, k := range testKinds {
-			ms = append(ms,
-				maker{k.name + "/Path", func(o ...Option) (seeded, error) { return k.open(Path(tempPath(t, "f")), cfgSeed, o...) }},
-				maker{k.name + "/Memfd", func(o ...Option) (seeded, error) { return k.open(Memfd("f"), cfgSeed, o...) }},
-				maker{k.name + "/Memory", func(o ...Option) (seeded, error) { return k.open(Memory(), cfgSeed, o...) }})
-		}
-		return ms
+	var makers []maker
+	for _, k := range testKinds {
+		makers = append(makers,
+			maker{k.name + "/Path", func(seed uint64) (seeded, error) { return k.open(Path(tempPath(t, "f")), seed) }},
+			maker{k.name + "/Memfd", func(seed uint64) (seeded, error) { return k.open(Memfd("f"), seed) }},
+			maker{k.name + "/Memory", func(seed uint64) (seeded, error) { return k.open(Memory(), seed) }})
 	}
-	for _, m := range makers(3) {
+	for _, m := range makers {
 		t.Run(m.name, func(t *testing.T) {
-			if s, err := m.make(WithSeed(4)); !errors.Is(err, ErrInvalidConfig) {
-				if err == nil {
-					s.Close()
-				}
-				t.Errorf("Seed 3 in the config and WithSeed(4) = %v, want ErrInvalidConfig", err)
-			}
-			s, err := m.make(WithSeed(3))
+			s, err := m.make(3)
 			if err != nil {
-				t.Fatalf("Seed 3 in the config and WithSeed(3): %v", err)
+				t.Fatalf("Seed 3 in the config: %v", err)
 			}
 			defer s.Close()
 			if got := s.Seed(); got != 3 {
@@ -244,51 +233,42 @@ func TestWithSeed_Config(t *testing.T) {
 			}
 		})
 	}
-	for _, m := range makers(0) {
-		t.Run(m.name+"/WithSeed", func(t *testing.T) {
-			s, err := m.make(WithSeed(5))
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer s.Close()
-			if got := s.Seed(); got != 5 {
-				t.Errorf("Seed() = %d, want 5", got)
-			}
-		})
-	}
 }
 
-// TestWithSeed_Attach: opening or attaching to an existing file with
-// WithSeed of another seed is ErrIncompatible; with its own seed, or
-// none, it attaches.
-func TestWithSeed_Attach(t *testing.T) {
+// TestSeed_Attach: opening or attaching to an existing file with a
+// config of another seed is ErrIncompatible; with its own seed, or none,
+// it attaches. So for an arena and its ArenaConfig.
+func TestSeed_Attach(t *testing.T) {
 	path := tempPath(t, "f")
-	cfg := CountMinConfig{Rows: 2, Width: 64}
-	c := mustOpen(t, path, cfg, WithSeed(7))
-	if _, err := OpenCountMin(Path(path), cfg, WithSeed(8)); !errors.Is(err, ErrIncompatible) {
-		t.Errorf("OpenCountMin of a file with seed 7, WithSeed(8) = %v, want ErrIncompatible", err)
+	cfg := CountMinConfig{Rows: 2, Width: 64, Seed: 7}
+	other := cfg
+	other.Seed = 8
+	c := mustOpen(t, path, cfg)
+	if _, err := OpenCountMin(Path(path), other); !errors.Is(err, ErrIncompatible) {
+		t.Errorf("OpenCountMin of a file with seed 7, Seed 8 = %v, want ErrIncompatible", err)
 	}
-	mustOpen(t, path, cfg, WithSeed(7))
+	mustOpen(t, path, cfg)
 	mustOpen(t, path, CountMinConfig{})
 	f, err := c.File()
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	if _, err := OpenCountMin(Inherited(f.Fd()), cfg, WithSeed(8)); !errors.Is(err, ErrIncompatible) {
-		t.Errorf("AttachCountMin of a file with seed 7, WithSeed(8) = %v, want ErrIncompatible", err)
+	if _, err := OpenCountMin(Inherited(f.Fd()), other); !errors.Is(err, ErrIncompatible) {
+		t.Errorf("AttachCountMin of a file with seed 7, Seed 8 = %v, want ErrIncompatible", err)
 	}
-	a, err := OpenCountMin(Inherited(f.Fd()), cfg, WithSeed(7))
+	a, err := OpenCountMin(Inherited(f.Fd()), cfg)
 	if err != nil {
 		t.Fatalf("AttachCountMin with the file's seed: %v", err)
 	}
 	a.Close()
 
 	apath := tempPath(t, "a.arena")
-	mustOpenArena(t, apath, 1<<20, WithSeed(7))
-	if _, err := OpenArena(Path(apath), 0, WithSeed(8)); !errors.Is(err, ErrIncompatible) {
-		t.Errorf("OpenArena of an arena with seed 7, WithSeed(8) = %v, want ErrIncompatible", err)
+	mustIn(t, OpenArena, Path(apath), ArenaConfig{Size: 1 << 20, Seed: 7})
+	if _, err := OpenArena(Path(apath), ArenaConfig{Seed: 8}); !errors.Is(err, ErrIncompatible) {
+		t.Errorf("OpenArena of an arena with seed 7, Seed 8 = %v, want ErrIncompatible", err)
 	}
+	mustIn(t, OpenArena, Path(apath), ArenaConfig{Seed: 7})
 	if _, err := os.Stat(apath); err != nil {
 		t.Fatal(err)
 	}

@@ -21,7 +21,6 @@ type options struct {
 	noCreate    bool
 	readOnly    bool
 	owners      []uint32      // uids trusted beside the caller and root
-	seed        uint64        // the hash seed of a new file, 0 for random (WithSeed)
 	lockTimeout time.Duration // bound of a lock wait (WithLockTimeout)
 }
 
@@ -109,23 +108,6 @@ func WithOwner(uid int) Option {
 	return func(o *options) { o.owners = append(o.owners, uint32(uid)) }
 }
 
-// WithSeed sets the hash seed of the file the call creates, at any place:
-// a structure's (OpenCountMin, OpenBloom, ...) or an arena's (OpenArena),
-// with which every structure in the arena hashes. Structures merge (CountMin.Merge, Bloom.Merge,
-// CountingBloom.Merge) only when they hash with one seed, so create the
-// files of every host that are to be merged with one seed: another file's
-// (its Seed method), or one kept as secretly as a key. Zero, the default,
-// draws a random seed, which no other file shares.
-//
-// A config's Seed field (CountMinConfig.Seed, ...) says the same, and
-// neither takes precedence: give either, or both with one value; two
-// different seeds are ErrInvalidConfig. When the call attaches to an
-// existing file instead, a seed given either way must be the file's
-// (ErrIncompatible).
-func WithSeed(seed uint64) Option {
-	return func(o *options) { o.seed = seed }
-}
-
 // trusts reports whether uid was named with WithOwner.
 func (o *options) trusts(uid uint32) bool {
 	for _, u := range o.owners {
@@ -180,20 +162,6 @@ type spec struct {
 	// before its magic is published, so that nobody sees the file before
 	// it is complete (a snapshot's copy, snapshot.go).
 	fill func(data []byte, lay layout) error
-}
-
-// seeded returns sp with the seed WithSeed gave, which must agree with the
-// config's (sp.seed, zero when the config gave none).
-func (sp spec) seeded(o options) (spec, error) {
-	switch {
-	case o.seed == 0 || o.seed == sp.seed:
-	case sp.seed == 0:
-		sp.seed = o.seed
-	default:
-		// The seeds stay out of the message: they are secrets.
-		return sp, fmt.Errorf("%w: WithSeed and the config's Seed give two different seeds", ErrInvalidConfig)
-	}
-	return sp, nil
 }
 
 // errCannotCreate means a config that only attaches (a counting Bloom
@@ -497,10 +465,8 @@ func openSpec(path string, sp spec, err error, opts []Option) (*mapping, error) 
 	if err == nil {
 		var o options
 		if o, err = buildOptions(opts); err == nil {
-			if sp, err = sp.seeded(o); err == nil {
-				m, err := openPath(path, sp, o)
-				return lockBound(m, err, o)
-			}
+			m, err := openPath(path, sp, o)
+			return lockBound(m, err, o)
 		}
 	}
 	return nil, fmt.Errorf("sketch: open %s: %w", path, err)
@@ -512,8 +478,6 @@ func memfdSpec(name string, sp spec, err error, opts []Option) (*mapping, error)
 	if err == nil {
 		if o, err = buildOptions(opts); err == nil && o.readOnly {
 			err = fmt.Errorf("%w: a new memfd cannot be read-only", ErrInvalidConfig)
-		} else if err == nil {
-			sp, err = sp.seeded(o)
 		}
 	}
 	if err != nil {
@@ -529,8 +493,6 @@ func inMemorySpec(sp spec, err error, opts []Option) (*mapping, error) {
 	if err == nil {
 		if o, err = buildOptions(opts); err == nil && o.readOnly {
 			err = fmt.Errorf("%w: a structure created in memory cannot be read-only", ErrInvalidConfig)
-		} else if err == nil {
-			sp, err = sp.seeded(o)
 		}
 	}
 	if err != nil {
@@ -545,10 +507,8 @@ func attachSpec(fd uintptr, sp spec, err error, opts []Option) (*mapping, error)
 	if err == nil {
 		var o options
 		if o, err = buildOptions(opts); err == nil {
-			if sp, err = sp.seeded(o); err == nil {
-				m, err := attachInherited(fd, sp, o)
-				return lockBound(m, err, o)
-			}
+			m, err := attachInherited(fd, sp, o)
+			return lockBound(m, err, o)
 		}
 	}
 	return nil, fmt.Errorf("sketch: attach fd %d: %w", fd, err)

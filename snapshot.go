@@ -31,8 +31,8 @@ const snapshotTries = 9
 // writes the copy, sealed and read-only. A snapshot always makes a new
 // structure: a path must not exist (an error wrapping fs.ErrExist), and
 // of the places only Path, Memfd and Memory make new files. The options
-// are the place's (WithMode for a path); a seed given must be the
-// source's, which sp names.
+// are the place's (WithMode for a path); the seed is the source's, which
+// sp names.
 func createSnapshot(src string, at Place, sp spec, opts []Option) (*mapping, error) {
 	fill := sp.fill
 	sp.fill = func(data []byte, lay layout) error {
@@ -51,9 +51,6 @@ func createSnapshot(src string, at Place, sp spec, opts []Option) (*mapping, err
 	o, err := buildOptions(opts)
 	if err == nil && o.readOnly {
 		err = fmt.Errorf("%w: WithReadOnly does not apply to a snapshot, which is created (and is read-only)", ErrInvalidConfig)
-	}
-	if err == nil {
-		sp, err = sp.seeded(o)
 	}
 	if err != nil {
 		return fail(err)

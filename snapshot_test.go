@@ -340,8 +340,8 @@ func TestSnapshot_PathIsSealedFile(t *testing.T) {
 }
 
 // TestSnapshot_Refused: the places a snapshot is not made at, a path that
-// exists, another seed and a closed source are refused with their
-// sentinels, and nothing is left behind.
+// exists and a closed source are refused with their sentinels, and
+// nothing is left behind.
 func TestSnapshot_Refused(t *testing.T) {
 	c := mustIn(t, OpenCountMin, Memory(), snapCMS)
 	a := mustOpenArena(t, tempPath(t, "arena"), 4<<20)
@@ -360,7 +360,6 @@ func TestSnapshot_Refused(t *testing.T) {
 		{"inherited", Inherited(0), nil, ErrInvalidArgument},
 		{"existing path", Path(existing), nil, fs.ErrExist},
 		{"empty path", Path(""), nil, ErrInvalidArgument},
-		{"other seed", Memory(), []Option{WithSeed(c.Seed() + 1)}, ErrInvalidConfig},
 		{"read-only", Memory(), []Option{WithReadOnly()}, ErrInvalidConfig},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -379,9 +378,12 @@ func TestSnapshot_Refused(t *testing.T) {
 	if names := a.List(); len(names) != 0 {
 		t.Errorf("the arena holds %v after a refused snapshot into it", names)
 	}
-	if c2, err := c.Snapshot(Memory(), WithSeed(c.Seed())); err != nil {
-		t.Errorf("Snapshot with the source's own seed: %v", err)
+	if c2, err := c.Snapshot(Memory()); err != nil {
+		t.Errorf("Snapshot: %v", err)
 	} else {
+		if c2.Seed() != c.Seed() {
+			t.Error("the snapshot's seed is not the source's")
+		}
 		c2.Close()
 	}
 	c.Close()
@@ -461,11 +463,17 @@ func TestSnapshot_WindowIsItsCoveredPeriods(t *testing.T) {
 			var err error
 			switch plainKind.name {
 			case "countmin":
-				plain, err = adapt(OpenCountMin(Memory(), snapCMS, WithSeed(w.handle().Seed())))
+				cfg := snapCMS
+				cfg.Seed = w.handle().Seed()
+				plain, err = adapt(OpenCountMin(Memory(), cfg))
 			case "bloom":
-				plain, err = adapt(OpenBloom(Memory(), snapBloom, WithSeed(w.handle().Seed())))
+				cfg := snapBloom
+				cfg.Seed = w.handle().Seed()
+				plain, err = adapt(OpenBloom(Memory(), cfg))
 			case "distinct":
-				plain, err = adapt(OpenDistinct(Memory(), snapHLL, WithSeed(w.handle().Seed())))
+				cfg := snapHLL
+				cfg.Seed = w.handle().Seed()
+				plain, err = adapt(OpenDistinct(Memory(), cfg))
 			}
 			if err != nil {
 				t.Fatal(err)
@@ -508,6 +516,8 @@ func TestSnapshot_WindowIsItsCoveredPeriods(t *testing.T) {
 // either).
 func TestSnapshot_HostsMerge(t *testing.T) {
 	seed := uint64(0x5eed5eed)
+	cms, bloom, cbf := snapCMS, snapBloom, snapCBF
+	cms.Seed, bloom.Seed, cbf.Seed = seed, seed, seed
 	stream := func(s snapStructure, host int) {
 		for i := range 1000 {
 			for range (i+host)%3 + 1 {
@@ -525,7 +535,7 @@ func TestSnapshot_HostsMerge(t *testing.T) {
 	t.Run("countmin", func(t *testing.T) {
 		var snaps []*CountMin
 		for host := range 2 {
-			c := mustIn(t, OpenCountMin, Memory(), snapCMS, WithSeed(seed))
+			c := mustIn(t, OpenCountMin, Memory(), cms)
 			stream(snapCM{c}, host)
 			s, err := c.Snapshot(Path(tempPath(t, fmt.Sprint("host", host))))
 			if err != nil {
@@ -534,7 +544,7 @@ func TestSnapshot_HostsMerge(t *testing.T) {
 			defer s.Close()
 			snaps = append(snaps, s)
 		}
-		total := mustIn(t, OpenCountMin, Memory(), snapCMS, WithSeed(seed))
+		total := mustIn(t, OpenCountMin, Memory(), cms)
 		if err := total.Merge(snaps...); err != nil {
 			t.Fatal(err)
 		}
@@ -555,7 +565,7 @@ func TestSnapshot_HostsMerge(t *testing.T) {
 	t.Run("bloomwindow", func(t *testing.T) {
 		var snaps []*Bloom
 		for host := range 2 {
-			w := mustIn(t, OpenBloomWindow, Memory(), BloomWindowConfig{Window: snapWin, Bloom: snapBloom}, WithSeed(seed))
+			w := mustIn(t, OpenBloomWindow, Memory(), BloomWindowConfig{Window: snapWin, Bloom: bloom})
 			stream(snapBW{w}, host)
 			s, err := w.Snapshot(Memfd(fmt.Sprint("host", host)))
 			if err != nil {
@@ -564,7 +574,7 @@ func TestSnapshot_HostsMerge(t *testing.T) {
 			defer s.Close()
 			snaps = append(snaps, s)
 		}
-		total := mustIn(t, OpenBloom, Memory(), snapBloom, WithSeed(seed))
+		total := mustIn(t, OpenBloom, Memory(), bloom)
 		if err := total.Merge(snaps...); err != nil {
 			t.Fatal(err)
 		}
@@ -579,7 +589,7 @@ func TestSnapshot_HostsMerge(t *testing.T) {
 	t.Run("countingbloom", func(t *testing.T) {
 		var snaps []*CountingBloom
 		for host := range 2 {
-			b := mustIn(t, OpenCountingBloom, Memory(), snapCBF, WithSeed(seed))
+			b := mustIn(t, OpenCountingBloom, Memory(), cbf)
 			stream(snapCBFs{b}, host)
 			s, err := b.Snapshot(Memory())
 			if err != nil {
@@ -588,7 +598,7 @@ func TestSnapshot_HostsMerge(t *testing.T) {
 			defer s.Close()
 			snaps = append(snaps, s)
 		}
-		total := mustIn(t, OpenCountingBloom, Memory(), snapCBF, WithSeed(seed))
+		total := mustIn(t, OpenCountingBloom, Memory(), cbf)
 		if err := total.Merge(snaps...); err != nil {
 			t.Fatal(err)
 		}

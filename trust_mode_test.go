@@ -68,7 +68,7 @@ func TestOpen_WorldWritableFile(t *testing.T) {
 	r.Close()
 
 	apath := tempPath(t, "arena")
-	a, err := OpenArena(Path(apath), 1<<16)
+	a, err := OpenArena(Path(apath), ArenaConfig{Size: 1 << 16})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,7 +76,7 @@ func TestOpen_WorldWritableFile(t *testing.T) {
 	if err := os.Chmod(apath, 0o646); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := OpenArena(Path(apath), 1<<16); !errors.Is(err, ErrLooseMode) {
+	if _, err := OpenArena(Path(apath), ArenaConfig{Size: 1 << 16}); !errors.Is(err, ErrLooseMode) {
 		t.Errorf("OpenArena(mode 0646) = %v, want ErrLooseMode", err)
 	}
 

@@ -183,7 +183,7 @@ func twoHandles(t *testing.T, keeps []int, check func(t *testing.T, a, b testWin
 				t.Run(name, func(t *testing.T) {
 					path := tempPath(t, "arena")
 					arena := func() *Arena {
-						a, err := OpenArena(Path(path), 1<<20)
+						a, err := OpenArena(Path(path), ArenaConfig{Size: 1 << 20})
 						if err != nil {
 							t.Fatal(err)
 						}

@@ -190,7 +190,7 @@ func value(t *testing.T, fams map[string]*dto.MetricFamily, s series) (float64, 
 func newArena(t *testing.T) (*sketch.Arena, string) {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "gateway.arena")
-	a, err := sketch.OpenArena(sketch.Path(path), 4<<20)
+	a, err := sketch.OpenArena(sketch.Path(path), sketch.ArenaConfig{Size: 4 << 20})
 	if err != nil {
 		t.Fatal(err)
 	}

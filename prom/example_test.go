@@ -18,7 +18,7 @@ import (
 // scrapes each host and sums them: sum by (structure)
 // (rate(sketch_adds_total[1m])).
 func ExampleNewArenaCollector() {
-	arena, err := sketch.OpenArena(sketch.Memory(), 4<<20)
+	arena, err := sketch.OpenArena(sketch.Memory(), sketch.ArenaConfig{Size: 4 << 20})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -59,7 +59,7 @@ func ExampleNewArenaCollector() {
 // WithHashedKeys the heavy-hitter series carry a keyed hash of each key,
 // which whoever holds the secret can compute for a client they look for.
 func ExampleWithHashedKeys() {
-	arena, err := sketch.OpenArena(sketch.Memory(), 4<<20)
+	arena, err := sketch.OpenArena(sketch.Memory(), sketch.ArenaConfig{Size: 4 << 20})
 	if err != nil {
 		log.Fatal(err)
 	}

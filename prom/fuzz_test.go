@@ -54,7 +54,7 @@ func FuzzScrape(f *testing.F) {
 		}
 		poke(t, path, entries, pokes)
 
-		a, err := sketch.OpenArena(sketch.Path(path), 0, sketch.WithReadOnly())
+		a, err := sketch.OpenArena(sketch.Path(path), sketch.ArenaConfig{}, sketch.WithReadOnly())
 		if err != nil {
 			return // a crafted name another entry has: refused as corrupt
 		}
@@ -91,7 +91,7 @@ func FuzzScrape(f *testing.F) {
 // weights 1 to 5), and returns its entries.
 func fuzzArena(t *testing.T, path string, keys []string) []sketch.ArenaEntry {
 	t.Helper()
-	a, err := sketch.OpenArena(sketch.Path(path), 1<<20)
+	a, err := sketch.OpenArena(sketch.Path(path), sketch.ArenaConfig{Size: 1 << 20})
 	if err != nil {
 		t.Fatal(err)
 	}

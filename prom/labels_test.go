@@ -121,7 +121,7 @@ var (
 // badName and in a Count-Min window.
 func hostileArena(t *testing.T, path string) {
 	t.Helper()
-	a, err := sketch.OpenArena(sketch.Path(path), 4<<20)
+	a, err := sketch.OpenArena(sketch.Path(path), sketch.ArenaConfig{Size: 4 << 20})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -166,7 +166,7 @@ func TestScrapeChild(t *testing.T) {
 	if os.Getenv(envRole) != "scrape" {
 		t.Skip("skipped: run by TestArenaCollector_HostileFile")
 	}
-	a, err := sketch.OpenArena(sketch.Path(os.Getenv(envPath)), 0, sketch.WithReadOnly())
+	a, err := sketch.OpenArena(sketch.Path(os.Getenv(envPath)), sketch.ArenaConfig{}, sketch.WithReadOnly())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -90,7 +90,7 @@ func checkFile(path string) checkResult {
 	// Every structure: the one of a standalone file, or each of an arena's.
 	places := []place{filePlace(path, fileOpts(false))}
 	if fi.Arena {
-		a, err := sketch.OpenArena(sketch.Path(path), 0, fileOpts(false)...)
+		a, err := sketch.OpenArena(sketch.Path(path), sketch.ArenaConfig{}, fileOpts(false)...)
 		if err != nil {
 			return fail(err)
 		}

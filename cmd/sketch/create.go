@@ -151,7 +151,7 @@ sketch create /dev/shm/a.cms --seed-file seed; sketch create /dev/shm/b.cms --se
 				if err != nil {
 					return err
 				}
-				a, err := sketch.OpenArena(sketch.Path(t.path), n, append(opts, sketch.WithSeed(seed))...)
+				a, err := sketch.OpenArena(sketch.Path(t.path), sketch.ArenaConfig{Size: n, Seed: seed}, opts...)
 				if err != nil {
 					return err
 				}
@@ -230,7 +230,7 @@ func createInArena(t target, f createFlags, jsonOut bool) error {
 	if f.kind == "arena" {
 		return usageError("%s: an arena holds structures, not arenas", t)
 	}
-	a, err := sketch.OpenArena(sketch.Path(t.path), 0, fileOpts(true)...)
+	a, err := sketch.OpenArena(sketch.Path(t.path), sketch.ArenaConfig{}, fileOpts(true)...)
 	if errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("%w; make the arena first: sketch create %s --kind arena --size BYTES", err, t.path)
 	}

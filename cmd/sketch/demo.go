@@ -123,7 +123,7 @@ func runDemo(procs, adds int, duration time.Duration, path string) error {
 	// A Bloom filter at 1% takes about 1.3 bytes a key; the file is
 	// sparse, so the slack costs nothing.
 	size := int64(uint64(demoWindowCfg.Keep+1)*slot + 2*capacity + 1<<20)
-	a, err := sketch.OpenArena(sketch.Path(path), size)
+	a, err := sketch.OpenArena(sketch.Path(path), sketch.ArenaConfig{Size: size})
 	if err != nil {
 		return err
 	}
@@ -451,7 +451,7 @@ func runDemoWorker(args []string) error {
 	if err1 != nil || err2 != nil || err3 != nil {
 		return usageError("bad arguments %q", strings.Join(args, " "))
 	}
-	a, err := sketch.OpenArena(sketch.Path(args[0]), 0, sketch.WithoutCreate())
+	a, err := sketch.OpenArena(sketch.Path(args[0]), sketch.ArenaConfig{}, sketch.WithoutCreate())
 	if err != nil {
 		return err
 	}

@@ -70,7 +70,7 @@ func removeEntry(t target) error {
 	if !fi.Arena {
 		return &exitError{exitUsage, fmt.Errorf("%s: FILE:NAME addresses a structure in an arena; %s holds a %s, not an arena", t, t.path, fi.Entries[0].Description)}
 	}
-	a, err := sketch.OpenArena(sketch.Path(t.path), 0, fileOpts(true)...)
+	a, err := sketch.OpenArena(sketch.Path(t.path), sketch.ArenaConfig{}, fileOpts(true)...)
 	if err != nil {
 		return fmt.Errorf("%w (not removed)", err)
 	}

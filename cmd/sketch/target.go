@@ -273,7 +273,7 @@ func openWhole(t target, readWrite bool) (s structure, a *sketch.Arena, err erro
 		s, err = openEntry(filePlace(t.path, fileOpts(readWrite)), fi.Entries[0].Kind)
 		return s, nil, err
 	}
-	a, err = sketch.OpenArena(sketch.Path(t.path), 0, fileOpts(readWrite)...)
+	a, err = sketch.OpenArena(sketch.Path(t.path), sketch.ArenaConfig{}, fileOpts(readWrite)...)
 	if err != nil || t.name == "" {
 		return nil, a, err
 	}

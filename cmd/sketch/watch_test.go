@@ -129,7 +129,7 @@ func TestWatch_Arena(t *testing.T) {
 	}
 	// A structure removed while watched leaves the frames, and watch lets
 	// its room go: the next structure of its size takes the same offset.
-	a, err := sketch.OpenArena(sketch.Path(path), 0)
+	a, err := sketch.OpenArena(sketch.Path(path), sketch.ArenaConfig{})
 	if err != nil {
 		t.Fatal(err)
 	}

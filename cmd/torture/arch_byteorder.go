@@ -61,7 +61,7 @@ func openAs(kind, path string, opts ...sketch.Option) error {
 	case "bloomwindow":
 		c, err = sketch.OpenBloomWindow(sketch.Path(path), sketch.BloomWindowConfig{Window: boWindow, Bloom: boWindowBloom}, opts...)
 	case "arena":
-		c, err = sketch.OpenArena(sketch.Path(path), 0, opts...)
+		c, err = sketch.OpenArena(sketch.Path(path), sketch.ArenaConfig{}, opts...)
 	default:
 		return fmt.Errorf("no kind %q", kind)
 	}
@@ -121,7 +121,7 @@ func openBoSets(dir string, opts ...sketch.Option) (sets []boSet, closeAll func(
 	if !keep(alone.bw, err) {
 		return nil, nil, err
 	}
-	a, err = sketch.OpenArena(sketch.Path(p("bo.arena")), boArenaSize, opts...)
+	a, err = sketch.OpenArena(sketch.Path(p("bo.arena")), sketch.ArenaConfig{Size: boArenaSize}, opts...)
 	if !keep(a, err) {
 		return nil, nil, err
 	}

@@ -58,7 +58,7 @@ type sharedFiles struct {
 // openShared opens the arena and every structure in it (closing the arena
 // closes them all).
 func openShared(dir string, opts ...sketch.Option) (*sharedFiles, error) {
-	a, err := sketch.OpenArena(sketch.Path(sharedArenaPath(dir)), sharedArenaSize, opts...)
+	a, err := sketch.OpenArena(sketch.Path(sharedArenaPath(dir)), sketch.ArenaConfig{Size: sharedArenaSize}, opts...)
 	if err != nil {
 		return nil, err
 	}
@@ -303,7 +303,8 @@ func roleArchCheck(fs *flag.FlagSet, args []string) error {
 // cfg's shape and this seed, all hold some other key too: their estimates
 // may exceed their own adds.
 func collidingKeys(keys []string, cfg sketch.CountMinConfig, seed uint64) (map[string]bool, error) {
-	c, err := sketch.OpenCountMin(sketch.Memory(), cfg, sketch.WithSeed(seed))
+	cfg.Seed = seed
+	c, err := sketch.OpenCountMin(sketch.Memory(), cfg)
 	if err != nil {
 		return nil, err
 	}

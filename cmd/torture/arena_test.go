@@ -188,7 +188,7 @@ func TestOpenAllowed_AgreesWithLibrary(t *testing.T) {
 	const size = 1 << 20
 	dir := t.TempDir()
 	complete := filepath.Join(dir, "complete")
-	a, err := sketch.OpenArena(sketch.Path(complete), size)
+	a, err := sketch.OpenArena(sketch.Path(complete), sketch.ArenaConfig{Size: size})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -219,7 +219,7 @@ func TestOpenAllowed_AgreesWithLibrary(t *testing.T) {
 			if err != nil || state != s.want {
 				t.Fatalf("leftover = %q, %v; want %q", state, err, s.want)
 			}
-			a, err := sketch.OpenArena(sketch.Path(path), size, sketch.WithWaitTimeout(time.Second))
+			a, err := sketch.OpenArena(sketch.Path(path), sketch.ArenaConfig{Size: size}, sketch.WithWaitTimeout(time.Second))
 			if err == nil {
 				a.Close()
 			}
@@ -246,7 +246,7 @@ func TestSpecOfEntry_RoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a, err := sketch.OpenArena(sketch.Memory(), size)
+	a, err := sketch.OpenArena(sketch.Memory(), sketch.ArenaConfig{Size: size})
 	if err != nil {
 		t.Fatal(err)
 	}

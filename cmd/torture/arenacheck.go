@@ -128,7 +128,7 @@ func runArenaChecker(dir, phase string, slots int) error {
 // records, the negative control, and Count-Min Check.
 func checkArena(res *arenaCheckResult, path string, set []arenaName, t *arenaTally) {
 	var list []sketch.ArenaEntry
-	a, err := sketch.OpenArena(sketch.Path(path), 0, sketch.WithoutCreate())
+	a, err := sketch.OpenArena(sketch.Path(path), sketch.ArenaConfig{}, sketch.WithoutCreate())
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		res.Missing++ // no worker's create was published; the records must say nothing returned

@@ -154,7 +154,7 @@ func runArenaOpener() error {
 		size, _ := strconv.ParseInt(f[1], 10, 64)
 		timeout, _ := time.ParseDuration(f[2])
 		began := time.Now()
-		a, err := sketch.OpenArena(sketch.Path(f[0]), size, sketch.WithWaitTimeout(timeout))
+		a, err := sketch.OpenArena(sketch.Path(f[0]), sketch.ArenaConfig{Size: size}, sketch.WithWaitTimeout(timeout))
 		r := openReply{Elapsed: time.Since(began), Outcome: classifyOpen(err)}
 		if err == nil {
 			var c *sketch.CountMin
@@ -182,7 +182,7 @@ func runArenaOpener() error {
 func runArenaCreator(path string, size int64) error {
 	fmt.Println("opening")
 	began := time.Now()
-	a, err := sketch.OpenArena(sketch.Path(path), size)
+	a, err := sketch.OpenArena(sketch.Path(path), sketch.ArenaConfig{Size: size})
 	if err != nil {
 		return err
 	}
@@ -267,7 +267,7 @@ func runInterrupted(dir string, builds []build, cfg interruptConfig) (interruptR
 	for i := range 3 {
 		path := filepath.Join(dir, fmt.Sprintf("calibrate.%d.arena", i))
 		began := time.Now()
-		a, err := sketch.OpenArena(sketch.Path(path), cfg.size)
+		a, err := sketch.OpenArena(sketch.Path(path), sketch.ArenaConfig{Size: cfg.size})
 		if err != nil {
 			return res, err
 		}

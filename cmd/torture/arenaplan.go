@@ -198,7 +198,7 @@ func arenaSizeFor(set []arenaName) (int64, error) {
 		}
 		total += b
 	}
-	a, err := sketch.OpenArena(sketch.Memory(), int64(total))
+	a, err := sketch.OpenArena(sketch.Memory(), sketch.ArenaConfig{Size: int64(total)})
 	if err != nil {
 		return 0, err
 	}

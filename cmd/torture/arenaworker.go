@@ -82,7 +82,7 @@ func runArenaWorker(dir, phase string, slot int, seed uint64) error {
 			if w.current() != k {
 				continue
 			}
-			if a, err = sketch.OpenArena(sketch.Path(arenaFilePath(dir, phase, k)), p.Arenas[k].Size); err != nil {
+			if a, err = sketch.OpenArena(sketch.Path(arenaFilePath(dir, phase, k)), sketch.ArenaConfig{Size: p.Arenas[k].Size}); err != nil {
 				return fmt.Errorf("arena %d: %w", k, err)
 			}
 			cur = k

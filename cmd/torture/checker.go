@@ -181,7 +181,9 @@ func (c *checker) pass() {
 // is caught.
 func (c *checker) distinct(caught *[fields]int) {
 	if c.hll == nil {
-		d, err := sketch.OpenDistinct(sketch.Memory(), stormDistinct, sketch.WithSeed(c.s.hll.Seed()))
+		cfg := stormDistinct
+		cfg.Seed = c.s.hll.Seed()
+		d, err := sketch.OpenDistinct(sketch.Memory(), cfg)
 		if err != nil {
 			c.problem(fmt.Sprintf("distinct copy: %v", err))
 			return

@@ -233,7 +233,7 @@ func mutators(h any) []namedCall {
 // mutators are the sketch's and the arena's (creating a structure of each
 // kind, Freeze, Unlink).
 func openFaultArena(path string, size uint64, opts ...sketch.Option) (*faultHandle, error) {
-	a, err := sketch.OpenArena(sketch.Path(path), int64(size), opts...)
+	a, err := sketch.OpenArena(sketch.Path(path), sketch.ArenaConfig{Size: int64(size)}, opts...)
 	if err != nil {
 		return nil, err
 	}

@@ -218,7 +218,7 @@ func refuseCreate(r *faultReport, dir string, k faultKind, size uint64, want []s
 // arenaFull asks the arena for a structure larger than it: the arena's
 // blocks are its own, so that is ErrArenaFull, whatever the filesystem has.
 func arenaFull(r *faultReport, path string) {
-	a, err := sketch.OpenArena(sketch.Path(path), 0)
+	a, err := sketch.OpenArena(sketch.Path(path), sketch.ArenaConfig{})
 	if err != nil {
 		r.problem("attach %s: %v", filepath.Base(path), err)
 		return

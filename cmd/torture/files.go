@@ -131,7 +131,7 @@ func phasePath(dir string) string     { return filepath.Join(dir, "lock.phase") 
 
 // openLockArena opens the arena and the named counting Bloom filter in it.
 func openLockArena(dir, name string, cfg sketch.CountingBloomConfig) (*sketch.Arena, *sketch.CountingBloom, error) {
-	a, err := sketch.OpenArena(sketch.Path(lockArenaPath(dir)), lockArenaSize)
+	a, err := sketch.OpenArena(sketch.Path(lockArenaPath(dir)), sketch.ArenaConfig{Size: lockArenaSize})
 	if err != nil {
 		return nil, nil, err
 	}

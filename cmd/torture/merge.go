@@ -47,19 +47,27 @@ func (m *merger) maybeMerge(rng *rand.Rand, s *stormFiles, rec *record, batch []
 	switch rng.IntN(4 * mergeOneIn) {
 	case 0, 1, 2, 3:
 		field, merge = fieldCountingBloom, func(b [][]byte) error {
-			return mergeSide(&m.cbf, s.cbf, sketch.OpenCountingBloom, stormCountingBloom, "counting bloom", b)
+			cfg := stormCountingBloom
+			cfg.Seed = s.cbf.Seed()
+			return mergeSide(&m.cbf, s.cbf, sketch.OpenCountingBloom, cfg, "counting bloom", b)
 		}
 	case 4:
 		field, merge = fieldCountMin, func(b [][]byte) error {
-			return mergeSide(&m.cms, s.cms, sketch.OpenCountMin, stormCountMin, "count-min", b)
+			cfg := stormCountMin
+			cfg.Seed = s.cms.Seed()
+			return mergeSide(&m.cms, s.cms, sketch.OpenCountMin, cfg, "count-min", b)
 		}
 	case 5:
 		field, merge = fieldBloom, func(b [][]byte) error {
-			return mergeSide(&m.bf, s.bf, sketch.OpenBloom, stormBloom, "bloom", b)
+			cfg := stormBloom
+			cfg.Seed = s.bf.Seed()
+			return mergeSide(&m.bf, s.bf, sketch.OpenBloom, cfg, "bloom", b)
 		}
 	case 6:
 		field, merge = fieldDistinct, func(b [][]byte) error {
-			return mergeSide(&m.hll, s.hll, sketch.OpenDistinct, stormDistinct, "distinct", b)
+			cfg := stormDistinct
+			cfg.Seed = s.hll.Seed()
+			return mergeSide(&m.hll, s.hll, sketch.OpenDistinct, cfg, "distinct", b)
 		}
 	default:
 		return batch, idx, nil
@@ -80,7 +88,7 @@ func (m *merger) maybeMerge(rng *rand.Rand, s *stormFiles, rec *record, batch []
 }
 
 // mergeSide empties the side structure (made in memory at the first
-// merge, with into's shape cfg and seed), adds the batch to it (each
+// merge with cfg, into's shape and seed), adds the batch to it (each
 // occurrence of a key counts) and merges it into the storm structure into.
 // what names the kind in errors.
 func mergeSide[C any, S interface {
@@ -91,7 +99,7 @@ func mergeSide[C any, S interface {
 }](side *S, into S, open func(sketch.Place, C, ...sketch.Option) (S, error), cfg C, what string, batch [][]byte) error {
 	var none S
 	if *side == none {
-		s, err := open(sketch.Memory(), cfg, sketch.WithSeed(into.Seed()))
+		s, err := open(sketch.Memory(), cfg)
 		if err != nil {
 			return fmt.Errorf("%s side structure: %w", what, err)
 		}

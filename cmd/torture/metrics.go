@@ -164,7 +164,7 @@ func scrapeFile(path string, r *scrapeResult) {
 		})
 	}
 	s.step("open arena", func() {
-		a, err := sketch.OpenArena(sketch.Path(path), 0, sketch.WithReadOnly(), sketch.WithWaitTimeout(openWait))
+		a, err := sketch.OpenArena(sketch.Path(path), sketch.ArenaConfig{}, sketch.WithReadOnly(), sketch.WithWaitTimeout(openWait))
 		if err != nil {
 			return
 		}

@@ -120,8 +120,9 @@ func addNOf[A any](h interface {
 // makeMetricsSpecimens writes the crafted files into dir and reads them
 // back, crafted.
 func makeMetricsSpecimens(dir string, rng *rand.Rand) ([]specimen, error) {
-	seed := func() sketch.Option { return sketch.WithSeed(rng.Uint64() | 1) }
+	seed := func() uint64 { return rng.Uint64() | 1 }
 	cand := sketch.CountMinConfig{Rows: 3, Width: 512, Candidates: 24}
+	seeded := func(cfg sketch.CountMinConfig) sketch.CountMinConfig { cfg.Seed = seed(); return cfg }
 	markers := len(metricsPrefixes)
 	type maker struct {
 		name  string
@@ -130,21 +131,21 @@ func makeMetricsSpecimens(dir string, rng *rand.Rand) ([]specimen, error) {
 	}
 	makers := []maker{
 		{name: "candidates-countmin", make: func(p string) error {
-			c, err := sketch.OpenCountMin(sketch.Path(p), cand, seed())
+			c, err := sketch.OpenCountMin(sketch.Path(p), seeded(cand))
 			if err == nil {
 				err = feedCandidates(addNOf[uint64](c), markers)
 			}
 			return closeAfter(c, err)
 		}},
 		{name: "candidates-keybytes8", make: func(p string) error {
-			c, err := sketch.OpenCountMin(sketch.Path(p), sketch.CountMinConfig{Rows: 2, Width: 256, Candidates: 16, CandidateKeyBytes: 8}, seed())
+			c, err := sketch.OpenCountMin(sketch.Path(p), sketch.CountMinConfig{Rows: 2, Width: 256, Candidates: 16, CandidateKeyBytes: 8, Seed: seed()})
 			if err == nil {
 				err = feedCandidates(addNOf[uint64](c), 0)
 			}
 			return closeAfter(c, err)
 		}},
 		{name: "candidates-window", make: func(p string) error {
-			w, err := sketch.OpenCountMinWindow(sketch.Path(p), sketch.CountMinWindowConfig{Window: sketch.Window{Keep: 3}, CountMin: cand}, seed())
+			w, err := sketch.OpenCountMinWindow(sketch.Path(p), sketch.CountMinWindowConfig{Window: sketch.Window{Keep: 3}, CountMin: seeded(cand)})
 			if err == nil {
 				err = feedCandidates(addNOf[uint64](w), markers)
 			}
@@ -157,7 +158,7 @@ func makeMetricsSpecimens(dir string, rng *rand.Rand) ([]specimen, error) {
 			return closeAfter(w, err)
 		}},
 		{name: "candidates-arena", names: true, make: func(p string) error {
-			a, err := sketch.OpenArena(sketch.Path(p), 1<<20, seed())
+			a, err := sketch.OpenArena(sketch.Path(p), sketch.ArenaConfig{Size: 1 << 20, Seed: seed()})
 			if err != nil {
 				return err
 			}

@@ -49,7 +49,7 @@ var openers = func() []hostileOpener {
 		}})
 	}
 	return append(o, hostileOpener{"arena", func(p string, opts ...sketch.Option) (any, error) {
-		return sketch.OpenArena(sketch.Path(p), 0, opts...)
+		return sketch.OpenArena(sketch.Path(p), sketch.ArenaConfig{}, opts...)
 	}})
 }()
 

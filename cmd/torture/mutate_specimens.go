@@ -41,17 +41,17 @@ func specimenKeys(n int) [][]byte {
 // the lock's token records and the clock windows' periods).
 func makeSpecimens(dir string, rng *rand.Rand) ([]specimen, error) {
 	keys := specimenKeys(64)
-	seed := func() sketch.Option { return sketch.WithSeed(rng.Uint64() | 1) }
+	seed := func() uint64 { return rng.Uint64() | 1 }
 	type maker struct {
 		name string
 		make func(path string) error
 	}
 	makers := []maker{
 		{"countmin-empty", func(p string) error {
-			return closeAfter(sketch.OpenCountMin(sketch.Path(p), sketch.CountMinConfig{Rows: 2, Width: 64}, seed()))
+			return closeAfter(sketch.OpenCountMin(sketch.Path(p), sketch.CountMinConfig{Rows: 2, Width: 64, Seed: seed()}))
 		}},
 		{"countmin-adds", func(p string) error {
-			c, err := sketch.OpenCountMin(sketch.Path(p), sketch.CountMinConfig{Rows: 4, Width: 512}, seed())
+			c, err := sketch.OpenCountMin(sketch.Path(p), sketch.CountMinConfig{Rows: 4, Width: 512, Seed: seed()})
 			if err == nil {
 				err = c.AddBatch(keys, nil)
 				c.AddN(keys[0], 1000)
@@ -59,7 +59,7 @@ func makeSpecimens(dir string, rng *rand.Rand) ([]specimen, error) {
 			return closeAfter(c, err)
 		}},
 		{"countmin-frozen", func(p string) error {
-			c, err := sketch.OpenCountMin(sketch.Path(p), sketch.CountMinConfig{ErrorRate: 0.01, Confidence: 0.9}, seed())
+			c, err := sketch.OpenCountMin(sketch.Path(p), sketch.CountMinConfig{ErrorRate: 0.01, Confidence: 0.9, Seed: seed()})
 			if err == nil {
 				c.AddBatch(keys, nil)
 				err = c.Freeze()
@@ -67,14 +67,14 @@ func makeSpecimens(dir string, rng *rand.Rand) ([]specimen, error) {
 			return closeAfter(c, err)
 		}},
 		{"bloom-adds", func(p string) error {
-			b, err := sketch.OpenBloom(sketch.Path(p), sketch.BloomConfig{Capacity: 2000, FPRate: 0.01}, seed())
+			b, err := sketch.OpenBloom(sketch.Path(p), sketch.BloomConfig{Capacity: 2000, FPRate: 0.01, Seed: seed()})
 			if err == nil {
 				err = b.AddBatch(keys, nil)
 			}
 			return closeAfter(b, err)
 		}},
 		{"bloom-frozen", func(p string) error {
-			b, err := sketch.OpenBloom(sketch.Path(p), sketch.BloomConfig{Capacity: 100, FPRate: 0.001}, seed())
+			b, err := sketch.OpenBloom(sketch.Path(p), sketch.BloomConfig{Capacity: 100, FPRate: 0.001, Seed: seed()})
 			if err == nil {
 				b.AddBatch(keys[:10], nil)
 				err = b.Freeze()
@@ -82,10 +82,10 @@ func makeSpecimens(dir string, rng *rand.Rand) ([]specimen, error) {
 			return closeAfter(b, err)
 		}},
 		{"countingbloom-empty", func(p string) error {
-			return closeAfter(sketch.OpenCountingBloom(sketch.Path(p), sketch.CountingBloomConfig{Capacity: 64, FPRate: 0.1}, seed()))
+			return closeAfter(sketch.OpenCountingBloom(sketch.Path(p), sketch.CountingBloomConfig{Capacity: 64, FPRate: 0.1, Seed: seed()}))
 		}},
 		{"countingbloom-adds", func(p string) error {
-			b, err := sketch.OpenCountingBloom(sketch.Path(p), sketch.CountingBloomConfig{Capacity: 1000, FPRate: 0.01}, seed())
+			b, err := sketch.OpenCountingBloom(sketch.Path(p), sketch.CountingBloomConfig{Capacity: 1000, FPRate: 0.01, Seed: seed()})
 			if err == nil {
 				err = b.AddBatch(keys, nil)
 				b.Remove(keys[0])
@@ -93,7 +93,7 @@ func makeSpecimens(dir string, rng *rand.Rand) ([]specimen, error) {
 			return closeAfter(b, err)
 		}},
 		{"countingbloom-frozen", func(p string) error {
-			b, err := sketch.OpenCountingBloom(sketch.Path(p), sketch.CountingBloomConfig{Capacity: 500, FPRate: 0.01}, seed())
+			b, err := sketch.OpenCountingBloom(sketch.Path(p), sketch.CountingBloomConfig{Capacity: 500, FPRate: 0.01, Seed: seed()})
 			if err == nil {
 				b.AddBatch(keys, nil)
 				err = b.Freeze()
@@ -101,7 +101,7 @@ func makeSpecimens(dir string, rng *rand.Rand) ([]specimen, error) {
 			return closeAfter(b, err)
 		}},
 		{"countminwindow-rotate", func(p string) error {
-			w, err := sketch.OpenCountMinWindow(sketch.Path(p), sketch.CountMinWindowConfig{Window: sketch.Window{Keep: 3}, CountMin: sketch.CountMinConfig{Rows: 2, Width: 128}}, seed())
+			w, err := sketch.OpenCountMinWindow(sketch.Path(p), sketch.CountMinWindowConfig{Window: sketch.Window{Keep: 3}, CountMin: sketch.CountMinConfig{Rows: 2, Width: 128, Seed: seed()}})
 			for i := 0; err == nil && i < 5; i++ {
 				err = w.AddBatch(keys[i*8:i*8+8], nil)
 				w.Rotate()
@@ -109,7 +109,7 @@ func makeSpecimens(dir string, rng *rand.Rand) ([]specimen, error) {
 			return closeAfter(w, err)
 		}},
 		{"countminwindow-clock", func(p string) error {
-			w, err := sketch.OpenCountMinWindow(sketch.Path(p), sketch.CountMinWindowConfig{Window: sketch.Window{Period: 5 * time.Millisecond, Keep: 4}, CountMin: sketch.CountMinConfig{Rows: 3, Width: 64}}, seed())
+			w, err := sketch.OpenCountMinWindow(sketch.Path(p), sketch.CountMinWindowConfig{Window: sketch.Window{Period: 5 * time.Millisecond, Keep: 4}, CountMin: sketch.CountMinConfig{Rows: 3, Width: 64, Seed: seed()}})
 			for i := 0; err == nil && i < 4; i++ {
 				err = w.AddBatch(keys[i*8:i*8+8], nil)
 				time.Sleep(6 * time.Millisecond)
@@ -117,7 +117,7 @@ func makeSpecimens(dir string, rng *rand.Rand) ([]specimen, error) {
 			return closeAfter(w, err)
 		}},
 		{"countminwindow-frozen", func(p string) error {
-			w, err := sketch.OpenCountMinWindow(sketch.Path(p), sketch.CountMinWindowConfig{Window: sketch.Window{Keep: 1}, CountMin: sketch.CountMinConfig{Rows: 2, Width: 64}}, seed())
+			w, err := sketch.OpenCountMinWindow(sketch.Path(p), sketch.CountMinWindowConfig{Window: sketch.Window{Keep: 1}, CountMin: sketch.CountMinConfig{Rows: 2, Width: 64, Seed: seed()}})
 			if err == nil {
 				w.AddBatch(keys, nil)
 				err = w.Freeze()
@@ -125,7 +125,7 @@ func makeSpecimens(dir string, rng *rand.Rand) ([]specimen, error) {
 			return closeAfter(w, err)
 		}},
 		{"bloomwindow-rotate", func(p string) error {
-			w, err := sketch.OpenBloomWindow(sketch.Path(p), sketch.BloomWindowConfig{Window: sketch.Window{Keep: 2}, Bloom: sketch.BloomConfig{Capacity: 500, FPRate: 0.01}}, seed())
+			w, err := sketch.OpenBloomWindow(sketch.Path(p), sketch.BloomWindowConfig{Window: sketch.Window{Keep: 2}, Bloom: sketch.BloomConfig{Capacity: 500, FPRate: 0.01, Seed: seed()}})
 			for i := 0; err == nil && i < 4; i++ {
 				err = w.AddBatch(keys[i*8:i*8+8], nil)
 				w.Rotate()
@@ -133,7 +133,7 @@ func makeSpecimens(dir string, rng *rand.Rand) ([]specimen, error) {
 			return closeAfter(w, err)
 		}},
 		{"bloomwindow-clock", func(p string) error {
-			w, err := sketch.OpenBloomWindow(sketch.Path(p), sketch.BloomWindowConfig{Window: sketch.Window{Period: 5 * time.Millisecond, Keep: 3}, Bloom: sketch.BloomConfig{Capacity: 300, FPRate: 0.01}}, seed())
+			w, err := sketch.OpenBloomWindow(sketch.Path(p), sketch.BloomWindowConfig{Window: sketch.Window{Period: 5 * time.Millisecond, Keep: 3}, Bloom: sketch.BloomConfig{Capacity: 300, FPRate: 0.01, Seed: seed()}})
 			for i := 0; err == nil && i < 4; i++ {
 				err = w.AddBatch(keys[i*8:i*8+8], nil)
 				time.Sleep(6 * time.Millisecond)
@@ -141,7 +141,7 @@ func makeSpecimens(dir string, rng *rand.Rand) ([]specimen, error) {
 			return closeAfter(w, err)
 		}},
 		{"bloomwindow-frozen", func(p string) error {
-			w, err := sketch.OpenBloomWindow(sketch.Path(p), sketch.BloomWindowConfig{Window: sketch.Window{Period: time.Hour, Keep: 2}, Bloom: sketch.BloomConfig{Capacity: 200, FPRate: 0.01}}, seed())
+			w, err := sketch.OpenBloomWindow(sketch.Path(p), sketch.BloomWindowConfig{Window: sketch.Window{Period: time.Hour, Keep: 2}, Bloom: sketch.BloomConfig{Capacity: 200, FPRate: 0.01, Seed: seed()}})
 			if err == nil {
 				w.AddBatch(keys, nil)
 				err = w.Freeze()
@@ -151,28 +151,28 @@ func makeSpecimens(dir string, rng *rand.Rand) ([]specimen, error) {
 		// Past the L2 cache (1 MiB when it cannot be read), so that the cgo
 		// build's batches run in the C core.
 		{"countmin-large", func(p string) error {
-			c, err := sketch.OpenCountMin(sketch.Path(p), sketch.CountMinConfig{Rows: 4, Width: 1 << 16}, seed())
+			c, err := sketch.OpenCountMin(sketch.Path(p), sketch.CountMinConfig{Rows: 4, Width: 1 << 16, Seed: seed()})
 			if err == nil {
 				err = c.AddBatch(keys, nil)
 			}
 			return closeAfter(c, err)
 		}},
 		{"bloom-large", func(p string) error {
-			b, err := sketch.OpenBloom(sketch.Path(p), sketch.BloomConfig{Capacity: 1 << 20, FPRate: 0.01}, seed())
+			b, err := sketch.OpenBloom(sketch.Path(p), sketch.BloomConfig{Capacity: 1 << 20, FPRate: 0.01, Seed: seed()})
 			if err == nil {
 				err = b.AddBatch(keys, nil)
 			}
 			return closeAfter(b, err)
 		}},
 		{"countingbloom-large", func(p string) error {
-			b, err := sketch.OpenCountingBloom(sketch.Path(p), sketch.CountingBloomConfig{Capacity: 1 << 18, FPRate: 0.01}, seed())
+			b, err := sketch.OpenCountingBloom(sketch.Path(p), sketch.CountingBloomConfig{Capacity: 1 << 18, FPRate: 0.01, Seed: seed()})
 			if err == nil {
 				err = b.AddBatch(keys, nil)
 			}
 			return closeAfter(b, err)
 		}},
 		{"arena-empty", func(p string) error {
-			return closeAfter(sketch.OpenArena(sketch.Path(p), 64<<10, seed()))
+			return closeAfter(sketch.OpenArena(sketch.Path(p), sketch.ArenaConfig{Size: 64 << 10, Seed: seed()}))
 		}},
 		{"arena-all", func(p string) error { return makeArena(p, keys, seed(), false) }},
 		{"arena-frozen", func(p string) error { return makeArena(p, keys, seed(), true) }},
@@ -197,8 +197,8 @@ func makeSpecimens(dir string, rng *rand.Rand) ([]specimen, error) {
 
 // makeArena fills an arena with one structure of each kind, windows of
 // both sorts, with adds in each, and freezes it if asked.
-func makeArena(path string, keys [][]byte, seed sketch.Option, freeze bool) error {
-	a, err := sketch.OpenArena(sketch.Path(path), 512<<10, seed)
+func makeArena(path string, keys [][]byte, seed uint64, freeze bool) error {
+	a, err := sketch.OpenArena(sketch.Path(path), sketch.ArenaConfig{Size: 512 << 10, Seed: seed})
 	if err != nil {
 		return err
 	}
