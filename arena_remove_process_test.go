@@ -20,6 +20,8 @@ const (
 	envName     = "SKETCH_TEST_NAME"     // the structure a child opens
 )
 
+var _ = role("arenahold", childArenaHold)
+
 // childArenaHold opens a structure of the arena (read-only with
 // envReadOnly) and holds it open: it tells the parent on fd 3 and waits
 // to be killed.
@@ -42,6 +44,8 @@ func childArenaHold() error {
 	return fmt.Errorf("still holding %v", c)
 }
 
+var _ = role("arenareusekill", childArenaReuseKill)
+
 // childArenaReuseKill creates envName, which takes a removed room, and
 // stops inside the reuse (the slot rewritten, not published), holding the
 // write lock: it tells the parent on fd 3 and waits to be killed.
@@ -60,6 +64,8 @@ func childArenaReuseKill() error {
 
 // arChurnNames are the names the churn removes and creates.
 const arChurnNames = 6
+
+var _ = role("arenachurn", childArenaChurn)
 
 // childArenaChurn removes and creates structures of random kinds and
 // sizes under a few names, holding some open, until it is killed.

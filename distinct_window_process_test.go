@@ -19,6 +19,8 @@ import (
 // dwProcCfg is the processes' window: Redis's profile, turned by Rotate.
 var dwProcCfg = DistinctWindowConfig{Window: Window{Keep: 2}, Distinct: DistinctConfig{Redis: true}}
 
+var _ = role("dwinadd", childDistinctWinAdd)
+
 // childDistinctWinAdd opens the window, waits at the barrier and adds its
 // range to the current period.
 func childDistinctWinAdd() error {
@@ -32,6 +34,8 @@ func childDistinctWinAdd() error {
 	}
 	return distinctAddKeys(w, envInt(envDistinctFirst), envInt(envDistinctCount))
 }
+
+var _ = role("dwinkeys", childDistinctWinKeys)
 
 // childDistinctWinKeys is the window suite's adder of the distinct window
 // (as childBloomWinAdd is the Bloom window's): it adds its own keys,

@@ -145,6 +145,8 @@ func TestAttach_DescriptorFromAnotherUser(t *testing.T) {
 	h.wait(t)
 }
 
+var _ = role("handover", childHandover)
+
 // childHandover runs as nobody: it connects to the unix socket at envPath
 // and, for each kind it reads on stdin, makes a Count-Min sketch holding
 // "nobody" once and sends its descriptor: "file", its own file in the

@@ -175,6 +175,8 @@ func (lc *lockChild) expect(t *testing.T, want string) {
 	}
 }
 
+var _ = role("lockhold", childLockHold)
+
 // childLockHold joins the lock of the file at envPath, takes it (write or
 // read, envLockMode; through the core envLockCore picks), says "held", and
 // keeps it until stdin closes; then it releases it and says "released".
@@ -208,6 +210,8 @@ func childLockHold() error {
 	fmt.Println("released")
 	return nil
 }
+
+var _ = role("lockcount", childLockCount)
 
 // childLockCount makes envLockIters guarded increments under the write
 // lock, with read-locked checks between them, through the core envLockCore

@@ -159,6 +159,8 @@ func TestCountMin_FreezeFromAnotherProcess(t *testing.T) {
 	}
 }
 
+var _ = role("freeze", childFreeze)
+
 // childFreeze freezes the sketch at envPath.
 func childFreeze() error {
 	c, err := OpenCountMin(Path(os.Getenv(envPath)), CountMinConfig{})
@@ -196,6 +198,8 @@ func TestCountMin_ReadOnlyAsAnotherUser(t *testing.T) {
 	in.Close()
 	h.wait(t)
 }
+
+var _ = role("readonlyview", childReadOnlyView)
 
 // childReadOnlyView opens envPath read-only (as a user who cannot write
 // it) and prints the estimate of "k" for each line it reads. Its
