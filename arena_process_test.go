@@ -21,6 +21,8 @@ const (
 // sketch, a counting Bloom filter or a Bloom filter.
 func arRaceName(i int) string { return fmt.Sprintf("name-%02d", i) }
 
+var _ = role("arenarace", childArenaRace)
+
 // childArenaRace opens the arena and asks for every name in an order of
 // its own, adding its key to each structure.
 func childArenaRace() error {
@@ -162,6 +164,8 @@ func TestArena_RaceToCreate(t *testing.T) {
 	}
 	t.Logf("%d processes on %d backends created %d names, %d adds, none lost", procs, len(exes), len(list), procs*arRaceNames)
 }
+
+var _ = role("arenakill", childArenaKill)
 
 // childArenaKill stops inside the create of "victim", after writing the
 // entry and before publishing it, holding the write lock; it tells the

@@ -3,12 +3,15 @@
 package sketch
 
 import (
+	"bytes"
 	"cmp"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"math/rand/v2"
 	"os"
+	"os/exec"
 	"slices"
 	"strconv"
 	"testing"
@@ -18,7 +21,12 @@ import (
 const (
 	envReadOnly = "SKETCH_TEST_READONLY" // "1": open the arena with WithReadOnly
 	envName     = "SKETCH_TEST_NAME"     // the structure a child opens
+	// envCreateKind is what a TestArena_CreateRaceAfterRemove child
+	// creates: "bloom" or "countmin".
+	envCreateKind = "SKETCH_TEST_CREATE_KIND"
 )
+
+var _ = role("arenahold", childArenaHold)
 
 // childArenaHold opens a structure of the arena (read-only with
 // envReadOnly) and holds it open: it tells the parent on fd 3 and waits
@@ -42,6 +50,8 @@ func childArenaHold() error {
 	return fmt.Errorf("still holding %v", c)
 }
 
+var _ = role("arenareusekill", childArenaReuseKill)
+
 // childArenaReuseKill creates envName, which takes a removed room, and
 // stops inside the reuse (the slot rewritten, not published), holding the
 // write lock: it tells the parent on fd 3 and waits to be killed.
@@ -60,6 +70,8 @@ func childArenaReuseKill() error {
 
 // arChurnNames are the names the churn removes and creates.
 const arChurnNames = 6
+
+var _ = role("arenachurn", childArenaChurn)
 
 // childArenaChurn removes and creates structures of random kinds and
 // sizes under a few names, holding some open, until it is killed.
@@ -250,6 +262,131 @@ func TestArena_RemoveChurnKilled(t *testing.T) {
 		}
 		arCheckWhole(t, path)
 	}
+}
+
+// TestArena_CreateRaceAfterRemove: right after a Remove, two
+// processes create the name at once, one a Bloom filter and one a
+// Count-Min sketch: exactly one gets it and the other ErrIncompatible, the
+// name is listed once, in the removed room, with the winner's key, and the
+// arena checks clean. Eight rounds.
+func TestArena_CreateRaceAfterRemove(t *testing.T) {
+	if kind := os.Getenv(envCreateKind); kind != "" {
+		arCreateRaceChild(kind)
+		return
+	}
+	exe := selfExe(t)
+	path := tempPath(t, "arena")
+	a := mustOpenArena(t, path, 1<<20)
+	mustIn(t, OpenCountMin, a.Place("n"), CountMinConfig{Rows: 2, Width: 1024}).Close()
+	mustIn(t, OpenBloom, a.Place("after"), BloomConfig{Capacity: 10}).Close()
+	room := arEntryAt(t, a, "n").Offset
+	for round := range 8 {
+		if err := a.Remove("n"); err != nil {
+			t.Fatal(err)
+		}
+		r, w, err := os.Pipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var outs [2]bytes.Buffer
+		var cmds [2]*exec.Cmd
+		for i, kind := range []string{"bloom", "countmin"} {
+			cmd := exec.CommandContext(childContext(t), exe, "-test.run=^TestArena_CreateRaceAfterRemove$")
+			cmd.Env = append(os.Environ(), envCreateKind+"="+kind, envPath+"="+path)
+			cmd.Stdout, cmd.Stderr = &outs[i], &outs[i]
+			cmd.ExtraFiles = []*os.File{r}
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			cmds[i] = cmd
+		}
+		r.Close()
+		time.Sleep(50 * time.Millisecond) // both open the arena, then wait on the pipe
+		w.Close()                         // go
+		won := map[string]int{}
+		for i, cmd := range cmds {
+			if err := cmd.Wait(); err != nil {
+				t.Fatalf("round %d: child %d: %v\n%s", round, i, err, outs[i].String())
+			}
+			for _, res := range []string{"won", "incompatible"} {
+				if bytes.Contains(outs[i].Bytes(), []byte("result="+res)) {
+					won[res]++
+				}
+			}
+		}
+		if won["won"] != 1 || won["incompatible"] != 1 {
+			t.Fatalf("round %d: results %v, want one won and one incompatible\n%s\n%s", round, won, outs[0].String(), outs[1].String())
+		}
+		e := arEntryAt(t, a, "n")
+		if e.Offset != room {
+			t.Errorf("round %d: n at %d, want the removed room at %d", round, e.Offset, room)
+		}
+		switch e.Kind {
+		case KindBloom:
+			b := mustIn(t, OpenBloom, a.Place("n"), BloomConfig{})
+			if !b.ContainsString("winner") {
+				t.Errorf("round %d: the filter under n lacks the winner's key", round)
+			}
+			b.Close()
+		case KindCountMin:
+			c := mustIn(t, OpenCountMin, a.Place("n"), CountMinConfig{})
+			if got := c.EstimateString("winner"); got != 1 {
+				t.Errorf("round %d: the sketch under n: Estimate(winner) = %d, want 1", round, got)
+			}
+			c.Close()
+		}
+		names := 0
+		for _, l := range a.List() {
+			if l.Name == "n" {
+				names++
+			}
+		}
+		if names != 1 {
+			t.Errorf("round %d: n is listed %d times", round, names)
+		}
+		if err := a.Check(); err != nil {
+			t.Errorf("round %d: Check = %v", round, err)
+		}
+	}
+}
+
+// arCreateRaceChild opens the arena, waits for the parent to close the
+// pipe on fd 3, creates n of its kind and prints what happened.
+func arCreateRaceChild(kind string) {
+	a, err := OpenArena(Path(os.Getenv(envPath)), ArenaConfig{})
+	if err != nil {
+		fmt.Println("error:", err)
+		os.Exit(2)
+	}
+	io.ReadAll(os.NewFile(3, "go"))
+	var add func() error
+	var closer io.Closer
+	if kind == "bloom" {
+		var b *Bloom
+		if b, err = OpenBloom(a.Place("n"), BloomConfig{Capacity: 100}); err == nil {
+			add, closer = func() error { _, err := b.AddString("winner"); return err }, b
+		}
+	} else {
+		var c *CountMin
+		if c, err = OpenCountMin(a.Place("n"), CountMinConfig{Rows: 2, Width: 64}); err == nil {
+			add, closer = func() error { _, err := c.AddString("winner"); return err }, c
+		}
+	}
+	switch {
+	case err == nil:
+		if err := add(); err != nil {
+			fmt.Println("error:", err)
+			os.Exit(2)
+		}
+		closer.Close()
+		fmt.Println("result=won")
+	case errors.Is(err, ErrIncompatible):
+		fmt.Println("result=incompatible")
+	default:
+		fmt.Println("error:", err)
+		os.Exit(2)
+	}
+	os.Exit(0)
 }
 
 // arCheckWhole opens the arena at path and checks it: Check, unique names,

@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -537,4 +538,409 @@ func TestArena_RemoveMetrics(t *testing.T) {
 		t.Errorf("a removed structure is scraped: total %v", got)
 	}
 	arWantStats(t, a, 0, 2, 2)
+}
+
+// TestArena_DirGenWrap: the directory's change count is 32 bits,
+// and a handle that last read the directory at count g trusts its copy
+// while the word says g. After 2^32 changes (a billion remove and create
+// cycles by a long-running process) the word says g again over another
+// directory. Here the word is set back to g, which is what the wrap
+// leaves. A handle with the old copy must still find the structure made
+// since in a removed one's room under its name, and must not create a
+// second entry of that name (which makes every later open of the arena
+// ErrCorrupt), nor fail to open a removed name again.
+func TestArena_DirGenWrap(t *testing.T) {
+	path := tempPath(t, "arena")
+	a1 := mustOpenArena(t, path, 1<<20)
+	mustIn(t, OpenCountMin, a1.Place("x"), CountMinConfig{Rows: 4, Width: 1024}).Close()
+	mustIn(t, OpenBloom, a1.Place("y"), BloomConfig{Capacity: 100}).Close()
+	a2 := mustOpenArena(t, path, 0)
+	if n := len(a2.List()); n != 2 {
+		t.Fatalf("the second handle lists %d structures, want 2", n)
+	}
+	g0 := loadDirGen(a2.m.data)
+
+	if err := a1.Remove("x"); err != nil {
+		t.Fatal(err)
+	}
+	z1 := mustIn(t, OpenBloom, a1.Place("z"), BloomConfig{Capacity: 100})
+	defer z1.Close()
+	if z, x := arEntryAt(t, a1, "z").Offset, a2.lay.entries[0].off; z != x {
+		t.Fatalf("z at %d, want the removed x's room at %d", z, x)
+	}
+	z1.AddString("k")
+	atomic.StoreUint32(dirGenWord(a1.m.data), g0) // the count wrapped
+
+	if err := a2.Remove("x"); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("Remove(x) through the handle with the old directory = %v, want fs.ErrNotExist (x was removed)", err)
+	}
+	if !z1.ContainsString("k") || len(a1.List()) != 2 {
+		t.Errorf("after Remove(x) through the handle with the old directory the arena lists %+v, want y and z", a1.List())
+	}
+	z2, err := OpenBloom(a2.Place("z"), BloomConfig{Capacity: 100})
+	if err != nil {
+		t.Fatalf("OpenBloom(z) through the handle with the old directory: %v", err)
+	}
+	defer z2.Close()
+	if !z2.ContainsString("k") {
+		t.Error("the handle with the old directory opened another z than the one its name holds")
+	}
+	x2, err := OpenCountMin(a2.Place("x"), CountMinConfig{Rows: 4, Width: 1024})
+	if err != nil {
+		t.Errorf("OpenCountMin(x) after x was removed, through the handle with the old directory: %v", err)
+	} else {
+		x2.Close()
+	}
+	a3, err := OpenArena(Path(path), ArenaConfig{})
+	if err != nil {
+		t.Fatalf("OpenArena after the creates through the handle with the old directory: %v", err)
+	}
+	defer a3.Close()
+	if err := a3.Check(); err != nil {
+		t.Errorf("Check = %v", err)
+	}
+	names := map[string]int{}
+	for _, e := range a3.List() {
+		names[e.Name]++
+	}
+	if want := map[string]int{"x": 1, "y": 1, "z": 1}; fmt.Sprint(names) != fmt.Sprint(want) {
+		t.Errorf("the arena lists %v, want %v", names, want)
+	}
+}
+
+// TestArena_RemovedClockWindowClearsNothing: a clock window starts, from its
+// adds, a goroutine that clears the next period's slot ahead, which its
+// user cannot wait for. Once the window is closed and removed, and a
+// structure is created in its room, no such clear lands there: the new
+// structure's counts stay exact, and its neighbour's too.
+func TestArena_RemovedClockWindowClearsNothing(t *testing.T) {
+	a := mustOpenArena(t, tempPath(t, "arena"), 1<<20)
+	wcfg := DistinctWindowConfig{Window: Window{Period: time.Millisecond, Keep: 2}, Distinct: DistinctConfig{Precision: 12}}
+	w := mustIn(t, OpenDistinctWindow, a.Place("w"), wcfg)
+	n := mustIn(t, OpenCountMin, a.Place("n"), CountMinConfig{Rows: 2, Width: 256})
+	defer n.Close()
+	room := arEntryAt(t, a, "n").Offset - arEntryAt(t, a, "w").Offset
+	for round := range 20 {
+		if w == nil {
+			w = mustIn(t, OpenDistinctWindow, a.Place("w"), wcfg)
+		}
+		for end := time.Now().Add(3 * time.Millisecond); time.Now().Before(end); {
+			w.AddString("k")
+		}
+		w.Close()
+		w = nil
+		if err := a.Remove("w"); err != nil {
+			t.Fatal(err)
+		}
+		c := mustIn(t, OpenCountMin, a.Place("c"), CountMinConfig{Rows: 2, Width: 512})
+		if e := arEntryAt(t, a, "c"); e.Bytes > room {
+			t.Fatalf("the sketch needs %d bytes, the room has %d", e.Bytes, room)
+		}
+		for range 100 {
+			c.AddString("x")
+			n.AddString("y")
+		}
+		time.Sleep(3 * time.Millisecond) // any clear ahead had its time
+		if got := c.EstimateString("x"); got != 100 {
+			t.Fatalf("round %d: the sketch in the window's room: Estimate(x) = %d, want 100", round, got)
+		}
+		if got := n.EstimateString("y"); got != uint64(100*(round+1)) {
+			t.Fatalf("round %d: the neighbour: Estimate(y) = %d, want %d", round, got, 100*(round+1))
+		}
+		c.Close()
+		if err := a.Remove("c"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := a.Check(); err != nil {
+		t.Errorf("Check = %v", err)
+	}
+}
+
+// TestArena_RemoveCreateReusesRooms: names removed and created again
+// thousands of times, with configs of three sizes, reuse rooms instead of
+// spending the directory or the file: no ErrArenaFull, and the directory
+// holds a bounded number of entries.
+func TestArena_RemoveCreateReusesRooms(t *testing.T) {
+	a := mustOpenArena(t, tempPath(t, "arena"), 256<<10)
+	widths := []int{64, 256, 1024}
+	held := map[string]*CountMin{}
+	for i := range 3000 {
+		name := fmt.Sprint("n", i%3)
+		if c := held[name]; c != nil {
+			c.Close()
+			if err := a.Remove(name); err != nil {
+				t.Fatalf("cycle %d: Remove(%s) = %v", i, name, err)
+			}
+		}
+		c, err := OpenCountMin(a.Place(name), CountMinConfig{Rows: 2, Width: widths[(i/3+i%3)%3]})
+		if err != nil {
+			t.Fatalf("cycle %d: create %s: %v (stats %+v)", i, name, err, a.Stats())
+		}
+		c.AddString(name)
+		held[name] = c
+	}
+	st := a.Stats()
+	if st.Entries != 3 || st.Entries+st.Removed > 12 {
+		t.Errorf("Stats = %+v: want 3 structures, in at most 12 directory entries", st)
+	}
+	for name, c := range held {
+		if got := c.EstimateString(name); got != 1 {
+			t.Errorf("%s: Estimate = %d, want 1", name, got)
+		}
+		c.Close()
+	}
+	if err := a.Check(); err != nil {
+		t.Errorf("Check = %v", err)
+	}
+}
+
+// TestArena_RemoveFrozenByStructure: Freeze of one structure seals the
+// whole arena: Remove through a read-write handle is then ErrFrozen and
+// removes nothing, a create is ErrFrozen, and a snapshot of the sealed
+// arena with a removed entry leaves it out and checks clean.
+func TestArena_RemoveFrozenByStructure(t *testing.T) {
+	a := mustOpenArena(t, tempPath(t, "arena"), 1<<20)
+	for _, name := range []string{"a", "b", "c"} {
+		c := mustIn(t, OpenCountMin, a.Place(name), CountMinConfig{Rows: 2, Width: 64})
+		c.AddString(name)
+		c.Close()
+	}
+	if err := a.Remove("b"); err != nil {
+		t.Fatal(err)
+	}
+	c := mustIn(t, OpenCountMin, a.Place("c"), CountMinConfig{})
+	if err := c.Freeze(); err != nil {
+		t.Fatal(err)
+	}
+	c.Close()
+	if err := a.Remove("a"); !errors.Is(err, ErrFrozen) {
+		t.Errorf("Remove on a sealed arena = %v, want ErrFrozen", err)
+	}
+	arEntryAt(t, a, "a")
+	if _, err := OpenBloom(a.Place("b"), BloomConfig{Capacity: 10}); !errors.Is(err, ErrFrozen) {
+		t.Errorf("a create in a sealed arena = %v, want ErrFrozen", err)
+	}
+	s, err := a.Snapshot(Path(filepath.Join(t.TempDir(), "snap")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if got := s.List(); len(got) != 2 || got[0].Name != "a" || got[1].Name != "c" {
+		t.Errorf("the snapshot lists %+v, want a and c", got)
+	}
+	if err := s.Check(); err != nil {
+		t.Errorf("the snapshot's Check = %v", err)
+	}
+}
+
+// TestArena_ReuseKilledBeforeCountStep: a process killed after a
+// reuse's last state store (the slot live under its new name) and before
+// the change count's step leaves the count where a handle that read the
+// directory during the reuse (the slot "being reused") last saw it. That
+// handle must still find the new structure by its name instead of
+// writing a second entry of that name, which makes every later open of
+// the arena ErrCorrupt. The kill is reproduced by taking the last step
+// back.
+func TestArena_ReuseKilledBeforeCountStep(t *testing.T) {
+	path := tempPath(t, "arena")
+	a := mustOpenArena(t, path, 1<<20)
+	mustIn(t, OpenCountMin, a.Place("x"), CountMinConfig{Rows: 4, Width: 1024}).Close()
+	mustIn(t, OpenBloom, a.Place("y"), BloomConfig{Capacity: 100}).Close()
+	b := mustOpenArena(t, path, 0)
+	if err := a.Remove("x"); err != nil {
+		t.Fatal(err)
+	}
+	arenaCreateHook = func() { b.List() } // b reads the slot being reused
+	defer func() { arenaCreateHook = nil }()
+	z := mustIn(t, OpenBloom, a.Place("z"), BloomConfig{Capacity: 100})
+	arenaCreateHook = nil
+	defer z.Close()
+	z.AddString("k")
+	atomic.AddUint32(dirGenWord(a.m.data), ^uint32(0)) // killed before the last step
+
+	zb, err := OpenBloom(b.Place("z"), BloomConfig{Capacity: 100})
+	if err != nil {
+		t.Fatalf("OpenBloom(z) through the handle that read the reuse: %v", err)
+	}
+	defer zb.Close()
+	if !zb.ContainsString("k") {
+		t.Error("the handle that read the reuse opened another z than the one its name holds")
+	}
+	c, err := OpenArena(Path(path), ArenaConfig{})
+	if err != nil {
+		t.Fatalf("OpenArena afterwards: %v", err)
+	}
+	defer c.Close()
+	if n := len(c.List()); n != 2 {
+		t.Errorf("the arena lists %d structures, want 2 (y, z): %+v", n, c.List())
+	}
+}
+
+// TestArena_RemoveKilledBeforeCountStep: the same for a Remove
+// killed after its state store and before the count's step: a handle
+// that read the directory before sees the name gone when it looks under
+// the lock (Remove again is fs.ErrNotExist) and opens the name as a new
+// structure, instead of failing or opening the removed one.
+func TestArena_RemoveKilledBeforeCountStep(t *testing.T) {
+	path := tempPath(t, "arena")
+	a := mustOpenArena(t, path, 1<<20)
+	x := mustIn(t, OpenCountMin, a.Place("x"), CountMinConfig{Rows: 2, Width: 64})
+	x.AddString("old")
+	x.Close()
+	b := mustOpenArena(t, path, 0)
+	arEntryAt(t, b, "x")
+	if err := a.Remove("x"); err != nil {
+		t.Fatal(err)
+	}
+	atomic.AddUint32(dirGenWord(a.m.data), ^uint32(0)) // killed before the step
+
+	if err := b.Remove("x"); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("Remove(x) again through the handle that read it live = %v, want fs.ErrNotExist", err)
+	}
+	c, err := OpenCountMin(b.Place("x"), CountMinConfig{Rows: 2, Width: 64})
+	if err != nil {
+		t.Fatalf("OpenCountMin(x) through the handle that read it live: %v", err)
+	}
+	defer c.Close()
+	if got := c.EstimateString("old"); got != 0 {
+		t.Errorf("the x opened after the removal counts the removed one's key: Estimate = %d, want 0", got)
+	}
+	if n := len(a.List()); n != 1 {
+		t.Errorf("the arena lists %+v, want the new x alone", a.List())
+	}
+}
+
+// TestArena_RemoveInspectListAgree: Inspect, List, Stats and Check agree
+// after removes and a reuse, with a distinct window among the structures:
+// the live ones in directory order (the reused slot where the removed one
+// was), the removed entry counted once, nothing else.
+func TestArena_RemoveInspectListAgree(t *testing.T) {
+	path := tempPath(t, "arena")
+	a := mustOpenArena(t, path, 1<<20)
+	mustIn(t, OpenCountMin, a.Place("x"), CountMinConfig{Rows: 4, Width: 1024}).Close()
+	mustIn(t, OpenDistinctWindow, a.Place("y"), DistinctWindowConfig{Window: Window{Keep: 2}, Distinct: DistinctConfig{Precision: 8}}).Close()
+	mustIn(t, OpenCountMin, a.Place("z"), CountMinConfig{Rows: 2, Width: 64}).Close()
+	for _, n := range []string{"x", "z"} {
+		if err := a.Remove(n); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mustIn(t, OpenBloom, a.Place("w"), BloomConfig{Capacity: 100}).Close()
+	fi, err := Inspect(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, e := range fi.Entries {
+		got = append(got, e.Name+":"+string(e.Kind))
+	}
+	var listed []string
+	for _, e := range a.List() {
+		listed = append(listed, e.Name+":"+string(e.Kind))
+	}
+	want := "[w:bloom y:distinctwindow]"
+	if fmt.Sprint(got) != want || fmt.Sprint(listed) != want || fi.Removed != 1 {
+		t.Errorf("Inspect: %v, %d removed; List: %v; want %s and 1 removed", got, fi.Removed, listed, want)
+	}
+	arWantStats(t, a, 2, 1, 1)
+	if err := a.Check(); err != nil {
+		t.Errorf("Check = %v", err)
+	}
+}
+
+// TestArena_RemoveWhileOtherMappingAdds: a goroutine adds through a
+// handle opened from another arena handle of this process (its own
+// mapping and descriptor, as another process has) while the name is
+// removed and structures are created and removed again in a loop: none
+// is created in the held room, and each counts exactly its own adds.
+func TestArena_RemoveWhileOtherMappingAdds(t *testing.T) {
+	path := tempPath(t, "arena")
+	a1 := mustOpenArena(t, path, 1<<20)
+	a2 := mustOpenArena(t, path, 0)
+	x := mustIn(t, OpenCountMin, a2.Place("x"), CountMinConfig{Rows: 2, Width: 512})
+	mustIn(t, OpenBloom, a1.Place("after"), BloomConfig{Capacity: 10}).Close()
+	held := arEntryAt(t, a1, "x").Offset
+	var stop atomic.Bool
+	var adds atomic.Uint64
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for !stop.Load() {
+			x.AddString("x")
+			adds.Add(1)
+		}
+	}()
+	if err := a1.Remove("x"); err != nil {
+		t.Fatal(err)
+	}
+	for round := range 200 {
+		name := fmt.Sprint("n", round%2)
+		c := mustIn(t, OpenCountMin, a1.Place(name), CountMinConfig{Rows: 2, Width: 256})
+		if off := arEntryAt(t, a1, name).Offset; off == held {
+			t.Fatalf("round %d: %s was created in the room a handle of another mapping holds", round, name)
+		}
+		c.AddString("k")
+		if got := c.EstimateString("k"); got != 1 {
+			t.Fatalf("round %d: Estimate(k) = %d, want 1", round, got)
+		}
+		if got := c.EstimateString("x"); got != 0 {
+			t.Fatalf("round %d: the new sketch counts %d of the removed one's adds", round, got)
+		}
+		c.Close()
+		if err := a1.Remove(name); err != nil {
+			t.Fatal(err)
+		}
+	}
+	stop.Store(true)
+	<-done
+	if got, want := x.EstimateString("x"), adds.Load(); got != want {
+		t.Errorf("the removed sketch: Estimate(x) = %d, want its %d adds", got, want)
+	}
+	x.Close()
+	c := mustIn(t, OpenCountMin, a1.Place("n9"), CountMinConfig{Rows: 2, Width: 256})
+	defer c.Close()
+	if off := arEntryAt(t, a1, "n9").Offset; off != held {
+		t.Errorf("after the holder's Close a create went to %d, want the freed room at %d", off, held)
+	}
+}
+
+// TestArena_SnapshotAfterKilledReuse: a snapshot taken through a handle
+// that read the directory during a reuse whose process was killed before
+// the change count's step copies the structure the reuse made, as a
+// snapshot through any other handle does, instead of leaving it out.
+func TestArena_SnapshotAfterKilledReuse(t *testing.T) {
+	path := tempPath(t, "arena")
+	a := mustOpenArena(t, path, 1<<20)
+	mustIn(t, OpenCountMin, a.Place("x"), CountMinConfig{Rows: 4, Width: 1024}).Close()
+	mustIn(t, OpenBloom, a.Place("y"), BloomConfig{Capacity: 100}).Close()
+	b := mustOpenArena(t, path, 0)
+	if err := a.Remove("x"); err != nil {
+		t.Fatal(err)
+	}
+	arenaCreateHook = func() { b.List() } // b reads the slot being reused
+	defer func() { arenaCreateHook = nil }()
+	z := mustIn(t, OpenBloom, a.Place("z"), BloomConfig{Capacity: 100})
+	arenaCreateHook = nil
+	z.AddString("k")
+	z.Close()
+	atomic.AddUint32(dirGenWord(a.m.data), ^uint32(0)) // killed before the last step
+
+	s, err := b.Snapshot(Path(filepath.Join(t.TempDir(), "snap")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	var names []string
+	for _, e := range s.List() {
+		names = append(names, e.Name)
+	}
+	if fmt.Sprint(names) != "[z y]" {
+		t.Fatalf("the snapshot lists %v, want [z y]", names)
+	}
+	sz := mustIn(t, OpenBloom, s.Place("z"), BloomConfig{}, WithReadOnly())
+	defer sz.Close()
+	if !sz.ContainsString("k") {
+		t.Error("the snapshot's z lacks its key")
+	}
 }

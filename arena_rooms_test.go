@@ -19,6 +19,8 @@ import (
 
 const envRoomBlock = "SKETCH_TEST_ROOMBLOCK" // "all": every room byte; "marks": the mark ranges only
 
+var _ = role("roomblock", childRoomBlock)
+
 // childRoomBlock runs as a user who may only read the arena at envPath:
 // it read-locks every room byte with one fcntl (envRoomBlock "all": the
 // bytes earlier builds asked about and every mark range; "marks": the mark
@@ -309,6 +311,8 @@ func TestArena_RoomsSharedDescription(t *testing.T) {
 }
 
 const envNoProc = "SKETCH_TEST_NOPROC" // "1": the room code finds no /proc
+
+var _ = role("roomshared", childRoomShared)
 
 // childRoomShared opens the arena handed over as fd 3 (without /proc when
 // envNoProc says so), opens "s" read-write and adds "child" once, tells

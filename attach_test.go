@@ -179,9 +179,9 @@ func otOnlyFile(t *testing.T, path string) {
 	}
 }
 
-// TestAttachCountMin_ZeroMagic: a descriptor whose file never got its
+// TestOpen_InheritedZeroMagic: a descriptor whose file never got its
 // magic is an interrupted create, as it is by path.
-func TestAttachCountMin_ZeroMagic(t *testing.T) {
+func TestOpen_InheritedZeroMagic(t *testing.T) {
 	_, tmpl := otMakeFile(t, otCfg)
 	for name, data := range map[string][]byte{
 		"all zero":         make([]byte, len(tmpl)),
@@ -201,14 +201,14 @@ func TestAttachCountMin_ZeroMagic(t *testing.T) {
 			c, err := OpenCountMin(Inherited(f.Fd()), CountMinConfig{})
 			if err == nil {
 				c.Close()
-				t.Fatal("AttachCountMin succeeded on a file without a magic")
+				t.Fatal("OpenCountMin(Inherited) succeeded on a file without a magic")
 			}
 			var want error = ErrInterruptedCreate
 			if len(data) == 0 {
 				want = ErrCorrupt
 			}
 			if !errors.Is(err, want) {
-				t.Errorf("AttachCountMin = %v, want %v", err, want)
+				t.Errorf("OpenCountMin(Inherited) = %v, want %v", err, want)
 			}
 		})
 	}

@@ -117,6 +117,8 @@ func BenchmarkLock(b *testing.B) {
 	})
 }
 
+var _ = role("lockspin", childLockSpin)
+
 // childLockSpin takes and releases the write lock of envPath in a loop,
 // holding it a microsecond each time, until stdin closes.
 func childLockSpin() error {

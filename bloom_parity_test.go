@@ -397,9 +397,9 @@ func TestBloom_ParityBatchSingle(t *testing.T) {
 	}
 }
 
-// FuzzBloomParity compares the cores and the model on arbitrary
+// FuzzParity_Bloom compares the cores and the model on arbitrary
 // sequences, on a small filter picked by the first byte.
-func FuzzBloomParity(f *testing.F) {
+func FuzzParity_Bloom(f *testing.F) {
 	f.Add([]byte{0, 0, 1, 1, 2, 2, 3, 3, 4, 5, 6, 6, 7, 7, 8, 9, 9})
 	f.Add([]byte{1, 2, 200, 2, 201, 3, 202, 9, 0, 4, 200, 8, 100, 9, 1})
 	f.Add([]byte{2, 6, 5, 6, 5, 4, 5, 5, 5, 7, 6, 8, 50, 8, 3, 9, 0})

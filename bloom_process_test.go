@@ -47,6 +47,8 @@ func bloomAddRange(b filterAdder, first, n int) error {
 	return b.AddBatch(batch, nil)
 }
 
+var _ = role("bloomadd", childBloomAdd)
+
 // childBloomAdd adds its range, waits until every child's adds are counted
 // (a count moves after its bits), then checks every child's keys.
 func childBloomAdd() error {
@@ -76,6 +78,8 @@ func childBloomAdd() error {
 	}
 	return nil
 }
+
+var _ = role("bloomfrozen", childBloomFrozen)
 
 // childBloomFrozen creates its own filter file, adds its range and
 // freezes the file.

@@ -23,6 +23,8 @@ var bwinProcCfg = BloomConfig{Capacity: 50_000, FPRate: 0.01, Seed: 0xb1b1}
 
 func bwinProcKey(child string, i int) []byte { return []byte(fmt.Sprintf("c%s-%d", child, i)) }
 
+var _ = role("bwinadd", childBloomWinAdd)
+
 // childBloomWinAdd adds its own keys, c<child>-0, -1, …, until told to stop:
 // mostly one by one, every 50th step a batch of 16. After each add it
 // checks the key, and every 50 adds 20 random keys of its own: a key

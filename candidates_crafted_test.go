@@ -198,3 +198,21 @@ func TestCandidates_GarbageTable(t *testing.T) {
 	t.Logf("Check found damage in %d of 200 rounds", corrupt)
 	_ = os.Remove(path)
 }
+
+// TestCandidates_CraftedLength: a slot whose length word says more than an
+// int holds is listed with a length that is not negative (on 32-bit
+// platforms 1<<31 is past an int).
+func TestCandidates_CraftedLength(t *testing.T) {
+	_, c := craftedTable(t)
+	way := heldWay(t, c)
+	atomic.StoreUint64(c.top.slotWord(way, 3), 1<<40) // a prefix, whose hash names it
+	hs, err := c.Top(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, h := range hs {
+		if h.Length < 0 {
+			t.Errorf("%q listed with length %d", h.Key, h.Length)
+		}
+	}
+}

@@ -21,6 +21,8 @@ import (
 // candidatesProcessConfig is the sketch the children share.
 var candidatesProcessConfig = CountMinConfig{Rows: 4, Width: 1 << 16, Candidates: 40} // 2 MiB: past L2, so the cgo build batches in C
 
+var _ = role("topadd", childTopAdd)
+
 // childTopAdd adds its share (every 4th key from its index on) of the
 // Zipf stream that envOps names, half of it one key at a time and half in
 // batches.
@@ -54,6 +56,8 @@ func childTopAdd() error {
 
 // envTopPrefix is the prefix of a toploop child's keys.
 const envTopPrefix = "SKETCH_TEST_TOP_PREFIX"
+
+var _ = role("toploop", childTopLoop)
 
 // childTopLoop adds keys of a Zipf stream with many admissions (a small
 // table, a flat stream) until it is killed.

@@ -137,6 +137,8 @@ func TestCountingBloom_AddIfAbsentProcesses(t *testing.T) {
 
 const cbfOnceKeys = 5000
 
+var _ = role("cbfonce", childCBFOnce)
+
 // childCBFOnce asks AddIfAbsent for every key, starting at an offset of
 // its own so that the processes meet on every key, and writes how many it
 // added.

@@ -419,11 +419,11 @@ func TestParityCountingBloom_AddManyWaits(t *testing.T) {
 	}
 }
 
-// FuzzParityCountingBloom compares the cores and the model on arbitrary
+// FuzzParity_CountingBloom compares the cores and the model on arbitrary
 // sequences, on a small filter picked by the first byte (creating the
 // files is most of a run's time): 64 one-hash counters (collisions,
 // saturation), 128 with 7 hashes, 512 with 10, 16384 with 7.
-func FuzzParityCountingBloom(f *testing.F) {
+func FuzzParity_CountingBloom(f *testing.F) {
 	f.Add([]byte{0, 0, 1, 1, 2, 2, 3, 3, 4, 5, 6, 6, 7, 7, 8, 9, 9})
 	f.Add([]byte{1, 2, 200, 2, 201, 2, 202, 9, 0, 4, 200, 8, 100, 9, 1})
 	f.Add([]byte{2, 6, 5, 6, 5, 4, 5, 5, 5, 7, 6, 8, 50, 8, 30, 9, 0, 8, 3})

@@ -80,6 +80,8 @@ func runAdders(t *testing.T, n int, role string, env func(i int) []string) {
 	waitAll(t, startGroup(t, childContext(t), specs))
 }
 
+var _ = role("cbfadd", childCBFAdd)
+
 // childCBFAdd adds its disjoint range of keys (half one by one, half in
 // one AddMany) and "shared" three times.
 func childCBFAdd() error {
@@ -136,6 +138,8 @@ func TestCountingBloom_FourProcesses(t *testing.T) {
 		t.Error("shared is still present after removing its twelve copies")
 	}
 }
+
+var _ = role("cbfloop", childCBFLoop)
 
 // childCBFLoop says "started" and then holds the lock again and again: a
 // long AddMany (read lock) or Clear (write lock), until it is killed.
@@ -211,6 +215,8 @@ func TestCountingBloom_KillLockHolder(t *testing.T) {
 		}
 	}
 }
+
+var _ = role("cbfrace", childCBFRace)
 
 // childCBFRace opens round n's path for each n it reads, adds its own key,
 // and answers "ok n" or "err n <error>".

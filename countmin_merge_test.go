@@ -135,6 +135,8 @@ func TestCountMin_Merge_Errors(t *testing.T) {
 // mergeProcCfg is the shape and seed of the merge test's files.
 var mergeProcCfg = CountMinConfig{Rows: 4, Width: 1 << 16, Seed: 0x6d657267}
 
+var _ = role("mergepart", childMergePart)
+
 // childMergePart writes stream envChild into its own file and freezes it.
 func childMergePart() error {
 	c, err := OpenCountMin(Path(os.Getenv(envPath)), mergeProcCfg)

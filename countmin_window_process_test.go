@@ -15,6 +15,8 @@ import (
 	"github.com/shmsketch/sketch/internal/cells"
 )
 
+var _ = role("winadd", childWinAdd)
+
 // childWinAdd adds its own keys until told to stop, in bursts, checking that
 // every estimate (Add's and Estimate's) is at least its own count over the
 // periods the estimate covers; then it prints its counts per period as

@@ -244,6 +244,8 @@ func TestCountMin_KillWeightedAdds(t *testing.T) {
 	}
 }
 
+var _ = role("weightloop", childWeightLoop)
+
 // childWeightLoop adds weights of about 2^24 from four goroutines until
 // killed.
 func childWeightLoop() error {

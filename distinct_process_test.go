@@ -31,6 +31,8 @@ func distinctProcCfg(redis bool) DistinctConfig {
 	return DistinctConfig{Precision: 14, Seed: 0xd15c}
 }
 
+var _ = role("distinctadd", childDistinctAdd)
+
 // childDistinctAdd opens the count, waits at the barrier and adds its
 // range.
 func childDistinctAdd() error {

@@ -11,13 +11,20 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"testing"
 	"time"
 )
 
+// envDWStep is what a TestDistinctWindow_CacheOtherProcess child does to
+// the window: "add" or "rotate".
+const envDWStep = "SKETCH_TEST_DW_STEP"
+
 // dwProcCfg is the processes' window: Redis's profile, turned by Rotate.
 var dwProcCfg = DistinctWindowConfig{Window: Window{Keep: 2}, Distinct: DistinctConfig{Redis: true}}
+
+var _ = role("dwinadd", childDistinctWinAdd)
 
 // childDistinctWinAdd opens the window, waits at the barrier and adds its
 // range to the current period.
@@ -32,6 +39,8 @@ func childDistinctWinAdd() error {
 	}
 	return distinctAddKeys(w, envInt(envDistinctFirst), envInt(envDistinctCount))
 }
+
+var _ = role("dwinkeys", childDistinctWinKeys)
 
 // childDistinctWinKeys is the window suite's adder of the distinct window
 // (as childBloomWinAdd is the Bloom window's): it adds its own keys,
@@ -154,4 +163,53 @@ func TestDistinctWindow_CorruptEntry(t *testing.T) {
 			t.Errorf("parameter %d set to %d: open = %v, want ErrCorrupt", c.param, c.value, err)
 		}
 	}
+}
+
+// TestDistinctWindow_CacheOtherProcess: a handle's cached Count
+// follows what another process did since (adds, then a turn, then adds
+// again): after each step it equals the Count of a handle opened afresh.
+func TestDistinctWindow_CacheOtherProcess(t *testing.T) {
+	if step := os.Getenv(envDWStep); step != "" {
+		dwCacheChild(step)
+		return
+	}
+	exe := selfExe(t)
+	path := filepath.Join(t.TempDir(), "dw")
+	w := mustIn(t, OpenDistinctWindow, Path(path), dwCfg(10, 2))
+	addRange(t, w, 0, 100)
+	for _, step := range []string{"add", "rotate", "add", "rotate", "rotate", "add"} {
+		before := w.Count() // cached from here
+		cmd := exec.CommandContext(childContext(t), exe, "-test.run=^TestDistinctWindow_CacheOtherProcess$")
+		cmd.Env = append(os.Environ(), envDWStep+"="+step, envPath+"="+path)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("child %s: %v\n%s", step, err, out)
+		}
+		fresh := mustIn(t, OpenDistinctWindow, Path(path), DistinctWindowConfig{}, WithReadOnly())
+		want, wantP := fresh.CountCovered()
+		fresh.Close()
+		if got, p := w.CountCovered(); got != want || p != wantP {
+			t.Fatalf("after another process's %s: CountCovered() = %d, %+v (was %d); a fresh handle: %d, %+v", step, got, p, before, want, wantP)
+		}
+		if got := w.Count(); step == "add" && got <= before {
+			t.Fatalf("after another process added 300 new keys, Count() = %d, was %d", got, before)
+		}
+	}
+}
+
+// dwCacheChild adds 300 new keys to the window, or turns it.
+func dwCacheChild(step string) {
+	w, err := OpenDistinctWindow(Path(os.Getenv(envPath)), DistinctWindowConfig{})
+	if err == nil {
+		if step == "rotate" {
+			err = w.Rotate()
+		} else {
+			err = distinctAddKeys(w, 1000+int(w.Current())*300, 300)
+		}
+		w.Close()
+	}
+	if err != nil {
+		fmt.Println(err)
+		os.Exit(2)
+	}
+	os.Exit(0)
 }

@@ -3,8 +3,10 @@ package sketch
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -133,6 +135,159 @@ func TestDistinctWindow_CountCached(t *testing.T) {
 	}
 }
 
+// TestDistinctWindow_CacheAcrossHandles: a handle's cached Count
+// always equals the Count of a handle that has none (opened afresh),
+// whatever other handles on the file did since: adds that raise
+// registers, adds that raise none, turns, turns by several periods at
+// once (every slot cleared and reused), batches.
+func TestDistinctWindow_CacheAcrossHandles(t *testing.T) {
+	for _, keep := range []int{1, 2, 3} {
+		t.Run(fmt.Sprintf("keep=%d", keep), func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "dw")
+			w := mustIn(t, OpenDistinctWindow, Path(path), dwCfg(8, keep))
+			other := mustIn(t, OpenDistinctWindow, Path(path), DistinctWindowConfig{})
+			next := 0
+			for round := range 40 {
+				switch round % 5 {
+				case 0, 1:
+					addRange(t, other, next, 7+round)
+					next += 7 + round
+				case 2:
+					addRange(t, other, 0, 3) // raises nothing after the first rounds
+				case 3:
+					for range round%(keep+2) + 1 {
+						if err := other.Rotate(); err != nil {
+							t.Fatal(err)
+						}
+					}
+				case 4:
+					addRange(t, w, next, 5)
+					next += 5
+				}
+				fresh := mustIn(t, OpenDistinctWindow, Path(path), DistinctWindowConfig{}, WithReadOnly())
+				wantN, wantP := fresh.CountCovered()
+				fresh.Close()
+				if n, p := w.CountCovered(); n != wantN || p != wantP {
+					t.Fatalf("round %d: CountCovered() = %d, %+v; a handle without a cache: %d, %+v", round, n, p, wantN, wantP)
+				}
+				if n := w.Count(); n != wantN {
+					t.Fatalf("round %d: the cached Count() = %d, want %d", round, n, wantN)
+				}
+			}
+		})
+	}
+}
+
+// TestDistinctWindow_ReadersRaceRotate: Count, CountCovered, Stats,
+// ExportRedis and SnapshotCovered run while other goroutines add and turn
+// the window, and while Close runs (with -race: no data race). Every
+// answer covers Keep periods ending at a period the window was at; a
+// snapshot's count is the window's for its periods once nothing adds;
+// after Close every call is ErrClosed or zero.
+func TestDistinctWindow_ReadersRaceRotate(t *testing.T) {
+	const keep = 3
+	path := filepath.Join(t.TempDir(), "dw")
+	w := mustIn(t, OpenDistinctWindow, Path(path), DistinctWindowConfig{Window: Window{Keep: keep}, Distinct: DistinctConfig{Precision: 14}})
+	other := mustIn(t, OpenDistinctWindow, Path(path), DistinctWindowConfig{})
+	var stop atomic.Bool
+	var wg sync.WaitGroup
+	errs := make(chan error, 16)
+	wg.Add(2)
+	go func() { // adds through the other handle
+		defer wg.Done()
+		for i := 0; !stop.Load(); i++ {
+			if err := other.AddString(fmt.Sprint("k", i)); err != nil {
+				errs <- fmt.Errorf("AddString: %w", err)
+				return
+			}
+		}
+	}()
+	go func() { // turns through the other handle
+		defer wg.Done()
+		for !stop.Load() {
+			if err := other.Rotate(); err != nil {
+				errs <- fmt.Errorf("Rotate: %w", err)
+				return
+			}
+			time.Sleep(200 * time.Microsecond)
+		}
+	}()
+	readers := func(h *DistinctWindow, closed *atomic.Bool) {
+		for !stop.Load() {
+			before := h.Current()
+			_, p := h.CountCovered()
+			if !closed.Load() && p != (Periods{}) && (p.Current < before || p.Current-p.Oldest+1 > keep) {
+				errs <- fmt.Errorf("CountCovered covered %+v, the window was at %d before", p, before)
+				return
+			}
+			h.Count()
+			h.Stats()
+			if _, _, err := h.ExportRedisCovered(); err != nil && !errors.Is(err, ErrClosed) {
+				var turn *windowTurnError
+				if !errors.As(err, &turn) {
+					errs <- fmt.Errorf("ExportRedisCovered: %w", err)
+					return
+				}
+			}
+			if s, _, err := h.SnapshotCovered(Memory()); err == nil {
+				s.Close()
+			} else if !errors.Is(err, ErrClosed) {
+				var turn *windowTurnError
+				if !errors.As(err, &turn) {
+					errs <- fmt.Errorf("SnapshotCovered: %w", err)
+					return
+				}
+			}
+		}
+	}
+	var never, closing atomic.Bool
+	wg.Add(3)
+	go func() { defer wg.Done(); readers(w, &never) }()
+	go func() { defer wg.Done(); readers(w, &never) }()
+	// A third handle that is closed while its reader runs.
+	doomed := mustIn(t, OpenDistinctWindow, Path(path), DistinctWindowConfig{})
+	go func() { defer wg.Done(); readers(doomed, &closing) }()
+	time.Sleep(150 * time.Millisecond)
+	closing.Store(true)
+	if err := doomed.Close(); err != nil {
+		t.Errorf("Close during the reads: %v", err)
+	}
+	time.Sleep(150 * time.Millisecond)
+	stop.Store(true)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	if n := doomed.Count(); n != 0 {
+		t.Errorf("Count after Close = %d, want 0", n)
+	}
+	if _, err := doomed.ExportRedis(); !errors.Is(err, ErrClosed) {
+		t.Errorf("ExportRedis after Close = %v, want ErrClosed", err)
+	}
+	if _, _, err := doomed.SnapshotCovered(Memory()); !errors.Is(err, ErrClosed) {
+		t.Errorf("SnapshotCovered after Close = %v, want ErrClosed", err)
+	}
+	// Quiet now: the snapshot, the export and Count agree. One more add
+	// after the turns: on a loaded machine the turner can run Keep turns
+	// while the adder waits for a CPU, and leave the covered periods empty.
+	if err := other.AddString("last"); err != nil {
+		t.Fatal(err)
+	}
+	n, p := w.CountCovered()
+	s, sp, err := w.SnapshotCovered(Memory())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if sp != p || s.Count() != n {
+		t.Errorf("snapshot: %d over %+v; the window: %d over %+v", s.Count(), sp, n, p)
+	}
+	if n == 0 {
+		t.Error("the window counts nothing after the adds")
+	}
+}
+
 // TestDistinctWindow_Clock: with a Period, the clock turns the window in
 // every handle: a period's keys count until Keep periods pass, then not.
 func TestDistinctWindow_Clock(t *testing.T) {
@@ -220,6 +375,55 @@ func TestDistinctWindow_States(t *testing.T) {
 	}
 	if _, err := ro.ExportRedis(); !errors.Is(err, ErrClosed) {
 		t.Errorf("closed ExportRedis = %v, want ErrClosed", err)
+	}
+}
+
+// TestDistinctWindow_ReadOnlyClock: a read-only handle on a clock
+// window that nobody writes any more counts what the writer left while
+// its periods are in the window and nothing once they have left, and
+// writes nothing to the file (its mapping is read-only: a store would
+// fault), whatever it is asked.
+func TestDistinctWindow_ReadOnlyClock(t *testing.T) {
+	for _, period := range []time.Duration{time.Hour, 20 * time.Millisecond} {
+		t.Run(period.String(), func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "dw")
+			cfg := DistinctWindowConfig{Window: Window{Period: period, Keep: 2}, Distinct: DistinctConfig{Precision: 14}}
+			w := mustIn(t, OpenDistinctWindow, Path(path), cfg)
+			addRange(t, w, 0, 500)
+			want := w.Count()
+			w.Close()
+			r := mustIn(t, OpenDistinctWindow, Path(path), DistinctWindowConfig{}, WithReadOnly())
+			if period == time.Hour {
+				if got := r.Count(); got != want {
+					t.Errorf("the read-only Count() = %d, the writer's %d", got, want)
+				}
+			}
+			deadline := time.Now().Add(patience)
+			for period != time.Hour && r.Count() != 0 {
+				if time.Now().After(deadline) {
+					t.Fatalf("Count() = %d long after the writer's periods left a window of 2 x %v", r.Count(), period)
+				}
+				r.Stats()
+				time.Sleep(time.Millisecond)
+			}
+			if _, err := r.ExportRedis(); err != nil {
+				t.Errorf("ExportRedis = %v", err)
+			}
+			s, _, err := r.SnapshotCovered(Memory())
+			if err != nil {
+				t.Fatalf("SnapshotCovered = %v", err)
+			}
+			defer s.Close()
+			if got := s.Count(); got != r.Count() {
+				t.Errorf("the snapshot counts %d, the read-only window %d", got, r.Count())
+			}
+			if err := r.AddString("x"); !errors.Is(err, ErrReadOnly) {
+				t.Errorf("AddString on a read-only handle = %v, want ErrReadOnly", err)
+			}
+			if err := r.Rotate(); !errors.Is(err, ErrReadOnly) {
+				t.Errorf("Rotate on a read-only handle = %v, want ErrReadOnly", err)
+			}
+		})
 	}
 }
 

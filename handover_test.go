@@ -20,7 +20,7 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// TestAttach_DescriptorFromAnotherUser: a descriptor nobody sends is
+// TestOpen_InheritedFromAnotherUser: a descriptor nobody sends is
 // attached only when nobody is trusted and could not change the file's
 // size under us: its own file and a memfd it made are ErrNotOwner unless
 // WithOwner trusts it (the maker of a sealed memfd may keep a writable
@@ -29,7 +29,7 @@ import (
 // made with the Memfd place (sealed, blocks reserved) works with WithOwner;
 // and one whose maker keeps its write lock, alive, makes an add fail with
 // ErrTimeout at WithLockTimeout instead of waiting for good.
-func TestAttach_DescriptorFromAnotherUser(t *testing.T) {
+func TestOpen_InheritedFromAnotherUser(t *testing.T) {
 	requireRoot(t)
 	requireReexec(t)
 	dir := crossDir(t)
@@ -144,6 +144,8 @@ func TestAttach_DescriptorFromAnotherUser(t *testing.T) {
 	in.Close()
 	h.wait(t)
 }
+
+var _ = role("handover", childHandover)
 
 // childHandover runs as nobody: it connects to the unix socket at envPath
 // and, for each kind it reads on stdin, makes a Count-Min sketch holding

@@ -2,9 +2,10 @@ package sketch
 
 // The package's test helpers, in one place (as bbolt's internal/btesting):
 // keys, structures opened for a test, real files made to be broken, the
-// edits that break them and the checks of what opening them says. Those
-// that need Linux (a tmpfs, a child of the other backend) stay beside
-// their tests, which need Linux too.
+// edits that break them, the checks of what opening them says, and bounded
+// waits for a lock (mustAcquire, mustBlock). Those that need Linux (a
+// tmpfs, a child of the other backend) stay beside their tests, which need
+// Linux too.
 
 import (
 	"bytes"
@@ -372,4 +373,56 @@ func mustOpenArena(t testing.TB, path string, size int64, opts ...Option) *Arena
 	}
 	t.Cleanup(func() { a.Close() })
 	return a
+}
+
+// mustInspect is Inspect(path), failing the test when it fails.
+func mustInspect(t *testing.T, path string) FileInfo {
+	t.Helper()
+	fi, err := Inspect(path)
+	if err != nil {
+		t.Fatalf("Inspect(%s): %v", path, err)
+	}
+	return fi
+}
+
+// mustAcquire takes the lock in a goroutine and fails unless it is held
+// within limit; it returns how long it took.
+func mustAcquire[F func() | func() error](t *testing.T, take F, limit time.Duration) time.Duration {
+	t.Helper()
+	start := time.Now()
+	done := make(chan struct{})
+	go func() { callTake(t, take); close(done) }()
+	select {
+	case <-done:
+		return time.Since(start)
+	case <-time.After(limit):
+		t.Fatalf("the lock was not taken within %v", limit)
+		return 0
+	}
+}
+
+// callTake calls a lock's take, failing the test when it returns an error.
+func callTake[F func() | func() error](t *testing.T, take F) {
+	switch f := any(take).(type) {
+	case func():
+		f()
+	case func() error:
+		if err := f(); err != nil {
+			t.Errorf("taking the lock: %v", err)
+		}
+	}
+}
+
+// mustBlock starts take in a goroutine and fails if it returns within
+// wait; it returns a channel closed when take has returned.
+func mustBlock[F func() | func() error](t *testing.T, take F, wait time.Duration) <-chan struct{} {
+	t.Helper()
+	done := make(chan struct{})
+	go func() { callTake(t, take); close(done) }()
+	select {
+	case <-done:
+		t.Fatalf("the lock was taken while another process held it")
+	case <-time.After(wait):
+	}
+	return done
 }

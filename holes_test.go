@@ -152,11 +152,11 @@ func attachPathErr(path string, flag int, opts ...Option) error {
 	return err
 }
 
-// TestAttach_MemfdLargerThanMemory: a sealed memfd with a valid header and
-// holes, larger than the machine's memory, is refused at attach as a
-// create of that size is (ErrNoSpace), even from the caller itself, before
-// anything could fault its pages in.
-func TestAttach_MemfdLargerThanMemory(t *testing.T) {
+// TestOpen_InheritedMemfdLargerThanMemory: a sealed memfd with a valid
+// header and holes, larger than the machine's memory, is refused at attach
+// as a create of that size is (ErrNoSpace), even from the caller itself,
+// before anything could fault its pages in.
+func TestOpen_InheritedMemfdLargerThanMemory(t *testing.T) {
 	if bits.UintSize < 64 {
 		t.Skip("needs a 64-bit address space")
 	}

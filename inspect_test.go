@@ -18,15 +18,6 @@ import (
 	"github.com/shmsketch/sketch/internal/cells"
 )
 
-func mustInspect(t *testing.T, path string) FileInfo {
-	t.Helper()
-	fi, err := Inspect(path)
-	if err != nil {
-		t.Fatalf("Inspect(%s): %v", path, err)
-	}
-	return fi
-}
-
 func TestInspect_CountMin(t *testing.T) {
 	path := tempPath(t, "cms")
 	const seed = 0x1234_5678_9abc_def1

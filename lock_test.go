@@ -175,6 +175,8 @@ func (lc *lockChild) expect(t *testing.T, want string) {
 	}
 }
 
+var _ = role("lockhold", childLockHold)
+
 // childLockHold joins the lock of the file at envPath, takes it (write or
 // read, envLockMode; through the core envLockCore picks), says "held", and
 // keeps it until stdin closes; then it releases it and says "released".
@@ -208,6 +210,8 @@ func childLockHold() error {
 	fmt.Println("released")
 	return nil
 }
+
+var _ = role("lockcount", childLockCount)
 
 // childLockCount makes envLockIters guarded increments under the write
 // lock, with read-locked checks between them, through the core envLockCore
@@ -265,48 +269,6 @@ func TestLock_Processes(t *testing.T) {
 	if got := atomic.LoadUint64(scratch(c, 0)); got != children*iters {
 		t.Errorf("guarded counter = %d, want %d", got, children*iters)
 	}
-}
-
-// mustAcquire takes the lock in a goroutine and fails unless it is held
-// within limit; it returns how long it took.
-func mustAcquire[F func() | func() error](t *testing.T, take F, limit time.Duration) time.Duration {
-	t.Helper()
-	start := time.Now()
-	done := make(chan struct{})
-	go func() { callTake(t, take); close(done) }()
-	select {
-	case <-done:
-		return time.Since(start)
-	case <-time.After(limit):
-		t.Fatalf("the lock was not taken within %v", limit)
-		return 0
-	}
-}
-
-// callTake calls a lock's take, failing the test when it returns an error.
-func callTake[F func() | func() error](t *testing.T, take F) {
-	switch f := any(take).(type) {
-	case func():
-		f()
-	case func() error:
-		if err := f(); err != nil {
-			t.Errorf("taking the lock: %v", err)
-		}
-	}
-}
-
-// mustBlock starts take in a goroutine and fails if it returns within
-// wait; it returns a channel closed when take has returned.
-func mustBlock[F func() | func() error](t *testing.T, take F, wait time.Duration) <-chan struct{} {
-	t.Helper()
-	done := make(chan struct{})
-	go func() { callTake(t, take); close(done) }()
-	select {
-	case <-done:
-		t.Fatalf("the lock was taken while another process held it")
-	case <-time.After(wait):
-	}
-	return done
 }
 
 // TestLock_KillHolder: a holder killed with SIGKILL never blocks anyone for

@@ -26,6 +26,8 @@ const (
 	ltPatience = 60 * time.Second
 )
 
+var _ = role("lockwedge", childLockWedge)
+
 // childLockWedge opens the counting Bloom filter at envPath, takes its
 // lock (write or read, envLockMode; through the core envLockCore picks),
 // says "held", and keeps it, alive, until stdin closes.

@@ -6,7 +6,8 @@ package sketch
 // re-runs this test binary (or a sibling built with the other backend) with
 // -test.run=^TestHelperProcess$ and a role in SKETCH_TEST_ROLE, the way
 // x/sys/unix's TestPassFD does; TestHelperProcess does nothing when the
-// role is unset, so in a normal run it passes at once.
+// role is unset, so in a normal run it passes at once. A role's body
+// registers itself in the file that defines it: var _ = role("name", body).
 
 import (
 	"bufio"
@@ -14,7 +15,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"go/ast"
+	"go/parser"
+	"go/token"
 	"io"
+	"maps"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -49,106 +54,134 @@ const (
 // fails the test instead of hanging it.
 const childTimeout = patience
 
-// TestHelperProcess is the body of every child process. It is not a test.
+// roles are the bodies of the child processes by the role names in envRole.
+// Each body registers itself beside its definition, with
+// var _ = role("name", childBody).
+var roles = map[string]func() error{}
+
+// role registers body as what a child process with envRole=name does. A
+// name registered twice panics, at the test binary's start.
+func role(name string, body func() error) struct{} {
+	if _, dup := roles[name]; dup {
+		panic(fmt.Sprintf("role %q registered twice", name))
+	}
+	roles[name] = body
+	return struct{}{}
+}
+
+// TestHelperProcess is the body of every child process. It is not a test:
+// it runs the role envRole names, and fails the child on a role nobody
+// registered.
 func TestHelperProcess(t *testing.T) {
 	role := os.Getenv(envRole)
 	if role == "" {
 		return
 	}
 	var err error
-	switch role {
-	case "stream":
-		err = childStream()
-	case "race":
-		err = childRace()
-	case "loop":
-		err = childLoop()
-	case "weightloop":
-		err = childWeightLoop()
-	case "memfd":
-		err = childMemfd()
-	case "crossuser":
-		err = childCrossUser()
-	case "cbfadd":
-		err = childCBFAdd()
-	case "cbfloop":
-		err = childCBFLoop()
-	case "cbfrace":
-		err = childCBFRace()
-	case "cbfonce":
-		err = childCBFOnce()
-	case "allow":
-		err = childAllow()
-	case "freeze":
-		err = childFreeze()
-	case "bloomadd":
-		err = childBloomAdd()
-	case "bloomfrozen":
-		err = childBloomFrozen()
-	case "handover":
-		err = childHandover()
-	case "readonlyview":
-		err = childReadOnlyView()
-	case "flockhold":
-		err = childFlockHold()
-	case "lockwedge":
-		err = childLockWedge()
-	case "lockhold":
-		err = childLockHold()
-	case "tokenblock":
-		err = childTokenBlock()
-	case "recoverkill":
-		err = childRecoverKill()
-	case "lockspin":
-		err = childLockSpin()
-	case "lockcount":
-		err = childLockCount()
-	case "arenarace":
-		err = childArenaRace()
-	case "arenakill":
-		err = childArenaKill()
-	case "arenahold":
-		err = childArenaHold()
-	case "arenareusekill":
-		err = childArenaReuseKill()
-	case "arenachurn":
-		err = childArenaChurn()
-	case "roomblock":
-		err = childRoomBlock()
-	case "roomshared":
-		err = childRoomShared()
-	case "mergepart":
-		err = childMergePart()
-	case "winadd":
-		err = childWinAdd()
-	case "winclear":
-		err = childWinClear()
-	case "bwinadd":
-		err = childBloomWinAdd()
-	case "bwinclear":
-		err = childBloomWinClear()
-	case "topadd":
-		err = childTopAdd()
-	case "toploop":
-		err = childTopLoop()
-	case "snapadd":
-		err = childSnapAdd()
-	case "distinctadd":
-		err = childDistinctAdd()
-	case "dwinadd":
-		err = childDistinctWinAdd()
-	case "dwinkeys":
-		err = childDistinctWinKeys()
-	case "dwinclear":
-		err = childDistinctWinClear()
-	default:
-		err = fmt.Errorf("unknown role %q", role)
+	if body, ok := roles[role]; ok {
+		err = body()
+	} else {
+		err = fmt.Errorf("unknown role %q (registered: %s)", role, strings.Join(slices.Sorted(maps.Keys(roles)), " "))
 	}
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "child %s (%s %s): %v\n", role, os.Getenv(envChild), Backend, err)
 		os.Exit(2)
 	}
 	os.Exit(0)
+}
+
+// TestHelperProcess_Roles: every role a test starts a child in is
+// registered, and every registered role is started by a test. The roles
+// started are read from the package's test sources: string literals given
+// for a parameter named role, in a field named role or ending in Role, and
+// after envRole (envRole+"=name", envs(envRole, "name", ...)).
+func TestHelperProcess_Roles(t *testing.T) {
+	names, err := filepath.Glob("*_test.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(names) == 0 {
+		t.Skip("the package's test sources are not in the working directory")
+	}
+	fset := token.NewFileSet()
+	var files []*ast.File
+	for _, name := range names {
+		f, err := parser.ParseFile(fset, name, nil, parser.SkipObjectResolution)
+		if err != nil {
+			t.Fatal(err)
+		}
+		files = append(files, f)
+	}
+	// roleArg: which argument of a function of the package is a role.
+	// startWinAddsChild's roles are TestWindowAdds_Child's (envWinAdds),
+	// not TestHelperProcess's.
+	roleArg := map[string]int{}
+	for _, f := range files {
+		for _, d := range f.Decls {
+			fd, ok := d.(*ast.FuncDecl)
+			if !ok || fd.Recv != nil || fd.Name.Name == "startWinAddsChild" {
+				continue
+			}
+			i := 0
+			for _, p := range fd.Type.Params.List {
+				for _, n := range p.Names {
+					if n.Name == "role" {
+						roleArg[fd.Name.Name] = i
+					}
+					i++
+				}
+			}
+		}
+	}
+	started := map[string]token.Position{}
+	found := func(e ast.Expr, prefix string) {
+		if lit, ok := e.(*ast.BasicLit); ok && lit.Kind == token.STRING {
+			if s, err := strconv.Unquote(lit.Value); err == nil && strings.TrimPrefix(s, prefix) != "" {
+				started[strings.TrimPrefix(s, prefix)] = fset.Position(lit.Pos())
+			}
+		}
+	}
+	isEnvRole := func(e ast.Expr) bool {
+		id, ok := e.(*ast.Ident)
+		return ok && id.Name == "envRole"
+	}
+	for _, f := range files {
+		ast.Inspect(f, func(n ast.Node) bool {
+			switch n := n.(type) {
+			case *ast.CallExpr:
+				if id, ok := n.Fun.(*ast.Ident); ok {
+					if i, ok := roleArg[id.Name]; ok && i < len(n.Args) {
+						found(n.Args[i], "")
+					}
+				}
+				for i := 0; i+1 < len(n.Args); i++ {
+					if isEnvRole(n.Args[i]) {
+						found(n.Args[i+1], "")
+					}
+				}
+			case *ast.KeyValueExpr:
+				if id, ok := n.Key.(*ast.Ident); ok && (id.Name == "role" || strings.HasSuffix(id.Name, "Role")) {
+					found(n.Value, "")
+				}
+			case *ast.BinaryExpr:
+				if n.Op == token.ADD && isEnvRole(n.X) {
+					found(n.Y, "=")
+				}
+			}
+			return true
+		})
+	}
+	for _, name := range slices.Sorted(maps.Keys(started)) {
+		if roles[name] == nil {
+			t.Errorf("%s: a child is started in role %q, which no file registers", started[name], name)
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(roles)) {
+		if _, ok := started[name]; !ok {
+			t.Errorf("role %q is registered, but no test starts a child in it", name)
+		}
+	}
+	t.Logf("%d roles registered, %d started by the tests", len(roles), len(started))
 }
 
 func envInt(name string) int {
@@ -183,6 +216,8 @@ func childBarrier() error {
 	return nil
 }
 
+var _ = role("stream", childStream)
+
 // childStream opens the sketch, applies stream envChild and prints its
 // backend and the file's seed.
 func childStream() error {
@@ -201,6 +236,8 @@ func childStream() error {
 	fmt.Printf("backend=%s\nseed=%d\n", Backend, c.Seed())
 	return nil
 }
+
+var _ = role("race", childRace)
 
 // childRace races the other children to create the sketch, then adds 1000
 // of its own key and 1000 of the shared one.
@@ -226,6 +263,8 @@ func childRace() error {
 	return nil
 }
 
+var _ = role("loop", childLoop)
+
 // childLoop adds key i%killKeys for i = 0, 1, ... until it is killed.
 func childLoop() error {
 	c, err := OpenCountMin(Path(os.Getenv(envPath)), CountMinConfig{})
@@ -244,6 +283,8 @@ func childLoop() error {
 func loopKey(buf []byte, k uint64) []byte {
 	return strconv.AppendUint(append(buf, "k-"...), k, 10)
 }
+
+var _ = role("memfd", childMemfd)
 
 // childMemfd attaches to the sketch on fd 3, checks the parent's counts,
 // and adds key "c-j" j+1 times for each j < envCKeys.
@@ -298,6 +339,8 @@ func childMemfd() error {
 	fmt.Println("ok")
 	return nil
 }
+
+var _ = role("crossuser", childCrossUser)
 
 // childCrossUser runs as another user than the parent: for each round
 // number n it reads on stdin, it opens round n's path (see

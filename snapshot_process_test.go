@@ -57,6 +57,8 @@ func snapChildKey(c int, i uint64) []byte { return []byte(fmt.Sprintf("c%d-%d", 
 // short under the race detector.
 const snapMaxAdds = 300_000
 
+var _ = role("snapadd", childSnapAdd)
+
 // childSnapAdd adds its keys, each once, and "hot" once with each, until
 // the parent says stop, publishing how many returned; a counting
 // filter's child also adds and removes a key of its own every fourth

@@ -32,6 +32,8 @@ import (
 // tells "recovered" from "stuck", on a loaded machine or under qemu.
 const recoveryBound = patience
 
+var _ = role("tokenblock", childTokenBlock)
+
 // childTokenBlock opens the file at envPath read-only and read-locks every
 // byte of it it can (F_OFD_SETLK, F_RDLCK): every byte a live writer does
 // not hold at once, and each of those as soon as it is free, until stdin
@@ -361,6 +363,8 @@ func TestLock_DeadReaderUnderAdders(t *testing.T) {
 		})
 	}
 }
+
+var _ = role("recoverkill", childRecoverKill)
 
 // childRecoverKill joins the lock of the file at envPath, says "joined",
 // and takes the write lock, which a holder the parent kills leaves

@@ -99,6 +99,8 @@ func TestOpen_WorldWritableFileOfTrustedUser(t *testing.T) {
 	otWantErr(t, otOpenErr(t, path, otCfg, WithOwner(nobodyUID)), path, ErrLooseMode)
 }
 
+var _ = role("flockhold", childFlockHold)
+
 // childFlockHold opens the file at envPath for reading, holds a shared
 // flock on it and says "held", until stdin closes; or says "denied" when
 // it may not open the file.

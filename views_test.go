@@ -159,6 +159,8 @@ func TestCountMin_FreezeFromAnotherProcess(t *testing.T) {
 	}
 }
 
+var _ = role("freeze", childFreeze)
+
 // childFreeze freezes the sketch at envPath.
 func childFreeze() error {
 	c, err := OpenCountMin(Path(os.Getenv(envPath)), CountMinConfig{})
@@ -197,6 +199,8 @@ func TestCountMin_ReadOnlyAsAnotherUser(t *testing.T) {
 	h.wait(t)
 }
 
+var _ = role("readonlyview", childReadOnlyView)
+
 // childReadOnlyView opens envPath read-only (as a user who cannot write
 // it) and prints the estimate of "k" for each line it reads. Its
 // mutators must fail with ErrReadOnly.
@@ -217,9 +221,9 @@ func childReadOnlyView() error {
 	return nil
 }
 
-// TestNewCountMin: an in-memory sketch counts like a file's, shares with
-// goroutines, has no path, and can still be handed to a child.
-func TestNewCountMin(t *testing.T) {
+// TestCountMin_InMemory: an in-memory sketch counts like a file's, shares
+// with goroutines, has no path, and can still be handed to a child.
+func TestCountMin_InMemory(t *testing.T) {
 	c, err := OpenCountMin(Memory(), CountMinConfig{Rows: 4, Width: 1 << 12})
 	if err != nil {
 		t.Fatal(err)
@@ -236,26 +240,26 @@ func TestNewCountMin(t *testing.T) {
 		t.Errorf("Estimate = %d, want >= 4", got)
 	}
 	if _, err := OpenCountMin(Memfd("x"), CountMinConfig{}, WithReadOnly()); !errors.Is(err, ErrInvalidConfig) {
-		t.Errorf("NewCountMinMemfd with WithReadOnly = %v, want ErrInvalidConfig", err)
+		t.Errorf("OpenCountMin(Memfd) with WithReadOnly = %v, want ErrInvalidConfig", err)
 	}
 }
 
-// TestNewCountingBloom_TooLarge: an in-memory or memfd structure larger
+// TestOpen_InMemoryTooLarge: an in-memory or memfd structure larger
 // than the machine's memory is refused with ErrNoSpace, not handed to the
 // OOM killer.
-func TestNewCountingBloom_TooLarge(t *testing.T) {
+func TestOpen_InMemoryTooLarge(t *testing.T) {
 	huge := CountingBloomConfig{Capacity: 1 << 40} // 2^44 counters, 8 TiB
 	// On a 32-bit platform the geometry itself is refused.
 	if _, err := OpenCountingBloom(Memory(), huge); !errors.Is(err, ErrNoSpace) && !errors.Is(err, ErrInvalidConfig) {
-		t.Errorf("NewCountingBloom(%+v) = %v, want ErrNoSpace", huge, err)
+		t.Errorf("OpenCountingBloom(Memory, %+v) = %v, want ErrNoSpace", huge, err)
 	}
 	if _, err := OpenCountingBloom(Memfd("huge"), huge); !errors.Is(err, ErrNoSpace) && !errors.Is(err, ErrInvalidConfig) {
-		t.Errorf("NewCountingBloomMemfd(%+v) = %v, want ErrNoSpace", huge, err)
+		t.Errorf("OpenCountingBloom(Memfd, %+v) = %v, want ErrNoSpace", huge, err)
 	}
 	if bits.UintSize == 64 {
 		huge := CountMinConfig{Rows: 64, Width: 1 << (bits.UintSize - 28)} // 2^36 a row, 2^45 bytes
 		if _, err := OpenCountMin(Memory(), huge); !errors.Is(err, ErrNoSpace) {
-			t.Errorf("NewCountMin of 2^45 bytes = %v, want ErrNoSpace", err)
+			t.Errorf("OpenCountMin(Memory) of 2^45 bytes = %v, want ErrNoSpace", err)
 		}
 	}
 }

@@ -200,6 +200,8 @@ func TestCountMinWindow_AllowProcesses(t *testing.T) {
 	}
 }
 
+var _ = role("allow", childAllow)
+
 // childAllow makes envAllowCalls requests for "client" and writes how many
 // were allowed; with envAllowKeys, it runs childAllowKeys instead.
 func childAllow() error {

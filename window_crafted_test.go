@@ -9,6 +9,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/shmsketch/sketch/internal/cells"
 )
 
 // hugeCraftedPeriod is a period number a crafted file can hold in its
@@ -177,6 +179,100 @@ func TestWindow_ClearWaitTimeout(t *testing.T) {
 			}
 			if strings.Contains(err.Error(), "initialised") {
 				t.Errorf("error %q speaks of a file's initialisation", err)
+			}
+		})
+	}
+}
+
+// TestDistinctWindow_Crafted: a file whose control words or
+// registers were written by hand (a slot word naming a period ahead of
+// the epoch, a clear under a token that does not exist, registers past
+// the largest rank, huge epoch, latest and frozen words) makes no call
+// panic or hang; an add past the largest period a window holds is
+// ErrCorrupt, and so is an add in a Rotate window whose current slot
+// names a later period (it went, with no error, to the period after the
+// epoch's, which no read covers until a Rotate); Check finds registers
+// past the largest rank.
+func TestDistinctWindow_Crafted(t *testing.T) {
+	type craft struct {
+		name    string
+		window  Window
+		poke    func(w *DistinctWindow)
+		addErr  error // what an add returns, nil: anything but a panic
+		checkEr error
+	}
+	crafts := []craft{
+		{"slot ahead", Window{Keep: 2}, func(w *DistinctWindow) {
+			atomic.StoreUint64(w.ctl.word(w.ctl.slotOf(w.ctl.current())), heldWord(w.ctl.current()+6))
+		}, ErrCorrupt, nil},
+		{"clearing by no token", Window{Keep: 2}, func(w *DistinctWindow) {
+			atomic.StoreUint64(w.ctl.word(w.ctl.slotOf(w.ctl.current())), clearingWord(w.ctl.current(), wsIDMask))
+		}, nil, nil},
+		{"registers past the top", Window{Keep: 1}, func(w *DistinctWindow) {
+			s := w.ctl.slotOf(w.ctl.current())
+			for i := range uint64(16) {
+				atomic.StoreUint64(w.slots[s].Word(i), 0xffffffffffffffff)
+			}
+		}, nil, ErrCorrupt},
+		{"epoch huge", Window{Keep: 2}, func(w *DistinctWindow) { atomic.StoreUint64(w.ctl.epochWord(), hugeCraftedPeriod) }, ErrCorrupt, nil},
+		{"latest huge", Window{Period: time.Hour, Keep: 2}, func(w *DistinctWindow) { atomic.StoreUint64(w.ctl.latestWord(), hugeCraftedPeriod) }, ErrCorrupt, nil},
+		{"frozen huge", Window{Keep: 2}, func(w *DistinctWindow) { atomic.StoreUint64(w.ctl.frozenWord(), hugeCraftedPeriod+1) }, nil, nil},
+	}
+	for _, c := range crafts {
+		t.Run(c.name, func(t *testing.T) {
+			path := tempPath(t, "dw")
+			cfg := DistinctWindowConfig{Window: c.window, Distinct: DistinctConfig{Precision: 14}}
+			w := mustIn(t, OpenDistinctWindow, Path(path), cfg)
+			addRange(t, w, 0, 100)
+			c.poke(w)
+			w.Close()
+			h, err := OpenDistinctWindow(Path(path), DistinctWindowConfig{})
+			if err != nil {
+				return // refused at open: fine
+			}
+			defer h.Close()
+			done := make(chan struct{})
+			go func() {
+				defer close(done)
+				mustNotPanic(t, "Check", func() {
+					err := h.Check()
+					if c.checkEr != nil && !errors.Is(err, c.checkEr) {
+						t.Errorf("Check = %v, want %v", err, c.checkEr)
+					}
+				})
+				mustNotPanic(t, "Count", func() { h.Count() })
+				mustNotPanic(t, "Stats", func() { h.Stats() })
+				mustNotPanic(t, "ExportRedis", func() {
+					if b, err := h.ExportRedis(); err == nil {
+						regs := b[redisHLLHeader:]
+						for j := 0; j < 1<<cells.RedisHLLP; j++ {
+							bit := j * redisHLLBits
+							v := (uint(regs[bit/8]) | uint(regs[min(bit/8+1, len(regs)-1)])<<8) >> (bit % 8) & 63
+							if v > 64-cells.RedisHLLP+1 {
+								t.Errorf("ExportRedis: register %d is %d, past the largest rank %d", j, v, 64-cells.RedisHLLP+1)
+								return
+							}
+						}
+					}
+				})
+				mustNotPanic(t, "SnapshotCovered", func() {
+					if s, _, err := h.SnapshotCovered(Memory()); err == nil {
+						s.Count()
+						s.Close()
+					}
+				})
+				mustNotPanic(t, "Add", func() {
+					err := h.AddString("k")
+					if c.addErr != nil && !errors.Is(err, c.addErr) {
+						t.Errorf("AddString = %v, want %v", err, c.addErr)
+					}
+				})
+				mustNotPanic(t, "Rotate", func() { h.Rotate() })
+			}()
+			select {
+			case <-done:
+			case <-time.After(patience):
+				t.Fatalf("a call on the crafted window did not return in %v", patience)
 			}
 		})
 	}

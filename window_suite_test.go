@@ -1652,6 +1652,12 @@ func childWindowClear(k *windowKind) error {
 	return w.Rotate()
 }
 
+var (
+	_ = role("winclear", childWinClear)
+	_ = role("bwinclear", childBloomWinClear)
+	_ = role("dwinclear", childDistinctWinClear)
+)
+
 func childWinClear() error         { return childWindowClear(countMinWindowKind) }
 func childBloomWinClear() error    { return childWindowClear(bloomWindowKind) }
 func childDistinctWinClear() error { return childWindowClear(distinctWindowKind) }

@@ -137,7 +137,7 @@ func TestFindFuzzTargets_Module(t *testing.T) {
 	for _, ft := range got {
 		names[ft.name] = true
 	}
-	for _, want := range []string{"FuzzOpen", "FuzzBloomParity", "FuzzParity"} {
+	for _, want := range []string{"FuzzOpen", "FuzzParity_CountMin", "FuzzParity_Bloom", "FuzzParity_CountingBloom"} {
 		if !names[want] {
 			t.Errorf("findFuzzTargets(module) lacks %s: %v", want, got)
 		}

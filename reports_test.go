@@ -2,6 +2,9 @@
 
 package sketch
 
+// Tests that what a handle or an error reports is so: the handle that froze
+// a file, the rate a filter was sized for, and what an open's error says.
+
 import (
 	"errors"
 	"fmt"
@@ -12,10 +15,11 @@ import (
 	"testing"
 )
 
-// The handle that froze a file reports itself read-only (ReadOnly and
-// Stats), as the seeds' freezing handle does; another read-write handle of
-// the same file does not (it did not ask to be a reader), though its
-// mutators refuse with ErrFrozen as well.
+// TestFreeze_FreezingHandleIsReadOnly: the handle that froze a file
+// reports itself read-only (ReadOnly and Stats), as the seeds' freezing
+// handle does; another read-write handle of the same file does not (it
+// did not ask to be a reader), though its mutators refuse with ErrFrozen
+// as well.
 func TestFreeze_FreezingHandleIsReadOnly(t *testing.T) {
 	type frozenable interface {
 		Freeze() error
@@ -80,8 +84,9 @@ func TestFreeze_FreezingHandleIsReadOnly(t *testing.T) {
 	}
 }
 
-// Both filters and the Bloom window say the rate they were sized for, as
-// their Stats do, also on a handle that attached with a zero config.
+// TestFilters_FPRate: both filters and the Bloom window say the rate they
+// were sized for, as their Stats do, also on a handle that attached with a
+// zero config.
 func TestFilters_FPRate(t *testing.T) {
 	dir := t.TempDir()
 	b, err := OpenBloom(Path(filepath.Join(dir, "b")), BloomConfig{Capacity: 1000, FPRate: 0.002})
@@ -121,7 +126,7 @@ func TestFilters_FPRate(t *testing.T) {
 	}
 }
 
-// Errors say what is so: an empty file opened with a config that cannot
+// TestErrors_SayWhatIsSo: an empty file opened with a config that cannot
 // create is there (not fs.ErrNotExist); a read-only arena refuses to create
 // with ErrReadOnly (the name is still missing); a file of the other byte
 // order says which order each side has.
