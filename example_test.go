@@ -69,7 +69,7 @@ func ExampleCountMin_Stats() {
 
 // A memfd-backed sketch lives in no directory: hand its descriptor to a
 // child process with exec.Cmd.ExtraFiles, where it appears as fd 3, and
-// attach there with sketch.AttachCountMin(3, sketch.CountMinConfig{}).
+// attach there with sketch.OpenCountMin(sketch.Inherited(3), sketch.CountMinConfig{}).
 func ExampleMemfd() {
 	cms, err := sketch.OpenCountMin(sketch.Memfd("requests"), sketch.CountMinConfig{Rows: 4, Width: 1024})
 	if err != nil {

@@ -183,10 +183,10 @@ func TestOpen_InheritedMemfdLargerThanMemory(t *testing.T) {
 		c, err := OpenCountMin(Inherited(f.Fd()), cfg, opts...)
 		if err == nil {
 			c.Close()
-			t.Fatalf("AttachCountMin of a %s memfd on a machine with %d bytes of memory succeeded, want ErrNoSpace", holesIn(fd), ram)
+			t.Fatalf("OpenCountMin(Inherited) of a %s memfd on a machine with %d bytes of memory succeeded, want ErrNoSpace", holesIn(fd), ram)
 		}
 		if !errors.Is(err, ErrNoSpace) || !strings.Contains(err.Error(), "memory") {
-			t.Errorf("AttachCountMin of a %s memfd = %v, want ErrNoSpace naming the memory", holesIn(fd), err)
+			t.Errorf("OpenCountMin(Inherited) of a %s memfd = %v, want ErrNoSpace naming the memory", holesIn(fd), err)
 		}
 	}
 }

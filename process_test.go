@@ -334,7 +334,7 @@ func childMemfd() error {
 		return err
 	}
 	if _, err := unix.FcntlInt(3, unix.F_GETFD, 0); err != nil {
-		return fmt.Errorf("fd 3 after AttachCountMin and Close: %w", err)
+		return fmt.Errorf("fd 3 after OpenCountMin(Inherited(3)) and Close: %w", err)
 	}
 	fmt.Println("ok")
 	return nil
@@ -982,10 +982,10 @@ func testAttachNotASketch(t *testing.T) {
 		c, err := OpenCountMin(Inherited(f.Fd()), CountMinConfig{})
 		if !errors.Is(err, ErrCorrupt) {
 			c.Close()
-			t.Errorf("AttachCountMin(%s) error = %v, want ErrCorrupt", name, err)
+			t.Errorf("OpenCountMin(Inherited(%s)) error = %v, want ErrCorrupt", name, err)
 		}
 		if _, err := unix.FcntlInt(f.Fd(), unix.F_GETFD, 0); err != nil {
-			t.Errorf("%s descriptor after a failed AttachCountMin: %v", name, err)
+			t.Errorf("%s descriptor after a failed OpenCountMin(Inherited): %v", name, err)
 		}
 	}
 	// The pipe still works.
@@ -993,7 +993,7 @@ func testAttachNotASketch(t *testing.T) {
 		t.Fatal(err)
 	}
 	if b := make([]byte, 1); func() error { _, err := r.Read(b); return err }() != nil || b[0] != 'x' {
-		t.Errorf("pipe unusable after a failed AttachCountMin")
+		t.Errorf("pipe unusable after a failed OpenCountMin(Inherited)")
 	}
 }
 

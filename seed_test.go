@@ -255,11 +255,11 @@ func TestSeed_Attach(t *testing.T) {
 	}
 	defer f.Close()
 	if _, err := OpenCountMin(Inherited(f.Fd()), other); !errors.Is(err, ErrIncompatible) {
-		t.Errorf("AttachCountMin of a file with seed 7, Seed 8 = %v, want ErrIncompatible", err)
+		t.Errorf("OpenCountMin of a file with seed 7, Seed 8 = %v, want ErrIncompatible", err)
 	}
 	a, err := OpenCountMin(Inherited(f.Fd()), cfg)
 	if err != nil {
-		t.Fatalf("AttachCountMin with the file's seed: %v", err)
+		t.Fatalf("OpenCountMin with the file's seed: %v", err)
 	}
 	a.Close()
 

@@ -280,7 +280,7 @@ func TestOpen_WorldWritableMode(t *testing.T) {
 				t.Errorf("a refused mode left a file behind: %v", err)
 			}
 			if _, err := OpenCountMin(Memfd("m"), otCfg, WithMode(m)); !errors.Is(err, ErrInvalidConfig) {
-				t.Errorf("NewCountMinMemfd(WithMode(%#o)) = %v, want ErrInvalidConfig", uint32(m), err)
+				t.Errorf("OpenCountMin(Memfd, WithMode(%#o)) = %v, want ErrInvalidConfig", uint32(m), err)
 			}
 		})
 	}
