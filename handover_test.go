@@ -82,17 +82,17 @@ func TestOpen_InheritedFromAnotherUser(t *testing.T) {
 		c, err := OpenCountMin(Inherited(f.Fd()), crossCfg, opts...)
 		if err == nil {
 			c.Close()
-			t.Fatalf("AttachCountMin(%s) succeeded, want %v", f.Name(), want)
+			t.Fatalf("OpenCountMin(Inherited(%s)) succeeded, want %v", f.Name(), want)
 		}
 		if !errors.Is(err, want) {
-			t.Fatalf("AttachCountMin(%s) = %v, want %v", f.Name(), err, want)
+			t.Fatalf("OpenCountMin(Inherited(%s)) = %v, want %v", f.Name(), err, want)
 		}
 	}
 	attached := func(t *testing.T, f *os.File, opts ...Option) {
 		t.Helper()
 		c, err := OpenCountMin(Inherited(f.Fd()), crossCfg, opts...)
 		if err != nil {
-			t.Fatalf("AttachCountMin(%s) = %v", f.Name(), err)
+			t.Fatalf("OpenCountMin(Inherited(%s)) = %v", f.Name(), err)
 		}
 		defer c.Close()
 		if got := c.EstimateString("nobody"); got != 1 {
@@ -152,7 +152,7 @@ var _ = role("handover", childHandover)
 // "nobody" once and sends its descriptor: "file", its own file in the
 // test's directory; "memfd", a copy of it in a memfd without seals;
 // "sparse", a sealed memfd with a valid header and nothing else
-// allocated; "sealed", one NewCountMinMemfd made.
+// allocated; "sealed", one OpenCountMin(Memfd) made.
 func childHandover() error {
 	conn, err := net.DialUnix("unix", nil, &net.UnixAddr{Name: os.Getenv(envPath), Net: "unix"})
 	if err != nil {
