@@ -37,7 +37,7 @@ PKG     := ./...
 CROSS   := arm64 s390x arm
 BENCH   ?= .
 COUNT   ?= 5
-# Every go test line has this bound, far above a quiet run's: a machine
+# Every test run below passes -timeout=$(TIMEOUT), far above a quiet run's: a machine
 # loaded by other work (or another make test beside this one) is slow,
 # and Go's default of 10 minutes then kills a suite that nothing hangs.
 TIMEOUT ?= 60m

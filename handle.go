@@ -75,7 +75,7 @@ func (h *Handle) Freeze() error {
 // or a merge cut short left apart (ErrTornAdd), a Reset's leftovers
 // (ErrInconsistent). Values none of them can leave are ErrDamaged (which
 // wraps ErrCorrupt): a Count-Min row above its add count by more than
-// 2^20 adds of the largest weight the file recorded, a counter far past
+// 2^28 adds of the largest weight the file recorded, a counter far past
 // saturation, a distinct count's register past the largest rank.
 func (h *Handle) Check() error {
 	if !h.open.Load() {

@@ -2,7 +2,7 @@
 
 /*
  * bloom.c: the Bloom filter's batches in C. Keep in sync with
- * bloom_core.go: the same blocks, the same probes, one atomic OR per word
+ * internal/cells/bloom.go: the same blocks, the same probes, one atomic OR per word
  * that gains a bit, nothing written for a word whose bits are all set.
  */
 #include <stdatomic.h>

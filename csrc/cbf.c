@@ -2,7 +2,7 @@
 
 /*
  * cbf.c: the counting Bloom filter in C. Keep in sync with
- * countingbloom_core.go: the same nibbles, the same probes, the same
+ * internal/cells/countingbloom.go: the same nibbles, the same probes, the same
  * saturation, one compare-and-swap per counter on its aligned 32-bit word.
  */
 #include <stdatomic.h>

@@ -1,7 +1,7 @@
 //go:build cgo && !purego
 
 /*
- * cms.c: the Count-Min sketch in C. Keep in sync with countmin_core.go: the same
+ * cms.c: the Count-Min sketch in C. Keep in sync with internal/cells/countmin.go: the same
  * cells, the same saturation rule, the same stripe for the add count.
  */
 #include <stdatomic.h>
@@ -84,7 +84,7 @@ static inline __attribute__((always_inline)) void sk_prefetch_hashed(const uint6
 	}
 }
 
-/* stripe is the add-count stripe the caller picked (countmin_core.go's stripe):
+/* stripe is the add-count stripe the caller picked (internal/cells/countmin.go's stripe):
  * the add count is the sum of the stripes, so which one moves is free. */
 uint64_t sk_cms_add(uint64_t *cells, uint64_t *stripe, uint64_t seed, uint64_t mask, uint32_t rows,
 		    const uint8_t *key, size_t len, uint64_t n)
@@ -104,7 +104,7 @@ uint64_t sk_cms_estimate(const uint64_t *cells, uint64_t seed, uint64_t mask, ui
 	return sk_estimate_hashed(cells, mask, rows, h);
 }
 
-/* A batch is one chunk (countmin_core.go's batchChunk): its keys' counters, then
+/* A batch is one chunk (internal/cells/countmin.go's BatchChunk): its keys' counters, then
  * its count in the add count, at the stripe the caller picked (none when
  * stripe is NULL: a window's slots keep no add count). Over a grid larger
  * than the caches it hashes SK_AHEAD keys ahead and prefetches their

@@ -2,7 +2,7 @@
 
 /*
  * distinct.c: the distinct count's batches in C. Keep in sync with
- * distinct_core.go and murmur.go: the same hashes, the same register and
+ * internal/cells/distinct.go and murmur.go: the same hashes, the same register and
  * rank, a CAS on the register's aligned word retried only while the
  * register stays below the rank.
  */

@@ -4,7 +4,7 @@
  * the counters are accessed with C11 atomics here and with sync/atomic there,
  * so a cgo process and a pure-Go process can share one file at once.
  *
- * Keep in sync with countmin_core.go (the pure-Go core) and countmin_cgo.go (the binding).
+ * Keep in sync with internal/cells/countmin.go (the pure-Go core) and internal/cellsc/countmin.go (the binding).
  */
 #ifndef SKETCH_H
 #define SKETCH_H
@@ -116,7 +116,7 @@ int sk_lock_read(sk_lock *l);
 void sk_unlock_read(sk_lock *l);
 
 /* Counting Bloom filter operations (cbf.c; keep in sync with
- * countingbloom_core.go and the binding in cbf.go). words holds (mask+1)/8
+ * internal/cells/countingbloom.go and the binding in cbf.go). words holds (mask+1)/8
  * words of eight 4-bit counters: counter i is in byte i/2, the low nibble
  * when i is even. Probe i of a key is sk_spread(lo + i*(hi|1)) & mask. */
 #define SK_CBF_MAX 15      /* counters saturate here and stick */
@@ -144,7 +144,7 @@ uint64_t sk_cbf_count_set(const uint32_t *words, uint64_t nwords);
 void sk_cbf_merge(uint32_t *words, const uint8_t *src, uint64_t nwords);
 void sk_cbf_clear(uint32_t *words, uint64_t nwords);
 
-/* Bloom filter batches (bloom.c; keep in sync with bloom_core.go and the
+/* Bloom filter batches (bloom.c; keep in sync with internal/cells/bloom.go and the
  * binding in bloom.go). words holds blocks x SK_BLOOM_WORDS words: a key's
  * block is the high word of lo * blocks, its probe i bit x_i >> 55 of the
  * block (bit j is bit j % 64 of word j / 64), x_0 = hi | 1 and
@@ -168,7 +168,7 @@ uint64_t sk_bloom_add_many(uint64_t *words, uint64_t seed, uint64_t blocks, uint
 uint64_t sk_bloom_check_many(uint64_t *words, uint64_t seed, uint64_t blocks, uint32_t k, int prefetch,
 			     const sk_key *keys, size_t count, uint8_t *out);
 
-/* Distinct count batches (distinct.c; keep in sync with distinct_core.go,
+/* Distinct count batches (distinct.c; keep in sync with internal/cells/distinct.go,
  * murmur.go and the binding in distinct.go). regs holds 2^p one-byte
  * registers, register j byte j of the array, read and written as native
  * uint64 words. A key's hash h is the low word of XXH3-128 with seed, or

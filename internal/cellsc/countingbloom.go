@@ -54,9 +54,8 @@ func (c CountingBloom) AddBatch(l *cells.CountingBloom, lk cells.Locker, sealed 
 	var err error
 	if len(keys) <= csrc.Batch {
 		added, frozen, err = cbfAddLocked(&f, lk, keys, already)
-	} else if err = lk.RLock(); err == nil {
-		added, frozen = f.AddBatch(keys, already)
-		lk.RUnlock()
+	} else {
+		added, frozen, err = cbfAddUnder(&f, lk, keys, already)
 	}
 	runtime.KeepAlive(l)
 	if frozen {

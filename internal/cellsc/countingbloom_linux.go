@@ -7,7 +7,7 @@ import (
 	"github.com/shmsketch/sketch/internal/cells"
 )
 
-// Keep in sync with countingbloom_cgo_other.go.
+// Keep in sync with countingbloom_other.go.
 
 // cbfAddLocked adds at most csrc.Batch keys in one crossing that takes the
 // file's read lock in C (csrc/lock.c), checks the sealed word under it,

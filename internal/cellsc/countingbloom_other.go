@@ -7,7 +7,7 @@ import (
 	"github.com/shmsketch/sketch/internal/cells"
 )
 
-// Keep in sync with countingbloom_cgo_linux.go.
+// Keep in sync with countingbloom_linux.go.
 
 // cbfAddLocked adds at most csrc.Batch keys under the file's read lock,
 // taken in Go: the C lock (csrc/lock.c) is Linux-only.
