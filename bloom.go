@@ -279,11 +279,7 @@ type BloomStats struct {
 // match the stored bits and hashes (ErrIncompatible); the zero config
 // attaches to any, and cannot create.
 func OpenBloom(at Place, cfg BloomConfig, opts ...Option) (*Bloom, error) {
-	m, err := at.open(cfg.spec, cfg.createSpec, opts)
-	if err != nil {
-		return nil, err
-	}
-	return newBloom(m)
+	return openAs(at, cfg.spec, cfg.createSpec, opts, newBloom)
 }
 
 // newBloom builds the handle on the mapping's entry. A read-write handle
@@ -291,8 +287,7 @@ func OpenBloom(at Place, cfg BloomConfig, opts ...Option) (*Bloom, error) {
 // token id, which no other live handle has: its stripe of the counts, so
 // that two processes' adds never write one cache line.
 func newBloom(m *mapping) (*Bloom, error) {
-	region := m.entryBytes()
-	base := unsafe.Pointer(&region[0])
+	base := m.entryBase()
 	blocks := m.ent.params[2]
 	b := &Bloom{
 		l: cells.Bloom{

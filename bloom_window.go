@@ -198,19 +198,14 @@ type BloomWindowSlotStats struct {
 // window's Keep must be 1 to MaxWindowKeep and its Period 0 or at least a
 // millisecond (ErrInvalidConfig).
 func OpenBloomWindow(at Place, cfg BloomWindowConfig, opts ...Option) (*BloomWindow, error) {
-	m, err := at.open(cfg.spec, cfg.createSpec, opts)
-	if err != nil {
-		return nil, err
-	}
-	return newBloomWindow(m)
+	return openAs(at, cfg.spec, cfg.createSpec, opts, newBloomWindow)
 }
 
 // newBloomWindow builds the handle for the window at m.ent. A read-write
 // handle joins the file's lock: its liveness token names it in the slots
 // it clears, and picks its stripe of each slot's counts.
 func newBloomWindow(m *mapping) (*BloomWindow, error) {
-	region := m.entryBytes()
-	base := unsafe.Pointer(&region[0])
+	base := m.entryBase()
 	blocks, k := m.ent.params[2], int(m.ent.params[3])
 	win := storedWindow(m.ent, 4)
 	w := &BloomWindow{core: buildCores.Bloom}

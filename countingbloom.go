@@ -195,16 +195,11 @@ type CountingBloomStats struct {
 // An explicit config must match the stored geometry (ErrIncompatible); the
 // zero config attaches to any, and cannot create.
 func OpenCountingBloom(at Place, cfg CountingBloomConfig, opts ...Option) (*CountingBloom, error) {
-	m, err := at.open(cfg.spec, cfg.createSpec, opts)
-	if err != nil {
-		return nil, err
-	}
-	return newCountingBloom(m)
+	return openAs(at, cfg.spec, cfg.createSpec, opts, newCountingBloom)
 }
 
 func newCountingBloom(m *mapping) (*CountingBloom, error) {
-	region := m.entryBytes()
-	base := unsafe.Pointer(&region[0])
+	base := m.entryBase()
 	b := &CountingBloom{
 		l: cells.CountingBloom{
 			Stripes: base,

@@ -258,20 +258,15 @@ func validateCountMinEntry(e entry) error {
 // The zero config creates the default shape and attaches to any; an
 // explicit one must match the stored shape (ErrIncompatible).
 func OpenCountMin(at Place, cfg CountMinConfig, opts ...Option) (*CountMin, error) {
-	m, err := at.open(cfg.spec, cfg.spec, opts)
-	if err != nil {
-		return nil, err
-	}
-	return newCountMin(m)
+	return openAs(at, cfg.spec, cfg.spec, opts, newCountMin)
 }
 
 // newCountMin builds the handle for the sketch at m.ent. A read-write
 // handle of a sketch with a candidate table joins the file's lock, which
 // admissions take.
 func newCountMin(m *mapping) (*CountMin, error) {
-	region := m.entryBytes()
 	rows, width := int(m.ent.params[0]), m.ent.params[1]
-	base := unsafe.Pointer(&region[0])
+	base := m.entryBase()
 	c := &CountMin{
 		l: cells.CountMin{
 			Stripes:  base,
@@ -292,7 +287,7 @@ func newCountMin(m *mapping) (*CountMin, error) {
 				return nil, err
 			}
 		}
-		c.top = newCandidateTable(region, countMinBytes(int(rows), int(width)), k, int(m.ent.params[3]), m)
+		c.top = newCandidateTable(m.entryBytes(), countMinBytes(int(rows), int(width)), k, int(m.ent.params[3]), m)
 	}
 	c.init(m, c)
 	c.open.Store(true)

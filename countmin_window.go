@@ -205,19 +205,14 @@ type CountMinWindowSlotStats struct {
 // MaxWindowKeep and its Period 0 or at least a millisecond
 // (ErrInvalidConfig).
 func OpenCountMinWindow(at Place, cfg CountMinWindowConfig, opts ...Option) (*CountMinWindow, error) {
-	m, err := at.open(cfg.spec, cfg.createSpec, opts)
-	if err != nil {
-		return nil, err
-	}
-	return newCountMinWindow(m)
+	return openAs(at, cfg.spec, cfg.createSpec, opts, newCountMinWindow)
 }
 
 // newCountMinWindow builds the handle for the window at m.ent. A
 // read-write handle joins the file's lock, whose liveness token names it
 // in the slots it clears.
 func newCountMinWindow(m *mapping) (*CountMinWindow, error) {
-	region := m.entryBytes()
-	base := unsafe.Pointer(&region[0])
+	base := m.entryBase()
 	rows, width := int(m.ent.params[0]), int(m.ent.params[1])
 	win := storedWindow(m.ent, 2)
 	w := &CountMinWindow{core: buildCores.CountMin}
@@ -248,7 +243,7 @@ func newCountMinWindow(m *mapping) (*CountMinWindow, error) {
 		return nil, err
 	}
 	if k := int(m.ent.params[4]); k != 0 {
-		w.top = newCandidateTable(region, countMinWindowBytes(rows, width, win.Keep), k, int(m.ent.params[5]), m)
+		w.top = newCandidateTable(m.entryBytes(), countMinWindowBytes(rows, width, win.Keep), k, int(m.ent.params[5]), m)
 	}
 	return w, nil
 }

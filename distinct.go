@@ -208,16 +208,13 @@ type DistinctStats struct {
 // config must match the stored precision and profile (ErrIncompatible);
 // the zero config attaches to any, and creates precision 14.
 func OpenDistinct(at Place, cfg DistinctConfig, opts ...Option) (*Distinct, error) {
-	m, err := at.open(cfg.spec, cfg.spec, opts)
-	if err != nil {
-		return nil, err
-	}
-	return newDistinct(m), nil
+	return openAs(at, cfg.spec, cfg.spec, opts, newDistinct)
 }
 
-func newDistinct(m *mapping) *Distinct {
-	region := m.entryBytes()
-	base := unsafe.Pointer(&region[0])
+// newDistinct builds the handle for the count at m.ent. It takes no lock:
+// every register changes by an atomic maximum.
+func newDistinct(m *mapping) (*Distinct, error) {
+	base := m.entryBase()
 	d := &Distinct{
 		l: cells.Distinct{
 			Changes: (*uint64)(base),
@@ -230,7 +227,7 @@ func newDistinct(m *mapping) *Distinct {
 	}
 	d.init(m, d)
 	d.open.Store(true)
-	return d
+	return d, nil
 }
 
 // Add adds key: afterwards Count counts it, in every process. Adding a
@@ -514,7 +511,7 @@ func (d *Distinct) Snapshot(at Place, opts ...Option) (*Distinct, error) {
 		return nil, d.closedErr("snapshot")
 	}
 	m, err := createSnapshot(d.name(), at, entrySpec(d.m.ent, d.l.Seed, d.copyRegion), opts)
-	return finishSnapshot(&d.Handle, m, err, func(m *mapping) (*Distinct, error) { return newDistinct(m), nil })
+	return finishSnapshot(&d.Handle, m, err, newDistinct)
 }
 
 // copyRegion copies the count's region, its change count and registers,

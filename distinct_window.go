@@ -179,17 +179,12 @@ type DistinctWindowSlotStats struct {
 // A window's Keep must be 1 to MaxWindowKeep and its Period 0 or at least
 // a millisecond (ErrInvalidConfig).
 func OpenDistinctWindow(at Place, cfg DistinctWindowConfig, opts ...Option) (*DistinctWindow, error) {
-	m, err := at.open(cfg.spec, cfg.createSpec, opts)
-	if err != nil {
-		return nil, err
-	}
-	return newDistinctWindow(m)
+	return openAs(at, cfg.spec, cfg.createSpec, opts, newDistinctWindow)
 }
 
 // newDistinctWindow builds the handle for the window at m.ent.
 func newDistinctWindow(m *mapping) (*DistinctWindow, error) {
-	region := m.entryBytes()
-	base := unsafe.Pointer(&region[0])
+	base := m.entryBase()
 	p := uint(m.ent.params[0])
 	win := storedWindow(m.ent, 2)
 	w := &DistinctWindow{core: buildCores.Distinct}
@@ -595,7 +590,7 @@ func (w *DistinctWindow) SnapshotCovered(at Place, opts ...Option) (*Distinct, P
 		return err
 	}
 	m, err := createSnapshot(w.name(), at, sp, opts)
-	d, err := finishSnapshot(&w.Handle, m, err, func(m *mapping) (*Distinct, error) { return newDistinct(m), nil })
+	d, err := finishSnapshot(&w.Handle, m, err, newDistinct)
 	if err != nil {
 		return nil, Periods{}, err
 	}

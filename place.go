@@ -97,6 +97,16 @@ func Memory() Place { return Place{how: atMemory} }
 // errNoPlace is the zero Place's error.
 var errNoPlace = fmt.Errorf("%w: no place given (the zero Place; use Path, Memfd, Inherited, Memory or Arena.Place)", ErrInvalidArgument)
 
+// openAs opens a structure at p (see open) and builds its handle with
+// build: every Open<Kind> is this call with its kind's specs and builder.
+func openAs[H any](p Place, specOf, createOf func() (spec, error), opts []Option, build func(*mapping) (*H, error)) (*H, error) {
+	m, err := p.open(specOf, createOf, opts)
+	if err != nil {
+		return nil, err
+	}
+	return build(m)
+}
+
 // open maps the structure that specOf describes at p: specOf gives the
 // spec to open or create, createOf the one for places that always create
 // (a memfd, memory), which refuses configs that only attach.

@@ -10,6 +10,7 @@ import (
 	"runtime"
 	"sync"
 	"time"
+	"unsafe"
 )
 
 // Option changes how a sketch file is created or opened.
@@ -306,6 +307,12 @@ func (m *mapping) entryBytes() []byte {
 	return m.data[m.ent.off : m.ent.off+m.ent.size]
 }
 
+// entryBase returns the address of the handle's structure in the mapping,
+// where the cores' layouts start.
+func (m *mapping) entryBase() unsafe.Pointer {
+	return unsafe.Pointer(&m.data[m.ent.off])
+}
+
 func (m *mapping) errorf(op string, err error) error {
 	return fmt.Errorf("sketch: %s %s: %w", op, m.name, err)
 }
@@ -462,56 +469,47 @@ func pickEntry(lay layout, sp spec) (entry, error) {
 
 // openSpec opens or creates the file at path (Path).
 func openSpec(path string, sp spec, err error, opts []Option) (*mapping, error) {
-	if err == nil {
-		var o options
-		if o, err = buildOptions(opts); err == nil {
-			m, err := openPath(path, sp, o)
-			return lockBound(m, err, o)
-		}
-	}
-	return nil, fmt.Errorf("sketch: open %s: %w", path, err)
+	return placeSpec("open "+path, "", sp, err, opts, func(sp spec, o options) (*mapping, error) {
+		return openPath(path, sp, o)
+	})
 }
 
 // memfdSpec creates a new memfd (Memfd).
 func memfdSpec(name string, sp spec, err error, opts []Option) (*mapping, error) {
-	var o options
-	if err == nil {
-		if o, err = buildOptions(opts); err == nil && o.readOnly {
-			err = fmt.Errorf("%w: a new memfd cannot be read-only", ErrInvalidConfig)
-		}
-	}
-	if err != nil {
-		return nil, fmt.Errorf("sketch: create memfd:%s: %w", name, err)
-	}
-	m, err := createMemfd(name, sp)
-	return lockBound(m, err, o)
+	return placeSpec("create memfd:"+name, "a new memfd", sp, err, opts, func(sp spec, _ options) (*mapping, error) {
+		return createMemfd(name, sp)
+	})
 }
 
 // inMemorySpec creates a structure for one process (Memory).
 func inMemorySpec(sp spec, err error, opts []Option) (*mapping, error) {
-	var o options
-	if err == nil {
-		if o, err = buildOptions(opts); err == nil && o.readOnly {
-			err = fmt.Errorf("%w: a structure created in memory cannot be read-only", ErrInvalidConfig)
-		}
-	}
-	if err != nil {
-		return nil, fmt.Errorf("sketch: create in memory: %w", err)
-	}
-	m, err := createInMemory(sp)
-	return lockBound(m, err, o)
+	return placeSpec("create in memory", "a structure created in memory", sp, err, opts, func(sp spec, _ options) (*mapping, error) {
+		return createInMemory(sp)
+	})
 }
 
 // attachSpec attaches to an inherited descriptor (Inherited).
 func attachSpec(fd uintptr, sp spec, err error, opts []Option) (*mapping, error) {
+	return placeSpec(fmt.Sprintf("attach fd %d", fd), "", sp, err, opts, func(sp spec, o options) (*mapping, error) {
+		return attachInherited(fd, sp, o)
+	})
+}
+
+// placeSpec is the body of them all: what names the call in its errors,
+// and a place that always creates names itself in created, as what a
+// read-only option cannot open. The errors of open name their file.
+func placeSpec(what, created string, sp spec, err error, opts []Option, open func(spec, options) (*mapping, error)) (*mapping, error) {
+	var o options
 	if err == nil {
-		var o options
-		if o, err = buildOptions(opts); err == nil {
-			m, err := attachInherited(fd, sp, o)
-			return lockBound(m, err, o)
+		if o, err = buildOptions(opts); err == nil && o.readOnly && created != "" {
+			err = fmt.Errorf("%w: %s cannot be read-only", ErrInvalidConfig, created)
 		}
 	}
-	return nil, fmt.Errorf("sketch: attach fd %d: %w", fd, err)
+	if err != nil {
+		return nil, fmt.Errorf("sketch: %s: %w", what, err)
+	}
+	m, err := open(sp, o)
+	return lockBound(m, err, o)
 }
 
 // lockBound gives a mapping just opened (nil on an error) the lock

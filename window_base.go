@@ -39,8 +39,7 @@ func (b *windowBase) start(m *mapping, self served, win Window, clear func(s uin
 		}
 		lk = m.lk
 	}
-	region := m.entryBytes()
-	b.ctl.init(unsafe.Pointer(&region[0]), win, lk, &m.res.clears, &b.open, b.sealed, clear)
+	b.ctl.init(m.entryBase(), win, lk, &m.res.clears, &b.open, b.sealed, clear)
 	if b.ctl.clk != nil {
 		// A handle dropped without Close stops its clock's timer. b is
 		// the first field of the window, so it is where the window's
