@@ -94,7 +94,7 @@ check-prefetch: deps
 		$(call skip,the check that the C batches keep their prefetch instructions,$(NO_CC)); \
 	elif [ "$$($(GO) env GOARCH)" = amd64 ]; then \
 		CGO_ENABLED=1 $(GO) test -timeout=$(TIMEOUT) -c -o $(TMP)/sketch.cgo.test . && \
-		for fn in sk_cms_add_batch sk_cms_estimate_batch sk_cbf_add_many sk_bloom_add_many sk_bloom_check_many; do \
+		for fn in sk_cms_add_batch sk_cms_estimate_batch sk_cbf_add_batch sk_bloom_add_batch sk_bloom_contains_batch; do \
 			n=$$($(GO) tool objdump -s "^$$fn\$$" $(TMP)/sketch.cgo.test | grep -c PREFETCH); \
 			if [ "$$n" -eq 0 ]; then echo "$$fn: no prefetch instruction left"; exit 1; fi; \
 			echo "$$fn: $$n prefetch instructions"; \

@@ -98,7 +98,7 @@ static inline __attribute__((always_inline)) void sk_bloom_prefetch(uint64_t *wo
 		__builtin_prefetch(blk, 0, 3);
 }
 
-uint64_t sk_bloom_add_many(uint64_t *words, uint64_t seed, uint64_t blocks, uint32_t k, int prefetch,
+uint64_t sk_bloom_add_batch(uint64_t *words, uint64_t seed, uint64_t blocks, uint32_t k, int prefetch,
 			   const sk_key *keys, size_t count, uint8_t *already)
 {
 	uint64_t added = 0;
@@ -134,7 +134,7 @@ uint64_t sk_bloom_add_many(uint64_t *words, uint64_t seed, uint64_t blocks, uint
 	return added;
 }
 
-uint64_t sk_bloom_check_many(uint64_t *words, uint64_t seed, uint64_t blocks, uint32_t k, int prefetch,
+uint64_t sk_bloom_contains_batch(uint64_t *words, uint64_t seed, uint64_t blocks, uint32_t k, int prefetch,
 			     const sk_key *keys, size_t count, uint8_t *out)
 {
 	uint64_t found = 0;

@@ -7,10 +7,10 @@ package csrc
 // no pointer after it returns and calls nothing in Go.
 
 /*
-#cgo noescape sk_bloom_add_many
-#cgo nocallback sk_bloom_add_many
-#cgo noescape sk_bloom_check_many
-#cgo nocallback sk_bloom_check_many
+#cgo noescape sk_bloom_add_batch
+#cgo nocallback sk_bloom_add_batch
+#cgo noescape sk_bloom_contains_batch
+#cgo nocallback sk_bloom_contains_batch
 #include "sketch.h"
 */
 import "C"
@@ -60,7 +60,7 @@ func (f *Bloom) AddBatch(keys [][]byte, already []bool) (added uint64) {
 		if already != nil {
 			out = boolPtr(already, base)
 		}
-		added += uint64(C.sk_bloom_add_many(f.words(), C.uint64_t(f.Seed), C.uint64_t(f.Blocks), C.uint32_t(f.K),
+		added += uint64(C.sk_bloom_add_batch(f.words(), C.uint64_t(f.Seed), C.uint64_t(f.Blocks), C.uint32_t(f.K),
 			f.prefetch(), ckeys, C.size_t(len(chunk)), out))
 	}
 	return added
@@ -73,7 +73,7 @@ func (f *Bloom) ContainsBatch(keys [][]byte, out []bool) {
 	for base := 0; base < len(keys); base += Batch {
 		chunk := keys[base:min(base+Batch, len(keys))]
 		fillKeys(&buf, chunk)
-		C.sk_bloom_check_many(f.words(), C.uint64_t(f.Seed), C.uint64_t(f.Blocks), C.uint32_t(f.K),
+		C.sk_bloom_contains_batch(f.words(), C.uint64_t(f.Seed), C.uint64_t(f.Blocks), C.uint32_t(f.K),
 			f.prefetch(), ckeys, C.size_t(len(chunk)), boolPtr(out, base))
 	}
 }

@@ -99,7 +99,7 @@ static void sk_cbf_runlock(sk_lock *lock)
  * and prefetches their counters' words, so that the cache misses of
  * several keys overlap and the compare-and-swaps find their lines. Without, it does not even touch a key's words first
  * as Go's addHashed does: in cache that only costs. */
-int64_t sk_cbf_add_many(uint32_t *words, const uint32_t *sealed, sk_lock *lock, uint64_t seed, uint64_t mask,
+int64_t sk_cbf_add_batch(uint32_t *words, const uint32_t *sealed, sk_lock *lock, uint64_t seed, uint64_t mask,
 			uint32_t k, int prefetch, const sk_key *keys, size_t count, uint8_t *already, uint64_t *adds)
 {
 	if (sk_cbf_rlock(lock) != 0)
@@ -210,7 +210,7 @@ void sk_cbf_merge(uint32_t *words, const uint8_t *src, uint64_t nwords)
 
 /* The caller holds the write lock, so no add or remove runs; lock-free
  * readers see each word whole, before or after. */
-void sk_cbf_clear(uint32_t *words, uint64_t nwords)
+void sk_cbf_reset(uint32_t *words, uint64_t nwords)
 {
 	for (uint64_t w = 0; w < nwords; w++)
 		atomic_store_explicit(SK_A32(&words[w]), 0, memory_order_relaxed);

@@ -7,14 +7,14 @@ package csrc
 // pointer after it returns and calls nothing in Go.
 
 /*
-#cgo noescape sk_cbf_add_many
-#cgo nocallback sk_cbf_add_many
+#cgo noescape sk_cbf_add_batch
+#cgo nocallback sk_cbf_add_batch
 #cgo noescape sk_cbf_count_set
 #cgo nocallback sk_cbf_count_set
 #cgo noescape sk_cbf_merge
 #cgo nocallback sk_cbf_merge
-#cgo noescape sk_cbf_clear
-#cgo nocallback sk_cbf_clear
+#cgo noescape sk_cbf_reset
+#cgo nocallback sk_cbf_reset
 #include "sketch.h"
 */
 import "C"
@@ -87,7 +87,7 @@ func (f *Filter) cross(buf []cKey, chunk [][]byte, already *C.uint8_t, lock *C.s
 	if len(buf) > 0 {
 		ckeys = (*C.sk_key)(unsafe.Pointer(&buf[0]))
 	}
-	return C.sk_cbf_add_many(f.words(), f.sealed(), lock, C.uint64_t(f.Seed), C.uint64_t(f.Mask), C.uint32_t(f.K),
+	return C.sk_cbf_add_batch(f.words(), f.sealed(), lock, C.uint64_t(f.Seed), C.uint64_t(f.Mask), C.uint32_t(f.K),
 		f.prefetch(), ckeys, C.size_t(len(chunk)), already, (*C.uint64_t)(f.Adds))
 }
 
@@ -104,4 +104,4 @@ func (f *Filter) Merge(src []byte) {
 }
 
 // Reset zeroes every counter. The caller holds the write lock.
-func (f *Filter) Reset() { C.sk_cbf_clear(f.words(), f.nwords()) }
+func (f *Filter) Reset() { C.sk_cbf_reset(f.words(), f.nwords()) }

@@ -71,7 +71,7 @@ static inline int sk_hll_raise(uint64_t *regs, uint64_t reg, uint64_t rank)
 	}
 }
 
-uint64_t sk_hll_add_many(uint64_t *regs, uint64_t seed, uint32_t p, int redis, const sk_key *keys, size_t count)
+uint64_t sk_hll_add_batch(uint64_t *regs, uint64_t seed, uint32_t p, int redis, const sk_key *keys, size_t count)
 {
 	uint64_t raised = 0;
 	uint64_t mask = ((uint64_t)1 << p) - 1;

@@ -7,8 +7,8 @@ package csrc
 // keeps no pointer after it returns and calls nothing in Go.
 
 /*
-#cgo noescape sk_hll_add_many
-#cgo nocallback sk_hll_add_many
+#cgo noescape sk_hll_add_batch
+#cgo nocallback sk_hll_add_batch
 #cgo noescape sk_murmur64a
 #cgo nocallback sk_murmur64a
 #include "sketch.h"
@@ -39,7 +39,7 @@ func (r *Registers) AddBatch(keys [][]byte) (raised uint64) {
 	for base := 0; base < len(keys); base += Batch {
 		chunk := keys[base:min(base+Batch, len(keys))]
 		fillKeys(&buf, chunk)
-		raised += uint64(C.sk_hll_add_many((*C.uint64_t)(r.Regs), C.uint64_t(r.Seed), C.uint32_t(r.P), redis,
+		raised += uint64(C.sk_hll_add_batch((*C.uint64_t)(r.Regs), C.uint64_t(r.Seed), C.uint32_t(r.P), redis,
 			ckeys, C.size_t(len(chunk))))
 	}
 	return raised

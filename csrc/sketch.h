@@ -120,11 +120,11 @@ void sk_unlock_read(sk_lock *l);
  * words of eight 4-bit counters: counter i is in byte i/2, the low nibble
  * when i is even. Probe i of a key is sk_spread(lo + i*(hi|1)) & mask. */
 #define SK_CBF_MAX 15      /* counters saturate here and stick */
-#define SK_CBF_FROZEN (-1) /* sk_cbf_add_many found the file sealed */
-#define SK_CBF_TIMEDOUT (-2) /* sk_cbf_add_many's lock wait timed out */
+#define SK_CBF_FROZEN (-1) /* sk_cbf_add_batch found the file sealed */
+#define SK_CBF_TIMEDOUT (-2) /* sk_cbf_add_batch's lock wait timed out */
 #define SK_CBF_AHEAD 8     /* keys hashed and prefetched ahead */
 
-/* sk_cbf_add_many adds each key once and returns how many were new (one
+/* sk_cbf_add_batch adds each key once and returns how many were new (one
  * of their counters was zero); already, when not NULL, receives 1 for a
  * key that was not new, else 0. It returns SK_CBF_FROZEN, adding nothing, when
  * *sealed is not zero. It takes lock's read lock around the batch when
@@ -134,15 +134,15 @@ void sk_unlock_read(sk_lock *l);
  * adds is not NULL, count is added to it (a stripe of the add count)
  * before the lock is released, so that a Reset or Freeze, which take the
  * write lock, find each batch counted whole or not at all. */
-int64_t sk_cbf_add_many(uint32_t *words, const uint32_t *sealed, sk_lock *lock, uint64_t seed, uint64_t mask,
+int64_t sk_cbf_add_batch(uint32_t *words, const uint32_t *sealed, sk_lock *lock, uint64_t seed, uint64_t mask,
 			uint32_t k, int prefetch, const sk_key *keys, size_t count, uint8_t *already, uint64_t *adds);
 /* sk_cbf_count_set returns how many counters are above zero. */
 uint64_t sk_cbf_count_set(const uint32_t *words, uint64_t nwords);
 /* sk_cbf_merge adds src (nwords native-endian words, any alignment) into
- * words counter by counter, saturating; sk_cbf_clear zeroes words. The
+ * words counter by counter, saturating; sk_cbf_reset zeroes words. The
  * caller holds the write lock for both. */
 void sk_cbf_merge(uint32_t *words, const uint8_t *src, uint64_t nwords);
-void sk_cbf_clear(uint32_t *words, uint64_t nwords);
+void sk_cbf_reset(uint32_t *words, uint64_t nwords);
 
 /* Bloom filter batches (bloom.c; keep in sync with internal/cells/bloom.go and the
  * binding in bloom.go). words holds blocks x SK_BLOOM_WORDS words: a key's
@@ -158,14 +158,14 @@ void sk_cbf_clear(uint32_t *words, uint64_t nwords);
  * batch. */
 void sk_bloom_init(void);
 
-/* sk_bloom_add_many adds each key and returns how many set at least one
+/* sk_bloom_add_batch adds each key and returns how many set at least one
  * bit; already, when not NULL, receives 1 for a key whose bits were all
- * set, else 0. sk_bloom_check_many stores 1 in out for a key whose bits
+ * set, else 0. sk_bloom_contains_batch stores 1 in out for a key whose bits
  * are all set, else 0, and returns how many are. prefetch asks them to
  * fetch SK_BLOOM_AHEAD keys' blocks ahead. */
-uint64_t sk_bloom_add_many(uint64_t *words, uint64_t seed, uint64_t blocks, uint32_t k, int prefetch,
+uint64_t sk_bloom_add_batch(uint64_t *words, uint64_t seed, uint64_t blocks, uint32_t k, int prefetch,
 			   const sk_key *keys, size_t count, uint8_t *already);
-uint64_t sk_bloom_check_many(uint64_t *words, uint64_t seed, uint64_t blocks, uint32_t k, int prefetch,
+uint64_t sk_bloom_contains_batch(uint64_t *words, uint64_t seed, uint64_t blocks, uint32_t k, int prefetch,
 			     const sk_key *keys, size_t count, uint8_t *out);
 
 /* Distinct count batches (distinct.c; keep in sync with internal/cells/distinct.go,
@@ -178,7 +178,7 @@ uint64_t sk_bloom_check_many(uint64_t *words, uint64_t seed, uint64_t blocks, ui
 
 /* sk_murmur64a is MurmurHash64A, the blocks read little-endian. */
 uint64_t sk_murmur64a(const uint8_t *key, size_t len, uint64_t seed);
-/* sk_hll_add_many adds each key and returns how many raised a register. */
-uint64_t sk_hll_add_many(uint64_t *regs, uint64_t seed, uint32_t p, int redis, const sk_key *keys, size_t count);
+/* sk_hll_add_batch adds each key and returns how many raised a register. */
+uint64_t sk_hll_add_batch(uint64_t *regs, uint64_t seed, uint32_t p, int redis, const sk_key *keys, size_t count);
 
 #endif
