@@ -1,6 +1,7 @@
 package sketch
 
 import (
+	"encoding/binary"
 	"fmt"
 	"math"
 	"sync"
@@ -531,6 +532,49 @@ func (b *Bloom) Config() BloomConfig {
 		return BloomConfig{}
 	}
 	return bloomEntryConfig(b.m.ent).(BloomConfig)
+}
+
+// ExportBits returns the filter's bits, Bits()/8 bytes: bit i of the
+// filter is bit i%8 of byte i/8, counted from the least significant (each
+// 64-bit word little-endian), whatever this machine's byte order. Redis's
+// GETBIT and SETBIT count from the most significant bit of a byte, so
+// Redis's offset 8*(i/8) + 7 - i%8 is bit i. Two filters of one config
+// and seed (on any machines) OR into the filter of both their keys: BITOP
+// OR in Redis, MergeBits here. It reads each word once while adds go on, so it
+// holds every key added before the call. A closed handle is ErrClosed.
+func (b *Bloom) ExportBits() ([]byte, error) {
+	if !b.open.Load() {
+		return nil, b.closedErr("export")
+	}
+	out := make([]byte, b.l.Nwords()*8)
+	for w := range b.l.Nwords() {
+		binary.LittleEndian.PutUint64(out[w*8:], atomic.LoadUint64(b.l.Word(w)))
+	}
+	return out, b.after("export")
+}
+
+// MergeBits ORs bits, as ExportBits returns them, into the filter: it then
+// holds every key of both. Merging is idempotent (merging bits again
+// changes nothing), which is what lets a fleet's hosts each OR their
+// export into one Redis key and OR that key back (the fleet module). The
+// bits must come from a filter of this config and seed, which they cannot
+// show: bits of another seed or shape merge into false positives. Bits of
+// another length are ErrIncompatible. Merge's other rules hold: Adds does
+// not change, and a read-only, frozen or closed handle merges nothing.
+func (b *Bloom) MergeBits(bits []byte) error {
+	if err := b.refuse("merge"); err != nil {
+		return err
+	}
+	if uint64(len(bits)) != b.l.Nwords()*8 {
+		return b.m.errorf("merge", fmt.Errorf("%w: %d bytes of bits for a filter of %d bits (%d bytes)", ErrIncompatible, len(bits), b.Bits(), b.Bits()/8))
+	}
+	for w := range b.l.Nwords() {
+		s := binary.LittleEndian.Uint64(bits[w*8:])
+		if p := b.l.Word(w); s != 0 && atomic.LoadUint64(p)&s != s {
+			atomic.OrUint64(p, s)
+		}
+	}
+	return b.after("merge")
 }
 
 // Snapshot copies the filter, while any process keeps adding to it, into

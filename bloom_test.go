@@ -2,10 +2,12 @@ package sketch
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -420,5 +422,122 @@ func TestBloom_BadArguments(t *testing.T) {
 	}
 	if err := b.AddBatch(nil, nil); err != nil {
 		t.Errorf("AddBatch(nil) = %v", err)
+	}
+}
+
+// TestBloom_ExportBits: bit i of the export is bit i%8 of byte i/8 (the
+// filter's words read little-endian, whatever the machine's order); hosts'
+// exports ORed by a real Redis (BITOP OR) merge back with MergeBits into
+// the filter of every host's keys, byte for byte what Merge makes, and
+// merging again changes nothing.
+func TestBloom_ExportBits(t *testing.T) {
+	rc := startRedis(t)
+	cfg := BloomConfig{Capacity: 20_000, FPRate: 0.01, Seed: 0xb175}
+	const hosts = 3
+	union := mustBloom(t, cfg)
+	var all []*Bloom
+	for h := range hosts {
+		b := mustBloom(t, cfg)
+		for i := h * 3000; i < h*3000+5000; i++ {
+			b.AddString(fmt.Sprint("key-", i))
+		}
+		bits, err := b.ExportBits()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if uint64(len(bits))*8 != b.Bits() {
+			t.Fatalf("export of %d bytes for %d bits", len(bits), b.Bits())
+		}
+		for w := uint64(0); w < b.l.Nwords(); w++ {
+			if got, want := binary.LittleEndian.Uint64(bits[w*8:]), *b.l.Word(w); got != want {
+				t.Fatalf("export word %d read little-endian = %#x, the filter's word %#x", w, got, want)
+			}
+		}
+		rc.mustDo(t, "SET", fmt.Sprint("host", h), bits)
+		rc.mustDo(t, "BITOP", "OR", "fleet", "fleet", fmt.Sprint("host", h))
+		if err := union.Merge(b); err != nil {
+			t.Fatal(err)
+		}
+		all = append(all, b)
+	}
+	fleet := []byte(rc.mustDo(t, "GET", "fleet").(string))
+	for h, b := range all {
+		if err := b.MergeBits(fleet); err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(bloomBits(b), bloomBits(union)) {
+			t.Errorf("host %d after merging the fleet's bits: not the bits of every host's keys", h)
+		}
+		for i := 0; i < (hosts-1)*3000+5000; i++ {
+			if !b.ContainsString(fmt.Sprint("key-", i)) {
+				t.Fatalf("host %d: key-%d, added on another host, not found after MergeBits", h, i)
+			}
+		}
+		before := bytes.Clone(bloomBits(b))
+		if err := b.MergeBits(fleet); err != nil || !bytes.Equal(bloomBits(b), before) {
+			t.Errorf("merging the same bits again: %v, bits changed: %v", err, !bytes.Equal(bloomBits(b), before))
+		}
+	}
+	// Redis's GETBIT finds the filter's bit i where the doc says: in the
+	// fleet's key, every host's bits, which the filters now hold.
+	b := all[0]
+	for i := range b.Bits() {
+		if i%997 != 0 && i >= 130 && i < b.Bits()-130 {
+			continue // a sample: one round trip a bit
+		}
+		want := *b.l.Word(i / 64)>>(i%64)&1 == 1
+		if got := rc.mustDo(t, "GETBIT", "fleet", i/8*8+7-i%8).(int64) == 1; got != want {
+			t.Errorf("GETBIT fleet %d = %v, the filter's bit %d = %v", i/8*8+7-i%8, got, i, want)
+		}
+	}
+}
+
+// TestBloom_MergeBitsRefuses: bits of another length are ErrIncompatible
+// and change nothing; a read-only, frozen or closed filter merges nothing.
+func TestBloom_MergeBitsRefuses(t *testing.T) {
+	cfg := BloomConfig{Capacity: 1000, FPRate: 0.01}
+	b := mustBloom(t, cfg)
+	bits, _ := b.ExportBits()
+	for i := range bits {
+		bits[i] = 0xff
+	}
+	for _, n := range []int{0, 1, len(bits) - 8, len(bits) + 8} {
+		long := append(bytes.Clone(bits), make([]byte, max(0, n-len(bits)))...)
+		if err := b.MergeBits(long[:n]); !errors.Is(err, ErrIncompatible) {
+			t.Errorf("MergeBits of %d bytes for %d = %v, want ErrIncompatible", n, len(bits), err)
+		}
+	}
+	if s := b.Stats(); s.Set != 0 {
+		t.Errorf("%d bits set after refused merges", s.Set)
+	}
+	path := filepath.Join(t.TempDir(), "b")
+	w := mustIn(t, OpenBloom, Path(path), cfg)
+	ro := mustIn(t, OpenBloom, Path(path), BloomConfig{}, WithReadOnly())
+	other := mustIn(t, OpenBloom, Path(path), BloomConfig{})
+	if err := ro.MergeBits(bits); !errors.Is(err, ErrReadOnly) {
+		t.Errorf("MergeBits on a read-only handle = %v, want ErrReadOnly", err)
+	}
+	if _, err := ro.ExportBits(); err != nil {
+		t.Errorf("ExportBits on a read-only handle = %v", err)
+	}
+	if err := w.Freeze(); err != nil {
+		t.Fatal(err)
+	}
+	if err := other.MergeBits(bits); !errors.Is(err, ErrFrozen) {
+		t.Errorf("MergeBits on a frozen file = %v, want ErrFrozen", err)
+	}
+	w.Close()
+	if err := w.MergeBits(bits); !errors.Is(err, ErrClosed) {
+		t.Errorf("MergeBits after Close = %v, want ErrClosed", err)
+	}
+	if _, err := w.ExportBits(); !errors.Is(err, ErrClosed) {
+		t.Errorf("ExportBits after Close = %v, want ErrClosed", err)
+	}
+	var zero Bloom
+	if _, err := zero.ExportBits(); !errors.Is(err, ErrClosed) {
+		t.Errorf("ExportBits of a zero Bloom = %v, want ErrClosed", err)
+	}
+	if err := zero.MergeBits(bits); !errors.Is(err, ErrClosed) {
+		t.Errorf("MergeBits of a zero Bloom = %v, want ErrClosed", err)
 	}
 }

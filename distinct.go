@@ -478,6 +478,99 @@ func (d *Distinct) ExportRedis() ([]byte, error) {
 	return out, nil
 }
 
+// MergeRedis merges a Redis HyperLogLog into the count, as PFMERGE does:
+// each register rises to the HyperLogLog's where that is larger. b is
+// what GET returns for a key that PFADD, PFMERGE or a SET of ExportRedis
+// made, dense or sparse. Afterwards Count counts every key of b, and, on
+// the hosts of a fleet that share one seed, every key exported to it: a
+// fleet's count is the PFMERGE of every host's ExportRedis, merged back
+// into each host's file (the fleet module does both).
+//
+// Merging is idempotent: merging b again changes nothing. It needs
+// Redis's 16384 registers (precision 14; ErrIncompatible otherwise). The
+// profiles' caveat is ExportRedis's: keys added with PFADD count right
+// only in a count of the Redis profile. Bytes that are not a Redis
+// HyperLogLog, or whose registers hold ranks no key gives (more than 51),
+// are ErrInvalidArgument, and nothing is merged.
+func (d *Distinct) MergeRedis(b []byte) error {
+	if err := d.mayWrite("merge"); err != nil {
+		return err
+	}
+	if d.l.P != cells.RedisHLLP {
+		return d.m.errorf("merge", fmt.Errorf("%w: Redis's HyperLogLog has 2^%d registers, this count 2^%d", ErrIncompatible, cells.RedisHLLP, d.l.P))
+	}
+	regs, err := redisRegisters(b, byte(d.l.Q()+1))
+	if err != nil {
+		return d.m.errorf("merge", fmt.Errorf("%w: %w", ErrInvalidArgument, err))
+	}
+	var raised uint64
+	for j, v := range regs {
+		if v != 0 && d.l.Raise(uint64(j), uint64(v)) {
+			raised++
+		}
+	}
+	d.l.Changed(raised)
+	return d.after("merge")
+}
+
+// redisRegisters decodes a Redis HyperLogLog, dense or sparse (Redis's
+// hyperloglog.c), into its 16384 ranks, refusing any past top.
+func redisRegisters(b []byte, top byte) ([]byte, error) {
+	if len(b) < redisHLLHeader || string(b[:4]) != "HYLL" {
+		return nil, fmt.Errorf("%d bytes that are not a Redis HyperLogLog (no HYLL header)", len(b))
+	}
+	regs := make([]byte, 1<<cells.RedisHLLP)
+	body := b[redisHLLHeader:]
+	switch b[4] {
+	case 0: // dense: 6 bits a register, least significant first
+		if len(body) != redisDenseBytes-redisHLLHeader {
+			return nil, fmt.Errorf("a dense Redis HyperLogLog of %d bytes, not %d", len(b), redisDenseBytes)
+		}
+		for j := range regs {
+			bit := j * redisHLLBits
+			v := uint(body[bit/8]) >> (bit % 8)
+			if bit%8 > 8-redisHLLBits {
+				v |= uint(body[bit/8+1]) << (8 - bit%8)
+			}
+			regs[j] = byte(v & (1<<redisHLLBits - 1))
+		}
+	case 1: // sparse: runs of zeros (ZERO, XZERO) and of one value (VAL)
+		j := 0
+		for i := 0; i < len(body); i++ {
+			op := body[i]
+			run, val := int(op&0x3f)+1, byte(0)
+			switch {
+			case op&0xc0 == 0x40: // XZERO: 14 bits of run
+				if i+1 == len(body) {
+					return nil, fmt.Errorf("a sparse Redis HyperLogLog cut inside an opcode")
+				}
+				i++
+				run = int(op&0x3f)<<8 | int(body[i]) + 1
+			case op&0x80 != 0: // VAL: value 1-32, run 1-4
+				run, val = int(op&3)+1, op>>2&0x1f+1
+			}
+			if run > len(regs)-j {
+				return nil, fmt.Errorf("a sparse Redis HyperLogLog of more than %d registers", len(regs))
+			}
+			for k := j; k < j+run; k++ {
+				regs[k] = val
+			}
+			j += run
+		}
+		if j != len(regs) {
+			return nil, fmt.Errorf("a sparse Redis HyperLogLog of %d registers, not %d", j, len(regs))
+		}
+	default:
+		return nil, fmt.Errorf("a Redis HyperLogLog of unknown encoding %d", b[4])
+	}
+	for j, v := range regs {
+		if v > top {
+			return nil, fmt.Errorf("register %d of the Redis HyperLogLog holds rank %d, more than any key gives (%d)", j, v, top)
+		}
+	}
+	return regs, nil
+}
+
 // redisDense encodes l's registers as Redis's dense HyperLogLog.
 func redisDense(l *cells.Distinct) []byte {
 	out := make([]byte, redisDenseBytes)

@@ -3,144 +3,18 @@
 package sketch
 
 import (
-	"bufio"
 	"bytes"
-	"context"
 	"errors"
 	"fmt"
-	"io"
 	"math"
-	"net"
-	"os"
-	"os/exec"
 	"path/filepath"
-	"strconv"
 	"testing"
-	"time"
 )
 
-// The Redis profile against a real redis-server, started by the test on a
-// unix socket in a temporary directory and spoken to in RESP by the small
-// client below: exports load with SET, count with PFCOUNT and merge with
+// The Redis profile against a real redis-server (startRedis, in
+// helpers_test.go): exports load with SET, count with PFCOUNT and merge with
 // PFMERGE as Redis's own HyperLogLogs do, and their registers are those
 // PFADD sets for the same keys.
-
-// redisConn is a RESP client of one connection: enough for SET, GET,
-// PFADD, PFMERGE and PFCOUNT.
-type redisConn struct {
-	c net.Conn
-	r *bufio.Reader
-}
-
-// do sends one command and returns its reply: a string, an int64, nil, or
-// an error for Redis's error replies.
-func (rc *redisConn) do(args ...any) (any, error) {
-	var b bytes.Buffer
-	fmt.Fprintf(&b, "*%d\r\n", len(args))
-	for _, a := range args {
-		var s []byte
-		switch a := a.(type) {
-		case []byte:
-			s = a
-		case string:
-			s = []byte(a)
-		default:
-			s = fmt.Append(nil, a)
-		}
-		fmt.Fprintf(&b, "$%d\r\n", len(s))
-		b.Write(s)
-		b.WriteString("\r\n")
-	}
-	rc.c.SetDeadline(time.Now().Add(10 * time.Second))
-	if _, err := rc.c.Write(b.Bytes()); err != nil {
-		return nil, err
-	}
-	return rc.reply()
-}
-
-func (rc *redisConn) reply() (any, error) {
-	line, err := rc.r.ReadString('\n')
-	if err != nil {
-		return nil, err
-	}
-	if len(line) < 3 {
-		return nil, fmt.Errorf("short RESP line %q", line)
-	}
-	body := line[1 : len(line)-2]
-	switch line[0] {
-	case '+':
-		return body, nil
-	case '-':
-		return nil, errors.New(body)
-	case ':':
-		return strconv.ParseInt(body, 10, 64)
-	case '$':
-		n, err := strconv.Atoi(body)
-		if err != nil || n < 0 {
-			return nil, err
-		}
-		buf := make([]byte, n+2)
-		if _, err := io.ReadFull(rc.r, buf); err != nil {
-			return nil, err
-		}
-		return string(buf[:n]), nil
-	}
-	return nil, fmt.Errorf("RESP reply %q not understood", line)
-}
-
-// mustDo is do, failing the test on an error.
-func (rc *redisConn) mustDo(t testing.TB, args ...any) any {
-	t.Helper()
-	v, err := rc.do(args...)
-	if err != nil {
-		t.Fatalf("redis %v: %v", args[0], err)
-	}
-	return v
-}
-
-// startRedis starts redis-server on a unix socket for the test and
-// connects to it. Without redis-server the test skips, and fails under
-// CI=true, which runs everything (.ci/install-deps installs it).
-func startRedis(t *testing.T) *redisConn {
-	t.Helper()
-	exe, err := exec.LookPath("redis-server")
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("redis-server not found (%v), and CI=true runs everything: .ci/install-deps installs it", err)
-		}
-		t.Skipf("redis-server not found (%v): install it (apt-get install redis-server, or .ci/install-deps as root) to check exports against Redis", err)
-	}
-	dir := t.TempDir()
-	sock := filepath.Join(dir, "redis.sock")
-	ctx, cancel := context.WithCancel(context.Background())
-	cmd := exec.CommandContext(ctx, exe, "--port", "0", "--unixsocket", sock, "--unixsocketperm", "700",
-		"--dir", dir, "--save", "", "--appendonly", "no", "--daemonize", "no")
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Start(); err != nil {
-		cancel()
-		t.Fatalf("start redis-server: %v", err)
-	}
-	t.Cleanup(func() {
-		cancel()
-		cmd.Wait()
-		if t.Failed() {
-			t.Logf("redis-server output:\n%s", out.String())
-		}
-	})
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		c, err := net.Dial("unix", sock)
-		if err == nil {
-			t.Cleanup(func() { c.Close() })
-			return &redisConn{c: c, r: bufio.NewReader(c)}
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("redis-server did not listen on %s within 10s: %v", sock, err)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
 
 // redisKeys are n client keys from first, as Redis PFADD takes them.
 func redisKeys(first, n int) []any {
@@ -295,4 +169,168 @@ func TestDistinctWindow_RedisFleet(t *testing.T) {
 	if got, want := rc.mustDo(t, keys...).(int64), int64(fleet.Count()); got != want {
 		t.Errorf("PFCOUNT of the three exports = %d, Count() of the merged snapshots = %d", got, want)
 	}
+}
+
+// TestDistinct_MergeRedis: what Redis holds after PFADD, sparse (few keys)
+// and dense (many), merges into a Redis-profile count as the same keys
+// added here: the same registers and the same count as PFCOUNT; merging
+// again changes nothing, and a PFMERGE of exports merges back into each
+// host the union of all hosts' keys.
+func TestDistinct_MergeRedis(t *testing.T) {
+	rc := startRedis(t)
+	for _, n := range []int{0, 1, 200, 30_000} {
+		t.Run(fmt.Sprint(n), func(t *testing.T) {
+			key := fmt.Sprintf("pfadd-%d", n)
+			rc.mustDo(t, "PFADD", key) // the key exists even for 0 keys
+			for i := 0; i < n; i += 1000 {
+				rc.mustDo(t, append([]any{"PFADD", key}, redisKeys(i, min(1000, n-i))...)...)
+			}
+			held := []byte(rc.mustDo(t, "GET", key).(string))
+			wantSparse := n <= 200
+			if sparse := held[4] == 1; sparse != wantSparse {
+				t.Fatalf("Redis holds %d keys in encoding %d; the test wants it sparse: %v", n, held[4], wantSparse)
+			}
+			merged := mustDistinct(t, DistinctConfig{Redis: true})
+			if err := merged.MergeRedis(held); err != nil {
+				t.Fatal(err)
+			}
+			added := mustDistinct(t, DistinctConfig{Redis: true})
+			addRange(t, added, 0, n)
+			if !bytes.Equal(registersOf(merged), registersOf(added)) {
+				t.Fatalf("merging Redis's %d keys gives other registers than adding them here", n)
+			}
+			if got, want := merged.Count(), uint64(rc.mustDo(t, "PFCOUNT", key).(int64)); got != want {
+				t.Errorf("Count() = %d after MergeRedis, PFCOUNT = %d", got, want)
+			}
+			before := merged.Stats().RegisterChanges
+			if err := merged.MergeRedis(held); err != nil {
+				t.Fatal(err)
+			}
+			if after := merged.Stats().RegisterChanges; after != before {
+				t.Errorf("merging the same HyperLogLog again changed %d registers", after-before)
+			}
+		})
+	}
+	t.Run("fleet", func(t *testing.T) {
+		const hosts = 3
+		cfg := DistinctConfig{Seed: 0xf1ee7}
+		union := mustDistinct(t, cfg)
+		var all []*Distinct
+		for h := range hosts {
+			d := mustDistinct(t, cfg)
+			addRange(t, d, h*1000, 5000)
+			addRange(t, union, h*1000, 5000)
+			exp, err := d.ExportRedis()
+			if err != nil {
+				t.Fatal(err)
+			}
+			rc.mustDo(t, "SET", "host", exp)
+			rc.mustDo(t, "PFMERGE", "fleet", "host")
+			all = append(all, d)
+		}
+		fleet := []byte(rc.mustDo(t, "GET", "fleet").(string))
+		for h, d := range all {
+			if err := d.MergeRedis(fleet); err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(registersOf(d), registersOf(union)) {
+				t.Errorf("host %d after merging the fleet's key: not the registers of every host's keys", h)
+			}
+		}
+	})
+}
+
+// TestDistinct_MergeRedisRefuses: bytes that are not a Redis HyperLogLog,
+// or hold ranks no key gives, are ErrInvalidArgument and merge nothing;
+// another precision is ErrIncompatible; a read-only, frozen or closed
+// count merges nothing.
+func TestDistinct_MergeRedisRefuses(t *testing.T) {
+	good, err := mustDistinct(t, DistinctConfig{Redis: true}).ExportRedis()
+	if err != nil {
+		t.Fatal(err)
+	}
+	with := func(f func(b []byte) []byte) []byte { return f(bytes.Clone(good)) }
+	sparse := func(ops ...byte) []byte {
+		return append([]byte("HYLL\x01\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x80"), ops...)
+	}
+	for name, b := range map[string][]byte{
+		"empty":            nil,
+		"short":            []byte("HYL"),
+		"no magic":         with(func(b []byte) []byte { b[0] = 'h'; return b }),
+		"unknown encoding": with(func(b []byte) []byte { b[4] = 2; return b }),
+		"dense cut":        good[:len(good)-1],
+		"dense long":       append(bytes.Clone(good), 0),
+		"dense rank 52":    with(func(b []byte) []byte { b[redisHLLHeader] = 52; return b }),
+		"dense rank 63":    with(func(b []byte) []byte { b[len(b)-1] = 0xfc; return b }),
+		"sparse too few":   sparse(0x7f, 0xfe), // XZERO of 16383
+		"sparse too many":  sparse(0x7f, 0xff, 0x00),
+		"sparse cut xzero": sparse(0x7f),
+		"sparse none":      sparse(),
+		"sparse past val":  sparse(0x7f, 0xfe, 0x81), // 16383 zeros, then a run of 2
+	} {
+		t.Run(name, func(t *testing.T) {
+			d := mustDistinct(t, DistinctConfig{Redis: true})
+			if err := d.MergeRedis(b); !errors.Is(err, ErrInvalidArgument) {
+				t.Fatalf("MergeRedis = %v, want ErrInvalidArgument", err)
+			}
+			if c := d.Count(); c != 0 {
+				t.Errorf("Count() = %d after a refused merge", c)
+			}
+		})
+	}
+	// The largest rank Redis gives (51) and a sparse VAL are taken.
+	top := with(func(b []byte) []byte { b[redisHLLHeader] = 51; return b })
+	if err := mustDistinct(t, DistinctConfig{Redis: true}).MergeRedis(top); err != nil {
+		t.Errorf("MergeRedis of rank 51 = %v", err)
+	}
+	val := sparse(0x8c, 0x7f, 0xfe) // register 0 at rank 4, then 16383 zeros
+	d := mustDistinct(t, DistinctConfig{Redis: true})
+	if err := d.MergeRedis(val); err != nil || d.l.Register(0) != 4 {
+		t.Errorf("MergeRedis of a sparse VAL = %v, register 0 = %d, want 4", err, d.l.Register(0))
+	}
+
+	if err := mustDistinct(t, DistinctConfig{Precision: 12}).MergeRedis(good); !errors.Is(err, ErrIncompatible) {
+		t.Errorf("MergeRedis into precision 12 = %v, want ErrIncompatible", err)
+	}
+	path := filepath.Join(t.TempDir(), "d")
+	w := mustIn(t, OpenDistinct, Path(path), DistinctConfig{Redis: true})
+	ro := mustIn(t, OpenDistinct, Path(path), DistinctConfig{}, WithReadOnly())
+	other := mustIn(t, OpenDistinct, Path(path), DistinctConfig{})
+	if err := ro.MergeRedis(good); !errors.Is(err, ErrReadOnly) {
+		t.Errorf("MergeRedis on a read-only handle = %v, want ErrReadOnly", err)
+	}
+	if err := w.Freeze(); err != nil {
+		t.Fatal(err)
+	}
+	if err := other.MergeRedis(good); !errors.Is(err, ErrFrozen) {
+		t.Errorf("MergeRedis on a frozen file = %v, want ErrFrozen", err)
+	}
+	w.Close()
+	if err := w.MergeRedis(good); !errors.Is(err, ErrClosed) {
+		t.Errorf("MergeRedis after Close = %v, want ErrClosed", err)
+	}
+}
+
+// FuzzDistinct_MergeRedis: any bytes merge or are refused, never panic;
+// what merges leaves every register at most the largest rank.
+func FuzzDistinct_MergeRedis(f *testing.F) {
+	good, err := mustDistinct(f, DistinctConfig{Redis: true}).ExportRedis()
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(good)
+	f.Add([]byte("HYLL\x01\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x80\x7f\xff"))
+	f.Add([]byte("HYLL\x01\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x80\x8c\x7f\xfe"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		d := mustDistinct(t, DistinctConfig{Redis: true})
+		if err := d.MergeRedis(b); err != nil {
+			if !errors.Is(err, ErrInvalidArgument) {
+				t.Fatalf("MergeRedis = %v, not ErrInvalidArgument", err)
+			}
+			return
+		}
+		if err := d.Check(); err != nil {
+			t.Fatalf("Check after a merge it took: %v", err)
+		}
+	})
 }

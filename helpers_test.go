@@ -8,14 +8,20 @@ package sketch
 // Linux too.
 
 import (
+	"bufio"
 	"bytes"
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
+	"net"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"runtime/debug"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -425,4 +431,125 @@ func mustBlock[F func() | func() error](t *testing.T, take F, wait time.Duration
 	case <-time.After(wait):
 	}
 	return done
+}
+
+// A real redis-server for the tests of exports (Distinct.ExportRedis and
+// MergeRedis, Bloom.ExportBits and MergeBits), started on a unix socket in
+// a temporary directory and spoken to in RESP by the small client below.
+
+// redisConn is a RESP client of one connection: enough for SET, GET,
+// PFADD, PFMERGE and PFCOUNT.
+type redisConn struct {
+	c net.Conn
+	r *bufio.Reader
+}
+
+// do sends one command and returns its reply: a string, an int64, nil, or
+// an error for Redis's error replies.
+func (rc *redisConn) do(args ...any) (any, error) {
+	var b bytes.Buffer
+	fmt.Fprintf(&b, "*%d\r\n", len(args))
+	for _, a := range args {
+		var s []byte
+		switch a := a.(type) {
+		case []byte:
+			s = a
+		case string:
+			s = []byte(a)
+		default:
+			s = fmt.Append(nil, a)
+		}
+		fmt.Fprintf(&b, "$%d\r\n", len(s))
+		b.Write(s)
+		b.WriteString("\r\n")
+	}
+	rc.c.SetDeadline(time.Now().Add(10 * time.Second))
+	if _, err := rc.c.Write(b.Bytes()); err != nil {
+		return nil, err
+	}
+	return rc.reply()
+}
+
+func (rc *redisConn) reply() (any, error) {
+	line, err := rc.r.ReadString('\n')
+	if err != nil {
+		return nil, err
+	}
+	if len(line) < 3 {
+		return nil, fmt.Errorf("short RESP line %q", line)
+	}
+	body := line[1 : len(line)-2]
+	switch line[0] {
+	case '+':
+		return body, nil
+	case '-':
+		return nil, errors.New(body)
+	case ':':
+		return strconv.ParseInt(body, 10, 64)
+	case '$':
+		n, err := strconv.Atoi(body)
+		if err != nil || n < 0 {
+			return nil, err
+		}
+		buf := make([]byte, n+2)
+		if _, err := io.ReadFull(rc.r, buf); err != nil {
+			return nil, err
+		}
+		return string(buf[:n]), nil
+	}
+	return nil, fmt.Errorf("RESP reply %q not understood", line)
+}
+
+// mustDo is do, failing the test on an error.
+func (rc *redisConn) mustDo(t testing.TB, args ...any) any {
+	t.Helper()
+	v, err := rc.do(args...)
+	if err != nil {
+		t.Fatalf("redis %v: %v", args[0], err)
+	}
+	return v
+}
+
+// startRedis starts redis-server on a unix socket for the test and
+// connects to it. Without redis-server the test skips, and fails under
+// CI=true, which runs everything (.ci/install-deps installs it).
+func startRedis(t *testing.T) *redisConn {
+	t.Helper()
+	exe, err := exec.LookPath("redis-server")
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("redis-server not found (%v), and CI=true runs everything: .ci/install-deps installs it", err)
+		}
+		t.Skipf("redis-server not found (%v): install it (apt-get install redis-server, or .ci/install-deps as root) to check exports against Redis", err)
+	}
+	dir := t.TempDir()
+	sock := filepath.Join(dir, "redis.sock")
+	ctx, cancel := context.WithCancel(context.Background())
+	cmd := exec.CommandContext(ctx, exe, "--port", "0", "--unixsocket", sock, "--unixsocketperm", "700",
+		"--dir", dir, "--save", "", "--appendonly", "no", "--daemonize", "no")
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		cancel()
+		t.Fatalf("start redis-server: %v", err)
+	}
+	t.Cleanup(func() {
+		cancel()
+		cmd.Wait()
+		if t.Failed() {
+			t.Logf("redis-server output:\n%s", out.String())
+		}
+	})
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		c, err := net.Dial("unix", sock)
+		if err == nil {
+			t.Cleanup(func() { c.Close() })
+			return &redisConn{c: c, r: bufio.NewReader(c)}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("redis-server did not listen on %s within 10s: %v", sock, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }
