@@ -77,8 +77,8 @@ func arenaRows(race, fill phaseResult, intr interruptResult) []row {
 		raceBad++ // nothing returned: the workers never got anywhere
 	}
 	rows := []row{{
-		test: fmt.Sprintf("arena racing creates: %d processes (%s), %d names of 5 kinds (%d large) in each of %d arenas, a SIGKILL after each %s-%s pause",
-			race.cfg.workers, strings.Join(backends, "+"), len(race.plan.Sets[0]), countLarge(race.plan), race.arenas, race.cfg.gap/2, race.cfg.gap*3/2),
+		test: fmt.Sprintf("arena racing creates: %d processes (%s), %d names of %d kinds (%d large) in each of %d arenas, a SIGKILL after each %s-%s pause",
+			race.cfg.workers, strings.Join(backends, "+"), len(race.plan.Sets[0]), len(specKinds), countLarge(race.plan), race.arenas, race.cfg.gap/2, race.cfg.gap*3/2),
 		runs:       fmt.Sprintf("%d kills", race.kills),
 		violations: raceBad,
 		figure: fmt.Sprintf("%d creates killed mid-way (in an open of a name not yet listed; %d kills inside any open); %d opens returned; %d of %d names listed, each once with its spec; slowest open %s; %d ErrArenaFull, %d Inspect errors%s",

@@ -26,14 +26,14 @@ type arenaCheckResult struct {
 	ConflictOpened int `json:"conflict_opened"`
 	// FullNowFits are names refused with ErrArenaFull that a create now
 	// admits, or that fail otherwise than ErrArenaFull.
-	FullNowFits int    `json:"full_now_fits"`
-	InspectErrs int    `json:"inspect_errs"`
-	Asked       [5]int `json:"asked"`
-	Low         [5]int `json:"low"`
+	FullNowFits int          `json:"full_now_fits"`
+	InspectErrs int          `json:"inspect_errs"`
+	Asked       perArenaKind `json:"asked"`
+	Low         perArenaKind `json:"low"`
 	// Caught are control keys answered below their claim (must be > 0 per
 	// kind); Claimed how many were claimed.
-	Caught  [5]int `json:"caught"`
-	Claimed [5]int `json:"claimed"`
+	Caught  perArenaKind `json:"caught"`
+	Claimed perArenaKind `json:"claimed"`
 	// Count-Min Check calls: clean, ErrTornAdd, anything else (a violation).
 	CheckClean   int    `json:"check_clean"`
 	CheckTorn    int    `json:"check_torn"`
@@ -41,6 +41,14 @@ type arenaCheckResult struct {
 	FirstProblem string `json:"first_problem,omitempty"`
 	answered     int    // arenas summed into this result, for the supervisor
 }
+
+// arenaKindCount is how many kinds the arena phases take (len(specKinds),
+// which TestSpecKinds_FitArenaCheckResult holds it to): the checkers'
+// counts per kind are arrays, so that every copy of a result is its own.
+const arenaKindCount = 5
+
+// perArenaKind is one count per kind of the arena phases.
+type perArenaKind [arenaKindCount]int
 
 func (r *arenaCheckResult) problem(format string, args ...any) {
 	if r.FirstProblem == "" {
