@@ -121,6 +121,9 @@ type kindParts struct {
 	// arena is the kind's part in the arena phases (arenaplan.go); nil for
 	// a kind they leave out.
 	arena *arenaKind
+	// storm are the kind's structures in the kill storm (files.go); none
+	// for a kind it leaves out.
+	storm []stormPart
 	// byteOrder is the config the byte-order part opens files with
 	// through the kind's open (arch_byteorder.go); nil for a kind it
 	// leaves out.
@@ -131,7 +134,9 @@ var structKinds = []structKind{
 	kindOf(sketch.KindCountMin, "cm", sketch.OpenCountMin, mergeSelf[*sketch.CountMin], kindParts{
 		faultConfig:  func(size uint64) any { return countMinFor(size) },
 		faultAnswers: answerWeights,
-		byteOrder:    boCountMin,
+		storm: []stormPart{{file: "storm.cms", config: stormCountMin,
+			keep: func(s *stormFiles, h any) { s.cms = h.(*sketch.CountMin) }}},
+		byteOrder: boCountMin,
 		arena: &arenaKind{
 			counts: true,
 			small:  func(rng *rand.Rand) structSpec { return structSpec{Rows: 2 + rng.IntN(3), Width: 256 << rng.IntN(4)} },
@@ -144,7 +149,9 @@ var structKinds = []structKind{
 	kindOf(sketch.KindBloom, "bloom", sketch.OpenBloom, mergeSelf[*sketch.Bloom], kindParts{
 		faultConfig:  func(size uint64) any { return bloomFor(size) },
 		faultAnswers: answerPresence,
-		byteOrder:    boBloom,
+		storm: []stormPart{{file: "storm.bloom", config: stormBloom,
+			keep: func(s *stormFiles, h any) { s.bf = h.(*sketch.Bloom) }}},
+		byteOrder: boBloom,
 		arena: &arenaKind{
 			small: func(rng *rand.Rand) structSpec { return structSpec{Capacity: 200 + rng.Uint64N(1800), FPRate: 0.01} },
 			fill:  func(rng *rand.Rand) structSpec { return structSpec{Capacity: 10000 + rng.Uint64N(50000), FPRate: 0.01} },
@@ -156,7 +163,9 @@ var structKinds = []structKind{
 	kindOf(sketch.KindCountingBloom, "cbf", sketch.OpenCountingBloom, mergeSelf[*sketch.CountingBloom], kindParts{
 		faultConfig:  func(size uint64) any { return countingBloomFor(size) },
 		faultAnswers: answerCountedAdds,
-		byteOrder:    boCountingBloom,
+		storm: []stormPart{{file: "storm.cbf", config: stormCountingBloom,
+			keep: func(s *stormFiles, h any) { s.cbf = h.(*sketch.CountingBloom) }}},
+		byteOrder: boCountingBloom,
 		arena: &arenaKind{
 			small: func(rng *rand.Rand) structSpec { return structSpec{Capacity: 100 + rng.Uint64N(900), FPRate: 0.01} },
 			fill:  func(rng *rand.Rand) structSpec { return structSpec{Capacity: 5000 + rng.Uint64N(20000), FPRate: 0.01} },
@@ -170,7 +179,11 @@ var structKinds = []structKind{
 			return sketch.CountMinWindowConfig{Window: faultWindow, CountMin: countMinFor(size / slots)}
 		},
 		faultAnswers: answerWeights,
-		byteOrder:    sketch.CountMinWindowConfig{Window: boWindow, CountMin: boWindowCountMin},
+		storm: []stormPart{{file: "storm.cmw", config: sketch.CountMinWindowConfig{Window: stormWindow, CountMin: stormCountMinWindow},
+			keep: func(s *stormFiles, h any) { s.cmw = h.(*sketch.CountMinWindow) }},
+			{file: "storm.cmwclock", config: sketch.CountMinWindowConfig{Window: stormClockWindow, CountMin: stormCountMinWindow}, clock: true,
+				keep: func(s *stormFiles, h any) { s.cmc = h.(*sketch.CountMinWindow) }}},
+		byteOrder: sketch.CountMinWindowConfig{Window: boWindow, CountMin: boWindowCountMin},
 		arena: &arenaKind{
 			counts: true,
 			small: func(rng *rand.Rand) structSpec {
@@ -187,7 +200,11 @@ var structKinds = []structKind{
 			return sketch.BloomWindowConfig{Window: faultWindow, Bloom: bloomFor(size / slots)}
 		},
 		faultAnswers: answerPresence,
-		byteOrder:    sketch.BloomWindowConfig{Window: boWindow, Bloom: boWindowBloom},
+		storm: []stormPart{{file: "storm.bloomw", config: sketch.BloomWindowConfig{Window: stormWindow, Bloom: stormBloomWindow},
+			keep: func(s *stormFiles, h any) { s.bw = h.(*sketch.BloomWindow) }},
+			{file: "storm.bloomwclock", config: sketch.BloomWindowConfig{Window: stormClockWindow, Bloom: stormBloomWindow}, clock: true,
+				keep: func(s *stormFiles, h any) { s.bwc = h.(*sketch.BloomWindow) }}},
+		byteOrder: sketch.BloomWindowConfig{Window: boWindow, Bloom: boWindowBloom},
 		arena: &arenaKind{
 			small: func(rng *rand.Rand) structSpec {
 				return structSpec{Capacity: 100 + rng.Uint64N(400), FPRate: 0.01, Keep: 2 + rng.IntN(2)}
@@ -200,13 +217,14 @@ var structKinds = []structKind{
 			shape: bloomWindowShape,
 		},
 	}),
-	// The distinct counts take part in the faults only: a distinct count
-	// answers no key, which the arena phases and the byte-order part read
-	// back.
+	// The distinct counts answer no key, which the arena phases and the
+	// byte-order part read back: they leave them out.
 	kindOf(sketch.KindDistinct, "hll", sketch.OpenDistinct, mergeSelf[*sketch.Distinct], kindParts{
 		faultConfig:  func(size uint64) any { return distinctFor(size) },
 		faultMost:    distinctMost(1),
 		faultAnswers: answerPresence,
+		storm: []stormPart{{file: "storm.hll", config: stormDistinct,
+			keep: func(s *stormFiles, h any) { s.hll = h.(*sketch.Distinct) }}},
 	}),
 	kindOf(sketch.KindDistinctWindow, "hllw", sketch.OpenDistinctWindow, nil, kindParts{
 		faultConfig: func(size uint64) any {
