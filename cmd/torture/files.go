@@ -52,6 +52,9 @@ type stormPart struct {
 	config any
 	clock  bool // a window turned by the clock, opened only when asked for
 	keep   func(s *stormFiles, h any)
+	// merge is how workers merge into the structure; nil for the
+	// windows, which have no Merge.
+	merge *stormMerge
 }
 
 // openStormFiles opens the storm's structures, the storm parts of the

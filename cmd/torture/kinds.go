@@ -135,7 +135,9 @@ var structKinds = []structKind{
 		faultConfig:  func(size uint64) any { return countMinFor(size) },
 		faultAnswers: answerWeights,
 		storm: []stormPart{{file: "storm.cms", config: stormCountMin,
-			keep: func(s *stormFiles, h any) { s.cms = h.(*sketch.CountMin) }}},
+			keep: func(s *stormFiles, h any) { s.cms = h.(*sketch.CountMin) },
+			merge: mergeInto(1, fieldCountMin, false, func(s *stormFiles) *sketch.CountMin { return s.cms }, sketch.OpenCountMin,
+				func(seed uint64) sketch.CountMinConfig { c := stormCountMin; c.Seed = seed; return c }, "count-min")}},
 		byteOrder: boCountMin,
 		arena: &arenaKind{
 			counts: true,
@@ -150,7 +152,9 @@ var structKinds = []structKind{
 		faultConfig:  func(size uint64) any { return bloomFor(size) },
 		faultAnswers: answerPresence,
 		storm: []stormPart{{file: "storm.bloom", config: stormBloom,
-			keep: func(s *stormFiles, h any) { s.bf = h.(*sketch.Bloom) }}},
+			keep: func(s *stormFiles, h any) { s.bf = h.(*sketch.Bloom) },
+			merge: mergeInto(1, fieldBloom, true, func(s *stormFiles) *sketch.Bloom { return s.bf }, sketch.OpenBloom,
+				func(seed uint64) sketch.BloomConfig { c := stormBloom; c.Seed = seed; return c }, "bloom")}},
 		byteOrder: boBloom,
 		arena: &arenaKind{
 			small: func(rng *rand.Rand) structSpec { return structSpec{Capacity: 200 + rng.Uint64N(1800), FPRate: 0.01} },
@@ -163,8 +167,11 @@ var structKinds = []structKind{
 	kindOf(sketch.KindCountingBloom, "cbf", sketch.OpenCountingBloom, mergeSelf[*sketch.CountingBloom], kindParts{
 		faultConfig:  func(size uint64) any { return countingBloomFor(size) },
 		faultAnswers: answerCountedAdds,
+		// Counting Bloom merges come four times as often as the others'.
 		storm: []stormPart{{file: "storm.cbf", config: stormCountingBloom,
-			keep: func(s *stormFiles, h any) { s.cbf = h.(*sketch.CountingBloom) }}},
+			keep: func(s *stormFiles, h any) { s.cbf = h.(*sketch.CountingBloom) },
+			merge: mergeInto(4, fieldCountingBloom, false, func(s *stormFiles) *sketch.CountingBloom { return s.cbf }, sketch.OpenCountingBloom,
+				func(seed uint64) sketch.CountingBloomConfig { c := stormCountingBloom; c.Seed = seed; return c }, "counting bloom")}},
 		byteOrder: boCountingBloom,
 		arena: &arenaKind{
 			small: func(rng *rand.Rand) structSpec { return structSpec{Capacity: 100 + rng.Uint64N(900), FPRate: 0.01} },
@@ -224,7 +231,9 @@ var structKinds = []structKind{
 		faultMost:    distinctMost(1),
 		faultAnswers: answerPresence,
 		storm: []stormPart{{file: "storm.hll", config: stormDistinct,
-			keep: func(s *stormFiles, h any) { s.hll = h.(*sketch.Distinct) }}},
+			keep: func(s *stormFiles, h any) { s.hll = h.(*sketch.Distinct) },
+			merge: mergeInto(1, fieldDistinct, true, func(s *stormFiles) *sketch.Distinct { return s.hll }, sketch.OpenDistinct,
+				func(seed uint64) sketch.DistinctConfig { c := stormDistinct; c.Seed = seed; return c }, "distinct")}},
 	}),
 	kindOf(sketch.KindDistinctWindow, "hllw", sketch.OpenDistinctWindow, nil, kindParts{
 		faultConfig: func(size uint64) any {
