@@ -105,9 +105,12 @@ type structKind struct {
 	kindParts
 }
 
-// kindParts are what the harness's parts ask of a kind beyond its open:
-// each part reads its fields here instead of naming kinds, so that a new
-// kind takes part by its row alone.
+// kindParts are what the harness's parts ask of a kind beyond its open.
+// The faults, the arena phases and the byte-order part read their fields
+// here instead of naming kinds, so that a new kind joins them by its row
+// (and, in the arena phases, a slot of arenaKindCount). The storm takes
+// its structures and merges from here, but its workers, records and
+// checkers still name each structure (worker.go, record.go, checker.go).
 type kindParts struct {
 	// faultConfig is a config of the kind of about size bytes
 	// (faults_handles.go).
