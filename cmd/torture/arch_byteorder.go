@@ -34,9 +34,15 @@ const (
 	boKeys      = 64
 )
 
-// boKinds are the kinds' opens, by the name Inspect gives the kind, plus
-// the arena's.
-var boKinds = []string{"countmin", "bloom", "countingbloom", "countminwindow", "bloomwindow", "arena"}
+// boKinds are the kinds' opens, by the name Inspect gives the kind: the
+// rows of structKinds with a byte-order config, plus the arena's.
+var boKinds = func() []string {
+	var ks []string
+	for _, k := range kindsWith(func(k *structKind) bool { return k.byteOrder != nil }) {
+		ks = append(ks, string(k))
+	}
+	return append(ks, "arena")
+}()
 
 // boFiles are the files a make leaves, each with the kind it holds.
 var boFiles = []struct{ name, kind string }{
@@ -47,26 +53,20 @@ var boFiles = []struct{ name, kind string }{
 // openAs opens path through kind's open, with the part's configs, and
 // closes what opened.
 func openAs(kind, path string, opts ...sketch.Option) error {
-	var c interface{ Close() error }
-	var err error
-	switch kind {
-	case "countmin":
-		c, err = sketch.OpenCountMin(sketch.Path(path), boCountMin, opts...)
-	case "bloom":
-		c, err = sketch.OpenBloom(sketch.Path(path), boBloom, opts...)
-	case "countingbloom":
-		c, err = sketch.OpenCountingBloom(sketch.Path(path), boCountingBloom, opts...)
-	case "countminwindow":
-		c, err = sketch.OpenCountMinWindow(sketch.Path(path), sketch.CountMinWindowConfig{Window: boWindow, CountMin: boWindowCountMin}, opts...)
-	case "bloomwindow":
-		c, err = sketch.OpenBloomWindow(sketch.Path(path), sketch.BloomWindowConfig{Window: boWindow, Bloom: boWindowBloom}, opts...)
-	case "arena":
-		c, err = sketch.OpenArena(sketch.Path(path), sketch.ArenaConfig{}, opts...)
-	default:
+	if kind == "arena" {
+		a, err := sketch.OpenArena(sketch.Path(path), sketch.ArenaConfig{}, opts...)
+		if err == nil {
+			a.Close()
+		}
+		return err
+	}
+	k := structKindOf(sketch.Kind(kind))
+	if k == nil || k.byteOrder == nil {
 		return fmt.Errorf("no kind %q", kind)
 	}
+	h, err := k.open(sketch.Path(path), k.byteOrder, opts...)
 	if err == nil {
-		c.Close()
+		h.(handle).Close()
 	}
 	return err
 }

@@ -77,38 +77,9 @@ func runTogether(dir string, tests []string, d time.Duration, arm64, arm runner,
 		return nil, err
 	}
 	defer f.close()
-	children := map[int]*child{}
-	for who, r := range procs {
-		c, err := r.start(nil, nil, "arch", "adder", "-dir", dir, "-who", strconv.Itoa(who), "-for", d.String())
-		if err != nil {
-			return nil, err
-		}
-		children[who] = c
-	}
-	for i := 0; i < 3; i++ {
-		time.Sleep(d / 4)
-		if err := f.cmw.Rotate(); err != nil {
-			return nil, err
-		}
-		if err := f.bw.Rotate(); err != nil {
-			return nil, err
-		}
-	}
-	failed := map[int]string{}
-	var plan archPlanFile
-	for _, who := range []int{whoArm64, whoCgo, whoPurego, whoArm} {
-		c, ok := children[who]
-		if !ok {
-			continue
-		}
-		if err := c.wait(); err != nil {
-			failed[who] = fmt.Sprintf("%s adder: %v", procs[who].name, err)
-		}
-		steps, err := recordedSteps(dir, who)
-		if err != nil {
-			return nil, err
-		}
-		plan.Procs = append(plan.Procs, archProcess{Who: who, Steps: steps})
+	plan, failed, err := addTogether(dir, procs, d, f)
+	if err != nil {
+		return nil, err
 	}
 	if err := writeArchPlan(dir, plan); err != nil {
 		return nil, err
@@ -121,7 +92,52 @@ func runTogether(dir string, tests []string, d time.Duration, arm64, arm runner,
 	if err != nil {
 		return nil, err
 	}
+	return togetherRows(tests, procs, plan, results, failed, whyArm), nil
+}
 
+// addTogether starts an adder of every process for d, turns the windows
+// three times meanwhile, and returns the plan of what each recorded, with
+// the adders that failed.
+func addTogether(dir string, procs map[int]runner, d time.Duration, f *sharedFiles) (archPlanFile, map[int]string, error) {
+	var plan archPlanFile
+	children := map[int]*child{}
+	for who, r := range procs {
+		c, err := r.start(nil, nil, "arch", "adder", "-dir", dir, "-who", strconv.Itoa(who), "-for", d.String())
+		if err != nil {
+			return plan, nil, err
+		}
+		children[who] = c
+	}
+	for i := 0; i < 3; i++ {
+		time.Sleep(d / 4)
+		if err := f.cmw.Rotate(); err != nil {
+			return plan, nil, err
+		}
+		if err := f.bw.Rotate(); err != nil {
+			return plan, nil, err
+		}
+	}
+	failed := map[int]string{}
+	for _, who := range []int{whoArm64, whoCgo, whoPurego, whoArm} {
+		c, ok := children[who]
+		if !ok {
+			continue
+		}
+		if err := c.wait(); err != nil {
+			failed[who] = fmt.Sprintf("%s adder: %v", procs[who].name, err)
+		}
+		steps, err := recordedSteps(dir, who)
+		if err != nil {
+			return plan, nil, err
+		}
+		plan.Procs = append(plan.Procs, archProcess{Who: who, Steps: steps})
+	}
+	return plan, failed, nil
+}
+
+// togetherRows are the rows of a run together: the 64-bit processes'
+// checks, and the 32-bit arm process's own (or why it could not run).
+func togetherRows(tests []string, procs map[int]runner, plan archPlanFile, results []archCheckResult, failed map[int]string, whyArm string) []row {
 	var steps []string
 	var total uint64
 	for _, p := range plan.Procs {
@@ -143,7 +159,7 @@ func runTogether(dir string, tests []string, d time.Duration, arm64, arm runner,
 	}
 	rows := []row{main}
 	if whyArm != "" {
-		return append(rows, cannotRun(tests[1], whyArm)), nil
+		return append(rows, cannotRun(tests[1], whyArm))
 	}
 	v, fig = checkFigure(armOwn)
 	armRow := row{test: tests[1], runs: fmt.Sprintf("%d steps", plan.Procs[len(plan.Procs)-1].Steps), violations: v,
@@ -152,7 +168,7 @@ func runTogether(dir string, tests []string, d time.Duration, arm64, arm runner,
 		armRow.violations++
 		armRow.figure += "; " + msg
 	}
-	return append(rows, armRow), nil
+	return append(rows, armRow)
 }
 
 // killTiming is one kill of the arm64 process: how long the next writer

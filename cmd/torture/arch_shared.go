@@ -220,22 +220,51 @@ func roleArchCheck(fs *flag.FlagSet, args []string) error {
 		return err
 	}
 	res := archCheckResult{Arch: runtime.GOARCH, Backend: sketch.Backend}
-	problem := func(n *int, format string, a ...any) {
-		*n++
-		if res.First == "" {
-			res.First = fmt.Sprintf(format, a...)
-		}
+	if err := res.checkAnswers(f, plan.Procs, fi.Seed); err != nil {
+		return err
 	}
-	low, high := archExpect(plan.Procs)
+	res.checkControl(f)
+	res.Periods = f.cmw.Current()
+	if p := uint64(sharedWindow.Keep); res.Periods >= p || f.bw.Current() >= p {
+		res.problem(&res.Bad, "windows in periods %d and %d: turned Keep times or more, so adds fell out", res.Periods, f.bw.Current())
+	}
+	switch err := f.cms.Check(); {
+	case err == nil:
+		res.Check = "clean"
+	case plan.Killed && errors.Is(err, sketch.ErrTornAdd):
+		res.Check = "ErrTornAdd (an add cut short by a kill)"
+	default:
+		res.Check = strings.ReplaceAll(err.Error(), *dir+string(filepath.Separator), "")
+		res.problem(&res.Bad, "Count-Min Check: %s", res.Check)
+	}
+	if fi.Lock.Writer || fi.Lock.DeadReaderSlots > 0 {
+		res.problem(&res.Bad, "lock after the run: writer %v, %d dead reader slots", fi.Lock.Writer, fi.Lock.DeadReaderSlots)
+	}
+	return json.NewEncoder(os.Stdout).Encode(res)
+}
+
+// problem counts a finding in *n and keeps the first.
+func (res *archCheckResult) problem(n *int, format string, a ...any) {
+	*n++
+	if res.First == "" {
+		res.First = fmt.Sprintf(format, a...)
+	}
+}
+
+// checkAnswers asks every key of the processes' plans of every structure:
+// no answer below what returned, no Count-Min answer above what began
+// (keys that collide in the arena's seed left out).
+func (res *archCheckResult) checkAnswers(f *sharedFiles, procs []archProcess, seed uint64) error {
+	low, high := archExpect(procs)
 	var keys []string
 	for k := range low {
 		keys = append(keys, k)
 	}
-	collideCM, err := collidingKeys(keys, sharedCountMin, fi.Seed)
+	collideCM, err := collidingKeys(keys, sharedCountMin, seed)
 	if err != nil {
 		return err
 	}
-	collideW, err := collidingKeys(keys, sharedWindowCountMin, fi.Seed)
+	collideW, err := collidingKeys(keys, sharedWindowCountMin, seed)
 	if err != nil {
 		return err
 	}
@@ -244,9 +273,9 @@ func roleArchCheck(fs *flag.FlagSet, args []string) error {
 	between := func(what, k string, got, lo, hi uint64, collides bool) {
 		switch {
 		case got < lo:
-			problem(&res.Low, "%s(%q) = %d, want >= %d", what, k, got, lo)
+			res.problem(&res.Low, "%s(%q) = %d, want >= %d", what, k, got, lo)
 		case got > hi && !collides:
-			problem(&res.High, "%s(%q) = %d, want <= %d (no collision)", what, k, got, hi)
+			res.problem(&res.High, "%s(%q) = %d, want <= %d (no collision)", what, k, got, hi)
 		}
 	}
 	for _, k := range keys {
@@ -256,18 +285,21 @@ func roleArchCheck(fs *flag.FlagSet, args []string) error {
 		between("Count-Min Estimate", k, f.cms.Estimate(kb), lo.countMin, hi.countMin, collideCM[k])
 		between("Count-Min window Estimate", k, f.cmw.Estimate(kb), lo.window, hi.window, collideW[k])
 		if got, want := f.cbf.Estimate(kb), min(lo.countingBloom, 15); uint64(got) < want {
-			problem(&res.Low, "counting Bloom Estimate(%q) = %d, want >= %d", k, got, want)
+			res.problem(&res.Low, "counting Bloom Estimate(%q) = %d, want >= %d", k, got, want)
 		}
 		if lo.bloom && !f.bf.Contains(kb) {
-			problem(&res.Low, "Bloom Check(%q) = false after an add returned", k)
+			res.problem(&res.Low, "Bloom Check(%q) = false after an add returned", k)
 		}
 		if lo.bloomWindow && !f.bw.Contains(kb) {
-			problem(&res.Low, "Bloom window Check(%q) = false after an add returned", k)
+			res.problem(&res.Low, "Bloom window Check(%q) = false after an add returned", k)
 		}
 	}
+	return nil
+}
 
-	// The control: keys nobody adds must read absent (and zero) nearly
-	// always, or the answers above would prove nothing.
+// checkControl asks the keys nobody adds: they must read absent (and
+// zero) nearly always, or the answers above would prove nothing.
+func (res *archCheckResult) checkControl(f *sharedFiles) {
 	absent := 0
 	for i := 0; i < archControlKeys; i++ {
 		kb := fmt.Appendf(nil, "arch-never-%03d", i)
@@ -277,26 +309,8 @@ func roleArchCheck(fs *flag.FlagSet, args []string) error {
 	}
 	res.ControlAbsent = absent
 	if absent < archControlKeys/2 {
-		problem(&res.Bad, "only %d of %d keys nobody added read absent everywhere", absent, archControlKeys)
+		res.problem(&res.Bad, "only %d of %d keys nobody added read absent everywhere", absent, archControlKeys)
 	}
-
-	res.Periods = f.cmw.Current()
-	if p := uint64(sharedWindow.Keep); res.Periods >= p || f.bw.Current() >= p {
-		problem(&res.Bad, "windows in periods %d and %d: turned Keep times or more, so adds fell out", res.Periods, f.bw.Current())
-	}
-	switch err := f.cms.Check(); {
-	case err == nil:
-		res.Check = "clean"
-	case plan.Killed && errors.Is(err, sketch.ErrTornAdd):
-		res.Check = "ErrTornAdd (an add cut short by a kill)"
-	default:
-		res.Check = strings.ReplaceAll(err.Error(), *dir+string(filepath.Separator), "")
-		problem(&res.Bad, "Count-Min Check: %s", res.Check)
-	}
-	if fi.Lock.Writer || fi.Lock.DeadReaderSlots > 0 {
-		problem(&res.Bad, "lock after the run: writer %v, %d dead reader slots", fi.Lock.Writer, fi.Lock.DeadReaderSlots)
-	}
-	return json.NewEncoder(os.Stdout).Encode(res)
 }
 
 // collidingKeys returns the keys whose counters, in a Count-Min sketch of

@@ -62,13 +62,17 @@ func runArenaPart(s setting) ([]row, error) {
 // arenaRows turns the phases into rows: racing creates, conflicting
 // configs, arena full, interrupted new arena, counts never low.
 func arenaRows(race, fill phaseResult, intr interruptResult) []row {
+	rc := sumChecks(race.checkers)
+	fc := sumChecks(fill.checkers)
+	return []row{raceRow(race, rc), conflictRow(race, rc), fillRow(fill, fc), interruptRow(intr), neverLowRow(race, fill, rc, fc)}
+}
+
+// raceRow is the racing creates' row.
+func raceRow(race phaseResult, rc arenaCheckResult) row {
 	var backends []string
 	for _, c := range race.checkers {
 		backends = append(backends, c.Backend)
 	}
-	rc := sumChecks(race.checkers)
-	fc := sumChecks(fill.checkers)
-
 	raceBad := race.failures + rc.List.Dups + rc.List.Unknown + rc.List.BadConfig + rc.List.Lost + rc.OpenErrs + rc.InspectErrs + int(race.full)
 	if race.slowest > slowOpen {
 		raceBad++
@@ -76,51 +80,65 @@ func arenaRows(race, fill phaseResult, intr interruptResult) []row {
 	if race.opened == 0 {
 		raceBad++ // nothing returned: the workers never got anywhere
 	}
-	rows := []row{{
-		test: fmt.Sprintf("arena racing creates: %d processes (%s), %d names of 5 kinds (%d large) in each of %d arenas, a SIGKILL after each %s-%s pause",
-			race.cfg.workers, strings.Join(backends, "+"), len(race.plan.Sets[0]), countLarge(race.plan), race.arenas, race.cfg.gap/2, race.cfg.gap*3/2),
+	return row{
+		test: fmt.Sprintf("arena racing creates: %d processes (%s), %d names of %d kinds (%d large) in each of %d arenas, a SIGKILL after each %s-%s pause",
+			race.cfg.workers, strings.Join(backends, "+"), len(race.plan.Sets[0]), len(specKinds), countLarge(race.plan), race.arenas, race.cfg.gap/2, race.cfg.gap*3/2),
 		runs:       fmt.Sprintf("%d kills", race.kills),
 		violations: raceBad,
 		figure: fmt.Sprintf("%d creates killed mid-way (in an open of a name not yet listed; %d kills inside any open); %d opens returned; %d of %d names listed, each once with its spec; slowest open %s; %d ErrArenaFull, %d Inspect errors%s",
 			race.inCreate, race.inOpen, race.opened, rc.List.Listed/max(1, len(race.checkers)), race.arenas*len(race.plan.Sets[0]), race.slowest.Round(time.Millisecond/10), race.full, rc.InspectErrs, note(firstOf(race.firstFailure, rc.FirstProblem))),
-	}}
+	}
+}
 
+// conflictRow is the row of the names also asked for with a conflicting
+// spec.
+func conflictRow(race phaseResult, rc arenaCheckResult) row {
 	conflicts := 0
 	for _, n := range race.plan.Sets[0] {
 		if n.Conflict != nil {
 			conflicts++
 		}
 	}
-	rows = append(rows, row{
+	return row{
 		test:       fmt.Sprintf("arena conflicting configs: %d names also asked for with another kind or shape get ErrIncompatible", conflicts),
 		runs:       fmt.Sprintf("%d opens", race.incompatible+race.conflictOpen),
 		violations: int(race.conflictOpen+race.wantRefused) + rc.ConflictOpened,
 		figure: fmt.Sprintf("%d ErrIncompatible, %d conflicting opens returned a structure, %d opens with the name's own config refused; checkers: %d listed names opened with the conflicting config",
 			race.incompatible, race.conflictOpen, race.wantRefused, rc.ConflictOpened),
-	})
+	}
+}
 
+// fillRow is the arena-full phase's row: it must have seen ErrArenaFull.
+func fillRow(fill phaseResult, fc arenaCheckResult) row {
 	fullBad := fill.failures + fc.List.violations() + fc.OpenErrs + fc.InspectErrs + fc.FullNowFits + int(fill.wantRefused)
 	noFull := ""
 	if fill.full == 0 {
 		fullBad++
 		noFull = "; no ErrArenaFull seen: the arenas never filled"
 	}
-	rows = append(rows, row{
+	return row{
 		test:       fmt.Sprintf("arena full: %d processes race to fill small arenas (by space, by directory entries)", fill.cfg.workers),
 		runs:       fmt.Sprintf("%d arenas, %d kills", fill.arenas, fill.kills),
 		violations: fullBad,
 		figure: fmt.Sprintf("ErrArenaFull seen %d times; %d entries listed per checker, every returned name among them, no refused name listed nor admitted later%s%s",
 			fill.full, fc.List.Listed/max(1, len(fill.checkers)), noFull, note(firstOf(fill.firstFailure, fc.FirstProblem))),
-	})
+	}
+}
 
-	rows = append(rows, row{
+// interruptRow is the interrupted new arenas' row.
+func interruptRow(intr interruptResult) row {
+	return row{
 		test:       fmt.Sprintf("interrupted new arena: the creator of a new %d MiB arena killed inside OpenArena, an opener of each build", intr.cfg.size>>20),
 		runs:       fmt.Sprintf("%d rounds", intr.rounds),
 		violations: intr.violations,
 		figure: fmt.Sprintf("opens: %s; killed creators left (openers after the kill): %s; creator's open had returned in %d rounds; a create takes %s, slowest open %s; %d temporary files left%s",
 			countsOf(intr.outcomes), countsOf(intr.left), intr.afterReturn, intr.calibration.Round(time.Millisecond/10), intr.slowest.Round(time.Millisecond/10), intr.debris, note(intr.first)),
-	})
+	}
+}
 
+// neverLowRow is the row of both phases' answers and negative controls,
+// per checker and kind.
+func neverLowRow(race, fill phaseResult, rc, fc arenaCheckResult) row {
 	lowBad, asked := 0, 0
 	var caught []string
 	for i := range race.checkers {
@@ -142,14 +160,13 @@ func arenaRows(race, fill phaseResult, intr interruptResult) []row {
 		caught = append(caught, c.Backend+" "+strings.Join(per, " "))
 	}
 	lowBad += rc.CheckOther + fc.CheckOther
-	rows = append(rows, row{
+	return row{
 		test:       "arena counts never low: Count-Min (and window) estimate >= recorded adds, no Bloom (counting, window) false negative",
 		runs:       fmt.Sprintf("%d answers", asked),
 		violations: lowBad,
 		figure: fmt.Sprintf("Count-Min Check: %d clean, %d ErrTornAdd, %d other; negative control caught (CM BF CBF CMW BW): %s%s",
 			rc.CheckClean+fc.CheckClean, rc.CheckTorn+fc.CheckTorn, rc.CheckOther+fc.CheckOther, strings.Join(caught, ", "), note(firstOf(rc.FirstProblem, fc.FirstProblem))),
-	})
-	return rows
+	}
 }
 
 // sumChecks adds up the checkers' results (their violations count once per

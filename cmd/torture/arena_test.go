@@ -272,11 +272,22 @@ func TestSpecOfEntry_RoundTrip(t *testing.T) {
 	}
 }
 
+// The checkers count per kind in arrays of arenaKindCount: a row of
+// structKinds with an arena part needs a slot of its own.
+func TestSpecKinds_FitArenaCheckResult(t *testing.T) {
+	if len(specKinds) != arenaKindCount {
+		t.Errorf("len(specKinds) = %d, want arenaKindCount = %d", len(specKinds), arenaKindCount)
+	}
+}
+
 // Every broken promise of the arena part makes a violation in its rows,
 // and so does a checker blind to the control or a fill that never filled.
 func TestArenaRows_Violations(t *testing.T) {
 	plan := &arenaPlan{Sets: [][]arenaName{testSet()}, Arenas: []arenaFile{{Size: 1 << 20}}}
-	caught := [5]int{4, 4, 4, 4, 4}
+	var caught perArenaKind
+	for k := range caught {
+		caught[k] = 4
+	}
 	good := arenaCheckResult{Backend: "cgo", Arenas: 1, Caught: caught, Claimed: caught}
 	okRace := phaseResult{cfg: phaseConfig{workers: 2, gap: time.Millisecond}, plan: plan, opened: 10, checkers: []arenaCheckResult{good, good}}
 	okFill := okRace

@@ -26,14 +26,14 @@ type arenaCheckResult struct {
 	ConflictOpened int `json:"conflict_opened"`
 	// FullNowFits are names refused with ErrArenaFull that a create now
 	// admits, or that fail otherwise than ErrArenaFull.
-	FullNowFits int    `json:"full_now_fits"`
-	InspectErrs int    `json:"inspect_errs"`
-	Asked       [5]int `json:"asked"`
-	Low         [5]int `json:"low"`
+	FullNowFits int          `json:"full_now_fits"`
+	InspectErrs int          `json:"inspect_errs"`
+	Asked       perArenaKind `json:"asked"`
+	Low         perArenaKind `json:"low"`
 	// Caught are control keys answered below their claim (must be > 0 per
 	// kind); Claimed how many were claimed.
-	Caught  [5]int `json:"caught"`
-	Claimed [5]int `json:"claimed"`
+	Caught  perArenaKind `json:"caught"`
+	Claimed perArenaKind `json:"claimed"`
 	// Count-Min Check calls: clean, ErrTornAdd, anything else (a violation).
 	CheckClean   int    `json:"check_clean"`
 	CheckTorn    int    `json:"check_torn"`
@@ -41,6 +41,14 @@ type arenaCheckResult struct {
 	FirstProblem string `json:"first_problem,omitempty"`
 	answered     int    // arenas summed into this result, for the supervisor
 }
+
+// arenaKindCount is how many kinds the arena phases take (len(specKinds),
+// which TestSpecKinds_FitArenaCheckResult holds it to): the checkers'
+// counts per kind are arrays, so that every copy of a result is its own.
+const arenaKindCount = 5
+
+// perArenaKind is one count per kind of the arena phases.
+type perArenaKind [arenaKindCount]int
 
 func (r *arenaCheckResult) problem(format string, args ...any) {
 	if r.FirstProblem == "" {
@@ -142,15 +150,7 @@ func checkArena(res *arenaCheckResult, path string, set []arenaName, t *arenaTal
 		list = a.List()
 	}
 	f, index := judgeList(set, list, t)
-	res.List.Listed += f.Listed
-	res.List.Dups += f.Dups
-	res.List.Unknown += f.Unknown
-	res.List.BadConfig += f.BadConfig
-	res.List.Lost += f.Lost
-	res.List.FullListed += f.FullListed
-	if f.First != "" {
-		res.problem("%s: %s", path, f.First)
-	}
+	res.addList(f, path)
 	if a == nil {
 		return
 	}
@@ -171,61 +171,97 @@ func checkArena(res *arenaCheckResult, path string, set []arenaName, t *arenaTal
 			}
 			continue
 		}
-		if own, ok := specOfEntry(list[at]); ok {
-			s, err := own.open(a, n.Name)
-			if err != nil {
-				res.OpenErrs++
-				res.problem("%s: %q does not open with its own config: %v", path, n.Name, err)
-				continue
-			}
-			s.close()
-		}
-		if n.Conflict != nil {
-			if s, err := n.Conflict.open(a, n.Name); err == nil {
-				s.close()
-				res.ConflictOpened++
-				res.problem("%s: %q opened with the conflicting %+v", path, n.Name, *n.Conflict)
-			} else if !errors.Is(err, sketch.ErrIncompatible) {
-				res.ConflictOpened++
-				res.problem("%s: %q with the conflicting %+v: %v, want ErrIncompatible", path, n.Name, *n.Conflict, err)
-			}
+		if !res.checkOpens(a, path, n, list[at]) {
+			continue
 		}
 		s, err := n.Want.open(a, n.Name)
 		if err != nil {
 			continue // counted by judgeList as a config that is not the name's
 		}
-		kind := kindIndex(n.Want.Kind)
-		keys := nameKeys(n.Name)
-		for k := range keysPerName {
-			ans := s.ask(keys[k])
-			res.Asked[kind]++
-			if lowAnswer(n.Want.Kind, t.keys[i][k], ans) {
-				res.Low[kind]++
-				res.problem("%s: %q key %q answers %d, recorded %d", path, n.Name, keys[k], ans, t.keys[i][k])
-			}
-		}
-		if !controlled[n.Want.Kind] {
-			controlled[n.Want.Kind] = true
-			claim := controlClaim(n.Want.Kind)
-			for _, key := range keys[keysPerName:] {
-				res.Claimed[kind]++
-				if lowAnswer(n.Want.Kind, claim, s.ask(key)) {
-					res.Caught[kind]++
-				}
-			}
-		}
+		res.checkAnswers(path, n, s, t.keys[i][:], controlled)
 		if cm, ok := s.h.(*sketch.CountMin); ok {
-			switch err := cm.Check(); {
-			case err == nil:
-				res.CheckClean++
-			case errors.Is(err, sketch.ErrTornAdd):
-				res.CheckTorn++
-			default:
-				res.CheckOther++
-				res.problem("%s: %q Check: %v", path, n.Name, err)
-			}
+			res.checkCountMin(path, n.Name, cm)
 		}
 		s.close()
+	}
+}
+
+// addList adds a listing's findings.
+func (r *arenaCheckResult) addList(f listFindings, path string) {
+	r.List.Listed += f.Listed
+	r.List.Dups += f.Dups
+	r.List.Unknown += f.Unknown
+	r.List.BadConfig += f.BadConfig
+	r.List.Lost += f.Lost
+	r.List.FullListed += f.FullListed
+	if f.First != "" {
+		r.problem("%s: %s", path, f.First)
+	}
+}
+
+// checkOpens opens a listed name with the config its entry lists, which
+// must work, and with the name's conflicting spec, which must be
+// ErrIncompatible; false when the entry's own config did not open.
+func (r *arenaCheckResult) checkOpens(a *sketch.Arena, path string, n arenaName, e sketch.ArenaEntry) bool {
+	if own, ok := specOfEntry(e); ok {
+		s, err := own.open(a, n.Name)
+		if err != nil {
+			r.OpenErrs++
+			r.problem("%s: %q does not open with its own config: %v", path, n.Name, err)
+			return false
+		}
+		s.close()
+	}
+	if n.Conflict != nil {
+		if s, err := n.Conflict.open(a, n.Name); err == nil {
+			s.close()
+			r.ConflictOpened++
+			r.problem("%s: %q opened with the conflicting %+v", path, n.Name, *n.Conflict)
+		} else if !errors.Is(err, sketch.ErrIncompatible) {
+			r.ConflictOpened++
+			r.problem("%s: %q with the conflicting %+v: %v, want ErrIncompatible", path, n.Name, *n.Conflict, err)
+		}
+	}
+	return true
+}
+
+// checkAnswers asks s about the name's keys, none of which may answer
+// below its record, and, for the first name of each kind, about the
+// control keys, which must answer below their claim.
+func (r *arenaCheckResult) checkAnswers(path string, n arenaName, s *arenaStruct, recorded []uint64, controlled map[sketch.Kind]bool) {
+	kind := kindIndex(n.Want.Kind)
+	keys := nameKeys(n.Name)
+	for k := range keysPerName {
+		ans := s.ask(keys[k])
+		r.Asked[kind]++
+		if lowAnswer(n.Want.Kind, recorded[k], ans) {
+			r.Low[kind]++
+			r.problem("%s: %q key %q answers %d, recorded %d", path, n.Name, keys[k], ans, recorded[k])
+		}
+	}
+	if !controlled[n.Want.Kind] {
+		controlled[n.Want.Kind] = true
+		claim := controlClaim(n.Want.Kind)
+		for _, key := range keys[keysPerName:] {
+			r.Claimed[kind]++
+			if lowAnswer(n.Want.Kind, claim, s.ask(key)) {
+				r.Caught[kind]++
+			}
+		}
+	}
+}
+
+// checkCountMin counts a Count-Min sketch's Check: clean, a torn add (a
+// worker killed inside one), or anything else, a violation.
+func (r *arenaCheckResult) checkCountMin(path, name string, cm *sketch.CountMin) {
+	switch err := cm.Check(); {
+	case err == nil:
+		r.CheckClean++
+	case errors.Is(err, sketch.ErrTornAdd):
+		r.CheckTorn++
+	default:
+		r.CheckOther++
+		r.problem("%s: %q Check: %v", path, name, err)
 	}
 }
 

@@ -302,6 +302,10 @@ func runInterrupted(dir string, builds []build, cfg interruptConfig) (interruptR
 	return res, nil
 }
 
+// interruptRound starts a creator of a new arena, kills it inside its
+// open (or just after), and has every opener open the arena racing the
+// creator or after the kill; it judges what the creator left and what
+// each opener got.
 func interruptRound(dir string, b build, openers []*opener, round int, rng *rand.Rand, res *interruptResult) error {
 	route := routePath
 	if round%4 >= 2 { // builds alternate every round, routes every two
@@ -317,15 +321,71 @@ func interruptRound(dir string, b build, openers []*opener, round int, rng *rand
 		}
 		f.Close()
 	}
-	outR, outW, err := os.Pipe()
+	c, lines, outR, err := startCreator(b, path, res.cfg.size)
 	if err != nil {
 		return err
 	}
 	defer outR.Close()
-	c, err := startChild(b, nil, outW, "arena", "creator", "-path", path, "-size", strconv.FormatInt(res.cfg.size, 10))
-	outW.Close()
+	began := time.Now()
+	// Kill within the create's usual time (the median of those that
+	// returned, in creator processes too) and a little past it, so that
+	// most kills land inside it; one round in four lets the create return,
+	// for the time and for kills of a creator that has published.
+	slices.Sort(res.creates)
+	res.calibration = res.creates[len(res.creates)/2]
+	killAt := rand.N(res.calibration*6/5 + 1)
+	waitOpened := round%4 == 1
+	afterKill := rng.IntN(2) == 0
+	if !afterKill {
+		time.Sleep(rand.N(killAt + 1))
+		if err := askAll(openers, path, res.cfg); err != nil {
+			return err
+		}
+	}
+	if waitOpened {
+		select {
+		case l := <-lines:
+			res.sawOpened(l)
+		case <-time.After(10 * time.Second):
+		}
+	} else {
+		time.Sleep(killAt - time.Since(began))
+	}
+	if err := c.kill(); err != nil {
+		res.violation("creator (%s) of %s: %v", b.backend, path, err)
+	}
+	for l := range lines {
+		res.sawOpened(l)
+	}
+	state, err := leftover(path)
 	if err != nil {
 		return err
+	}
+	if !leftoverAllowed(route, state) {
+		res.violation("%s (%s): a creator (%s) killed %s into its open left %s", path, route, b.backend, killAt, state)
+	}
+	if afterKill {
+		res.left[state]++
+		if err := askAll(openers, path, res.cfg); err != nil {
+			return err
+		}
+	}
+	return res.judgeOpeners(openers, path, route, state, afterKill)
+}
+
+// startCreator starts a creator of the arena at path and waits for it to
+// say it is opening: its further lines come on lines, read from outR,
+// which the caller closes.
+func startCreator(b build, path string, size int64) (*child, <-chan string, *os.File, error) {
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	c, err := startChild(b, nil, outW, "arena", "creator", "-path", path, "-size", strconv.FormatInt(size, 10))
+	outW.Close()
+	if err != nil {
+		outR.Close()
+		return nil, nil, nil, err
 	}
 	lines := make(chan string, 2)
 	go func() {
@@ -339,98 +399,68 @@ func interruptRound(dir string, b build, openers []*opener, round int, rng *rand
 	case l := <-lines:
 		if l != "opening" {
 			c.kill()
-			return fmt.Errorf("creator (%s) said %q", b.backend, l)
+			outR.Close()
+			return nil, nil, nil, fmt.Errorf("creator (%s) said %q", b.backend, l)
 		}
 	case <-time.After(10 * time.Second):
 		c.kill()
-		return fmt.Errorf("creator (%s) did not start", b.backend)
+		outR.Close()
+		return nil, nil, nil, fmt.Errorf("creator (%s) did not start", b.backend)
 	}
-	began := time.Now()
-	// Kill within the create's usual time (the median of those that
-	// returned, in creator processes too) and a little past it, so that
-	// most kills land inside it; one round in four lets the create return,
-	// for the time and for kills of a creator that has published.
-	slices.Sort(res.creates)
-	res.calibration = res.creates[len(res.creates)/2]
-	killAt := rand.N(res.calibration*6/5 + 1)
-	waitOpened := round%4 == 1
-	afterKill := rng.IntN(2) == 0
-	ask := func() error {
-		for _, o := range openers {
-			if err := o.ask(path, res.cfg.size, res.cfg.timeout); err != nil {
-				return err
-			}
-		}
-		return nil
-	}
-	if !afterKill {
-		time.Sleep(rand.N(killAt + 1))
-		if err := ask(); err != nil {
+	return c, lines, outR, nil
+}
+
+// askAll asks every opener to open the arena at path.
+func askAll(openers []*opener, path string, cfg interruptConfig) error {
+	for _, o := range openers {
+		if err := o.ask(path, cfg.size, cfg.timeout); err != nil {
 			return err
 		}
 	}
-	opened := func(l string) bool {
-		f := strings.Fields(l)
-		if len(f) != 2 || f[0] != "opened" {
-			return false
-		}
-		res.afterReturn++
-		if ns, err := strconv.ParseInt(f[1], 10, 64); err == nil {
-			res.creates = append(res.creates, time.Duration(ns))
-		}
-		return true
+	return nil
+}
+
+// sawOpened counts a creator's line saying its open returned, with the
+// time it took, the calibration of later rounds.
+func (r *interruptResult) sawOpened(l string) bool {
+	f := strings.Fields(l)
+	if len(f) != 2 || f[0] != "opened" {
+		return false
 	}
-	if waitOpened {
-		select {
-		case l := <-lines:
-			opened(l)
-		case <-time.After(10 * time.Second):
-		}
-	} else {
-		time.Sleep(killAt - time.Since(began))
+	r.afterReturn++
+	if ns, err := strconv.ParseInt(f[1], 10, 64); err == nil {
+		r.creates = append(r.creates, time.Duration(ns))
 	}
-	if err := c.kill(); err != nil {
-		res.violation("creator (%s) of %s: %v", b.backend, path, err)
-	}
-	for l := range lines {
-		opened(l)
-	}
-	state, err := leftover(path)
-	if err != nil {
-		return err
-	}
-	if !leftoverAllowed(route, state) {
-		res.violation("%s (%s): a creator (%s) killed %s into its open left %s", path, route, b.backend, killAt, state)
-	}
-	if afterKill {
-		res.left[state]++
-		if err := ask(); err != nil {
-			return err
-		}
-	}
+	return true
+}
+
+// judgeOpeners reads every opener's reply to its open of path and judges
+// it by the route, what the killed creator left and whether the open came
+// after the kill; an arena that opened must Inspect.
+func (r *interruptResult) judgeOpeners(openers []*opener, path, route, state string, afterKill bool) error {
 	anyOK := false
 	for _, o := range openers {
-		r, err := o.reply()
+		rep, err := o.reply()
 		if err != nil {
 			return err
 		}
-		res.outcomes[r.Outcome]++
-		res.slowest = max(res.slowest, r.Elapsed)
-		anyOK = anyOK || r.Outcome == outOK
-		if !openAllowed(route, state, afterKill, r.Outcome) {
+		r.outcomes[rep.Outcome]++
+		r.slowest = max(r.slowest, rep.Elapsed)
+		anyOK = anyOK || rep.Outcome == outOK
+		if !openAllowed(route, state, afterKill, rep.Outcome) {
 			when := "racing the creator"
 			if afterKill {
 				when = "after the kill, the creator having left " + state
 			}
-			res.violation("%s (%s): opener (%s) %s: %s %s", path, route, o.b.backend, when, r.Outcome, r.Err)
+			r.violation("%s (%s): opener (%s) %s: %s %s", path, route, o.b.backend, when, rep.Outcome, rep.Err)
 		}
-		if r.Elapsed > res.cfg.timeout+time.Second {
-			res.violation("%s: opener (%s) took %s, past its wait timeout %s", path, o.b.backend, r.Elapsed, res.cfg.timeout)
+		if rep.Elapsed > r.cfg.timeout+time.Second {
+			r.violation("%s: opener (%s) took %s, past its wait timeout %s", path, o.b.backend, rep.Elapsed, r.cfg.timeout)
 		}
 	}
 	if anyOK {
 		if _, err := sketch.Inspect(path); err != nil {
-			res.violation("%s opened, but Inspect: %v", path, err)
+			r.violation("%s opened, but Inspect: %v", path, err)
 		}
 	}
 	return nil

@@ -25,10 +25,11 @@ func (s structSpec) open(a *sketch.Arena, name string) (*arenaStruct, error) {
 	return &arenaStruct{h}, nil
 }
 
-// counts reports whether the kind counts (Count-Min, Count-Min window): its
-// record adds weights. The filters' records mark a key once.
+// countsKind reports whether the kind counts (its row's arena part says
+// so): its record adds weights. The filters' records mark a key once.
 func countsKind(k sketch.Kind) bool {
-	return k == sketch.KindCountMin || k == sketch.KindCountMinWindow
+	a := arenaPart(k)
+	return a != nil && a.counts
 }
 
 // addN adds key n times (weight n for the counting kinds, one add for the

@@ -93,67 +93,17 @@ func runArenaPhase(dir string, builds []build, cfg phaseConfig, plan *arenaPlan)
 	if err != nil {
 		return res, err
 	}
-	// quiet is the first arena some worker may still be on: every one
-	// below it is left for good (a restarted worker goes to the current
-	// one), so its records are final and it can be checked.
-	quiet := func() int {
-		q := res.arenas - 1
-		for _, r := range recs {
-			if a := int(r.head(awArena)) - 1; a >= 0 {
-				q = min(q, a)
-			}
-		}
-		return q
-	}
-
+	p := &phaseRun{res: &res, recs: recs, ctl: ctl}
 	began := time.Now()
-	arenaBegan := began
+	p.arenaBegan = began
 	atomic.StoreUint64(&ctl[ctlArena], 1)
 	res.arenas = 1
-	// advance moves the workers to the next arena when this one is done,
-	// and reports false after the last.
-	advance := func() bool {
-		k := res.arenas - 1
-		done := time.Since(arenaBegan) >= cfg.every
-		if cfg.phase == phaseFill { // every is then a bound, for a stuck fill
-			all := true
-			for _, r := range recs {
-				all = all && r.head(awDone) == uint64(k+1)
-			}
-			done = done || all
-		}
-		if !done {
-			return true
-		}
-		if res.arenas == len(plan.Arenas) {
-			return false
-		}
-		res.arenas++
-		arenaBegan = time.Now()
-		atomic.StoreUint64(&ctl[ctlArena], uint64(res.arenas))
-		return true
-	}
-	for advance() {
+	for p.advance() {
 		time.Sleep(cfg.gap/2 + rand.N(cfg.gap))
-		if err := workers.restartExited(); err != nil {
+		if err := p.killOne(workers, rng); err != nil {
 			return res, err
 		}
-		slot := rng.IntN(len(workers.workers))
-		if rng.IntN(2) == 0 {
-			slot = aimAtCreate(recs, slot, 5*time.Millisecond)
-		}
-		workers.kill(slot)
-		res.kills++
-		if v := recs[slot].head(awInflight); v&inflightPresent != 0 {
-			res.inOpen++
-			if v&inflightCreate != 0 {
-				res.inCreate++
-			}
-		}
-		if err := workers.start(slot); err != nil {
-			return res, err
-		}
-		if err := checkers.send(quiet()); err != nil {
+		if err := checkers.send(p.quiet()); err != nil {
 			return res, err
 		}
 		if err := checkers.collect(false); err != nil {
@@ -163,7 +113,82 @@ func runArenaPhase(dir string, builds []build, cfg phaseConfig, plan *arenaPlan)
 	workers.stop()
 	res.failures, res.firstFailure = workers.failures, workers.firstFailure
 	res.elapsed = time.Since(began)
-	for _, r := range recs {
+	p.sumRecords()
+	res.checkers, err = checkers.finish(res.arenas)
+	return res, err
+}
+
+// A phaseRun is a phase while the supervisor runs it.
+type phaseRun struct {
+	res        *phaseResult
+	recs       []*arenaRecord
+	ctl        []uint64  // the control words: ctlArena is the workers' current arena, from 1
+	arenaBegan time.Time // when the workers were sent to the current arena
+}
+
+// quiet is the first arena some worker may still be on: every one below
+// it is left for good (a restarted worker goes to the current one), so its
+// records are final and it can be checked.
+func (p *phaseRun) quiet() int {
+	q := p.res.arenas - 1
+	for _, r := range p.recs {
+		if a := int(r.head(awArena)) - 1; a >= 0 {
+			q = min(q, a)
+		}
+	}
+	return q
+}
+
+// advance moves the workers to the next arena when this one is done, and
+// reports false after the last.
+func (p *phaseRun) advance() bool {
+	res, cfg := p.res, p.res.cfg
+	k := res.arenas - 1
+	done := time.Since(p.arenaBegan) >= cfg.every
+	if cfg.phase == phaseFill { // every is then a bound, for a stuck fill
+		all := true
+		for _, r := range p.recs {
+			all = all && r.head(awDone) == uint64(k+1)
+		}
+		done = done || all
+	}
+	if !done {
+		return true
+	}
+	if res.arenas == len(res.plan.Arenas) {
+		return false
+	}
+	res.arenas++
+	p.arenaBegan = time.Now()
+	atomic.StoreUint64(&p.ctl[ctlArena], uint64(res.arenas))
+	return true
+}
+
+// killOne restarts the workers that exited, kills one (half the time one
+// found inside a create), counts where the kill landed and restarts it.
+func (p *phaseRun) killOne(workers *workerPool, rng *rand.Rand) error {
+	if err := workers.restartExited(); err != nil {
+		return err
+	}
+	slot := rng.IntN(len(workers.workers))
+	if rng.IntN(2) == 0 {
+		slot = aimAtCreate(p.recs, slot, 5*time.Millisecond)
+	}
+	workers.kill(slot)
+	p.res.kills++
+	if v := p.recs[slot].head(awInflight); v&inflightPresent != 0 {
+		p.res.inOpen++
+		if v&inflightCreate != 0 {
+			p.res.inCreate++
+		}
+	}
+	return workers.start(slot)
+}
+
+// sumRecords adds up the workers' records into the result.
+func (p *phaseRun) sumRecords() {
+	res, plan := p.res, p.res.plan
+	for _, r := range p.recs {
 		res.calls += r.head(awCalls)
 		res.slowest = max(res.slowest, time.Duration(r.head(awSlowest)))
 		for k := range plan.Arenas {
@@ -176,8 +201,6 @@ func runArenaPhase(dir string, builds []build, cfg phaseConfig, plan *arenaPlan)
 			}
 		}
 	}
-	res.checkers, err = checkers.finish(res.arenas)
-	return res, err
 }
 
 // aimAtCreate looks, for at most patience, for a worker inside an open of

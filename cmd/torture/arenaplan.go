@@ -80,8 +80,129 @@ func readPlan(path string) (*arenaPlan, error) {
 	return p, json.Unmarshal(b, p)
 }
 
-// specKinds are the kinds in the order names cycle through them.
-var specKinds = []sketch.Kind{sketch.KindCountMin, sketch.KindBloom, sketch.KindCountingBloom, sketch.KindCountMinWindow, sketch.KindBloomWindow}
+// specKinds are the kinds of the arena phases, in the order names cycle
+// through them: the rows of structKinds with an arena part.
+var specKinds = kindsWith(func(k *structKind) bool { return k.arena != nil })
+
+// An arenaKind is what the arena phases ask of one kind: the shapes they
+// draw for it (specs without their Kind, which the caller sets), another
+// shape of it for a conflict, and how its specs become configs.
+type arenaKind struct {
+	// counts is set for a kind whose records add weights (Count-Min, its
+	// window); the filters' records mark a key once.
+	counts bool
+	small  func(rng *rand.Rand) structSpec // a few KiB to a few tens of KiB
+	fill   func(rng *rand.Rand) structSpec // 16 to 128 KiB, for the arena-full phase
+	large  structSpec                      // megabytes, for the racing arenas
+	// grow changes s into a shape that must not attach to s's: a filter
+	// of another capacity but the same bits and hashes is the same shape,
+	// so what the shape is made of changes.
+	grow  func(s *structSpec)
+	shape arenaShape
+}
+
+// An arenaShape is how a spec reads as a config of the kind's type and
+// back, and what it takes in an arena.
+type arenaShape struct {
+	config func(s structSpec) any
+	// read is the spec of a config with its window (zero for a kind
+	// without one); false when cfg is not of the kind's type.
+	read  func(cfg any) (structSpec, sketch.Window, bool)
+	bytes func(s structSpec) (uint64, error) // an upper bound
+}
+
+func countMinOf(s structSpec) sketch.CountMinConfig {
+	return sketch.CountMinConfig{Rows: s.Rows, Width: s.Width}
+}
+
+func bloomOf(s structSpec) sketch.BloomConfig {
+	return sketch.BloomConfig{Capacity: s.Capacity, FPRate: s.FPRate}
+}
+
+func windowOf(s structSpec) sketch.Window { return sketch.Window{Period: 0, Keep: s.Keep} }
+
+// windowBytes is a window's Bytes counted as Keep+1 of its structure.
+func windowBytes(s structSpec, b uint64, err error) (uint64, error) {
+	return b * uint64(s.Keep+1), err
+}
+
+var (
+	countMinShape = arenaShape{
+		config: func(s structSpec) any { return countMinOf(s) },
+		read: func(cfg any) (structSpec, sketch.Window, bool) {
+			c, ok := cfg.(sketch.CountMinConfig)
+			return structSpec{Rows: c.Rows, Width: c.Width}, sketch.Window{}, ok
+		},
+		bytes: func(s structSpec) (uint64, error) { return countMinOf(s).Bytes() },
+	}
+	bloomShape = arenaShape{
+		config: func(s structSpec) any { return bloomOf(s) },
+		read: func(cfg any) (structSpec, sketch.Window, bool) {
+			c, ok := cfg.(sketch.BloomConfig)
+			return structSpec{Capacity: c.Capacity, FPRate: c.FPRate}, sketch.Window{}, ok
+		},
+		bytes: func(s structSpec) (uint64, error) { return bloomOf(s).Bytes() },
+	}
+	countingBloomShape = arenaShape{
+		config: func(s structSpec) any {
+			return sketch.CountingBloomConfig{Capacity: s.Capacity, FPRate: s.FPRate}
+		},
+		read: func(cfg any) (structSpec, sketch.Window, bool) {
+			c, ok := cfg.(sketch.CountingBloomConfig)
+			return structSpec{Capacity: c.Capacity, FPRate: c.FPRate}, sketch.Window{}, ok
+		},
+		bytes: func(s structSpec) (uint64, error) {
+			return sketch.CountingBloomConfig{Capacity: s.Capacity, FPRate: s.FPRate}.Bytes()
+		},
+	}
+	countMinWindowShape = arenaShape{
+		config: func(s structSpec) any {
+			return sketch.CountMinWindowConfig{Window: windowOf(s), CountMin: countMinOf(s)}
+		},
+		read: func(cfg any) (structSpec, sketch.Window, bool) {
+			c, ok := cfg.(sketch.CountMinWindowConfig)
+			return structSpec{Rows: c.CountMin.Rows, Width: c.CountMin.Width}, c.Window, ok
+		},
+		bytes: func(s structSpec) (uint64, error) {
+			b, err := countMinOf(s).Bytes()
+			return windowBytes(s, b, err)
+		},
+	}
+	bloomWindowShape = arenaShape{
+		config: func(s structSpec) any {
+			return sketch.BloomWindowConfig{Window: windowOf(s), Bloom: bloomOf(s)}
+		},
+		read: func(cfg any) (structSpec, sketch.Window, bool) {
+			c, ok := cfg.(sketch.BloomWindowConfig)
+			return structSpec{Capacity: c.Bloom.Capacity, FPRate: c.Bloom.FPRate}, c.Window, ok
+		},
+		bytes: func(s structSpec) (uint64, error) {
+			b, err := bloomOf(s).Bytes()
+			return windowBytes(s, b, err)
+		},
+	}
+)
+
+// growCapacity is a filter's other shape: more bits (or counters).
+func growCapacity(s *structSpec) { s.Capacity *= 4 }
+
+// arenaPart is kind k's arena part; nil for a kind the arena phases leave
+// out.
+func arenaPart(k sketch.Kind) *arenaKind {
+	if row := structKindOf(k); row != nil {
+		return row.arena
+	}
+	return nil
+}
+
+// mustArenaPart is kind k's arena part, for a spec the phases made.
+func mustArenaPart(k sketch.Kind) *arenaKind {
+	a := arenaPart(k)
+	if a == nil {
+		panic(fmt.Sprintf("torture: %s takes no part in the arena phases", k))
+	}
+	return a
+}
 
 func kindIndex(k sketch.Kind) int {
 	for i, s := range specKinds {
@@ -94,29 +215,22 @@ func kindIndex(k sketch.Kind) int {
 
 // smallSpec draws a structure of kind k of a few KiB to a few tens of KiB.
 func smallSpec(rng *rand.Rand, k sketch.Kind) structSpec {
-	switch k {
-	case sketch.KindCountMin:
-		return structSpec{Kind: k, Rows: 2 + rng.IntN(3), Width: 256 << rng.IntN(4)}
-	case sketch.KindBloom:
-		return structSpec{Kind: k, Capacity: 200 + rng.Uint64N(1800), FPRate: 0.01}
-	case sketch.KindCountingBloom:
-		return structSpec{Kind: k, Capacity: 100 + rng.Uint64N(900), FPRate: 0.01}
-	case sketch.KindCountMinWindow:
-		return structSpec{Kind: k, Rows: 2 + rng.IntN(2), Width: 256 << rng.IntN(2), Keep: 2 + rng.IntN(3)}
-	default:
-		return structSpec{Kind: k, Capacity: 100 + rng.Uint64N(400), FPRate: 0.01, Keep: 2 + rng.IntN(2)}
-	}
+	s := mustArenaPart(k).small(rng)
+	s.Kind = k
+	return s
 }
 
 // largeSpecs are the large structures of the racing arenas: megabytes each,
 // so that some of the arena's file is far from its directory.
-var largeSpecs = []structSpec{
-	{Kind: sketch.KindCountMin, Rows: 4, Width: 1 << 17},                     // 4 MiB
-	{Kind: sketch.KindBloom, Capacity: 1 << 21, FPRate: 0.01},                // about 2.4 MiB
-	{Kind: sketch.KindCountMinWindow, Rows: 2, Width: 1 << 16, Keep: 2},      // 3 MiB
-	{Kind: sketch.KindCountingBloom, Capacity: 1 << 20, FPRate: 0.01},        // about 4 MiB
-	{Kind: sketch.KindBloomWindow, Capacity: 1 << 19, FPRate: 0.01, Keep: 2}, // about 1.8 MiB
-}
+var largeSpecs = func() []structSpec {
+	var ls []structSpec
+	for _, k := range specKinds {
+		s := mustArenaPart(k).large
+		s.Kind = k
+		ls = append(ls, s)
+	}
+	return ls
+}()
 
 // conflictOf is a spec that must not open the structure s: another kind
 // (every other conflict), or the same kind with another shape.
@@ -125,33 +239,17 @@ func conflictOf(s structSpec, otherKind bool) structSpec {
 		k := specKinds[(kindIndex(s.Kind)+1)%len(specKinds)]
 		return structSpec{Kind: k, Rows: 2, Width: 256, Capacity: 100, FPRate: 0.01, Keep: 2}.only()
 	}
-	// A filter of another capacity but the same bits and hashes is the
-	// same shape, which attaches: change what the shape is made of.
 	c := s
-	switch s.Kind {
-	case sketch.KindCountMin:
-		c.Width *= 2
-	case sketch.KindCountMinWindow:
-		c.Keep++
-	default:
-		c.Capacity *= 4 // more bits (or counters)
-	}
+	mustArenaPart(s.Kind).grow(&c)
 	return c
 }
 
 // only keeps the fields of s that its kind has, so that the spec equals
-// the one read back from the arena's listing.
+// the one read back from the arena's listing: s read back from its own
+// config.
 func (s structSpec) only() structSpec {
-	o := structSpec{Kind: s.Kind}
-	switch s.Kind {
-	case sketch.KindCountMin, sketch.KindCountMinWindow:
-		o.Rows, o.Width = s.Rows, s.Width
-	default:
-		o.Capacity, o.FPRate = s.Capacity, s.FPRate
-	}
-	if s.Kind == sketch.KindCountMinWindow || s.Kind == sketch.KindBloomWindow {
-		o.Keep = s.Keep
-	}
+	o, w, _ := mustArenaPart(s.Kind).shape.read(s.config())
+	o.Kind, o.Keep = s.Kind, w.Keep
 	return o
 }
 
@@ -215,20 +313,11 @@ func arenaSizeFor(set []arenaName) (int64, error) {
 
 // bytes is an upper bound of what the structure takes in an arena.
 func (s structSpec) bytes() (uint64, error) {
-	switch s.Kind {
-	case sketch.KindCountMin:
-		return sketch.CountMinConfig{Rows: s.Rows, Width: s.Width}.Bytes()
-	case sketch.KindBloom:
-		return sketch.BloomConfig{Capacity: s.Capacity, FPRate: s.FPRate}.Bytes()
-	case sketch.KindCountingBloom:
-		return sketch.CountingBloomConfig{Capacity: s.Capacity, FPRate: s.FPRate}.Bytes()
-	case sketch.KindCountMinWindow:
-		b, err := sketch.CountMinConfig{Rows: s.Rows, Width: s.Width}.Bytes()
-		return b * uint64(s.Keep+1), err
-	default:
-		b, err := sketch.BloomConfig{Capacity: s.Capacity, FPRate: s.FPRate}.Bytes()
-		return b * uint64(s.Keep+1), err
+	a := arenaPart(s.Kind)
+	if a == nil {
+		return 0, fmt.Errorf("unknown kind %q", s.Kind)
 	}
+	return a.shape.bytes(s)
 }
 
 // fillPlan is the arena-full phase: small arenas that cannot hold every
@@ -240,19 +329,8 @@ func fillPlan(seed uint64, arenas int) *arenaPlan {
 	space := make([]arenaName, 40)
 	for i := range space {
 		k := specKinds[i%len(specKinds)]
-		var s structSpec
-		switch k {
-		case sketch.KindCountMin:
-			s = structSpec{Kind: k, Rows: 2, Width: 1024 << rng.IntN(4)}
-		case sketch.KindBloom:
-			s = structSpec{Kind: k, Capacity: 10000 + rng.Uint64N(50000), FPRate: 0.01}
-		case sketch.KindCountingBloom:
-			s = structSpec{Kind: k, Capacity: 5000 + rng.Uint64N(20000), FPRate: 0.01}
-		case sketch.KindCountMinWindow:
-			s = structSpec{Kind: k, Rows: 2, Width: 1024 << rng.IntN(2), Keep: 2}
-		default:
-			s = structSpec{Kind: k, Capacity: 5000 + rng.Uint64N(10000), FPRate: 0.01, Keep: 2}
-		}
+		s := mustArenaPart(k).fill(rng)
+		s.Kind = k
 		space[i] = arenaName{Name: fmt.Sprintf("fill-%02d", i), Want: s}
 	}
 	dirs := make([]arenaName, 40)
@@ -273,45 +351,19 @@ func fillPlan(seed uint64, arenas int) *arenaPlan {
 }
 
 // config is the config an arena lists for an entry created from s.
-func (s structSpec) config() any {
-	cm := sketch.CountMinConfig{Rows: s.Rows, Width: s.Width}
-	bf := sketch.BloomConfig{Capacity: s.Capacity, FPRate: s.FPRate}
-	w := sketch.Window{Period: 0, Keep: s.Keep}
-	switch s.Kind {
-	case sketch.KindCountMin:
-		return cm
-	case sketch.KindBloom:
-		return bf
-	case sketch.KindCountingBloom:
-		return sketch.CountingBloomConfig{Capacity: s.Capacity, FPRate: s.FPRate}
-	case sketch.KindCountMinWindow:
-		return sketch.CountMinWindowConfig{Window: w, CountMin: cm}
-	default:
-		return sketch.BloomWindowConfig{Window: w, Bloom: bf}
-	}
-}
+func (s structSpec) config() any { return mustArenaPart(s.Kind).shape.config(s) }
 
 // specOfEntry is the spec of a listed entry, from its kind and config; false
-// when the config is not of the kind's type or its window turns by the clock.
+// when the kind takes no part in the arena phases, the config is not of the
+// kind's type or its window turns by the clock.
 func specOfEntry(e sketch.ArenaEntry) (structSpec, bool) {
-	s := structSpec{Kind: e.Kind}
-	var w sketch.Window
-	switch c := e.Config.(type) {
-	case sketch.CountMinConfig:
-		s.Rows, s.Width = c.Rows, c.Width
-	case sketch.BloomConfig:
-		s.Capacity, s.FPRate = c.Capacity, c.FPRate
-	case sketch.CountingBloomConfig:
-		s.Capacity, s.FPRate = c.Capacity, c.FPRate
-	case sketch.CountMinWindowConfig:
-		s.Rows, s.Width, w = c.CountMin.Rows, c.CountMin.Width, c.Window
-	case sketch.BloomWindowConfig:
-		s.Capacity, s.FPRate, w = c.Bloom.Capacity, c.Bloom.FPRate, c.Window
-	default:
-		return s, false
+	a := arenaPart(e.Kind)
+	if a == nil {
+		return structSpec{Kind: e.Kind}, false
 	}
-	s.Keep = w.Keep
-	if w.Period != time.Duration(0) {
+	s, w, ok := a.shape.read(e.Config)
+	s.Kind, s.Keep = e.Kind, w.Keep
+	if !ok || w.Period != time.Duration(0) {
 		return s, false
 	}
 	return s, s.config() == e.Config

@@ -141,6 +141,21 @@ func (c *checker) pass() {
 	c.distinct(&caught)
 	c.windows(batch, &caught)
 
+	c.checkCountMin()
+	for _, name := range stormFileNames() {
+		if _, err := sketch.Inspect(stormPath(c.dir, name)); err != nil {
+			c.res.InspectErrs++
+			c.problem(fmt.Sprintf("Inspect: %v", err))
+		}
+	}
+	c.res.CaughtFinal = caught
+	c.res.Passes++
+}
+
+// checkCountMin counts the Count-Min sketch's Check (torn adds only) and
+// checks its candidate table: it lists only keys whole, at estimates that
+// are their own, so asked again afterwards, never lower.
+func (c *checker) checkCountMin() {
 	switch err := c.s.cms.Check(); {
 	case err == nil:
 		c.res.CheckClean++
@@ -150,27 +165,18 @@ func (c *checker) pass() {
 		c.res.CheckOther++
 		c.problem(fmt.Sprintf("Count-Min Check: %v", err))
 	}
-	// The candidate table lists only keys whole, at estimates that are
-	// their own: asked again afterwards, never lower.
-	if hs, err := c.s.cms.Top(0); err != nil {
+	hs, err := c.s.cms.Top(0)
+	if err != nil {
 		c.res.CheckOther++
 		c.problem(fmt.Sprintf("Count-Min Top: %v", err))
-	} else {
-		for _, h := range hs {
-			if est := c.s.cms.EstimateString(h.Key); h.Length == len(h.Key) && est < h.Estimate {
-				c.res.CheckOther++
-				c.problem(fmt.Sprintf("Count-Min Top listed %q (length %d) at %d, its estimate is %d", h.Key, h.Length, h.Estimate, est))
-			}
+		return
+	}
+	for _, h := range hs {
+		if est := c.s.cms.EstimateString(h.Key); h.Length == len(h.Key) && est < h.Estimate {
+			c.res.CheckOther++
+			c.problem(fmt.Sprintf("Count-Min Top listed %q (length %d) at %d, its estimate is %d", h.Key, h.Length, h.Estimate, est))
 		}
 	}
-	for _, name := range stormFileNames() {
-		if _, err := sketch.Inspect(stormPath(c.dir, name)); err != nil {
-			c.res.InspectErrs++
-			c.problem(fmt.Sprintf("Inspect: %v", err))
-		}
-	}
-	c.res.CaughtFinal = caught
-	c.res.Passes++
 }
 
 // distinct checks that the distinct count holds every key whose add

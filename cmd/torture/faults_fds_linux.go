@@ -59,143 +59,200 @@ func fdsRole(args []string) (*faultReport, error) {
 	fl := flag.NewFlagSet("fds", flag.ExitOnError)
 	dir := fl.String("dir", "", "")
 	fl.Parse(args)
-	r := newFaultReport()
-	base := func(k faultKind) string { return filepath.Join(*dir, "base."+k.name) }
+	f := &fdsRun{r: newFaultReport(), dir: *dir, tallies: map[string]reference{}, failed: map[string]bool{}}
+	if err := f.makeBases(); err != nil {
+		return nil, err
+	}
+	var old syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &old); err != nil {
+		return nil, err
+	}
+	// Count with room to spare: the limit is not lowered yet.
+	scan := int(min(old.Cur, 1<<16))
+	before := openFds(scan)
+	if err := f.lowerLimit(old); err != nil {
+		return nil, err
+	}
+	defer syscall.Setrlimit(syscall.RLIMIT_NOFILE, &old)
+
+	f.openUntilRefused()
+	f.openWithOneFree()
+	f.noTemporaryFiles()
+	kept := f.afterTheLimit()
+	for _, o := range kept {
+		verify(f.r, o.h, o.t)
+		o.h.close()
+	}
+	if after := openFds(scan); after != before {
+		f.r.problem("%d descriptors open after closing every handle, %d before the first", after, before)
+	}
+	return f.r, nil
+}
+
+// An fdsRun is the child side of the fds fault while it runs.
+type fdsRun struct {
+	r       *faultReport
+	dir     string
+	tallies map[string]reference // by path
+	limit   int                  // the lowered limit on descriptors
+	open    []fdsOpen
+	left    []string        // files failed creates left
+	failed  map[string]bool // kinds whose open failed
+}
+
+// base is the file of kind k made before the limit drops.
+func (f *fdsRun) base(k faultKind) string { return filepath.Join(f.dir, "base."+k.name) }
+
+// newPath is the i-th file a create under the limit asks for.
+func (f *fdsRun) newPath(i int, k faultKind) string {
+	return filepath.Join(f.dir, fmt.Sprintf("new-%03d.%s", i, k.name))
+}
+
+// makeBases makes a file of each kind with the known keys, and their
+// tallies, while descriptors are plenty.
+func (f *fdsRun) makeBases() error {
 	for _, k := range faultKinds {
-		h, err := k.open(base(k), fdsSize)
+		h, err := k.open(f.base(k), fdsSize)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		err = addKeys(h, reference{}, "fd", fdsKeys)
 		h.close()
 		if err != nil {
-			return nil, err
+			return err
 		}
 	}
-	tallies := map[string]reference{} // by path
 	for _, k := range faultKinds {
 		t := reference{}
 		for i := 0; i < fdsKeys; i++ {
 			t[string(faultKey("fd", i))] = faultWeight(i)
 		}
-		tallies[base(k)] = t
+		f.tallies[f.base(k)] = t
 	}
+	return nil
+}
 
-	var old syscall.Rlimit
-	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &old); err != nil {
-		return nil, err
-	}
-	// Count with room to spare: the limit is not lowered yet. The limit
-	// leaves exactly fdsHeadroom free numbers below it (an inherited
-	// descriptor may sit above it: it stays open, and counts in neither).
-	scan := int(min(old.Cur, 1<<16))
-	before := openFds(scan)
+// lowerLimit lowers the limit so that it leaves exactly fdsHeadroom free
+// numbers below it (an inherited descriptor may sit above it: it stays
+// open, and counts in neither).
+func (f *fdsRun) lowerLimit(old syscall.Rlimit) error {
 	limit := 0
 	for free := 0; free < fdsHeadroom; limit++ {
 		if !fdOpen(limit) {
 			free++
 		}
 	}
+	f.limit = limit
 	lowered := syscall.Rlimit{Cur: uint64(limit), Max: old.Max}
-	if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &lowered); err != nil {
-		return nil, err
-	}
-	defer syscall.Setrlimit(syscall.RLIMIT_NOFILE, &old)
+	return syscall.Setrlimit(syscall.RLIMIT_NOFILE, &lowered)
+}
 
-	var open []fdsOpen
-	var left []string           // files failed creates left
-	failed := map[string]bool{} // kinds whose open failed
-	// try opens path (a create when it is new) and judges a failure: EMFILE
-	// naming the file, no descriptor kept.
-	try := func(k faultKind, path string, create bool) bool {
-		n := openFds(limit)
-		h, err := k.open(path, fdsSize)
-		if err == nil {
-			if tallies[path] == nil {
-				tallies[path] = reference{}
-			}
-			open = append(open, fdsOpen{h, tallies[path]})
-			return true
+// try opens path (a create when it is new) and judges a failure: EMFILE
+// naming the file, no descriptor kept.
+func (f *fdsRun) try(k faultKind, path string, create bool) bool {
+	r := f.r
+	n := openFds(f.limit)
+	h, err := k.open(path, fdsSize)
+	if err == nil {
+		if f.tallies[path] == nil {
+			f.tallies[path] = reference{}
 		}
-		failed[k.name] = true
-		r.Counts["failed opens"]++
-		r.refused(err)
-		if !errors.Is(err, syscall.EMFILE) {
-			r.problem("open %s with no descriptor left: %v, want EMFILE", filepath.Base(path), err)
-		}
-		if !namesFile(err, path) {
-			r.problem("open %s: the error does not name the file: %v", filepath.Base(path), err)
-		}
-		if m := openFds(limit); m != n {
-			r.problem("a failed open of %s left %d descriptors open, %d before", filepath.Base(path), m, n)
-		}
-		if create {
-			r.Counts["failed creates"]++
-			if _, err := os.Lstat(path); err == nil {
-				left = append(left, path)
-			}
-		}
-		return false
+		f.open = append(f.open, fdsOpen{h, f.tallies[path]})
+		return true
 	}
-	newPath := func(i int, k faultKind) string {
-		return filepath.Join(*dir, fmt.Sprintf("new-%03d.%s", i, k.name))
+	f.failed[k.name] = true
+	r.Counts["failed opens"]++
+	r.refused(err)
+	if !errors.Is(err, syscall.EMFILE) {
+		r.problem("open %s with no descriptor left: %v, want EMFILE", filepath.Base(path), err)
 	}
-	for i := 0; len(failed) < len(faultKinds) && i < 10*limit; i++ {
+	if !namesFile(err, path) {
+		r.problem("open %s: the error does not name the file: %v", filepath.Base(path), err)
+	}
+	if m := openFds(f.limit); m != n {
+		r.problem("a failed open of %s left %d descriptors open, %d before", filepath.Base(path), m, n)
+	}
+	if create {
+		r.Counts["failed creates"]++
+		if _, err := os.Lstat(path); err == nil {
+			f.left = append(f.left, path)
+		}
+	}
+	return false
+}
+
+// openUntilRefused attaches to the bases and creates new files, every
+// kind in turn, until each kind's open has failed.
+func (f *fdsRun) openUntilRefused() {
+	limit := f.limit
+	for i := 0; len(f.failed) < len(faultKinds) && i < 10*limit; i++ {
 		k := faultKinds[i%len(faultKinds)]
 		create := i%3 == 2
-		path := base(k)
+		path := f.base(k)
 		if create {
-			path = newPath(i, k)
+			path = f.newPath(i, k)
 		}
-		if !try(k, path, create) && r.Counts["open at the limit"] == 0 {
-			r.Counts["open at the limit"] = len(open)
+		if !f.try(k, path, create) && f.r.Counts["open at the limit"] == 0 {
+			f.r.Counts["open at the limit"] = len(f.open)
 		}
 	}
-	if len(failed) == 0 {
-		r.problem("%d opens under a limit of %d descriptors never failed", 10*limit, limit)
+	if len(f.failed) == 0 {
+		f.r.problem("%d opens under a limit of %d descriptors never failed", 10*limit, limit)
 	}
-	// One descriptor free: close a Count-Min handle (one descriptor). A
-	// kind that locks wants a second one for its lock token; without it
-	// the library takes the token on the file's own descriptor, so every
-	// open works, and gives its descriptor back when closed.
-	for i, o := range open {
+}
+
+// openWithOneFree closes a Count-Min handle (one descriptor) and opens
+// every kind with that one free. A kind that locks wants a second one for
+// its lock token; without it the library takes the token on the file's
+// own descriptor, so every open works, and gives its descriptor back when
+// closed.
+func (f *fdsRun) openWithOneFree() {
+	for i, o := range f.open {
 		if filepath.Ext(o.h.path) != ".cm" {
 			continue
 		}
 		o.h.close()
-		open = slices.Delete(open, i, i+1)
+		f.open = slices.Delete(f.open, i, i+1)
 		for j, k := range faultKinds {
-			for _, path := range []string{base(k), newPath(10*limit+j, k)} {
-				r.Counts["one free"]++
-				if try(k, path, path != base(k)) {
-					r.Counts["one free opened"]++
-					last := open[len(open)-1]
-					verify(r, last.h, last.t)
+			for _, path := range []string{f.base(k), f.newPath(10*f.limit+j, k)} {
+				f.r.Counts["one free"]++
+				if f.try(k, path, path != f.base(k)) {
+					f.r.Counts["one free opened"]++
+					last := f.open[len(f.open)-1]
+					verify(f.r, last.h, last.t)
 					last.h.close()
-					open = open[:len(open)-1]
+					f.open = f.open[:len(f.open)-1]
 				}
 			}
 		}
 		break
 	}
-	if names, err := listDir(*dir); err == nil {
+}
+
+// noTemporaryFiles reports a temporary file a refused create left.
+func (f *fdsRun) noTemporaryFiles() {
+	if names, err := listDir(f.dir); err == nil {
 		for _, n := range names {
 			if strings.HasPrefix(n, ".") {
-				r.problem("a temporary file was left: %s", n)
+				f.r.problem("a temporary file was left: %s", n)
 			}
 		}
 	}
+}
 
-	// The handles that were open keep working.
-	for _, o := range open {
+// afterTheLimit checks that the handles that were open keep working, then
+// closes every other one: opens work again, and so do the rest, which it
+// returns.
+func (f *fdsRun) afterTheLimit() []fdsOpen {
+	r := f.r
+	for _, o := range f.open {
 		if err := addKeys(o.h, o.t, "more", 10); err != nil {
 			r.problem("add to %s at the limit: %v", filepath.Base(o.h.path), err)
 		}
 		verify(r, o.h, o.t)
 	}
-	// Close every other handle: opens work again, and so do the rest.
 	var kept []fdsOpen
-	for i, o := range open {
+	for i, o := range f.open {
 		if i%2 == 0 {
 			o.h.close()
 		} else {
@@ -203,32 +260,25 @@ func fdsRole(args []string) (*faultReport, error) {
 		}
 	}
 	for _, k := range faultKinds {
-		if !failed[k.name] {
+		if !f.failed[k.name] {
 			continue
 		}
-		h, err := k.open(base(k), fdsSize)
+		h, err := k.open(f.base(k), fdsSize)
 		if err != nil {
 			r.problem("open %s after closing handles: %v", k.name, err)
 			continue
 		}
 		r.Counts["reopened"]++
-		verify(r, h, tallies[base(k)])
+		verify(r, h, f.tallies[f.base(k)])
 		h.close()
 	}
 	// A complete file left by a failed create is no harm (the next open
 	// attaches to it); a partial one is.
-	for _, path := range left {
+	for _, path := range f.left {
 		r.Counts["complete file left"]++
 		if _, err := sketch.Inspect(path); err != nil {
 			r.problem("a failed create left %s, which does not inspect: %v", filepath.Base(path), err)
 		}
 	}
-	for _, o := range kept {
-		verify(r, o.h, o.t)
-		o.h.close()
-	}
-	if after := openFds(scan); after != before {
-		r.problem("%d descriptors open after closing every handle, %d before the first", after, before)
-	}
-	return r, nil
+	return kept
 }

@@ -47,21 +47,13 @@ var faultKinds = append(standaloneFaultKinds(), faultKind{name: "arena", open: o
 func standaloneFaultKinds() []faultKind {
 	var ks []faultKind
 	for _, k := range structKinds {
-		fk := faultKind{name: k.short, open: func(path string, size uint64, opts ...sketch.Option) (*faultHandle, error) {
-			h, err := k.open(sketch.Path(path), faultConfig(k.kind, size), opts...)
+		ks = append(ks, faultKind{name: k.short, most: k.faultMost, open: func(path string, size uint64, opts ...sketch.Option) (*faultHandle, error) {
+			h, err := k.open(sketch.Path(path), k.faultConfig(size), opts...)
 			if err != nil {
 				return nil, err
 			}
 			return newFaultHandle(path, h), nil
-		}}
-		switch k.kind {
-		case sketch.KindDistinct:
-			fk.most, _ = sketch.DistinctConfig{Precision: 18}.Bytes()
-		case sketch.KindDistinctWindow:
-			fk.most, _ = sketch.DistinctConfig{Precision: 18}.Bytes()
-			fk.most *= slots
-		}
-		ks = append(ks, fk)
+		}})
 	}
 	return ks
 }
@@ -120,28 +112,6 @@ func countingBloomFor(size uint64) sketch.CountingBloomConfig {
 // slots is how many structures a window of faultWindow holds.
 const slots = 4
 
-// faultConfig is a config of kind k of about size bytes; a window's of
-// faultWindow, each of its slots' structures a slots-th of that.
-func faultConfig(k sketch.Kind, size uint64) any {
-	switch k {
-	case sketch.KindCountMin:
-		return countMinFor(size)
-	case sketch.KindBloom:
-		return bloomFor(size)
-	case sketch.KindCountingBloom:
-		return countingBloomFor(size)
-	case sketch.KindCountMinWindow:
-		return sketch.CountMinWindowConfig{Window: faultWindow, CountMin: countMinFor(size / slots)}
-	case sketch.KindBloomWindow:
-		return sketch.BloomWindowConfig{Window: faultWindow, Bloom: bloomFor(size / slots)}
-	case sketch.KindDistinct:
-		return distinctFor(size)
-	case sketch.KindDistinctWindow:
-		return sketch.DistinctWindowConfig{Window: faultWindow, Distinct: distinctFor(size / slots)}
-	}
-	panic("torture: no fault config for " + string(k))
-}
-
 // distinctFor is a distinct count of about size bytes, within its
 // precisions.
 func distinctFor(size uint64) sketch.DistinctConfig {
@@ -152,33 +122,51 @@ func distinctFor(size uint64) sketch.DistinctConfig {
 	return sketch.DistinctConfig{Precision: p}
 }
 
+// distinctMost is the largest file of n distinct counts of 2^18
+// registers, the most a distinct count has.
+func distinctMost(n uint64) uint64 {
+	b, _ := sketch.DistinctConfig{Precision: 18}.Bytes()
+	return b * n
+}
+
 // newFaultHandle is h, a structure of any kind at path, behind the one
-// shape: a Count-Min kind adds n and answers its estimate, a counting
-// Bloom filter adds n times and answers its count, a Bloom kind adds once
-// and answers presence.
+// shape: how it adds and answers is its row's faultAnswers.
 func newFaultHandle(path string, h any) *faultHandle {
 	hd := h.(handle)
 	f := &faultHandle{path: path, check: hd.Check, freeze: hd.Freeze, mutators: mutators(h), close: hd.Close}
-	switch h := h.(type) {
-	case counter:
-		f.add = func(k []byte, n uint64) error { _, err := h.AddN(k, n); return err }
-		f.answer = h.Estimate
-	case *sketch.CountingBloom:
-		f.add = func(k []byte, n uint64) error {
-			for ; n > 0; n-- {
-				if _, err := h.Add(k); err != nil {
-					return err
-				}
-			}
-			return nil
-		}
-		f.answer = func(k []byte) uint64 { return uint64(h.Estimate(k)) }
-	default:
-		f.add = func(k []byte, _ uint64) error { return addsOf(h).add(k) }
-		f.answer = func(k []byte) uint64 { return ask(h, k) }
-		f.presence = true
-	}
+	kindOfHandle(h).faultAnswers(f, h)
 	return f
+}
+
+// answerWeights is a Count-Min kind's faultAnswers: it adds n and answers
+// its estimate.
+func answerWeights(f *faultHandle, h any) {
+	c := h.(counter)
+	f.add = func(k []byte, n uint64) error { _, err := c.AddN(k, n); return err }
+	f.answer = c.Estimate
+}
+
+// answerCountedAdds is the counting Bloom filter's faultAnswers: it adds n
+// times and answers its count.
+func answerCountedAdds(f *faultHandle, h any) {
+	b := h.(*sketch.CountingBloom)
+	f.add = func(k []byte, n uint64) error {
+		for ; n > 0; n-- {
+			if _, err := b.Add(k); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	f.answer = func(k []byte) uint64 { return uint64(b.Estimate(k)) }
+}
+
+// answerPresence is the faultAnswers of a kind that answers presence (the
+// Bloom kinds, and a distinct count's "holds an add"): it adds once.
+func answerPresence(f *faultHandle, h any) {
+	f.add = func(k []byte, _ uint64) error { return addsOf(h).add(k) }
+	f.answer = func(k []byte) uint64 { return ask(h, k) }
+	f.presence = true
 }
 
 // mutatorTable is every call that changes a structure or its file, over
@@ -246,7 +234,7 @@ func openFaultArena(path string, size uint64, opts ...sketch.Option) (*faultHand
 	h.freeze = a.Freeze
 	for _, k := range structKinds {
 		h.mutators = append(h.mutators, namedCall{fmt.Sprintf("arena %s (new)", k.kind), func() error {
-			_, err := k.open(a.Place("new-"+k.short), faultConfig(k.kind, 4096))
+			_, err := k.open(a.Place("new-"+k.short), k.faultConfig(4096))
 			return err
 		}})
 	}

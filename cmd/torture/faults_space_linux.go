@@ -99,79 +99,25 @@ func spaceRole(args []string) (*faultReport, error) {
 		return nil, err
 	}
 
-	var hs []*faultHandle
-	var ts []reference
-	defer func() {
-		for _, h := range hs {
-			h.close()
-		}
-	}()
-	for _, f := range spaceFits {
-		h, err := faultKindNamed(f.kind).open(filepath.Join(*dir, f.kind), f.size)
-		if err != nil {
-			return nil, fmt.Errorf("a create that fits: %w", err)
-		}
-		hs = append(hs, h)
-		ts = append(ts, reference{})
-		if err := addKeys(h, ts[len(ts)-1], "fit", 100); err != nil {
-			return nil, err
-		}
+	fits := &fitted{r: r}
+	defer fits.close()
+	if err := fits.make(*dir); err != nil {
+		return nil, err
 	}
-	verifyAll := func() {
-		for i, h := range hs {
-			verify(r, h, ts[i])
-		}
-	}
-	verifyAll()
+	fits.verify()
 	kept, err := listDir(*dir)
 	if err != nil {
 		return nil, err
 	}
-
-	free, err := freeBytes(*dir)
-	if err != nil {
+	if err := refusePastFree(r, *dir, kept); err != nil {
 		return nil, err
-	}
-	for _, k := range faultKinds {
-		for _, size := range []uint64{free + free/4, 2 * spaceTmpfs} {
-			if k.most != 0 && size > k.most {
-				// No structure of the kind is that large: it is asked
-				// for on the full filesystem below.
-				r.Counts["creates larger than the kind makes"]++
-				continue
-			}
-			refuseCreate(r, *dir, k, size, kept)
-		}
 	}
 	arenaFull(r, filepath.Join(*dir, "arena"))
-	verifyAll()
-
-	filler := filepath.Join(*dir, "filler")
-	n, err := fill(filler)
-	if err != nil {
+	fits.verify()
+	if err := fits.onFullFilesystem(*dir, kept); err != nil {
 		return nil, err
 	}
-	r.Counts["filler KiB"] = int(n >> 10)
-	left, _ := freeBytes(*dir)
-	r.Counts["free when full"] = int(left)
-	// The structures' blocks were reserved at create: adds need none.
-	for i, h := range hs {
-		if err := addKeys(h, ts[i], "full", 50); err != nil {
-			r.problem("add to %s on a full filesystem: %v", filepath.Base(h.path), err)
-		}
-	}
-	verifyAll()
-	full := append(slices.Clone(kept), "filler")
-	slices.Sort(full)
-	for _, k := range faultKinds {
-		refuseCreate(r, *dir, k, 16<<10, full)
-		r.Counts["creates when full"]++
-	}
-
 	// With room again the same creates work: what failed was the space.
-	if err := os.Remove(filler); err != nil {
-		return nil, err
-	}
 	for _, k := range faultKinds {
 		path := filepath.Join(*dir, "nospace."+k.name)
 		h, err := k.open(path, 128<<10)
@@ -182,8 +128,93 @@ func spaceRole(args []string) (*faultReport, error) {
 		h.close()
 		os.Remove(path)
 	}
-	verifyAll()
+	fits.verify()
 	return r, nil
+}
+
+// fitted are the structures of the space fault that fit, with what
+// each must answer.
+type fitted struct {
+	r  *faultReport
+	hs []*faultHandle
+	ts []reference
+}
+
+// make creates the structures that fit, with adds.
+func (s *fitted) make(dir string) error {
+	for _, f := range spaceFits {
+		h, err := faultKindNamed(f.kind).open(filepath.Join(dir, f.kind), f.size)
+		if err != nil {
+			return fmt.Errorf("a create that fits: %w", err)
+		}
+		s.hs = append(s.hs, h)
+		s.ts = append(s.ts, reference{})
+		if err := addKeys(h, s.ts[len(s.ts)-1], "fit", 100); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (s *fitted) verify() {
+	for i, h := range s.hs {
+		verify(s.r, h, s.ts[i])
+	}
+}
+
+func (s *fitted) close() {
+	for _, h := range s.hs {
+		h.close()
+	}
+}
+
+// refusePastFree asks for a structure of each kind past the free space
+// and past the whole filesystem: each create must be refused.
+func refusePastFree(r *faultReport, dir string, kept []string) error {
+	free, err := freeBytes(dir)
+	if err != nil {
+		return err
+	}
+	for _, k := range faultKinds {
+		for _, size := range []uint64{free + free/4, 2 * spaceTmpfs} {
+			if k.most != 0 && size > k.most {
+				// No structure of the kind is that large: it is asked
+				// for on the full filesystem below.
+				r.Counts["creates larger than the kind makes"]++
+				continue
+			}
+			refuseCreate(r, dir, k, size, kept)
+		}
+	}
+	return nil
+}
+
+// onFullFilesystem fills the filesystem with a plain file: the structures
+// still take adds (their blocks were reserved at create), and a small
+// create of each kind is refused. It removes the file again.
+func (s *fitted) onFullFilesystem(dir string, kept []string) error {
+	r := s.r
+	filler := filepath.Join(dir, "filler")
+	n, err := fill(filler)
+	if err != nil {
+		return err
+	}
+	r.Counts["filler KiB"] = int(n >> 10)
+	left, _ := freeBytes(dir)
+	r.Counts["free when full"] = int(left)
+	for i, h := range s.hs {
+		if err := addKeys(h, s.ts[i], "full", 50); err != nil {
+			r.problem("add to %s on a full filesystem: %v", filepath.Base(h.path), err)
+		}
+	}
+	s.verify()
+	full := append(slices.Clone(kept), "filler")
+	slices.Sort(full)
+	for _, k := range faultKinds {
+		refuseCreate(r, dir, k, 16<<10, full)
+		r.Counts["creates when full"]++
+	}
+	return os.Remove(filler)
 }
 
 // refuseCreate tries a create of kind k, size bytes, that must not fit:

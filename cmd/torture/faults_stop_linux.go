@@ -114,26 +114,8 @@ func stopOnce(dir string, c stopCase, hb, wb build, hold time.Duration, words []
 		return r, err
 	}
 
-	// Stop the holder until a stop catches it holding the lock: between
-	// two calls it holds nothing.
-	for {
-		if r.stops == 1000 {
-			return r, fmt.Errorf("1000 stops never caught the holder inside the lock")
-		}
-		if err := await(func() bool { return lockTaken(dir, mode) }, h, "lock taken"); err != nil {
-			return r, err
-		}
-		r.stops++
-		if err := h.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
-			return r, err
-		}
-		if err := await(func() bool { return stopped(h.cmd.Process.Pid) }, h, "holder stopped"); err != nil {
-			return r, err
-		}
-		if atomic.LoadUint64(&words[holdInside]) == hpid && lockTaken(dir, mode) {
-			break
-		}
-		h.cmd.Process.Signal(syscall.SIGCONT)
+	if err := stopInsideLock(dir, mode, h, words, &r); err != nil {
+		return r, err
 	}
 
 	atomic.StoreUint64(&words[waitGo], 1)
@@ -175,6 +157,31 @@ func stopOnce(dir string, c stopCase, hb, wb build, hold time.Duration, words []
 		r.finished = max(0, time.Duration(out-resumed.UnixNano()))
 	}
 	return r, nil
+}
+
+// stopInsideLock stops the holder h until a stop catches it holding the
+// lock: between two calls it holds nothing. It counts the stops in r.
+func stopInsideLock(dir, mode string, h *child, words []uint64, r *stopRound) error {
+	hpid := uint64(h.cmd.Process.Pid)
+	for {
+		if r.stops == 1000 {
+			return fmt.Errorf("1000 stops never caught the holder inside the lock")
+		}
+		if err := await(func() bool { return lockTaken(dir, mode) }, h, "lock taken"); err != nil {
+			return err
+		}
+		r.stops++
+		if err := h.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+			return err
+		}
+		if err := await(func() bool { return stopped(h.cmd.Process.Pid) }, h, "holder stopped"); err != nil {
+			return err
+		}
+		if atomic.LoadUint64(&words[holdInside]) == hpid && lockTaken(dir, mode) {
+			return nil
+		}
+		h.cmd.Process.Signal(syscall.SIGCONT)
+	}
 }
 
 // lockTaken reports whether Inspect shows the lock arena's lock held the

@@ -45,55 +45,38 @@ func openStorm(dir string, opts ...sketch.Option) (*stormFiles, error) {
 	return openStormFiles(dir, true, opts...)
 }
 
-// openStormFiles opens the storm's structures, the clock windows only when
-// clock is set (they are left nil otherwise).
+// A stormPart is one structure a kind has in the kill storm: its file,
+// its config, and the field of stormFiles that keeps its handle.
+type stormPart struct {
+	file   string
+	config any
+	clock  bool // a window turned by the clock, opened only when asked for
+	keep   func(s *stormFiles, h any)
+	// merge is how workers merge into the structure; nil for the
+	// windows, which have no Merge.
+	merge *stormMerge
+}
+
+// openStormFiles opens the storm's structures, the storm parts of the
+// kinds' rows in the table's order, the clock windows only when clock is
+// set (they are left nil otherwise).
 func openStormFiles(dir string, clock bool, opts ...sketch.Option) (*stormFiles, error) {
-	o := &stormOpener{s: &stormFiles{}, dir: dir, opts: opts}
-	cmw := func(w sketch.Window) sketch.CountMinWindowConfig {
-		return sketch.CountMinWindowConfig{Window: w, CountMin: stormCountMinWindow}
+	s := &stormFiles{}
+	for _, k := range structKinds {
+		for _, p := range k.storm {
+			if p.clock && !clock {
+				continue
+			}
+			h, err := k.open(sketch.Path(stormPath(dir, p.file)), p.config, opts...)
+			if err != nil {
+				s.close()
+				return nil, err
+			}
+			p.keep(s, h)
+			s.opened = append(s.opened, h.(io.Closer))
+		}
 	}
-	bw := func(w sketch.Window) sketch.BloomWindowConfig {
-		return sketch.BloomWindowConfig{Window: w, Bloom: stormBloomWindow}
-	}
-	openStormFile(o, &o.s.cms, sketch.OpenCountMin, "storm.cms", stormCountMin)
-	openStormFile(o, &o.s.bf, sketch.OpenBloom, "storm.bloom", stormBloom)
-	openStormFile(o, &o.s.cbf, sketch.OpenCountingBloom, "storm.cbf", stormCountingBloom)
-	openStormFile(o, &o.s.hll, sketch.OpenDistinct, "storm.hll", stormDistinct)
-	openStormFile(o, &o.s.cmw, sketch.OpenCountMinWindow, "storm.cmw", cmw(stormWindow))
-	openStormFile(o, &o.s.bw, sketch.OpenBloomWindow, "storm.bloomw", bw(stormWindow))
-	if clock {
-		openStormFile(o, &o.s.cmc, sketch.OpenCountMinWindow, "storm.cmwclock", cmw(stormClockWindow))
-		openStormFile(o, &o.s.bwc, sketch.OpenBloomWindow, "storm.bloomwclock", bw(stormClockWindow))
-	}
-	if o.err != nil {
-		o.s.close()
-		return nil, o.err
-	}
-	return o.s, nil
-}
-
-// A stormOpener opens the storm's files one after another, until one
-// fails: err is why, and the rest are not tried.
-type stormOpener struct {
-	s    *stormFiles
-	dir  string
-	opts []sketch.Option
-	err  error
-}
-
-// openStormFile opens the structure in the file name with the kind's
-// constructor into *field.
-func openStormFile[C any, S io.Closer](o *stormOpener, field *S, open func(sketch.Place, C, ...sketch.Option) (S, error), name string, cfg C) {
-	if o.err != nil {
-		return
-	}
-	h, err := open(sketch.Path(stormPath(o.dir, name)), cfg, o.opts...)
-	if err != nil {
-		o.err = err
-		return
-	}
-	*field = h
-	o.s.opened = append(o.s.opened, h)
+	return s, nil
 }
 
 func (s *stormFiles) close() {
@@ -102,8 +85,15 @@ func (s *stormFiles) close() {
 	}
 }
 
+// stormFileNames are the files of every storm part of the kinds' rows.
 func stormFileNames() []string {
-	return []string{"storm.cms", "storm.bloom", "storm.cbf", "storm.hll", "storm.cmw", "storm.bloomw", "storm.cmwclock", "storm.bloomwclock"}
+	var names []string
+	for _, k := range structKinds {
+		for _, p := range k.storm {
+			names = append(names, p.file)
+		}
+	}
+	return names
 }
 
 // recordPath is the record of worker slot i; the negative control's is

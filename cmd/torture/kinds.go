@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"math/rand/v2"
 
 	"github.com/shmsketch/sketch"
 )
@@ -101,23 +102,157 @@ type structKind struct {
 	config func(h any) (any, bool)
 	// merge merges h into itself; nil for the windows, which do not merge.
 	merge func(h any) error
+	kindParts
+}
+
+// kindParts are what the harness's parts ask of a kind beyond its open.
+// The faults, the arena phases and the byte-order part read their fields
+// here instead of naming kinds, so that a new kind joins them by its row
+// (and, in the arena phases, a slot of arenaKindCount). The storm takes
+// its structures and merges from here, but its workers, records and
+// checkers still name each structure (worker.go, record.go, checker.go).
+type kindParts struct {
+	// faultConfig is a config of the kind of about size bytes
+	// (faults_handles.go).
+	faultConfig func(size uint64) any
+	// faultMost is the largest file the kind makes, 0 when any size can
+	// be asked for.
+	faultMost uint64
+	// faultAnswers sets how a fault adds to h, a structure of the kind,
+	// and what it reads back.
+	faultAnswers func(f *faultHandle, h any)
+	// arena is the kind's part in the arena phases (arenaplan.go); nil for
+	// a kind they leave out.
+	arena *arenaKind
+	// storm are the kind's structures in the kill storm (files.go); none
+	// for a kind it leaves out.
+	storm []stormPart
+	// byteOrder is the config the byte-order part opens files with
+	// through the kind's open (arch_byteorder.go); nil for a kind it
+	// leaves out.
+	byteOrder any
 }
 
 var structKinds = []structKind{
-	kindOf(sketch.KindCountMin, "cm", sketch.OpenCountMin, mergeSelf[*sketch.CountMin]),
-	kindOf(sketch.KindBloom, "bloom", sketch.OpenBloom, mergeSelf[*sketch.Bloom]),
-	kindOf(sketch.KindCountingBloom, "cbf", sketch.OpenCountingBloom, mergeSelf[*sketch.CountingBloom]),
-	kindOf(sketch.KindCountMinWindow, "cmw", sketch.OpenCountMinWindow, nil),
-	kindOf(sketch.KindBloomWindow, "bw", sketch.OpenBloomWindow, nil),
-	kindOf(sketch.KindDistinct, "hll", sketch.OpenDistinct, mergeSelf[*sketch.Distinct]),
-	kindOf(sketch.KindDistinctWindow, "hllw", sketch.OpenDistinctWindow, nil),
+	kindOf(sketch.KindCountMin, "cm", sketch.OpenCountMin, mergeSelf[*sketch.CountMin], kindParts{
+		faultConfig:  func(size uint64) any { return countMinFor(size) },
+		faultAnswers: answerWeights,
+		storm: []stormPart{{file: "storm.cms", config: stormCountMin,
+			keep: func(s *stormFiles, h any) { s.cms = h.(*sketch.CountMin) },
+			merge: mergeInto(1, fieldCountMin, false, func(s *stormFiles) *sketch.CountMin { return s.cms }, sketch.OpenCountMin,
+				func(seed uint64) sketch.CountMinConfig { c := stormCountMin; c.Seed = seed; return c }, "count-min")}},
+		byteOrder: boCountMin,
+		arena: &arenaKind{
+			counts: true,
+			small:  func(rng *rand.Rand) structSpec { return structSpec{Rows: 2 + rng.IntN(3), Width: 256 << rng.IntN(4)} },
+			fill:   func(rng *rand.Rand) structSpec { return structSpec{Rows: 2, Width: 1024 << rng.IntN(4)} },
+			large:  structSpec{Rows: 4, Width: 1 << 17}, // 4 MiB
+			grow:   func(s *structSpec) { s.Width *= 2 },
+			shape:  countMinShape,
+		},
+	}),
+	kindOf(sketch.KindBloom, "bloom", sketch.OpenBloom, mergeSelf[*sketch.Bloom], kindParts{
+		faultConfig:  func(size uint64) any { return bloomFor(size) },
+		faultAnswers: answerPresence,
+		storm: []stormPart{{file: "storm.bloom", config: stormBloom,
+			keep: func(s *stormFiles, h any) { s.bf = h.(*sketch.Bloom) },
+			merge: mergeInto(1, fieldBloom, true, func(s *stormFiles) *sketch.Bloom { return s.bf }, sketch.OpenBloom,
+				func(seed uint64) sketch.BloomConfig { c := stormBloom; c.Seed = seed; return c }, "bloom")}},
+		byteOrder: boBloom,
+		arena: &arenaKind{
+			small: func(rng *rand.Rand) structSpec { return structSpec{Capacity: 200 + rng.Uint64N(1800), FPRate: 0.01} },
+			fill:  func(rng *rand.Rand) structSpec { return structSpec{Capacity: 10000 + rng.Uint64N(50000), FPRate: 0.01} },
+			large: structSpec{Capacity: 1 << 21, FPRate: 0.01}, // about 2.4 MiB
+			grow:  growCapacity,
+			shape: bloomShape,
+		},
+	}),
+	kindOf(sketch.KindCountingBloom, "cbf", sketch.OpenCountingBloom, mergeSelf[*sketch.CountingBloom], kindParts{
+		faultConfig:  func(size uint64) any { return countingBloomFor(size) },
+		faultAnswers: answerCountedAdds,
+		// Counting Bloom merges come four times as often as the others'.
+		storm: []stormPart{{file: "storm.cbf", config: stormCountingBloom,
+			keep: func(s *stormFiles, h any) { s.cbf = h.(*sketch.CountingBloom) },
+			merge: mergeInto(4, fieldCountingBloom, false, func(s *stormFiles) *sketch.CountingBloom { return s.cbf }, sketch.OpenCountingBloom,
+				func(seed uint64) sketch.CountingBloomConfig { c := stormCountingBloom; c.Seed = seed; return c }, "counting bloom")}},
+		byteOrder: boCountingBloom,
+		arena: &arenaKind{
+			small: func(rng *rand.Rand) structSpec { return structSpec{Capacity: 100 + rng.Uint64N(900), FPRate: 0.01} },
+			fill:  func(rng *rand.Rand) structSpec { return structSpec{Capacity: 5000 + rng.Uint64N(20000), FPRate: 0.01} },
+			large: structSpec{Capacity: 1 << 20, FPRate: 0.01}, // about 4 MiB
+			grow:  growCapacity,
+			shape: countingBloomShape,
+		},
+	}),
+	kindOf(sketch.KindCountMinWindow, "cmw", sketch.OpenCountMinWindow, nil, kindParts{
+		faultConfig: func(size uint64) any {
+			return sketch.CountMinWindowConfig{Window: faultWindow, CountMin: countMinFor(size / slots)}
+		},
+		faultAnswers: answerWeights,
+		storm: []stormPart{{file: "storm.cmw", config: sketch.CountMinWindowConfig{Window: stormWindow, CountMin: stormCountMinWindow},
+			keep: func(s *stormFiles, h any) { s.cmw = h.(*sketch.CountMinWindow) }},
+			{file: "storm.cmwclock", config: sketch.CountMinWindowConfig{Window: stormClockWindow, CountMin: stormCountMinWindow}, clock: true,
+				keep: func(s *stormFiles, h any) { s.cmc = h.(*sketch.CountMinWindow) }}},
+		byteOrder: sketch.CountMinWindowConfig{Window: boWindow, CountMin: boWindowCountMin},
+		arena: &arenaKind{
+			counts: true,
+			small: func(rng *rand.Rand) structSpec {
+				return structSpec{Rows: 2 + rng.IntN(2), Width: 256 << rng.IntN(2), Keep: 2 + rng.IntN(3)}
+			},
+			fill:  func(rng *rand.Rand) structSpec { return structSpec{Rows: 2, Width: 1024 << rng.IntN(2), Keep: 2} },
+			large: structSpec{Rows: 2, Width: 1 << 16, Keep: 2}, // 3 MiB
+			grow:  func(s *structSpec) { s.Keep++ },
+			shape: countMinWindowShape,
+		},
+	}),
+	kindOf(sketch.KindBloomWindow, "bw", sketch.OpenBloomWindow, nil, kindParts{
+		faultConfig: func(size uint64) any {
+			return sketch.BloomWindowConfig{Window: faultWindow, Bloom: bloomFor(size / slots)}
+		},
+		faultAnswers: answerPresence,
+		storm: []stormPart{{file: "storm.bloomw", config: sketch.BloomWindowConfig{Window: stormWindow, Bloom: stormBloomWindow},
+			keep: func(s *stormFiles, h any) { s.bw = h.(*sketch.BloomWindow) }},
+			{file: "storm.bloomwclock", config: sketch.BloomWindowConfig{Window: stormClockWindow, Bloom: stormBloomWindow}, clock: true,
+				keep: func(s *stormFiles, h any) { s.bwc = h.(*sketch.BloomWindow) }}},
+		byteOrder: sketch.BloomWindowConfig{Window: boWindow, Bloom: boWindowBloom},
+		arena: &arenaKind{
+			small: func(rng *rand.Rand) structSpec {
+				return structSpec{Capacity: 100 + rng.Uint64N(400), FPRate: 0.01, Keep: 2 + rng.IntN(2)}
+			},
+			fill: func(rng *rand.Rand) structSpec {
+				return structSpec{Capacity: 5000 + rng.Uint64N(10000), FPRate: 0.01, Keep: 2}
+			},
+			large: structSpec{Capacity: 1 << 19, FPRate: 0.01, Keep: 2}, // about 1.8 MiB
+			grow:  growCapacity,
+			shape: bloomWindowShape,
+		},
+	}),
+	// The distinct counts answer no key, which the arena phases and the
+	// byte-order part read back: they leave them out.
+	kindOf(sketch.KindDistinct, "hll", sketch.OpenDistinct, mergeSelf[*sketch.Distinct], kindParts{
+		faultConfig:  func(size uint64) any { return distinctFor(size) },
+		faultMost:    distinctMost(1),
+		faultAnswers: answerPresence,
+		storm: []stormPart{{file: "storm.hll", config: stormDistinct,
+			keep: func(s *stormFiles, h any) { s.hll = h.(*sketch.Distinct) },
+			merge: mergeInto(1, fieldDistinct, true, func(s *stormFiles) *sketch.Distinct { return s.hll }, sketch.OpenDistinct,
+				func(seed uint64) sketch.DistinctConfig { c := stormDistinct; c.Seed = seed; return c }, "distinct")}},
+	}),
+	kindOf(sketch.KindDistinctWindow, "hllw", sketch.OpenDistinctWindow, nil, kindParts{
+		faultConfig: func(size uint64) any {
+			return sketch.DistinctWindowConfig{Window: faultWindow, Distinct: distinctFor(size / slots)}
+		},
+		faultMost:    distinctMost(slots),
+		faultAnswers: answerPresence,
+	}),
 }
 
 // kindOf is the row of the kind whose constructor is open.
-func kindOf[C any, S interface{ Config() C }](k sketch.Kind, short string, open func(sketch.Place, C, ...sketch.Option) (S, error), merge func(any) error) structKind {
+func kindOf[C any, S interface{ Config() C }](k sketch.Kind, short string, open func(sketch.Place, C, ...sketch.Option) (S, error), merge func(any) error, parts kindParts) structKind {
 	return structKind{
-		kind:  k,
-		short: short,
+		kind:      k,
+		short:     short,
+		kindParts: parts,
 		open: func(at sketch.Place, cfg any, opts ...sketch.Option) (any, error) {
 			var c C
 			if cfg != nil {
@@ -167,6 +302,18 @@ func structKindOf(k sketch.Kind) *structKind {
 		return &structKinds[i]
 	}
 	return nil
+}
+
+// kindsWith are the kinds whose rows say they take part: the lists of
+// the parts that leave some kinds out, in the table's order.
+func kindsWith(takesPart func(k *structKind) bool) []sketch.Kind {
+	var ks []sketch.Kind
+	for i := range structKinds {
+		if takesPart(&structKinds[i]) {
+			ks = append(ks, structKinds[i].kind)
+		}
+	}
+	return ks
 }
 
 // kindOfHandle is the row of h's kind; nil for an arena.

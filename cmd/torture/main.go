@@ -95,29 +95,12 @@ func supervise(args []string) int {
 		}
 	}
 
-	self, err := os.Executable()
+	builds, err := bothBuilds(*other)
 	if err != nil {
 		return fail(err)
 	}
-	builds := []build{{path: self, backend: sketch.Backend}}
-	if *other == "" {
-		return fail(fmt.Errorf("-other is required: the build of the other backend"))
-	}
-	ob, err := probeBuild(*other)
-	if err != nil {
-		return fail(err)
-	}
-	if ob.backend == sketch.Backend {
-		return fail(fmt.Errorf("-other %s is a %s build too: want the other backend", *other, ob.backend))
-	}
-	builds = append(builds, ob)
-
 	if *dir == "" {
-		base := "/dev/shm"
-		if _, err := os.Stat(base); err != nil {
-			base = os.TempDir()
-		}
-		d, err := os.MkdirTemp(base, "sketch-torture-")
+		d, err := newFilesDir()
 		if err != nil {
 			return fail(err)
 		}
@@ -127,15 +110,9 @@ func supervise(args []string) int {
 	fmt.Printf("torture: seed %d, storm %s with %d workers, %d kills per lock case, files in %s\n",
 		*seed, *storm, *workers, *kills, filepath.Base(*dir))
 
-	var only map[string]bool
-	if *onlyList != "" {
-		only = map[string]bool{}
-		for _, name := range strings.Split(*onlyList, ",") {
-			if partByName(name) == nil {
-				return fail(fmt.Errorf("-only %s: no such part (parts: %s)", name, partNames()))
-			}
-			only[name] = true
-		}
+	only, err := onlyParts(*onlyList)
+	if err != nil {
+		return fail(err)
 	}
 	set := setting{builds: builds, short: *short, seed: *seed,
 		storm: stormConfig{workers: *workers, duration: *storm, gap: *gap, seed: *seed}, kills: *kills, module: *module}
@@ -144,22 +121,9 @@ func supervise(args []string) int {
 		set.cross[arch] = *path
 	}
 	began := time.Now()
-	var rows []row
-	for _, p := range parts {
-		if only != nil && !only[p.name] {
-			continue
-		}
-		set.dir = filepath.Join(*dir, p.name)
-		if err := os.MkdirAll(set.dir, 0o755); err != nil {
-			return fail(err)
-		}
-		pb := time.Now()
-		r, err := p.run(set)
-		if err != nil {
-			return fail(fmt.Errorf("%s: %w", p.name, err))
-		}
-		fmt.Printf("torture: %s done in %s\n", p.name, time.Since(pb).Round(time.Second))
-		rows = append(rows, r...)
+	rows, err := runParts(set, *dir, only)
+	if err != nil {
+		return fail(err)
 	}
 	fmt.Println()
 	total := printSummary(os.Stdout, rows)
@@ -168,6 +132,76 @@ func supervise(args []string) int {
 		return 1
 	}
 	return 0
+}
+
+// bothBuilds are this program and the other build, which must be of the
+// other backend.
+func bothBuilds(other string) ([]build, error) {
+	self, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
+	builds := []build{{path: self, backend: sketch.Backend}}
+	if other == "" {
+		return nil, fmt.Errorf("-other is required: the build of the other backend")
+	}
+	ob, err := probeBuild(other)
+	if err != nil {
+		return nil, err
+	}
+	if ob.backend == sketch.Backend {
+		return nil, fmt.Errorf("-other %s is a %s build too: want the other backend", other, ob.backend)
+	}
+	return append(builds, ob), nil
+}
+
+// newFilesDir is a new directory for the files, in /dev/shm when there is
+// one; the caller removes it.
+func newFilesDir() (string, error) {
+	base := "/dev/shm"
+	if _, err := os.Stat(base); err != nil {
+		base = os.TempDir()
+	}
+	return os.MkdirTemp(base, "sketch-torture-")
+}
+
+// onlyParts are the parts -only names; nil for all of them.
+func onlyParts(list string) (map[string]bool, error) {
+	if list == "" {
+		return nil, nil
+	}
+	only := map[string]bool{}
+	for _, name := range strings.Split(list, ",") {
+		if partByName(name) == nil {
+			return nil, fmt.Errorf("-only %s: no such part (parts: %s)", name, partNames())
+		}
+		only[name] = true
+	}
+	return only, nil
+}
+
+// runParts runs the parts (those of only, when it is not nil) one after
+// another, each in a directory of its own under dir, and returns their
+// rows.
+func runParts(set setting, dir string, only map[string]bool) ([]row, error) {
+	var rows []row
+	for _, p := range parts {
+		if only != nil && !only[p.name] {
+			continue
+		}
+		set.dir = filepath.Join(dir, p.name)
+		if err := os.MkdirAll(set.dir, 0o755); err != nil {
+			return nil, err
+		}
+		pb := time.Now()
+		r, err := p.run(set)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", p.name, err)
+		}
+		fmt.Printf("torture: %s done in %s\n", p.name, time.Since(pb).Round(time.Second))
+		rows = append(rows, r...)
+	}
+	return rows, nil
 }
 
 func fail(err error) int {

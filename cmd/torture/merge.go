@@ -30,61 +30,89 @@ import (
 // a loaded machine), so merges stay rare.
 const mergeOneIn = 2000
 
-// A merger is a worker's side structures, each made at its first merge:
-// most workers are killed before they merge at all.
+// A merger is a worker's side structures, by storm file, each made at its
+// first merge: most workers are killed before they merge at all.
 type merger struct {
-	cbf *sketch.CountingBloom
-	cms *sketch.CountMin
-	bf  *sketch.Bloom
-	hll *sketch.Distinct
+	sides map[string]any
+}
+
+// A stormMerge is how a worker merges into one storm structure: the
+// chance of a merge, in 4*mergeOneIn calls, and the merge itself.
+type stormMerge struct {
+	odds  int
+	field int  // the structure's field of the records
+	marks bool // the record marks a key once (a set holds a key once)
+	// merge adds the batch to the side structure *side (made at the first
+	// merge) and merges it into the storm's.
+	merge func(side *any, s *stormFiles, batch [][]byte) error
 }
 
 // maybeMerge merges a side structure of one kind into the storm's, now and
-// then, and records the batch's adds.
+// then (the odds of the kinds' storm parts), and records the batch's adds.
 func (m *merger) maybeMerge(rng *rand.Rand, s *stormFiles, rec *record, batch [][]byte, idx []int) ([][]byte, []int, error) {
-	var field int
-	var merge func(batch [][]byte) error
-	switch rng.IntN(4 * mergeOneIn) {
-	case 0, 1, 2, 3:
-		field, merge = fieldCountingBloom, func(b [][]byte) error {
-			cfg := stormCountingBloom
-			cfg.Seed = s.cbf.Seed()
-			return mergeSide(&m.cbf, s.cbf, sketch.OpenCountingBloom, cfg, "counting bloom", b)
-		}
-	case 4:
-		field, merge = fieldCountMin, func(b [][]byte) error {
-			cfg := stormCountMin
-			cfg.Seed = s.cms.Seed()
-			return mergeSide(&m.cms, s.cms, sketch.OpenCountMin, cfg, "count-min", b)
-		}
-	case 5:
-		field, merge = fieldBloom, func(b [][]byte) error {
-			cfg := stormBloom
-			cfg.Seed = s.bf.Seed()
-			return mergeSide(&m.bf, s.bf, sketch.OpenBloom, cfg, "bloom", b)
-		}
-	case 6:
-		field, merge = fieldDistinct, func(b [][]byte) error {
-			cfg := stormDistinct
-			cfg.Seed = s.hll.Seed()
-			return mergeSide(&m.hll, s.hll, sketch.OpenDistinct, cfg, "distinct", b)
-		}
-	default:
+	file, sm := pickMerge(rng.IntN(4 * mergeOneIn))
+	if sm == nil {
 		return batch, idx, nil
 	}
+	if m.sides == nil {
+		m.sides = map[string]any{}
+	}
+	side := m.sides[file]
 	batch, idx = pickBatch(rng, batch, idx)
-	if err := merge(batch); err != nil {
+	err := sm.merge(&side, s, batch)
+	m.sides[file] = side
+	if err != nil {
 		return batch, idx, err
 	}
 	for _, k := range idx {
-		if field == fieldBloom || field == fieldDistinct {
-			rec.mark(field, k) // a set holds a key once
+		if sm.marks {
+			rec.mark(sm.field, k)
 		} else {
-			rec.raise(field, k, 1)
+			rec.raise(sm.field, k, 1)
 		}
 	}
-	rec.merged(field)
+	rec.merged(sm.field)
 	return batch, idx, nil
+}
+
+// pickMerge is the storm part whose odds the roll falls in, with its file;
+// nil past them all.
+func pickMerge(roll int) (string, *stormMerge) {
+	for _, k := range structKinds {
+		for _, p := range k.storm {
+			if p.merge == nil {
+				continue
+			}
+			if roll < p.merge.odds {
+				return p.file, p.merge
+			}
+			roll -= p.merge.odds
+		}
+	}
+	return "", nil
+}
+
+// mergeInto is the stormMerge of a structure of type S: into is the storm
+// structure in stormFiles, seeded its config of the storm with seed, and
+// what names the kind in errors.
+func mergeInto[C any, S interface {
+	comparable
+	handle
+	Reset() error
+	Merge(others ...S) error
+}](odds, field int, marks bool, into func(s *stormFiles) S, open func(sketch.Place, C, ...sketch.Option) (S, error), seeded func(seed uint64) C, what string) *stormMerge {
+	return &stormMerge{odds: odds, field: field, marks: marks, merge: func(side *any, s *stormFiles, batch [][]byte) error {
+		var cur S
+		if *side != nil {
+			cur = (*side).(S)
+		}
+		err := mergeSide(&cur, into(s), open, seeded(into(s).Seed()), what, batch)
+		var none S
+		if cur != none {
+			*side = cur
+		}
+		return err
+	}}
 }
 
 // mergeSide empties the side structure (made in memory at the first

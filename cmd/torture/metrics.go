@@ -318,39 +318,12 @@ func runMetrics(s setting, cfg metricsConfig) ([]row, error) {
 			stopped = fmt.Sprintf(" (its %s budget ran out)", cfg.budget)
 			break
 		}
-		var batch []mutant
-		for i := len(all); i < min(len(all)+cfg.batch, cfg.files); i++ {
-			m := mutant{index: i, path: filepath.Join(files, fmt.Sprintf("%06d", i))}
-			var data []byte
-			if i < len(crafted) {
-				data, m.what = crafted[i].data, crafted[i].name+": as crafted"
-			} else {
-				data, m.what = mutate(pool[i%len(pool)], s.seed^0x6d6574726963, i)
-			}
-			if err := os.WriteFile(m.path, data, 0o600); err != nil {
-				return nil, err
-			}
-			batch = append(batch, m)
+		batch, err := writeMetricsBatch(files, len(all), min(len(all)+cfg.batch, cfg.files), crafted, pool, s.seed)
+		if err != nil {
+			return nil, err
 		}
 		all = append(all, batch...)
-		var wg sync.WaitGroup
-		var mu sync.Mutex
-		errs := make([]error, len(s.builds))
-		for i, b := range s.builds {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				errs[i] = scrapeBatch(b, batch, cfg.hang, tallies[i], func(r scrapeResult, m mutant) {
-					if r.Arena && i == 0 {
-						mu.Lock()
-						arenas[m.index] = r.Names
-						mu.Unlock()
-					}
-				})
-			}()
-		}
-		wg.Wait()
-		if err := errors.Join(errs...); err != nil {
+		if err := scrapeAtOnce(s.builds, batch, cfg.hang, tallies, arenas); err != nil {
 			return nil, err
 		}
 	}
@@ -363,13 +336,62 @@ func runMetrics(s setting, cfg metricsConfig) ([]row, error) {
 	if b.err != nil {
 		return nil, b.err
 	}
-	clis := b.clis
+	return append(rows, watchFiles(b.clis, all, arenas, cfg, keep)...), nil
+}
+
+// writeMetricsBatch writes the files from to end-1 of the pass: the crafted
+// specimens as they are, then mutated copies of the pool.
+func writeMetricsBatch(files string, from, end int, crafted, pool []specimen, seed uint64) ([]mutant, error) {
+	var batch []mutant
+	for i := from; i < end; i++ {
+		m := mutant{index: i, path: filepath.Join(files, fmt.Sprintf("%06d", i))}
+		var data []byte
+		if i < len(crafted) {
+			data, m.what = crafted[i].data, crafted[i].name+": as crafted"
+		} else {
+			data, m.what = mutate(pool[i%len(pool)], seed^0x6d6574726963, i)
+		}
+		if err := os.WriteFile(m.path, data, 0o600); err != nil {
+			return nil, err
+		}
+		batch = append(batch, m)
+	}
+	return batch, nil
+}
+
+// scrapeAtOnce has a scraper of every build go over the batch at the same
+// time; the first build's listings of arena files land in arenas, for the
+// watch's FILE:NAME runs.
+func scrapeAtOnce(builds []build, batch []mutant, hang time.Duration, tallies []*metricsTally, arenas map[int][][]byte) error {
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	errs := make([]error, len(builds))
+	for i, b := range builds {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = scrapeBatch(b, batch, hang, tallies[i], func(r scrapeResult, m mutant) {
+				if r.Arena && i == 0 {
+					mu.Lock()
+					arenas[m.index] = r.Names
+					mu.Unlock()
+				}
+			})
+		}()
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// watchFiles runs the CLIs' watch over the files, by turns, within its
+// budget: each file, and FILE:NAME for the first names of an arena's.
+func watchFiles(clis []build, all []mutant, arenas map[int][][]byte, cfg metricsConfig, keep string) []row {
 	wt := make([]*metricsTally, len(clis))
 	for i, c := range clis {
 		wt[i] = &metricsTally{what: c.backend, keep: keep}
 	}
 	wb := time.Now()
-	stopped = ""
+	stopped := ""
 	for i, m := range all {
 		if time.Since(wb) > cfg.watchBudget {
 			stopped = fmt.Sprintf(" (its %s budget ran out after %d of %d files)", cfg.watchBudget, i, len(all))
@@ -388,7 +410,7 @@ func runMetrics(s setting, cfg metricsConfig) ([]row, error) {
 			runWatch(clis[i%len(clis)], a, cfg.hang, t, m)
 		}
 	}
-	return append(rows, watchRows(wt, len(all), time.Since(wb), stopped)...), nil
+	return watchRows(wt, len(all), time.Since(wb), stopped)
 }
 
 // scrapeBatch runs a scraper child of b over the batch; a child that hangs

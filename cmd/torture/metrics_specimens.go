@@ -120,16 +120,47 @@ func addNOf[A any](h interface {
 // makeMetricsSpecimens writes the crafted files into dir and reads them
 // back, crafted.
 func makeMetricsSpecimens(dir string, rng *rand.Rand) ([]specimen, error) {
+	var out []specimen
+	for _, m := range metricsMakers(rng) {
+		path := filepath.Join(dir, m.name)
+		os.Remove(path)
+		if err := m.make(path); err != nil {
+			return nil, fmt.Errorf("specimen %s: %w", m.name, err)
+		}
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return nil, err
+		}
+		hot, err := craftSpecimen(m, data)
+		if err != nil {
+			return nil, err
+		}
+		// Mutations aim at the crafted slots and names as often as at the
+		// header, the directory and the regions' heads.
+		out = append(out, specimen{name: m.name, data: data, hot: append(hotSpans(data), hot...)})
+	}
+	twice, err := namedTwice(out[len(out)-1])
+	if err != nil {
+		return nil, err
+	}
+	return append(out, twice), nil
+}
+
+// A metricsMaker writes one file to craft.
+type metricsMaker struct {
+	name  string
+	make  func(path string) error
+	names bool // the structure names are crafted too
+}
+
+// metricsMakers are the files to craft: structures with candidate tables
+// holding the marker keys, and an arena of marker names.
+func metricsMakers(rng *rand.Rand) []metricsMaker {
 	seed := func() uint64 { return rng.Uint64() | 1 }
 	cand := sketch.CountMinConfig{Rows: 3, Width: 512, Candidates: 24}
 	seeded := func(cfg sketch.CountMinConfig) sketch.CountMinConfig { cfg.Seed = seed(); return cfg }
 	markers := len(metricsPrefixes)
-	type maker struct {
-		name  string
-		make  func(path string) error
-		names bool // the structure names are crafted too
-	}
-	makers := []maker{
+	return []metricsMaker{
 		{name: "candidates-countmin", make: func(p string) error {
 			c, err := sketch.OpenCountMin(sketch.Path(p), seeded(cand))
 			if err == nil {
@@ -158,82 +189,83 @@ func makeMetricsSpecimens(dir string, rng *rand.Rand) ([]specimen, error) {
 			return closeAfter(w, err)
 		}},
 		{name: "candidates-arena", names: true, make: func(p string) error {
-			a, err := sketch.OpenArena(sketch.Path(p), sketch.ArenaConfig{Size: 1 << 20, Seed: seed()})
-			if err != nil {
-				return err
-			}
-			defer a.Close()
-			c, err := sketch.OpenCountMin(a.Place(markerName(0)), cand)
-			if err == nil {
-				err = feedCandidates(addNOf[uint64](c), markers)
-				c.Close()
-			}
-			if err != nil {
-				return err
-			}
-			w, err := sketch.OpenCountMinWindow(a.Place(markerName(1)), sketch.CountMinWindowConfig{Window: sketch.Window{Keep: 2}, CountMin: cand})
-			if err == nil {
-				err = feedCandidates(addNOf[uint64](w), markers)
-				w.Close()
-			}
-			if err != nil {
-				return err
-			}
-			for i := 2; i < len(metricsNames); i++ {
-				b, err := sketch.OpenBloom(a.Place(markerName(i)), sketch.BloomConfig{Capacity: 100, FPRate: 0.01})
-				if err != nil {
-					return err
-				}
-				b.Close()
-			}
-			return nil
+			return makeCandidatesArena(p, cand, seed(), markers)
 		}},
 	}
-	var out []specimen
-	for _, m := range makers {
-		path := filepath.Join(dir, m.name)
-		os.Remove(path)
-		if err := m.make(path); err != nil {
-			return nil, fmt.Errorf("specimen %s: %w", m.name, err)
-		}
-		data, err := os.ReadFile(path)
-		if err != nil {
-			return nil, err
-		}
-		var hot []span
-		if m.name != "candidates-keybytes8" {
-			for i, with := range metricsPrefixes {
-				at := patchAll(data, markerKey(i)[:sketch.DefaultCandidateKeyBytes], with)
-				if len(at) == 0 {
-					return nil, fmt.Errorf("specimen %s: marker key %d is in no candidate slot", m.name, i)
-				}
-				for _, a := range at {
-					hot = append(hot, craftedSpan(a))
-				}
-			}
-		}
-		if m.names {
-			for i, with := range metricsNames {
-				at := patchAll(data, []byte(markerName(i)), with)
-				if len(at) != 1 {
-					return nil, fmt.Errorf("specimen %s: name %q is not in the directory once", m.name, markerName(i))
-				}
-				hot = append(hot, craftedSpan(at[0]))
-			}
-			resum(data)
-		}
-		// Mutations aim at the crafted slots and names as often as at the
-		// header, the directory and the regions' heads.
-		out = append(out, specimen{name: m.name, data: data, hot: append(hotSpans(data), hot...)})
+}
+
+// makeCandidatesArena makes an arena of marker names: a Count-Min sketch
+// and a window fed the marker keys, and Bloom filters.
+func makeCandidatesArena(p string, cand sketch.CountMinConfig, seed uint64, markers int) error {
+	a, err := sketch.OpenArena(sketch.Path(p), sketch.ArenaConfig{Size: 1 << 20, Seed: seed})
+	if err != nil {
+		return err
 	}
-	// The same arena with two structures under one crafted name.
-	dup := append([]byte(nil), out[len(out)-1].data...)
+	defer a.Close()
+	c, err := sketch.OpenCountMin(a.Place(markerName(0)), cand)
+	if err == nil {
+		err = feedCandidates(addNOf[uint64](c), markers)
+		c.Close()
+	}
+	if err != nil {
+		return err
+	}
+	w, err := sketch.OpenCountMinWindow(a.Place(markerName(1)), sketch.CountMinWindowConfig{Window: sketch.Window{Keep: 2}, CountMin: cand})
+	if err == nil {
+		err = feedCandidates(addNOf[uint64](w), markers)
+		w.Close()
+	}
+	if err != nil {
+		return err
+	}
+	for i := 2; i < len(metricsNames); i++ {
+		b, err := sketch.OpenBloom(a.Place(markerName(i)), sketch.BloomConfig{Capacity: 100, FPRate: 0.01})
+		if err != nil {
+			return err
+		}
+		b.Close()
+	}
+	return nil
+}
+
+// craftSpecimen patches the marker keys in data's candidate slots with the
+// crafted prefixes, and the marker names with the crafted names when the
+// maker says so, and returns the spans it patched.
+func craftSpecimen(m metricsMaker, data []byte) ([]span, error) {
+	var hot []span
+	if m.name != "candidates-keybytes8" {
+		for i, with := range metricsPrefixes {
+			at := patchAll(data, markerKey(i)[:sketch.DefaultCandidateKeyBytes], with)
+			if len(at) == 0 {
+				return nil, fmt.Errorf("specimen %s: marker key %d is in no candidate slot", m.name, i)
+			}
+			for _, a := range at {
+				hot = append(hot, craftedSpan(a))
+			}
+		}
+	}
+	if m.names {
+		for i, with := range metricsNames {
+			at := patchAll(data, []byte(markerName(i)), with)
+			if len(at) != 1 {
+				return nil, fmt.Errorf("specimen %s: name %q is not in the directory once", m.name, markerName(i))
+			}
+			hot = append(hot, craftedSpan(at[0]))
+		}
+		resum(data)
+	}
+	return hot, nil
+}
+
+// namedTwice is the crafted arena with two structures under one crafted
+// name.
+func namedTwice(arena specimen) (specimen, error) {
+	dup := append([]byte(nil), arena.data...)
 	at := bytes.Index(dup, append(append([]byte(nil), metricsNames[4]...), 0))
 	if at < 0 {
-		return nil, fmt.Errorf("specimen candidates-arena: crafted name %q is not in the directory", metricsNames[4])
+		return specimen{}, fmt.Errorf("specimen candidates-arena: crafted name %q is not in the directory", metricsNames[4])
 	}
 	copy(dup[at:], metricsNames[5])
 	resum(dup)
-	out = append(out, specimen{name: "candidates-arena-twice", data: dup, hot: out[len(out)-1].hot})
-	return out, nil
+	return specimen{name: "candidates-arena-twice", data: dup, hot: arena.hot}, nil
 }

@@ -42,11 +42,39 @@ func specimenKeys(n int) [][]byte {
 func makeSpecimens(dir string, rng *rand.Rand) ([]specimen, error) {
 	keys := specimenKeys(64)
 	seed := func() uint64 { return rng.Uint64() | 1 }
-	type maker struct {
-		name string
-		make func(path string) error
+	// The makers draw their seeds as they run, in this order.
+	var makers []specimenMaker
+	makers = append(makers, plainMakers(keys, seed)...)
+	makers = append(makers, windowMakers(keys, seed)...)
+	makers = append(makers, largeMakers(keys, seed)...)
+	var out []specimen
+	for _, m := range makers {
+		path := filepath.Join(dir, m.name)
+		if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return nil, err // a -dir used before: make the file anew
+		}
+		if err := m.make(path); err != nil {
+			return nil, fmt.Errorf("specimen %s: %w", m.name, err)
+		}
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, specimen{name: m.name, data: data, hot: hotSpans(data)})
 	}
-	makers := []maker{
+	return out, nil
+}
+
+// A specimenMaker writes the specimen name at path.
+type specimenMaker struct {
+	name string
+	make func(path string) error
+}
+
+// plainMakers are the specimens of the kinds without a window: empty, with
+// adds, frozen.
+func plainMakers(keys [][]byte, seed func() uint64) []specimenMaker {
+	return []specimenMaker{
 		{"countmin-empty", func(p string) error {
 			return closeAfter(sketch.OpenCountMin(sketch.Path(p), sketch.CountMinConfig{Rows: 2, Width: 64, Seed: seed()}))
 		}},
@@ -100,6 +128,13 @@ func makeSpecimens(dir string, rng *rand.Rand) ([]specimen, error) {
 			}
 			return closeAfter(b, err)
 		}},
+	}
+}
+
+// windowMakers are the windows' specimens: turned by Rotate, by the clock,
+// and frozen.
+func windowMakers(keys [][]byte, seed func() uint64) []specimenMaker {
+	return []specimenMaker{
 		{"countminwindow-rotate", func(p string) error {
 			w, err := sketch.OpenCountMinWindow(sketch.Path(p), sketch.CountMinWindowConfig{Window: sketch.Window{Keep: 3}, CountMin: sketch.CountMinConfig{Rows: 2, Width: 128, Seed: seed()}})
 			for i := 0; err == nil && i < 5; i++ {
@@ -148,6 +183,12 @@ func makeSpecimens(dir string, rng *rand.Rand) ([]specimen, error) {
 			}
 			return closeAfter(w, err)
 		}},
+	}
+}
+
+// largeMakers are the large specimens and the arenas.
+func largeMakers(keys [][]byte, seed func() uint64) []specimenMaker {
+	return []specimenMaker{
 		// Past the L2 cache (1 MiB when it cannot be read), so that the cgo
 		// build's batches run in the C core.
 		{"countmin-large", func(p string) error {
@@ -177,22 +218,6 @@ func makeSpecimens(dir string, rng *rand.Rand) ([]specimen, error) {
 		{"arena-all", func(p string) error { return makeArena(p, keys, seed(), false) }},
 		{"arena-frozen", func(p string) error { return makeArena(p, keys, seed(), true) }},
 	}
-	var out []specimen
-	for _, m := range makers {
-		path := filepath.Join(dir, m.name)
-		if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return nil, err // a -dir used before: make the file anew
-		}
-		if err := m.make(path); err != nil {
-			return nil, fmt.Errorf("specimen %s: %w", m.name, err)
-		}
-		data, err := os.ReadFile(path)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, specimen{name: m.name, data: data, hot: hotSpans(data)})
-	}
-	return out, nil
 }
 
 // makeArena fills an arena with one structure of each kind, windows of

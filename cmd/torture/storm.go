@@ -77,57 +77,97 @@ func runStorm(dir string, builds []build, cfg stormConfig) (stormResult, error) 
 	if err != nil {
 		return res, err
 	}
-
-	type running struct {
-		c     *child
-		stdin io.WriteCloser
-		out   bytes.Buffer
+	checkers, err := startStormCheckers(dir, builds, cfg.workers)
+	if err != nil {
+		return res, err
 	}
-	checkers := make([]*running, len(builds))
-	for i, b := range builds {
-		r := &running{}
-		pr, pw := io.Pipe()
-		r.stdin = pw
-		c, err := startChild(b, pr, &r.out, "checker", "-dir", dir, "-slots", strconv.Itoa(cfg.workers))
-		if err != nil {
-			return res, err
-		}
-		r.c = c
-		checkers[i] = r
-	}
-
 	began := time.Now()
-	for time.Since(began) < cfg.duration {
-		time.Sleep(cfg.gap/2 + rand.N(cfg.gap))
-		if err := workers.restartExited(); err != nil {
-			return res, err
-		}
-		slot := rng.IntN(len(workers.workers))
-		workers.kill(slot)
-		res.kills++
-		if err := workers.start(slot); err != nil {
-			return res, err
-		}
+	if err := killStorm(workers, cfg, rng, began, &res); err != nil {
+		return res, err
 	}
 	workers.stop()
 	res.failures, res.firstFailure = workers.failures, workers.firstFailure
 	res.elapsed = time.Since(began)
 
+	if res.checkers, err = finishStormCheckers(checkers); err != nil {
+		return res, err
+	}
+	if err := sumStormRecords(dir, &res); err != nil {
+		return res, err
+	}
+	res.rotations = [2]uint64{s.cmw.Current(), s.bw.Current()}
+	res.clockTurns = [2]uint64{s.cmc.Current() - clockFrom[0], s.bwc.Current() - clockFrom[1]}
+	return res, nil
+}
+
+// A stormChecker is a checker child of the storm: it checks until its
+// standard input closes, then prints its result.
+type stormChecker struct {
+	c     *child
+	stdin io.WriteCloser
+	out   bytes.Buffer
+}
+
+// startStormCheckers starts a checker of each build on the storm's files.
+func startStormCheckers(dir string, builds []build, workers int) ([]*stormChecker, error) {
+	checkers := make([]*stormChecker, len(builds))
+	for i, b := range builds {
+		r := &stormChecker{}
+		pr, pw := io.Pipe()
+		r.stdin = pw
+		c, err := startChild(b, pr, &r.out, "checker", "-dir", dir, "-slots", strconv.Itoa(workers))
+		if err != nil {
+			return nil, err
+		}
+		r.c = c
+		checkers[i] = r
+	}
+	return checkers, nil
+}
+
+// killStorm kills a random worker every gap/2 to 3*gap/2 and restarts it
+// in its slot, until cfg.duration after began.
+func killStorm(workers *workerPool, cfg stormConfig, rng *rand.Rand, began time.Time, res *stormResult) error {
+	for time.Since(began) < cfg.duration {
+		time.Sleep(cfg.gap/2 + rand.N(cfg.gap))
+		if err := workers.restartExited(); err != nil {
+			return err
+		}
+		slot := rng.IntN(len(workers.workers))
+		workers.kill(slot)
+		res.kills++
+		if err := workers.start(slot); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// finishStormCheckers closes the checkers' standard input, which has them
+// make their final pass, and reads their results.
+func finishStormCheckers(checkers []*stormChecker) ([]checkerResult, error) {
+	var out []checkerResult
 	for _, r := range checkers {
 		r.stdin.Close()
 		if err := r.c.wait(); err != nil {
-			return res, fmt.Errorf("checker: %w", err)
+			return out, fmt.Errorf("checker: %w", err)
 		}
 		var cr checkerResult
 		if err := json.Unmarshal(r.out.Bytes(), &cr); err != nil {
-			return res, fmt.Errorf("checker result %q: %w", r.out.String(), err)
+			return out, fmt.Errorf("checker result %q: %w", r.out.String(), err)
 		}
-		res.checkers = append(res.checkers, cr)
+		out = append(out, cr)
 	}
-	for slot := 0; slot < cfg.workers; slot++ {
+	return out, nil
+}
+
+// sumStormRecords adds up the workers' records: the calls that returned,
+// the removes and the merges.
+func sumStormRecords(dir string, res *stormResult) error {
+	for slot := 0; slot < res.cfg.workers; slot++ {
 		r, err := openRecord(recordPath(dir, slot))
 		if err != nil {
-			return res, err
+			return err
 		}
 		res.calls += r.calls()
 		res.removes += r.removes()
@@ -136,7 +176,5 @@ func runStorm(dir string, builds []build, cfg stormConfig) (stormResult, error) 
 		}
 		r.close()
 	}
-	res.rotations = [2]uint64{s.cmw.Current(), s.bw.Current()}
-	res.clockTurns = [2]uint64{s.cmc.Current() - clockFrom[0], s.bwc.Current() - clockFrom[1]}
-	return res, nil
+	return nil
 }

@@ -34,6 +34,15 @@ func stormRows(r stormResult) []row {
 		violations: r.failures,
 		figure:     fmt.Sprintf("%d calls returned in %s (%.0f kills/s)%s", r.calls, r.elapsed.Round(time.Second), perSec, note(r.firstFailure)),
 	}}
+	for f := 0; f < fields; f++ {
+		rows = append(rows, promiseRow(r, f, passes))
+	}
+	return append(rows, checkRow(r, passes), controlRow(r))
+}
+
+// promiseRow is the row of the promise of field f: no answer below the
+// records.
+func promiseRow(r stormResult, f, passes int) row {
 	promise := [fields]string{
 		"Count-Min: no estimate below returned adds",
 		"Bloom: no false negative",
@@ -44,35 +53,37 @@ func stormRows(r stormResult) []row {
 		fmt.Sprintf("Count-Min window (clock, %s): no estimate below returned adds of the periods covered", stormClockWindow.Period),
 		fmt.Sprintf("Bloom window (clock, %s): no false negative for an add in a period covered", stormClockWindow.Period),
 	}
-	for f := 0; f < fields; f++ {
-		low, asked, uncovered, backed, first := 0, 0, 0, 0, ""
-		for _, c := range r.checkers {
-			low += c.Low[f]
-			asked += c.Asked[f]
-			uncovered += c.Uncovered[f]
-			backed += c.Backed[f]
-			if first == "" && c.Low[f] > 0 {
-				first = c.FirstProblem
-			}
+	low, asked, uncovered, backed, first := 0, 0, 0, 0, ""
+	for _, c := range r.checkers {
+		low += c.Low[f]
+		asked += c.Asked[f]
+		uncovered += c.Uncovered[f]
+		backed += c.Backed[f]
+		if first == "" && c.Low[f] > 0 {
+			first = c.FirstProblem
 		}
-		var extra string
-		switch {
-		case f == fieldCountingBloom:
-			extra = fmt.Sprintf(" (%d removes of the workers' own adds, %d merges)", r.removes, r.merges[f])
-		case f < plainFields:
-			extra = fmt.Sprintf(" (%d merges)", r.merges[f])
-		case f < fieldCountMinClock:
-			extra = fmt.Sprintf(" (%d of real keys with an add in a period covered, %d with no period certainly covered), %d rotations", backed, uncovered, r.rotations[f-plainFields])
-		default:
-			extra = fmt.Sprintf(" (%d of real keys with an add in a period covered, %d with no period certainly covered), %d periods turned", backed, uncovered, r.clockTurns[f-fieldCountMinClock])
-		}
-		rows = append(rows, row{
-			test:       promise[f],
-			runs:       fmt.Sprintf("%d passes", passes),
-			violations: low,
-			figure:     fmt.Sprintf("%d answers checked%s, both backends%s", asked, extra, note(first)),
-		})
 	}
+	var extra string
+	switch {
+	case f == fieldCountingBloom:
+		extra = fmt.Sprintf(" (%d removes of the workers' own adds, %d merges)", r.removes, r.merges[f])
+	case f < plainFields:
+		extra = fmt.Sprintf(" (%d merges)", r.merges[f])
+	case f < fieldCountMinClock:
+		extra = fmt.Sprintf(" (%d of real keys with an add in a period covered, %d with no period certainly covered), %d rotations", backed, uncovered, r.rotations[f-plainFields])
+	default:
+		extra = fmt.Sprintf(" (%d of real keys with an add in a period covered, %d with no period certainly covered), %d periods turned", backed, uncovered, r.clockTurns[f-fieldCountMinClock])
+	}
+	return row{
+		test:       promise[f],
+		runs:       fmt.Sprintf("%d passes", passes),
+		violations: low,
+		figure:     fmt.Sprintf("%d answers checked%s, both backends%s", asked, extra, note(first)),
+	}
+}
+
+// checkRow is the row of the checkers' Count-Min Check and Inspect calls.
+func checkRow(r stormResult, passes int) row {
 	clean, torn, other, inspectErrs, first := 0, 0, 0, 0, ""
 	for _, c := range r.checkers {
 		clean += c.CheckClean
@@ -83,12 +94,17 @@ func stormRows(r stormResult) []row {
 			first = c.FirstProblem
 		}
 	}
-	rows = append(rows, row{
+	return row{
 		test:       "Count-Min Check: torn adds only; Inspect: no corruption",
 		runs:       fmt.Sprintf("%d checks", clean+torn+other),
 		violations: other + inspectErrs,
 		figure:     fmt.Sprintf("%d clean, %d ErrTornAdd, %d Inspect calls%s", clean, torn, passes*len(stormFileNames()), note(first)),
-	})
+	}
+}
+
+// controlRow is the negative control's row: a checker that did not catch
+// it is a violation.
+func controlRow(r stormResult) row {
 	missed := 0
 	var caught []string
 	for _, c := range r.checkers {
@@ -101,13 +117,12 @@ func stormRows(r stormResult) []row {
 		}
 		caught = append(caught, c.Backend+" "+strings.Join(per, "/"))
 	}
-	rows = append(rows, row{
+	return row{
 		test:       "negative control: every checker catches fake adds",
 		runs:       fmt.Sprintf("%d checkers x %d kinds", len(r.checkers), fields),
 		violations: missed,
 		figure:     fmt.Sprintf("final pass caught (CM/Bloom/CBF/HLL/CMW/BW/CMW clock/BW clock) of %d keys: %s", controlKeys, strings.Join(caught, ", ")),
-	})
-	return rows
+	}
 }
 
 func note(s string) string {

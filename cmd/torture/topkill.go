@@ -210,73 +210,97 @@ func runHHWorker(dir string, slot int, seed uint64) error {
 	}
 	ts := f.targets()
 	rng := rand.New(rand.NewPCG(seed, uint64(slot)))
-	batch := make([][]byte, 0, 64)
-	idx := make([]int, 0, 64)
-	one := make([]int, 1)
-	quiet := func() int { return hhLoudKeys + rng.IntN(realKeys-hhLoudKeys) }
+	a := &hhAdder{rec: rec, rng: rng, phase: phase, batch: make([][]byte, 0, 64), idx: make([]int, 0, 64), one: make([]int, 1)}
 	for {
 		t := ts[rng.IntN(2)]
 		var err error
 		if rng.IntN(2) == 0 {
-			k := rng.IntN(hhLoudKeys)
-			if atomic.LoadUint64(&phase[0]) == 0 && (k == hhEven || k == hhEights || k == hhLong) {
-				k = hhSingle
-			}
-			one[0] = k
-			key := hhKeyTable[k]
-			switch k {
-			case hhSingle:
-				if rng.IntN(2) == 0 {
-					err = t.do(rec, func() error { return t.add(key) }, one, 1)
-				} else {
-					err = t.do(rec, func() error { return t.addStr(string(key)) }, one, 1)
-				}
-			case hhEven:
-				w := 2 * (1 + rng.Uint64N(3))
-				err = t.do(rec, func() error { return t.addN(key, w) }, one, w)
-			case hhEights:
-				w := 8 * (1 + rng.Uint64N(8))
-				err = t.do(rec, func() error { return t.addN(key, w) }, one, w)
-			case hhAnyWeight:
-				w := 1 + rng.Uint64N(9)
-				err = t.do(rec, func() error { return t.addN(key, w) }, one, w)
-			case hhBatched:
-				batch, idx = batch[:0], idx[:0]
-				for n := 8 + rng.IntN(25); n > 0; n-- {
-					q := quiet()
-					if n%6 == 0 {
-						q = hhBatched
-					}
-					batch, idx = append(batch, hhKeyTable[q]), append(idx, q)
-				}
-				err = t.do(rec, func() error { return t.batch(batch) }, idx, 1)
-			case hhLong:
-				w := 2 * (1 + rng.Uint64N(2))
-				err = t.do(rec, func() error { return t.addN(key, w) }, one, w)
-			}
+			err = a.loud(t)
 		} else {
-			k := quiet()
-			one[0] = k
-			key := hhKeyTable[k]
-			switch rng.IntN(3) {
-			case 0:
-				err = t.do(rec, func() error { return t.add(key) }, one, 1)
-			case 1:
-				w := 1 + rng.Uint64N(9)
-				err = t.do(rec, func() error { return t.addN(key, w) }, one, w)
-			default:
-				batch, idx = batch[:0], idx[:0]
-				for n := 8 + rng.IntN(57); n > 0; n-- {
-					q := quiet()
-					batch, idx = append(batch, hhKeyTable[q]), append(idx, q)
-				}
-				err = t.do(rec, func() error { return t.batch(batch) }, idx, 1)
-			}
+			err = a.quiet(t)
 		}
 		if err != nil {
 			return fmt.Errorf("heavy hitters add (field %d): %w", t.field, err)
 		}
 		rec.returned()
+	}
+}
+
+// An hhAdder is a heavy-hitters worker's calls: each recorded once it
+// returned.
+type hhAdder struct {
+	rec   *record
+	rng   *rand.Rand
+	phase []uint64 // phase[0] is 1 once the first odd adds were made
+	batch [][]byte
+	idx   []int
+	one   []int
+}
+
+// quietKey is one of the quiet keys.
+func (a *hhAdder) quietKey() int { return hhLoudKeys + a.rng.IntN(realKeys-hhLoudKeys) }
+
+// loud adds a loud key in its own way; the keys whose odd adds the
+// supervisor makes first are a single add until it did.
+func (a *hhAdder) loud(t hhTarget) error {
+	rng, rec, one := a.rng, a.rec, a.one
+	k := rng.IntN(hhLoudKeys)
+	if atomic.LoadUint64(&a.phase[0]) == 0 && (k == hhEven || k == hhEights || k == hhLong) {
+		k = hhSingle
+	}
+	one[0] = k
+	key := hhKeyTable[k]
+	switch k {
+	case hhSingle:
+		if rng.IntN(2) == 0 {
+			return t.do(rec, func() error { return t.add(key) }, one, 1)
+		}
+		return t.do(rec, func() error { return t.addStr(string(key)) }, one, 1)
+	case hhEven:
+		w := 2 * (1 + rng.Uint64N(3))
+		return t.do(rec, func() error { return t.addN(key, w) }, one, w)
+	case hhEights:
+		w := 8 * (1 + rng.Uint64N(8))
+		return t.do(rec, func() error { return t.addN(key, w) }, one, w)
+	case hhAnyWeight:
+		w := 1 + rng.Uint64N(9)
+		return t.do(rec, func() error { return t.addN(key, w) }, one, w)
+	case hhBatched:
+		a.batch, a.idx = a.batch[:0], a.idx[:0]
+		for n := 8 + rng.IntN(25); n > 0; n-- {
+			q := a.quietKey()
+			if n%6 == 0 {
+				q = hhBatched
+			}
+			a.batch, a.idx = append(a.batch, hhKeyTable[q]), append(a.idx, q)
+		}
+		return t.do(rec, func() error { return t.batch(a.batch) }, a.idx, 1)
+	case hhLong:
+		w := 2 * (1 + rng.Uint64N(2))
+		return t.do(rec, func() error { return t.addN(key, w) }, one, w)
+	}
+	return nil
+}
+
+// quiet adds quiet keys: Add, AddN of 1 to 9, or a batch.
+func (a *hhAdder) quiet(t hhTarget) error {
+	rng, rec, one := a.rng, a.rec, a.one
+	k := a.quietKey()
+	one[0] = k
+	key := hhKeyTable[k]
+	switch rng.IntN(3) {
+	case 0:
+		return t.do(rec, func() error { return t.add(key) }, one, 1)
+	case 1:
+		w := 1 + rng.Uint64N(9)
+		return t.do(rec, func() error { return t.addN(key, w) }, one, w)
+	default:
+		a.batch, a.idx = a.batch[:0], a.idx[:0]
+		for n := 8 + rng.IntN(57); n > 0; n-- {
+			q := a.quietKey()
+			a.batch, a.idx = append(a.batch, hhKeyTable[q]), append(a.idx, q)
+		}
+		return t.do(rec, func() error { return t.batch(a.batch) }, a.idx, 1)
 	}
 }
 
@@ -323,14 +347,9 @@ func runTopKill(s setting, cfg hhConfig) (hhResult, error) {
 		return res, err
 	}
 	defer f.close()
-	claim := func() { // the controls' window claims, in the window's current period
-		p := f.cmw.Current()
-		control.raiseWindow(fieldCountMinWindow, hhGhost, p, maxWeight)
-		control.raiseWindow(fieldCountMinWindow, hhControl, p, maxWeight)
-	}
 	control.raise(fieldCountMin, hhGhost, hhControlHuge)
 	control.raise(fieldCountMin, hhControl, hhControlHuge)
-	claim()
+	claimWindow(control, f)
 
 	rng := rand.New(rand.NewPCG(cfg.seed, 29))
 	workers, err := startPool(s.builds, cfg.workers, func(slot int) []string {
@@ -355,45 +374,10 @@ func runTopKill(s setting, cfg hhConfig) (hhResult, error) {
 		}
 	}()
 
-	ts := f.targets()
-	began, turned := time.Now(), time.Now()
-	firstDone := false
-	for time.Since(began) < cfg.duration {
-		time.Sleep(cfg.gap/2 + rand.N(cfg.gap))
-		if err := workers.restartExited(); err != nil {
-			return res, err
-		}
-		slot := rng.IntN(len(workers.workers))
-		workers.kill(slot)
-		res.kills++
-		if err := workers.start(slot); err != nil {
-			return res, err
-		}
-		if !firstDone && time.Since(began) > cfg.duration/4 {
-			for _, k := range hhFirstOdd {
-				w := 65 + 2*rng.Uint64N(32)
-				for _, t := range ts {
-					if err := t.do(firstRec, func() error { return t.addN(hhKeyTable[k], w) }, []int{k}, w); err != nil {
-						return res, err
-					}
-				}
-			}
-			atomic.StoreUint64(&phase[0], 1)
-			firstDone = true
-		}
-		w := 256 + rng.Uint64N(256)
-		for _, t := range ts {
-			if err := t.addN(hhKeyTable[hhControl], w); err != nil {
-				return res, fmt.Errorf("control add: %w", err)
-			}
-		}
-		if time.Since(turned) >= cfg.rotate {
-			if err := f.cmw.Rotate(); err != nil {
-				return res, fmt.Errorf("rotate: %w", err)
-			}
-			claim()
-			turned = time.Now()
-		}
+	d := &hhDrive{cfg: cfg, f: f, ts: f.targets(), control: control, firstRec: firstRec, phase: phase, rng: rng}
+	began := time.Now()
+	if err := d.run(workers, &res, began); err != nil {
+		return res, err
 	}
 	workers.stop()
 	finished = true
@@ -411,6 +395,82 @@ func runTopKill(s setting, cfg hhConfig) (hhResult, error) {
 		res.checkers = append(res.checkers, cr)
 	}
 	return res, nil
+}
+
+// claimWindow raises the controls' window claims, in the window's
+// current period.
+func claimWindow(control *record, f *hhFiles) {
+	p := f.cmw.Current()
+	control.raiseWindow(fieldCountMinWindow, hhGhost, p, maxWeight)
+	control.raiseWindow(fieldCountMinWindow, hhControl, p, maxWeight)
+}
+
+// An hhDrive is the supervisor's own side of the part while the workers
+// run: the kills, its first odd adds, the control's adds and the turns.
+type hhDrive struct {
+	cfg               hhConfig
+	f                 *hhFiles
+	ts                [2]hhTarget
+	control, firstRec *record
+	phase             []uint64
+	rng               *rand.Rand
+}
+
+// run kills and restarts a worker every few tens of milliseconds until
+// cfg.duration after began, adding the first odd weights a quarter in,
+// the control's adds each time, and turning the window every cfg.rotate.
+func (d *hhDrive) run(workers *workerPool, res *hhResult, began time.Time) error {
+	cfg, rng := d.cfg, d.rng
+	turned := time.Now()
+	firstDone := false
+	for time.Since(began) < cfg.duration {
+		time.Sleep(cfg.gap/2 + rand.N(cfg.gap))
+		if err := workers.restartExited(); err != nil {
+			return err
+		}
+		slot := rng.IntN(len(workers.workers))
+		workers.kill(slot)
+		res.kills++
+		if err := workers.start(slot); err != nil {
+			return err
+		}
+		if !firstDone && time.Since(began) > cfg.duration/4 {
+			if err := d.addFirstOdd(); err != nil {
+				return err
+			}
+			firstDone = true
+		}
+		w := 256 + rng.Uint64N(256)
+		for _, t := range d.ts {
+			if err := t.addN(hhKeyTable[hhControl], w); err != nil {
+				return fmt.Errorf("control add: %w", err)
+			}
+		}
+		if time.Since(turned) >= cfg.rotate {
+			if err := d.f.cmw.Rotate(); err != nil {
+				return fmt.Errorf("rotate: %w", err)
+			}
+			claimWindow(d.control, d.f)
+			turned = time.Now()
+		}
+	}
+	return nil
+}
+
+// addFirstOdd makes the first odd weights of the keys that get them,
+// recorded in the supervisor's own record, then tells the workers they
+// may add them too.
+func (d *hhDrive) addFirstOdd() error {
+	for _, k := range hhFirstOdd {
+		w := 65 + 2*d.rng.Uint64N(32)
+		for _, t := range d.ts {
+			if err := t.do(d.firstRec, func() error { return t.addN(hhKeyTable[k], w) }, []int{k}, w); err != nil {
+				return err
+			}
+		}
+	}
+	atomic.StoreUint64(&d.phase[0], 1)
+	return nil
 }
 
 // A runningChecker is a checker child that checks until its standard

@@ -32,11 +32,11 @@ func runWorker(dir string, slot int, seed uint64) error {
 		refreshWindowControl(control, s) // a rotator killed after a turn left it one behind
 	}
 	var mg merger
-	rng := rand.New(rand.NewPCG(seed, uint64(slot)))
-	batch := make([][]byte, 0, 64)
-	idx := make([]int, 0, 64)
+	w := &stormWorker{s: s, rec: rec, clock: clock, rng: rand.New(rand.NewPCG(seed, uint64(slot))),
+		batch: make([][]byte, 0, 64), idx: make([]int, 0, 64)}
+	rng := w.rng
 	for {
-		if batch, idx, err = mg.maybeMerge(rng, s, rec, batch, idx); err != nil {
+		if w.batch, w.idx, err = mg.maybeMerge(rng, s, rec, w.batch, w.idx); err != nil {
 			return err
 		}
 		if control != nil && rng.IntN(rotateOneIn) == 0 {
@@ -45,89 +45,138 @@ func runWorker(dir string, slot int, seed uint64) error {
 			}
 		}
 		key := rng.IntN(realKeys)
-		switch op := rng.IntN(14); op {
-		case 0:
-			if _, err := s.cms.Add(keyTable[key]); err != nil {
-				return fmt.Errorf("count-min add: %w", err)
-			}
-			rec.raise(fieldCountMin, key, 1)
-		case 1:
-			w := 1 + rng.Uint64N(9)
-			if _, err := s.cms.AddN(keyTable[key], w); err != nil {
-				return fmt.Errorf("count-min add %d: %w", w, err)
-			}
-			rec.raise(fieldCountMin, key, w)
-		case 2:
-			batch, idx = pickBatch(rng, batch, idx)
-			if err := s.cms.AddBatch(batch, nil); err != nil {
-				return fmt.Errorf("count-min batch: %w", err)
-			}
-			for _, k := range idx {
-				rec.raise(fieldCountMin, k, 1)
-			}
-		case 3:
-			if _, err := s.bf.Add(keyTable[key]); err != nil {
-				return fmt.Errorf("bloom add: %w", err)
-			}
-			rec.mark(fieldBloom, key)
-		case 4:
-			batch, idx = pickBatch(rng, batch, idx)
-			if err := s.bf.AddBatch(batch, nil); err != nil {
-				return fmt.Errorf("bloom batch: %w", err)
-			}
-			for _, k := range idx {
-				rec.mark(fieldBloom, k)
-			}
-		case 5:
-			if _, err := s.cbf.Add(keyTable[key]); err != nil {
-				return fmt.Errorf("counting bloom add: %w", err)
-			}
-			rec.raise(fieldCountingBloom, key, 1)
-		case 6:
-			batch, idx = pickBatch(rng, batch, idx)
-			if err := s.cbf.AddBatch(batch, nil); err != nil {
-				return fmt.Errorf("counting bloom add many: %w", err)
-			}
-			for _, k := range idx {
-				rec.raise(fieldCountingBloom, k, 1)
-			}
-		case 7, 8, 9, 10: // a pair of windows: the clock's half the time, in a clock slot
-			wp := s.windowPairs()[0]
-			if clock && rng.IntN(2) == 0 {
-				wp = s.windowPairs()[1]
-			}
-			if batch, idx, err = addToWindow(rng, rec, wp, op-7, key, batch, idx); err != nil {
-				return err
-			}
-		case 12:
-			var err error
-			if key%2 == 0 {
-				err = s.hll.Add(keyTable[key])
-			} else {
-				err = s.hll.AddString(string(keyTable[key]))
-			}
-			if err != nil {
-				return fmt.Errorf("distinct add: %w", err)
-			}
-			rec.mark(fieldDistinct, key)
-		case 13:
-			batch, idx = pickBatch(rng, batch, idx)
-			if err := s.hll.AddBatch(batch); err != nil {
-				return fmt.Errorf("distinct batch: %w", err)
-			}
-			for _, k := range idx {
-				rec.mark(fieldDistinct, k)
-			}
-		case 11: // as many tries as batch adds, but only of the worker's own adds
-			batch, idx = pickBatch(rng, batch, idx)
-			for _, k := range idx {
-				if err := removeOwn(s, rec, k); err != nil {
-					return err
-				}
-			}
+		if err := w.call(rng.IntN(14), key); err != nil {
+			return err
 		}
 		rec.returned()
 	}
+}
+
+// A stormWorker is a storm worker's calls, each recorded once it
+// returned.
+type stormWorker struct {
+	s     *stormFiles
+	rec   *record
+	rng   *rand.Rand
+	clock bool // the worker adds to the clock windows too
+	batch [][]byte
+	idx   []int
+}
+
+// call makes the call op (0 to 13) with key, or a batch of keys.
+func (w *stormWorker) call(op, key int) error {
+	switch {
+	case op <= 2:
+		return w.countMin(op, key)
+	case op <= 6:
+		return w.filter(op, key)
+	case op <= 10: // a pair of windows: the clock's half the time, in a clock slot
+		wp := w.s.windowPairs()[0]
+		if w.clock && w.rng.IntN(2) == 0 {
+			wp = w.s.windowPairs()[1]
+		}
+		var err error
+		w.batch, w.idx, err = addToWindow(w.rng, w.rec, wp, op-7, key, w.batch, w.idx)
+		return err
+	case op == 11: // as many tries as batch adds, but only of the worker's own adds
+		w.batch, w.idx = pickBatch(w.rng, w.batch, w.idx)
+		for _, k := range w.idx {
+			if err := removeOwn(w.s, w.rec, k); err != nil {
+				return err
+			}
+		}
+		return nil
+	default:
+		return w.distinct(op, key)
+	}
+}
+
+// countMin is op 0 to 2: an Add, an AddN of 1 to 9, a batch.
+func (w *stormWorker) countMin(op, key int) error {
+	s, rec := w.s, w.rec
+	switch op {
+	case 0:
+		if _, err := s.cms.Add(keyTable[key]); err != nil {
+			return fmt.Errorf("count-min add: %w", err)
+		}
+		rec.raise(fieldCountMin, key, 1)
+	case 1:
+		n := 1 + w.rng.Uint64N(9)
+		if _, err := s.cms.AddN(keyTable[key], n); err != nil {
+			return fmt.Errorf("count-min add %d: %w", n, err)
+		}
+		rec.raise(fieldCountMin, key, n)
+	default:
+		w.batch, w.idx = pickBatch(w.rng, w.batch, w.idx)
+		if err := s.cms.AddBatch(w.batch, nil); err != nil {
+			return fmt.Errorf("count-min batch: %w", err)
+		}
+		for _, k := range w.idx {
+			rec.raise(fieldCountMin, k, 1)
+		}
+	}
+	return nil
+}
+
+// filter is op 3 to 6: a Bloom Add and batch, a counting Bloom Add and
+// batch.
+func (w *stormWorker) filter(op, key int) error {
+	s, rec := w.s, w.rec
+	switch op {
+	case 3:
+		if _, err := s.bf.Add(keyTable[key]); err != nil {
+			return fmt.Errorf("bloom add: %w", err)
+		}
+		rec.mark(fieldBloom, key)
+	case 4:
+		w.batch, w.idx = pickBatch(w.rng, w.batch, w.idx)
+		if err := s.bf.AddBatch(w.batch, nil); err != nil {
+			return fmt.Errorf("bloom batch: %w", err)
+		}
+		for _, k := range w.idx {
+			rec.mark(fieldBloom, k)
+		}
+	case 5:
+		if _, err := s.cbf.Add(keyTable[key]); err != nil {
+			return fmt.Errorf("counting bloom add: %w", err)
+		}
+		rec.raise(fieldCountingBloom, key, 1)
+	default:
+		w.batch, w.idx = pickBatch(w.rng, w.batch, w.idx)
+		if err := s.cbf.AddBatch(w.batch, nil); err != nil {
+			return fmt.Errorf("counting bloom add many: %w", err)
+		}
+		for _, k := range w.idx {
+			rec.raise(fieldCountingBloom, k, 1)
+		}
+	}
+	return nil
+}
+
+// distinct is op 12 and 13: an Add (AddString for odd keys), a batch.
+func (w *stormWorker) distinct(op, key int) error {
+	s, rec := w.s, w.rec
+	if op == 12 {
+		var err error
+		if key%2 == 0 {
+			err = s.hll.Add(keyTable[key])
+		} else {
+			err = s.hll.AddString(string(keyTable[key]))
+		}
+		if err != nil {
+			return fmt.Errorf("distinct add: %w", err)
+		}
+		rec.mark(fieldDistinct, key)
+		return nil
+	}
+	w.batch, w.idx = pickBatch(w.rng, w.batch, w.idx)
+	if err := s.hll.AddBatch(w.batch); err != nil {
+		return fmt.Errorf("distinct batch: %w", err)
+	}
+	for _, k := range w.idx {
+		rec.mark(fieldDistinct, k)
+	}
+	return nil
 }
 
 // addsToClock reports whether worker slot adds to the clock windows: half
