@@ -1,8 +1,9 @@
 # make test   vet, gofmt, the suite with cgo (-race) and without, the pure-Go
 #             build cross-compiled for arm64, s390x (big-endian) and 32-bit
 #             arm and run under qemu-user, other systems' and 386 builds vetted,
-#             every benchmark once, the bench/ and prom/ modules (prom/'s
-#             scrape checked by promtool), a one-minute torture run (make
+#             every benchmark once, the bench/, prom/ and fleet/ modules
+#             (prom/'s scrape checked by promtool, fleet/ synced through a
+#             real redis-server), a one-minute torture run (make
 #             torture-short). It first installs what is missing beside
 #             Go (make deps); what still cannot run is skipped, one line each
 #             saying why and how to get it: without a C compiler the cgo
@@ -58,9 +59,9 @@ NO_QEMU  = not found; install qemu-user-static, or run make test as root on Debi
 # not run, why and how to get it; under CI=true it fails as well.
 skip = echo "skipped: $(1) ($(2))$(if $(filter true,$(CI)),; CI=true runs everything: failing)"$(if $(filter true,$(CI)), && exit 1)
 
-.PHONY: test deps vet fmt test-cgo test-purego check-prefetch test-cross test-other-os bench-smoke bench-module prom-module torture-short torture torture-build bench bench-report report-deps demo clean
+.PHONY: test deps vet fmt test-cgo test-purego check-prefetch test-cross test-other-os bench-smoke bench-module prom-module fleet-module torture-short torture torture-build bench bench-report report-deps demo clean
 
-test: deps vet fmt test-cgo test-purego check-prefetch test-cross test-other-os bench-smoke bench-module prom-module torture-short
+test: deps vet fmt test-cgo test-purego check-prefetch test-cross test-other-os bench-smoke bench-module prom-module fleet-module torture-short
 
 deps:
 	@.ci/install-deps
@@ -71,7 +72,7 @@ vet: deps
 	CGO_ENABLED=1 $(GO) vet -tags purego $(PKG)
 
 fmt:
-	@out=$$(gofmt -l . | grep -v -e '^bench/' -e '^prom/' || true); \
+	@out=$$(gofmt -l . | grep -v -e '^bench/' -e '^prom/' -e '^fleet/' || true); \
 	if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 
 # The tests that do a quarter of their work under -race (raceScale), at
@@ -150,6 +151,16 @@ prom-module: deps
 	@if ! command -v promtool >/dev/null; then $(call skip,promtool check metrics of the prom/ collector's scrape,promtool not found; install prometheus or run make test as root on Debian); fi
 	cd prom && CGO_ENABLED=0 $(GO) vet ./... && CGO_ENABLED=0 $(GO) test -timeout=$(TIMEOUT) -count=1 ./...
 	$(if $(HAVE_CC),cd prom && CGO_ENABLED=1 $(GO) vet ./... && CGO_ENABLED=1 $(GO) test -timeout=$(TIMEOUT) -race -count=1 ./...,@$(call skip,the prom/ module with cgo,$(NO_CC)))
+
+# The fleet's agent (fleet/: package fleet and the sketch-fleet command)
+# is a module of its own too, for its Redis client: gofmt, vet and its
+# tests both ways, each against a real redis-server the tests start (the
+# tests skip without one, and fail under CI=true).
+fleet-module: deps
+	@out=$$(cd fleet && gofmt -l .); \
+	if [ -n "$$out" ]; then echo "gofmt would change (fleet/):"; echo "$$out"; exit 1; fi
+	cd fleet && CGO_ENABLED=0 $(GO) vet ./... && CGO_ENABLED=0 $(GO) test -timeout=$(TIMEOUT) -count=1 ./...
+	$(if $(HAVE_CC),cd fleet && CGO_ENABLED=1 $(GO) vet ./... && CGO_ENABLED=1 $(GO) test -timeout=$(TIMEOUT) -race -count=1 ./...,@$(call skip,the fleet/ module with cgo,$(NO_CC)))
 
 bench:
 	CGO_ENABLED=1 $(GO) test -timeout=$(TIMEOUT) -run='^$$' -bench='$(BENCH)' -count=$(COUNT) -benchtime=300ms . | tee $(TMP).bench.txt

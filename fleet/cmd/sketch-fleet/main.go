@@ -1,0 +1,118 @@
+// Command sketch-fleet syncs a host's sketch files with the other hosts of
+// a fleet through Redis (package fleet): run one on each host, with the
+// same -fleet and Redis, and every process of every host reads fleet-wide
+// answers from its own files.
+//
+//	sketch-fleet -redis redis://10.0.0.5:6379/0 -fleet gateway [-host NAME] [-interval 1s] FILE...
+//
+// Each FILE is an arena (every structure of it is synced under its name in
+// the arena) or a standalone structure (synced under the file's base
+// name). Structures of kinds not synced yet are named and left out. With
+// -once it runs one round and exits 0 when every structure synced, 1 when
+// one did not; without, it runs rounds until SIGINT or SIGTERM, and logs
+// each change of a structure's state (synced, local, refused) to stderr.
+// Bad arguments exit 2.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/shmsketch/sketch/fleet"
+)
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stderr))
+}
+
+func run(args []string, stderr io.Writer) int {
+	fs := flag.NewFlagSet("sketch-fleet", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	url := fs.String("redis", "redis://127.0.0.1:6379/0", "the fleet's Redis: redis://[user:password@]host:port/db, rediss:// (TLS) or unix:///path/to/socket")
+	name := fs.String("fleet", "", "the fleet's name, the same on every host (required)")
+	hostname, _ := os.Hostname()
+	host := fs.String("host", hostname, "this host's name, unique in the fleet")
+	interval := fs.Duration("interval", time.Second, "time between rounds")
+	timeout := fs.Duration("timeout", 0, "bound of a round's Redis calls (0: the interval)")
+	once := fs.Bool("once", false, "run one round and exit: 0 when every structure synced, 1 otherwise")
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "usage: sketch-fleet -fleet NAME [-redis URL] [-host NAME] [-interval D] [-once] FILE...\n")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if fs.NArg() == 0 || *name == "" {
+		fs.Usage()
+		return 2
+	}
+	opt, err := redis.ParseURL(*url)
+	if err != nil {
+		fmt.Fprintf(stderr, "sketch-fleet: -redis %q: %v\n", *url, err)
+		return 2
+	}
+	client := redis.NewClient(opt)
+	defer client.Close()
+	a, err := fleet.New(fleet.Config{Redis: client, Fleet: *name, Host: *host, Interval: *interval, Timeout: *timeout})
+	if err != nil {
+		fmt.Fprintf(stderr, "sketch-fleet: %v\n", err)
+		return 2
+	}
+	defer a.Close()
+	for _, path := range fs.Args() {
+		if err := a.AddFile(path); errors.Is(err, fleet.ErrNotSynced) {
+			fmt.Fprintf(stderr, "sketch-fleet: %s: %v\n", path, err)
+		} else if err != nil {
+			fmt.Fprintf(stderr, "sketch-fleet: %v\n", err)
+			return 1
+		}
+	}
+	if len(a.Stats().Structures) == 0 {
+		fmt.Fprintf(stderr, "sketch-fleet: nothing to sync (kinds synced: %v)\n", fleet.SyncedKinds())
+		return 1
+	}
+	if *once {
+		if err := a.Sync(context.Background()); err != nil {
+			fmt.Fprintf(stderr, "sketch-fleet: %v\n", err)
+			return 1
+		}
+		return 0
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	go logChanges(ctx, a, *interval, stderr)
+	a.Run(ctx)
+	return 0
+}
+
+// logChanges writes each change of a structure's state, with its error.
+func logChanges(ctx context.Context, a *fleet.Agent, every time.Duration, w io.Writer) {
+	seen := map[string]string{}
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		for _, s := range a.Stats().Structures {
+			if s.State != seen[s.Name] && s.State != fleet.StateIdle {
+				seen[s.Name] = s.State
+				if s.LastError != "" {
+					fmt.Fprintf(w, "sketch-fleet: %s %q: %s: %s\n", s.Kind, s.Name, s.State, s.LastError)
+				} else {
+					fmt.Fprintf(w, "sketch-fleet: %s %q: %s\n", s.Kind, s.Name, s.State)
+				}
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}

@@ -1,0 +1,139 @@
+package main
+
+import (
+	"bytes"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/shmsketch/sketch"
+	"github.com/shmsketch/sketch/fleet/internal/redistest"
+)
+
+// TestRun_Once: two hosts' files (an arena with a distinct count, a Bloom
+// filter and a Count-Min sketch, which is not synced and is named; and a
+// standalone Bloom filter) synced by the command's rounds against a real
+// Redis: after a round of each host and another of the first, both hold
+// each other's keys.
+func TestRun_Once(t *testing.T) {
+	rs := redistest.Start(t)
+	url := "unix://" + rs.Sock
+	var arenas, filters []string
+	for h := range 2 {
+		dir := t.TempDir()
+		path := filepath.Join(dir, "arena")
+		ar, err := sketch.OpenArena(sketch.Path(path), sketch.ArenaConfig{Size: 1 << 22, Seed: 0xa2e4a})
+		if err != nil {
+			t.Fatal(err)
+		}
+		d, err := sketch.OpenDistinct(ar.Place("clients"), sketch.DistinctConfig{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := sketch.OpenBloom(ar.Place("seen"), sketch.BloomConfig{Capacity: 1000, FPRate: 0.01})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cm, err := sketch.OpenCountMin(ar.Place("hits"), sketch.CountMinConfig{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		d.AddString("client-" + string(rune('a'+h)))
+		b.AddString("id-" + string(rune('a'+h)))
+		standalone := filepath.Join(dir, "bans")
+		sb, err := sketch.OpenBloom(sketch.Path(standalone), sketch.BloomConfig{Capacity: 1000, FPRate: 0.01, Seed: 9})
+		if err != nil {
+			t.Fatal(err)
+		}
+		sb.AddString("ban-" + string(rune('a'+h)))
+		for _, c := range []interface{ Close() error }{d, b, cm, sb, ar} {
+			c.Close()
+		}
+		arenas, filters = append(arenas, path), append(filters, standalone)
+	}
+	for _, h := range []int{0, 1, 0} {
+		var stderr bytes.Buffer
+		code := run([]string{"-redis", url, "-fleet", "test", "-host", string(rune('a' + h)), "-once", arenas[h], filters[h]}, &stderr)
+		if code != 0 {
+			t.Fatalf("host %d: exit %d: %s", h, code, stderr.String())
+		}
+		if !strings.Contains(stderr.String(), `"hits" (countmin)`) || !strings.Contains(stderr.String(), "not synced") {
+			t.Errorf("host %d: the Count-Min sketch left out is not named: %s", h, stderr.String())
+		}
+	}
+	for h := range 2 {
+		ar, err := sketch.OpenArena(sketch.Path(arenas[h]), sketch.ArenaConfig{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ar.Close()
+		d, err := sketch.OpenDistinct(ar.Place("clients"), sketch.DistinctConfig{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer d.Close()
+		b, err := sketch.OpenBloom(ar.Place("seen"), sketch.BloomConfig{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer b.Close()
+		sb, err := sketch.OpenBloom(sketch.Path(filters[h]), sketch.BloomConfig{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer sb.Close()
+		if c := d.Count(); c != 2 {
+			t.Errorf("host %d: Count() = %d, want 2 (both hosts' clients)", h, c)
+		}
+		for _, k := range []string{"id-a", "id-b"} {
+			if !b.ContainsString(k) {
+				t.Errorf("host %d: %s not found in the arena's filter", h, k)
+			}
+		}
+		for _, k := range []string{"ban-a", "ban-b"} {
+			if !sb.ContainsString(k) {
+				t.Errorf("host %d: %s not found in the standalone filter", h, k)
+			}
+		}
+	}
+}
+
+// TestRun_Refuses: bad arguments exit 2 with a message; a file that is not
+// a sketch file, or holds only kinds not synced, exits 1; a round that
+// fails (no Redis) exits 1.
+func TestRun_Refuses(t *testing.T) {
+	dir := t.TempDir()
+	cmPath := filepath.Join(dir, "cm")
+	cm, err := sketch.OpenCountMin(sketch.Path(cmPath), sketch.CountMinConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cm.Close()
+	bPath := filepath.Join(dir, "b")
+	b, err := sketch.OpenBloom(sketch.Path(bPath), sketch.BloomConfig{Capacity: 100, FPRate: 0.01})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.Close()
+	for _, c := range []struct {
+		args []string
+		code int
+		says string
+	}{
+		{nil, 2, "usage"},
+		{[]string{"-fleet", "f"}, 2, "usage"},
+		{[]string{bPath}, 2, "usage"},
+		{[]string{"-fleet", "f", "-redis", "ftp://x", bPath}, 2, "-redis"},
+		{[]string{"-fleet", "f\x00", bPath}, 2, "fleet name"},
+		{[]string{"-fleet", "f", "-host", "", bPath}, 2, "host name"},
+		{[]string{"-fleet", "f", "-interval", "-1s", bPath}, 2, "negative"},
+		{[]string{"-fleet", "f", filepath.Join(dir, "missing")}, 1, "missing"},
+		{[]string{"-fleet", "f", cmPath}, 1, "nothing to sync"},
+		{[]string{"-fleet", "f", "-redis", "unix://" + filepath.Join(dir, "no.sock"), "-once", bPath}, 1, "redis"},
+	} {
+		var stderr bytes.Buffer
+		if code := run(c.args, &stderr); code != c.code || !strings.Contains(stderr.String(), c.says) {
+			t.Errorf("sketch-fleet %q: exit %d, %q; want exit %d saying %q", c.args, code, stderr.String(), c.code, c.says)
+		}
+	}
+}

@@ -1,0 +1,410 @@
+// Package fleet syncs the structures of a host's sketch files with the
+// other hosts of a fleet through Redis, so that every process of every
+// host reads fleet-wide answers through the ordinary API, at local cost.
+//
+// An Agent runs on each host. Each round (Sync; Run repeats it) it pushes
+// every structure it was given into the fleet's Redis keys and merges the
+// fleet's state back into the structure's file, in one atomic Redis call a
+// structure:
+//
+//   - a distinct count (sketch.Distinct): its ExportRedis is PFMERGEd into
+//     the fleet's HyperLogLog, which MergeRedis merges back: Count then
+//     counts every key added on any host before that host's last push.
+//   - a Bloom filter (sketch.Bloom): its ExportBits is ORed (BITOP OR) into
+//     the fleet's bits, which MergeBits ORs back: Contains then finds every
+//     key added on any host before that host's last push.
+//
+// Both merges are idempotent (a maximum, an OR), so a push repeated after a
+// kill, a timeout or a Redis failover counts nothing twice, and a Redis that
+// lost its data is refilled by the next round of every host. A failed round
+// changes nothing in the files: each host then answers with what it has,
+// its own adds and the fleet's as of its last round, never less, and its
+// Stats say so (State "local").
+//
+// The guarantee, for a key added on host A and asked on host B: B finds it
+// once a round of A that started after the add and then a round of B have
+// both succeeded. Rounds every Interval bound that to about two intervals
+// when Redis is reachable.
+//
+// Every host of a fleet must create its structures with one config and one
+// seed (sketch.ArenaConfig.Seed, or the config's Seed): the fleet's keys
+// record the kind, shape and a digest of the seed (never the seed), and a
+// structure that does not match is refused (ErrMismatch) before anything
+// of it is written. Redis is trusted as the files are: whoever may write the
+// fleet's keys may add to every host's answers (a key found, a count
+// raised), though never make one panic or read past a structure.
+//
+// The keys of one structure share a Redis Cluster hash tag, {fleet/name},
+// so the agent works on Redis Cluster too.
+package fleet
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/shmsketch/sketch"
+)
+
+// Errors of the agent, for errors.Is.
+var (
+	// ErrMismatch: the fleet's keys hold a structure of another kind,
+	// shape or seed than this host's. Nothing was written to them.
+	ErrMismatch = errors.New("fleet: the fleet's structure differs from this host's")
+	// ErrNotSynced: a structure of a kind the agent does not sync (yet).
+	ErrNotSynced = errors.New("fleet: kind not synced")
+	// ErrInvalidConfig: a Config or a name the agent cannot use.
+	ErrInvalidConfig = errors.New("fleet: invalid config")
+	// ErrClosed: the agent was closed.
+	ErrClosed = errors.New("fleet: agent closed")
+)
+
+// Config is an agent's configuration.
+type Config struct {
+	// Redis is the client of the fleet's Redis: a *redis.Client, a
+	// *redis.ClusterClient or a *redis.Ring, made by the caller, who
+	// closes it after the agent.
+	Redis redis.UniversalClient
+	// Fleet names the fleet: the prefix of every key. Hosts with one
+	// Fleet and one Redis sync with each other.
+	Fleet string
+	// Host names this host, unique in the fleet.
+	Host string
+	// Interval is the time between Run's rounds; 0 means one second.
+	Interval time.Duration
+	// Timeout bounds each round's Redis calls; 0 means Interval.
+	Timeout time.Duration
+}
+
+// Agent syncs structures with the fleet. Its methods may be called from
+// several goroutines; rounds never overlap.
+type Agent struct {
+	cfg Config
+
+	round   sync.Mutex // held by a round
+	mu      sync.Mutex // guards what follows
+	members []*member
+	names   map[string]bool
+	closers []func() error // what the agent opened (AddArena, AddFile)
+	rounds  uint64
+	last    time.Time
+	closed  bool
+}
+
+// member is one synced structure and how a round moves it.
+type member struct {
+	name, kind string
+	meta       string // what the fleet's keys must hold: kind, shape, seed digest
+	op         string // the merge in Redis: "pfmerge" or "or"
+	export     func() ([]byte, error)
+	merge      func([]byte) error
+	stats      StructureStats // guarded by Agent.mu
+}
+
+// New returns an agent for the fleet. It does not talk to Redis until the
+// first round.
+func New(cfg Config) (*Agent, error) {
+	if cfg.Redis == nil {
+		return nil, fmt.Errorf("%w: no Redis client", ErrInvalidConfig)
+	}
+	if err := validName("fleet", cfg.Fleet); err != nil {
+		return nil, err
+	}
+	if err := validName("host", cfg.Host); err != nil {
+		return nil, err
+	}
+	if cfg.Interval < 0 || cfg.Timeout < 0 {
+		return nil, fmt.Errorf("%w: a negative interval or timeout", ErrInvalidConfig)
+	}
+	if cfg.Interval == 0 {
+		cfg.Interval = time.Second
+	}
+	if cfg.Timeout == 0 {
+		cfg.Timeout = cfg.Interval
+	}
+	return &Agent{cfg: cfg, names: map[string]bool{}}, nil
+}
+
+// validName accepts 1 to 200 bytes of printable UTF-8: names go into keys
+// and messages.
+func validName(what, s string) error {
+	if s == "" || len(s) > 200 || !utf8.ValidString(s) || strings.IndexFunc(s, func(r rune) bool { return !unicode.IsPrint(r) }) >= 0 {
+		return fmt.Errorf("%w: %s name %q: want 1 to 200 bytes of printable UTF-8", ErrInvalidConfig, what, s)
+	}
+	return nil
+}
+
+// AddDistinct syncs the distinct count d under name. The fleet's count
+// has d's precision and profile and, in the default profile, its seed.
+// It needs precision 14 (Redis's HyperLogLog).
+func (a *Agent) AddDistinct(name string, d *sketch.Distinct) error {
+	cfg := d.Config()
+	if cfg.Precision != 14 {
+		return fmt.Errorf("%w: distinct count %q of precision %d: Redis's HyperLogLog has precision 14", ErrNotSynced, name, cfg.Precision)
+	}
+	seed := "redis"
+	if !cfg.Redis {
+		seed = seedDigest(d.Seed())
+	}
+	return a.add(&member{
+		name: name, kind: string(sketch.KindDistinct), op: "pfmerge",
+		meta:   fmt.Sprintf("distinct precision=%d seed=%s", cfg.Precision, seed),
+		export: d.ExportRedis, merge: d.MergeRedis,
+	})
+}
+
+// AddBloom syncs the Bloom filter b under name. Every host's filter must
+// have b's capacity, rate and seed.
+func (a *Agent) AddBloom(name string, b *sketch.Bloom) error {
+	cfg := b.Config()
+	return a.add(&member{
+		name: name, kind: string(sketch.KindBloom), op: "or",
+		meta:   fmt.Sprintf("bloom bits=%d hashes=%d capacity=%d fprate=%g seed=%s", b.Bits(), b.Hashes(), cfg.Capacity, cfg.FPRate, seedDigest(b.Seed())),
+		export: b.ExportBits, merge: b.MergeBits,
+	})
+}
+
+func (a *Agent) add(m *member) error {
+	if err := validName("structure", m.name); err != nil {
+		return err
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.closed {
+		return ErrClosed
+	}
+	if a.names[m.name] {
+		return fmt.Errorf("%w: structure %q added twice", ErrInvalidConfig, m.name)
+	}
+	a.names[m.name] = true
+	m.stats = StructureStats{Name: m.name, Kind: m.kind, State: StateIdle}
+	a.members = append(a.members, m)
+	return nil
+}
+
+// seedDigest names a seed in the fleet's keys without telling it: the
+// first 8 bytes of SHA-256 of a fixed prefix and the seed, in hex. Knowing
+// the digest helps find the seed no more than guessing it does.
+func seedDigest(seed uint64) string {
+	var b [8]byte
+	binary.LittleEndian.PutUint64(b[:], seed)
+	sum := sha256.Sum256(append([]byte("sketch fleet seed\x00"), b[:]...))
+	return fmt.Sprintf("%x", sum[:8])
+}
+
+// The states of a structure (and of the agent: the worst of its
+// structures').
+const (
+	// StateIdle: no round has run yet.
+	StateIdle = "idle"
+	// StateSynced: the last round pushed and pulled.
+	StateSynced = "synced"
+	// StateLocal: the last round failed (Redis unreachable, slow, or
+	// refusing): the structure answers with this host's adds and the
+	// fleet's as of its last good round, and the next round retries.
+	StateLocal = "local"
+	// StateRefused: the fleet holds another kind, shape or seed
+	// (ErrMismatch); rounds keep trying, in case the fleet's keys change.
+	StateRefused = "refused"
+)
+
+// StructureStats is what the agent knows of one structure's syncing.
+type StructureStats struct {
+	Name  string `json:"name"`
+	Kind  string `json:"kind"`
+	State string `json:"state"`
+	// LastSync is when the last good round ended (zero before one).
+	LastSync time.Time `json:"last_sync"`
+	// Syncs and Failures count the rounds that pushed and pulled, and
+	// those that did not.
+	Syncs    uint64 `json:"syncs"`
+	Failures uint64 `json:"failures"`
+	// LastError is the last failed round's error, "" after a good one.
+	LastError string `json:"last_error,omitempty"`
+}
+
+// Stats is the agent's state.
+type Stats struct {
+	Fleet string `json:"fleet"`
+	Host  string `json:"host"`
+	// State is the worst of the structures' states (refused, local,
+	// idle, synced), synced when there are none and a round ran.
+	State string `json:"state"`
+	// Rounds counts the rounds run; LastRound is when the last one ended.
+	Rounds     uint64           `json:"rounds"`
+	LastRound  time.Time        `json:"last_round"`
+	Structures []StructureStats `json:"structures"`
+}
+
+// Stats returns the agent's state.
+func (a *Agent) Stats() Stats {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	s := Stats{Fleet: a.cfg.Fleet, Host: a.cfg.Host, Rounds: a.rounds, LastRound: a.last, State: StateSynced}
+	if a.rounds == 0 {
+		s.State = StateIdle
+	}
+	rank := map[string]int{StateSynced: 0, StateIdle: 1, StateLocal: 2, StateRefused: 3}
+	for _, m := range a.members {
+		s.Structures = append(s.Structures, m.stats)
+		if rank[m.stats.State] > rank[s.State] {
+			s.State = m.stats.State
+		}
+	}
+	return s
+}
+
+// pushPull is a round's call for one structure, atomic in Redis: check the
+// fleet's description (KEYS[1]) against this host's (ARGV[1]), and the
+// fleet's bits' length against this host's, writing nothing on a mismatch; merge this host's export (ARGV[2], through the
+// scratch key KEYS[3]) into the fleet's state (KEYS[2]) with ARGV[3]'s
+// merge; return the fleet's state.
+var pushPull = redis.NewScript(`
+local meta = redis.call('GET', KEYS[1])
+if meta and meta ~= ARGV[1] then
+	return {'mismatch', meta}
+end
+if ARGV[3] == 'or' then
+	local n = redis.call('STRLEN', KEYS[2])
+	if n ~= 0 and n ~= string.len(ARGV[2]) then
+		return {'mismatch', 'bits of ' .. n .. ' bytes'}
+	end
+end
+if not meta then
+	redis.call('SET', KEYS[1], ARGV[1])
+end
+redis.call('SET', KEYS[3], ARGV[2])
+if ARGV[3] == 'pfmerge' then
+	redis.call('PFMERGE', KEYS[2], KEYS[3])
+else
+	redis.call('BITOP', 'OR', KEYS[2], KEYS[2], KEYS[3])
+end
+redis.call('DEL', KEYS[3])
+return {'ok', redis.call('GET', KEYS[2])}
+`)
+
+// keys are a structure's keys: its description, the fleet's state, and
+// this host's scratch key, under one hash tag.
+func (a *Agent) keys(m *member) []string {
+	tag := "{" + a.cfg.Fleet + "/" + m.name + "}"
+	return []string{tag + ":meta", tag + ":" + m.op, tag + ":push:" + a.cfg.Host}
+}
+
+// Sync runs one round: every structure is pushed to the fleet and the
+// fleet's state merged back into it. It returns the errors of the
+// structures whose round failed, joined (nil when all succeeded); each
+// structure's state is in Stats.
+func (a *Agent) Sync(ctx context.Context) error {
+	a.round.Lock()
+	defer a.round.Unlock()
+	a.mu.Lock()
+	if a.closed {
+		a.mu.Unlock()
+		return ErrClosed
+	}
+	members := append([]*member(nil), a.members...)
+	a.mu.Unlock()
+
+	ctx, cancel := context.WithTimeout(ctx, a.cfg.Timeout)
+	defer cancel()
+	var errs []error
+	for _, m := range members {
+		err := a.syncOne(ctx, m)
+		a.mu.Lock()
+		st := &m.stats
+		switch {
+		case err == nil:
+			st.State, st.LastSync, st.LastError = StateSynced, time.Now(), ""
+			st.Syncs++
+		case errors.Is(err, ErrMismatch):
+			st.State, st.LastError = StateRefused, err.Error()
+			st.Failures++
+		default:
+			st.State, st.LastError = StateLocal, err.Error()
+			st.Failures++
+		}
+		a.mu.Unlock()
+		if err != nil {
+			errs = append(errs, err)
+		}
+	}
+	a.mu.Lock()
+	a.rounds++
+	a.last = time.Now()
+	a.mu.Unlock()
+	return errors.Join(errs...)
+}
+
+// syncOne pushes and pulls one structure.
+func (a *Agent) syncOne(ctx context.Context, m *member) error {
+	exp, err := m.export()
+	if err != nil {
+		return fmt.Errorf("fleet: %s %q: %w", m.kind, m.name, err)
+	}
+	res, err := pushPull.Run(ctx, a.cfg.Redis, a.keys(m), m.meta, exp, m.op).Slice()
+	if err != nil {
+		return fmt.Errorf("fleet: %s %q: redis: %w", m.kind, m.name, err)
+	}
+	if len(res) != 2 {
+		return fmt.Errorf("fleet: %s %q: redis: a reply of %d values, not 2", m.kind, m.name, len(res))
+	}
+	status, _ := res[0].(string)
+	body, _ := res[1].(string)
+	switch status {
+	case "mismatch":
+		return fmt.Errorf("fleet: %s %q: %w: the fleet's is %q, this host's %q", m.kind, m.name, ErrMismatch, body, m.meta)
+	case "ok":
+	default:
+		return fmt.Errorf("fleet: %s %q: redis: a reply %q not understood", m.kind, m.name, status)
+	}
+	if err := m.merge([]byte(body)); err != nil {
+		return fmt.Errorf("fleet: %s %q: merging the fleet's state: %w", m.kind, m.name, err)
+	}
+	return nil
+}
+
+// Run runs a round every Interval, the first at once, until ctx is done,
+// and returns ctx's error. A failed round is in Stats, and the next one
+// retries.
+func (a *Agent) Run(ctx context.Context) error {
+	t := time.NewTicker(a.cfg.Interval)
+	defer t.Stop()
+	for {
+		if err := a.Sync(ctx); errors.Is(err, ErrClosed) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-t.C:
+		}
+	}
+}
+
+// Close stops the agent: rounds after it return ErrClosed. It closes the
+// structures the agent opened itself (AddArena, AddFile), not those given
+// to it, and waits for a round under way. It is safe to call twice.
+func (a *Agent) Close() error {
+	a.round.Lock()
+	defer a.round.Unlock()
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.closed {
+		return nil
+	}
+	a.closed = true
+	var errs []error
+	for _, c := range a.closers {
+		errs = append(errs, c())
+	}
+	a.closers = nil
+	return errors.Join(errs...)
+}
