@@ -546,11 +546,32 @@ func (b *Bloom) ExportBits() ([]byte, error) {
 	if !b.open.Load() {
 		return nil, b.closedErr("export")
 	}
-	out := make([]byte, b.l.Nwords()*8)
-	for w := range b.l.Nwords() {
-		binary.LittleEndian.PutUint64(out[w*8:], atomic.LoadUint64(b.l.Word(w)))
-	}
+	out := bloomBitsOf(&b.l)
 	return out, b.after("export")
+}
+
+// bloomBitsOf reads l's words once each, little-endian (ExportBits).
+func bloomBitsOf(l *cells.Bloom) []byte {
+	out := make([]byte, l.Nwords()*8)
+	for w := range l.Nwords() {
+		binary.LittleEndian.PutUint64(out[w*8:], atomic.LoadUint64(l.Word(w)))
+	}
+	return out
+}
+
+// orBloomBits ORs bits, as bloomBitsOf gives them, into l (MergeBits).
+func orBloomBits(l *cells.Bloom, bits []byte) error {
+	if uint64(len(bits)) != l.Nwords()*8 {
+		n := l.Nwords() * 64
+		return fmt.Errorf("%w: %d bytes of bits for a filter of %d bits (%d bytes)", ErrIncompatible, len(bits), n, n/8)
+	}
+	for w := range l.Nwords() {
+		v := binary.LittleEndian.Uint64(bits[w*8:])
+		if p := l.Word(w); v != 0 && atomic.LoadUint64(p)&v != v {
+			atomic.OrUint64(p, v)
+		}
+	}
+	return nil
 }
 
 // MergeBits ORs bits, as ExportBits returns them, into the filter: it then
@@ -565,14 +586,8 @@ func (b *Bloom) MergeBits(bits []byte) error {
 	if err := b.refuse("merge"); err != nil {
 		return err
 	}
-	if uint64(len(bits)) != b.l.Nwords()*8 {
-		return b.m.errorf("merge", fmt.Errorf("%w: %d bytes of bits for a filter of %d bits (%d bytes)", ErrIncompatible, len(bits), b.Bits(), b.Bits()/8))
-	}
-	for w := range b.l.Nwords() {
-		s := binary.LittleEndian.Uint64(bits[w*8:])
-		if p := b.l.Word(w); s != 0 && atomic.LoadUint64(p)&s != s {
-			atomic.OrUint64(p, s)
-		}
+	if err := orBloomBits(&b.l, bits); err != nil {
+		return b.m.errorf("merge", err)
 	}
 	return b.after("merge")
 }

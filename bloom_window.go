@@ -644,6 +644,39 @@ func (w *BloomWindow) ContainsCovered(key []byte) (bool, Periods) {
 	return found, w.covered(p)
 }
 
+// ExportPeriods returns the bits of each period's filter that the window
+// holds, newest first: the periods of the window at the current period
+// (Current-Keep+1 to Current) whose slot holds them, as ExportBits gives
+// a filter's. A period's filter ORed across hosts (BITOP OR of each
+// host's export of that period) and merged back (MergePeriod) makes every
+// host's window find every host's keys of that period: what the fleet
+// module does, period by period, for replays caught fleet-wide. The hosts'
+// windows need one config and seed and the same clock (a Period, and no
+// Rotate: Rotate turns one host's periods only). A closed handle is
+// ErrClosed.
+func (w *BloomWindow) ExportPeriods() ([]WindowPeriod, error) {
+	return w.exportPeriods("export", func(s uint64) ([]byte, error) {
+		return bloomBitsOf(&w.slots[s]), nil
+	})
+}
+
+// MergePeriod ORs bits (ExportPeriods' Data of period p, another host's or
+// the fleet's) into the filter of period p, when p is a period of the
+// window now (Current-Keep+1 to Current): afterwards Contains finds the
+// keys of those bits while p stays in the window. Merging is idempotent. A
+// period that left the window or has not begun is not merged (false). The
+// slot of a past period this window never used is claimed for it, as an
+// add claims the current one. Bits of another length are ErrIncompatible,
+// and a merge during which the window turned past p+Keep (a Rotate, or a
+// merge longer than a period) is ErrTimeout: part of p's bits may then
+// show in a later period, as false positives. Adds does not change; a
+// read-only, frozen or closed handle merges nothing.
+func (w *BloomWindow) MergePeriod(p uint64, bits []byte) (bool, error) {
+	return w.mergePeriod("merge", p, func(s uint64) error {
+		return orBloomBits(&w.slots[s], bits)
+	})
+}
+
 // Snapshot is SnapshotCovered without the periods.
 func (w *BloomWindow) Snapshot(at Place, opts ...Option) (*Bloom, error) {
 	b, _, err := w.SnapshotCovered(at, opts...)

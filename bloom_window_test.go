@@ -623,3 +623,89 @@ func TestBloomWindow_Corrupt(t *testing.T) {
 		{"hashes 33", paramSet(3, 33), ErrCorrupt},
 	})
 }
+
+// TestBloomWindow_MergePeriod: one host's periods, exported and merged
+// into another host's window of the same config and seed, make it find
+// the first host's keys in their periods, and only while those periods
+// stay in the window: byte for byte the first host's filters, merging
+// again changes nothing, a period outside the window is not merged, and a
+// past period the second window never used is claimed for the merge.
+func TestBloomWindow_MergePeriod(t *testing.T) {
+	cfg := BloomWindowConfig{Window: Window{Keep: 3}, Bloom: BloomConfig{Capacity: 1000, FPRate: 0.001, Seed: 0xf1ee7}}
+	a := mustIn(t, OpenBloomWindow, Memory(), cfg)
+	b := mustIn(t, OpenBloomWindow, Memory(), cfg)
+	mustNoErr := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, err := a.AddString("in-0")
+	mustNoErr(err)
+	mustNoErr(a.Rotate())
+	mustNoErr(b.Rotate())
+	_, err = a.AddString("in-1")
+	mustNoErr(err)
+	exp, err := a.ExportPeriods()
+	mustNoErr(err)
+	if len(exp) != 2 || exp[0].Period != 1 || exp[1].Period != 0 {
+		t.Fatalf("ExportPeriods gave periods %v, want 1 and 0", periodsOf(exp))
+	}
+	for _, e := range exp {
+		merged, err := b.MergePeriod(e.Period, e.Data)
+		if err != nil || !merged {
+			t.Fatalf("MergePeriod(%d) = %v, %v; want true, nil (period 0's slot never used here is claimed)", e.Period, merged, err)
+		}
+	}
+	for _, k := range []string{"in-0", "in-1"} {
+		if !b.ContainsString(k) {
+			t.Errorf("after merging the other window's periods, %s is not found", k)
+		}
+	}
+	got, err := b.ExportPeriods()
+	mustNoErr(err)
+	if len(got) != len(exp) || !bytes.Equal(got[0].Data, exp[0].Data) || !bytes.Equal(got[1].Data, exp[1].Data) {
+		t.Fatalf("the merged window's periods %v are not the source's %v", periodsOf(got), periodsOf(exp))
+	}
+	for _, e := range exp {
+		if _, err := b.MergePeriod(e.Period, e.Data); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if again, _ := b.ExportPeriods(); !bytes.Equal(again[0].Data, got[0].Data) || !bytes.Equal(again[1].Data, got[1].Data) {
+		t.Error("merging the same periods again changed the filters")
+	}
+	if s := b.Stats(); s.Adds != 0 {
+		t.Errorf("Adds = %d after merges only", s.Adds)
+	}
+
+	// At period 3 the window is 1-3: period 0 left it.
+	for range 2 {
+		mustNoErr(b.Rotate())
+	}
+	if b.Current() != 3 {
+		t.Fatalf("Current() = %d, want 3", b.Current())
+	}
+	if merged, err := b.MergePeriod(0, exp[1].Data); merged || err != nil {
+		t.Errorf("MergePeriod of period 0, out of the window 1-3: %v, %v; want false, nil", merged, err)
+	}
+	if merged, err := b.MergePeriod(4, exp[1].Data); merged || err != nil {
+		t.Errorf("MergePeriod of period 4, not begun: %v, %v; want false, nil", merged, err)
+	}
+	if b.ContainsString("in-0") {
+		t.Error("in-0, merged into period 0, still found once period 0 left the window")
+	}
+	if !b.ContainsString("in-1") {
+		t.Error("in-1, merged into period 1, not found while period 1 is in the window")
+	}
+	if _, err := b.MergePeriod(3, exp[0].Data[1:]); !errors.Is(err, ErrIncompatible) {
+		t.Errorf("MergePeriod of bits of another length = %v, want ErrIncompatible", err)
+	}
+	b.Close()
+	if _, err := b.MergePeriod(3, exp[0].Data); !errors.Is(err, ErrClosed) {
+		t.Errorf("MergePeriod after Close = %v, want ErrClosed", err)
+	}
+	if _, err := b.ExportPeriods(); !errors.Is(err, ErrClosed) {
+		t.Errorf("ExportPeriods after Close = %v, want ErrClosed", err)
+	}
+}

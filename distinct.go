@@ -457,25 +457,33 @@ func (d *Distinct) ExportRedis() ([]byte, error) {
 	if d.l.P != cells.RedisHLLP {
 		return nil, d.m.errorf("export", fmt.Errorf("%w: Redis's HyperLogLog has 2^%d registers, this count 2^%d", ErrIncompatible, cells.RedisHLLP, d.l.P))
 	}
-	// The registers are copied first and the copy checked and encoded:
-	// checked in the file, a register another writer damaged between the
-	// check and the encoding would reach Redis.
-	u := make([]uint64, d.l.M()/8)
-	for i := range u {
-		u[i] = atomic.LoadUint64(d.l.Word(uint64(i)))
+	out, err := redisExportOf(&d.l)
+	if err != nil {
+		return nil, d.m.errorf("export", err)
 	}
-	own := cells.Distinct{Regs: unsafe.Pointer(&u[0]), P: d.l.P}
-	if j, v, bad := own.Damaged(); bad {
-		// Redis would take the register, clamped to the largest rank or
-		// not, as a rank some key gave, and PFMERGE would keep it in
-		// every key it merges into, the fleet's for good.
-		return nil, d.m.errorf("export", registerDamage(d.l.Damage(j, v)))
-	}
-	out := redisDense(&own)
 	if !d.open.Load() {
 		return nil, d.closedErr("export")
 	}
 	return out, nil
+}
+
+// redisExportOf is ExportRedis of l's registers.
+func redisExportOf(l *cells.Distinct) ([]byte, error) {
+	// The registers are copied first and the copy checked and encoded:
+	// checked in the file, a register another writer damaged between the
+	// check and the encoding would reach Redis.
+	u := make([]uint64, l.M()/8)
+	for i := range u {
+		u[i] = atomic.LoadUint64(l.Word(uint64(i)))
+	}
+	own := cells.Distinct{Regs: unsafe.Pointer(&u[0]), P: l.P}
+	if j, v, bad := own.Damaged(); bad {
+		// Redis would take the register, clamped to the largest rank or
+		// not, as a rank some key gave, and PFMERGE would keep it in
+		// every key it merges into, the fleet's for good.
+		return nil, registerDamage(l.Damage(j, v))
+	}
+	return redisDense(&own), nil
 }
 
 // MergeRedis merges a Redis HyperLogLog into the count, as PFMERGE does:
@@ -496,21 +504,29 @@ func (d *Distinct) MergeRedis(b []byte) error {
 	if err := d.mayWrite("merge"); err != nil {
 		return err
 	}
-	if d.l.P != cells.RedisHLLP {
-		return d.m.errorf("merge", fmt.Errorf("%w: Redis's HyperLogLog has 2^%d registers, this count 2^%d", ErrIncompatible, cells.RedisHLLP, d.l.P))
+	if err := mergeRedisInto(&d.l, b); err != nil {
+		return d.m.errorf("merge", err)
 	}
-	regs, err := redisRegisters(b, byte(d.l.Q()+1))
+	return d.after("merge")
+}
+
+// mergeRedisInto is MergeRedis into l's registers.
+func mergeRedisInto(l *cells.Distinct, b []byte) error {
+	if l.P != cells.RedisHLLP {
+		return fmt.Errorf("%w: Redis's HyperLogLog has 2^%d registers, this count 2^%d", ErrIncompatible, cells.RedisHLLP, l.P)
+	}
+	regs, err := redisRegisters(b, byte(l.Q()+1))
 	if err != nil {
-		return d.m.errorf("merge", fmt.Errorf("%w: %w", ErrInvalidArgument, err))
+		return fmt.Errorf("%w: %w", ErrInvalidArgument, err)
 	}
 	var raised uint64
 	for j, v := range regs {
-		if v != 0 && d.l.Raise(uint64(j), uint64(v)) {
+		if v != 0 && l.Raise(uint64(j), uint64(v)) {
 			raised++
 		}
 	}
-	d.l.Changed(raised)
-	return d.after("merge")
+	l.Changed(raised)
+	return nil
 }
 
 // redisRegisters decodes a Redis HyperLogLog, dense or sparse (Redis's

@@ -553,6 +553,41 @@ func (w *DistinctWindow) ExportRedisCovered() ([]byte, Periods, error) {
 	return out, per, nil
 }
 
+// ExportPeriods returns each period's HyperLogLog that the window holds,
+// as Redis's dense encoding (ExportRedis's), newest first: the periods of
+// the window at the current period (Current-Keep+1 to Current) whose slot
+// holds them. A period's HyperLogLog PFMERGEd across hosts and merged back
+// (MergePeriod) makes every host count every host's keys of that period:
+// what the fleet module does, period by period. The hosts' windows need
+// one config (and, in the default profile, one seed) and the same clock
+// (a Period, and no Rotate). It needs precision 14 (ErrIncompatible); a
+// damaged slot is ErrDamaged, a closed handle ErrClosed.
+func (w *DistinctWindow) ExportPeriods() ([]WindowPeriod, error) {
+	if w.open.Load() && w.slots[0].P != cells.RedisHLLP {
+		return nil, w.m.errorf("export", fmt.Errorf("%w: Redis's HyperLogLog has 2^%d registers, this window 2^%d", ErrIncompatible, cells.RedisHLLP, w.slots[0].P))
+	}
+	return w.exportPeriods("export", func(s uint64) ([]byte, error) {
+		return redisExportOf(&w.slots[s])
+	})
+}
+
+// MergePeriod merges a Redis HyperLogLog (ExportPeriods' Data of period p,
+// another host's or the fleet's, as MergeRedis takes it) into the count of
+// period p, when p is a period of the window now (Current-Keep+1 to
+// Current): afterwards Count counts its keys while p stays in the window.
+// Merging is idempotent. A period that left the window or has not begun
+// is not merged (false); the slot of a past period this window never used
+// is claimed for it, as an add claims the current one. Bytes MergeRedis
+// refuses are refused so, and a merge during which the window turned past
+// p+Keep (a Rotate, or a merge longer than a period) is ErrTimeout: part
+// of p may then count in a later period. A read-only, frozen or closed
+// handle merges nothing.
+func (w *DistinctWindow) MergePeriod(p uint64, hll []byte) (bool, error) {
+	return w.mergePeriod("merge", p, func(s uint64) error {
+		return mergeRedisInto(&w.slots[s], hll)
+	})
+}
+
 // Snapshot is SnapshotCovered without the periods.
 func (w *DistinctWindow) Snapshot(at Place, opts ...Option) (*Distinct, error) {
 	d, _, err := w.SnapshotCovered(at, opts...)

@@ -529,3 +529,61 @@ func TestMaxRegisters(t *testing.T) {
 		}
 	}
 }
+
+// TestDistinctWindow_MergePeriod: one host's periods, exported as Redis
+// HyperLogLogs and merged into another host's window of the same config
+// and seed, make it count the first host's keys as the first host does,
+// register for register, and only while those periods stay in the window.
+func TestDistinctWindow_MergePeriod(t *testing.T) {
+	cfg := DistinctWindowConfig{Window: Window{Keep: 2}, Distinct: DistinctConfig{Seed: 0xd157}}
+	a := mustIn(t, OpenDistinctWindow, Memory(), cfg)
+	b := mustIn(t, OpenDistinctWindow, Memory(), cfg)
+	addRange(t, a, 0, 1000)
+	if err := a.Rotate(); err != nil {
+		t.Fatal(err)
+	}
+	addRange(t, a, 1000, 1000)
+	addRange(t, b, 1500, 1000) // b's own keys of period 0, half of them a's too
+	exp, err := a.ExportPeriods()
+	if err != nil || len(exp) != 2 {
+		t.Fatalf("ExportPeriods = %v periods, %v", periodsOf(exp), err)
+	}
+	if err := b.Rotate(); err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range exp {
+		if merged, err := b.MergePeriod(e.Period, e.Data); err != nil || !merged {
+			t.Fatalf("MergePeriod(%d) = %v, %v", e.Period, merged, err)
+		}
+	}
+	union := mustIn(t, OpenDistinctWindow, Memory(), cfg)
+	addRange(t, union, 0, 1000)
+	addRange(t, union, 1500, 1000)
+	union.Rotate()
+	addRange(t, union, 1000, 1000)
+	if got, want := b.Count(), union.Count(); got != want {
+		t.Errorf("Count() = %d after merging, a window fed both hosts' keys counts %d", got, want)
+	}
+	got, _ := b.ExportPeriods()
+	want, _ := union.ExportPeriods()
+	for i := range want {
+		if i >= len(got) || got[i].Period != want[i].Period || !bytes.Equal(got[i].Data, want[i].Data) {
+			t.Fatalf("period %d: the merged window's registers are not those of a window fed both hosts' keys", want[i].Period)
+		}
+	}
+	b.Rotate()
+	b.Rotate() // the window is 2-3: periods 0 and 1 left it
+	if merged, err := b.MergePeriod(1, exp[0].Data); merged || err != nil {
+		t.Errorf("MergePeriod of period 1, out of the window: %v, %v", merged, err)
+	}
+	if c := b.Count(); c != 0 {
+		t.Errorf("Count() = %d once the merged periods left the window", c)
+	}
+	if _, err := b.MergePeriod(3, []byte("HYLL")); !errors.Is(err, ErrInvalidArgument) {
+		t.Errorf("MergePeriod of a cut HyperLogLog = %v, want ErrInvalidArgument", err)
+	}
+	small := mustIn(t, OpenDistinctWindow, Memory(), DistinctWindowConfig{Window: Window{Keep: 2}, Distinct: DistinctConfig{Precision: 10}})
+	if _, err := small.ExportPeriods(); !errors.Is(err, ErrIncompatible) {
+		t.Errorf("ExportPeriods of precision 10 = %v, want ErrIncompatible", err)
+	}
+}

@@ -553,3 +553,12 @@ func startRedis(t *testing.T) *redisConn {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// periodsOf lists the periods of a window's export.
+func periodsOf(ps []WindowPeriod) []uint64 {
+	var out []uint64
+	for _, p := range ps {
+		out = append(out, p.Period)
+	}
+	return out
+}

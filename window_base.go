@@ -175,6 +175,74 @@ func (b *windowBase) covered(p uint64) Periods {
 	return Periods{Oldest: b.ctl.first(p), Current: p}
 }
 
+// WindowPeriod is one period of a window with its structure's state in
+// that period, as a window's ExportPeriods gives it: the bits of its
+// filter (BloomWindow) or its Redis HyperLogLog (DistinctWindow).
+type WindowPeriod struct {
+	Period uint64 `json:"period"`
+	Data   []byte `json:"data"`
+}
+
+// exportPeriods calls export on the slot of each period of the window at
+// the current period that its slot holds, newest first, and keeps what
+// it gives for the periods whose slot still held them after the call (a
+// slot cleared for a later period meanwhile may have given part of it).
+func (b *windowBase) exportPeriods(op string, export func(s uint64) ([]byte, error)) ([]WindowPeriod, error) {
+	if !b.open.Load() {
+		return nil, b.closedErr(op)
+	}
+	c := &b.ctl
+	cur := c.currentRead()
+	var out []WindowPeriod
+	for i := range cur - c.first(cur) + 1 {
+		p := cur - i
+		s := c.slotOf(p)
+		if !c.held(s, p) {
+			continue
+		}
+		data, err := export(s)
+		if err != nil {
+			return nil, b.m.errorf(op, err)
+		}
+		if c.held(s, p) {
+			out = append(out, WindowPeriod{Period: p, Data: data})
+		}
+	}
+	return out, b.after(op)
+}
+
+// mergePeriod runs merge on the slot of period p, when p is a period of
+// the window at the current period: its slot is made to hold p as an add
+// makes it (cleared when it held an older period, which has left the
+// window). A period that left the window, or has not begun, is not
+// merged (false, nil). The slot of p is cleared for a later period only
+// once the current period passed p+Keep, at least a period after the
+// merge began; a merge that took longer, or a Rotate during it, may leave
+// part of p's state in that later period, and is ErrTimeout.
+func (b *windowBase) mergePeriod(op string, p uint64, merge func(s uint64) error) (bool, error) {
+	if err := b.refuse(op); err != nil {
+		return false, err
+	}
+	c := &b.ctl
+	cur := c.current()
+	if p > cur || p < c.first(cur) {
+		return false, nil
+	}
+	if err := c.prepare(p, true); err == errStale {
+		return false, nil
+	} else if err != nil {
+		return false, b.m.errorf(op, err)
+	}
+	s := c.slotOf(p)
+	if err := merge(s); err != nil {
+		return false, b.m.errorf(op, err)
+	}
+	if !c.held(s, p) {
+		return true, b.m.errorf(op, fmt.Errorf("%w: the window turned past period %d during the merge, whose slot may keep part of it", ErrTimeout, p))
+	}
+	return true, b.after(op)
+}
+
 // A window's snapshot is the periods it covers, read as its answers read
 // them (readWindow): each slot of a covered period between two loads of
 // its word, newest first. When the window turns under the copy (a word
