@@ -4,37 +4,20 @@ package sketch
 
 import (
 	"fmt"
-	"math"
 	"sync/atomic"
 	"testing"
 	"time"
 )
 
-// winCounts is what a window's Stats say of its monotonic counts: Adds
-// (a distinct window's RegisterChanges) and Turns, with Rotations and Total.
-type winCounts struct{ adds, turns, rotations, total uint64 }
-
+// countsOf is what the window h's Stats say of its monotonic counts,
+// through its row of testKinds.
 func countsOf(t *testing.T, h any) winCounts {
 	t.Helper()
-	switch w := h.(type) {
-	case *CountMinWindow:
-		s := w.Stats()
-		return winCounts{s.Adds, s.Turns, s.Rotations, s.Total}
-	case *BloomWindow:
-		s := w.Stats()
-		var total uint64
-		for _, sl := range s.Slots {
-			if sl.State == "current" || sl.State == "window" {
-				total += sl.Adds
-			}
-		}
-		return winCounts{s.Adds, s.Turns, s.Rotations, total}
-	case *DistinctWindow:
-		s := w.Stats()
-		return winCounts{s.RegisterChanges, s.Turns, s.Rotations, uint64(math.Round(s.Estimate))}
+	k := testKindHolding(h)
+	if k == nil || k.counts == nil {
+		t.Fatalf("no window: %T", h)
 	}
-	t.Fatalf("no window: %T", h)
-	return winCounts{}
+	return k.counts(h.(testStructure))
 }
 
 // TestWindows_AddsAcrossRotations: a Rotate-driven window's Adds is every
@@ -111,60 +94,41 @@ func TestDistinctWindow_ChangesAcrossRotations(t *testing.T) {
 // Rotate's; its Adds stay exact as slots are cleared. The clock is moved
 // by hand, periods of an hour keeping the real one out of the way.
 func TestWindows_AddsAndTurnsClock(t *testing.T) {
-	type clocked struct {
-		name string
-		open func(t *testing.T) (h any, ctl *windowCtl, add func(key string) error)
-	}
-	win := Window{Period: time.Hour, Keep: 2}
-	kinds := []clocked{
-		{"CountMinWindow", func(t *testing.T) (any, *windowCtl, func(string) error) {
-			w := mustOpenWindow(t, tempPath(t, "win"), win, winCfg)
-			return w, &w.ctl, func(k string) error { _, err := w.AddString(k); return err }
-		}},
-		{"BloomWindow", func(t *testing.T) (any, *windowCtl, func(string) error) {
-			w := mustIn(t, OpenBloomWindow, Path(tempPath(t, "bw")), BloomWindowConfig{Window: win, Bloom: bwinCfg})
-			return w, &w.ctl, func(k string) error { _, err := w.AddString(k); return err }
-		}},
-		{"DistinctWindow", func(t *testing.T) (any, *windowCtl, func(string) error) {
-			w := mustIn(t, OpenDistinctWindow, Path(tempPath(t, "dw")), DistinctWindowConfig{Window: win, Distinct: DistinctConfig{Precision: 12, Seed: dwSeed}})
-			return w, &w.ctl, w.AddString
-		}},
-	}
-	for _, k := range kinds {
-		t.Run(k.name, func(t *testing.T) {
-			h, ctl, add := k.open(t)
-			_, distinct := h.(*DistinctWindow)
-			start := ctl.clk.cur.Load()
-			var want uint64
-			// Adds in periods 0, 1, 2, 5, 6 and 10 from the start (3, 4 and
-			// 7 to 9 idle), then a Rotate.
-			for _, step := range []uint64{0, 1, 2, 5, 6, 10} {
-				ctl.clk.cur.Store(start + step)
-				for i := range 50 {
-					if err := add(fmt.Sprintf("s%d-%d", step, i)); err != nil {
-						t.Fatal(err)
-					}
-				}
-				if distinct {
-					want += atomic.LoadUint64(h.(*DistinctWindow).slots[ctl.slotOf(start+step)].Changes)
-				} else {
-					want += 50
-				}
-				if got := countsOf(t, h); got.adds != want || got.turns != step || got.rotations != 0 {
-					t.Fatalf("step %d: Adds, Turns, Rotations = %d, %d, %d; want %d, %d, 0", step, got.adds, got.turns, got.rotations, want, step)
+	forEachKind(t, func(t *testing.T, k *windowKind) {
+		w := mustOpenKind(t, k, Path(tempPath(t, "win")), Window{Period: time.Hour, Keep: 2}, exactCfgs)
+		ctl := &w.base().ctl
+		start := ctl.clk.cur.Load()
+		var want uint64
+		// Adds in periods 0, 1, 2, 5, 6 and 10 from the start (3, 4 and
+		// 7 to 9 idle), then a Rotate.
+		for _, step := range []uint64{0, 1, 2, 5, 6, 10} {
+			ctl.clk.cur.Store(start + step)
+			for i := range 50 {
+				if _, err := w.addN(fmt.Appendf(nil, "s%d-%d", step, i), 1); err != nil {
+					t.Fatal(err)
 				}
 			}
-			if err := h.(interface{ Rotate() error }).Rotate(); err != nil {
-				t.Fatal(err)
+			if k.raisesOnly {
+				// What the period's slot counted: the adds that raised
+				// a register.
+				want += ctl.slotTotal(ctl.slotOf(start + step))
+			} else {
+				want += 50
 			}
-			if got := countsOf(t, h); got.adds != want || got.turns != 11 || got.rotations != 1 {
-				t.Errorf("after Rotate: Adds, Turns, Rotations = %d, %d, %d; want %d, 11, 1", got.adds, got.turns, got.rotations, want)
+			if got := countsOf(t, w.handle()); got.adds != want || got.turns != step || got.rotations != 0 {
+				t.Fatalf("step %d: Adds, Turns, Rotations = %d, %d, %d; want %d, %d, 0", step, got.adds, got.turns, got.rotations, want, step)
 			}
-			if ctl.clk.cur.Load() != start+10 {
-				t.Skip("the hour turned during the test")
-			}
-		})
-	}
+		}
+		if err := w.Rotate(); err != nil {
+			t.Fatal(err)
+		}
+		if got := countsOf(t, w.handle()); got.adds != want || got.turns != 11 || got.rotations != 1 {
+			t.Errorf("after Rotate: Adds, Turns, Rotations = %d, %d, %d; want %d, 11, 1", got.adds, got.turns, got.rotations, want)
+		}
+		if ctl.clk.cur.Load() != start+10 {
+			t.Skip("the hour turned during the test")
+		}
+	})
 }
 
 // TestWindows_FoldTakenOver: a clear left by a dead clearer, before or
