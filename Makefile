@@ -77,7 +77,7 @@ fmt:
 
 # The tests that do a quarter of their work under -race (raceScale), at
 # full size without it: the cgo build's cores are compared only here.
-RACE_SCALED := ^(TestParity_Cores|TestParityCountingBloom|TestWindows_HandlesShareToken|TestAllocs)$$
+RACE_SCALED := ^(TestParity_Cores|TestCountingBloom_Parity|TestWindows_HandlesShareToken|TestAllocs)$$
 
 test-cgo: deps
 	$(if $(HAVE_CC),CGO_ENABLED=1 $(GO) test -timeout=$(TIMEOUT) -race -count=1 $(PKG),@$(call skip,the suite with cgo and -race,$(NO_CC)))

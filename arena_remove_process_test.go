@@ -11,7 +11,6 @@ import (
 	"io/fs"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"slices"
 	"strconv"
 	"testing"
@@ -21,8 +20,8 @@ import (
 const (
 	envReadOnly = "SKETCH_TEST_READONLY" // "1": open the arena with WithReadOnly
 	envName     = "SKETCH_TEST_NAME"     // the structure a child opens
-	// envCreateKind is what a TestArena_CreateRaceAfterRemove child
-	// creates: "bloom" or "countmin".
+	// envCreateKind is what an arenacreate child creates: "bloom" or
+	// "countmin".
 	envCreateKind = "SKETCH_TEST_CREATE_KIND"
 )
 
@@ -270,11 +269,7 @@ func TestArena_RemoveChurnKilled(t *testing.T) {
 // name is listed once, in the removed room, with the winner's key, and the
 // arena checks clean. Eight rounds.
 func TestArena_CreateRaceAfterRemove(t *testing.T) {
-	if kind := os.Getenv(envCreateKind); kind != "" {
-		arCreateRaceChild(kind)
-		return
-	}
-	exe := selfExe(t)
+	requireReexec(t)
 	path := tempPath(t, "arena")
 	a := mustOpenArena(t, path, 1<<20)
 	mustIn(t, OpenCountMin, a.Place("n"), CountMinConfig{Rows: 2, Width: 1024}).Close()
@@ -288,34 +283,28 @@ func TestArena_CreateRaceAfterRemove(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var outs [2]bytes.Buffer
-		var cmds [2]*exec.Cmd
+		var hs [2]*helper
 		for i, kind := range []string{"bloom", "countmin"} {
-			cmd := exec.CommandContext(childContext(t), exe, "-test.run=^TestArena_CreateRaceAfterRemove$")
-			cmd.Env = append(os.Environ(), envCreateKind+"="+kind, envPath+"="+path)
-			cmd.Stdout, cmd.Stderr = &outs[i], &outs[i]
-			cmd.ExtraFiles = []*os.File{r}
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
-			cmds[i] = cmd
+			hs[i] = startHelper(t, childContext(t), "", fmt.Sprintf("round %d: %s child", round, kind), "arenacreate",
+				envs(envCreateKind, kind, envPath, path), r)
 		}
 		r.Close()
 		time.Sleep(50 * time.Millisecond) // both open the arena, then wait on the pipe
 		w.Close()                         // go
 		won := map[string]int{}
-		for i, cmd := range cmds {
-			if err := cmd.Wait(); err != nil {
-				t.Fatalf("round %d: child %d: %v\n%s", round, i, err, outs[i].String())
-			}
+		for _, h := range hs {
+			h.wait(t)
 			for _, res := range []string{"won", "incompatible"} {
-				if bytes.Contains(outs[i].Bytes(), []byte("result="+res)) {
+				if bytes.Contains(h.stdout.Bytes(), []byte("result="+res)) {
 					won[res]++
 				}
 			}
 		}
+		if t.Failed() {
+			t.FailNow()
+		}
 		if won["won"] != 1 || won["incompatible"] != 1 {
-			t.Fatalf("round %d: results %v, want one won and one incompatible\n%s\n%s", round, won, outs[0].String(), outs[1].String())
+			t.Fatalf("round %d: results %v, want one won and one incompatible", round, won)
 		}
 		e := arEntryAt(t, a, "n")
 		if e.Offset != room {
@@ -350,18 +339,21 @@ func TestArena_CreateRaceAfterRemove(t *testing.T) {
 	}
 }
 
-// arCreateRaceChild opens the arena, waits for the parent to close the
-// pipe on fd 3, creates n of its kind and prints what happened.
-func arCreateRaceChild(kind string) {
+var _ = role("arenacreate", childArenaCreate)
+
+// childArenaCreate opens the arena, waits for the parent to close the pipe
+// on fd 3, creates n of kind envCreateKind and prints what happened:
+// result=won or result=incompatible.
+func childArenaCreate() error {
 	a, err := OpenArena(Path(os.Getenv(envPath)), ArenaConfig{})
 	if err != nil {
-		fmt.Println("error:", err)
-		os.Exit(2)
+		return err
 	}
+	defer a.Close()
 	io.ReadAll(os.NewFile(3, "go"))
 	var add func() error
 	var closer io.Closer
-	if kind == "bloom" {
+	if os.Getenv(envCreateKind) == "bloom" {
 		var b *Bloom
 		if b, err = OpenBloom(a.Place("n"), BloomConfig{Capacity: 100}); err == nil {
 			add, closer = func() error { _, err := b.AddString("winner"); return err }, b
@@ -375,18 +367,16 @@ func arCreateRaceChild(kind string) {
 	switch {
 	case err == nil:
 		if err := add(); err != nil {
-			fmt.Println("error:", err)
-			os.Exit(2)
+			return err
 		}
 		closer.Close()
 		fmt.Println("result=won")
 	case errors.Is(err, ErrIncompatible):
 		fmt.Println("result=incompatible")
 	default:
-		fmt.Println("error:", err)
-		os.Exit(2)
+		return err
 	}
-	os.Exit(0)
+	return nil
 }
 
 // arCheckWhole opens the arena at path and checks it: Check, unique names,

@@ -325,8 +325,8 @@ var cbfParityShapes = []CountingBloomConfig{
 	{Capacity: 1_000_000, FPRate: 0.01, Seed: 9},
 }
 
-// TestParityCountingBloom runs long random sequences on every shape.
-func TestParityCountingBloom(t *testing.T) {
+// TestCountingBloom_Parity runs long random sequences on every shape.
+func TestCountingBloom_Parity(t *testing.T) {
 	for _, cfg := range cbfParityShapes {
 		t.Run(fmt.Sprintf("%dx%v", cfg.Capacity, cfg.FPRate), func(t *testing.T) {
 			// At a million keys, 8 MiB a file: a merge, clear or walk
@@ -336,9 +336,9 @@ func TestParityCountingBloom(t *testing.T) {
 	}
 }
 
-// TestParityCountingBloom_Frozen: on a sealed file every core's batch adds
+// TestCountingBloom_ParityFrozen: on a sealed file every core's batch adds
 // nothing and says frozen, in one crossing and in chunks alike.
-func TestParityCountingBloom_Frozen(t *testing.T) {
+func TestCountingBloom_ParityFrozen(t *testing.T) {
 	dir := t.TempDir()
 	for _, core := range append(append([]cells.CountingBloomCore{}, countingBloomCores()...), cbfParityExtra...) {
 		b, err := OpenCountingBloom(Path(filepath.Join(dir, core.Name()+".cbf")), CountingBloomConfig{Capacity: 100, Seed: 1})
@@ -369,10 +369,10 @@ func TestParityCountingBloom_Frozen(t *testing.T) {
 	}
 }
 
-// TestParityCountingBloom_AddManyWaits: every core's batch, in one
+// TestCountingBloom_ParityAddManyWaits: every core's batch, in one
 // crossing or in chunks, waits for a writer and then adds: it takes the
 // read lock, and takes it in the same process-wide lock as Go does.
-func TestParityCountingBloom_AddManyWaits(t *testing.T) {
+func TestCountingBloom_ParityAddManyWaits(t *testing.T) {
 	dir := t.TempDir()
 	for _, core := range append(append([]cells.CountingBloomCore{}, countingBloomCores()...), cbfParityExtra...) {
 		b, err := OpenCountingBloom(Path(filepath.Join(dir, core.Name()+".cbf")), CountingBloomConfig{Capacity: 1000, Seed: 2})

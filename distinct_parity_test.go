@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/bits"
 	"math/rand/v2"
+	"path/filepath"
 	"testing"
 
 	"github.com/shmsketch/sketch/internal/cells"
@@ -21,21 +22,27 @@ import (
 func refRegisters(p uint, redis bool, seed uint64, keys [][]byte) []byte {
 	regs := make([]byte, 1<<p)
 	for _, k := range keys {
-		var h uint64
-		if redis {
-			h = refMurmur64A(k, 0xadc83b19)
-		} else {
-			h = xxh3.Hash128Seed(k, seed).Lo
-		}
-		reg := h & (1<<p - 1)
-		rest := h >> p
-		rank := byte(1)
-		for i := uint(0); i < 64-p && rest&(1<<i) == 0; i++ {
-			rank++
-		}
+		reg, rank := refPlace(p, redis, seed, k)
 		regs[reg] = max(regs[reg], rank)
 	}
 	return regs
+}
+
+// refPlace is the register key k falls in and the rank it brings there.
+func refPlace(p uint, redis bool, seed uint64, k []byte) (reg uint64, rank byte) {
+	var h uint64
+	if redis {
+		h = refMurmur64A(k, 0xadc83b19)
+	} else {
+		h = xxh3.Hash128Seed(k, seed).Lo
+	}
+	reg = h & (1<<p - 1)
+	rest := h >> p
+	rank = 1
+	for i := uint(0); i < 64-p && rest&(1<<i) == 0; i++ {
+		rank++
+	}
+	return reg, rank
 }
 
 // refMurmur64A is MurmurHash64A as Appleby wrote it, byte by byte.
@@ -221,4 +228,200 @@ func TestDistinctWindow_Parity(t *testing.T) {
 			})
 		}
 	}
+}
+
+// refDistinct is the model of one distinct count: the registers, raised
+// key by key.
+type refDistinct struct {
+	p     uint
+	redis bool
+	seed  uint64
+	regs  []byte
+}
+
+func newRefDistinct(cfg DistinctConfig) *refDistinct {
+	return &refDistinct{p: uint(cfg.Precision), redis: cfg.Redis, seed: cfg.Seed, regs: make([]byte, 1<<cfg.Precision)}
+}
+
+func (r *refDistinct) add(keys ...[]byte) {
+	for _, k := range keys {
+		reg, rank := refPlace(r.p, r.redis, r.seed, k)
+		r.regs[reg] = max(r.regs[reg], rank)
+	}
+}
+
+func (r *refDistinct) merge(o *refDistinct) {
+	for i, v := range o.regs {
+		r.regs[i] = max(r.regs[i], v)
+	}
+}
+
+func (r *refDistinct) zero() uint64 {
+	var n uint64
+	for _, v := range r.regs {
+		if v == 0 {
+			n++
+		}
+	}
+	return n
+}
+
+// distinctParityCounts are one core's pair of distinct counts in a parity
+// run.
+type distinctParityCounts struct {
+	core        cells.DistinctCore
+	main, other *Distinct
+}
+
+func distinctParityKey(b byte) []byte { return parityKey("hll", b) }
+
+// distinctOtherKey is a key of the other count's: a merge brings it new
+// keys.
+func distinctOtherKey(b byte) []byte { return parityKey("hll-other", b) }
+
+// distinctBatchSizes are AddBatch sizes around the Go core's threshold
+// (cells.DistinctMinBatch, 8) and the C core's chunk (256).
+var distinctBatchSizes = [...]int{0, 1, 7, 8, 9, 255, 256, 257, 300, 511, 512, 513, 700}
+
+// distinctParityRun applies one operation sequence, decoded from ops, to
+// the model and to a pair of files per core, comparing every result, then
+// the registers with the model's and the files with each other.
+func distinctParityRun(t *testing.T, cfg DistinctConfig, ops []byte) {
+	t.Helper()
+	dir := t.TempDir()
+	var ds []distinctParityCounts
+	for _, core := range distinctCores() {
+		p := distinctParityCounts{core: core}
+		for _, d := range []**Distinct{&p.main, &p.other} {
+			name := "main"
+			if d == &p.other {
+				name = "other"
+			}
+			*d = mustIn(t, OpenDistinct, Path(filepath.Join(dir, core.Name()+"."+name+".hll")), cfg)
+			(*d).core = core
+		}
+		ds = append(ds, p)
+	}
+	if cfg.Precision == 0 {
+		cfg.Precision = ds[0].main.Config().Precision
+	}
+	ref, refOther := newRefDistinct(cfg), newRefDistinct(cfg)
+	batch := func(arg byte) [][]byte {
+		return parityBatch(arg, 48, distinctBatchSizes[:], distinctParityKey)
+	}
+	for i := 0; i+1 < len(ops); i += 2 {
+		op, arg := ops[i], ops[i+1]
+		key := distinctParityKey(arg)
+		switch op % 8 {
+		case 0, 1:
+			ref.add(key)
+			for _, d := range ds {
+				if err := d.main.Add(key); err != nil {
+					t.Fatalf("op %d: %s Add(%q): %v", i/2, d.core.Name(), key, err)
+				}
+			}
+		case 2:
+			ref.add(key)
+			for _, d := range ds {
+				if err := d.main.AddString(string(key)); err != nil {
+					t.Fatalf("op %d: %s AddString(%q): %v", i/2, d.core.Name(), key, err)
+				}
+			}
+		case 3, 4:
+			keys := batch(arg)
+			ref.add(keys...)
+			for _, d := range ds {
+				if err := d.main.AddBatch(keys); err != nil {
+					t.Fatalf("op %d: %s AddBatch(%d keys from %q): %v", i/2, d.core.Name(), len(keys), key, err)
+				}
+			}
+		case 5: // the other count: a batch, or a single key, of its own keys
+			keys := [][]byte{distinctOtherKey(arg)}
+			if arg%2 == 0 {
+				keys = parityBatch(arg, 48, distinctBatchSizes[:], distinctOtherKey)
+			}
+			refOther.add(keys...)
+			for _, d := range ds {
+				if err := d.other.AddBatch(keys); err != nil {
+					t.Fatalf("op %d: %s other.AddBatch(%d keys): %v", i/2, d.core.Name(), len(keys), err)
+				}
+			}
+		case 6: // merge the other count, or the count itself; reset, rarely
+			for _, d := range ds {
+				var err error
+				switch {
+				case arg < 12:
+					err = d.main.Reset()
+				case arg < 20:
+					err = d.other.Reset()
+				case arg < 40:
+					err = d.main.Merge(d.main)
+				default:
+					err = d.main.Merge(d.other)
+				}
+				if err != nil {
+					t.Fatalf("op %d: %s merge or reset (%d): %v", i/2, d.core.Name(), arg, err)
+				}
+			}
+			switch {
+			case arg < 12:
+				clear(ref.regs)
+			case arg < 20:
+				clear(refOther.regs)
+			case arg >= 40:
+				ref.merge(refOther)
+			}
+		case 7: // whole-array walks: every core counts alike
+			want := ds[0].main.Stats()
+			if want.Zero != ref.zero() {
+				t.Fatalf("op %d: %s Stats().Zero = %d, the model's %d", i/2, ds[0].core.Name(), want.Zero, ref.zero())
+			}
+			for _, d := range ds[1:] {
+				got := d.main.Stats()
+				if got.Zero != want.Zero || got.Estimate != want.Estimate || got.RegisterChanges != want.RegisterChanges {
+					t.Fatalf("op %d: %s Stats() = %d zero, %v, %d changes; %s: %d, %v, %d", i/2, d.core.Name(),
+						got.Zero, got.Estimate, got.RegisterChanges, ds[0].core.Name(), want.Zero, want.Estimate, want.RegisterChanges)
+				}
+				if got, want := d.main.Count(), ds[0].main.Count(); got != want {
+					t.Fatalf("op %d: %s Count() = %d, %s's %d", i/2, d.core.Name(), got, ds[0].core.Name(), want)
+				}
+			}
+		}
+	}
+	for _, d := range ds {
+		for _, c := range []struct {
+			name string
+			d    *Distinct
+			ref  *refDistinct
+		}{{"main", d.main, ref}, {"other", d.other, refOther}} {
+			if !bytes.Equal(registersOf(c.d), c.ref.regs) {
+				t.Fatalf("%s %s: the registers differ from the model's", d.core.Name(), c.name)
+			}
+			if err := c.d.Check(); err != nil {
+				t.Fatalf("%s %s: Check() = %v", d.core.Name(), c.name, err)
+			}
+		}
+	}
+	// Same seed, same precision, same operations: the whole files are
+	// equal.
+	for _, d := range ds[1:] {
+		sameFiles(t, ds[0].main, d.main)
+		sameFiles(t, ds[0].other, d.other)
+	}
+}
+
+// FuzzParity_Distinct compares the cores and the model on arbitrary
+// sequences, on a count picked by the first byte: 16 registers (every key
+// collides), 256, and Redis's 16384 in its profile.
+func FuzzParity_Distinct(f *testing.F) {
+	f.Add([]byte{0, 0, 1, 1, 2, 2, 3, 3, 4, 5, 6, 6, 7, 7, 8, 9, 9})
+	f.Add([]byte{1, 3, 200, 3, 201, 4, 202, 5, 0, 5, 200, 6, 100, 7, 1})
+	f.Add([]byte{2, 3, 5, 5, 6, 6, 30, 0, 9, 3, 193, 6, 50, 7, 0, 6, 3})
+	f.Add([]byte{0, 4, 198, 5, 198, 6, 99, 6, 15, 3, 250, 7, 9})
+	shapes := []DistinctConfig{
+		{Precision: 4, Seed: 0x5eed},
+		{Precision: 8, Seed: 7},
+		{Redis: true, Precision: 14, Seed: 9}, // the header keeps the seed, which Redis's hash ignores
+	}
+	fuzzParity(f, shapes, distinctParityRun)
 }

@@ -11,14 +11,13 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"testing"
 	"time"
 )
 
-// envDWStep is what a TestDistinctWindow_CacheOtherProcess child does to
-// the window: "add" or "rotate".
+// envDWStep is what a dwinstep child does to the window: "add" or
+// "rotate".
 const envDWStep = "SKETCH_TEST_DW_STEP"
 
 // dwProcCfg is the processes' window: Redis's profile, turned by Rotate.
@@ -169,20 +168,16 @@ func TestDistinctWindow_CorruptEntry(t *testing.T) {
 // follows what another process did since (adds, then a turn, then adds
 // again): after each step it equals the Count of a handle opened afresh.
 func TestDistinctWindow_CacheOtherProcess(t *testing.T) {
-	if step := os.Getenv(envDWStep); step != "" {
-		dwCacheChild(step)
-		return
-	}
-	exe := selfExe(t)
+	requireReexec(t)
 	path := filepath.Join(t.TempDir(), "dw")
 	w := mustIn(t, OpenDistinctWindow, Path(path), dwCfg(10, 2))
 	addRange(t, w, 0, 100)
 	for _, step := range []string{"add", "rotate", "add", "rotate", "rotate", "add"} {
 		before := w.Count() // cached from here
-		cmd := exec.CommandContext(childContext(t), exe, "-test.run=^TestDistinctWindow_CacheOtherProcess$")
-		cmd.Env = append(os.Environ(), envDWStep+"="+step, envPath+"="+path)
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("child %s: %v\n%s", step, err, out)
+		h := startHelper(t, childContext(t), "", step+" child", "dwinstep", envs(envDWStep, step, envPath, path))
+		h.wait(t)
+		if t.Failed() {
+			t.FailNow()
 		}
 		fresh := mustIn(t, OpenDistinctWindow, Path(path), DistinctWindowConfig{}, WithReadOnly())
 		want, wantP := fresh.CountCovered()
@@ -196,20 +191,18 @@ func TestDistinctWindow_CacheOtherProcess(t *testing.T) {
 	}
 }
 
-// dwCacheChild adds 300 new keys to the window, or turns it.
-func dwCacheChild(step string) {
+var _ = role("dwinstep", childDistinctWinStep)
+
+// childDistinctWinStep adds 300 new keys to the window, or turns it
+// (envDWStep).
+func childDistinctWinStep() error {
 	w, err := OpenDistinctWindow(Path(os.Getenv(envPath)), DistinctWindowConfig{})
-	if err == nil {
-		if step == "rotate" {
-			err = w.Rotate()
-		} else {
-			err = distinctAddKeys(w, 1000+int(w.Current())*300, 300)
-		}
-		w.Close()
-	}
 	if err != nil {
-		fmt.Println(err)
-		os.Exit(2)
+		return err
 	}
-	os.Exit(0)
+	defer w.Close()
+	if os.Getenv(envDWStep) == "rotate" {
+		return w.Rotate()
+	}
+	return distinctAddKeys(w, 1000+int(w.Current())*300, 300)
 }

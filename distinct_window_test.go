@@ -587,3 +587,28 @@ func TestDistinctWindow_MergePeriod(t *testing.T) {
 		t.Errorf("ExportPeriods of precision 10 = %v, want ErrIncompatible", err)
 	}
 }
+
+// TestDistinctWindow_ChangesAcrossRotations: a distinct window's RegisterChanges
+// is the sum of what each period's slot counted, kept through the clears.
+func TestDistinctWindow_ChangesAcrossRotations(t *testing.T) {
+	w := mustIn(t, OpenDistinctWindow, Path(tempPath(t, "dw")), dwCfg(8, 2))
+	var want uint64
+	for turn := range 30 {
+		for i := range 20 + turn {
+			if err := w.AddString(fmt.Sprintf("k%d-%d", turn, i)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		// The current slot's own count, this process being the only one.
+		want += atomic.LoadUint64(w.slots[w.ctl.slotOf(w.Current())].Changes)
+		if got := w.Stats(); got.RegisterChanges != want || got.Turns != uint64(turn) {
+			t.Fatalf("turn %d: RegisterChanges, Turns = %d, %d; want %d, %d", turn, got.RegisterChanges, got.Turns, want, turn)
+		}
+		if err := w.Rotate(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if want < 30*20 {
+		t.Errorf("only %d changes in 30 periods of at least 20 new keys", want)
+	}
+}

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -35,12 +34,7 @@ func TestFutex_Timeout(t *testing.T) {
 // TestFutex_AcrossProcesses has a child sleep on a word in a shared memfd
 // and the parent wake it: a private futex would never reach it.
 func TestFutex_AcrossProcesses(t *testing.T) {
-	if os.Getenv("SKETCH_FUTEX_CHILD") != "" {
-		t.Skip("child side runs in TestFutexChild")
-	}
-	if !canReexec(t) {
-		t.Skip("cannot re-execute the test binary here (emulated?)")
-	}
+	requireReexec(t)
 	fd, err := unix.MemfdCreate("futex-test", unix.MFD_CLOEXEC)
 	if err != nil {
 		t.Fatal(err)
@@ -58,22 +52,17 @@ func TestFutex_AcrossProcesses(t *testing.T) {
 	word := (*uint32)(unsafe.Pointer(&mem[0]))
 	ready := (*uint32)(unsafe.Pointer(&mem[64]))
 
-	exe, _ := os.Executable()
-	cmd := exec.Command(exe, "-test.run=^TestFutexChild$", "-test.v")
-	cmd.Env = append(os.Environ(), "SKETCH_FUTEX_CHILD=1")
-	cmd.ExtraFiles = []*os.File{f}
-	out := &lockedBuffer{}
-	cmd.Stdout, cmd.Stderr = out, out
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	h := startHelper(t, childContext(t), "", "futex child", "futexwait", nil, f)
 	// Wait (bounded) for the child to be about to sleep, then wake it.
 	deadline := time.Now().Add(patience)
 	for atomic.LoadUint32(ready) == 0 {
+		select {
+		case <-h.done:
+			t.Fatalf("%s exited before it was ready: %v", h.name, h.err)
+		default:
+		}
 		if time.Now().After(deadline) {
-			cmd.Process.Kill()
-			cmd.Wait()
-			t.Fatalf("child never got ready:\n%s", out)
+			t.Fatalf("%s never got ready", h.name)
 		}
 		futexWait(ready, 0, 10*time.Millisecond)
 	}
@@ -82,19 +71,18 @@ func TestFutex_AcrossProcesses(t *testing.T) {
 	if _, err := futexWake(word, 1); err != nil {
 		t.Fatal(err)
 	}
-	if err := cmd.Wait(); err != nil {
-		t.Fatalf("child: %v\n%s", err, out)
-	}
+	h.wait(t)
 }
 
-// TestFutexChild is the child side of TestFutex_AcrossProcesses.
-func TestFutexChild(t *testing.T) {
-	if os.Getenv("SKETCH_FUTEX_CHILD") == "" {
-		t.Skip("runs as a child of TestFutex_AcrossProcesses")
-	}
+var _ = role("futexwait", childFutexWait)
+
+// childFutexWait is the child of TestFutex_AcrossProcesses: it maps the
+// memfd on fd 3, says it is ready and sleeps on the word until the parent
+// sets it to 7 and wakes it.
+func childFutexWait() error {
 	mem, err := unix.Mmap(3, 0, 4096, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
 	if err != nil {
-		t.Fatal(err)
+		return err
 	}
 	word := (*uint32)(unsafe.Pointer(&mem[0]))
 	ready := (*uint32)(unsafe.Pointer(&mem[64]))
@@ -103,11 +91,12 @@ func TestFutexChild(t *testing.T) {
 	start := time.Now()
 	for atomic.LoadUint32(word) == 0 {
 		if err := futexWait(word, 0, 10*time.Second); err != nil {
-			t.Fatalf("futexWait: %v after %v: the parent's wake never arrived", err, time.Since(start))
+			return fmt.Errorf("futexWait: %w after %v: the parent's wake never arrived", err, time.Since(start))
 		}
 	}
 	if v := atomic.LoadUint32(word); v != 7 {
-		t.Fatalf("word = %d after the wake, want 7", v)
+		return fmt.Errorf("word = %d after the wake, want 7", v)
 	}
 	fmt.Println("woken after", time.Since(start))
+	return nil
 }

@@ -220,7 +220,7 @@ func childHandover() error {
 				return err
 			}
 		case "wedged":
-			// The maker: a sealed memfd whose write lock it takes
+			// A wedging maker: a sealed memfd whose write lock it takes
 			// and keeps, alive, after handing it over.
 			b, err := OpenCountingBloom(Memfd("wedged"), CountingBloomConfig{Capacity: 100, FPRate: 0.01})
 			if err != nil {

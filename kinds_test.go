@@ -7,6 +7,7 @@ package sketch
 
 import (
 	"encoding/json"
+	"math"
 	"testing"
 )
 
@@ -44,20 +45,31 @@ type testKind struct {
 	// file is in: their errors are not judged, only that they return (the
 	// fuzz and corruption tests use it on damaged files).
 	exercise func(t testing.TB, s testStructure)
+	// counts is what a window's Stats say of its monotonic counts (nil
+	// for a kind that is no window).
+	counts func(s testStructure) winCounts
+	// holds says whether s is a structure of the kind.
+	holds func(s any) bool
 }
 
+// winCounts is what a window's Stats say of its monotonic counts: Adds
+// (a distinct window's RegisterChanges) and Turns, with Rotations and
+// Total (what the window covers: a Bloom window's adds of its periods, a
+// distinct window's estimate).
+type winCounts struct{ adds, turns, rotations, total uint64 }
+
 // testKindOf makes a row from the kind's constructor, its small config
-// for a seed, and its verbs.
+// for a seed, and its verbs; counts is nil unless the kind is a window.
 func testKindOf[S testStructure, C any](name string, kind Kind, window bool,
 	open func(Place, C, ...Option) (S, error), small func(seed uint64) C,
-	add func(S, []byte) error, exercise func(testing.TB, S)) testKind {
+	add func(S, []byte) error, exercise func(testing.TB, S), counts func(S) winCounts) testKind {
 	asTest := func(s S, err error) (testStructure, error) {
 		if err != nil {
 			return nil, err
 		}
 		return s, nil
 	}
-	return testKind{name: name, kind: kind, window: window,
+	k := testKind{name: name, kind: kind, window: window,
 		open: func(at Place, seed uint64, opts ...Option) (testStructure, error) {
 			return asTest(open(at, small(seed), opts...))
 		},
@@ -67,7 +79,12 @@ func testKindOf[S testStructure, C any](name string, kind Kind, window bool,
 		},
 		add:      func(s testStructure, key []byte) error { return add(s.(S), key) },
 		exercise: func(t testing.TB, s testStructure) { exercise(t, s.(S)) },
+		holds:    func(s any) bool { _, ok := s.(S); return ok },
 	}
+	if counts != nil {
+		k.counts = func(s testStructure) winCounts { return counts(s.(S)) }
+	}
+	return k
 }
 
 // testWin is the small configs' window: two periods kept, turned by
@@ -95,7 +112,7 @@ var testKinds = []testKind{
 			c.Check()
 			c.Merge(c)
 			c.Top(0)
-		}),
+		}, nil),
 	testKindOf("Bloom", KindBloom, false, OpenBloom,
 		func(seed uint64) BloomConfig { return BloomConfig{Capacity: 100, Seed: seed} },
 		func(b *Bloom, k []byte) error { _, err := b.Add(k); return err },
@@ -109,7 +126,7 @@ var testKinds = []testKind{
 			b.Stats()
 			b.Merge(b)
 			b.Reset()
-		}),
+		}, nil),
 	testKindOf("CountingBloom", KindCountingBloom, false, OpenCountingBloom,
 		func(seed uint64) CountingBloomConfig { return CountingBloomConfig{Capacity: 100, Seed: seed} },
 		func(b *CountingBloom, k []byte) error { _, err := b.Add(k); return err },
@@ -122,7 +139,7 @@ var testKinds = []testKind{
 			b.Stats()
 			b.Merge(b)
 			b.Reset()
-		}),
+		}, nil),
 	testKindOf("CountMinWindow", KindCountMinWindow, true, OpenCountMinWindow,
 		func(seed uint64) CountMinWindowConfig {
 			return CountMinWindowConfig{Window: testWin, CountMin: CountMinConfig{Rows: 2, Width: 64, Seed: seed}}
@@ -142,6 +159,9 @@ var testKinds = []testKind{
 			w.AddString("y")
 			w.Top(0)
 			w.Check()
+		}, func(w *CountMinWindow) winCounts {
+			s := w.Stats()
+			return winCounts{s.Adds, s.Turns, s.Rotations, s.Total}
 		}),
 	testKindOf("BloomWindow", KindBloomWindow, true, OpenBloomWindow,
 		func(seed uint64) BloomWindowConfig {
@@ -157,6 +177,15 @@ var testKinds = []testKind{
 			w.Stats()
 			w.Rotate()
 			w.Contains([]byte("y"))
+		}, func(w *BloomWindow) winCounts {
+			s := w.Stats()
+			var total uint64
+			for _, sl := range s.Slots {
+				if sl.State == "current" || sl.State == "window" {
+					total += sl.Adds
+				}
+			}
+			return winCounts{s.Adds, s.Turns, s.Rotations, total}
 		}),
 	testKindOf("Distinct", KindDistinct, false, OpenDistinct,
 		func(seed uint64) DistinctConfig { return DistinctConfig{Precision: 8, Seed: seed} },
@@ -170,7 +199,7 @@ var testKinds = []testKind{
 			d.ExportRedis()
 			d.Merge(d)
 			d.Reset()
-		}),
+		}, nil),
 	testKindOf("DistinctWindow", KindDistinctWindow, true, OpenDistinctWindow,
 		func(seed uint64) DistinctWindowConfig {
 			return DistinctWindowConfig{Window: testWin, Distinct: DistinctConfig{Precision: 8, Seed: seed}}
@@ -189,7 +218,21 @@ var testKinds = []testKind{
 				d.Count()
 				d.Close()
 			}
+		}, func(w *DistinctWindow) winCounts {
+			s := w.Stats()
+			return winCounts{s.RegisterChanges, s.Turns, s.Rotations, uint64(math.Round(s.Estimate))}
 		}),
+}
+
+// testKindHolding is the row of the kind s is, nil when testKinds lacks
+// it.
+func testKindHolding(s any) *testKind {
+	for i := range testKinds {
+		if testKinds[i].holds(s) {
+			return &testKinds[i]
+		}
+	}
+	return nil
 }
 
 // testKindFor is the row of kind k, nil when testKinds lacks it.
@@ -250,6 +293,12 @@ func TestKinds_EveryKind(t *testing.T) {
 			s := mustOpenTestKind(t, k, a.Place(k.name))
 			if _, rotates := s.(interface{ Rotate() error }); rotates != k.window {
 				t.Errorf("window = %v, but Rotate is there: %v", k.window, rotates)
+			}
+			if (k.counts != nil) != k.window {
+				t.Errorf("window = %v, but counts is there: %v", k.window, k.counts != nil)
+			}
+			if !k.holds(s) {
+				t.Errorf("holds(%T) = false for the row's own structure", s)
 			}
 			if err := k.add(s, []byte("key")); err != nil {
 				t.Fatalf("add: %v", err)

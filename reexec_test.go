@@ -1,7 +1,6 @@
 package sketch
 
 import (
-	"bytes"
 	"os"
 	"os/exec"
 	"sync"
@@ -25,22 +24,4 @@ func canReexec(t testing.TB) bool {
 		reexec.ok = exec.Command(exe, "-test.run=^$").Run() == nil
 	})
 	return reexec.ok
-}
-
-// lockedBuffer collects a child's output from several writers.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
 }

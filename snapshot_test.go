@@ -31,11 +31,27 @@ type snapStructure interface {
 	handle() *Handle
 }
 
+// snapWindowStructure is a window of the table: its snapshot says which
+// periods it covers.
+type snapWindowStructure interface {
+	snapStructure
+	Rotate() error
+	snapshotCovered(at Place) (snapStructure, Periods, error)
+}
+
 type snapKind struct {
 	name string
 	// open opens the kind at a place: with its test config, or with the
 	// zero config, which attaches to any.
-	open func(at Place, attach bool) (snapStructure, error)
+	open func(at Place, attach bool, opts ...Option) (snapStructure, error)
+	// openSeeded opens one with the test config and the given seed (nil
+	// for a window: the tests open only the plain kinds so).
+	openSeeded func(at Place, seed uint64) (snapStructure, error)
+	// adapt wraps s for the table when s is of the kind.
+	adapt func(s any) (snapStructure, bool)
+	// counted is what the structure says it counted: a Count-Min sketch's
+	// Total, a Bloom filter's Adds (nil: it tells neither).
+	counted func(s snapStructure) uint64
 	// counts says whether answers are counts (Count-Min) rather than
 	// presence.
 	counts bool
@@ -61,28 +77,58 @@ func snapPick[C any](attach bool, cfg C) C {
 	return cfg
 }
 
+// snapKindOf makes a row from the kind's constructor, its test config,
+// how a seed goes in the config (nil: it is not opened seeded), what it
+// counted (nil: nothing to tell) and its adapter.
+func snapKindOf[S any, C any](name string, counts bool, cells uint64,
+	open func(Place, C, ...Option) (S, error), cfg C, withSeed func(C, uint64) C,
+	counted func(snapStructure) uint64, wrap func(S) snapStructure) snapKind {
+	wrapped := func(s S, err error) (snapStructure, error) {
+		if err != nil {
+			return nil, err
+		}
+		return wrap(s), nil
+	}
+	k := snapKind{name: name, counts: counts, cells: cells, counted: counted,
+		open: func(at Place, attach bool, opts ...Option) (snapStructure, error) {
+			return wrapped(open(at, snapPick(attach, cfg), opts...))
+		},
+		adapt: func(s any) (snapStructure, bool) {
+			if s, ok := s.(S); ok {
+				return wrap(s), true
+			}
+			return nil, false
+		},
+	}
+	if withSeed != nil {
+		k.openSeeded = func(at Place, seed uint64) (snapStructure, error) {
+			return wrapped(open(at, withSeed(cfg, seed)))
+		}
+	}
+	return k
+}
+
 var snapKinds = []snapKind{
-	{name: "countmin", counts: true, cells: cells.StripesBytes, open: func(at Place, attach bool) (snapStructure, error) {
-		return adapt(OpenCountMin(at, snapPick(attach, snapCMS)))
-	}},
-	{name: "bloom", cells: cells.StripesBytes, open: func(at Place, attach bool) (snapStructure, error) {
-		return adapt(OpenBloom(at, snapPick(attach, snapBloom)))
-	}},
-	{name: "countingbloom", cells: cells.StripesBytes, open: func(at Place, attach bool) (snapStructure, error) {
-		return adapt(OpenCountingBloom(at, snapPick(attach, snapCBF)))
-	}},
-	{name: "countminwindow", counts: true, open: func(at Place, attach bool) (snapStructure, error) {
-		return adapt(OpenCountMinWindow(at, snapPick(attach, CountMinWindowConfig{Window: snapWin, CountMin: snapCMS})))
-	}},
-	{name: "bloomwindow", open: func(at Place, attach bool) (snapStructure, error) {
-		return adapt(OpenBloomWindow(at, snapPick(attach, BloomWindowConfig{Window: snapWin, Bloom: snapBloom})))
-	}},
-	{name: "distinct", cells: cells.DistinctHeadBytes, open: func(at Place, attach bool) (snapStructure, error) {
-		return adapt(OpenDistinct(at, snapPick(attach, snapHLL)))
-	}},
-	{name: "distinctwindow", open: func(at Place, attach bool) (snapStructure, error) {
-		return adapt(OpenDistinctWindow(at, snapPick(attach, DistinctWindowConfig{Window: snapWin, Distinct: snapHLL})))
-	}},
+	snapKindOf("countmin", true, cells.StripesBytes, OpenCountMin, snapCMS,
+		func(c CountMinConfig, seed uint64) CountMinConfig { c.Seed = seed; return c },
+		func(s snapStructure) uint64 { return s.(snapCM).Total() },
+		func(c *CountMin) snapStructure { return snapCM{c} }),
+	snapKindOf("bloom", false, cells.StripesBytes, OpenBloom, snapBloom,
+		func(c BloomConfig, seed uint64) BloomConfig { c.Seed = seed; return c },
+		func(s snapStructure) uint64 { return s.(snapBF).Stats().Adds },
+		func(b *Bloom) snapStructure { return snapBF{b} }),
+	snapKindOf("countingbloom", false, cells.StripesBytes, OpenCountingBloom, snapCBF,
+		func(c CountingBloomConfig, seed uint64) CountingBloomConfig { c.Seed = seed; return c },
+		nil, func(b *CountingBloom) snapStructure { return snapCBFs{b} }),
+	snapKindOf("countminwindow", true, 0, OpenCountMinWindow, CountMinWindowConfig{Window: snapWin, CountMin: snapCMS},
+		nil, nil, func(w *CountMinWindow) snapStructure { return snapCMW{w} }),
+	snapKindOf("bloomwindow", false, 0, OpenBloomWindow, BloomWindowConfig{Window: snapWin, Bloom: snapBloom},
+		nil, nil, func(w *BloomWindow) snapStructure { return snapBW{w} }),
+	snapKindOf("distinct", false, cells.DistinctHeadBytes, OpenDistinct, snapHLL,
+		func(c DistinctConfig, seed uint64) DistinctConfig { c.Seed = seed; return c },
+		nil, func(d *Distinct) snapStructure { return snapD{d} }),
+	snapKindOf("distinctwindow", false, 0, OpenDistinctWindow, DistinctWindowConfig{Window: snapWin, Distinct: snapHLL},
+		nil, nil, func(w *DistinctWindow) snapStructure { return snapDW{w} }),
 }
 
 // TestSnapshot_EveryKind: the snapshot table has a row for every kind
@@ -104,28 +150,18 @@ func snapKindNamed(name string) *snapKind {
 	return nil
 }
 
-// adapt wraps a constructor's structure for the table.
+// adapt wraps a constructor's structure for the table, through the row
+// of its kind.
 func adapt[S any](s S, err error) (snapStructure, error) {
 	if err != nil {
 		return nil, err
 	}
-	switch s := any(s).(type) {
-	case *CountMin:
-		return snapCM{s}, nil
-	case *Bloom:
-		return snapBF{s}, nil
-	case *CountingBloom:
-		return snapCBFs{s}, nil
-	case *CountMinWindow:
-		return snapCMW{s}, nil
-	case *BloomWindow:
-		return snapBW{s}, nil
-	case *Distinct:
-		return snapD{s}, nil
-	case *DistinctWindow:
-		return snapDW{s}, nil
+	for _, k := range snapKinds {
+		if w, ok := k.adapt(s); ok {
+			return w, nil
+		}
 	}
-	return nil, fmt.Errorf("no adapter for %T", s)
+	return nil, fmt.Errorf("no row of snapKinds holds a %T", s)
 }
 
 func present(ok bool) uint64 {
@@ -162,6 +198,11 @@ func (s snapCMW) add(k []byte) error                       { _, err := s.Add(k);
 func (s snapCMW) answer(k []byte) uint64                   { return s.Estimate(k) }
 func (s snapCMW) snapshot(at Place) (snapStructure, error) { return adapt(s.Snapshot(at)) }
 func (s snapCMW) handle() *Handle                          { return &s.Handle }
+func (s snapCMW) snapshotCovered(at Place) (snapStructure, Periods, error) {
+	c, p, err := s.SnapshotCovered(at)
+	w, err := adapt(c, err)
+	return w, p, err
+}
 
 type snapBW struct{ *BloomWindow }
 
@@ -169,6 +210,11 @@ func (s snapBW) add(k []byte) error                       { _, err := s.Add(k); 
 func (s snapBW) answer(k []byte) uint64                   { return present(s.Contains(k)) }
 func (s snapBW) snapshot(at Place) (snapStructure, error) { return adapt(s.Snapshot(at)) }
 func (s snapBW) handle() *Handle                          { return &s.Handle }
+func (s snapBW) snapshotCovered(at Place) (snapStructure, Periods, error) {
+	b, p, err := s.SnapshotCovered(at)
+	w, err := adapt(b, err)
+	return w, p, err
+}
 
 // A distinct count answers for no key: what the table's answer tells of
 // one is its register, 1 when it holds the key's rank or more (as the
@@ -190,6 +236,11 @@ func (s snapDW) add(k []byte) error                       { return s.Add(k) }
 func (s snapDW) answer(k []byte) uint64                   { return distinctWindow{s.DistinctWindow}.count(k) }
 func (s snapDW) snapshot(at Place) (snapStructure, error) { return adapt(s.Snapshot(at)) }
 func (s snapDW) handle() *Handle                          { return &s.Handle }
+func (s snapDW) snapshotCovered(at Place) (snapStructure, Periods, error) {
+	d, p, err := s.SnapshotCovered(at)
+	w, err := adapt(d, err)
+	return w, p, err
+}
 
 // snapPlaces are the places a source lives at in the tests: each returns
 // a new place, and the arena it is in (nil when none).
@@ -315,17 +366,7 @@ func TestSnapshot_PathIsSealedFile(t *testing.T) {
 			if _, err := kindOf.open(Path(path), true); !errors.Is(err, ErrFrozen) {
 				t.Errorf("read-write open of the snapshot: %v, want ErrFrozen", err)
 			}
-			var ro snapStructure
-			switch kindOf.name {
-			case "countmin":
-				ro, err = adapt(OpenCountMin(Path(path), CountMinConfig{}, WithReadOnly()))
-			case "bloom":
-				ro, err = adapt(OpenBloom(Path(path), BloomConfig{}, WithReadOnly()))
-			case "countingbloom":
-				ro, err = adapt(OpenCountingBloom(Path(path), CountingBloomConfig{}, WithReadOnly()))
-			case "distinct":
-				ro, err = adapt(OpenDistinct(Path(path), DistinctConfig{}, WithReadOnly()))
-			}
+			ro, err := kindOf.open(Path(path), true, WithReadOnly())
 			if err != nil {
 				t.Fatalf("read-only open of the snapshot: %v", err)
 			}
@@ -425,33 +466,15 @@ func TestSnapshot_WindowIsItsCoveredPeriods(t *testing.T) {
 			const periods = 6
 			for q := range uint64(periods) {
 				if q > 0 {
-					if err := w.(interface{ Rotate() error }).Rotate(); err != nil {
+					if err := w.(snapWindowStructure).Rotate(); err != nil {
 						t.Fatal(err)
 					}
 				}
 				snapPeriodKeys(t, w, q)
 			}
-			var cp snapStructure
-			var cov Periods
-			switch w := w.(type) {
-			case snapCMW:
-				c, p, err := w.SnapshotCovered(Memory())
-				if err != nil {
-					t.Fatal(err)
-				}
-				cp, cov = snapCM{c}, p
-			case snapBW:
-				b, p, err := w.SnapshotCovered(Memory())
-				if err != nil {
-					t.Fatal(err)
-				}
-				cp, cov = snapBF{b}, p
-			case snapDW:
-				d, p, err := w.SnapshotCovered(Memory())
-				if err != nil {
-					t.Fatal(err)
-				}
-				cp, cov = snapD{d}, p
+			cp, cov, err := w.(snapWindowStructure).snapshotCovered(Memory())
+			if err != nil {
+				t.Fatal(err)
 			}
 			defer cp.Close()
 			if want := (Periods{Oldest: periods - uint64(snapWin.Keep), Current: periods - 1}); cov != want {
@@ -459,22 +482,7 @@ func TestSnapshot_WindowIsItsCoveredPeriods(t *testing.T) {
 			}
 			// The same keys, added to a plain structure of the window's
 			// config and seed.
-			var plain snapStructure
-			var err error
-			switch plainKind.name {
-			case "countmin":
-				cfg := snapCMS
-				cfg.Seed = w.handle().Seed()
-				plain, err = adapt(OpenCountMin(Memory(), cfg))
-			case "bloom":
-				cfg := snapBloom
-				cfg.Seed = w.handle().Seed()
-				plain, err = adapt(OpenBloom(Memory(), cfg))
-			case "distinct":
-				cfg := snapHLL
-				cfg.Seed = w.handle().Seed()
-				plain, err = adapt(OpenDistinct(Memory(), cfg))
-			}
+			plain, err := plainKind.openSeeded(Memory(), w.handle().Seed())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -495,15 +503,10 @@ func TestSnapshot_WindowIsItsCoveredPeriods(t *testing.T) {
 					}
 				}
 			}
-			switch c := cp.(type) {
-			case snapCM:
-				// Every add of the covered periods: 3 of them, 600 a period.
-				if got, want := c.Total(), uint64(3*600); got != want {
-					t.Errorf("snapshot Total() = %d, want %d", got, want)
-				}
-			case snapBF:
-				if st := c.Stats(); st.Adds != 3*600 {
-					t.Errorf("snapshot Added+Seen = %d, want %d", st.Adds, 3*600)
+			// Every add of the covered periods: 3 of them, 600 a period.
+			if plainKind.counted != nil {
+				if got, want := plainKind.counted(cp), uint64(3*600); got != want {
+					t.Errorf("the snapshot counted %d, want %d", got, want)
 				}
 			}
 		})

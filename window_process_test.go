@@ -15,11 +15,10 @@ import (
 
 // The window add counts' process tests: children of both backends adding
 // while this process turns the window, and clearers killed with SIGKILL
-// before and after their fold. The children are this test binary, run as
-// TestWindowAdds_Child with a role in envWinAdds.
+// before and after their fold. The children run the roles below, with the
+// window's kind in envWinAddsKind.
 
 const (
-	envWinAdds      = "SKETCH_TEST_WINADDS"      // the child's role: add, clear or folded
 	envWinAddsKind  = "SKETCH_TEST_WINADDS_KIND" // the window's kind's name
 	winAddsPerChild = 20000
 )
@@ -33,71 +32,74 @@ func winAddsKind(name string) (*windowKind, error) {
 	return nil, fmt.Errorf("no window kind %q", name)
 }
 
-// TestWindowAdds_Child is the children's entry point; it passes at once in
-// a normal run.
-func TestWindowAdds_Child(t *testing.T) {
-	role := os.Getenv(envWinAdds)
-	if role == "" {
-		return
-	}
-	if err := winAddsChild(role); err != nil {
-		fmt.Fprintf(os.Stderr, "window adds child %s (%s): %v\n", role, Backend, err)
-		os.Exit(1)
-	}
-	os.Exit(0)
-}
-
-func winAddsChild(role string) error {
+// openWinAdds opens the window of kind envWinAddsKind at envPath.
+func openWinAdds() (*windowKind, testWindow, error) {
 	k, err := winAddsKind(os.Getenv(envWinAddsKind))
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
 	w, err := k.open(Path(os.Getenv(envPath)), Window{Keep: 3}, procCfgs)
+	return k, w, err
+}
+
+var _ = role("addcounted", childAddCounted)
+
+// childAddCounted adds its own keys, n of 1 to 3 each (a filter's add
+// counts one), and says how many it counted and how many of its adds met
+// a turn of the period: those may have landed in a slot being cleared,
+// and be lost to the window and its count.
+func childAddCounted() error {
+	k, w, err := openWinAdds()
 	if err != nil {
 		return err
 	}
-	switch role {
-	case "add":
-		// Adds its own keys, n of 1 to 3 each (a filter's add counts
-		// one), and says how many it counted and how many of its adds
-		// met a turn of the period: those may have landed in a slot
-		// being cleared, and be lost to the window and its count.
-		var total, turned uint64
-		for i := range winAddsPerChild {
-			n := uint64(1 + i%3)
-			p := w.Current()
-			if _, err := w.addN(fmt.Appendf(nil, "c%d-%d", os.Getpid(), i), n); err != nil {
-				return err
-			}
-			total += k.counts(n)
-			if w.Current() != p {
-				turned++
-			}
+	var total, turned uint64
+	for i := range winAddsPerChild {
+		n := uint64(1 + i%3)
+		p := w.Current()
+		if _, err := w.addN(fmt.Appendf(nil, "c%d-%d", os.Getpid(), i), n); err != nil {
+			return err
 		}
-		fmt.Printf("added %d %d\n", total, turned)
-		return nil
-	case "clear", "folded":
-		// Stops inside the first clear it wins, before its fold (clear)
-		// or after the fold committed (folded), and waits to be killed.
-		stop := func(s, p uint64) {
-			fmt.Printf("%s %d %d\n", role, s, p)
-			time.Sleep(time.Hour)
+		total += k.counts(n)
+		if w.Current() != p {
+			turned++
 		}
-		if role == "clear" {
-			testHookWindowClear = stop
-		} else {
-			testHookWindowFolded = stop
-		}
-		return w.Rotate()
 	}
-	return fmt.Errorf("unknown role %q", role)
+	fmt.Printf("added %d %d\n", total, turned)
+	return nil
 }
 
+var (
+	_ = role("clearstop", func() error { return childStopInClear("clearstop", &testHookWindowClear) })
+	_ = role("foldstop", func() error { return childStopInClear("foldstop", &testHookWindowFolded) })
+)
+
+// childStopInClear turns the window and stops inside the first clear it
+// wins, where hook is called: before its fold (testHookWindowClear) or
+// after the fold committed (testHookWindowFolded). It says "role slot
+// period" and waits to be killed.
+func childStopInClear(role string, hook *func(s, p uint64)) error {
+	_, w, err := openWinAdds()
+	if err != nil {
+		return err
+	}
+	*hook = func(s, p uint64) {
+		fmt.Printf("%s %d %d\n", role, s, p)
+		time.Sleep(time.Hour)
+	}
+	return w.Rotate()
+}
+
+// startWinAddsChild starts exe (this test binary when "") in role on the
+// window of kind k at path.
 func startWinAddsChild(t *testing.T, exe, role string, k *windowKind, path string) *lockChild {
 	t.Helper()
+	if exe == "" {
+		exe = selfExe(t)
+	}
 	return startLockChildCmd(t, childContext(t), role+" child", role, path,
-		[]string{envWinAdds + "=" + role, envWinAddsKind + "=" + k.name},
-		[]string{exe, "-test.run=^TestWindowAdds_Child$"})
+		[]string{envWinAddsKind + "=" + k.name},
+		[]string{exe, "-test.run=^TestHelperProcess$"})
 }
 
 // TestWindows_AddsProcesses: two processes, one of each backend, add while
@@ -113,7 +115,7 @@ func TestWindows_AddsProcesses(t *testing.T) {
 		w := mustOpenKind(t, k, Path(path), Window{Keep: 3}, procCfgs)
 		var hs []*lockChild
 		for _, exe := range exes {
-			hs = append(hs, startWinAddsChild(t, exe, "add", k, path))
+			hs = append(hs, startWinAddsChild(t, exe, "addcounted", k, path))
 		}
 		running := func() bool {
 			for _, h := range hs {
@@ -182,8 +184,8 @@ func TestWindows_AddsKillClearer(t *testing.T) {
 	other := otherBackendExe(t)
 	forEachKind(t, func(t *testing.T, k *windowKind) {
 		for _, tc := range []struct{ role, exe string }{
-			{"clear", selfExe(t)}, {"folded", selfExe(t)},
-			{"clear", other}, {"folded", other},
+			{role: "clearstop", exe: selfExe(t)}, {role: "foldstop", exe: selfExe(t)},
+			{role: "clearstop", exe: other}, {role: "foldstop", exe: other},
 		} {
 			name := tc.role
 			if tc.exe == other {
