@@ -34,10 +34,18 @@ func checkAddsKept(t *testing.T, a, b testWindow, rounds int) {
 	var added atomic.Int64             // keys whose add returned
 	var stop atomic.Bool
 	var writers, rotators sync.WaitGroup
+	turned := make(chan struct{})
 	writers.Add(1)
 	go func() {
 		defer writers.Done()
 		for j := 0; j < maxKeys && !stop.Load(); j++ {
+			if j == maxKeys-1024 {
+				// The last keys wait for the last turn, so that, however
+				// slowly the rotators run beside the writer, some keys
+				// land in the window that no longer turns and the checks
+				// below have keys to check.
+				<-turned
+			}
 			p := a.Current()
 			if _, err := a.addN(handleKey(j), 1); err != nil {
 				t.Error(err)
@@ -59,7 +67,6 @@ func checkAddsKept(t *testing.T, a, b testWindow, rounds int) {
 			}
 		}()
 	}
-	turned := make(chan struct{})
 	go func() { rotators.Wait(); close(turned) }()
 
 	checks, lost := 0, 0
