@@ -18,8 +18,10 @@ type syncedKind func(a *Agent, name string, at sketch.Place) (io.Closer, error)
 // kinds is the fleet's table of kinds. A kind not in it is not synced
 // (ErrNotSynced).
 var kinds = map[sketch.Kind]syncedKind{
-	sketch.KindDistinct: openAndAdd(sketch.OpenDistinct, (*Agent).AddDistinct),
-	sketch.KindBloom:    openAndAdd(sketch.OpenBloom, (*Agent).AddBloom),
+	sketch.KindDistinct:       openAndAdd(sketch.OpenDistinct, (*Agent).AddDistinct),
+	sketch.KindBloom:          openAndAdd(sketch.OpenBloom, (*Agent).AddBloom),
+	sketch.KindDistinctWindow: openAndAdd(sketch.OpenDistinctWindow, (*Agent).AddDistinctWindow),
+	sketch.KindBloomWindow:    openAndAdd(sketch.OpenBloomWindow, (*Agent).AddBloomWindow),
 }
 
 // openAndAdd is a row: the kind's constructor with its zero config, which

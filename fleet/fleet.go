@@ -13,6 +13,14 @@
 //   - a Bloom filter (sketch.Bloom): its ExportBits is ORed (BITOP OR) into
 //     the fleet's bits, which MergeBits ORs back: Contains then finds every
 //     key added on any host before that host's last push.
+//   - a distinct window or a Bloom window: the same, period by period
+//     (ExportPeriods, MergePeriod), one key a period that expires once the
+//     period has left every window. Every period of the window is pulled,
+//     also those this host added nothing to, so a quiet host catches the
+//     others' keys too. The hosts' windows turn by the clock (a Period),
+//     which the hosts must agree on to well within a period; a window
+//     turned by Rotate only is not synced (ErrNotSynced), and Rotate must
+//     not be called on a synced window.
 //
 // Both merges are idempotent (a maximum, an OR), so a push repeated after a
 // kill, a timeout or a Redis failover counts nothing twice, and a Redis that
@@ -99,14 +107,32 @@ type Agent struct {
 	closed  bool
 }
 
-// member is one synced structure and how a round moves it.
+// member is one synced structure and how a round moves it: the state of
+// a plain structure, or of each period of a window, pushed and pulled
+// through one state key each.
 type member struct {
 	name, kind string
 	meta       string // what the fleet's keys must hold: kind, shape, seed digest
 	op         string // the merge in Redis: "pfmerge" or "or"
-	export     func() ([]byte, error)
-	merge      func([]byte) error
+	plain      *plainState
+	window     *windowState
 	stats      StructureStats // guarded by Agent.mu
+}
+
+// plainState moves a structure without periods.
+type plainState struct {
+	export func() ([]byte, error)
+	merge  func([]byte) error
+}
+
+// windowState moves each period of a window (one state key a period,
+// which expires once the period has left every host's window).
+type windowState struct {
+	period  time.Duration
+	keep    uint64
+	current func() uint64
+	export  func() ([]sketch.WindowPeriod, error)
+	merge   func(p uint64, data []byte) (bool, error)
 }
 
 // New returns an agent for the fleet. It does not talk to Redis until the
@@ -150,26 +176,86 @@ func (a *Agent) AddDistinct(name string, d *sketch.Distinct) error {
 	if cfg.Precision != 14 {
 		return fmt.Errorf("%w: distinct count %q of precision %d: Redis's HyperLogLog has precision 14", ErrNotSynced, name, cfg.Precision)
 	}
-	seed := "redis"
-	if !cfg.Redis {
-		seed = seedDigest(d.Seed())
-	}
 	return a.add(&member{
 		name: name, kind: string(sketch.KindDistinct), op: "pfmerge",
-		meta:   fmt.Sprintf("distinct precision=%d seed=%s", cfg.Precision, seed),
-		export: d.ExportRedis, merge: d.MergeRedis,
+		meta:  "distinct " + distinctMeta(cfg, d.Seed()),
+		plain: &plainState{export: d.ExportRedis, merge: d.MergeRedis},
 	})
 }
 
 // AddBloom syncs the Bloom filter b under name. Every host's filter must
 // have b's capacity, rate and seed.
 func (a *Agent) AddBloom(name string, b *sketch.Bloom) error {
-	cfg := b.Config()
 	return a.add(&member{
 		name: name, kind: string(sketch.KindBloom), op: "or",
-		meta:   fmt.Sprintf("bloom bits=%d hashes=%d capacity=%d fprate=%g seed=%s", b.Bits(), b.Hashes(), cfg.Capacity, cfg.FPRate, seedDigest(b.Seed())),
-		export: b.ExportBits, merge: b.MergeBits,
+		meta:  "bloom " + bloomMeta(b.Config(), b.Bits(), b.Hashes(), b.Seed()),
+		plain: &plainState{export: b.ExportBits, merge: b.MergeBits},
 	})
+}
+
+// AddDistinctWindow syncs the distinct window w under name, period by
+// period: Count then counts every host's keys of the periods it covers.
+// The window must turn by the clock (a Period; Rotate turns one host's
+// periods only, and must not be called on a synced window), and the
+// hosts' clocks agree to well within a period; its counts need precision
+// 14.
+func (a *Agent) AddDistinctWindow(name string, w *sketch.DistinctWindow) error {
+	cfg := w.Config()
+	if err := syncedWindow("distinct window", name, cfg.Window); err != nil {
+		return err
+	}
+	if cfg.Distinct.Precision != 14 {
+		return fmt.Errorf("%w: distinct window %q of precision %d: Redis's HyperLogLog has precision 14", ErrNotSynced, name, cfg.Distinct.Precision)
+	}
+	return a.add(&member{
+		name: name, kind: string(sketch.KindDistinctWindow), op: "pfmerge",
+		meta:   "distinctwindow " + windowMeta(cfg.Window) + " " + distinctMeta(cfg.Distinct, w.Seed()),
+		window: windowOf(cfg.Window, w.Current, w.ExportPeriods, w.MergePeriod),
+	})
+}
+
+// AddBloomWindow syncs the Bloom window w under name, period by period:
+// Contains then finds every host's keys of the periods it covers (a
+// replay caught on any host). The window must turn by the clock, as
+// AddDistinctWindow's.
+func (a *Agent) AddBloomWindow(name string, w *sketch.BloomWindow) error {
+	cfg := w.Config()
+	if err := syncedWindow("Bloom window", name, cfg.Window); err != nil {
+		return err
+	}
+	return a.add(&member{
+		name: name, kind: string(sketch.KindBloomWindow), op: "or",
+		meta:   "bloomwindow " + windowMeta(cfg.Window) + " " + bloomMeta(cfg.Bloom, w.Bits(), w.Hashes(), w.Seed()),
+		window: windowOf(cfg.Window, w.Current, w.ExportPeriods, w.MergePeriod),
+	})
+}
+
+func distinctMeta(cfg sketch.DistinctConfig, seed uint64) string {
+	if cfg.Redis {
+		return fmt.Sprintf("precision=%d seed=redis", cfg.Precision)
+	}
+	return fmt.Sprintf("precision=%d seed=%s", cfg.Precision, seedDigest(seed))
+}
+
+func bloomMeta(cfg sketch.BloomConfig, bits uint64, hashes int, seed uint64) string {
+	return fmt.Sprintf("bits=%d hashes=%d capacity=%d fprate=%g seed=%s", bits, hashes, cfg.Capacity, cfg.FPRate, seedDigest(seed))
+}
+
+func windowMeta(w sketch.Window) string {
+	return fmt.Sprintf("period=%s keep=%d", w.Period, w.Keep)
+}
+
+// syncedWindow refuses a window whose periods are not the fleet's: one
+// turned by Rotate only numbers its periods by this host's turns.
+func syncedWindow(what, name string, w sketch.Window) error {
+	if w.Period <= 0 {
+		return fmt.Errorf("%w: %s %q turns by Rotate only, so its periods are this host's own", ErrNotSynced, what, name)
+	}
+	return nil
+}
+
+func windowOf(w sketch.Window, current func() uint64, export func() ([]sketch.WindowPeriod, error), merge func(uint64, []byte) (bool, error)) *windowState {
+	return &windowState{period: w.Period, keep: uint64(w.Keep), current: current, export: export, merge: merge}
 }
 
 func (a *Agent) add(m *member) error {
@@ -262,17 +348,20 @@ func (a *Agent) Stats() Stats {
 	return s
 }
 
-// pushPull is a round's call for one structure, atomic in Redis: check the
-// fleet's description (KEYS[1]) against this host's (ARGV[1]), and the
-// fleet's bits' length against this host's, writing nothing on a mismatch; merge this host's export (ARGV[2], through the
+// pushPull is a round's call for one state key, atomic in Redis: check
+// the fleet's description (KEYS[1]) against this host's (ARGV[1]), and
+// the fleet's bits' length against this host's, writing nothing on a
+// mismatch; with ARGV[2] given, merge it (this host's export, through the
 // scratch key KEYS[3]) into the fleet's state (KEYS[2]) with ARGV[3]'s
-// merge; return the fleet's state.
+// merge, and with ARGV[4] > 0 make the state expire that many
+// milliseconds later; return the fleet's state (false when there is
+// none).
 var pushPull = redis.NewScript(`
 local meta = redis.call('GET', KEYS[1])
 if meta and meta ~= ARGV[1] then
 	return {'mismatch', meta}
 end
-if ARGV[3] == 'or' then
+if ARGV[3] == 'or' and ARGV[2] ~= '' then
 	local n = redis.call('STRLEN', KEYS[2])
 	if n ~= 0 and n ~= string.len(ARGV[2]) then
 		return {'mismatch', 'bits of ' .. n .. ' bytes'}
@@ -281,21 +370,26 @@ end
 if not meta then
 	redis.call('SET', KEYS[1], ARGV[1])
 end
-redis.call('SET', KEYS[3], ARGV[2])
-if ARGV[3] == 'pfmerge' then
-	redis.call('PFMERGE', KEYS[2], KEYS[3])
-else
-	redis.call('BITOP', 'OR', KEYS[2], KEYS[2], KEYS[3])
+if ARGV[2] ~= '' then
+	redis.call('SET', KEYS[3], ARGV[2])
+	if ARGV[3] == 'pfmerge' then
+		redis.call('PFMERGE', KEYS[2], KEYS[3])
+	else
+		redis.call('BITOP', 'OR', KEYS[2], KEYS[2], KEYS[3])
+	end
+	redis.call('DEL', KEYS[3])
+	if tonumber(ARGV[4]) > 0 then
+		redis.call('PEXPIRE', KEYS[2], ARGV[4])
+	end
 end
-redis.call('DEL', KEYS[3])
 return {'ok', redis.call('GET', KEYS[2])}
 `)
 
-// keys are a structure's keys: its description, the fleet's state, and
-// this host's scratch key, under one hash tag.
-func (a *Agent) keys(m *member) []string {
+// keys are a structure's keys for a state key's suffix: its description,
+// the fleet's state, and this host's scratch key, under one hash tag.
+func (a *Agent) keys(m *member, suffix string) []string {
 	tag := "{" + a.cfg.Fleet + "/" + m.name + "}"
-	return []string{tag + ":meta", tag + ":" + m.op, tag + ":push:" + a.cfg.Host}
+	return []string{tag + ":meta", tag + ":" + suffix, tag + ":push:" + a.cfg.Host}
 }
 
 // Sync runs one round: every structure is pushed to the fleet and the
@@ -345,30 +439,95 @@ func (a *Agent) Sync(ctx context.Context) error {
 
 // syncOne pushes and pulls one structure.
 func (a *Agent) syncOne(ctx context.Context, m *member) error {
-	exp, err := m.export()
+	if m.window != nil {
+		return a.syncWindow(ctx, m)
+	}
+	exp, err := m.plain.export()
 	if err != nil {
 		return fmt.Errorf("fleet: %s %q: %w", m.kind, m.name, err)
 	}
-	res, err := pushPull.Run(ctx, a.cfg.Redis, a.keys(m), m.meta, exp, m.op).Slice()
+	state, err := a.pushPull(ctx, m, m.op, exp, 0)
 	if err != nil {
-		return fmt.Errorf("fleet: %s %q: redis: %w", m.kind, m.name, err)
+		return err
 	}
-	if len(res) != 2 {
-		return fmt.Errorf("fleet: %s %q: redis: a reply of %d values, not 2", m.kind, m.name, len(res))
-	}
-	status, _ := res[0].(string)
-	body, _ := res[1].(string)
-	switch status {
-	case "mismatch":
-		return fmt.Errorf("fleet: %s %q: %w: the fleet's is %q, this host's %q", m.kind, m.name, ErrMismatch, body, m.meta)
-	case "ok":
-	default:
-		return fmt.Errorf("fleet: %s %q: redis: a reply %q not understood", m.kind, m.name, status)
-	}
-	if err := m.merge([]byte(body)); err != nil {
+	if err := m.plain.merge(state); err != nil {
 		return fmt.Errorf("fleet: %s %q: merging the fleet's state: %w", m.kind, m.name, err)
 	}
 	return nil
+}
+
+// syncWindow pushes each period the window holds and pulls every period
+// of the window: also those this host added nothing to, whose slots the
+// merge claims, so that a quiet host finds the others' keys too. A
+// period's key expires Keep+1 periods after its last push: by then it
+// has left every window.
+func (a *Agent) syncWindow(ctx context.Context, m *member) error {
+	w := m.window
+	exps, err := w.export()
+	if err != nil {
+		return fmt.Errorf("fleet: %s %q: %w", m.kind, m.name, err)
+	}
+	held := map[uint64][]byte{}
+	for _, e := range exps {
+		held[e.Period] = e.Data
+	}
+	cur := w.current()
+	ttl := periodKeyLife(w.period, w.keep).Milliseconds()
+	for i := range min(w.keep, cur+1) {
+		p := cur - i
+		state, err := a.pushPull(ctx, m, fmt.Sprintf("%s:%d", m.op, p), held[p], ttl)
+		if err != nil {
+			return err
+		}
+		if state == nil {
+			continue // no host has pushed the period
+		}
+		if _, err := w.merge(p, state); err != nil {
+			return fmt.Errorf("fleet: %s %q: merging the fleet's period %d: %w", m.kind, m.name, p, err)
+		}
+	}
+	return nil
+}
+
+// maxKeyLife bounds a period's key's life: a key that expires while its
+// period is still in a window (a period longer than this) is pushed again
+// by every host's next round, from their slots.
+const maxKeyLife = 366 * 24 * time.Hour
+
+// periodKeyLife is how long a period's key lives after a push: Keep+1
+// periods, by when the period has left every window, at most maxKeyLife.
+func periodKeyLife(period time.Duration, keep uint64) time.Duration {
+	if period >= maxKeyLife/time.Duration(keep+1) {
+		return maxKeyLife
+	}
+	return period * time.Duration(keep+1)
+}
+
+// pushPull runs the script for one state key of m (suffix), pushing exp
+// when it is not nil, and returns the fleet's state (nil when no host
+// has pushed it).
+func (a *Agent) pushPull(ctx context.Context, m *member, suffix string, exp []byte, ttlMillis int64) ([]byte, error) {
+	res, err := pushPull.Run(ctx, a.cfg.Redis, a.keys(m, suffix), m.meta, exp, m.op, ttlMillis).Slice()
+	if err != nil {
+		return nil, fmt.Errorf("fleet: %s %q: redis: %w", m.kind, m.name, err)
+	}
+	if len(res) < 1 {
+		return nil, fmt.Errorf("fleet: %s %q: redis: an empty reply", m.kind, m.name)
+	}
+	status, _ := res[0].(string)
+	var body []byte
+	if len(res) > 1 {
+		if b, ok := res[1].(string); ok {
+			body = []byte(b)
+		}
+	}
+	switch status {
+	case "mismatch":
+		return nil, fmt.Errorf("fleet: %s %q: %w: the fleet's is %q, this host's %q", m.kind, m.name, ErrMismatch, body, m.meta)
+	case "ok":
+		return body, nil
+	}
+	return nil, fmt.Errorf("fleet: %s %q: redis: a reply %q not understood", m.kind, m.name, status)
 }
 
 // Run runs a round every Interval, the first at once, until ctx is done,

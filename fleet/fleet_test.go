@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -95,7 +96,7 @@ func TestSync_Distinct(t *testing.T) {
 					t.Errorf("host %d: Count() = %d, the union's %d", h, c, w)
 				}
 			}
-			fleetKey := agents[0].keys(agents[0].members[0])[1]
+			fleetKey := agents[0].keys(agents[0].members[0], "pfmerge")[1]
 			if got, want := rs.Client(t).PFCount(context.Background(), fleetKey).Val(), int64(union.Count()); got != want {
 				t.Errorf("PFCOUNT of the fleet's key = %d, Count() = %d", got, want)
 			}
@@ -178,7 +179,7 @@ func TestSync_Mismatch(t *testing.T) {
 	}
 	mustSync(t, first)
 	c := rs.Client(t)
-	fleetKey := first.keys(first.members[0])[1]
+	fleetKey := first.keys(first.members[0], "or")[1]
 	before := c.Get(context.Background(), fleetKey).Val()
 
 	otherSeed := cfg
@@ -299,7 +300,7 @@ func TestSync_HostileRedis(t *testing.T) {
 				t.Fatal(err)
 			}
 			for _, m := range a.members {
-				c.Set(ctx, a.keys(m)[1], bad, 0)
+				c.Set(ctx, a.keys(m, m.op)[1], bad, 0)
 			}
 			countBefore, bitsBefore := d.Count(), b.Stats().Set
 			if err := a.Sync(ctx); err == nil {
@@ -423,5 +424,137 @@ func TestSync_AgentKilled(t *testing.T) {
 	}
 	if got, want := c.PFCount(context.Background(), "{f/clients}:pfmerge").Val(), int64(union.Count()); got != want {
 		t.Errorf("PFCOUNT of the fleet's key = %d, the union's Count() = %d", got, want)
+	}
+}
+
+// forever is a window period that the clock never turns while tests run
+// (period number 0 until 2262): the test turns every host's window with
+// Rotate, the same number of times, so that the hosts agree on periods.
+const forever = time.Duration(math.MaxInt64)
+
+// TestSync_BloomWindow: a key added on one host in a period is found on
+// another host, which added nothing in that period, once a round of each
+// has run (the replay caught on any host), and not once the period has
+// left the window; each period's key expires after Keep+1 periods.
+func TestSync_BloomWindow(t *testing.T) {
+	rs := redistest.Start(t)
+	cfg := sketch.BloomWindowConfig{Window: sketch.Window{Period: forever, Keep: 3}, Bloom: sketch.BloomConfig{Capacity: 1000, FPRate: 0.001, Seed: 0xb1}}
+	var agents []*Agent
+	var wins []*sketch.BloomWindow
+	for h := range 2 {
+		w := mustOpen(t, sketch.OpenBloomWindow, sketch.Path(filepath.Join(t.TempDir(), "ids")), cfg)
+		a := newAgent(t, rs, fmt.Sprint("host", h))
+		if err := a.AddBloomWindow("ids", w); err != nil {
+			t.Fatal(err)
+		}
+		agents, wins = append(agents, a), append(wins, w)
+	}
+	rotate := func() {
+		t.Helper()
+		for _, w := range wins {
+			if err := w.Rotate(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	wins[0].AddString("id-0")
+	rotate()
+	wins[0].AddString("id-1")
+	if wins[1].ContainsString("id-0") || wins[1].ContainsString("id-1") {
+		t.Fatal("host 1 finds host 0's ids before any round")
+	}
+	mustSync(t, agents[0], agents[1])
+	for _, id := range []string{"id-0", "id-1"} {
+		if !wins[1].ContainsString(id) {
+			t.Errorf("host 1 does not find host 0's %s after a round of each", id)
+		}
+	}
+	// Host 1's own id of period 1 reaches host 0.
+	wins[1].AddString("id-1b")
+	mustSync(t, agents[1], agents[0])
+	if !wins[0].ContainsString("id-1b") {
+		t.Error("host 0 does not find host 1's id-1b after a round of each")
+	}
+	c := rs.Client(t)
+	ttl := c.PTTL(context.Background(), "{f/ids}:or:1").Val()
+	if ttl <= 0 || ttl > maxKeyLife {
+		t.Errorf("period 1's key lives %v, want a life up to %v", ttl, maxKeyLife)
+	}
+	// At period 4 the window is 2-4: periods 0 and 1 left it everywhere.
+	rotate()
+	rotate()
+	rotate()
+	mustSync(t, agents...)
+	for h, w := range wins {
+		for _, id := range []string{"id-0", "id-1", "id-1b"} {
+			if w.ContainsString(id) {
+				t.Errorf("host %d still finds %s once its period left the window", h, id)
+			}
+		}
+	}
+	// A window turned by Rotate only is refused.
+	manual := mustOpen(t, sketch.OpenBloomWindow, sketch.Memory(), sketch.BloomWindowConfig{Window: sketch.Window{Keep: 2}, Bloom: cfg.Bloom})
+	if err := agents[0].AddBloomWindow("manual", manual); !errors.Is(err, ErrNotSynced) {
+		t.Errorf("AddBloomWindow of a window without a Period = %v, want ErrNotSynced", err)
+	}
+}
+
+// TestSync_DistinctWindow: each host's counts of each period, synced, make
+// every host count what one window fed every host's keys counts, period
+// for period.
+func TestSync_DistinctWindow(t *testing.T) {
+	rs := redistest.Start(t)
+	cfg := sketch.DistinctWindowConfig{Window: sketch.Window{Period: forever, Keep: 2}, Distinct: sketch.DistinctConfig{Seed: 0xd1}}
+	union := mustOpen(t, sketch.OpenDistinctWindow, sketch.Memory(), cfg)
+	var agents []*Agent
+	var wins []*sketch.DistinctWindow
+	for h := range hosts {
+		w := mustOpen(t, sketch.OpenDistinctWindow, sketch.Memory(), cfg)
+		a := newAgent(t, rs, fmt.Sprint("host", h))
+		if err := a.AddDistinctWindow("clients", w); err != nil {
+			t.Fatal(err)
+		}
+		agents, wins = append(agents, a), append(wins, w)
+	}
+	for period := range 3 {
+		for h, w := range wins {
+			first, n := hostKeys(h)
+			for i := first; i < first+n; i += period + 1 {
+				w.AddString(key(i))
+				union.AddString(key(i))
+			}
+		}
+		mustSync(t, agents...)
+		mustSync(t, agents...)
+		for h, w := range wins {
+			if got, want := w.Count(), union.Count(); got != want {
+				t.Errorf("period %d: host %d counts %d, a window fed every host's keys %d", period, h, got, want)
+			}
+		}
+		for _, w := range append(wins, union) {
+			if err := w.Rotate(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+}
+
+// TestPeriodKeyLife: Keep+1 periods, at most maxKeyLife, without
+// overflowing for the longest period.
+func TestPeriodKeyLife(t *testing.T) {
+	for _, c := range []struct {
+		period time.Duration
+		keep   uint64
+		want   time.Duration
+	}{
+		{time.Minute, 59, time.Hour},
+		{time.Second, 1, 2 * time.Second},
+		{forever, 1, maxKeyLife},
+		{forever, 4096, maxKeyLife},
+		{maxKeyLife / 2, 1, maxKeyLife},
+	} {
+		if got := periodKeyLife(c.period, c.keep); got != c.want {
+			t.Errorf("periodKeyLife(%v, %d) = %v, want %v", c.period, c.keep, got, c.want)
+		}
 	}
 }
