@@ -9,9 +9,10 @@
 // the arena) or a standalone structure (synced under the file's base
 // name). Structures of kinds not synced yet are named and left out. With
 // -once it runs one round and exits 0 when every structure synced, 1 when
-// one did not; without, it runs rounds until SIGINT or SIGTERM, and logs
-// each change of a structure's state (synced, local, refused) to stderr.
-// Bad arguments exit 2.
+// one did not; without, it runs rounds until SIGINT or SIGTERM, logs each
+// change of a structure's state (synced, local, refused) to stderr, and
+// with -metrics ADDR serves the agent's state to Prometheus at
+// http://ADDR/metrics. Bad arguments exit 2.
 package main
 
 import (
@@ -20,6 +21,8 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
+	"net/http"
 	"os"
 	"os/signal"
 	"syscall"
@@ -30,10 +33,14 @@ import (
 )
 
 func main() {
-	os.Exit(run(os.Args[1:], os.Stderr))
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.Stderr)
+	stop()
+	os.Exit(code)
 }
 
-func run(args []string, stderr io.Writer) int {
+// run is the command until ctx is done (SIGINT, SIGTERM).
+func run(ctx context.Context, args []string, stderr io.Writer) int {
 	fs := flag.NewFlagSet("sketch-fleet", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	url := fs.String("redis", "redis://127.0.0.1:6379/0", "the fleet's Redis: redis://[user:password@]host:port/db, rediss:// (TLS) or unix:///path/to/socket")
@@ -43,8 +50,9 @@ func run(args []string, stderr io.Writer) int {
 	interval := fs.Duration("interval", time.Second, "time between rounds")
 	timeout := fs.Duration("timeout", 0, "bound of a round's Redis calls (0: the interval)")
 	once := fs.Bool("once", false, "run one round and exit: 0 when every structure synced, 1 otherwise")
+	metrics := fs.String("metrics", "", "serve the agent's state in Prometheus's text format at http://ADDR/metrics (host:port; empty: off)")
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "usage: sketch-fleet -fleet NAME [-redis URL] [-host NAME] [-interval D] [-once] FILE...\n")
+		fmt.Fprintf(stderr, "usage: sketch-fleet -fleet NAME [-redis URL] [-host NAME] [-interval D] [-once] [-metrics ADDR] FILE...\n")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -86,33 +94,46 @@ func run(args []string, stderr io.Writer) int {
 		}
 		return 0
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	go logChanges(ctx, a, *interval, stderr)
-	a.Run(ctx)
-	return 0
-}
-
-// logChanges writes each change of a structure's state, with its error.
-func logChanges(ctx context.Context, a *fleet.Agent, every time.Duration, w io.Writer) {
+	if *metrics != "" {
+		ln, err := net.Listen("tcp", *metrics)
+		if err != nil {
+			fmt.Fprintf(stderr, "sketch-fleet: -metrics: %v\n", err)
+			return 1
+		}
+		mux := http.NewServeMux()
+		mux.Handle("/metrics", a)
+		srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+		go srv.Serve(ln)
+		defer srv.Close()
+		fmt.Fprintf(stderr, "sketch-fleet: metrics at http://%s/metrics\n", ln.Addr())
+	}
+	// The rounds of Agent.Run, each followed by its log lines.
 	seen := map[string]string{}
-	t := time.NewTicker(every)
+	t := time.NewTicker(*interval)
 	defer t.Stop()
 	for {
-		for _, s := range a.Stats().Structures {
-			if s.State != seen[s.Name] && s.State != fleet.StateIdle {
-				seen[s.Name] = s.State
-				if s.LastError != "" {
-					fmt.Fprintf(w, "sketch-fleet: %s %q: %s: %s\n", s.Kind, s.Name, s.State, s.LastError)
-				} else {
-					fmt.Fprintf(w, "sketch-fleet: %s %q: %s\n", s.Kind, s.Name, s.State)
-				}
-			}
-		}
+		a.Sync(ctx)
+		logChanges(a, seen, stderr)
 		select {
 		case <-ctx.Done():
-			return
+			return 0
 		case <-t.C:
+		}
+	}
+}
+
+// logChanges writes each change of a structure's state since the last
+// call (seen), with its error.
+func logChanges(a *fleet.Agent, seen map[string]string, w io.Writer) {
+	for _, s := range a.Stats().Structures {
+		if s.State == seen[s.Name] || s.State == fleet.StateIdle {
+			continue
+		}
+		seen[s.Name] = s.State
+		if s.LastError != "" {
+			fmt.Fprintf(w, "sketch-fleet: %s %q: %s: %s\n", s.Kind, s.Name, s.State, s.LastError)
+		} else {
+			fmt.Fprintf(w, "sketch-fleet: %s %q: %s\n", s.Kind, s.Name, s.State)
 		}
 	}
 }

@@ -2,9 +2,15 @@ package main
 
 import (
 	"bytes"
+	"context"
+	"io"
+	"net/http"
 	"path/filepath"
+	"regexp"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/shmsketch/sketch"
 	"github.com/shmsketch/sketch/fleet/internal/redistest"
@@ -53,7 +59,7 @@ func TestRun_Once(t *testing.T) {
 	}
 	for _, h := range []int{0, 1, 0} {
 		var stderr bytes.Buffer
-		code := run([]string{"-redis", url, "-fleet", "test", "-host", string(rune('a' + h)), "-once", arenas[h], filters[h]}, &stderr)
+		code := run(context.Background(), []string{"-redis", url, "-fleet", "test", "-host", string(rune('a' + h)), "-once", arenas[h], filters[h]}, &stderr)
 		if code != 0 {
 			t.Fatalf("host %d: exit %d: %s", h, code, stderr.String())
 		}
@@ -132,8 +138,77 @@ func TestRun_Refuses(t *testing.T) {
 		{[]string{"-fleet", "f", "-redis", "unix://" + filepath.Join(dir, "no.sock"), "-once", bPath}, 1, "redis"},
 	} {
 		var stderr bytes.Buffer
-		if code := run(c.args, &stderr); code != c.code || !strings.Contains(stderr.String(), c.says) {
+		if code := run(context.Background(), c.args, &stderr); code != c.code || !strings.Contains(stderr.String(), c.says) {
 			t.Errorf("sketch-fleet %q: exit %d, %q; want exit %d saying %q", c.args, code, stderr.String(), c.code, c.says)
 		}
 	}
+}
+
+// TestRun_Serves: without -once the command runs rounds until its context
+// ends (SIGINT, SIGTERM), serves the agent's state at -metrics, logs the
+// structures' states, and exits 0.
+func TestRun_Serves(t *testing.T) {
+	rs := redistest.Start(t)
+	path := filepath.Join(t.TempDir(), "seen")
+	b, err := sketch.OpenBloom(sketch.Path(path), sketch.BloomConfig{Capacity: 100, FPRate: 0.01})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var stderr syncBuffer
+	done := make(chan int, 1)
+	go func() {
+		done <- run(ctx, []string{"-redis", "unix://" + rs.Sock, "-fleet", "f", "-host", "h", "-interval", "50ms", "-metrics", "127.0.0.1:0", path}, &stderr)
+	}()
+	addr := regexp.MustCompile(`metrics at (http://\S+/metrics)`)
+	deadline := time.Now().Add(time.Minute)
+	var body string
+	for {
+		if m := addr.FindStringSubmatch(stderr.String()); m != nil {
+			if resp, err := http.Get(m[1]); err == nil {
+				b, _ := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				body = string(b)
+				if strings.Contains(body, `sketch_fleet_state{structure="seen",kind="bloom",state="synced"} 1`) {
+					break
+				}
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no synced state served within a minute; stderr:\n%s\nlast scrape:\n%s", stderr.String(), body)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	cancel()
+	select {
+	case code := <-done:
+		if code != 0 {
+			t.Errorf("exit %d after the context ended: %s", code, stderr.String())
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("the command did not return within a minute of its context's end")
+	}
+	if !strings.Contains(stderr.String(), `bloom "seen": synced`) {
+		t.Errorf("the state change is not logged: %s", stderr.String())
+	}
+}
+
+// syncBuffer is a bytes.Buffer for one writer and one reader goroutine.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }
