@@ -88,7 +88,8 @@ type Config struct {
 	Host string
 	// Interval is the time between Run's rounds; 0 means one second.
 	Interval time.Duration
-	// Timeout bounds each round's Redis calls; 0 means Interval.
+	// Timeout bounds the Redis calls of each structure in a round; 0
+	// means Interval.
 	Timeout time.Duration
 }
 
@@ -407,11 +408,9 @@ func (a *Agent) Sync(ctx context.Context) error {
 	members := append([]*member(nil), a.members...)
 	a.mu.Unlock()
 
-	ctx, cancel := context.WithTimeout(ctx, a.cfg.Timeout)
-	defer cancel()
 	var errs []error
 	for _, m := range members {
-		err := a.syncOne(ctx, m)
+		err := a.syncWithin(ctx, m)
 		a.mu.Lock()
 		st := &m.stats
 		switch {
@@ -435,6 +434,15 @@ func (a *Agent) Sync(ctx context.Context) error {
 	a.last = time.Now()
 	a.mu.Unlock()
 	return errors.Join(errs...)
+}
+
+// syncWithin is syncOne bounded by the Timeout: each structure has its
+// own, so that many structures (or a window's many periods) do not eat
+// the time of those after them.
+func (a *Agent) syncWithin(ctx context.Context, m *member) error {
+	ctx, cancel := context.WithTimeout(ctx, a.cfg.Timeout)
+	defer cancel()
+	return a.syncOne(ctx, m)
 }
 
 // syncOne pushes and pulls one structure.
