@@ -88,7 +88,11 @@ func run(args []string, stderr io.Writer) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	go logChanges(ctx, a, *interval, stderr)
+	every := *interval
+	if every == 0 {
+		every = time.Second // the agent's default (fleet.Config.Interval)
+	}
+	go logChanges(ctx, a, every, stderr)
 	a.Run(ctx)
 	return 0
 }
