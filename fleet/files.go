@@ -1,6 +1,7 @@
 package fleet
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"maps"
@@ -42,33 +43,126 @@ func openAndAdd[C any, S io.Closer](open func(sketch.Place, C, ...sketch.Option)
 }
 
 // AddArena syncs every structure of the arena under its name in the
-// arena, which must be the same on every host. The agent opens each
-// structure and closes it on Close; the arena may be closed at once. The
+// arena, which must be the same on every host. The agent follows the
+// arena while it runs: each round lists it again, so that a structure
+// created later is synced from the next round on, one removed is let go,
+// and one removed and created again under its name is opened again. Keep
+// the arena open until the agent is closed. The agent opens each
+// structure itself and closes it when it lets it go or on Close. The
 // structures of kinds the agent does not sync are left out, and named in
 // an ErrNotSynced error once the others are added.
 func (a *Agent) AddArena(ar *sketch.Arena) error {
-	var skipped []string
-	for _, e := range ar.List() {
-		row, ok := kinds[e.Kind]
-		if !ok {
-			skipped = append(skipped, fmt.Sprintf("%q (%s)", e.Name, e.Kind))
-			continue
+	return a.followArena(ar, nil)
+}
+
+// followedArena is an arena the agent follows: what it opened there,
+// by name, and the arena's handle to close on Close when it is the
+// agent's own (AddFile).
+type followedArena struct {
+	ar     *sketch.Arena
+	own    io.Closer
+	opened map[string]arenaStructure
+}
+
+// arenaStructure is a structure the agent opened in an arena: where its
+// entry was (a new entry under the name is another structure) and its
+// handle.
+type arenaStructure struct {
+	offset uint64
+	handle io.Closer
+}
+
+func (a *Agent) followArena(ar *sketch.Arena, own io.Closer) error {
+	f := &followedArena{ar: ar, own: own, opened: map[string]arenaStructure{}}
+	skipped, err := a.rescan(f)
+	if err != nil {
+		if own != nil {
+			own.Close()
 		}
-		s, err := row(a, e.Name, ar.Place(e.Name))
-		if err != nil {
-			return fmt.Errorf("fleet: arena structure %q: %w", e.Name, err)
-		}
-		a.opened(s)
+		return err
 	}
+	a.mu.Lock()
+	if a.closed {
+		a.mu.Unlock()
+		f.close()
+		return ErrClosed
+	}
+	a.arenas = append(a.arenas, f)
+	a.mu.Unlock()
 	if len(skipped) > 0 {
 		return fmt.Errorf("%w: %s left out", ErrNotSynced, strings.Join(skipped, ", "))
 	}
 	return nil
 }
 
+// rescan brings what the agent syncs of f's arena up to its directory:
+// it opens the structures it has not, lets go of those removed, and opens
+// again those created anew under their name. It returns the structures
+// left out (kinds not synced) and the first error of an open.
+func (a *Agent) rescan(f *followedArena) (skipped []string, err error) {
+	live := map[string]bool{}
+	for _, e := range f.ar.List() {
+		live[e.Name] = true
+		if got, ok := f.opened[e.Name]; ok && got.offset == e.Offset {
+			continue
+		}
+		if _, ok := f.opened[e.Name]; ok {
+			a.letGo(f, e.Name)
+		}
+		row, ok := kinds[e.Kind]
+		if !ok {
+			skipped = append(skipped, fmt.Sprintf("%q (%s)", e.Name, e.Kind))
+			continue
+		}
+		h, rerr := row(a, e.Name, f.ar.Place(e.Name))
+		if errors.Is(rerr, ErrNotSynced) {
+			skipped = append(skipped, rerr.Error())
+			continue
+		}
+		if rerr != nil {
+			if err == nil {
+				err = fmt.Errorf("fleet: arena structure %q: %w", e.Name, rerr)
+			}
+			continue
+		}
+		f.opened[e.Name] = arenaStructure{offset: e.Offset, handle: h}
+	}
+	for name := range f.opened {
+		if !live[name] {
+			a.letGo(f, name)
+		}
+	}
+	return skipped, err
+}
+
+// letGo stops syncing the arena structure name and closes its handle.
+func (a *Agent) letGo(f *followedArena, name string) {
+	a.mu.Lock()
+	a.members = slices.DeleteFunc(a.members, func(m *member) bool { return m.name == name })
+	delete(a.names, name)
+	a.mu.Unlock()
+	f.opened[name].handle.Close()
+	delete(f.opened, name)
+}
+
+// close closes what the agent opened in the arena, and the arena when it
+// is the agent's.
+func (f *followedArena) close() error {
+	var errs []error
+	for _, s := range f.opened {
+		errs = append(errs, s.handle.Close())
+	}
+	f.opened = nil
+	if f.own != nil {
+		errs = append(errs, f.own.Close())
+	}
+	return errors.Join(errs...)
+}
+
 // AddFile syncs the sketch file at path: every structure of an arena (as
-// AddArena), or a standalone structure under the file's base name. The
-// agent opens what it syncs and closes it on Close.
+// AddArena, on a handle of the arena the agent keeps until Close), or a
+// standalone structure under the file's base name. The agent opens what
+// it syncs and closes it on Close.
 func (a *Agent) AddFile(path string) error {
 	info, err := sketch.Inspect(path)
 	if err != nil {
@@ -79,8 +173,7 @@ func (a *Agent) AddFile(path string) error {
 		if err != nil {
 			return err
 		}
-		defer ar.Close()
-		return a.AddArena(ar)
+		return a.followArena(ar, ar)
 	}
 	if len(info.Entries) != 1 {
 		return fmt.Errorf("fleet: %s: a standalone file of %d structures", path, len(info.Entries))

@@ -24,10 +24,11 @@
 //
 // Both merges are idempotent (a maximum, an OR), so a push repeated after a
 // kill, a timeout or a Redis failover counts nothing twice, and a Redis that
-// lost its data is refilled by the next round of every host. A failed round
-// changes nothing in the files: each host then answers with what it has,
-// its own adds and the fleet's as of its last round, never less, and its
-// Stats say so (State "local").
+// lost its data is refilled by the next round of every host. Merges only
+// raise registers and set bits, so a round that fails (Redis down or slow,
+// or cut short) never lowers an answer: each host then answers with its
+// own adds and the fleet's as of its last good round, or part of this
+// round's, never less, and its Stats say so (State "local").
 //
 // The guarantee, for a key added on host A and asked on host B: B finds it
 // once a round of A that started after the add and then a round of B have
@@ -42,8 +43,13 @@
 // fleet's keys may add to every host's answers (a key found, a count
 // raised), though never make one panic or read past a structure.
 //
-// The keys of one structure share a Redis Cluster hash tag, {fleet/name},
-// so the agent works on Redis Cluster too.
+// The keys of one structure share a Redis Cluster hash tag, {fleet/name}
+// (the names escaped), so the agent works on Redis Cluster too. A
+// structure's description key has no expiry: give Redis a maxmemory
+// policy that never evicts such keys (noeviction, or a volatile-* one).
+// Each round sends every structure whole and reads the fleet's back (a
+// window: each period), so a Bloom filter costs its size each way a round;
+// filters past Redis's 512 MB string limit are not synced.
 package fleet
 
 import (
@@ -79,7 +85,10 @@ var (
 type Config struct {
 	// Redis is the client of the fleet's Redis: a *redis.Client, a
 	// *redis.ClusterClient or a *redis.Ring, made by the caller, who
-	// closes it after the agent.
+	// closes it after the agent. Make it with ContextTimeoutEnabled set:
+	// go-redis otherwise waits out its own read and write timeouts (3
+	// seconds, and more on retries) and not the agent's Timeout, so that
+	// a slow Redis holds each round, Close and Run's end that long.
 	Redis redis.UniversalClient
 	// Fleet names the fleet: the prefix of every key. Hosts with one
 	// Fleet and one Redis sync with each other.
@@ -102,10 +111,16 @@ type Agent struct {
 	mu      sync.Mutex // guards what follows
 	members []*member
 	names   map[string]bool
-	closers []func() error // what the agent opened (AddArena, AddFile)
+	closers []func() error // what the agent opened (AddFile)
+	arenas  []*followedArena
 	rounds  uint64
 	last    time.Time
 	closed  bool
+
+	// rotateAlike lets windows turned by Rotate be synced: the tests turn
+	// every host's window alike, Rotate for Rotate, within a period the
+	// clock never ends.
+	rotateAlike bool
 }
 
 // member is one synced structure and how a round moves it: the state of
@@ -115,6 +130,7 @@ type member struct {
 	name, kind string
 	meta       string // what the fleet's keys must hold: kind, shape, seed digest
 	op         string // the merge in Redis: "pfmerge" or "or"
+	stateBytes int    // a state's size: exactly, for bits; at most, for a HyperLogLog
 	plain      *plainState
 	window     *windowState
 	stats      StructureStats // guarded by Agent.mu
@@ -129,11 +145,12 @@ type plainState struct {
 // windowState moves each period of a window (one state key a period,
 // which expires once the period has left every host's window).
 type windowState struct {
-	period  time.Duration
-	keep    uint64
-	current func() uint64
-	export  func() ([]sketch.WindowPeriod, error)
-	merge   func(p uint64, data []byte) (bool, error)
+	period    time.Duration
+	keep      uint64
+	current   func() uint64
+	rotations func() uint64 // the Rotate calls so far (WindowStats.Rotations)
+	export    func() ([]sketch.WindowPeriod, error)
+	merge     func(p uint64, data []byte) (bool, error)
 }
 
 // New returns an agent for the fleet. It does not talk to Redis until the
@@ -173,12 +190,15 @@ func validName(what, s string) error {
 // has d's precision and profile and, in the default profile, its seed.
 // It needs precision 14 (Redis's HyperLogLog).
 func (a *Agent) AddDistinct(name string, d *sketch.Distinct) error {
+	if err := syncable("distinct count", name, d); err != nil {
+		return err
+	}
 	cfg := d.Config()
 	if cfg.Precision != 14 {
 		return fmt.Errorf("%w: distinct count %q of precision %d: Redis's HyperLogLog has precision 14", ErrNotSynced, name, cfg.Precision)
 	}
 	return a.add(&member{
-		name: name, kind: string(sketch.KindDistinct), op: "pfmerge",
+		name: name, kind: string(sketch.KindDistinct), op: "pfmerge", stateBytes: maxHLLBytes,
 		meta:  "distinct " + distinctMeta(cfg, d.Seed()),
 		plain: &plainState{export: d.ExportRedis, merge: d.MergeRedis},
 	})
@@ -187,8 +207,14 @@ func (a *Agent) AddDistinct(name string, d *sketch.Distinct) error {
 // AddBloom syncs the Bloom filter b under name. Every host's filter must
 // have b's capacity, rate and seed.
 func (a *Agent) AddBloom(name string, b *sketch.Bloom) error {
+	if err := syncable("Bloom filter", name, b); err != nil {
+		return err
+	}
+	if err := bitsFit("Bloom filter", name, b.Bits()); err != nil {
+		return err
+	}
 	return a.add(&member{
-		name: name, kind: string(sketch.KindBloom), op: "or",
+		name: name, kind: string(sketch.KindBloom), op: "or", stateBytes: int(b.Bits() / 8),
 		meta:  "bloom " + bloomMeta(b.Config(), b.Bits(), b.Hashes(), b.Seed()),
 		plain: &plainState{export: b.ExportBits, merge: b.MergeBits},
 	})
@@ -201,17 +227,21 @@ func (a *Agent) AddBloom(name string, b *sketch.Bloom) error {
 // hosts' clocks agree to well within a period; its counts need precision
 // 14.
 func (a *Agent) AddDistinctWindow(name string, w *sketch.DistinctWindow) error {
+	if err := syncable("distinct window", name, w); err != nil {
+		return err
+	}
 	cfg := w.Config()
-	if err := syncedWindow("distinct window", name, cfg.Window); err != nil {
+	rotations := func() uint64 { return w.Stats().Rotations }
+	if err := a.syncedWindow("distinct window", name, cfg.Window, rotations()); err != nil {
 		return err
 	}
 	if cfg.Distinct.Precision != 14 {
 		return fmt.Errorf("%w: distinct window %q of precision %d: Redis's HyperLogLog has precision 14", ErrNotSynced, name, cfg.Distinct.Precision)
 	}
 	return a.add(&member{
-		name: name, kind: string(sketch.KindDistinctWindow), op: "pfmerge",
+		name: name, kind: string(sketch.KindDistinctWindow), op: "pfmerge", stateBytes: maxHLLBytes,
 		meta:   "distinctwindow " + windowMeta(cfg.Window) + " " + distinctMeta(cfg.Distinct, w.Seed()),
-		window: windowOf(cfg.Window, w.Current, w.ExportPeriods, w.MergePeriod),
+		window: windowOf(cfg.Window, w.Current, rotations, w.ExportPeriods, w.MergePeriod),
 	})
 }
 
@@ -220,14 +250,21 @@ func (a *Agent) AddDistinctWindow(name string, w *sketch.DistinctWindow) error {
 // replay caught on any host). The window must turn by the clock, as
 // AddDistinctWindow's.
 func (a *Agent) AddBloomWindow(name string, w *sketch.BloomWindow) error {
+	if err := syncable("Bloom window", name, w); err != nil {
+		return err
+	}
+	if err := bitsFit("Bloom window", name, w.Bits()); err != nil {
+		return err
+	}
 	cfg := w.Config()
-	if err := syncedWindow("Bloom window", name, cfg.Window); err != nil {
+	rotations := func() uint64 { return w.Stats().Rotations }
+	if err := a.syncedWindow("Bloom window", name, cfg.Window, rotations()); err != nil {
 		return err
 	}
 	return a.add(&member{
-		name: name, kind: string(sketch.KindBloomWindow), op: "or",
+		name: name, kind: string(sketch.KindBloomWindow), op: "or", stateBytes: int(w.Bits() / 8),
 		meta:   "bloomwindow " + windowMeta(cfg.Window) + " " + bloomMeta(cfg.Bloom, w.Bits(), w.Hashes(), w.Seed()),
-		window: windowOf(cfg.Window, w.Current, w.ExportPeriods, w.MergePeriod),
+		window: windowOf(cfg.Window, w.Current, rotations, w.ExportPeriods, w.MergePeriod),
 	})
 }
 
@@ -247,16 +284,44 @@ func windowMeta(w sketch.Window) string {
 }
 
 // syncedWindow refuses a window whose periods are not the fleet's: one
-// turned by Rotate only numbers its periods by this host's turns.
-func syncedWindow(what, name string, w sketch.Window) error {
+// turned by Rotate only numbers its periods by this host's turns, and one
+// that turns by the clock but was also turned by Rotate numbers them that
+// many periods ahead of the clock's, the fleet's.
+func (a *Agent) syncedWindow(what, name string, w sketch.Window, rotations uint64) error {
 	if w.Period <= 0 {
 		return fmt.Errorf("%w: %s %q turns by Rotate only, so its periods are this host's own", ErrNotSynced, what, name)
+	}
+	if rotations != 0 && !a.rotateAlike {
+		return fmt.Errorf("%w: %s %q was turned by Rotate %d times, so its periods are ahead of the clock's", ErrNotSynced, what, name, rotations)
 	}
 	return nil
 }
 
-func windowOf(w sketch.Window, current func() uint64, export func() ([]sketch.WindowPeriod, error), merge func(uint64, []byte) (bool, error)) *windowState {
-	return &windowState{period: w.Period, keep: uint64(w.Keep), current: current, export: export, merge: merge}
+func windowOf(w sketch.Window, current, rotations func() uint64, export func() ([]sketch.WindowPeriod, error), merge func(uint64, []byte) (bool, error)) *windowState {
+	return &windowState{period: w.Period, keep: uint64(w.Keep), current: current, rotations: rotations, export: export, merge: merge}
+}
+
+// syncable refuses a handle that cannot take the fleet's state back: a
+// read-only one, or one of a frozen file.
+func syncable(kind, name string, h interface {
+	ReadOnly() bool
+	Frozen() bool
+}) error {
+	if h.ReadOnly() || h.Frozen() {
+		return fmt.Errorf("%w: %s %q is read-only or frozen: the fleet's state cannot be merged into it", ErrNotSynced, kind, name)
+	}
+	return nil
+}
+
+// maxStateBytes is Redis's largest string (proto-max-bulk-len).
+const maxStateBytes = 512 << 20
+
+// bitsFit refuses bits Redis cannot hold in one string.
+func bitsFit(kind, name string, bits uint64) error {
+	if bits/8 > maxStateBytes {
+		return fmt.Errorf("%w: %s %q has %d bytes of bits, more than a Redis string holds (512 MiB)", ErrNotSynced, kind, name, bits/8)
+	}
+	return nil
 }
 
 func (a *Agent) add(m *member) error {
@@ -349,36 +414,57 @@ func (a *Agent) Stats() Stats {
 	return s
 }
 
-// pushPull is a round's call for one state key, atomic in Redis: check
-// the fleet's description (KEYS[1]) against this host's (ARGV[1]), and
-// the fleet's bits' length against this host's, writing nothing on a
-// mismatch; with ARGV[2] given, merge it (this host's export, through the
-// scratch key KEYS[3]) into the fleet's state (KEYS[2]) with ARGV[3]'s
-// merge, and with ARGV[4] > 0 make the state expire that many
-// milliseconds later; return the fleet's state (false when there is
-// none).
+// pushPull is a round's call for one state key, atomic in Redis. It
+// first checks, writing nothing when one fails: the fleet's description
+// (KEYS[1]) against this host's (ARGV[1]); the fleet's state (KEYS[2]): a
+// string, of ARGV[5] bytes for bits ("or"), or a HyperLogLog of at most
+// ARGV[5] bytes that PFCOUNT takes ("pfmerge"). With ARGV[2] given it then
+// merges it (this host's export, through the scratch key KEYS[3]) into the
+// state with ARGV[3]'s merge, and with ARGV[4] > 0 makes the state expire
+// that many milliseconds later. It returns the fleet's state (false when
+// there is none).
 var pushPull = redis.NewScript(`
 local meta = redis.call('GET', KEYS[1])
 if meta and meta ~= ARGV[1] then
 	return {'mismatch', meta}
 end
-if ARGV[3] == 'or' and ARGV[2] ~= '' then
+local t = redis.call('TYPE', KEYS[2]).ok
+if t ~= 'none' then
+	if t ~= 'string' then
+		return {'mismatch', 'a Redis ' .. t .. ' in the state key'}
+	end
 	local n = redis.call('STRLEN', KEYS[2])
-	if n ~= 0 and n ~= string.len(ARGV[2]) then
+	if ARGV[3] == 'or' and n ~= tonumber(ARGV[5]) then
 		return {'mismatch', 'bits of ' .. n .. ' bytes'}
 	end
-end
-if not meta then
-	redis.call('SET', KEYS[1], ARGV[1])
+	if ARGV[3] == 'pfmerge' then
+		if n > tonumber(ARGV[5]) then
+			return {'mismatch', 'a state of ' .. n .. ' bytes'}
+		end
+		local c = redis.pcall('PFCOUNT', KEYS[2])
+		if type(c) == 'table' and c.err then
+			return {'mismatch', 'a state that is not a HyperLogLog'}
+		end
+	end
 end
 if ARGV[2] ~= '' then
+	if not meta then
+		redis.call('SET', KEYS[1], ARGV[1])
+	end
 	redis.call('SET', KEYS[3], ARGV[2])
+	local r
 	if ARGV[3] == 'pfmerge' then
-		redis.call('PFMERGE', KEYS[2], KEYS[3])
+		r = redis.pcall('PFMERGE', KEYS[2], KEYS[3])
 	else
-		redis.call('BITOP', 'OR', KEYS[2], KEYS[2], KEYS[3])
+		r = redis.pcall('BITOP', 'OR', KEYS[2], KEYS[2], KEYS[3])
 	end
 	redis.call('DEL', KEYS[3])
+	if type(r) == 'table' and r.err then
+		if not meta then
+			redis.call('DEL', KEYS[1])
+		end
+		return {'mismatch', r.err}
+	end
 	if tonumber(ARGV[4]) > 0 then
 		redis.call('PEXPIRE', KEYS[2], ARGV[4])
 	end
@@ -386,12 +472,23 @@ end
 return {'ok', redis.call('GET', KEYS[2])}
 `)
 
+// maxHLLBytes is the largest Redis HyperLogLog of 2^14 registers: the
+// dense encoding's 16-byte header and 12288 bytes of registers.
+const maxHLLBytes = 16 + 12288
+
 // keys are a structure's keys for a state key's suffix: its description,
-// the fleet's state, and this host's scratch key, under one hash tag.
+// the fleet's state, and this host's scratch key, under one hash tag. The
+// names are escaped (keyName), so that the tag is {fleet/name} whole and
+// no two structures, fleets or hosts share a key.
 func (a *Agent) keys(m *member, suffix string) []string {
-	tag := "{" + a.cfg.Fleet + "/" + m.name + "}"
-	return []string{tag + ":meta", tag + ":" + suffix, tag + ":push:" + a.cfg.Host}
+	tag := "{" + keyName(a.cfg.Fleet) + "/" + keyName(m.name) + "}"
+	return []string{tag + ":meta", tag + ":" + suffix, tag + ":push:" + keyName(a.cfg.Host)}
 }
+
+// keyName escapes a name for a key: the braces that delimit a Redis
+// Cluster hash tag, the slash between fleet and structure, the colon
+// before a suffix, and the percent sign of the escapes themselves.
+var keyName = strings.NewReplacer("%", "%25", "{", "%7B", "}", "%7D", "/", "%2F", ":", "%3A").Replace
 
 // Sync runs one round: every structure is pushed to the fleet and the
 // fleet's state merged back into it. It returns the errors of the
@@ -405,10 +502,18 @@ func (a *Agent) Sync(ctx context.Context) error {
 		a.mu.Unlock()
 		return ErrClosed
 	}
+	arenas := append([]*followedArena(nil), a.arenas...)
+	a.mu.Unlock()
+	var errs []error
+	for _, f := range arenas {
+		if _, err := a.rescan(f); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	a.mu.Lock()
 	members := append([]*member(nil), a.members...)
 	a.mu.Unlock()
 
-	var errs []error
 	for _, m := range members {
 		err := a.syncWithin(ctx, m)
 		a.mu.Lock()
@@ -471,6 +576,9 @@ func (a *Agent) syncOne(ctx context.Context, m *member) error {
 // has left every window.
 func (a *Agent) syncWindow(ctx context.Context, m *member) error {
 	w := m.window
+	if r := w.rotations(); r != 0 && !a.rotateAlike {
+		return fmt.Errorf("fleet: %s %q: %w: the window was turned by Rotate %d times, so its periods are ahead of the fleet's", m.kind, m.name, ErrMismatch, r)
+	}
 	exps, err := w.export()
 	if err != nil {
 		return fmt.Errorf("fleet: %s %q: %w", m.kind, m.name, err)
@@ -481,20 +589,24 @@ func (a *Agent) syncWindow(ctx context.Context, m *member) error {
 	}
 	cur := w.current()
 	ttl := periodKeyLife(w.period, w.keep).Milliseconds()
+	var errs []error
 	for i := range min(w.keep, cur+1) {
 		p := cur - i
 		state, err := a.pushPull(ctx, m, fmt.Sprintf("%s:%d", m.op, p), held[p], ttl)
 		if err != nil {
-			return err
+			// The other periods are still synced; a mismatch of one
+			// period's key says the fleet's keys were tampered with.
+			errs = append(errs, fmt.Errorf("period %d: %w", p, err))
+			continue
 		}
 		if state == nil {
 			continue // no host has pushed the period
 		}
 		if _, err := w.merge(p, state); err != nil {
-			return fmt.Errorf("fleet: %s %q: merging the fleet's period %d: %w", m.kind, m.name, p, err)
+			errs = append(errs, fmt.Errorf("fleet: %s %q: merging the fleet's period %d: %w", m.kind, m.name, p, err))
 		}
 	}
-	return nil
+	return errors.Join(errs...)
 }
 
 // maxKeyLife bounds a period's key's life: a key that expires while its
@@ -515,7 +627,7 @@ func periodKeyLife(period time.Duration, keep uint64) time.Duration {
 // when it is not nil, and returns the fleet's state (nil when no host
 // has pushed it).
 func (a *Agent) pushPull(ctx context.Context, m *member, suffix string, exp []byte, ttlMillis int64) ([]byte, error) {
-	res, err := pushPull.Run(ctx, a.cfg.Redis, a.keys(m, suffix), m.meta, exp, m.op, ttlMillis).Slice()
+	res, err := pushPull.Run(ctx, a.cfg.Redis, a.keys(m, suffix), m.meta, exp, m.op, ttlMillis, m.stateBytes).Slice()
 	if err != nil {
 		return nil, fmt.Errorf("fleet: %s %q: redis: %w", m.kind, m.name, err)
 	}
@@ -573,5 +685,9 @@ func (a *Agent) Close() error {
 		errs = append(errs, c())
 	}
 	a.closers = nil
+	for _, f := range a.arenas {
+		errs = append(errs, f.close())
+	}
+	a.arenas = nil
 	return errors.Join(errs...)
 }

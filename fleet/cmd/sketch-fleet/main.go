@@ -12,7 +12,8 @@
 // one did not; without, it runs rounds until SIGINT or SIGTERM, logs each
 // change of a structure's state (synced, local, refused) to stderr, and
 // with -metrics ADDR serves the agent's state to Prometheus at
-// http://ADDR/metrics. Bad arguments exit 2.
+// http://ADDR/metrics. Bad arguments exit 2; a file that cannot be
+// synced (missing, not a sketch file, nothing of a synced kind) exits 1.
 package main
 
 import (
@@ -67,6 +68,7 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "sketch-fleet: -redis %q: %v\n", *url, err)
 		return 2
 	}
+	opt.ContextTimeoutEnabled = true // the agent's -timeout bounds each call
 	client := redis.NewClient(opt)
 	defer client.Close()
 	a, err := fleet.New(fleet.Config{Redis: client, Fleet: *name, Host: *host, Interval: *interval, Timeout: *timeout})
@@ -109,7 +111,11 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 	}
 	// The rounds of Agent.Run, each followed by its log lines.
 	seen := map[string]string{}
-	t := time.NewTicker(*interval)
+	every := *interval
+	if every == 0 {
+		every = time.Second // the agent's default (fleet.Config.Interval)
+	}
+	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
 		a.Sync(ctx)

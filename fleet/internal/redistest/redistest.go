@@ -36,7 +36,7 @@ func Start(t *testing.T) *Server {
 		t.Skipf("redis-server not found (%v): install it (apt-get install redis-server, or .ci/install-deps as root) to test the fleet", err)
 	}
 	dir := t.TempDir()
-	s := &Server{exe: exe, dir: dir, Sock: filepath.Join(dir, "redis.Sock")}
+	s := &Server{exe: exe, dir: dir, Sock: filepath.Join(dir, "redis.sock")}
 	s.Start(t)
 	t.Cleanup(func() {
 		s.Stop()
@@ -78,7 +78,7 @@ func (s *Server) Stop() {
 
 // Client is a client of the server, closed at the test's end.
 func (s *Server) Client(t *testing.T) *redis.Client {
-	c := redis.NewClient(&redis.Options{Network: "unix", Addr: s.Sock, MaxRetries: -1, DialTimeout: 5 * time.Second})
+	c := redis.NewClient(&redis.Options{Network: "unix", Addr: s.Sock, MaxRetries: -1, DialTimeout: 5 * time.Second, ContextTimeoutEnabled: true})
 	t.Cleanup(func() { c.Close() })
 	return c
 }
