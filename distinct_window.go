@@ -131,11 +131,12 @@ type distinctWindowCached struct {
 
 // DistinctWindowStats describes a distinct window at one moment.
 type DistinctWindowStats struct {
-	// Precision, Registers and Redis are each slot's, as DistinctStats
-	// has them.
-	Precision int  `json:"precision"`
-	Registers int  `json:"registers"`
-	Redis     bool `json:"redis"`
+	// Precision, Registers, Redis and PostgreSQL are each slot's, as
+	// DistinctStats has them.
+	Precision  int  `json:"precision"`
+	Registers  int  `json:"registers"`
+	Redis      bool `json:"redis"`
+	PostgreSQL bool `json:"postgresql"`
 	// Estimate is the estimated number of distinct keys added in the
 	// covered periods (Count, before rounding), and StdError its relative
 	// standard error.
@@ -198,7 +199,7 @@ func newDistinctWindow(m *mapping) (*DistinctWindow, error) {
 			Regs:    unsafe.Add(sb, cells.DistinctHeadBytes),
 			Seed:    m.lay.seed,
 			P:       p,
-			Redis:   m.ent.params[1] == 1,
+			Profile: m.ent.params[1],
 		})
 	}
 	starts := make([]unsafe.Pointer, len(w.slots))
@@ -413,7 +414,8 @@ func (w *DistinctWindow) Stats() DistinctWindowStats {
 	if len(w.slots) != 0 {
 		s.Precision = int(w.slots[0].P)
 		s.Registers = 1 << w.slots[0].P
-		s.Redis = w.slots[0].Redis
+		s.Redis = w.slots[0].Profile == cells.ProfileRedis
+		s.PostgreSQL = w.slots[0].Profile == cells.ProfilePostgreSQL
 	}
 	if w.m != nil {
 		s.Bytes = w.m.ownBytes()
@@ -443,7 +445,7 @@ func (w *DistinctWindow) Stats() DistinctWindowStats {
 }
 
 func (w *DistinctWindow) closedStats(s DistinctWindowStats) DistinctWindowStats {
-	return DistinctWindowStats{Precision: s.Precision, Registers: s.Registers, Redis: s.Redis, StdError: s.StdError,
+	return DistinctWindowStats{Precision: s.Precision, Registers: s.Registers, Redis: s.Redis, PostgreSQL: s.PostgreSQL, StdError: s.StdError,
 		WindowStats: WindowStats{Period: s.Period, Keep: s.Keep}, FileStats: FileStats{Bytes: s.Bytes, ReadOnly: w.ReadOnly(), Closed: true}}
 }
 
