@@ -499,6 +499,11 @@ func (d *Distinct) ExportRedis() ([]byte, error) {
 	if d.l.P != cells.RedisHLLP {
 		return nil, d.m.errorf("export", fmt.Errorf("%w: Redis's HyperLogLog has 2^%d registers, this count 2^%d", ErrIncompatible, cells.RedisHLLP, d.l.P))
 	}
+	return d.export(redisDense)
+}
+
+// export copies the registers, checks the copy and encodes it with enc.
+func (d *Distinct) export(enc func(*cells.Distinct) []byte) ([]byte, error) {
 	// The registers are copied first and the copy checked and encoded:
 	// checked in the file, a register another writer damaged between the
 	// check and the encoding would reach Redis.
@@ -508,12 +513,13 @@ func (d *Distinct) ExportRedis() ([]byte, error) {
 	}
 	own := cells.Distinct{Regs: unsafe.Pointer(&u[0]), P: d.l.P}
 	if j, v, bad := own.Damaged(); bad {
-		// Redis would take the register, clamped to the largest rank or
-		// not, as a rank some key gave, and PFMERGE would keep it in
-		// every key it merges into, the fleet's for good.
+		// Redis or PostgreSQL would take the register, clamped to the
+		// largest rank or not, as a rank some key gave, and a merge or
+		// union would keep it in every value it goes into, the fleet's
+		// for good.
 		return nil, d.m.errorf("export", registerDamage(d.l.Damage(j, v)))
 	}
-	out := redisDense(&own)
+	out := enc(&own)
 	if !d.open.Load() {
 		return nil, d.closedErr("export")
 	}
@@ -626,6 +632,82 @@ func redisDense(l *cells.Distinct) []byte {
 		regs[bit/8] |= byte(v << (bit % 8))
 		if bit%8 > 8-redisHLLBits {
 			regs[bit/8+1] |= byte(v >> (8 - bit%8))
+		}
+	}
+	return out
+}
+
+// PostgreSQL's hll extension (postgresql-hll) stores an hll value as its
+// storage specification v1 says (STORAGE.md of aggregateknowledge's
+// hll-storage-spec; hll.c's multiset_pack): a byte of version (1, high
+// nibble) and type (4: FULL, low nibble), a byte of regwidth-1 (top 3
+// bits) and log2m (low 5 bits), a byte of the sparse-enabled bit (bit 6)
+// and the explicit cutoff (low 6 bits, 0: explicit off), then the 2^log2m
+// registers of regwidth bits each, register 0 first, packed big-endian,
+// most significant bit first, the last byte padded with zero bits.
+const (
+	pgHLLHeader   = 3
+	pgHLLFull     = 1<<4 | 4 // version 1, FULL
+	pgHLLRegwidth = 5        // bits a register: values up to 31
+	pgHLLMaxValue = 1<<pgHLLRegwidth - 1
+)
+
+// ExportPostgreSQL returns the distinct count as a value of PostgreSQL's
+// hll type (the postgresql-hll extension): FULL, with regwidth 5, log2m
+// the count's precision, explicit and sparse off, the bytes that
+// hll_add_agg(hashval, log2m, 5, 0, 0) returns. Sent to PostgreSQL as a
+// bytea cast to hll (or as the hex text '\x...'::hll), hll_cardinality
+// counts it and hll_union_agg and hll_union unite it with hll values of
+// the same log2m and regwidth. The extension holds at most 2^17
+// registers (precision 17; ErrIncompatible past that).
+//
+// A register holds up to 31 in the extension, so ranks past 31 (a run of
+// 30 zero bits above the index: about one key in 2^30 per register) are
+// written as 31, as the extension caps them. In the PostgreSQL profile
+// (DistinctConfig.PostgreSQL) keys hash as hll_hash_bytea(key) does, and
+// the export is byte for byte what hll_add_agg(hll_hash_bytea(key), p, 5,
+// 0, 0) builds from the same keys, but for one case: a hash whose 64-p
+// bits above the index are all zero (probability 2^-(64-p) a key) has
+// rank 65-p here and 0 in the extension, which counts no run at all. An
+// export of the other profiles counts right (hll_cardinality) and unions
+// with exports of counts of the same profile and seed, but not with keys
+// hashed in SQL: a key added both here and there would count twice.
+//
+// The estimates differ a little: the extension estimates with the
+// original HyperLogLog and its range corrections, this count with Ertl's
+// estimator, so hll_cardinality and Count of the same registers agree
+// within a fraction of StdError, not exactly. It works on a live, read-only
+// or frozen count as ExportRedis does, and refuses a damaged one
+// (ErrDamaged) as ExportRedis does. A closed handle is ErrClosed.
+func (d *Distinct) ExportPostgreSQL() ([]byte, error) {
+	if !d.open.Load() {
+		return nil, d.closedErr("export")
+	}
+	if d.l.P > cells.PostgreSQLMaxP {
+		return nil, d.m.errorf("export", fmt.Errorf("%w: PostgreSQL's hll holds at most 2^%d registers, this count 2^%d", ErrIncompatible, cells.PostgreSQLMaxP, d.l.P))
+	}
+	return d.export(postgresqlFull)
+}
+
+// postgresqlFull encodes l's registers as a FULL hll value of the
+// PostgreSQL extension, regwidth 5.
+func postgresqlFull(l *cells.Distinct) []byte {
+	m := l.M()
+	out := make([]byte, pgHLLHeader+(m*pgHLLRegwidth+7)/8)
+	out[0] = pgHLLFull
+	out[1] = byte((pgHLLRegwidth-1)<<5 | l.P)
+	out[2] = 0 // sparse off, explicit cutoff 0: explicit off
+	regs := out[pgHLLHeader:]
+	for j := uint64(0); j < m; j++ {
+		v := min(l.Register(j), pgHLLMaxValue)
+		// Register j is bits 5j to 5j+4 of the stream, counted from the
+		// most significant bit of its first byte: its bits, shifted to
+		// end at bit 5j+5 of a 16-bit window starting at its byte.
+		bit := j * pgHLLRegwidth
+		w := v << (16 - pgHLLRegwidth - bit%8)
+		regs[bit/8] |= byte(w >> 8)
+		if bit%8 > 8-pgHLLRegwidth {
+			regs[bit/8+1] |= byte(w)
 		}
 	}
 	return out

@@ -523,6 +523,37 @@ func (w *DistinctWindow) ExportRedisCovered() ([]byte, Periods, error) {
 	if p := w.slots[0].P; p != cells.RedisHLLP {
 		return nil, Periods{}, w.m.errorf("export", fmt.Errorf("%w: Redis's HyperLogLog has 2^%d registers, this window 2^%d", ErrIncompatible, cells.RedisHLLP, p))
 	}
+	return w.exportCovered(redisDense)
+}
+
+// ExportPostgreSQL returns the union of the periods the window covers as
+// a value of PostgreSQL's hll type, as Distinct.ExportPostgreSQL does for
+// one count, with its caveats: hll_cardinality of it estimates Count, and
+// hll_union_agg unites it with other hosts' exports. It needs at most
+// 2^17 registers (precision 17; ErrIncompatible otherwise). When the
+// window turns during the export, it starts again at the new period, as
+// SnapshotCovered does. A covered slot with a damaged register is
+// refused (ErrDamaged).
+func (w *DistinctWindow) ExportPostgreSQL() ([]byte, error) {
+	out, _, err := w.ExportPostgreSQLCovered()
+	return out, err
+}
+
+// ExportPostgreSQLCovered is ExportPostgreSQL, and says which periods the
+// export covers.
+func (w *DistinctWindow) ExportPostgreSQLCovered() ([]byte, Periods, error) {
+	if !w.open.Load() {
+		return nil, Periods{}, w.closedErr("export")
+	}
+	if p := w.slots[0].P; p > cells.PostgreSQLMaxP {
+		return nil, Periods{}, w.m.errorf("export", fmt.Errorf("%w: PostgreSQL's hll holds at most 2^%d registers, this window 2^%d", ErrIncompatible, cells.PostgreSQLMaxP, p))
+	}
+	return w.exportCovered(postgresqlFull)
+}
+
+// exportCovered folds the covered periods' registers into a union of this
+// process's own, checks it and encodes it with enc.
+func (w *DistinctWindow) exportCovered(enc func(*cells.Distinct) []byte) ([]byte, Periods, error) {
 	u := w.union.Get().([]uint64)
 	defer w.union.Put(u)
 	clear(u)
@@ -548,7 +579,7 @@ func (w *DistinctWindow) ExportRedisCovered() ([]byte, Periods, error) {
 		// this process's own, checked again before it leaves.
 		return nil, Periods{}, w.m.errorf("export", registerDamage(own.Damage(j, v)))
 	}
-	out := redisDense(&own)
+	out := enc(&own)
 	if !w.open.Load() {
 		return nil, Periods{}, w.closedErr("export")
 	}
