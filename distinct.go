@@ -662,21 +662,24 @@ const (
 // registers (precision 17; ErrIncompatible past that).
 //
 // A register holds up to 31 in the extension, so ranks past 31 (a run of
-// 30 zero bits above the index: about one key in 2^30 per register) are
+// 31 zero bits or more above the index: about one key in 2^31) are
 // written as 31, as the extension caps them. In the PostgreSQL profile
 // (DistinctConfig.PostgreSQL) keys hash as hll_hash_bytea(key) does, and
 // the export is byte for byte what hll_add_agg(hll_hash_bytea(key), p, 5,
 // 0, 0) builds from the same keys, but for one case: a hash whose 64-p
 // bits above the index are all zero (probability 2^-(64-p) a key) has
-// rank 65-p here and 0 in the extension, which counts no run at all. An
+// rank 65-p here (31 in the export) and 0 in the extension, which counts
+// no run at all. An
 // export of the other profiles counts right (hll_cardinality) and unions
 // with exports of counts of the same profile and seed, but not with keys
 // hashed in SQL: a key added both here and there would count twice.
 //
-// The estimates differ a little: the extension estimates with the
-// original HyperLogLog and its range corrections, this count with Ertl's
-// estimator, so hll_cardinality and Count of the same registers agree
-// within a fraction of StdError, not exactly. It works on a live, read-only
+// The estimates differ: the extension estimates with linear counting
+// below 2.5 keys a register and with the original HyperLogLog past that,
+// this count with Ertl's estimator, so hll_cardinality and Count of the
+// same registers agree within half a StdError or so, but for counts of
+// about 1.5 to 4 keys a register, where the extension's estimate is
+// biased high, by up to about 3 StdErrors. It works on a live, read-only
 // or frozen count as ExportRedis does, and refuses a damaged one
 // (ErrDamaged) as ExportRedis does. A closed handle is ErrClosed.
 func (d *Distinct) ExportPostgreSQL() ([]byte, error) {
