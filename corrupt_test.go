@@ -617,7 +617,8 @@ func corruptions() []corruption {
 		{name: "distinct precision past the region", in: inDistinct, edit: e64(entParams, 9)},
 		{name: "distinct precision short of the region", in: inDistinct, edit: e64(entParams, 7)},
 		{name: "distinct precision 18 with size to match", in: inDistinct, edit: all(e64(entParams, 18), e64(entSize, distinctBytes(18)))},
-		{name: "distinct profile 2", in: inDistinct, edit: e64(entParams+8, 2)},
+		{name: "distinct profile 3", in: inDistinct, edit: e64(entParams+8, 3)},
+		{name: "distinct PostgreSQL profile at precision 18", in: inDistinct, edit: all(e64(entParams, 18), e64(entSize, distinctBytes(18)), e64(entParams+8, 2))},
 		{name: "distinct Redis profile at precision 8", in: inDistinct, edit: e64(entParams+8, 1)},
 		{name: "distinct unknown parameter", in: inDistinct, edit: e64(entParams+16, 1)},
 	} {

@@ -18,22 +18,26 @@ import (
 // both profiles; and Go's MurmurHash64A is the C core's.
 
 // refRegisters is the model: a byte per register, the definition written
-// out (Redis's hllPatLen, with the seeded hash in the default profile).
-func refRegisters(p uint, redis bool, seed uint64, keys [][]byte) []byte {
+// out (Redis's hllPatLen, with the seeded hash in the default profile and
+// MurmurHash3 in the PostgreSQL profile).
+func refRegisters(p uint, profile uint64, seed uint64, keys [][]byte) []byte {
 	regs := make([]byte, 1<<p)
 	for _, k := range keys {
-		reg, rank := refPlace(p, redis, seed, k)
+		reg, rank := refPlace(p, profile, seed, k)
 		regs[reg] = max(regs[reg], rank)
 	}
 	return regs
 }
 
 // refPlace is the register key k falls in and the rank it brings there.
-func refPlace(p uint, redis bool, seed uint64, k []byte) (reg uint64, rank byte) {
+func refPlace(p uint, profile uint64, seed uint64, k []byte) (reg uint64, rank byte) {
 	var h uint64
-	if redis {
+	switch profile {
+	case cells.ProfileRedis:
 		h = refMurmur64A(k, 0xadc83b19)
-	} else {
+	case cells.ProfilePostgreSQL:
+		h = cells.Murmur3x64(k, 0) // pinned to PostgreSQL by internal/cells
+	default:
 		h = xxh3.Hash128Seed(k, seed).Lo
 	}
 	reg = h & (1<<p - 1)
@@ -112,17 +116,17 @@ func TestMurmur64A(t *testing.T) {
 // smallest, the default and the largest precision; the registers are
 // bytes in the order of their numbers on either byte order.
 func TestDistinct_Parity(t *testing.T) {
-	for _, cfg := range []DistinctConfig{{Precision: 4, Seed: 9}, {Seed: 9}, {Precision: 18, Seed: 9}, {Redis: true}} {
+	for _, cfg := range []DistinctConfig{{Precision: 4, Seed: 9}, {Seed: 9}, {Precision: 18, Seed: 9}, {Redis: true}, {Precision: 10, PostgreSQL: true}} {
 		keys := make([][]byte, 20_000)
 		for i := range keys {
 			keys[i] = []byte(fmt.Sprintf("k%d", i*7919%15000)) // repeats
 		}
 		for _, core := range distinctCores() {
-			t.Run(fmt.Sprintf("%s/p=%d/redis=%v", core.Name(), cfg.Precision, cfg.Redis), func(t *testing.T) {
+			t.Run(fmt.Sprintf("%s/p=%d/redis=%v/postgresql=%v", core.Name(), cfg.Precision, cfg.Redis, cfg.PostgreSQL), func(t *testing.T) {
 				d := mustDistinct(t, cfg)
 				d.core = core
 				p := uint(d.Config().Precision)
-				want := refRegisters(p, cfg.Redis, d.Seed(), keys)
+				want := refRegisters(p, cfg.profile(), d.Seed(), keys)
 				for i, size := 0, 1; i < len(keys); size = size%300 + 1 {
 					batch := keys[i:min(i+size, len(keys))]
 					var err error
@@ -218,7 +222,7 @@ func TestDistinctWindow_Parity(t *testing.T) {
 						i += len(batch)
 					}
 					s := int(w.Current() % 4)
-					if got, want := slotRegisters(w, s), refRegisters(uint(p), false, 11, keys); !bytes.Equal(got, want) {
+					if got, want := slotRegisters(w, s), refRegisters(uint(p), cells.ProfileSeeded, 11, keys); !bytes.Equal(got, want) {
 						t.Fatalf("round %d: slot %d's registers are not the model's", round, s)
 					}
 					if err := w.Rotate(); err != nil {
@@ -233,19 +237,19 @@ func TestDistinctWindow_Parity(t *testing.T) {
 // refDistinct is the model of one distinct count: the registers, raised
 // key by key.
 type refDistinct struct {
-	p     uint
-	redis bool
-	seed  uint64
-	regs  []byte
+	p       uint
+	profile uint64
+	seed    uint64
+	regs    []byte
 }
 
 func newRefDistinct(cfg DistinctConfig) *refDistinct {
-	return &refDistinct{p: uint(cfg.Precision), redis: cfg.Redis, seed: cfg.Seed, regs: make([]byte, 1<<cfg.Precision)}
+	return &refDistinct{p: uint(cfg.Precision), profile: cfg.profile(), seed: cfg.Seed, regs: make([]byte, 1<<cfg.Precision)}
 }
 
 func (r *refDistinct) add(keys ...[]byte) {
 	for _, k := range keys {
-		reg, rank := refPlace(r.p, r.redis, r.seed, k)
+		reg, rank := refPlace(r.p, r.profile, r.seed, k)
 		r.regs[reg] = max(r.regs[reg], rank)
 	}
 }

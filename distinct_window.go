@@ -131,11 +131,12 @@ type distinctWindowCached struct {
 
 // DistinctWindowStats describes a distinct window at one moment.
 type DistinctWindowStats struct {
-	// Precision, Registers and Redis are each slot's, as DistinctStats
-	// has them.
-	Precision int  `json:"precision"`
-	Registers int  `json:"registers"`
-	Redis     bool `json:"redis"`
+	// Precision, Registers, Redis and PostgreSQL are each slot's, as
+	// DistinctStats has them.
+	Precision  int  `json:"precision"`
+	Registers  int  `json:"registers"`
+	Redis      bool `json:"redis"`
+	PostgreSQL bool `json:"postgresql"`
 	// Estimate is the estimated number of distinct keys added in the
 	// covered periods (Count, before rounding), and StdError its relative
 	// standard error.
@@ -198,7 +199,7 @@ func newDistinctWindow(m *mapping) (*DistinctWindow, error) {
 			Regs:    unsafe.Add(sb, cells.DistinctHeadBytes),
 			Seed:    m.lay.seed,
 			P:       p,
-			Redis:   m.ent.params[1] == 1,
+			Profile: m.ent.params[1],
 		})
 	}
 	starts := make([]unsafe.Pointer, len(w.slots))
@@ -413,7 +414,8 @@ func (w *DistinctWindow) Stats() DistinctWindowStats {
 	if len(w.slots) != 0 {
 		s.Precision = int(w.slots[0].P)
 		s.Registers = 1 << w.slots[0].P
-		s.Redis = w.slots[0].Redis
+		s.Redis = w.slots[0].Profile == cells.ProfileRedis
+		s.PostgreSQL = w.slots[0].Profile == cells.ProfilePostgreSQL
 	}
 	if w.m != nil {
 		s.Bytes = w.m.ownBytes()
@@ -443,7 +445,7 @@ func (w *DistinctWindow) Stats() DistinctWindowStats {
 }
 
 func (w *DistinctWindow) closedStats(s DistinctWindowStats) DistinctWindowStats {
-	return DistinctWindowStats{Precision: s.Precision, Registers: s.Registers, Redis: s.Redis, StdError: s.StdError,
+	return DistinctWindowStats{Precision: s.Precision, Registers: s.Registers, Redis: s.Redis, PostgreSQL: s.PostgreSQL, StdError: s.StdError,
 		WindowStats: WindowStats{Period: s.Period, Keep: s.Keep}, FileStats: FileStats{Bytes: s.Bytes, ReadOnly: w.ReadOnly(), Closed: true}}
 }
 
@@ -521,6 +523,37 @@ func (w *DistinctWindow) ExportRedisCovered() ([]byte, Periods, error) {
 	if p := w.slots[0].P; p != cells.RedisHLLP {
 		return nil, Periods{}, w.m.errorf("export", fmt.Errorf("%w: Redis's HyperLogLog has 2^%d registers, this window 2^%d", ErrIncompatible, cells.RedisHLLP, p))
 	}
+	return w.exportCovered(redisDense)
+}
+
+// ExportPostgreSQL returns the union of the periods the window covers as
+// a value of PostgreSQL's hll type, as Distinct.ExportPostgreSQL does for
+// one count, with its caveats: hll_cardinality of it estimates Count, and
+// hll_union_agg unites it with other hosts' exports. It needs at most
+// 2^17 registers (precision 17; ErrIncompatible otherwise). When the
+// window turns during the export, it starts again at the new period, as
+// SnapshotCovered does. A covered slot with a damaged register is
+// refused (ErrDamaged).
+func (w *DistinctWindow) ExportPostgreSQL() ([]byte, error) {
+	out, _, err := w.ExportPostgreSQLCovered()
+	return out, err
+}
+
+// ExportPostgreSQLCovered is ExportPostgreSQL, and says which periods the
+// export covers.
+func (w *DistinctWindow) ExportPostgreSQLCovered() ([]byte, Periods, error) {
+	if !w.open.Load() {
+		return nil, Periods{}, w.closedErr("export")
+	}
+	if p := w.slots[0].P; p > cells.PostgreSQLMaxP {
+		return nil, Periods{}, w.m.errorf("export", fmt.Errorf("%w: PostgreSQL's hll holds at most 2^%d registers, this window 2^%d", ErrIncompatible, cells.PostgreSQLMaxP, p))
+	}
+	return w.exportCovered(postgresqlFull)
+}
+
+// exportCovered folds the covered periods' registers into a union of this
+// process's own, checks it and encodes it with enc.
+func (w *DistinctWindow) exportCovered(enc func(*cells.Distinct) []byte) ([]byte, Periods, error) {
 	u := w.union.Get().([]uint64)
 	defer w.union.Put(u)
 	clear(u)
@@ -546,7 +579,7 @@ func (w *DistinctWindow) ExportRedisCovered() ([]byte, Periods, error) {
 		// this process's own, checked again before it leaves.
 		return nil, Periods{}, w.m.errorf("export", registerDamage(own.Damage(j, v)))
 	}
-	out := redisDense(&own)
+	out := enc(&own)
 	if !w.open.Load() {
 		return nil, Periods{}, w.closedErr("export")
 	}
@@ -567,7 +600,7 @@ func (w *DistinctWindow) ExportPeriods() ([]WindowPeriod, error) {
 		return nil, w.m.errorf("export", fmt.Errorf("%w: Redis's HyperLogLog has 2^%d registers, this window 2^%d", ErrIncompatible, cells.RedisHLLP, w.slots[0].P))
 	}
 	return w.exportPeriods("export", func(s uint64) ([]byte, error) {
-		return redisExportOf(&w.slots[s])
+		return exportRegisters(&w.slots[s], redisDense)
 	})
 }
 

@@ -145,7 +145,7 @@ func TestDistinctWindow_CorruptEntry(t *testing.T) {
 	for i, c := range []struct {
 		param int
 		value uint64
-	}{{0, 19}, {0, 3}, {1, 2}, {1, 1}} {
+	}{{0, 19}, {0, 3}, {1, 3}, {1, 1}} {
 		src := filepath.Join(t.TempDir(), fmt.Sprint("dw", i))
 		w := mustIn(t, OpenDistinctWindow, Path(src), dwCfg(10, 2))
 		w.Close()

@@ -63,8 +63,12 @@
 // at it; the default hash is seeded and secret), and [Distinct.ExportRedis]
 // writes any count of 16384 registers as Redis's dense HyperLogLog, which
 // SET stores and PFMERGE and PFCOUNT merge and count: each host counts in
-// shared memory, the fleet's count comes from Redis. A [DistinctWindow]
-// counts distinct keys over the last Keep periods ("distinct clients in
+// shared memory, the fleet's count comes from Redis. The PostgreSQL
+// profile ([DistinctConfig] PostgreSQL) hashes keys as the postgresql-hll
+// extension's hll_hash_bytea does, and [Distinct.ExportPostgreSQL] writes
+// any count of up to 2^17 registers as a value of the extension's hll
+// type, which hll_cardinality counts and hll_union_agg unites. A
+// [DistinctWindow] counts distinct keys over the last Keep periods ("distinct clients in
 // the last minute"): one HyperLogLog a period on the window base the
 // other windows share, its count the union of the covered periods (the
 // register-wise maximum), cached until one of their registers rises or

@@ -62,9 +62,10 @@ type EntryInfo struct {
 	// for a Bloom filter; "rows", "width", "period_ns" (0: turned by
 	// Rotate only) and "keep" for a Count-Min window; "capacity",
 	// "fp_rate", "bits" and "hashes" (of each period's filter),
-	// "period_ns" and "keep" for a Bloom window; "precision", "registers"
-	// and "redis" (1: Redis's hash) for a distinct count. Every parameter
-	// the format allows is exact in a float64, but for periods longer than
+	// "period_ns" and "keep" for a Bloom window; "precision",
+	// "registers", "redis" (1: Redis's hash) and "postgresql" (1:
+	// PostgreSQL's hll hash) for a distinct count. Every parameter the
+	// format allows is exact in a float64, but for periods longer than
 	// 2^53 ns (104 days), which are rounded.
 	Params map[string]float64 `json:"params"`
 }

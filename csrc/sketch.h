@@ -171,14 +171,23 @@ uint64_t sk_bloom_contains_batch(uint64_t *words, uint64_t seed, uint64_t blocks
 /* Distinct count batches (distinct.c; keep in sync with internal/cells/distinct.go,
  * murmur.go and the binding in distinct.go). regs holds 2^p one-byte
  * registers, register j byte j of the array, read and written as native
- * uint64 words. A key's hash h is the low word of XXH3-128 with seed, or
- * with redis MurmurHash64A with SK_REDIS_HLL_SEED; its register is
- * h & (2^p - 1), its rank 1 + the trailing zeros of (h >> p) | 2^(64-p). */
+ * uint64 words. A key's hash h depends on the profile: the low word of
+ * XXH3-128 with seed (SK_HLL_SEEDED), MurmurHash64A with SK_REDIS_HLL_SEED
+ * (SK_HLL_REDIS), or the first half of MurmurHash3_x64_128 with seed 0
+ * (SK_HLL_POSTGRESQL); its register is h & (2^p - 1), its rank 1 + the
+ * trailing zeros of (h >> p) | 2^(64-p). */
 #define SK_REDIS_HLL_SEED UINT64_C(0xadc83b19)
+#define SK_HLL_SEEDED 0
+#define SK_HLL_REDIS 1
+#define SK_HLL_POSTGRESQL 2
 
 /* sk_murmur64a is MurmurHash64A, the blocks read little-endian. */
 uint64_t sk_murmur64a(const uint8_t *key, size_t len, uint64_t seed);
-/* sk_hll_add_batch adds each key and returns how many raised a register. */
-uint64_t sk_hll_add_batch(uint64_t *regs, uint64_t seed, uint32_t p, int redis, const sk_key *keys, size_t count);
+/* sk_murmur3_x64 is the first half (h1) of MurmurHash3_x64_128, the
+ * blocks read little-endian. */
+uint64_t sk_murmur3_x64(const uint8_t *key, size_t len, uint32_t seed);
+/* sk_hll_add_batch adds each key, hashed as profile says, and returns how
+ * many raised a register. */
+uint64_t sk_hll_add_batch(uint64_t *regs, uint64_t seed, uint32_t p, int profile, const sk_key *keys, size_t count);
 
 #endif

@@ -268,9 +268,15 @@ func (a *Agent) AddBloomWindow(name string, w *sketch.BloomWindow) error {
 	})
 }
 
+// distinctMeta names a count's precision and hash: the profiles with a
+// public hash (Redis's, PostgreSQL's) by name, the seeded one by its
+// seed's digest.
 func distinctMeta(cfg sketch.DistinctConfig, seed uint64) string {
-	if cfg.Redis {
+	switch {
+	case cfg.Redis:
 		return fmt.Sprintf("precision=%d seed=redis", cfg.Precision)
+	case cfg.PostgreSQL:
+		return fmt.Sprintf("precision=%d seed=postgresql", cfg.Precision)
 	}
 	return fmt.Sprintf("precision=%d seed=%s", cfg.Precision, seedDigest(seed))
 }

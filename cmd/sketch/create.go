@@ -33,8 +33,11 @@ with --candidates K (see sketch top); a Bloom window by --capacity and
 count by --error, its relative standard error (default 0.81%: 16384
 registers), or --precision P (2^P registers), and --redis for Redis's
 hash and 16384 registers, whose exports (sketch export --format redis)
-merge in Redis with keys PFADDed there (Redis's hash is public: crafted
-keys can aim at it); a distinct window by a distinct count's sizing and
+merge in Redis with keys PFADDed there, or --postgresql for the hash of
+PostgreSQL's hll extension (at most 2^17 registers), whose exports
+(sketch export --format postgresql) unite in PostgreSQL with keys added
+there (both hashes are public: crafted keys can aim at them); a distinct
+window by a distinct count's sizing and
 --keep and --period; an arena by --size, the bytes of its file (K, M and
 G suffixes are KiB, MiB and GiB).
 
@@ -80,6 +83,7 @@ sketch create /dev/shm/a.cms --seed-file seed; sketch create /dev/shm/b.cms --se
 		keep := fs.Int("keep", 0, fmt.Sprintf("countminwindow, bloomwindow, distinctwindow: periods an answer covers, the current one included, 1 to %d (required)", sketch.MaxWindowKeep))
 		precision := fs.Int("precision", 0, "distinct, distinctwindow: `P`, 4 to 18: 2^P registers of a byte, instead of --error")
 		redis := fs.Bool("redis", false, "distinct, distinctwindow: Redis's hash and 16384 registers, for exports that merge with Redis's HyperLogLogs")
+		postgresql := fs.Bool("postgresql", false, "distinct, distinctwindow: the hash of PostgreSQL's hll extension (hll_hash_bytea), precision at most 17, for exports that unite with its hll values")
 		size := fs.String("size", "", "arena: `BYTES` of the file, with an optional K, M or G (required)")
 		mode := fs.String("mode", "0600", "permission bits of a new file, in octal")
 		seedFile := fs.String("seed-file", "", "read the secret hash seed of a new file from `FILE` (\"-\": standard input), one decimal or 0x hex number; FILE must not be readable by every user (default: a random seed)")
@@ -123,7 +127,7 @@ sketch create /dev/shm/a.cms --seed-file seed; sketch create /dev/shm/b.cms --se
 			flags := createFlags{
 				kind: *kind, cms: sketch.CountMinConfig{ErrorRate: *errRate, Confidence: *conf, Rows: *rows, Width: *width, Candidates: *cands, CandidateKeyBytes: *candBytes},
 				capacity: *capacity, fpRate: *fpRate, window: sketch.Window{Period: *period, Keep: *keep},
-				distinct: sketch.DistinctConfig{Error: *errRate, Precision: *precision, Redis: *redis},
+				distinct: sketch.DistinctConfig{Error: *errRate, Precision: *precision, Redis: *redis, PostgreSQL: *postgresql},
 			}
 			if err := flags.validate(); err != nil {
 				return err
@@ -165,7 +169,7 @@ sketch create /dev/shm/a.cms --seed-file seed; sketch create /dev/shm/b.cms --se
 				return err
 			}
 			defer s.Close()
-			warnReadable(t.path, "its secret hash seed", flags.distinct.Redis)
+			warnReadable(t.path, "its secret hash seed", flags.distinct.Redis || flags.distinct.PostgreSQL)
 			return printCreated(t, s, 0, *jsonOut)
 		})
 	},
@@ -248,7 +252,7 @@ func createInArena(t target, f createFlags, jsonOut bool) error {
 		return err
 	}
 	defer s.Close()
-	warnReadable(t.path, "the arena's secret hash seed, which "+t.String()+" hashes with", f.distinct.Redis)
+	warnReadable(t.path, "the arena's secret hash seed, which "+t.String()+" hashes with", f.distinct.Redis || f.distinct.PostgreSQL)
 	for _, e := range a.List() {
 		if e.Name == t.name {
 			return printCreated(t, s, e.Bytes, jsonOut)
@@ -365,16 +369,12 @@ func printCreated(t target, s structure, region uint64, jsonOut bool) error {
 	case sketch.DistinctStats:
 		bytes = st.Bytes
 		figures = fmt.Sprintf("counts are within %s of the true count about two times in three, %s 95%% of the time", percent(st.StdError), percent(2*st.StdError))
-		if st.Redis {
-			figures += "; Redis's hash, which is public: crafted keys can aim at it"
-		}
+		figures += publicHash(st.Redis, st.PostgreSQL)
 	case sketch.DistinctWindowStats:
 		bytes = st.Bytes
 		figures = fmt.Sprintf("counts cover %s, within %s of the true count about two times in three, %s 95%% of the time",
 			windowText(sketch.Window{Period: st.Period, Keep: st.Keep}), percent(st.StdError), percent(2*st.StdError))
-		if st.Redis {
-			figures += "; Redis's hash, which is public: crafted keys can aim at it"
-		}
+		figures += publicHash(st.Redis, st.PostgreSQL)
 	case sketch.BloomWindowStats:
 		bytes = st.Bytes
 		figures = fmt.Sprintf("answers cover %s; false positives about %s a period at %s each, up to about %s over the window",
@@ -412,4 +412,17 @@ func printArenaCreated(path string, a *sketch.Arena, jsonOut bool) error {
 // arenaDescription says what an arena is, in a few words.
 func arenaDescription(st sketch.ArenaStats) string {
 	return fmt.Sprintf("arena of %d bytes, %d of %d structures", st.Bytes, st.Entries, st.Capacity)
+}
+
+// publicHash is what create adds to the figures of a distinct count or
+// window whose hash is public (Redis's or PostgreSQL's): "" for the
+// seeded one.
+func publicHash(redis, postgresql bool) string {
+	switch {
+	case redis:
+		return "; Redis's hash, which is public: crafted keys can aim at it"
+	case postgresql:
+		return "; PostgreSQL's hll hash, which is public: crafted keys can aim at it"
+	}
+	return ""
 }

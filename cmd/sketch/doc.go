@@ -4,7 +4,7 @@
 //	sketch create FILE[:NAME] [--kind countmin|bloom|countingbloom|countminwindow|bloomwindow|distinct|distinctwindow|arena] [SIZING] [--mode 0600] [--seed-file FILE|- | --seed-from OTHER]
 //	    SIZING: --error E --confidence C | --rows R --width W (countmin, countminwindow);
 //	    --capacity N --fp-rate P (bloom, countingbloom, bloomwindow: each period's);
-//	    --period D --keep K (countminwindow, bloomwindow, distinctwindow); --error E | --precision P, --redis (distinct, distinctwindow);
+//	    --period D --keep K (countminwindow, bloomwindow, distinctwindow); --error E | --precision P, --redis | --postgresql (distinct, distinctwindow);
 //	    --size N (arena); --candidates K [--candidate-key-bytes B] (countmin, countminwindow: a table of the K loudest keys)
 //	sketch add FILE[:NAME] [KEY...]        count keys; none or "-": one a line from standard input (--weighted: KEY<TAB>N; --if-absent: a counting Bloom filter's key once)
 //	sketch del FILE[:NAME] KEY...          take one copy of each key out of a counting Bloom filter
@@ -20,7 +20,7 @@
 //	sketch reset FILE[:NAME]               forget everything
 //	sketch rotate FILE[:NAME]              turn a window's period now
 //	sketch merge DST SRC...                merge structures of one kind, shape and seed
-//	sketch export --format redis FILE[:NAME] [-o OUT]   a distinct count or window as Redis's HyperLogLog, for SET, PFMERGE, PFCOUNT
+//	sketch export --format redis|postgresql FILE[:NAME] [-o OUT]   a distinct count or window as Redis's HyperLogLog (SET, PFMERGE, PFCOUNT) or PostgreSQL's hll
 //	sketch rm FILE[:NAME]                  remove a sketch file or an arena (and nothing else); FILE:NAME a structure from an arena
 //	sketch demo                            several processes serve one stream into one shared arena
 //	sketch version                         also --version
@@ -96,7 +96,8 @@
 // when every user may read the file it made (or the arena it made a
 // structure in), and when --seed-from copies the seed of such a file; give
 // the readers a group instead (--mode 0640, chgrp). A distinct count
-// hashed as Redis does (--redis) has no secret seed, and no warning.
+// hashed as Redis or PostgreSQL's hll extension does (--redis,
+// --postgresql) has no secret seed, and no warning.
 //
 // # Exit status
 //
@@ -163,7 +164,7 @@
 //     "turns", "adds", "fp_rate_now", "slots": [{"state", "period", "set", "fill",
 //     "estimated", "rate", "adds", "adds_present"}], "bytes", "frozen",
 //     "read_only", "closed") or DistinctStats ("precision", "registers",
-//     "redis", "estimate", "std_error", "zero", "register_changes", "bytes",
+//     "redis", "postgresql", "estimate", "std_error", "zero", "register_changes", "bytes",
 //     "frozen", "read_only", "closed"). A structure's "bytes" is its whole
 //     file's.
 //   - inspect: the library's FileInfo: {"path", "format_version",

@@ -8,7 +8,7 @@ import (
 )
 
 // distinctKind is the distinct count's row of cliKinds.
-var distinctKind = cliKindOf(sketch.KindDistinct, []string{"error", "precision", "redis"},
+var distinctKind = cliKindOf(sketch.KindDistinct, []string{"error", "precision", "redis", "postgresql"},
 	sketch.OpenDistinct, newDistinct, createFlags.distinctConfig, nil)
 
 // distinct is a distinct count to the commands. It answers no key: query
@@ -21,7 +21,7 @@ func (s *distinct) kind() string { return string(sketch.KindDistinct) }
 
 func (s *distinct) describe() string {
 	cfg := s.Config()
-	return fmt.Sprintf("distinct count, %d registers, %s", 1<<cfg.Precision, hashName(cfg.Redis))
+	return fmt.Sprintf("distinct count, %d registers, %s", 1<<cfg.Precision, hashName(cfg.Redis, cfg.PostgreSQL))
 }
 
 // add adds each key once: a weight changes nothing, as a key counts once.
@@ -55,17 +55,23 @@ func (s *distinct) query(keys [][]byte) []answer {
 func (s *distinct) count() distinctAnswer { return distinctAnswerOf(s.Count(), s.StdError()) }
 
 // hashName names a distinct count's hash in its description.
-func hashName(redis bool) string {
-	if redis {
+func hashName(redis, postgresql bool) string {
+	switch {
+	case redis:
 		return "Redis's hash"
+	case postgresql:
+		return "PostgreSQL's hll hash"
 	}
 	return "seeded hash"
 }
 
 // hashRow is the hash row of a distinct count's stats.
-func hashRow(redis bool) string {
-	if redis {
+func hashRow(redis, postgresql bool) string {
+	switch {
+	case redis:
 		return "Redis's MurmurHash64A (public: crafted keys can aim at it)"
+	case postgresql:
+		return "PostgreSQL's hll_hash_bytea, MurmurHash3 (public: crafted keys can aim at it)"
 	}
 	return "seeded XXH3"
 }
@@ -98,7 +104,7 @@ func (s *distinct) stats() ([][2]string, any) {
 	return [][2]string{
 		{"kind", "distinct count (HyperLogLog, Ertl's estimator)"},
 		{"registers", fmt.Sprintf("%d (precision %d)", st.Registers, st.Precision)},
-		{"hash", hashRow(st.Redis)},
+		{"hash", hashRow(st.Redis, st.PostgreSQL)},
 		{"bytes", fmt.Sprint(st.Bytes)},
 		{"distinct keys", a.text()},
 		{"std error", percent(st.StdError) + " relative"},

@@ -8,7 +8,7 @@ import (
 )
 
 // distinctWindowKind is the distinct window's row of cliKinds.
-var distinctWindowKind = cliKindOf(sketch.KindDistinctWindow, []string{"error", "precision", "redis", "period", "keep"},
+var distinctWindowKind = cliKindOf(sketch.KindDistinctWindow, []string{"error", "precision", "redis", "postgresql", "period", "keep"},
 	sketch.OpenDistinctWindow, newDistinctWindow,
 	func(f createFlags) sketch.DistinctWindowConfig {
 		return sketch.DistinctWindowConfig{Window: f.window, Distinct: f.distinctConfig()}
@@ -36,7 +36,7 @@ func (s *distinctWindow) kind() string { return string(sketch.KindDistinctWindow
 
 func (s *distinctWindow) describe() string {
 	cfg := s.Config()
-	return fmt.Sprintf("distinct window, %s, %d registers a period, %s", windowText(cfg.Window), 1<<cfg.Distinct.Precision, hashName(cfg.Distinct.Redis))
+	return fmt.Sprintf("distinct window, %s, %d registers a period, %s", windowText(cfg.Window), 1<<cfg.Distinct.Precision, hashName(cfg.Distinct.Redis, cfg.Distinct.PostgreSQL))
 }
 
 // add adds each key once: a weight changes nothing, as a key counts once.
@@ -78,7 +78,7 @@ func (s *distinctWindow) stats() ([][2]string, any) {
 	return s.rows(ws,
 		[][2]string{
 			{"registers", fmt.Sprintf("%d a period (precision %d), %d slots", st.Registers, st.Precision, len(st.Slots))},
-			{"hash", hashRow(st.Redis)},
+			{"hash", hashRow(st.Redis, st.PostgreSQL)},
 		},
 		[][2]string{
 			{"distinct keys", a.text() + " in the periods covered"},

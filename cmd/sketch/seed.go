@@ -36,10 +36,11 @@ func seedSource(flag, path string, perm os.FileMode, uid uint32, known bool) err
 // at path, and so seed, the secret seed a structure just made hashes
 // with ("its secret hash seed"): a reader can craft keys that share
 // another key's counters. It names the mode to give instead. A structure
-// hashed as Redis does (redis) has no secret to disclose.
-func warnReadable(path, seed string, redis bool) {
+// hashed with a public hash (Redis's or PostgreSQL's) has no secret to
+// disclose.
+func warnReadable(path, seed string, public bool) {
 	st, err := os.Stat(path)
-	if err != nil || redis || st.Mode().Perm()&0o004 == 0 {
+	if err != nil || public || st.Mode().Perm()&0o004 == 0 {
 		return
 	}
 	fmt.Fprintf(os.Stderr, "sketch create: warning: every user may read %s (mode %#o), and so %s: "+

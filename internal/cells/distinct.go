@@ -15,7 +15,9 @@ import (
 // core. Keep in sync with csrc/distinct.c.
 //
 // A key hashes to one 64-bit word h: the low word of XXH3-128 with the
-// file's seed, or MurmurHash64A with Redis's seed in the Redis profile.
+// file's seed, MurmurHash64A with Redis's seed in the Redis profile, or
+// the first half of MurmurHash3_x64_128 with seed 0 in the PostgreSQL
+// profile (the hll extension's hll_hash_bytea).
 // Its register is h's low p bits; its rank is one more than the number of
 // zeros above them, counted from bit p up, at most q+1 = 65-p (Redis's
 // hllPatLen, with q = 64-p). A register holds the largest rank of the keys
@@ -35,8 +37,19 @@ type Distinct struct {
 	Regs    unsafe.Pointer // 2^p bytes, read and written as uint64 words
 	Seed    uint64
 	P       uint
-	Redis   bool // the Redis profile: MurmurHash64A, redisHLLSeed
+	Profile uint64 // the hash: ProfileSeeded, ProfileRedis or ProfilePostgreSQL
 }
+
+// The profiles, a distinct count's hash, stored in its entry's params[1].
+const (
+	// ProfileSeeded hashes with XXH3-128's low word and the file's seed.
+	ProfileSeeded = 0
+	// ProfileRedis hashes as Redis's PFADD: MurmurHash64A, redisHLLSeed.
+	ProfileRedis = 1
+	// ProfilePostgreSQL hashes as PostgreSQL's hll extension's
+	// hll_hash_bytea with seed 0: Murmur3x64.
+	ProfilePostgreSQL = 2
+)
 
 const (
 	// DistinctHeadBytes is the line before the registers; its first word
@@ -48,6 +61,9 @@ const (
 	// redisHLLP its precision (HLL_P): the Redis profile's.
 	redisHLLSeed = 0xadc83b19
 	RedisHLLP    = 14
+	// PostgreSQLMaxP is the largest precision (log2m) PostgreSQL's hll
+	// extension holds: 2^17 one-byte registers fill its 128 KiB buffer.
+	PostgreSQLMaxP = 17
 )
 
 // BigEndian is the machine's byte order: it places register j in its word.
@@ -70,15 +86,21 @@ func (l *Distinct) Word(w uint64) *uint64 { return (*uint64)(unsafe.Add(l.Regs, 
 
 // Hash is the key's 64-bit hash in the structure's profile.
 func (l *Distinct) Hash(key []byte) uint64 {
-	if l.Redis {
+	switch l.Profile {
+	case ProfileRedis:
 		return Murmur64A(key, redisHLLSeed)
+	case ProfilePostgreSQL:
+		return Murmur3x64(key, 0)
 	}
 	return hashLo(key, l.Seed)
 }
 
 func (l *Distinct) HashString(key string) uint64 {
-	if l.Redis {
+	switch l.Profile {
+	case ProfileRedis:
 		return Murmur64AString(key, redisHLLSeed)
+	case ProfilePostgreSQL:
+		return Murmur3x64String(key, 0)
 	}
 	return hashLoString(key, l.Seed)
 }

@@ -19,7 +19,7 @@ type Distinct struct{}
 func (Distinct) Name() string { return "cgo" }
 
 func (Distinct) AddBatch(l *cells.Distinct, keys [][]byte) uint64 {
-	r := csrc.Registers{Regs: l.Regs, Seed: l.Seed, P: l.P, Redis: l.Redis}
+	r := csrc.Registers{Regs: l.Regs, Seed: l.Seed, P: l.P, Profile: l.Profile}
 	raised := r.AddBatch(keys)
 	runtime.KeepAlive(l)
 	return raised

@@ -27,3 +27,21 @@ func TestCMurmur64A(t *testing.T) {
 		}
 	}
 }
+
+// TestCMurmur3x64: the C core's MurmurHash3_x64_128 (first half) is the
+// Go core's (which internal/cells pins to PostgreSQL's hll_hash_bytea), at
+// every length around the 16-byte blocks, with several seeds.
+func TestCMurmur3x64(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	for n := 0; n <= 70; n++ {
+		key := make([]byte, n)
+		for i := range key {
+			key[i] = byte(r.Uint32())
+		}
+		for _, seed := range []uint32{0, 42, r.Uint32()} {
+			if got, want := csrc.Murmur3x64(key, seed), cells.Murmur3x64(key, seed); got != want {
+				t.Errorf("sk_murmur3_x64(%d bytes, %#x) = %#x, want %#x", n, seed, got, want)
+			}
+		}
+	}
+}
