@@ -1484,8 +1484,8 @@ func grew(a, b winSample) bool {
 
 // checkOneSlotGrew fails unless, between samples a and b taken inside
 // period p, p's slot held p throughout and grew, and no other slot grew
-// but the previous period's: an add that read its period before the turn
-// may still land there.
+// but those of earlier periods that held them throughout: an add that
+// read its period before a turn may still land there.
 func checkOneSlotGrew(t *testing.T, p uint64, a, b winSample) {
 	t.Helper()
 	n := uint64(len(a.words))
@@ -1497,9 +1497,19 @@ func checkOneSlotGrew(t *testing.T, p uint64, a, b winSample) {
 		t.Errorf("period %d: its slot %d did not grow (%d then %d adds)", p, s, a.adds[s], b.adds[s])
 	}
 	for i := range a.adds {
-		if uint64(i) != s && uint64(i) != (p+n-1)%n && b.adds[i] > a.adds[i] {
-			t.Errorf("period %d: slot %d (word %#x) grew from %d to %d adds while slot %d serves", p, i, b.words[i], a.adds[i], b.adds[i], s)
+		if uint64(i) == s || uint64(i) == (p+n-1)%n || b.adds[i] <= a.adds[i] {
+			continue
 		}
+		// An add that found its slot holding its period lands there even
+		// when the period turned twice since (its process lost the core
+		// between the check and the add: a busy machine does it): a slot
+		// of an earlier period of the window, unchanged between the
+		// samples, may grow. The next period's slot, or one that changed,
+		// may not.
+		if st := decodeSlotWord(b.words[i]); a.words[i] == b.words[i] && !st.empty && !st.clearing && st.period < p {
+			continue
+		}
+		t.Errorf("period %d: slot %d (word %#x) grew from %d to %d adds while slot %d serves", p, i, b.words[i], a.adds[i], b.adds[i], s)
 	}
 }
 
