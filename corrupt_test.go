@@ -593,6 +593,10 @@ func corruptions() []corruption {
 		{name: "fleet flag=max", in: inCountMin, edit: e64(entParams+32, max64)},
 		{name: "fleet flag=1 without its grid", in: inCountMin, edit: e64(entParams+32, 1)},
 		{name: "param 5=1", in: inCountMin, edit: e64(entParams+40, 1)},
+		// A Count-Min window's fleet flag, its parameter word 6.
+		{name: "window fleet flag=2", in: inCountMinWindow, edit: e64(entParams+48, 2), says: "fleet flag 2"},
+		{name: "window fleet flag=1 without its grids", in: inCountMinWindow, edit: e64(entParams+48, 1)},
+		{name: "window param 7=1", in: inCountMinWindow, edit: e64(entParams+56, 1)},
 		{name: "param 7=1", in: inCountMin, edit: e64(entParams+56, 1)},
 
 		// A Bloom filter's: capacity, FP rate, blocks and hashes.

@@ -28,3 +28,22 @@ func TestCreate_CountMinFleet(t *testing.T) {
 		t.Errorf("--fleet on a Bloom filter: exit %d, want 2", r.code)
 	}
 }
+
+// TestCreate_CountMinWindowFleet: create --fleet makes a Count-Min window
+// with a fleet part, which create and stats show.
+func TestCreate_CountMinWindowFleet(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "f.cmw")
+	if out := sk(t, "create", path, "--kind", "countminwindow", "--keep", "2", "--rows", "2", "--width", "64", "--fleet").ok(t, "create --fleet"); !strings.Contains(out, "a fleet part") {
+		t.Errorf("create --fleet:\n%s", out)
+	}
+	if st := sk(t, "stats", path).ok(t, "stats"); !strings.Contains(st, "fleet part") {
+		t.Errorf("stats does not show the fleet part:\n%s", st)
+	}
+	if st := sk(t, "stats", "--json", path).ok(t, "stats --json"); !strings.Contains(st, `"fleet":true`) {
+		t.Errorf("stats --json does not show the fleet part:\n%s", st)
+	}
+	plain := create(t, "p.cmw", "--kind", "countminwindow", "--keep", "2")
+	if st := sk(t, "stats", plain).ok(t, "stats"); strings.Contains(st, "fleet") {
+		t.Errorf("stats of a window without a fleet part:\n%s", st)
+	}
+}
