@@ -120,7 +120,8 @@ type CountMinStats struct {
 	Adds uint64 `json:"adds"`
 	// ErrorBound is the absolute error bound at the current total,
 	// ceil(e/Width · Total): an estimate is at most that much too high,
-	// with probability Confidence (for each key asked about).
+	// with probability Confidence (for each key asked about). With a
+	// fleet part it is the bound at Total + FleetTotal.
 	ErrorBound uint64 `json:"error_bound"`
 	// ErrorRate is the effective ε, e/Width, which is at least as good as
 	// the rate the sketch was sized for.
@@ -575,7 +576,7 @@ func (c *CountMin) Stats() CountMinStats {
 		s.FleetTotal = slices.Max(sums)
 	}
 	s.Adds = c.core.Adds(&c.l)
-	s.ErrorBound = errorBound(s.Total, s.Width)
+	s.ErrorBound = errorBound(satAdd(s.Total, s.FleetTotal), s.Width)
 	s.Candidates = c.top.stats(c, s.ErrorBound)
 	s.Frozen = atomic.LoadUint32(c.sealed) != 0
 	s.ReadOnly = c.ReadOnly()
@@ -603,14 +604,16 @@ func (c *CountMin) Total() uint64 {
 
 // ErrorBound returns the absolute error bound at Total(), ceil(e/Width ·
 // Total()): an estimate exceeds the true count by more than this with
-// probability at most 1-Confidence, for each key asked about. As cheap as
-// Total. After Close it returns ClosedEstimate.
+// probability at most 1-Confidence, for each key asked about. With a fleet
+// part (Fleet) it is the bound at Total() plus the fleet part's total as
+// last stored, since every estimate counts both. As cheap as Total. After
+// Close it returns ClosedEstimate.
 func (c *CountMin) ErrorBound() uint64 {
 	t := c.Total()
 	if t == ClosedEstimate {
 		return ClosedEstimate
 	}
-	return errorBound(t, int(c.l.Mask+1))
+	return errorBound(satAdd(t, storedFleetTotal(&c.l)), int(c.l.Mask+1))
 }
 
 // errorBound is ceil(e/width · total), computed without losing a count to
@@ -681,6 +684,11 @@ const (
 	// finished: a difference means one runs or was cut short.
 	mergesOff = 24
 	mergedOff = 32
+	// fleetTotalOff holds, with a fleet part, its total as last stored
+	// (its largest row sum, at most maxCount): what error bounds add to
+	// the own total. A window's slots keep theirs at the same offset,
+	// after their fold words.
+	fleetTotalOff = 40
 	// maxTornAdds is how many adds of the largest recorded weight Check
 	// lets be cut short (or be running) before it calls a row's excess
 	// damage: 2^28. A batch moves the add count once per chunk of 256
@@ -1006,7 +1014,9 @@ func (c *CountMin) offerBatch(keys [][]byte, est []uint64) {
 
 func (c *CountMin) recount(lo, hi uint64) uint64 { return c.l.EstimateHashed(lo, hi) }
 
-func (c *CountMin) noiseFloor() uint64 { return c.l.AddCount() / (c.l.Mask + 1) }
+func (c *CountMin) noiseFloor() uint64 {
+	return satAdd(c.l.AddCount(), storedFleetTotal(&c.l)) / (c.l.Mask + 1)
+}
 
 // Top lists the loudest keys of the sketch's candidate table (a sketch
 // created with Candidates), loudest first: at most n of them (every key
@@ -1150,7 +1160,7 @@ func (c *CountMin) SetFleetCounts(counts []byte) error {
 	if err := c.refuse("set fleet counts"); err != nil {
 		return err
 	}
-	if err := storeFleet(c.l.Fleet, c.l.Rows, c.l.Mask+1, counts); err != nil {
+	if err := storeFleet(&c.l, counts); err != nil {
 		return c.m.errorf("set fleet counts", err)
 	}
 	return c.after("set fleet counts")
@@ -1167,18 +1177,36 @@ func exportGrid(grid unsafe.Pointer, rows int, width uint64) []byte {
 	return out
 }
 
-// storeFleet stores counts into fleet, a fleet grid of rows x width, with
-// an atomic store a counter.
-func storeFleet(fleet unsafe.Pointer, rows int, width uint64, counts []byte) error {
-	if fleet == nil {
+// storeFleet stores counts into l's fleet grid, with an atomic store a
+// counter, then their total (the largest row sum, saturating at
+// maxCount) in the fleet total word, for error bounds.
+func storeFleet(l *cells.CountMin, counts []byte) error {
+	if l.Fleet == nil {
 		return fmt.Errorf("%w: the structure keeps no fleet part (create it with Fleet)", ErrIncompatible)
 	}
-	n := uintptr(rows) * uintptr(width)
+	width := uintptr(l.Mask + 1)
+	n := uintptr(l.Rows) * width
 	if uint64(len(counts)) != uint64(n)*8 {
-		return fmt.Errorf("%w: %d bytes of counts for %d x %d counters (%d bytes)", ErrIncompatible, len(counts), rows, width, n*8)
+		return fmt.Errorf("%w: %d bytes of counts for %d x %d counters (%d bytes)", ErrIncompatible, len(counts), l.Rows, width, n*8)
 	}
+	var total, row uint64
 	for i := uintptr(0); i < n; i++ {
-		atomic.StoreUint64((*uint64)(unsafe.Add(fleet, i*8)), binary.LittleEndian.Uint64(counts[i*8:]))
+		v := binary.LittleEndian.Uint64(counts[i*8:])
+		atomic.StoreUint64((*uint64)(unsafe.Add(l.Fleet, i*8)), v)
+		row = satAdd(row, min(v, cells.MaxCount))
+		if (i+1)%width == 0 {
+			total, row = max(total, row), 0
+		}
 	}
+	atomic.StoreUint64(stripeWord(l, fleetTotalOff), min(total, cells.MaxCount))
 	return nil
+}
+
+// storedFleetTotal is the fleet total word: the fleet part's total as
+// last stored, 0 without a fleet part.
+func storedFleetTotal(l *cells.CountMin) uint64 {
+	if l.Fleet == nil {
+		return 0
+	}
+	return atomic.LoadUint64(stripeWord(l, fleetTotalOff))
 }

@@ -129,6 +129,13 @@ func TestCountMin_FleetSumsHosts(t *testing.T) {
 	if !st.Fleet || st.FleetTotal != 5000 || st.Total != 3000+150+50 {
 		t.Fatalf("Stats: Fleet %v, FleetTotal %d, Total %d; want true, 5000, 3200", st.Fleet, st.FleetTotal, st.Total)
 	}
+	// Error bounds count the fleet part's total with the own.
+	if got, want := st.ErrorBound, errorBound(st.Total+st.FleetTotal, st.Width); got != want {
+		t.Errorf("Stats().ErrorBound = %d, want %d", got, want)
+	}
+	if got, want := b.ErrorBound(), errorBound(b.Total()+5000, 256); got != want {
+		t.Errorf("ErrorBound() = %d, want %d", got, want)
+	}
 	if err := b.Check(); err != nil {
 		t.Fatalf("Check: %v", err)
 	}

@@ -24,7 +24,10 @@ type refCMS struct {
 	seed  uint64
 	cells []uint64
 	fleet []uint64 // the fleet part, nil without one: reads add it
-	adds  uint64   // the add count: the stripes' sum, saturating
+	// fleetTotal is the fleet total word: the fleet part's largest row
+	// sum, saturating at 2^63.
+	fleetTotal uint64
+	adds       uint64 // the add count: the stripes' sum, saturating
 }
 
 func newRef(rows, width int, seed uint64) *refCMS {
@@ -129,6 +132,7 @@ func (r *refCMS) reset() {
 func (r *refCMS) regionBytes() []byte {
 	b := make([]byte, cells.StripesBytes+8*len(r.cells)+8*len(r.fleet))
 	binary.NativeEndian.PutUint64(b, r.adds)
+	binary.NativeEndian.PutUint64(b[fleetTotalOff:], r.fleetTotal)
 	for i, v := range append(slices.Clone(r.cells), r.fleet...) {
 		binary.NativeEndian.PutUint64(b[cells.StripesBytes+8*i:], v)
 	}
@@ -238,6 +242,18 @@ func parityRun(t *testing.T, rows, width int, prefetch, fleet bool, ops []byte) 
 			} else if fleet && arg >= 128 {
 				var enc []byte
 				ref.fleet, enc = fleetCounts(len(ref.cells), arg)
+				ref.fleetTotal = 0
+				for i := 0; i < rows; i++ {
+					var sum uint64
+					for _, v := range ref.fleet[i*width : (i+1)*width] {
+						if v = min(v, cells.MaxCount); v >= cells.MaxCount-sum {
+							sum = cells.MaxCount
+						} else {
+							sum += v
+						}
+					}
+					ref.fleetTotal = max(ref.fleetTotal, sum)
+				}
 				for _, c := range sks {
 					if err := c.SetFleetCounts(enc); err != nil {
 						t.Fatal(err)

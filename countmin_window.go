@@ -188,7 +188,8 @@ type CountMinWindowStats struct {
 	// their slots' totals.
 	Total uint64 `json:"total"`
 	// ErrorBound is the absolute error bound at that total,
-	// ceil(e/Width · Total).
+	// ceil(e/Width · Total); with a fleet part, at Total plus the covered
+	// slots' fleet totals.
 	ErrorBound uint64 `json:"error_bound"`
 	// Slots describes each slot.
 	Slots []CountMinWindowSlotStats `json:"slots"`
@@ -278,6 +279,9 @@ func newCountMinWindow(m *mapping) (*CountMinWindow, error) {
 func (w *CountMinWindow) clearSlot(s uint64) {
 	l := &w.slots[s]
 	l.BumpGen(true)
+	if l.Fleet != nil {
+		atomic.StoreUint64(stripeWord(l, fleetTotalOff), 0)
+	}
 	n := uintptr(l.Rows) * uintptr(l.Mask+1)
 	if plainClears {
 		w.core.Reset(l)
@@ -765,6 +769,7 @@ func (w *CountMinWindow) Stats() CountMinWindowStats {
 	wp := w.periods()
 	s.WindowStats, s.Adds = wp, w.ctl.adds()
 	sums := make([]uint64, s.Rows)
+	var fleet uint64 // the covered slots' fleet totals
 	for i := range w.slots {
 		var sl CountMinWindowSlotStats
 		sl.State, sl.Period = w.slotState(uint64(i), wp)
@@ -774,10 +779,11 @@ func (w *CountMinWindow) Stats() CountMinWindowStats {
 		}
 		if sl.State == "current" || sl.State == "window" {
 			s.Total = satAdd(s.Total, min(sl.Total, cells.MaxCount))
+			fleet = satAdd(fleet, storedFleetTotal(&w.slots[i]))
 		}
 		s.Slots = append(s.Slots, sl)
 	}
-	s.ErrorBound = errorBound(s.Total, s.Width)
+	s.ErrorBound = errorBound(satAdd(s.Total, fleet), s.Width)
 	s.Candidates = w.top.stats(w, s.ErrorBound)
 	s.Frozen = atomic.LoadUint32(w.sealed) != 0
 	if !w.open.Load() {
@@ -847,7 +853,7 @@ func (w *CountMinWindow) recount(lo, hi uint64) uint64 {
 
 func (w *CountMinWindow) noiseFloor() uint64 {
 	t := w.windowTotal()
-	return t / (w.slots[0].Mask + 1)
+	return satAdd(t, w.totals.fleet.Load()) / (w.slots[0].Mask + 1)
 }
 
 // Top lists the loudest keys of the window's candidate table (a window
@@ -898,6 +904,7 @@ type windowTotals struct {
 	at     atomic.Int64 // nanoseconds since totalsEpoch, 0 for none
 	period atomic.Uint64
 	total  atomic.Uint64
+	fleet  atomic.Uint64 // the covered slots' fleet totals, with a fleet part
 	// bound is the error bound at total, and live says that the last
 	// read is younger than totalsFresh by a timer's reckoning, so that
 	// Allow serves the bound without reading the clock, which cost it
@@ -945,12 +952,20 @@ func (w *CountMinWindow) Total() uint64 {
 // true count by. A rate limiter compares an estimate with its limit plus
 // this bound to refuse only keys surely over it. After Close it returns
 // ClosedEstimate.
+//
+// With a fleet part it is the bound at Total() plus the covered slots'
+// fleet totals as last stored (SetFleetPeriod), since every estimate
+// counts both; read with the total, as often.
 func (w *CountMinWindow) ErrorBound() uint64 {
-	t := w.Total()
-	if t == ClosedEstimate {
+	if !w.open.Load() {
 		return ClosedEstimate
 	}
-	return errorBound(t, int(w.slots[0].Mask+1))
+	w.windowTotal()
+	b := w.totals.bound.Load()
+	if !w.open.Load() {
+		return ClosedEstimate
+	}
+	return b
 }
 
 func (w *CountMinWindow) windowTotal() uint64 {
@@ -962,10 +977,11 @@ func (w *CountMinWindow) windowTotal() uint64 {
 	}
 	tc.mu.Lock()
 	defer tc.mu.Unlock()
-	var total uint64
+	var total, fleet uint64
 	p = c.readStable(func(p uint64) bool {
-		total = 0
+		total, fleet = 0, 0
 		return c.readWindow(p, false, func(s uint64) bool {
+			fleet = satAdd(fleet, storedFleetTotal(&w.slots[s]))
 			word := atomic.LoadUint64(c.word(s))
 			st := &tc.slots[s]
 			if !st.final || st.word != word {
@@ -979,7 +995,8 @@ func (w *CountMinWindow) windowTotal() uint64 {
 		})
 	})
 	tc.total.Store(total)
-	tc.bound.Store(errorBound(total, tc.width))
+	tc.fleet.Store(fleet)
+	tc.bound.Store(errorBound(satAdd(total, fleet), tc.width))
 	tc.period.Store(p)
 	tc.at.Store(now)
 	tc.live.Store(true)
@@ -1118,6 +1135,11 @@ func (w *CountMinWindow) sumCovered(dst []byte) (Periods, error) {
 	// by as much as they do (adds torn or running during the copy), so
 	// that its Check does not take that for damage.
 	*wordAt(dst, weightOff) = copyWeight(1, slices.Max(sums)-least)
+	if l0.Fleet != nil { // the copy's fleet total: its summed fleet grid's
+		l.Cells = unsafe.Add(grid, n*8)
+		cells.CountMinGo{}.RowSums(&l, sums)
+		*wordAt(dst, fleetTotalOff) = min(slices.Max(sums), cells.MaxCount)
+	}
 	return p, nil
 }
 
@@ -1180,10 +1202,9 @@ func (w *CountMinWindow) SetFleetPeriod(p uint64, counts []byte) (bool, error) {
 		if err := w.refuse("set fleet period"); err != nil {
 			return false, err
 		}
-		return false, w.m.errorf("set fleet period", storeFleet(l0.Fleet, l0.Rows, l0.Mask+1, counts))
+		return false, w.m.errorf("set fleet period", storeFleet(l0, counts))
 	}
 	return w.mergePeriod("set fleet period", p, func(s uint64) error {
-		l := &w.slots[s]
-		return storeFleet(l.Fleet, l.Rows, l.Mask+1, counts)
+		return storeFleet(&w.slots[s], counts)
 	})
 }

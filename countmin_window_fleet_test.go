@@ -225,6 +225,13 @@ func TestCountMinWindow_FleetPeriods(t *testing.T) {
 	if est := w.EstimateString("k"); est != 10 {
 		t.Fatalf("Estimate = %d, want 10", est)
 	}
+	// Error bounds count the covered slots' fleet totals, 5 each.
+	if got, want := w.ErrorBound(), errorBound(10, 64); got != want || w.totals.fleet.Load() != 10 {
+		t.Errorf("ErrorBound() = %d, want %d (fleet totals %d, want 10)", got, want, w.totals.fleet.Load())
+	}
+	if got, want := w.Stats().ErrorBound, errorBound(10, 64); got != want {
+		t.Errorf("Stats().ErrorBound = %d, want %d", got, want)
+	}
 	ps, err := w.ExportPeriods()
 	if err != nil {
 		t.Fatal(err)
@@ -245,6 +252,9 @@ func TestCountMinWindow_FleetPeriods(t *testing.T) {
 	w.AddString("x") // the slot of p-1 cleared for p+2
 	if est := w.EstimateString("k"); est != 0 {
 		t.Fatalf("after two turns: Estimate = %d, want 0", est)
+	}
+	if w.ErrorBound(); w.totals.fleet.Load() != 0 {
+		t.Errorf("after two turns: fleet totals %d, want 0 (cleared with their slots)", w.totals.fleet.Load())
 	}
 	fi := w.m.ent
 	if fi.params[6] != 1 || countMinWindowEntryParams(fi)["fleet"] != 1 {
