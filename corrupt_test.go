@@ -588,6 +588,15 @@ func corruptions() []corruption {
 		{name: "width=1024 with size to match", in: inCountMin, edit: all(e64(entParams+8, 1024), e64(entSize, countMinBytes(1, 1024)))},
 		{name: "rows=64,width=2^40 with size to match", in: inCountMin, edit: all(e64(entParams, 64), e64(entParams+8, maxWidth), e64(entSize, countMinBytes(64, maxWidth)))},
 		{name: "param 2=1", in: inCountMin, edit: e64(entParams+16, 1)},
+		// The fleet flag: 0 or 1, and 1 only with the fleet grid's bytes.
+		{name: "fleet flag=2", in: inCountMin, edit: e64(entParams+32, 2), says: "fleet flag 2"},
+		{name: "fleet flag=max", in: inCountMin, edit: e64(entParams+32, max64)},
+		{name: "fleet flag=1 without its grid", in: inCountMin, edit: e64(entParams+32, 1)},
+		{name: "param 5=1", in: inCountMin, edit: e64(entParams+40, 1)},
+		// A Count-Min window's fleet flag, its parameter word 6.
+		{name: "window fleet flag=2", in: inCountMinWindow, edit: e64(entParams+48, 2), says: "fleet flag 2"},
+		{name: "window fleet flag=1 without its grids", in: inCountMinWindow, edit: e64(entParams+48, 1)},
+		{name: "window param 7=1", in: inCountMinWindow, edit: e64(entParams+56, 1)},
 		{name: "param 7=1", in: inCountMin, edit: e64(entParams+56, 1)},
 
 		// A Bloom filter's: capacity, FP rate, blocks and hashes.

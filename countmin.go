@@ -1,11 +1,13 @@
 package sketch
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"math"
 	"math/bits"
 	"math/rand/v2"
+	"slices"
 	"sync/atomic"
 	"unsafe"
 
@@ -36,6 +38,14 @@ type CountMinConfig struct {
 	// hash. Zero attaches to a table of any size, or none.
 	Candidates        int `json:"candidates,omitempty"`
 	CandidateKeyBytes int `json:"candidate_key_bytes,omitempty"`
+	// Fleet keeps a fleet part beside the counters: a second grid of the
+	// same shape holding the rest of a fleet's counts (the sum of the
+	// other hosts' counters), which only SetFleetCounts writes and every
+	// answer adds to the sketch's own counters (see SetFleetCounts). Adds
+	// write only the own counters. False attaches to a sketch with a
+	// fleet part or without; true only to one with a fleet part
+	// (ErrIncompatible otherwise).
+	Fleet bool `json:"fleet,omitempty"`
 	// Seed is the hash seed. Zero means a random seed at create, so that
 	// nobody who cannot read the file can craft colliding keys; on attach,
 	// zero accepts the stored seed, and another seed is ErrIncompatible.
@@ -93,9 +103,16 @@ type CountMinStats struct {
 	// Rows and Width are the shape: hash functions, counters per row.
 	Rows  int `json:"rows"`
 	Width int `json:"width"`
+	// Fleet says that the sketch keeps a fleet part (CountMinConfig.Fleet).
+	Fleet bool `json:"fleet,omitempty"`
 	// Total is everything counted since the last reset (the largest row
-	// sum, so an add interrupted by a crash can only raise it).
+	// sum, so an add interrupted by a crash can only raise it), in the
+	// sketch's own counters.
 	Total uint64 `json:"total"`
+	// FleetTotal is the fleet part's largest row sum: what the rest of
+	// the fleet counted, as last stored by SetFleetCounts. Zero without a
+	// fleet part.
+	FleetTotal uint64 `json:"fleet_total,omitempty"`
 	// Adds is what the add count holds: the total of every completed add
 	// (n for AddN), kept in 64 cache-line stripes and moved after the
 	// counters, so it trails Total by the adds running now or cut short by
@@ -103,7 +120,8 @@ type CountMinStats struct {
 	Adds uint64 `json:"adds"`
 	// ErrorBound is the absolute error bound at the current total,
 	// ceil(e/Width · Total): an estimate is at most that much too high,
-	// with probability Confidence (for each key asked about).
+	// with probability Confidence (for each key asked about). With a
+	// fleet part it is the bound at Total + FleetTotal.
 	ErrorBound uint64 `json:"error_bound"`
 	// ErrorRate is the effective ε, e/Width, which is at least as good as
 	// the rate the sketch was sized for.
@@ -194,6 +212,33 @@ func countMinBytes(rows, width int) uint64 {
 	return cells.StripesBytes + uint64(rows)*uint64(width)*8
 }
 
+// countMinGridsBytes is countMinBytes with the fleet grid, when there is
+// one, after the own counters: where a candidate table starts.
+func countMinGridsBytes(rows, width int, fleet bool) uint64 {
+	if fleet {
+		return countMinBytes(rows, width) + uint64(rows)*uint64(width)*8
+	}
+	return countMinBytes(rows, width)
+}
+
+// flagWord is a stored flag word: 1 for true.
+func flagWord(b bool) uint64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// matchFleet is the match of a config's Fleet against the stored flag
+// word: Fleet asks for a fleet part; without it a config attaches to
+// either.
+func matchFleet(want bool, stored uint64) error {
+	if want && stored != 1 {
+		return fmt.Errorf("%w: asked for a fleet part, the file keeps none", ErrIncompatible)
+	}
+	return nil
+}
+
 func (cfg CountMinConfig) spec() (spec, error) {
 	rows, width, explicit, err := cfg.shape()
 	if err != nil {
@@ -203,19 +248,22 @@ func (cfg CountMinConfig) spec() (spec, error) {
 	if err != nil {
 		return spec{}, err
 	}
-	size := withTable(countMinBytes(rows, width), k, keyBytes)
+	size := withTable(countMinGridsBytes(rows, width, cfg.Fleet), k, keyBytes)
 	if size > maxFileSize-pageSize*4 {
 		return spec{}, fmt.Errorf("%w: %d x %d counters need %d bytes, more than a sketch file may have (%d)", ErrInvalidConfig, rows, width, size, uint64(maxFileSize))
 	}
 	sp := spec{
 		kind:   kindCountMin,
 		size:   size,
-		params: [8]uint64{uint64(rows), uint64(width), uint64(k), uint64(keyBytes)},
+		params: [8]uint64{uint64(rows), uint64(width), uint64(k), uint64(keyBytes), flagWord(cfg.Fleet)},
 		seed:   cfg.Seed,
 	}
 	sp.match = func(e entry) error {
 		if explicit && (e.params[0] != uint64(rows) || e.params[1] != uint64(width)) {
 			return fmt.Errorf("%w: asked for %d x %d counters, the file has %d x %d", ErrIncompatible, rows, width, e.params[0], e.params[1])
+		}
+		if err := matchFleet(cfg.Fleet, e.params[4]); err != nil {
+			return err
 		}
 		return matchCandidates(e, 2, k, keyBytes, withCands)
 	}
@@ -223,13 +271,16 @@ func (cfg CountMinConfig) spec() (spec, error) {
 }
 
 func countMinEntryConfig(e entry) any {
-	return CountMinConfig{Rows: int(e.params[0]), Width: int(e.params[1]), Candidates: int(e.params[2]), CandidateKeyBytes: int(e.params[3])}
+	return CountMinConfig{Rows: int(e.params[0]), Width: int(e.params[1]), Candidates: int(e.params[2]), CandidateKeyBytes: int(e.params[3]), Fleet: e.params[4] == 1}
 }
 
 func countMinEntryParams(e entry) map[string]float64 {
 	p := map[string]float64{"rows": float64(e.params[0]), "width": float64(e.params[1])}
 	if e.params[2] != 0 {
 		p["candidates"], p["candidate_key_bytes"] = float64(e.params[2]), float64(e.params[3])
+	}
+	if e.params[4] != 0 {
+		p["fleet"] = float64(e.params[4])
 	}
 	return p
 }
@@ -241,12 +292,14 @@ func validateCountMinEntry(e entry) error {
 		return fmt.Errorf("count-min rows %d", rows)
 	case width < 1 || width > maxWidth || width&(width-1) != 0:
 		return fmt.Errorf("count-min width %d", width)
+	case e.params[4] > 1:
+		return fmt.Errorf("count-min fleet flag %d", e.params[4])
 	}
 	if err := validateCandidates(e.params[2], e.params[3]); err != nil {
 		return err
 	}
-	if want := withTable(countMinBytes(int(rows), int(width)), int(e.params[2]), int(e.params[3])); e.size != want {
-		return fmt.Errorf("count-min region of %d bytes, %d x %d with %d candidates needs %d", e.size, rows, width, e.params[2], want)
+	if want := withTable(countMinGridsBytes(int(rows), int(width), e.params[4] == 1), int(e.params[2]), int(e.params[3])); e.size != want {
+		return fmt.Errorf("count-min region of %d bytes, %d x %d (fleet part %d) with %d candidates needs %d", e.size, rows, width, e.params[4], e.params[2], want)
 	}
 	return nil
 }
@@ -280,6 +333,10 @@ func newCountMin(m *mapping) (*CountMin, error) {
 		},
 		core: buildCores.CountMin,
 	}
+	fleet := m.ent.params[4] == 1
+	if fleet {
+		c.l.Fleet = unsafe.Add(c.l.Cells, uint64(rows)*width*8)
+	}
 	if k := int(m.ent.params[2]); k != 0 {
 		if !m.readOnly {
 			if err := m.joinLock(); err != nil {
@@ -287,7 +344,7 @@ func newCountMin(m *mapping) (*CountMin, error) {
 				return nil, err
 			}
 		}
-		c.top = newCandidateTable(m.entryBytes(), countMinBytes(int(rows), int(width)), k, int(m.ent.params[3]), m)
+		c.top = newCandidateTable(m.entryBytes(), countMinGridsBytes(rows, int(width), fleet), k, int(m.ent.params[3]), m)
 	}
 	c.init(m, c)
 	c.open.Store(true)
@@ -455,7 +512,9 @@ func (c *CountMin) EstimateString(key string) uint64 {
 // reset the older one at the turn. A sketch with a candidate table empties
 // it first and holds the file's write lock until the counters are
 // cleared: admissions, and everything else that takes the lock (in an
-// arena, the other structures' too), wait for the Reset.
+// arena, the other structures' too), wait for the Reset. A fleet part
+// (Fleet) is left as it is: it holds the other hosts' counts, which only
+// SetFleetCounts rewrites.
 func (c *CountMin) Reset() error {
 	if err := c.refuse("reset"); err != nil {
 		return err
@@ -494,6 +553,7 @@ func (c *CountMin) Stats() CountMinStats {
 	s := CountMinStats{
 		Rows:       c.l.Rows,
 		Width:      int(c.l.Mask + 1),
+		Fleet:      c.l.Fleet != nil,
 		ErrorRate:  math.E / float64(c.l.Mask+1),
 		Confidence: 1 - math.Exp(-float64(c.l.Rows)),
 	}
@@ -509,13 +569,19 @@ func (c *CountMin) Stats() CountMinStats {
 	for _, v := range sums {
 		s.Total = max(s.Total, v)
 	}
+	if c.l.Fleet != nil {
+		fleet := c.l
+		fleet.Cells = c.l.Fleet
+		c.core.RowSums(&fleet, sums)
+		s.FleetTotal = slices.Max(sums)
+	}
 	s.Adds = c.core.Adds(&c.l)
-	s.ErrorBound = errorBound(s.Total, s.Width)
+	s.ErrorBound = errorBound(satAdd(s.Total, s.FleetTotal), s.Width)
 	s.Candidates = c.top.stats(c, s.ErrorBound)
 	s.Frozen = atomic.LoadUint32(c.sealed) != 0
 	s.ReadOnly = c.ReadOnly()
 	if !c.open.Load() {
-		s.Closed, s.Total, s.ErrorBound, s.Adds = true, ClosedEstimate, ClosedEstimate, 0
+		s.Closed, s.Total, s.ErrorBound, s.Adds, s.FleetTotal = true, ClosedEstimate, ClosedEstimate, 0, 0
 	}
 	return s
 }
@@ -538,14 +604,16 @@ func (c *CountMin) Total() uint64 {
 
 // ErrorBound returns the absolute error bound at Total(), ceil(e/Width ·
 // Total()): an estimate exceeds the true count by more than this with
-// probability at most 1-Confidence, for each key asked about. As cheap as
-// Total. After Close it returns ClosedEstimate.
+// probability at most 1-Confidence, for each key asked about. With a fleet
+// part (Fleet) it is the bound at Total() plus the fleet part's total as
+// last stored, since every estimate counts both. As cheap as Total. After
+// Close it returns ClosedEstimate.
 func (c *CountMin) ErrorBound() uint64 {
 	t := c.Total()
 	if t == ClosedEstimate {
 		return ClosedEstimate
 	}
-	return errorBound(t, int(c.l.Mask+1))
+	return errorBound(satAdd(t, storedFleetTotal(&c.l)), int(c.l.Mask+1))
 }
 
 // errorBound is ceil(e/width · total), computed without losing a count to
@@ -616,6 +684,11 @@ const (
 	// finished: a difference means one runs or was cut short.
 	mergesOff = 24
 	mergedOff = 32
+	// fleetTotalOff holds, with a fleet part, its total as last stored
+	// (its largest row sum, at most maxCount): what error bounds add to
+	// the own total. A window's slots keep theirs at the same offset,
+	// after their fold words.
+	fleetTotalOff = 40
 	// maxTornAdds is how many adds of the largest recorded weight Check
 	// lets be cut short (or be running) before it calls a row's excess
 	// damage: 2^28. A batch moves the add count once per chunk of 256
@@ -732,7 +805,10 @@ func copyWeight(w, delta uint64) uint64 {
 // others), and are not compared once a counter has saturated. What no
 // add cut short explains is damage (ErrDamaged): a counter far past
 // saturation, or a row holding more than the add count by more than
-// maxTornAdds adds of the largest weight recorded.
+// maxTornAdds adds of the largest weight recorded. A fleet part is not
+// judged: it holds absolute values stored whole by SetFleetCounts, with
+// no add count or row rule to hold them to, and the next store replaces
+// whatever it holds.
 func (c *CountMin) check() error {
 	if c.top != nil {
 		if err := c.top.check(); err != nil {
@@ -866,6 +942,10 @@ func (c *CountMin) rowFinding(sums []uint64, adds uint64) error {
 // leaves it out, rather than refusing the merge: the counters merge
 // sound, and the key's next add names it again. A prefix's label cannot
 // be checked and is taken as it is (see HeavyHitter.Key).
+//
+// Merge adds the others' own counters only, never a fleet part (Fleet):
+// a fleet part holds the other hosts' counts, which merged into own
+// counters would count the fleet twice. c's fleet part stays as it is.
 func (c *CountMin) Merge(others ...*CountMin) error {
 	err := mergeEach(&c.Handle, "sketch", others, func(o *CountMin) error {
 		if o.l.Rows != c.l.Rows || o.l.Mask != c.l.Mask {
@@ -934,7 +1014,9 @@ func (c *CountMin) offerBatch(keys [][]byte, est []uint64) {
 
 func (c *CountMin) recount(lo, hi uint64) uint64 { return c.l.EstimateHashed(lo, hi) }
 
-func (c *CountMin) noiseFloor() uint64 { return c.l.AddCount() / (c.l.Mask + 1) }
+func (c *CountMin) noiseFloor() uint64 {
+	return satAdd(c.l.AddCount(), storedFleetTotal(&c.l)) / (c.l.Mask + 1)
+}
 
 // Top lists the loudest keys of the sketch's candidate table (a sketch
 // created with Candidates), loudest first: at most n of them (every key
@@ -1005,7 +1087,8 @@ func (c *CountMin) mergeCandidates(others []*CountMin) error {
 // and sealing a structure of an arena would seal the whole arena (take
 // the arena's snapshot instead). WithMode applies to a path; the copy
 // has this sketch's seed. The copy reads the whole region once, a word at
-// a time, and takes no lock.
+// a time, and takes no lock. A fleet part (Fleet) is copied with the own
+// counters, so that the copy answers as this sketch did.
 func (c *CountMin) Snapshot(at Place, opts ...Option) (*CountMin, error) {
 	if !c.open.Load() {
 		return nil, c.closedErr("snapshot")
@@ -1027,7 +1110,7 @@ func (c *CountMin) copyRegion(dst []byte) error {
 		stampCopy(&c.l, dst, before) // the weight, merges and adds that moved meanwhile
 		if c.top != nil {
 			// The table again, keeping only its ways that stayed whole.
-			c.top.copyTo(dst, countMinBytes(c.l.Rows, int(c.l.Mask+1)))
+			c.top.copyTo(dst, countMinGridsBytes(c.l.Rows, int(c.l.Mask+1), c.l.Fleet != nil))
 		}
 		if after := c.l.Resets(); after == gen {
 			return nil
@@ -1038,4 +1121,92 @@ func (c *CountMin) copyRegion(dst []byte) error {
 		}
 		clear(dst)
 	}
+}
+
+// The fleet part (CountMinConfig.Fleet): what a fleet agent reads and
+// writes. A host pushes its own counters (ExportCounts) and stores the sum
+// of the other hosts' into its fleet part (SetFleetCounts); every answer
+// counts a cell as own + fleet. Merging the others' counts into the own
+// counters instead cannot be made crash-safe: after a kill between adding
+// a delta and recording it, nothing tells the host's counts from the
+// fleet's, and the next push would send the fleet's back as the host's.
+
+// ExportCounts returns the sketch's own counters, rows x width uint64
+// little-endian, row-major: what this host counted, without the fleet
+// part. Each counter is read once, atomically, while adds go on, so a
+// counter is never torn, and an add running during the export may be in
+// some rows of it and not others. A closed handle is ErrClosed.
+func (c *CountMin) ExportCounts() ([]byte, error) {
+	if !c.open.Load() {
+		return nil, c.closedErr("export")
+	}
+	out := exportGrid(c.l.Cells, c.l.Rows, c.l.Mask+1)
+	return out, c.after("export")
+}
+
+// SetFleetCounts stores counts, rows x width uint64 little-endian,
+// row-major (ExportCounts' encoding: the sum of the other hosts'
+// counters), into the sketch's fleet part, with an atomic store of each
+// absolute value: every estimate then counts each cell as its own counter
+// plus the fleet part's (saturating at 2^63), so that it is never below
+// the fleet's count of a key plus this host's. Storing absolute values
+// makes the call idempotent: a repeated call changes nothing, and one cut
+// short (a kill, a Close) or racing another is replaced whole by the
+// next. An estimate made during the store may see some cells old and
+// others new. A sketch without a fleet part, or counts of another length,
+// is ErrIncompatible; a read-only, frozen or closed handle stores nothing
+// (ErrReadOnly, ErrFrozen, ErrClosed).
+func (c *CountMin) SetFleetCounts(counts []byte) error {
+	if err := c.refuse("set fleet counts"); err != nil {
+		return err
+	}
+	if err := storeFleet(&c.l, counts); err != nil {
+		return c.m.errorf("set fleet counts", err)
+	}
+	return c.after("set fleet counts")
+}
+
+// exportGrid reads a grid of rows x width counters, once each and
+// atomically, into rows x width uint64 little-endian.
+func exportGrid(grid unsafe.Pointer, rows int, width uint64) []byte {
+	n := uintptr(rows) * uintptr(width)
+	out := make([]byte, n*8)
+	for i := uintptr(0); i < n; i++ {
+		binary.LittleEndian.PutUint64(out[i*8:], atomic.LoadUint64((*uint64)(unsafe.Add(grid, i*8))))
+	}
+	return out
+}
+
+// storeFleet stores counts into l's fleet grid, with an atomic store a
+// counter, then their total (the largest row sum, saturating at
+// maxCount) in the fleet total word, for error bounds.
+func storeFleet(l *cells.CountMin, counts []byte) error {
+	if l.Fleet == nil {
+		return fmt.Errorf("%w: the structure keeps no fleet part (create it with Fleet)", ErrIncompatible)
+	}
+	width := uintptr(l.Mask + 1)
+	n := uintptr(l.Rows) * width
+	if uint64(len(counts)) != uint64(n)*8 {
+		return fmt.Errorf("%w: %d bytes of counts for %d x %d counters (%d bytes)", ErrIncompatible, len(counts), l.Rows, width, n*8)
+	}
+	var total, row uint64
+	for i := uintptr(0); i < n; i++ {
+		v := binary.LittleEndian.Uint64(counts[i*8:])
+		atomic.StoreUint64((*uint64)(unsafe.Add(l.Fleet, i*8)), v)
+		row = satAdd(row, min(v, cells.MaxCount))
+		if (i+1)%width == 0 {
+			total, row = max(total, row), 0
+		}
+	}
+	atomic.StoreUint64(stripeWord(l, fleetTotalOff), min(total, cells.MaxCount))
+	return nil
+}
+
+// storedFleetTotal is the fleet total word: the fleet part's total as
+// last stored, 0 without a fleet part.
+func storedFleetTotal(l *cells.CountMin) uint64 {
+	if l.Fleet == nil {
+		return 0
+	}
+	return atomic.LoadUint64(stripeWord(l, fleetTotalOff))
 }

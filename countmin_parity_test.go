@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"slices"
 	"testing"
 
 	"github.com/shmsketch/sketch/internal/cells"
@@ -22,7 +23,11 @@ type refCMS struct {
 	width uint64
 	seed  uint64
 	cells []uint64
-	adds  uint64 // the add count: the stripes' sum, saturating
+	fleet []uint64 // the fleet part, nil without one: reads add it
+	// fleetTotal is the fleet total word: the fleet part's largest row
+	// sum, saturating at 2^63.
+	fleetTotal uint64
+	adds       uint64 // the add count: the stripes' sum, saturating
 }
 
 func newRef(rows, width int, seed uint64) *refCMS {
@@ -71,17 +76,50 @@ func (r *refCMS) addCells(key []byte, n uint64) uint64 {
 		} else {
 			r.cells[c] += n
 		}
-		est = min(est, r.cells[c])
+		est = min(est, r.read(c))
 	}
 	return est
+}
+
+// read is what a read counts for cell c: own + fleet, saturating.
+func (r *refCMS) read(c uint64) uint64 {
+	if r.fleet == nil {
+		return r.cells[c]
+	}
+	if r.fleet[c] >= cells.MaxCount-r.cells[c] {
+		return cells.MaxCount
+	}
+	return r.cells[c] + r.fleet[c]
 }
 
 func (r *refCMS) estimate(key []byte) uint64 {
 	est := uint64(cells.MaxCount)
 	for _, c := range r.cols(key) {
-		est = min(est, r.cells[c])
+		est = min(est, r.read(c))
 	}
 	return est
+}
+
+// fleetCounts makes a fleet part from arg: small counts, zeros, and now
+// and then one at or past 2^63, as SetFleetCounts encodes them.
+func fleetCounts(n int, arg byte) ([]uint64, []byte) {
+	vals := make([]uint64, n)
+	enc := make([]byte, 8*n)
+	for i := range vals {
+		v := cells.Spread(uint64(arg)<<32 | uint64(i))
+		switch v % 16 {
+		case 0:
+			vals[i] = 0
+		case 1:
+			vals[i] = cells.MaxCount - v%4
+		case 2:
+			vals[i] = ^uint64(0) - v%3
+		default:
+			vals[i] = v % 50
+		}
+		binary.LittleEndian.PutUint64(enc[8*i:], vals[i])
+	}
+	return vals, enc
 }
 
 func (r *refCMS) reset() {
@@ -92,9 +130,10 @@ func (r *refCMS) reset() {
 // regionBytes is the model's region as it must appear in the file with
 // its stripes folded (foldStripes).
 func (r *refCMS) regionBytes() []byte {
-	b := make([]byte, cells.StripesBytes+8*len(r.cells))
+	b := make([]byte, cells.StripesBytes+8*len(r.cells)+8*len(r.fleet))
 	binary.NativeEndian.PutUint64(b, r.adds)
-	for i, v := range r.cells {
+	binary.NativeEndian.PutUint64(b[fleetTotalOff:], r.fleetTotal)
+	for i, v := range append(slices.Clone(r.cells), r.fleet...) {
 		binary.NativeEndian.PutUint64(b[cells.StripesBytes+8*i:], v)
 	}
 	return b
@@ -122,14 +161,18 @@ func foldStripes(region []byte) []byte {
 
 // parityRun applies one operation sequence, decoded from ops, to the model
 // and to a file per core, comparing every result, then the files.
-func parityRun(t *testing.T, rows, width int, prefetch bool, ops []byte) {
+// With fleet the sketches keep a fleet part, which every read adds.
+func parityRun(t *testing.T, rows, width int, prefetch, fleet bool, ops []byte) {
 	t.Helper()
 	const seed = 0x5eed
 	dir := t.TempDir()
 	ref := newRef(rows, width, seed)
+	if fleet {
+		ref.fleet = make([]uint64, len(ref.cells))
+	}
 	var sks []*CountMin
 	for _, core := range countMinCores() {
-		c, err := OpenCountMin(Path(fmt.Sprintf("%s/%s.cms", dir, core.Name())), CountMinConfig{Rows: rows, Width: width, Seed: seed})
+		c, err := OpenCountMin(Path(fmt.Sprintf("%s/%s.cms", dir, core.Name())), CountMinConfig{Rows: rows, Width: width, Seed: seed, Fleet: fleet})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -190,11 +233,31 @@ func parityRun(t *testing.T, rows, width int, prefetch bool, ops []byte) {
 					t.Fatalf("op %d: %s estimate(%q) = %d, want %d", i/2, c.core.Name(), keys[0], got, want[0])
 				}
 			}
-		case 6: // reset, rarely
+		case 6: // reset, rarely; a new fleet part, with one
 			if arg < 16 {
 				ref.reset()
 				for _, c := range sks {
 					c.core.Reset(&c.l)
+				}
+			} else if fleet && arg >= 128 {
+				var enc []byte
+				ref.fleet, enc = fleetCounts(len(ref.cells), arg)
+				ref.fleetTotal = 0
+				for i := 0; i < rows; i++ {
+					var sum uint64
+					for _, v := range ref.fleet[i*width : (i+1)*width] {
+						if v = min(v, cells.MaxCount); v >= cells.MaxCount-sum {
+							sum = cells.MaxCount
+						} else {
+							sum += v
+						}
+					}
+					ref.fleetTotal = max(ref.fleetTotal, sum)
+				}
+				for _, c := range sks {
+					if err := c.SetFleetCounts(enc); err != nil {
+						t.Fatal(err)
+					}
 				}
 			}
 		case 7: // whole-array walks
@@ -247,14 +310,16 @@ func TestParity_Cores(t *testing.T) {
 	for _, shape := range []struct {
 		rows, width int
 		prefetch    bool
-	}{{1, 1, false}, {3, 64, false}, {3, 64, true}, {5, 4096, false}, {5, 4096, true}, {2, 1 << 18, true}} {
-		t.Run(fmt.Sprintf("%dx%d/prefetch=%v", shape.rows, shape.width, shape.prefetch), func(t *testing.T) {
+		fleet       bool
+	}{{1, 1, false, false}, {3, 64, false, false}, {3, 64, true, false}, {5, 4096, false, false}, {5, 4096, true, false}, {2, 1 << 18, true, false},
+		{1, 1, false, true}, {3, 64, false, true}, {3, 64, true, true}, {5, 4096, true, true}, {2, 1 << 18, true, true}} {
+		t.Run(fmt.Sprintf("%dx%d/prefetch=%v/fleet=%v", shape.rows, shape.width, shape.prefetch, shape.fleet), func(t *testing.T) {
 			r := rand.New(rand.NewPCG(uint64(shape.rows), uint64(shape.width)))
 			ops := make([]byte, raceScale(20000))
 			for i := range ops {
 				ops[i] = byte(r.Uint32())
 			}
-			parityRun(t, shape.rows, shape.width, shape.prefetch, ops)
+			parityRun(t, shape.rows, shape.width, shape.prefetch, shape.fleet, ops)
 		})
 	}
 }
@@ -269,7 +334,9 @@ func FuzzParity_CountMin(f *testing.F) {
 		if len(ops) > 4096 {
 			ops = ops[:4096]
 		}
-		parityRun(t, 3, 1024, true, ops) // the prefetching batch paths
-		parityRun(t, 2, 16, false, ops)  // heavy collisions
+		parityRun(t, 3, 1024, true, false, ops) // the prefetching batch paths
+		parityRun(t, 2, 16, false, false, ops)  // heavy collisions
+		parityRun(t, 3, 1024, true, true, ops)  // a fleet part
+		parityRun(t, 2, 16, false, true, ops)
 	})
 }

@@ -20,15 +20,17 @@ type CountMinWindowConfig struct {
 }
 
 // countMinSlotBytes is one slot of a Count-Min window: a whole Count-Min
-// region (kind 1's layout), rounded up to a cache line.
-func countMinSlotBytes(rows, width int) uint64 {
-	return roundUp(countMinBytes(rows, width), cacheLine)
+// region (kind 1's layout: its fleet grid after its own counters, when
+// the window keeps a fleet part), rounded up to a cache line. A slot
+// cleared for a new period is cleared whole, fleet part included.
+func countMinSlotBytes(rows, width int, fleet bool) uint64 {
+	return roundUp(countMinGridsBytes(rows, width, fleet), cacheLine)
 }
 
 // countMinWindowBytes is the region of a Count-Min window: the control
 // words, then keep+1 slots.
-func countMinWindowBytes(rows, width, keep int) uint64 {
-	return windowControlBytes(keep) + uint64(keep+1)*countMinSlotBytes(rows, width)
+func countMinWindowBytes(rows, width, keep int, fleet bool) uint64 {
+	return windowControlBytes(keep) + uint64(keep+1)*countMinSlotBytes(rows, width, fleet)
 }
 
 // createSpec is spec for the constructors that
@@ -58,6 +60,9 @@ func (wc CountMinWindowConfig) spec() (spec, error) {
 			if explicit && (e.params[0] != uint64(rows) || e.params[1] != uint64(width)) {
 				return fmt.Errorf("%w: asked for %d x %d counters, the file has %d x %d", ErrIncompatible, rows, width, e.params[0], e.params[1])
 			}
+			if err := matchFleet(cfg.Fleet, e.params[6]); err != nil {
+				return err
+			}
 			return matchCandidates(e, 4, k, keyBytes, withCands)
 		}
 		return sp, nil
@@ -66,19 +71,22 @@ func (wc CountMinWindowConfig) spec() (spec, error) {
 		return spec{}, err
 	}
 	// At most 64 x 2^40 counters a slot and 257 slots: no overflow.
-	size := withTable(countMinWindowBytes(rows, width, w.Keep), k, keyBytes)
+	size := withTable(countMinWindowBytes(rows, width, w.Keep, cfg.Fleet), k, keyBytes)
 	if size > maxFileSize-pageSize*4 {
 		return spec{}, fmt.Errorf("%w: %d slots of %d x %d counters need %d bytes, more than a sketch file may have (%d)", ErrInvalidConfig, w.Keep+1, rows, width, size, uint64(maxFileSize))
 	}
 	sp := spec{
 		kind:   kindCountMinWindow,
 		size:   size,
-		params: [8]uint64{uint64(rows), uint64(width), uint64(w.Period), uint64(w.Keep), uint64(k), uint64(keyBytes)},
+		params: [8]uint64{uint64(rows), uint64(width), uint64(w.Period), uint64(w.Keep), uint64(k), uint64(keyBytes), flagWord(cfg.Fleet)},
 		seed:   cfg.Seed,
 	}
 	sp.match = matchWindow(w, 2, func(e entry) error {
 		if explicit && (e.params[0] != uint64(rows) || e.params[1] != uint64(width)) {
 			return fmt.Errorf("%w: asked for %d x %d counters, the file has %d x %d", ErrIncompatible, rows, width, e.params[0], e.params[1])
+		}
+		if err := matchFleet(cfg.Fleet, e.params[6]); err != nil {
+			return err
 		}
 		return matchCandidates(e, 4, k, keyBytes, withCands)
 	})
@@ -88,7 +96,7 @@ func (wc CountMinWindowConfig) spec() (spec, error) {
 func countMinWindowEntryConfig(e entry) any {
 	return CountMinWindowConfig{
 		Window:   storedWindow(e, 2),
-		CountMin: CountMinConfig{Rows: int(e.params[0]), Width: int(e.params[1]), Candidates: int(e.params[4]), CandidateKeyBytes: int(e.params[5])},
+		CountMin: CountMinConfig{Rows: int(e.params[0]), Width: int(e.params[1]), Candidates: int(e.params[4]), CandidateKeyBytes: int(e.params[5]), Fleet: e.params[6] == 1},
 	}
 }
 
@@ -97,6 +105,9 @@ func countMinWindowEntryParams(e entry) map[string]float64 {
 	m := map[string]float64{"rows": float64(p[0]), "width": float64(p[1]), "period_ns": float64(p[2]), "keep": float64(p[3])}
 	if p[4] != 0 {
 		m["candidates"], m["candidate_key_bytes"] = float64(p[4]), float64(p[5])
+	}
+	if p[6] != 0 {
+		m["fleet"] = float64(p[6])
 	}
 	return m
 }
@@ -108,6 +119,8 @@ func validateCountMinWindowEntry(e entry) error {
 		return fmt.Errorf("count-min window rows %d", rows)
 	case width < 1 || width > maxWidth || width&(width-1) != 0:
 		return fmt.Errorf("count-min window width %d", width)
+	case e.params[6] > 1:
+		return fmt.Errorf("count-min window fleet flag %d", e.params[6])
 	}
 	if err := validateWindowParams(period, keep); err != nil {
 		return err
@@ -115,8 +128,8 @@ func validateCountMinWindowEntry(e entry) error {
 	if err := validateCandidates(e.params[4], e.params[5]); err != nil {
 		return err
 	}
-	if want := withTable(countMinWindowBytes(int(rows), int(width), int(keep)), int(e.params[4]), int(e.params[5])); e.size != want {
-		return fmt.Errorf("count-min window region of %d bytes, %d slots of %d x %d with %d candidates need %d", e.size, keep+1, rows, width, e.params[4], want)
+	if want := withTable(countMinWindowBytes(int(rows), int(width), int(keep), e.params[6] == 1), int(e.params[4]), int(e.params[5])); e.size != want {
+		return fmt.Errorf("count-min window region of %d bytes, %d slots of %d x %d (fleet part %d) with %d candidates need %d", e.size, keep+1, rows, width, e.params[6], e.params[4], want)
 	}
 	return nil
 }
@@ -161,6 +174,9 @@ type CountMinWindowStats struct {
 	// Rows and Width are each slot's shape.
 	Rows  int `json:"rows"`
 	Width int `json:"width"`
+	// Fleet says that the window keeps a fleet part in each slot
+	// (CountMinConfig.Fleet, SetFleetPeriod).
+	Fleet bool `json:"fleet,omitempty"`
 	// WindowStats are the window's periods: estimates cover Oldest to
 	// Current.
 	WindowStats
@@ -172,7 +188,8 @@ type CountMinWindowStats struct {
 	// their slots' totals.
 	Total uint64 `json:"total"`
 	// ErrorBound is the absolute error bound at that total,
-	// ceil(e/Width · Total).
+	// ceil(e/Width · Total); with a fleet part, at Total plus the covered
+	// slots' fleet totals.
 	ErrorBound uint64 `json:"error_bound"`
 	// Slots describes each slot.
 	Slots []CountMinWindowSlotStats `json:"slots"`
@@ -217,7 +234,8 @@ func newCountMinWindow(m *mapping) (*CountMinWindow, error) {
 	win := storedWindow(m.ent, 2)
 	w := &CountMinWindow{core: buildCores.CountMin}
 	ctl := windowControlBytes(win.Keep)
-	slot := countMinSlotBytes(rows, width)
+	fleet := m.ent.params[6] == 1
+	slot := countMinSlotBytes(rows, width, fleet)
 	salt := rand.Uint64() // the handle's: picks its goroutines' stripes
 	for i := range win.Keep + 1 {
 		sb := unsafe.Add(base, ctl+uint64(i)*slot)
@@ -232,6 +250,10 @@ func newCountMinWindow(m *mapping) (*CountMinWindow, error) {
 			Prefetch:  uint64(rows)*uint64(width)*8 > cells.L2Bytes(),
 			Uncounted: true,
 		})
+		if fleet {
+			l := &w.slots[i]
+			l.Fleet = unsafe.Add(l.Cells, uint64(rows)*uint64(width)*8)
+		}
 	}
 	w.totals.slots, w.totals.width = make([]slotTotal, len(w.slots)), width
 	starts := make([]unsafe.Pointer, len(w.slots))
@@ -243,7 +265,7 @@ func newCountMinWindow(m *mapping) (*CountMinWindow, error) {
 		return nil, err
 	}
 	if k := int(m.ent.params[4]); k != 0 {
-		w.top = newCandidateTable(m.entryBytes(), countMinWindowBytes(rows, width, win.Keep), k, int(m.ent.params[5]), m)
+		w.top = newCandidateTable(m.entryBytes(), countMinWindowBytes(rows, width, win.Keep, fleet), k, int(m.ent.params[5]), m)
 	}
 	return w, nil
 }
@@ -257,10 +279,20 @@ func newCountMinWindow(m *mapping) (*CountMinWindow, error) {
 func (w *CountMinWindow) clearSlot(s uint64) {
 	l := &w.slots[s]
 	l.BumpGen(true)
+	if l.Fleet != nil {
+		atomic.StoreUint64(stripeWord(l, fleetTotalOff), 0)
+	}
+	n := uintptr(l.Rows) * uintptr(l.Mask+1)
 	if plainClears {
 		w.core.Reset(l)
+		if l.Fleet != nil { // the period's fleet counts leave with it
+			clear(unsafe.Slice((*uint64)(l.Fleet), n))
+		}
 	} else {
-		grid := unsafe.Slice((*uint64)(l.Cells), uintptr(l.Rows)*uintptr(l.Mask+1))
+		grid := unsafe.Slice((*uint64)(l.Cells), n)
+		if l.Fleet != nil {
+			grid = unsafe.Slice((*uint64)(l.Cells), 2*n) // the fleet grid follows
+		}
 		for i := range grid {
 			atomic.StoreUint64(&grid[i], 0)
 		}
@@ -723,6 +755,7 @@ func (w *CountMinWindow) Stats() CountMinWindowStats {
 	s := CountMinWindowStats{
 		Rows:        w.Config().CountMin.Rows,
 		Width:       w.Config().CountMin.Width,
+		Fleet:       w.Config().CountMin.Fleet,
 		WindowStats: WindowStats{Period: w.win.Period, Keep: w.win.Keep},
 		FileStats:   FileStats{ReadOnly: w.ReadOnly()},
 	}
@@ -736,6 +769,7 @@ func (w *CountMinWindow) Stats() CountMinWindowStats {
 	wp := w.periods()
 	s.WindowStats, s.Adds = wp, w.ctl.adds()
 	sums := make([]uint64, s.Rows)
+	var fleet uint64 // the covered slots' fleet totals
 	for i := range w.slots {
 		var sl CountMinWindowSlotStats
 		sl.State, sl.Period = w.slotState(uint64(i), wp)
@@ -745,14 +779,15 @@ func (w *CountMinWindow) Stats() CountMinWindowStats {
 		}
 		if sl.State == "current" || sl.State == "window" {
 			s.Total = satAdd(s.Total, min(sl.Total, cells.MaxCount))
+			fleet = satAdd(fleet, storedFleetTotal(&w.slots[i]))
 		}
 		s.Slots = append(s.Slots, sl)
 	}
-	s.ErrorBound = errorBound(s.Total, s.Width)
+	s.ErrorBound = errorBound(satAdd(s.Total, fleet), s.Width)
 	s.Candidates = w.top.stats(w, s.ErrorBound)
 	s.Frozen = atomic.LoadUint32(w.sealed) != 0
 	if !w.open.Load() {
-		return CountMinWindowStats{Rows: s.Rows, Width: s.Width, WindowStats: WindowStats{Period: s.Period, Keep: s.Keep},
+		return CountMinWindowStats{Rows: s.Rows, Width: s.Width, Fleet: s.Fleet, WindowStats: WindowStats{Period: s.Period, Keep: s.Keep},
 			FileStats: FileStats{Bytes: s.Bytes, ReadOnly: w.ReadOnly(), Closed: true}, Total: ClosedEstimate, ErrorBound: ClosedEstimate}
 	}
 	return s
@@ -818,7 +853,7 @@ func (w *CountMinWindow) recount(lo, hi uint64) uint64 {
 
 func (w *CountMinWindow) noiseFloor() uint64 {
 	t := w.windowTotal()
-	return t / (w.slots[0].Mask + 1)
+	return satAdd(t, w.totals.fleet.Load()) / (w.slots[0].Mask + 1)
 }
 
 // Top lists the loudest keys of the window's candidate table (a window
@@ -869,6 +904,7 @@ type windowTotals struct {
 	at     atomic.Int64 // nanoseconds since totalsEpoch, 0 for none
 	period atomic.Uint64
 	total  atomic.Uint64
+	fleet  atomic.Uint64 // the covered slots' fleet totals, with a fleet part
 	// bound is the error bound at total, and live says that the last
 	// read is younger than totalsFresh by a timer's reckoning, so that
 	// Allow serves the bound without reading the clock, which cost it
@@ -916,12 +952,20 @@ func (w *CountMinWindow) Total() uint64 {
 // true count by. A rate limiter compares an estimate with its limit plus
 // this bound to refuse only keys surely over it. After Close it returns
 // ClosedEstimate.
+//
+// With a fleet part it is the bound at Total() plus the covered slots'
+// fleet totals as last stored (SetFleetPeriod), since every estimate
+// counts both; read with the total, as often.
 func (w *CountMinWindow) ErrorBound() uint64 {
-	t := w.Total()
-	if t == ClosedEstimate {
+	if !w.open.Load() {
 		return ClosedEstimate
 	}
-	return errorBound(t, int(w.slots[0].Mask+1))
+	w.windowTotal()
+	b := w.totals.bound.Load()
+	if !w.open.Load() {
+		return ClosedEstimate
+	}
+	return b
 }
 
 func (w *CountMinWindow) windowTotal() uint64 {
@@ -933,10 +977,11 @@ func (w *CountMinWindow) windowTotal() uint64 {
 	}
 	tc.mu.Lock()
 	defer tc.mu.Unlock()
-	var total uint64
+	var total, fleet uint64
 	p = c.readStable(func(p uint64) bool {
-		total = 0
+		total, fleet = 0, 0
 		return c.readWindow(p, false, func(s uint64) bool {
+			fleet = satAdd(fleet, storedFleetTotal(&w.slots[s]))
 			word := atomic.LoadUint64(c.word(s))
 			st := &tc.slots[s]
 			if !st.final || st.word != word {
@@ -950,7 +995,8 @@ func (w *CountMinWindow) windowTotal() uint64 {
 		})
 	})
 	tc.total.Store(total)
-	tc.bound.Store(errorBound(total, tc.width))
+	tc.fleet.Store(fleet)
+	tc.bound.Store(errorBound(satAdd(total, fleet), tc.width))
 	tc.period.Store(p)
 	tc.at.Store(now)
 	tc.live.Store(true)
@@ -1011,14 +1057,19 @@ func (w *CountMinWindow) Snapshot(at Place, opts ...Option) (*CountMin, error) {
 // covers, which are the window's when the copy ran: when the window turns
 // during the copy, the copy starts again at the new period (ErrTimeout,
 // after several tries, from a window whose period is shorter than a copy
-// takes). The places and options are as CountMin.Snapshot's.
+// takes). The places and options are as CountMin.Snapshot's. A window
+// with a fleet part makes a copy with one, the covered slots' fleet parts
+// summed as their own counters are, so that the copy answers at least as
+// the window did, and merges (which add own counters only) leave the
+// fleet's counts out.
 func (w *CountMinWindow) SnapshotCovered(at Place, opts ...Option) (*CountMin, Periods, error) {
 	if !w.open.Load() {
 		return nil, Periods{}, w.closedErr("snapshot")
 	}
 	rows, width := int(w.m.ent.params[0]), w.m.ent.params[1]
 	k, keyBytes := int(w.m.ent.params[4]), int(w.m.ent.params[5])
-	sp, err := CountMinConfig{Rows: rows, Width: int(width), Candidates: k, CandidateKeyBytes: keyBytes}.spec()
+	fleet := w.slots[0].Fleet != nil
+	sp, err := CountMinConfig{Rows: rows, Width: int(width), Candidates: k, CandidateKeyBytes: keyBytes, Fleet: fleet}.spec()
 	if err != nil {
 		return nil, Periods{}, w.m.errorf("snapshot", err)
 	}
@@ -1034,7 +1085,10 @@ func (w *CountMinWindow) SnapshotCovered(at Place, opts ...Option) (*CountMin, P
 		// the loudest keys of the periods it covers.
 		base := unsafe.Pointer(&region[0])
 		l := cells.CountMin{Stripes: base, Cells: unsafe.Add(base, cells.StripesBytes), Seed: w.m.lay.seed, Mask: width - 1, Rows: rows, RowBytes: uintptr(width * 8)}
-		tableAt(region, countMinBytes(rows, int(width)), k, keyBytes, w.m.lay.seed).place(layoutHost{&l}, w.top.collect())
+		if fleet {
+			l.Fleet = unsafe.Add(l.Cells, uint64(rows)*width*8)
+		}
+		tableAt(region, countMinGridsBytes(rows, int(width), fleet), k, keyBytes, w.m.lay.seed).place(layoutHost{&l}, w.top.collect())
 		return nil
 	}
 	m, err := createSnapshot(w.name(), at, sp, opts)
@@ -1053,9 +1107,13 @@ func (w *CountMinWindow) sumCovered(dst []byte) (Periods, error) {
 	grid := unsafe.Add(unsafe.Pointer(&dst[0]), cells.StripesBytes)
 	l0 := &w.slots[0]
 	n := uintptr(l0.Rows) * uintptr(l0.Mask+1)
+	words := n
+	if l0.Fleet != nil {
+		words = 2 * n // the fleet grids, after the own, into the copy's fleet part
+	}
 	p, err := w.foldCovered(func(s uint64) {
 		src := w.slots[s].Cells
-		for i := uintptr(0); i < n; i++ {
+		for i := uintptr(0); i < words; i++ {
 			if v := atomic.LoadUint64((*uint64)(unsafe.Add(src, i*8))); v != 0 {
 				d := (*uint64)(unsafe.Add(grid, i*8))
 				*d = satAdd(*d, min(v, cells.MaxCount))
@@ -1077,18 +1135,76 @@ func (w *CountMinWindow) sumCovered(dst []byte) (Periods, error) {
 	// by as much as they do (adds torn or running during the copy), so
 	// that its Check does not take that for damage.
 	*wordAt(dst, weightOff) = copyWeight(1, slices.Max(sums)-least)
+	if l0.Fleet != nil { // the copy's fleet total: its summed fleet grid's
+		l.Cells = unsafe.Add(grid, n*8)
+		cells.CountMinGo{}.RowSums(&l, sums)
+		*wordAt(dst, fleetTotalOff) = min(slices.Max(sums), cells.MaxCount)
+	}
 	return p, nil
 }
 
 // copyRegion is windowBase.copyRegion for a Count-Min window.
 func (w *CountMinWindow) copyRegion(dst []byte) error {
-	rows, width := w.slots[0].Rows, int(w.slots[0].Mask+1)
-	if err := w.windowBase.copyRegion(dst, windowControlBytes(w.win.Keep), countMinSlotBytes(rows, width),
+	rows, width, fleet := w.slots[0].Rows, int(w.slots[0].Mask+1), w.slots[0].Fleet != nil
+	if err := w.windowBase.copyRegion(dst, windowControlBytes(w.win.Keep), countMinSlotBytes(rows, width, fleet),
 		func(s uint64) unsafe.Pointer { return w.slots[s].Stripes }); err != nil {
 		return err
 	}
 	if w.top != nil {
-		w.top.copyTo(dst, countMinWindowBytes(rows, width, w.win.Keep))
+		w.top.copyTo(dst, countMinWindowBytes(rows, width, w.win.Keep, fleet))
 	}
 	return nil
+}
+
+// The fleet part of a Count-Min window (CountMinConfig.Fleet): each slot
+// keeps, after its own counters, a fleet grid of the same shape that
+// every read of the slot adds to them (an estimate sums, over the slots
+// of the window, the row minimum of own + fleet), that no add writes, and
+// that the clear of the slot for a new period clears with it. A fleet
+// agent syncs it period by period, as CountMin.ExportCounts and
+// SetFleetCounts do for a sketch.
+
+// ExportPeriods returns the own counters of each period the window holds,
+// newest first: the periods of the window at the current period
+// (Current-Keep+1 to Current) whose slot holds them, each as
+// CountMin.ExportCounts encodes a grid (rows x width uint64
+// little-endian, row-major, each counter read once, atomically), without
+// the fleet part. A period whose slot was cleared for a later one during
+// the export is left out. A closed handle is ErrClosed.
+func (w *CountMinWindow) ExportPeriods() ([]WindowPeriod, error) {
+	return w.exportPeriods("export", func(s uint64) ([]byte, error) {
+		l := &w.slots[s]
+		return exportGrid(l.Cells, l.Rows, l.Mask+1), nil
+	})
+}
+
+// SetFleetPeriod stores counts (ExportPeriods' encoding of one period:
+// the sum of the other hosts' counters of period p) into the fleet part of
+// period p's slot, with an atomic store of each absolute value, when p is
+// a period of the window now (Current-Keep+1 to Current): while p stays
+// in the window every estimate, and Allow, counts each of the slot's
+// cells as own + fleet, so that a key is refused once the fleet's count
+// plus this host's reaches the limit. Stores are idempotent, as
+// CountMin.SetFleetCounts's are. A period that left the window or has not
+// begun is not stored (false). The slot of a past period this window
+// never used is claimed for it, as an add claims the current one. A
+// window without a fleet part, or counts of another length, is
+// ErrIncompatible; a store during which the window turned past p+Keep (a
+// Rotate, or a store longer than a period) is ErrTimeout, as the next
+// period's slot may then hold part of p's counts until the next store; a
+// read-only, frozen or closed handle stores nothing.
+func (w *CountMinWindow) SetFleetPeriod(p uint64, counts []byte) (bool, error) {
+	if w.slots == nil {
+		return false, w.refuse("set fleet period")
+	}
+	l0 := &w.slots[0]
+	if l0.Fleet == nil || uint64(len(counts)) != uint64(l0.Rows)*(l0.Mask+1)*8 {
+		if err := w.refuse("set fleet period"); err != nil {
+			return false, err
+		}
+		return false, w.m.errorf("set fleet period", storeFleet(l0, counts))
+	}
+	return w.mergePeriod("set fleet period", p, func(s uint64) error {
+		return storeFleet(&w.slots[s], counts)
+	})
 }

@@ -246,6 +246,9 @@ func (w *CountMinWindow) allowLong(key []byte, lo, hi, limit uint64, countRefuse
 // limit. When it does not add, est is the estimate it read. Results come
 // back in registers, few enough that its caller spills none.
 func allowCells(other, cur *cells.CountMin, lo, hi, fit, limit uint64) (est uint64, lastFits, added bool) {
+	if other.Fleet != nil {
+		return allowCellsFleet(other, cur, lo, hi, fit, limit)
+	}
 	h2 := hi | 1
 	oe, ce := ^uint64(0), ^uint64(0)
 	ro, rc := other.Cells, cur.Cells
@@ -284,6 +287,46 @@ func allowCells(other, cur *cells.CountMin, lo, hi, fit, limit uint64) (est uint
 	}
 	otherLast := min(atomic.LoadUint64(otherAt), cells.MaxCount)
 	return satAdd(oe, min(ce, curLast)), satAdd(otherLast, curLast) <= limit, true
+}
+
+// allowCellsFleet is allowCells in a window with a fleet part: every
+// counter read counts as own + fleet (cells.SumCells), the counters the
+// add returns and the last row's included, and the add writes own
+// counters only.
+func allowCellsFleet(other, cur *cells.CountMin, lo, hi, fit, limit uint64) (est uint64, lastFits, added bool) {
+	h2 := hi | 1
+	oe, ce := ^uint64(0), ^uint64(0)
+	mask, rowBytes, rows := other.Mask, other.RowBytes, other.Rows
+	load := func(p unsafe.Pointer, off uintptr) uint64 { return atomic.LoadUint64((*uint64)(unsafe.Add(p, off))) }
+	x := lo
+	var off uintptr
+	for i := range rows {
+		row := uintptr(i) * rowBytes
+		off = row + uintptr(cells.Spread(x)&mask)*8
+		oe = min(oe, cells.SumCells(load(other.Cells, off), load(other.Fleet, off)))
+		ce = min(ce, cells.SumCells(load(cur.Cells, off), load(cur.Fleet, off)))
+		x += h2
+	}
+	if before := satAdd(oe, ce); before >= fit {
+		return before, false, false
+	}
+	last := off // the last row's counter, in every grid
+	x, ce = lo, ^uint64(0)
+	var curLast uint64
+	for i := range rows {
+		o := uintptr(i)*rowBytes + uintptr(cells.Spread(x)&mask)*8
+		c := (*uint64)(unsafe.Add(cur.Cells, o))
+		v := atomic.AddUint64(c, 1)
+		if v > cells.MaxCount {
+			v = cells.ClampCell(c)
+		}
+		v = cells.SumCells(v, load(cur.Fleet, o))
+		ce = min(ce, v)
+		curLast = v
+		x += h2
+	}
+	otherLast := cells.SumCells(load(other.Cells, last), load(other.Fleet, last))
+	return satAdd(oe, ce), satAdd(otherLast, curLast) <= limit, true
 }
 
 // retry returns how many turns it takes until the periods still in the

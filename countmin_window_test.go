@@ -12,6 +12,7 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/shmsketch/sketch/internal/cells"
 )
 
@@ -217,39 +218,62 @@ func TestCountMinWindow_Batches(t *testing.T) {
 }
 
 // TestCountMinWindow_CoresParity: the same operations through each core
-// leave byte-identical regions.
+// leave byte-identical regions and give the same estimates, with and
+// without a fleet part (stored each period, values past 2^63 among them).
 func TestCountMinWindow_CoresParity(t *testing.T) {
-	var regions [][]byte
-	for _, core := range countMinCores() {
-		w := openOnCore(t, Window{Keep: 2}, CountMinConfig{Rows: 3, Width: 1 << 8, Seed: 42}, core)
-		r := rand.New(rand.NewPCG(7, 7))
-		for round := range 6 {
-			var keys [][]byte
-			for range 300 {
-				keys = append(keys, []byte(fmt.Sprintf("k%d", r.IntN(1000))))
+	for _, fleet := range []bool{false, true} {
+		t.Run(fmt.Sprintf("fleet=%v", fleet), func(t *testing.T) {
+			var regions [][]byte
+			var answers [][]uint64
+			for _, core := range countMinCores() {
+				w := openOnCore(t, Window{Keep: 2}, CountMinConfig{Rows: 3, Width: 1 << 8, Seed: 42, Fleet: fleet}, core)
+				r := rand.New(rand.NewPCG(7, 7))
+				var got []uint64
+				for round := range 6 {
+					var keys [][]byte
+					for range 300 {
+						keys = append(keys, []byte(fmt.Sprintf("k%d", r.IntN(1000))))
+					}
+					if fleet {
+						_, counts := fleetCounts(3<<8, byte(round))
+						if ok, err := w.SetFleetPeriod(w.ctl.current(), counts); !ok || err != nil {
+							t.Fatalf("SetFleetPeriod = %v, %v", ok, err)
+						}
+					}
+					est := make([]uint64, len(keys))
+					if err := w.AddBatch(keys, est); err != nil {
+						t.Fatal(err)
+					}
+					n, _ := w.AddN([]byte("n"), uint64(round)<<40)
+					est2 := make([]uint64, len(keys))
+					if err := w.EstimateBatch(keys, est2); err != nil {
+						t.Fatal(err)
+					}
+					got = append(append(append(got, est...), est2...), n)
+					if err := w.Rotate(); err != nil {
+						t.Fatal(err)
+					}
+				}
+				// A window's slots keep no add count, whichever core adds.
+				region := bytes.Clone(w.m.entryBytes())
+				ctl, slot := windowControlBytes(2), countMinSlotBytes(3, 1<<8, fleet)
+				for i := range uint64(3) {
+					if adds := stripeSum(region[ctl+i*slot:]); adds != 0 {
+						t.Errorf("%s core: slot %d's stripes hold %d adds, want none", core.Name(), i, adds)
+					}
+				}
+				regions = append(regions, region)
+				answers = append(answers, got)
 			}
-			if err := w.AddBatch(keys, nil); err != nil {
-				t.Fatal(err)
+			for i := 1; i < len(regions); i++ {
+				if !bytes.Equal(regions[0], regions[i]) {
+					t.Errorf("%s core's region differs from %s core's", countMinCores()[i].Name(), countMinCores()[0].Name())
+				}
+				if diff := cmp.Diff(answers[0], answers[i]); diff != "" {
+					t.Errorf("%s core's answers differ from %s core's (-first +other):\n%s", countMinCores()[i].Name(), countMinCores()[0].Name(), diff)
+				}
 			}
-			w.AddN([]byte("n"), uint64(round)<<40)
-			if err := w.Rotate(); err != nil {
-				t.Fatal(err)
-			}
-		}
-		// A window's slots keep no add count, whichever core adds.
-		region := bytes.Clone(w.m.entryBytes())
-		ctl, slot := windowControlBytes(2), countMinSlotBytes(3, 1<<8)
-		for i := range uint64(3) {
-			if adds := stripeSum(region[ctl+i*slot:]); adds != 0 {
-				t.Errorf("%s core: slot %d's stripes hold %d adds, want none", core.Name(), i, adds)
-			}
-		}
-		regions = append(regions, region)
-	}
-	for i := 1; i < len(regions); i++ {
-		if !bytes.Equal(regions[0], regions[i]) {
-			t.Errorf("%s core's region differs from %s core's", countMinCores()[i].Name(), countMinCores()[0].Name())
-		}
+		})
 	}
 }
 

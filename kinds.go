@@ -95,7 +95,7 @@ func init() {
 	kinds = map[uint32]kindInfo{
 		kindCountMin: {
 			name: "Count-Min sketch", kind: KindCountMin,
-			validate: validateCountMinEntry, spare: 4, of: "count-min",
+			validate: validateCountMinEntry, spare: 5, of: "count-min",
 			config: countMinEntryConfig, params: countMinEntryParams,
 			open: openZero(OpenCountMin),
 		},
@@ -113,7 +113,7 @@ func init() {
 		},
 		kindCountMinWindow: {
 			name: "Count-Min window", kind: KindCountMinWindow,
-			validate: validateCountMinWindowEntry, spare: 6, of: "count-min window",
+			validate: validateCountMinWindowEntry, spare: 7, of: "count-min window",
 			config: countMinWindowEntryConfig, params: countMinWindowEntryParams,
 			open: openZero(OpenCountMinWindow),
 		},

@@ -42,10 +42,38 @@ static inline uint64_t sk_add_cell(uint64_t *c, uint64_t n)
 	}
 }
 
-/* sk_add_cells adds n to the key's counter in every row and returns the
- * minimum of their new values. */
-static inline uint64_t sk_add_cells(uint64_t *cells, uint64_t mask, uint32_t rows, sk_u128 h, uint64_t n)
+/* sk_sum_cells is an own counter plus the fleet part's, saturating at
+ * SK_MAX_COUNT (internal/cells/countmin.go's SumCells). */
+static inline uint64_t sk_sum_cells(uint64_t own, uint64_t fleet)
 {
+	uint64_t s = own + fleet;
+	return s < own || s > SK_MAX_COUNT ? SK_MAX_COUNT : s;
+}
+
+/* sk_add_cells_fleet is sk_add_cells with a fleet part: the minimum of the
+ * rows' new own counters each plus the fleet's. */
+static uint64_t sk_add_cells_fleet(uint64_t *cells, const uint64_t *fleet, uint64_t mask, uint32_t rows, sk_u128 h, uint64_t n)
+{
+	uint64_t h2 = h.hi | 1, est = UINT64_MAX;
+	uint64_t *row = cells;
+	const uint64_t *frow = fleet;
+	for (uint32_t i = 0; i < rows; i++, row += mask + 1, frow += mask + 1) {
+		uint64_t col = sk_spread(h.lo + (uint64_t)i * h2) & mask;
+		uint64_t v = sk_add_cell(&row[col], n);
+		v = sk_sum_cells(v, atomic_load_explicit(SK_ATOMIC(&frow[col]), memory_order_acquire));
+		if (v < est)
+			est = v;
+	}
+	return est;
+}
+
+/* sk_add_cells adds n to the key's counter in every row and returns the
+ * minimum of their new values (each plus the fleet part's, when fleet is
+ * not NULL). */
+static inline uint64_t sk_add_cells(uint64_t *cells, const uint64_t *fleet, uint64_t mask, uint32_t rows, sk_u128 h, uint64_t n)
+{
+	if (fleet)
+		return sk_add_cells_fleet(cells, fleet, mask, rows, h, n);
 	uint64_t h2 = h.hi | 1, est = UINT64_MAX;
 	uint64_t *row = cells;
 	for (uint32_t i = 0; i < rows; i++, row += mask + 1) {
@@ -57,8 +85,26 @@ static inline uint64_t sk_add_cells(uint64_t *cells, uint64_t mask, uint32_t row
 }
 
 
-static inline uint64_t sk_estimate_hashed(const uint64_t *cells, uint64_t mask, uint32_t rows, sk_u128 h)
+/* sk_estimate_fleet is sk_estimate_hashed with a fleet part: the minimum
+ * over the rows of own + fleet. */
+static uint64_t sk_estimate_fleet(const uint64_t *cells, const uint64_t *fleet, uint64_t mask, uint32_t rows, sk_u128 h)
 {
+	uint64_t h2 = h.hi | 1, est = UINT64_MAX;
+	const uint64_t *row = cells, *frow = fleet;
+	for (uint32_t i = 0; i < rows; i++, row += mask + 1, frow += mask + 1) {
+		uint64_t col = sk_spread(h.lo + (uint64_t)i * h2) & mask;
+		uint64_t v = sk_sum_cells(atomic_load_explicit(SK_ATOMIC(&row[col]), memory_order_acquire),
+					  atomic_load_explicit(SK_ATOMIC(&frow[col]), memory_order_acquire));
+		if (v < est)
+			est = v;
+	}
+	return est;
+}
+
+static inline uint64_t sk_estimate_hashed(const uint64_t *cells, const uint64_t *fleet, uint64_t mask, uint32_t rows, sk_u128 h)
+{
+	if (fleet)
+		return sk_estimate_fleet(cells, fleet, mask, rows, h);
 	uint64_t h2 = h.hi | 1, est = UINT64_MAX;
 	const uint64_t *row = cells;
 	for (uint32_t i = 0; i < rows; i++, row += mask + 1) {
@@ -86,22 +132,22 @@ static inline __attribute__((always_inline)) void sk_prefetch_hashed(const uint6
 
 /* stripe is the add-count stripe the caller picked (internal/cells/countmin.go's stripe):
  * the add count is the sum of the stripes, so which one moves is free. */
-uint64_t sk_cms_add(uint64_t *cells, uint64_t *stripe, uint64_t seed, uint64_t mask, uint32_t rows,
+uint64_t sk_cms_add(uint64_t *cells, const uint64_t *fleet, uint64_t *stripe, uint64_t seed, uint64_t mask, uint32_t rows,
 		    const uint8_t *key, size_t len, uint64_t n)
 {
 	sk_u128 h;
 	sk_xxh3_128(key, len, seed, &h);
-	uint64_t est = sk_add_cells(cells, mask, rows, h, n);
+	uint64_t est = sk_add_cells(cells, fleet, mask, rows, h, n);
 	sk_add_cell(stripe, n);
 	return est;
 }
 
-uint64_t sk_cms_estimate(const uint64_t *cells, uint64_t seed, uint64_t mask, uint32_t rows,
+uint64_t sk_cms_estimate(const uint64_t *cells, const uint64_t *fleet, uint64_t seed, uint64_t mask, uint32_t rows,
 			 const uint8_t *key, size_t len)
 {
 	sk_u128 h;
 	sk_xxh3_128(key, len, seed, &h);
-	return sk_estimate_hashed(cells, mask, rows, h);
+	return sk_estimate_hashed(cells, fleet, mask, rows, h);
 }
 
 /* A batch is one chunk (internal/cells/countmin.go's BatchChunk): its keys' counters, then
@@ -109,7 +155,7 @@ uint64_t sk_cms_estimate(const uint64_t *cells, uint64_t seed, uint64_t mask, ui
  * stripe is NULL: a window's slots keep no add count). Over a grid larger
  * than the caches it hashes SK_AHEAD keys ahead and prefetches their
  * cells, so the cache misses of several keys overlap. */
-void sk_cms_add_batch(uint64_t *cells, uint64_t *stripe, uint64_t seed, uint64_t mask, uint32_t rows,
+void sk_cms_add_batch(uint64_t *cells, const uint64_t *fleet, uint64_t *stripe, uint64_t seed, uint64_t mask, uint32_t rows,
 		      int prefetch, const sk_key *keys, size_t count, uint64_t n, uint64_t *est)
 {
 	if (count == 0)
@@ -118,7 +164,7 @@ void sk_cms_add_batch(uint64_t *cells, uint64_t *stripe, uint64_t seed, uint64_t
 		for (size_t i = 0; i < count; i++) {
 			sk_u128 h;
 			sk_xxh3_128(keys[i].p, keys[i].n, seed, &h);
-			uint64_t v = sk_add_cells(cells, mask, rows, h, n);
+			uint64_t v = sk_add_cells(cells, fleet, mask, rows, h, n);
 			if (est)
 				est[i] = v;
 		}
@@ -131,6 +177,8 @@ void sk_cms_add_batch(uint64_t *cells, uint64_t *stripe, uint64_t seed, uint64_t
 	for (size_t j = 0; j < primed; j++) {
 		sk_xxh3_128(keys[j].p, keys[j].n, seed, &ring[j]);
 		sk_prefetch_hashed(cells, mask, rows, ring[j], 1);
+		if (fleet)
+			sk_prefetch_hashed(fleet, mask, rows, ring[j], 0);
 	}
 	for (size_t i = 0; i < count; i++) {
 		sk_u128 h = ring[i % SK_AHEAD];
@@ -138,8 +186,10 @@ void sk_cms_add_batch(uint64_t *cells, uint64_t *stripe, uint64_t seed, uint64_t
 		if (next < count) {
 			sk_xxh3_128(keys[next].p, keys[next].n, seed, &ring[i % SK_AHEAD]);
 			sk_prefetch_hashed(cells, mask, rows, ring[i % SK_AHEAD], 1);
+			if (fleet)
+				sk_prefetch_hashed(fleet, mask, rows, ring[i % SK_AHEAD], 0);
 		}
-		uint64_t v = sk_add_cells(cells, mask, rows, h, n);
+		uint64_t v = sk_add_cells(cells, fleet, mask, rows, h, n);
 		if (est)
 			est[i] = v;
 	}
@@ -147,12 +197,12 @@ void sk_cms_add_batch(uint64_t *cells, uint64_t *stripe, uint64_t seed, uint64_t
 		sk_add_cell(stripe, count * n);
 }
 
-void sk_cms_estimate_batch(const uint64_t *cells, uint64_t seed, uint64_t mask, uint32_t rows,
+void sk_cms_estimate_batch(const uint64_t *cells, const uint64_t *fleet, uint64_t seed, uint64_t mask, uint32_t rows,
 			   int prefetch, const sk_key *keys, size_t count, uint64_t *est)
 {
 	if (!prefetch) {
 		for (size_t i = 0; i < count; i++)
-			est[i] = sk_cms_estimate(cells, seed, mask, rows, keys[i].p, keys[i].n);
+			est[i] = sk_cms_estimate(cells, fleet, seed, mask, rows, keys[i].p, keys[i].n);
 		return;
 	}
 	sk_u128 ring[SK_AHEAD];
@@ -160,6 +210,8 @@ void sk_cms_estimate_batch(const uint64_t *cells, uint64_t seed, uint64_t mask, 
 	for (size_t j = 0; j < primed; j++) {
 		sk_xxh3_128(keys[j].p, keys[j].n, seed, &ring[j]);
 		sk_prefetch_hashed(cells, mask, rows, ring[j], 0);
+		if (fleet)
+			sk_prefetch_hashed(fleet, mask, rows, ring[j], 0);
 	}
 	for (size_t i = 0; i < count; i++) {
 		sk_u128 h = ring[i % SK_AHEAD];
@@ -167,8 +219,10 @@ void sk_cms_estimate_batch(const uint64_t *cells, uint64_t seed, uint64_t mask, 
 		if (next < count) {
 			sk_xxh3_128(keys[next].p, keys[next].n, seed, &ring[i % SK_AHEAD]);
 			sk_prefetch_hashed(cells, mask, rows, ring[i % SK_AHEAD], 0);
+			if (fleet)
+				sk_prefetch_hashed(fleet, mask, rows, ring[i % SK_AHEAD], 0);
 		}
-		est[i] = sk_estimate_hashed(cells, mask, rows, h);
+		est[i] = sk_estimate_hashed(cells, fleet, mask, rows, h);
 	}
 }
 

@@ -50,10 +50,12 @@ type cKey struct {
 const Batch = 256
 
 // Grid locates a Count-Min sketch's words: Cells holds Rows x (Mask+1)
-// counters, row-major; Stripes the add-count stripes. Prefetch asks
-// batches to hash and fetch keys ahead.
+// counters, row-major; Stripes the add-count stripes; Fleet the fleet
+// part, a grid of Cells' shape that reads add to Cells' (nil without
+// one). Prefetch asks batches to hash and fetch keys ahead.
 type Grid struct {
 	Cells, Stripes unsafe.Pointer
+	Fleet          unsafe.Pointer
 	Seed, Mask     uint64
 	Rows           int
 	Prefetch       bool
@@ -68,6 +70,7 @@ func keyPtr(key []byte) *C.uint8_t {
 
 func (g *Grid) cells() *C.uint64_t   { return (*C.uint64_t)(g.Cells) }
 func (g *Grid) stripes() *C.uint64_t { return (*C.uint64_t)(g.Stripes) }
+func (g *Grid) fleet() *C.uint64_t   { return (*C.uint64_t)(g.Fleet) }
 
 func (g *Grid) prefetch() C.int {
 	if g.Prefetch {
@@ -86,13 +89,13 @@ func Hash128(key []byte, seed uint64) (lo, hi uint64) {
 // Add counts key n times, and n in the add-count stripe at stripe, and
 // returns the key's new estimate.
 func (g *Grid) Add(key []byte, n uint64, stripe unsafe.Pointer) uint64 {
-	return uint64(C.sk_cms_add(g.cells(), (*C.uint64_t)(stripe), C.uint64_t(g.Seed), C.uint64_t(g.Mask), C.uint32_t(g.Rows),
+	return uint64(C.sk_cms_add(g.cells(), g.fleet(), (*C.uint64_t)(stripe), C.uint64_t(g.Seed), C.uint64_t(g.Mask), C.uint32_t(g.Rows),
 		keyPtr(key), C.size_t(len(key)), C.uint64_t(n)))
 }
 
 // Estimate returns key's estimate.
 func (g *Grid) Estimate(key []byte) uint64 {
-	return uint64(C.sk_cms_estimate(g.cells(), C.uint64_t(g.Seed), C.uint64_t(g.Mask), C.uint32_t(g.Rows),
+	return uint64(C.sk_cms_estimate(g.cells(), g.fleet(), C.uint64_t(g.Seed), C.uint64_t(g.Mask), C.uint32_t(g.Rows),
 		keyPtr(key), C.size_t(len(key))))
 }
 
@@ -122,7 +125,7 @@ func (g *Grid) AddBatch(keys [][]byte, n uint64, est []uint64, stripe unsafe.Poi
 		if est != nil {
 			out = (*C.uint64_t)(unsafe.Pointer(&est[base]))
 		}
-		C.sk_cms_add_batch(g.cells(), (*C.uint64_t)(stripe), C.uint64_t(g.Seed), C.uint64_t(g.Mask), C.uint32_t(g.Rows),
+		C.sk_cms_add_batch(g.cells(), g.fleet(), (*C.uint64_t)(stripe), C.uint64_t(g.Seed), C.uint64_t(g.Mask), C.uint32_t(g.Rows),
 			g.prefetch(), ckeys, C.size_t(len(chunk)), C.uint64_t(n), out)
 	}
 }
@@ -135,7 +138,7 @@ func (g *Grid) EstimateBatch(keys [][]byte, est []uint64) {
 		chunk := keys[base:min(base+Batch, len(keys))]
 		fillKeys(&buf, chunk)
 		out := (*C.uint64_t)(unsafe.Pointer(&est[base]))
-		C.sk_cms_estimate_batch(g.cells(), C.uint64_t(g.Seed), C.uint64_t(g.Mask), C.uint32_t(g.Rows),
+		C.sk_cms_estimate_batch(g.cells(), g.fleet(), C.uint64_t(g.Seed), C.uint64_t(g.Mask), C.uint32_t(g.Rows),
 			g.prefetch(), ckeys, C.size_t(len(chunk)), out)
 	}
 }

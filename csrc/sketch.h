@@ -56,14 +56,16 @@ void sk_hash128(const uint8_t *key, size_t len, uint64_t seed, sk_u128 *out);
 /* Count-Min sketch operations. cells holds rows x (mask+1) counters,
  * row-major; stripes holds SK_STRIPES add counters SK_STRIPE_WORDS apart,
  * and stripe is the one of them an add counts in (the caller picks it).
- * prefetch asks batches to hash and fetch SK_AHEAD keys ahead. */
-uint64_t sk_cms_add(uint64_t *cells, uint64_t *stripe, uint64_t seed, uint64_t mask, uint32_t rows,
+ * prefetch asks batches to hash and fetch SK_AHEAD keys ahead. fleet is
+ * the fleet part, a grid of cells' shape that every read adds to cells'
+ * (saturating at SK_MAX_COUNT) and no add writes, or NULL without one. */
+uint64_t sk_cms_add(uint64_t *cells, const uint64_t *fleet, uint64_t *stripe, uint64_t seed, uint64_t mask, uint32_t rows,
 		    const uint8_t *key, size_t len, uint64_t n);
-uint64_t sk_cms_estimate(const uint64_t *cells, uint64_t seed, uint64_t mask, uint32_t rows,
+uint64_t sk_cms_estimate(const uint64_t *cells, const uint64_t *fleet, uint64_t seed, uint64_t mask, uint32_t rows,
 			 const uint8_t *key, size_t len);
-void sk_cms_add_batch(uint64_t *cells, uint64_t *stripe, uint64_t seed, uint64_t mask, uint32_t rows,
+void sk_cms_add_batch(uint64_t *cells, const uint64_t *fleet, uint64_t *stripe, uint64_t seed, uint64_t mask, uint32_t rows,
 		      int prefetch, const sk_key *keys, size_t count, uint64_t n, uint64_t *est);
-void sk_cms_estimate_batch(const uint64_t *cells, uint64_t seed, uint64_t mask, uint32_t rows,
+void sk_cms_estimate_batch(const uint64_t *cells, const uint64_t *fleet, uint64_t seed, uint64_t mask, uint32_t rows,
 			   int prefetch, const sk_key *keys, size_t count, uint64_t *est);
 /* sk_cms_row_sums stores each row's sum (saturating) and returns 1 when a
  * counter has saturated. */

@@ -28,7 +28,9 @@ exists. Size a Count-Min sketch (the default kind) by --error and
 filter by --capacity and --fp-rate; a Count-Min window by the Count-Min
 sizing and --keep K periods of --period D (0: periods turn only on
 sketch rotate); either Count-Min kind keeps a table of the loudest keys
-with --candidates K (see sketch top); a Bloom window by --capacity and
+with --candidates K (see sketch top), and a fleet part, the rest of a
+fleet's counts that a fleet agent writes and every answer adds, with
+--fleet; a Bloom window by --capacity and
 --fp-rate of each period's filter and --keep and --period; a distinct
 count by --error, its relative standard error (default 0.81%: 16384
 registers), or --precision P (2^P registers), and --redis for Redis's
@@ -76,6 +78,7 @@ sketch create /dev/shm/a.cms --seed-file seed; sketch create /dev/shm/b.cms --se
 		rows := fs.Int("rows", 0, "countmin, countminwindow: rows, instead of --error and --confidence")
 		width := fs.Int("width", 0, "countmin, countminwindow: counters a row (rounded up to a power of two), with --rows")
 		cands := fs.Int("candidates", 0, "countmin, countminwindow: keep a table of the `K` loudest keys beside the counters, for sketch top")
+		fleet := fs.Bool("fleet", false, "countmin, countminwindow: keep a fleet part beside the counters, the rest of a fleet's counts, which a fleet agent writes and every answer adds")
 		candBytes := fs.Int("candidate-key-bytes", 0, fmt.Sprintf("countmin, countminwindow: bytes of a key the table keeps (default %d; a longer key is kept as a prefix and its hash)", sketch.DefaultCandidateKeyBytes))
 		capacity := fs.Uint64("capacity", 0, "bloom, countingbloom, bloomwindow: keys it is sized to hold, a bloomwindow each period (required)")
 		fpRate := fs.Float64("fp-rate", 0, "bloom, countingbloom, bloomwindow: false-positive rate at capacity, in (0, 1) (default 0.01)")
@@ -125,7 +128,7 @@ sketch create /dev/shm/a.cms --seed-file seed; sketch create /dev/shm/b.cms --se
 			// --error is a Count-Min sketch's or a distinct count's, as
 			// --kind says (sizingOf let it through for that kind only).
 			flags := createFlags{
-				kind: *kind, cms: sketch.CountMinConfig{ErrorRate: *errRate, Confidence: *conf, Rows: *rows, Width: *width, Candidates: *cands, CandidateKeyBytes: *candBytes},
+				kind: *kind, cms: sketch.CountMinConfig{ErrorRate: *errRate, Confidence: *conf, Rows: *rows, Width: *width, Candidates: *cands, CandidateKeyBytes: *candBytes, Fleet: *fleet},
 				capacity: *capacity, fpRate: *fpRate, window: sketch.Window{Period: *period, Keep: *keep},
 				distinct: sketch.DistinctConfig{Error: *errRate, Precision: *precision, Redis: *redis, PostgreSQL: *postgresql},
 			}

@@ -7,7 +7,7 @@ import (
 )
 
 // countMinKind is the Count-Min sketch's row of cliKinds.
-var countMinKind = cliKindOf(sketch.KindCountMin, []string{"error", "confidence", "rows", "width", "candidates", "candidate-key-bytes"},
+var countMinKind = cliKindOf(sketch.KindCountMin, []string{"error", "confidence", "rows", "width", "candidates", "candidate-key-bytes", "fleet"},
 	sketch.OpenCountMin, newCountMin, func(f createFlags) sketch.CountMinConfig { return f.cms }, nil)
 
 // countMin is a Count-Min sketch to the commands.
@@ -22,10 +22,14 @@ func (s *countMin) kind() string { return string(sketch.KindCountMin) }
 
 func (s *countMin) describe() string {
 	cfg := s.Config()
+	d := fmt.Sprintf("Count-Min sketch, %d x %d counters", cfg.Rows, cfg.Width)
 	if cfg.Candidates != 0 {
-		return fmt.Sprintf("Count-Min sketch, %d x %d counters, %s", cfg.Rows, cfg.Width, plural(cfg.Candidates, "candidate", "candidates"))
+		d += ", " + plural(cfg.Candidates, "candidate", "candidates")
 	}
-	return fmt.Sprintf("Count-Min sketch, %d x %d counters", cfg.Rows, cfg.Width)
+	if cfg.Fleet {
+		d += ", a fleet part"
+	}
+	return d
 }
 
 // counter is what a Count-Min sketch and a Count-Min window count alike.
@@ -102,10 +106,18 @@ func (s *countMin) stats() ([][2]string, any) {
 		{"confidence", percent(st.Confidence)},
 		{"frozen", yesNo(st.Frozen)},
 	}
+	if st.Fleet {
+		rows = append(rows, fleetRow(st.FleetTotal))
+	}
 	if st.Candidates != nil {
 		rows = append(rows, candidateRow(st.Candidates))
 	}
 	return rows, st
+}
+
+// fleetRow describes a fleet part in stats: its total, when it has one.
+func fleetRow(total uint64) [2]string {
+	return [2]string{"fleet part", fmt.Sprintf("total %d (the rest of the fleet's counts, added to every answer)", total)}
 }
 
 func (s *countMin) summary() string {

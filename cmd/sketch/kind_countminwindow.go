@@ -8,7 +8,7 @@ import (
 )
 
 // countMinWindowKind is the Count-Min window's row of cliKinds.
-var countMinWindowKind = cliKindOf(sketch.KindCountMinWindow, []string{"error", "confidence", "rows", "width", "period", "keep", "candidates", "candidate-key-bytes"},
+var countMinWindowKind = cliKindOf(sketch.KindCountMinWindow, []string{"error", "confidence", "rows", "width", "period", "keep", "candidates", "candidate-key-bytes", "fleet"},
 	sketch.OpenCountMinWindow, newCountMinWindow,
 	func(f createFlags) sketch.CountMinWindowConfig {
 		return sketch.CountMinWindowConfig{Window: f.window, CountMin: f.cms}
@@ -40,6 +40,9 @@ func (s *countMinWindow) describe() string {
 	d := fmt.Sprintf("Count-Min window, %s, %d x %d counters a period", windowText(cfg.Window), cfg.CountMin.Rows, cfg.CountMin.Width)
 	if cfg.CountMin.Candidates != 0 {
 		d += ", " + plural(cfg.CountMin.Candidates, "candidate", "candidates")
+	}
+	if cfg.CountMin.Fleet {
+		d += ", a fleet part"
 	}
 	return d
 }
@@ -73,6 +76,9 @@ func (s *countMinWindow) stats() ([][2]string, any) {
 		{"total", fmt.Sprintf("%d (in the periods covered)", st.Total)},
 		{"error bound", fmt.Sprintf("%d (estimates are at most this high, with %s confidence)", st.ErrorBound, percent(conf))},
 		{"error rate", fmt.Sprintf("%.6g of the window's total", rate)},
+	}
+	if st.Fleet {
+		figures = append(figures, [2]string{"fleet part", "yes (the rest of the fleet's counts of each period, added to every answer)"})
 	}
 	if st.Candidates != nil {
 		figures = append(figures, candidateRow(st.Candidates))

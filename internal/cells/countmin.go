@@ -13,7 +13,12 @@ import (
 
 // CountMin locates a Count-Min sketch's words in the mapping.
 type CountMin struct {
-	Cells    unsafe.Pointer // rows x width uint64 counters, row-major
+	Cells unsafe.Pointer // rows x width uint64 counters, row-major
+	// Fleet is the fleet part, a grid of Cells' shape holding the rest of
+	// a fleet's counts, which every read adds to Cells' (saturating at
+	// MaxCount) and no add writes; nil without one. Every function that
+	// reads cells for an answer branches once on it, to a loop of its own.
+	Fleet    unsafe.Pointer
 	Stripes  unsafe.Pointer // stripeCount add counters, one per cache line
 	Seed     uint64
 	Salt     uint64 // the handle's own, random: mixed into stripe
@@ -63,6 +68,9 @@ func (l *CountMin) AddHashed(lo, hi, n uint64) uint64 {
 // AddCells adds n to the key's counter in every row and returns the
 // minimum of their new values.
 func (l *CountMin) AddCells(lo, hi, n uint64) uint64 {
+	if l.Fleet != nil {
+		return l.addCellsFleet(lo, hi, n)
+	}
 	h2 := hi | 1
 	est := ^uint64(0)
 	row := l.Cells
@@ -72,6 +80,33 @@ func (l *CountMin) AddCells(lo, hi, n uint64) uint64 {
 		row = unsafe.Add(row, l.RowBytes)
 	}
 	return est
+}
+
+// addCellsFleet is AddCells with a fleet part: the minimum of the rows'
+// new own counters each plus the fleet's.
+func (l *CountMin) addCellsFleet(lo, hi, n uint64) uint64 {
+	h2 := hi | 1
+	est := ^uint64(0)
+	row, fleet := l.Cells, l.Fleet
+	for i := 0; i < l.Rows; i++ {
+		off := uintptr(Spread(lo+uint64(i)*h2)&l.Mask) * 8
+		v := AddCell((*uint64)(unsafe.Add(row, off)), n)
+		est = min(est, SumCells(v, atomic.LoadUint64((*uint64)(unsafe.Add(fleet, off)))))
+		row = unsafe.Add(row, l.RowBytes)
+		fleet = unsafe.Add(fleet, l.RowBytes)
+	}
+	return est
+}
+
+// SumCells is an own counter plus the fleet part's, saturating at
+// MaxCount: what a read counts for a cell of a structure with a fleet
+// part.
+func SumCells(own, fleet uint64) uint64 {
+	s, carry := bits.Add64(own, fleet, 0)
+	if carry != 0 || s > MaxCount {
+		return MaxCount
+	}
+	return s
 }
 
 // CountAdds adds k, what was counted, to the add count, in the calling
@@ -131,6 +166,9 @@ func ClampCell(c *uint64) uint64 {
 
 // EstimateHashed returns the minimum of the key's counters.
 func (l *CountMin) EstimateHashed(lo, hi uint64) uint64 {
+	if l.Fleet != nil {
+		return l.estimateFleet(lo, hi)
+	}
 	h2 := hi | 1
 	est := ^uint64(0)
 	row := l.Cells
@@ -142,11 +180,30 @@ func (l *CountMin) EstimateHashed(lo, hi uint64) uint64 {
 	return min(est, MaxCount)
 }
 
+// estimateFleet is EstimateHashed with a fleet part: the minimum over the
+// rows of own + fleet.
+func (l *CountMin) estimateFleet(lo, hi uint64) uint64 {
+	h2 := hi | 1
+	est := ^uint64(0)
+	row, fleet := l.Cells, l.Fleet
+	for i := 0; i < l.Rows; i++ {
+		off := uintptr(Spread(lo+uint64(i)*h2)&l.Mask) * 8
+		v := SumCells(atomic.LoadUint64((*uint64)(unsafe.Add(row, off))), atomic.LoadUint64((*uint64)(unsafe.Add(fleet, off))))
+		est = min(est, v)
+		row = unsafe.Add(row, l.RowBytes)
+		fleet = unsafe.Add(fleet, l.RowBytes)
+	}
+	return est
+}
+
 // EstimatePair returns the key's estimates in two sketches of one shape
 // (two slots of a window), read row by row: one column computed for both,
 // and the two loads of a row issued together, which costs less than two
 // estimates one after the other.
 func EstimatePair(a, b *CountMin, lo, hi uint64) (uint64, uint64) {
+	if a.Fleet != nil { // the slots of one window: both have one or neither
+		return a.estimateFleet(lo, hi), b.estimateFleet(lo, hi)
+	}
 	h2 := hi | 1
 	ea, eb := ^uint64(0), ^uint64(0)
 	ra, rb := a.Cells, b.Cells
@@ -167,6 +224,9 @@ func EstimatePair(a, b *CountMin, lo, hi uint64) (uint64, uint64) {
 // that the lines of both are on their way before cur's atomic adds, which
 // wait for every earlier load.
 func EstimateTouch(other, cur *CountMin, lo, hi uint64) (est, sink uint64) {
+	if other.Fleet != nil {
+		return other.estimateFleet(lo, hi), cur.TouchHashed(lo, hi)
+	}
 	h2 := hi | 1
 	est = ^uint64(0)
 	ro, rc := other.Cells, cur.Cells
@@ -189,6 +249,9 @@ func EstimateTouch(other, cur *CountMin, lo, hi uint64) (est, sink uint64) {
 // adds go from the first row to the last, as every add does
 // (docs/FORMAT.md).
 func ReadThenAdd(other, cur *CountMin, lo, hi, n uint64) (otherEst, curEst uint64) {
+	if other.Fleet != nil {
+		return other.estimateFleet(lo, hi), cur.addCellsFleet(lo, hi, n)
+	}
 	h2 := hi | 1
 	otherEst, curEst = ^uint64(0), ^uint64(0)
 	ro, rc := other.Cells, cur.Cells

@@ -20,7 +20,7 @@ type CountMin struct{}
 func (CountMin) Name() string { return "cgo" }
 
 func grid(l *cells.CountMin) *csrc.Grid {
-	return &csrc.Grid{Cells: l.Cells, Stripes: l.Stripes, Seed: l.Seed, Mask: l.Mask, Rows: l.Rows, Prefetch: l.Prefetch}
+	return &csrc.Grid{Cells: l.Cells, Stripes: l.Stripes, Fleet: l.Fleet, Seed: l.Seed, Mask: l.Mask, Rows: l.Rows, Prefetch: l.Prefetch}
 }
 
 func (CountMin) Add(l *cells.CountMin, key []byte, n uint64) uint64 {
