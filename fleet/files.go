@@ -23,6 +23,8 @@ var kinds = map[sketch.Kind]syncedKind{
 	sketch.KindBloom:          openAndAdd(sketch.OpenBloom, (*Agent).AddBloom),
 	sketch.KindDistinctWindow: openAndAdd(sketch.OpenDistinctWindow, (*Agent).AddDistinctWindow),
 	sketch.KindBloomWindow:    openAndAdd(sketch.OpenBloomWindow, (*Agent).AddBloomWindow),
+	sketch.KindCountMin:       openAndAdd(sketch.OpenCountMin, (*Agent).AddCountMin),
+	sketch.KindCountMinWindow: openAndAdd(sketch.OpenCountMinWindow, (*Agent).AddCountMinWindow),
 }
 
 // openAndAdd is a row: the kind's constructor with its zero config, which
@@ -116,7 +118,7 @@ func (a *Agent) rescan(f *followedArena) (skipped []string, err error) {
 		}
 		h, rerr := row(a, e.Name, f.ar.Place(e.Name))
 		if errors.Is(rerr, ErrNotSynced) {
-			skipped = append(skipped, rerr.Error())
+			skipped = append(skipped, fmt.Sprintf("%q (%s)", e.Name, strings.TrimPrefix(rerr.Error(), ErrNotSynced.Error()+": ")))
 			continue
 		}
 		if rerr != nil {

@@ -127,13 +127,16 @@ type Agent struct {
 // a plain structure, or of each period of a window, pushed and pulled
 // through one state key each.
 type member struct {
-	name, kind string
-	meta       string // what the fleet's keys must hold: kind, shape, seed digest
-	op         string // the merge in Redis: "pfmerge" or "or"
-	stateBytes int    // a state's size: exactly, for bits; at most, for a HyperLogLog
-	plain      *plainState
-	window     *windowState
-	stats      StructureStats // guarded by Agent.mu
+	name, kind     string
+	meta           string // what the fleet's keys must hold: kind, shape, seed digest
+	op             string // the merge in Redis: "pfmerge" or "or"
+	stateBytes     int    // a state's size: exactly, for bits; at most, for a HyperLogLog
+	plain          *plainState
+	window         *windowState
+	additive       *additiveState
+	additiveWindow *additiveWindowState
+	top            *topState      // a candidate table shared with the fleet
+	stats          StructureStats // guarded by Agent.mu
 }
 
 // plainState moves a structure without periods.
@@ -487,8 +490,13 @@ const maxHLLBytes = 16 + 12288
 // names are escaped (keyName), so that the tag is {fleet/name} whole and
 // no two structures, fleets or hosts share a key.
 func (a *Agent) keys(m *member, suffix string) []string {
-	tag := "{" + keyName(a.cfg.Fleet) + "/" + keyName(m.name) + "}"
+	tag := a.tag(m)
 	return []string{tag + ":meta", tag + ":" + suffix, tag + ":push:" + keyName(a.cfg.Host)}
+}
+
+// tag is the hash tag of m's keys: {fleet/name}, the names escaped.
+func (a *Agent) tag(m *member) string {
+	return "{" + keyName(a.cfg.Fleet) + "/" + keyName(m.name) + "}"
 }
 
 // keyName escapes a name for a key: the braces that delimit a Redis
@@ -558,8 +566,18 @@ func (a *Agent) syncWithin(ctx context.Context, m *member) error {
 
 // syncOne pushes and pulls one structure.
 func (a *Agent) syncOne(ctx context.Context, m *member) error {
-	if m.window != nil {
+	switch {
+	case m.window != nil:
 		return a.syncWindow(ctx, m)
+	case m.additive != nil, m.additiveWindow != nil:
+		sync := a.syncAdditive
+		if m.additiveWindow != nil {
+			sync = a.syncAdditiveWindow
+		}
+		if err := sync(ctx, m); err != nil || m.top == nil {
+			return err
+		}
+		return a.syncTop(ctx, m)
 	}
 	exp, err := m.plain.export()
 	if err != nil {

@@ -329,7 +329,11 @@ func TestMain(m *testing.M) {
 // FLEET_TEST_FILE through the Redis at FLEET_TEST_SOCK, round after round,
 // adding keys between rounds, until it is killed.
 func runRole(role string) int {
-	if role != "agent" {
+	switch role {
+	case "agent":
+	case "countmin-agent":
+		return runCountMinAgent()
+	default:
 		fmt.Fprintf(os.Stderr, "unknown role %q\n", role)
 		return 2
 	}

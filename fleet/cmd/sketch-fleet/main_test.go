@@ -17,7 +17,7 @@ import (
 )
 
 // TestRun_Once: two hosts' files (an arena with a distinct count, a Bloom
-// filter and a Count-Min sketch, which is not synced and is named; and a
+// filter and a counting Bloom filter, which is not synced and is named; and a
 // standalone Bloom filter) synced by the command's rounds against a real
 // Redis: after a round of each host and another of the first, both hold
 // each other's keys.
@@ -40,7 +40,7 @@ func TestRun_Once(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		cm, err := sketch.OpenCountMin(ar.Place("hits"), sketch.CountMinConfig{})
+		cm, err := sketch.OpenCountingBloom(ar.Place("bans"), sketch.CountingBloomConfig{Capacity: 1000, FPRate: 0.01})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -63,8 +63,8 @@ func TestRun_Once(t *testing.T) {
 		if code != 0 {
 			t.Fatalf("host %d: exit %d: %s", h, code, stderr.String())
 		}
-		if !strings.Contains(stderr.String(), `"hits" (countmin)`) || !strings.Contains(stderr.String(), "not synced") {
-			t.Errorf("host %d: the Count-Min sketch left out is not named: %s", h, stderr.String())
+		if !strings.Contains(stderr.String(), `"bans" (countingbloom)`) || !strings.Contains(stderr.String(), "not synced") {
+			t.Errorf("host %d: the counting Bloom filter left out is not named: %s", h, stderr.String())
 		}
 	}
 	for h := range 2 {
