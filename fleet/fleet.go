@@ -21,6 +21,17 @@
 //     which the hosts must agree on to well within a period; a window
 //     turned by Rotate only is not synced (ErrNotSynced), and Rotate must
 //     not be called on a synced window.
+//   - a Count-Min sketch or window created with a fleet part
+//     (sketch.CountMinConfig.Fleet): each host pushes its own counters
+//     whole (ExportCounts, a window's ExportPeriods) to a key of its own,
+//     and the agent stores the sum of the other hosts' keys in the fleet
+//     part (SetFleetCounts, SetFleetPeriod), which every estimate, Allow
+//     and Top of every process adds: a key is refused once its fleet-wide
+//     count reaches the limit, and allowed past it by at most what the
+//     other hosts admitted since their last push that this host pulled.
+//     Pushes and pulls are whole stores of absolute values, idempotent
+//     after a kill. Top here lists the fleet's heavy hitters from every
+//     host's candidates.
 //
 // Both merges are idempotent (a maximum, an OR), so a push repeated after a
 // kill, a timeout or a Redis failover counts nothing twice, and a Redis that
