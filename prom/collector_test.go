@@ -433,3 +433,42 @@ func TestArenaCollector_HeavyHitters(t *testing.T) {
 		}
 	}
 }
+
+// TestNewCollector_FleetPart: a Count-Min sketch with a fleet part has a
+// sketch_fleet_counted series, the fleet part's largest row sum as the
+// agent stored it; one without has none.
+func TestNewCollector_FleetPart(t *testing.T) {
+	cfg := sketch.CountMinConfig{Rows: 2, Width: 64, Fleet: true}
+	cms, err := sketch.OpenCountMin(sketch.Memory(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cms.Close()
+	counts := make([]byte, 2*64*8)
+	counts[0] = 5      // row 0, column 0: 5
+	counts[64*8+8] = 9 // row 1, column 1: 9
+	if err := cms.SetFleetCounts(counts); err != nil {
+		t.Fatal(err)
+	}
+	plain, err := sketch.OpenCountMin(sketch.Memory(), sketch.CountMinConfig{Rows: 2, Width: 64})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer plain.Close()
+	reg := prometheus.NewPedanticRegistry()
+	for _, c := range []prometheus.Collector{NewCollector("synced", cms.Stats), NewCollector("local", plain.Stats)} {
+		if err := reg.Register(c); err != nil {
+			t.Fatalf("Register: %v", err)
+		}
+	}
+	kinds["synced"], kinds["local"] = sketch.KindCountMin, sketch.KindCountMin
+	defer delete(kinds, "synced")
+	defer delete(kinds, "local")
+	fams := parse(t, scrape(t, reg))
+	if got, ok := value(t, fams, series{"sketch_fleet_counted", "synced"}); !ok || got != 9 {
+		t.Errorf("sketch_fleet_counted{structure=\"synced\"} = %v (found %v), want 9", got, ok)
+	}
+	if _, ok := value(t, fams, series{"sketch_fleet_counted", "local"}); ok {
+		t.Error("a sketch without a fleet part has a sketch_fleet_counted series")
+	}
+}

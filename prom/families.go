@@ -28,6 +28,8 @@ var (
 		"A Bloom filter's adds that found the key probably present already (every bit set): repeats, or false positives.", prometheus.CounterValue, nil}
 	fCounted = &family{"sketch_counted",
 		"Everything counted that estimates answer for: a Count-Min sketch's total since its reset, a window's over the periods it covers.", prometheus.GaugeValue, nil}
+	fFleetCounted = &family{"sketch_fleet_counted",
+		"A Count-Min sketch's fleet part (created with Fleet): the largest row sum of the rest of the fleet's counts, as the fleet's agent last stored them; estimates add it to this host's.", prometheus.GaugeValue, nil}
 	fErrorBound = &family{"sketch_error_bound",
 		"The absolute error bound at the counted total: an estimate is at most this much high, with the sketch's confidence.", prometheus.GaugeValue, nil}
 	fFill = &family{"sketch_fill_ratio",
@@ -61,7 +63,7 @@ var (
 )
 
 // structureFamilies are every family samples may return, for Describe.
-var structureFamilies = []*family{fAdds, fChanges, fAddsPresent, fCounted, fErrorBound, fFill, fItems, fFalsePositive, fCurrent, fOldest, fRotations, fBytes, fFrozen, fCandidatesHeld, fAdmissions, fHeavy, fDistinct, fDistinctError}
+var structureFamilies = []*family{fAdds, fChanges, fAddsPresent, fCounted, fFleetCounted, fErrorBound, fFill, fItems, fFalsePositive, fCurrent, fOldest, fRotations, fBytes, fFrozen, fCandidatesHeld, fAdmissions, fHeavy, fDistinct, fDistinctError}
 
 // The families of an arena and of its file's lock, without labels.
 var (
@@ -111,10 +113,14 @@ type sample struct {
 func samplesOf(stats any) (sketch.Kind, []sample, bool) {
 	switch s := stats.(type) {
 	case sketch.CountMinStats:
-		return sketch.KindCountMin, append(append(fileSamples(s.FileStats),
+		out := append(append(fileSamples(s.FileStats),
 			sample{f: fAdds, v: float64(s.Adds)},
 			sample{f: fCounted, v: float64(s.Total)},
-			sample{f: fErrorBound, v: float64(s.ErrorBound)}), candidateSamples(s.Candidates)...), true
+			sample{f: fErrorBound, v: float64(s.ErrorBound)}), candidateSamples(s.Candidates)...)
+		if s.Fleet {
+			out = append(out, sample{f: fFleetCounted, v: float64(s.FleetTotal)})
+		}
+		return sketch.KindCountMin, out, true
 	case sketch.BloomStats:
 		return sketch.KindBloom, append(fileSamples(s.FileStats),
 			sample{f: fAdds, v: float64(s.Adds)},
