@@ -77,7 +77,32 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 		return 2
 	}
 	defer a.Close()
-	for _, path := range fs.Args() {
+	if code := addFiles(a, fs.Args(), stderr); code != 0 {
+		return code
+	}
+	if *once {
+		if err := a.Sync(ctx); err != nil {
+			fmt.Fprintf(stderr, "sketch-fleet: %v\n", err)
+			return 1
+		}
+		return 0
+	}
+	if *metrics != "" {
+		stop, err := serveMetrics(a, *metrics, stderr)
+		if err != nil {
+			fmt.Fprintf(stderr, "sketch-fleet: -metrics: %v\n", err)
+			return 1
+		}
+		defer stop()
+	}
+	rounds(ctx, a, *interval, stderr)
+	return 0
+}
+
+// addFiles hands the agent each file, naming those it leaves out; 1 when
+// a file cannot be opened or nothing is left to sync.
+func addFiles(a *fleet.Agent, paths []string, stderr io.Writer) int {
+	for _, path := range paths {
 		if err := a.AddFile(path); errors.Is(err, fleet.ErrNotSynced) {
 			fmt.Fprintf(stderr, "sketch-fleet: %s: %v\n", path, err)
 		} else if err != nil {
@@ -89,29 +114,27 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "sketch-fleet: nothing to sync (kinds synced: %v)\n", fleet.SyncedKinds())
 		return 1
 	}
-	if *once {
-		if err := a.Sync(context.Background()); err != nil {
-			fmt.Fprintf(stderr, "sketch-fleet: %v\n", err)
-			return 1
-		}
-		return 0
+	return 0
+}
+
+// serveMetrics serves the agent's state at http://addr/metrics until stop.
+func serveMetrics(a *fleet.Agent, addr string, stderr io.Writer) (stop func() error, err error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, err
 	}
-	if *metrics != "" {
-		ln, err := net.Listen("tcp", *metrics)
-		if err != nil {
-			fmt.Fprintf(stderr, "sketch-fleet: -metrics: %v\n", err)
-			return 1
-		}
-		mux := http.NewServeMux()
-		mux.Handle("/metrics", a)
-		srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-		go srv.Serve(ln)
-		defer srv.Close()
-		fmt.Fprintf(stderr, "sketch-fleet: metrics at http://%s/metrics\n", ln.Addr())
-	}
-	// The rounds of Agent.Run, each followed by its log lines.
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", a)
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go srv.Serve(ln)
+	fmt.Fprintf(stderr, "sketch-fleet: metrics at http://%s/metrics\n", ln.Addr())
+	return srv.Close, nil
+}
+
+// rounds runs the rounds of Agent.Run, each followed by its log lines,
+// until ctx is done.
+func rounds(ctx context.Context, a *fleet.Agent, every time.Duration, stderr io.Writer) {
 	seen := map[string]string{}
-	every := *interval
 	if every == 0 {
 		every = time.Second // the agent's default (fleet.Config.Interval)
 	}
@@ -122,7 +145,7 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 		logChanges(a, seen, stderr)
 		select {
 		case <-ctx.Done():
-			return 0
+			return
 		case <-t.C:
 		}
 	}
