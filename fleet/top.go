@@ -186,7 +186,7 @@ func decodeTop(b []byte) ([]sketch.HeavyHitter, error) {
 		key := string(b[:n])
 		b = b[n:]
 		length, w := binary.Uvarint(b)
-		if w <= 0 || length < n || length > 1<<31 {
+		if w <= 0 || length < n || length > 1<<31-1 { // an int on every build
 			return nil, errors.New("candidates cut or not candidates")
 		}
 		b = b[w:]
