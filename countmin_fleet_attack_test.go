@@ -378,3 +378,56 @@ func TestCountMin_FleetAttackMutatedFiles(t *testing.T) {
 		}
 	}
 }
+
+// TestArena_FleetAttack: Count-Min structures with a fleet part in an
+// arena, their fleet parts crafted: the arena's Snapshot copies them
+// (estimates alike), its Check and metrics run, and the structure
+// beside them is untouched by the stores.
+func TestArena_FleetAttack(t *testing.T) {
+	r := rand.New(rand.NewPCG(4, 4))
+	ar := mustIn(t, OpenArena, Path(tempPath(t, "arena")), ArenaConfig{Size: 1 << 22, Seed: 1})
+	c := mustIn(t, OpenCountMin, ar.Place("c"), CountMinConfig{Rows: 2, Width: 64, Fleet: true, Candidates: 8})
+	plain := mustIn(t, OpenCountMin, ar.Place("plain"), CountMinConfig{Rows: 2, Width: 64})
+	w := mustIn(t, OpenCountMinWindow, ar.Place("w"), CountMinWindowConfig{Window: Window{Keep: 2}, CountMin: CountMinConfig{Rows: 2, Width: 64, Fleet: true}})
+	plain.AddString("p")
+	c.AddString("k")
+	w.AddString("k")
+	before, _ := plain.ExportCounts()
+	for pat := range 8 {
+		if err := c.SetFleetCounts(fleetPattern(2, 64, pat, r)); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := w.SetFleetPeriod(w.Current(), fleetPattern(2, 64, pat, r)); err != nil {
+			t.Fatal(err)
+		}
+		snap, err := ar.Snapshot(Memory())
+		if err != nil {
+			t.Fatal(err)
+		}
+		sc := mustIn(t, OpenCountMin, snap.Place("c"), CountMinConfig{})
+		sw := mustIn(t, OpenCountMinWindow, snap.Place("w"), CountMinWindowConfig{})
+		for _, k := range []string{"k", "x", "y"} {
+			if a, b := sc.EstimateString(k), c.EstimateString(k); a != b {
+				t.Errorf("pattern %d: snapshot Estimate(%q) = %d, source %d", pat, k, a, b)
+			}
+			if a, b := sw.EstimateString(k), w.EstimateString(k); a != b {
+				t.Errorf("pattern %d: snapshot window Estimate(%q) = %d, source %d", pat, k, a, b)
+			}
+		}
+		if sc.Stats().FleetTotal != c.Stats().FleetTotal {
+			t.Errorf("pattern %d: snapshot FleetTotal %d, source %d", pat, sc.Stats().FleetTotal, c.Stats().FleetTotal)
+		}
+		if err := snap.Check(); err != nil {
+			t.Errorf("pattern %d: snapshot arena Check = %v", pat, err)
+		}
+		sc.Close()
+		sw.Close()
+		snap.Close()
+		if err := ar.Check(); err != nil {
+			t.Errorf("pattern %d: arena Check = %v", pat, err)
+		}
+	}
+	if after, _ := plain.ExportCounts(); !bytes.Equal(before, after) {
+		t.Error("fleet stores changed the structure beside them")
+	}
+}
