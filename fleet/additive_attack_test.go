@@ -204,3 +204,19 @@ func TestAttack_CandidateLengthFitsInt(t *testing.T) {
 		t.Errorf("a candidate of length 2^31-1: %v, %v", hh, err)
 	}
 }
+
+// TestAttack_TooManyCandidates: a candidates key listing more keys than
+// a table holds (2^14) is refused, not decoded into memory many times
+// its size; 2^14 of them decode.
+func TestAttack_TooManyCandidates(t *testing.T) {
+	hh := make([]sketch.HeavyHitter, maxTopCandidates+1)
+	for i := range hh {
+		hh[i] = sketch.HeavyHitter{Key: "k", Length: 1, Estimate: 1}
+	}
+	if _, err := decodeTop(encodeTop(hh)); err == nil {
+		t.Error("2^14+1 candidates decoded")
+	}
+	if got, err := decodeTop(encodeTop(hh[:maxTopCandidates])); err != nil || len(got) != maxTopCandidates {
+		t.Errorf("2^14 candidates: %d, %v", len(got), err)
+	}
+}
