@@ -220,3 +220,25 @@ func TestAttack_TooManyCandidates(t *testing.T) {
 		t.Errorf("2^14 candidates: %d, %v", len(got), err)
 	}
 }
+
+// TestAttack_HostKeyOfAnotherType: a listed host's key turned into a
+// Redis list reads as gone (MGET answers nil for it), so a round counts
+// that host as zero, as it does a key expired or deleted, and does not
+// fail: its counts leave the others' fleet parts until its next push.
+func TestAttack_HostKeyOfAnotherType(t *testing.T) {
+	rs := redistest.Start(t)
+	a, b, ca, _ := attackPair(t, rs)
+	ctx := context.Background()
+	rc := rs.Client(t)
+	rc.Del(ctx, "{f/hits}:host:b")
+	rc.RPush(ctx, "{f/hits}:host:b", "x")
+	if err := a.Sync(ctx); err != nil {
+		t.Fatalf("a round over a host key that is a list = %v", err)
+	}
+	t.Logf("with b's key a list, a estimates b's key (30 adds) at %d", ca.EstimateString("kb"))
+	rc.Del(ctx, "{f/hits}:host:b")
+	mustSync(t, b, a)
+	if got := ca.EstimateString("kb"); got < 30 {
+		t.Errorf("after b's next push, a estimates b's key at %d, want >= 30", got)
+	}
+}
