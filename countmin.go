@@ -109,9 +109,9 @@ type CountMinStats struct {
 	// sum, so an add interrupted by a crash can only raise it), in the
 	// sketch's own counters.
 	Total uint64 `json:"total"`
-	// FleetTotal is the fleet part's largest row sum: what the rest of
-	// the fleet counted, as last stored by SetFleetCounts. Zero without a
-	// fleet part.
+	// FleetTotal is the fleet part's largest row sum (saturating at
+	// 2^63): what the rest of the fleet counted, as last stored by
+	// SetFleetCounts. Zero without a fleet part.
 	FleetTotal uint64 `json:"fleet_total,omitempty"`
 	// Adds is what the add count holds: the total of every completed add
 	// (n for AddN), kept in 64 cache-line stripes and moved after the
@@ -573,7 +573,9 @@ func (c *CountMin) Stats() CountMinStats {
 		fleet := c.l
 		fleet.Cells = c.l.Fleet
 		c.core.RowSums(&fleet, sums)
-		s.FleetTotal = slices.Max(sums)
+		// Saturating at 2^63, as the fleet total word and every sum of
+		// counts do: a fleet part's counters are whatever was stored.
+		s.FleetTotal = min(slices.Max(sums), cells.MaxCount)
 	}
 	s.Adds = c.core.Adds(&c.l)
 	s.ErrorBound = errorBound(satAdd(s.Total, s.FleetTotal), s.Width)

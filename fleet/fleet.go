@@ -39,7 +39,11 @@
 // raise registers and set bits, so a round that fails (Redis down or slow,
 // or cut short) never lowers an answer: each host then answers with its
 // own adds and the fleet's as of its last good round, or part of this
-// round's, never less, and its Stats say so (State "local").
+// round's, never less, and its Stats say so (State "local"). A Count-Min
+// structure's fleet part is instead stored whole each round, the sum of
+// the hosts' keys found: a round that succeeds lowers it when a host's
+// key went lower (its Reset) or is gone, as after Redis lost its data,
+// until each other host's next round pushes its key again.
 //
 // The guarantee, for a key added on host A and asked on host B: B finds it
 // once a round of A that started after the add and then a round of B have
@@ -104,7 +108,15 @@ type Config struct {
 	// Fleet names the fleet: the prefix of every key. Hosts with one
 	// Fleet and one Redis sync with each other.
 	Fleet string
-	// Host names this host, unique in the fleet.
+	// Host names this host, unique in the fleet and the same across the
+	// agent's restarts. Two agents with one name overwrite each other's
+	// key of a Count-Min structure and take it for their own, so neither
+	// counts the other's adds; an agent restarted under another name
+	// over the same files pushes the same counters under a second key
+	// while the first stays (a Count-Min sketch's keys never expire), so
+	// the fleet counts them twice until the old name's key and its member
+	// of the hosts set ({fleet/name}:host:OLD, {fleet/name}:hosts) are
+	// deleted.
 	Host string
 	// Interval is the time between Run's rounds; 0 means one second.
 	Interval time.Duration

@@ -174,10 +174,19 @@ func encodeTop(hh []sketch.HeavyHitter) []byte {
 // at most a few hundred bytes of each).
 const maxTopKey = 1 << 16
 
+// maxTopCandidates bounds the candidates of one host: a table lists at
+// most 2^14 (the largest Candidates a sketch takes), so more is not a
+// host's push, and a key of a few bytes an entry would otherwise decode
+// into many times its size.
+const maxTopCandidates = 1 << 14
+
 // decodeTop reads what encodeTop wrote, refusing anything else.
 func decodeTop(b []byte) ([]sketch.HeavyHitter, error) {
 	var out []sketch.HeavyHitter
 	for len(b) > 0 {
+		if len(out) == maxTopCandidates {
+			return nil, errors.New("more candidates than a table holds")
+		}
 		n, w := binary.Uvarint(b)
 		if w <= 0 || n > maxTopKey || n > uint64(len(b)-w) {
 			return nil, errors.New("candidates cut or not candidates")
@@ -186,7 +195,7 @@ func decodeTop(b []byte) ([]sketch.HeavyHitter, error) {
 		key := string(b[:n])
 		b = b[n:]
 		length, w := binary.Uvarint(b)
-		if w <= 0 || length < n || length > 1<<31 {
+		if w <= 0 || length < n || length > 1<<31-1 { // an int on every build
 			return nil, errors.New("candidates cut or not candidates")
 		}
 		b = b[w:]
