@@ -167,7 +167,12 @@ func (a *Agent) syncCounts(ctx context.Context, m *member, suffix string, exp []
 	}
 	for i, v := range vals {
 		if v == nil {
-			continue // expired since the set was read: a period's last push is that old
+			// A listed host's key gone (deleted, evicted, or of another
+			// type, which MGET also answers nil for): a period's key
+			// outlives its period in every window, so only a neighbour
+			// or an emptied Redis does this. The round fails, and the
+			// fleet part keeps its last sum rather than a lower one.
+			return nil, fmt.Errorf("fleet: %s %q: %s is listed but holds no counts: keeping the last sum until it pushes again", m.kind, m.name, others[i])
 		}
 		s, ok := v.(string)
 		if !ok || len(s) != len(exp) {

@@ -41,9 +41,10 @@
 // own adds and the fleet's as of its last good round, or part of this
 // round's, never less, and its Stats say so (State "local"). A Count-Min
 // structure's fleet part is instead stored whole each round, the sum of
-// the hosts' keys found: a round that succeeds lowers it when a host's
-// key went lower (its Reset) or is gone, as after Redis lost its data,
-// until each other host's next round pushes its key again.
+// the hosts' keys: a round that succeeds lowers it when a host's key went
+// lower (its Reset), or when Redis lost its data, set of hosts and all,
+// until each other host's next round pushes its key again. A host listed
+// whose key is gone fails the round, keeping the last sum.
 //
 // The guarantee, for a key added on host A and asked on host B: B finds it
 // once a round of A that started after the add and then a round of B have

@@ -43,12 +43,12 @@ func fleetPattern(rows, width int, pat int, r *rand.Rand) []byte {
 	return b
 }
 
-// TestCountMin_FleetAttackCraftedValues: whatever a neighbour stores in
+// TestCountMin_FleetCraftedValues: whatever a neighbour stores in
 // a fleet part (counts at and past 2^63, all 0xff, row sums past 2^64),
 // no call panics, no estimate wraps below the own count, Top lists only
 // keys this host added, Check finds nothing, and the fleet total Stats
 // reports agrees with the one ErrorBound uses.
-func TestCountMin_FleetAttackCraftedValues(t *testing.T) {
+func TestCountMin_FleetCraftedValues(t *testing.T) {
 	const rows, width = 3, 64
 	r := rand.New(rand.NewPCG(9, 9))
 	for pat := range 8 {
@@ -135,10 +135,10 @@ func TestCountMin_FleetAttackCraftedValues(t *testing.T) {
 	}
 }
 
-// TestCountMin_FleetAttackConcurrent: SetFleetCounts of crafted counts
+// TestCountMin_FleetConcurrent: SetFleetCounts of crafted counts
 // from several goroutines and a second handle, while others add, reset,
 // list Top, take Stats, snapshots and Checks (run it with -race).
-func TestCountMin_FleetAttackConcurrent(t *testing.T) {
+func TestCountMin_FleetConcurrent(t *testing.T) {
 	const rows, width = 3, 128
 	path := tempPath(t, "f.cms")
 	cfg := CountMinConfig{Rows: rows, Width: width, Seed: 5, Fleet: true, Candidates: 16}
@@ -201,10 +201,10 @@ func TestCountMin_FleetAttackConcurrent(t *testing.T) {
 	wg.Wait()
 }
 
-// TestCountMinWindow_FleetAttackRotate: SetFleetPeriod of crafted counts
+// TestCountMinWindow_FleetRacesRotate: SetFleetPeriod of crafted counts
 // racing Rotate, adds, Allow and Top never panics, and a period that
 // left the window is not stored.
-func TestCountMinWindow_FleetAttackRotate(t *testing.T) {
+func TestCountMinWindow_FleetRacesRotate(t *testing.T) {
 	const rows, width = 2, 64
 	path := tempPath(t, "f.cmw")
 	cfg := CountMinWindowConfig{Window: Window{Keep: 3}, CountMin: CountMinConfig{Rows: rows, Width: width, Seed: 5, Fleet: true, Candidates: 8}}
@@ -257,12 +257,12 @@ func TestCountMinWindow_FleetAttackRotate(t *testing.T) {
 	wg.Wait()
 }
 
-// TestCountMin_FleetAttackMutatedFiles: files with a fleet part (a
+// TestCountMin_FleetMutatedFiles: files with a fleet part (a
 // sketch and a window, each with candidates and crafted fleet counts),
 // their bytes mutated (the fleet flag, the fleet total word, random
 // words, with checksums recomputed or not), either refuse to open or
 // answer every call without a panic or a fault.
-func TestCountMin_FleetAttackMutatedFiles(t *testing.T) {
+func TestCountMin_FleetMutatedFiles(t *testing.T) {
 	dir := t.TempDir()
 	r := rand.New(rand.NewPCG(3, 3))
 	type file struct {
@@ -379,11 +379,11 @@ func TestCountMin_FleetAttackMutatedFiles(t *testing.T) {
 	}
 }
 
-// TestArena_FleetAttack: Count-Min structures with a fleet part in an
+// TestArena_FleetPart: Count-Min structures with a fleet part in an
 // arena, their fleet parts crafted: the arena's Snapshot copies them
 // (estimates alike), its Check and metrics run, and the structure
 // beside them is untouched by the stores.
-func TestArena_FleetAttack(t *testing.T) {
+func TestArena_FleetPart(t *testing.T) {
 	r := rand.New(rand.NewPCG(4, 4))
 	ar := mustIn(t, OpenArena, Path(tempPath(t, "arena")), ArenaConfig{Size: 1 << 22, Seed: 1})
 	c := mustIn(t, OpenCountMin, ar.Place("c"), CountMinConfig{Rows: 2, Width: 64, Fleet: true, Candidates: 8})

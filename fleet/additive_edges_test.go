@@ -15,7 +15,7 @@ import (
 // attackPair is two hosts syncing one Count-Min sketch with candidates:
 // host "a" counted "ka" 50 times, host "b" "kb" 30 times, one round each
 // and another of a, so that both hold the fleet's counts.
-func attackPair(t *testing.T, rs *redistest.Server) (a, b *Agent, ca, cb *sketch.CountMin) {
+func syncedPair(t *testing.T, rs *redistest.Server) (a, b *Agent, ca, cb *sketch.CountMin) {
 	t.Helper()
 	cfg := sketch.CountMinConfig{Rows: 4, Width: 256, Fleet: true, Seed: 0xa7, Candidates: 8}
 	ca = mustOpen(t, sketch.OpenCountMin, sketch.Path(filepath.Join(t.TempDir(), "a")), cfg)
@@ -38,14 +38,14 @@ func attackPair(t *testing.T, rs *redistest.Server) (a, b *Agent, ca, cb *sketch
 	return a, b, ca, cb
 }
 
-// TestAttack_CraftedHostKeys: keys a neighbour writes into the fleet's
+// TestSync_CraftedHostKeysRefused: keys a neighbour writes into the fleet's
 // keys. A host key of the wrong length fails the round (ErrMismatch) and
 // lowers nothing; a hosts key that is not a set is refused; thousands of
-// hosts listed with no key are skipped; a host named like another's key
-// gets a key of its own (escaped), not the other's.
-func TestAttack_CraftedHostKeys(t *testing.T) {
+// hosts listed with no key fail the round and lower nothing; a host named
+// like another's key gets a key of its own (escaped), not the other's.
+func TestSync_CraftedHostKeysRefused(t *testing.T) {
 	rs := redistest.Start(t)
-	a, b, ca, _ := attackPair(t, rs)
+	a, b, ca, _ := syncedPair(t, rs)
 	ctx := context.Background()
 	rc := rs.Client(t)
 
@@ -63,16 +63,22 @@ func TestAttack_CraftedHostKeys(t *testing.T) {
 	}
 	rc.Del(ctx, "{f/hits}:host:evil")
 
-	// Thousands of hosts in the set with no key: skipped.
+	// Thousands of hosts in the set with no key: the round fails (a
+	// listed host without counts) and lowers nothing; once they are
+	// gone from the set, rounds succeed again.
 	fake := make([]any, 5000)
 	for i := range fake {
 		fake[i] = fmt.Sprint("ghost-", i)
 	}
 	rc.SAdd(ctx, "{f/hits}:hosts", fake...)
-	mustSync(t, a)
+	if err := a.Sync(ctx); err == nil {
+		t.Error("a round over 5000 listed hosts without counts succeeded")
+	}
 	if got := ca.EstimateString("kb"); got < 30 {
 		t.Errorf("fake hosts lowered b's key to %d on a", got)
 	}
+	rc.SRem(ctx, "{f/hits}:hosts", append(fake, "evil")...)
+	mustSync(t, a)
 
 	// A host named like another's key: "b" escaped cannot be reached
 	// by a host name holding the separator.
@@ -93,13 +99,13 @@ func TestAttack_CraftedHostKeys(t *testing.T) {
 	}
 }
 
-// TestAttack_CraftedCandidates: a candidates key of a host listed by a
+// TestTop_CraftedCandidatesRefused: a candidates key of a host listed by a
 // neighbour: malformed content is refused (ErrMismatch); whole keys it
 // names are estimated again here (at what this host counts, not what
 // the neighbour claims); a prefix keeps the estimate it claims.
-func TestAttack_CraftedCandidates(t *testing.T) {
+func TestTop_CraftedCandidatesRefused(t *testing.T) {
 	rs := redistest.Start(t)
-	a, _, _, _ := attackPair(t, rs)
+	a, _, _, _ := syncedPair(t, rs)
 	ctx := context.Background()
 	rc := rs.Client(t)
 	rc.SAdd(ctx, "{f/hits}:tophosts", "evil")
@@ -129,13 +135,13 @@ func TestAttack_CraftedCandidates(t *testing.T) {
 	}
 }
 
-// TestAttack_RenamedHostCountsTwice: an agent restarted under another
+// TestSync_RenamedHostCountsTwice: an agent restarted under another
 // host name, over the same file, pushes the same counters under a second
 // key while the first stays (a plain sketch's keys never expire): every
 // other host counts that host's adds twice until the old key is deleted.
-func TestAttack_RenamedHostCountsTwice(t *testing.T) {
+func TestSync_RenamedHostCountsTwice(t *testing.T) {
 	rs := redistest.Start(t)
-	a, b, ca, cb := attackPair(t, rs)
+	a, b, ca, cb := syncedPair(t, rs)
 	a.Close()
 	a2 := newAgent(t, rs, "a-renamed")
 	if err := a2.AddCountMin("hits", ca); err != nil {
@@ -155,10 +161,10 @@ func TestAttack_RenamedHostCountsTwice(t *testing.T) {
 	}
 }
 
-// TestAttack_SameHostName: two agents with one host name overwrite one
+// TestSync_SameHostNameHidesBoth: two agents with one host name overwrite one
 // key and each takes the other's push for its own: neither counts the
 // other's adds.
-func TestAttack_SameHostName(t *testing.T) {
+func TestSync_SameHostNameHidesBoth(t *testing.T) {
 	rs := redistest.Start(t)
 	cfg := sketch.CountMinConfig{Rows: 4, Width: 256, Fleet: true, Seed: 0xa7}
 	c1 := mustOpen(t, sketch.OpenCountMin, sketch.Memory(), cfg)
@@ -172,14 +178,14 @@ func TestAttack_SameHostName(t *testing.T) {
 	t.Logf("two agents named alike: host 1 estimates k2 (20 adds on host 2) at %d, host 2 k1 (10 on host 1) at %d", c1.EstimateString("k2"), c2.EstimateString("k1"))
 }
 
-// TestAttack_RedisFlushLowers: a Redis that lost its data (a flush, a
+// TestSync_EmptiedRedisLowersUntilPushes: a Redis that lost its data (a flush, a
 // failover to an empty replica): the next round of a host, before the
 // others pushed again, finds only itself and stores a fleet part of
 // zero, so its answers drop below the fleet's counts until the other
 // hosts' next rounds.
-func TestAttack_RedisFlushLowers(t *testing.T) {
+func TestSync_EmptiedRedisLowersUntilPushes(t *testing.T) {
 	rs := redistest.Start(t)
-	a, b, ca, _ := attackPair(t, rs)
+	a, b, ca, _ := syncedPair(t, rs)
 	rs.Client(t).FlushAll(context.Background())
 	mustSync(t, a)
 	got := ca.EstimateString("kb")
@@ -190,10 +196,10 @@ func TestAttack_RedisFlushLowers(t *testing.T) {
 	}
 }
 
-// TestAttack_CandidateLengthFitsInt: a candidate's whole-key length is
+// TestDecodeTop_LengthFitsInt: a candidate's whole-key length is
 // refused past the largest int of a 32-bit build, where int(length)
 // would turn negative.
-func TestAttack_CandidateLengthFitsInt(t *testing.T) {
+func TestDecodeTop_LengthFitsInt(t *testing.T) {
 	b := encodeTop([]sketch.HeavyHitter{{Key: "k", Length: 1, Estimate: 1}})
 	b = append(b[:2], 0x80, 0x80, 0x80, 0x80, 0x08, 0x01) // length 2^31, estimate 1
 	if _, err := decodeTop(b); err == nil {
@@ -205,10 +211,10 @@ func TestAttack_CandidateLengthFitsInt(t *testing.T) {
 	}
 }
 
-// TestAttack_TooManyCandidates: a candidates key listing more keys than
+// TestDecodeTop_TooManyCandidates: a candidates key listing more keys than
 // a table holds (2^14) is refused, not decoded into memory many times
 // its size; 2^14 of them decode.
-func TestAttack_TooManyCandidates(t *testing.T) {
+func TestDecodeTop_TooManyCandidates(t *testing.T) {
 	hh := make([]sketch.HeavyHitter, maxTopCandidates+1)
 	for i := range hh {
 		hh[i] = sketch.HeavyHitter{Key: "k", Length: 1, Estimate: 1}
@@ -221,24 +227,37 @@ func TestAttack_TooManyCandidates(t *testing.T) {
 	}
 }
 
-// TestAttack_HostKeyOfAnotherType: a listed host's key turned into a
-// Redis list reads as gone (MGET answers nil for it), so a round counts
-// that host as zero, as it does a key expired or deleted, and does not
-// fail: its counts leave the others' fleet parts until its next push.
-func TestAttack_HostKeyOfAnotherType(t *testing.T) {
+// TestSync_ListedHostKeyGone: a host listed in the fleet whose key is
+// gone or not a string (MGET answers nil for both) fails the round: the
+// fleet part keeps its last sum, not a lower one, until the host pushes
+// again.
+func TestSync_ListedHostKeyGone(t *testing.T) {
 	rs := redistest.Start(t)
-	a, b, ca, _ := attackPair(t, rs)
+	a, b, ca, _ := syncedPair(t, rs)
 	ctx := context.Background()
 	rc := rs.Client(t)
-	rc.Del(ctx, "{f/hits}:host:b")
-	rc.RPush(ctx, "{f/hits}:host:b", "x")
-	if err := a.Sync(ctx); err != nil {
-		t.Fatalf("a round over a host key that is a list = %v", err)
+	before := ca.EstimateString("kb")
+	if before < 30 {
+		t.Fatalf("a estimates b's key at %d before the test, want >= 30", before)
 	}
-	t.Logf("with b's key a list, a estimates b's key (30 adds) at %d", ca.EstimateString("kb"))
-	rc.Del(ctx, "{f/hits}:host:b")
-	mustSync(t, b, a)
-	if got := ca.EstimateString("kb"); got < 30 {
-		t.Errorf("after b's next push, a estimates b's key at %d, want >= 30", got)
+	for _, spoil := range []func(){
+		func() { rc.Del(ctx, "{f/hits}:host:b") },
+		func() { rc.Del(ctx, "{f/hits}:host:b"); rc.RPush(ctx, "{f/hits}:host:b", "x") },
+	} {
+		spoil()
+		if err := a.Sync(ctx); err == nil {
+			t.Fatal("a round over a listed host without counts succeeded")
+		}
+		if got := ca.EstimateString("kb"); got < before {
+			t.Errorf("a failed round lowered a's estimate of b's key from %d to %d", before, got)
+		}
+		if s := a.Stats(); s.State != StateLocal {
+			t.Errorf("State = %s, want local", s.State)
+		}
+		rc.Del(ctx, "{f/hits}:host:b")
+		mustSync(t, b, a)
+		if got := ca.EstimateString("kb"); got < 30 {
+			t.Errorf("after b's next push, a estimates b's key at %d, want >= 30", got)
+		}
 	}
 }
