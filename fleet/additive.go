@@ -3,7 +3,6 @@ package fleet
 import (
 	"context"
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -137,19 +136,11 @@ func (a *Agent) syncCounts(ctx context.Context, m *member, suffix string, exp []
 	hostKey := func(h string) string { return tag + ":host" + suffix + ":" + keyName(h) }
 	keys := []string{tag + ":meta", tag + ":hosts" + suffix, hostKey(a.cfg.Host)}
 	res, err := pushCounts.Run(ctx, a.cfg.Redis, keys, m.meta, exp, a.cfg.Host, ttlMillis).Slice()
+	body, err := scriptReply(m, res, err)
 	if err != nil {
-		return nil, fmt.Errorf("fleet: %s %q: redis: %w", m.kind, m.name, err)
+		return nil, err
 	}
-	if len(res) != 2 {
-		return nil, fmt.Errorf("fleet: %s %q: redis: a reply of %d values, not 2", m.kind, m.name, len(res))
-	}
-	if status, _ := res[0].(string); status == "mismatch" {
-		body, _ := res[1].(string)
-		return nil, fmt.Errorf("fleet: %s %q: %w: the fleet's is %q, this host's %q", m.kind, m.name, ErrMismatch, body, m.meta)
-	} else if status != "ok" {
-		return nil, fmt.Errorf("fleet: %s %q: redis: a reply %q not understood", m.kind, m.name, status)
-	}
-	hosts, _ := res[1].([]any)
+	hosts, _ := body.([]any)
 	var others []string
 	for _, h := range hosts {
 		if s, ok := h.(string); ok && s != a.cfg.Host {
@@ -217,36 +208,18 @@ func (a *Agent) syncAdditive(ctx context.Context, m *member) error {
 // syncAdditiveWindow does it period by period, every period of the window
 // pulled, as syncWindow does.
 func (a *Agent) syncAdditiveWindow(ctx context.Context, m *member) error {
-	w := m.additiveWindow.window
-	if r := w.rotations(); r != 0 && !a.rotateAlike {
-		return fmt.Errorf("fleet: %s %q: %w: the window was turned by Rotate %d times, so its periods are ahead of the fleet's", m.kind, m.name, ErrMismatch, r)
-	}
-	exps, err := w.export()
-	if err != nil {
-		return fmt.Errorf("fleet: %s %q: %w", m.kind, m.name, err)
-	}
-	held := map[uint64][]byte{}
-	for _, e := range exps {
-		held[e.Period] = e.Data
-	}
-	cur := w.current()
-	ttl := periodKeyLife(w.period, w.keep).Milliseconds()
 	zero := make([]byte, m.stateBytes)
-	var errs []error
-	for i := range min(w.keep, cur+1) {
-		p := cur - i
-		exp, ok := held[p]
-		if !ok {
+	return a.eachPeriod(m, m.additiveWindow.window, func(p uint64, exp []byte, ttl int64) error {
+		if exp == nil {
 			exp = zero // nothing added here in p: this host's counts are zero
 		}
 		sum, err := a.syncCounts(ctx, m, ":"+strconv.FormatUint(p, 10), exp, ttl)
 		if err != nil {
-			errs = append(errs, fmt.Errorf("period %d: %w", p, err))
-			continue
+			return err
 		}
 		if _, err := m.additiveWindow.setPeriod(p, sum); err != nil {
-			errs = append(errs, fmt.Errorf("fleet: %s %q: setting the fleet's period %d: %w", m.kind, m.name, p, err))
+			return fmt.Errorf("fleet: %s %q: setting the fleet's period %d: %w", m.kind, m.name, p, err)
 		}
-	}
-	return errors.Join(errs...)
+		return nil
+	})
 }

@@ -623,7 +623,25 @@ func (a *Agent) syncOne(ctx context.Context, m *member) error {
 // period's key expires Keep+1 periods after its last push: by then it
 // has left every window.
 func (a *Agent) syncWindow(ctx context.Context, m *member) error {
-	w := m.window
+	return a.eachPeriod(m, m.window, func(p uint64, exp []byte, ttl int64) error {
+		state, err := a.pushPull(ctx, m, fmt.Sprintf("%s:%d", m.op, p), exp, ttl)
+		if err != nil || state == nil { // nil: no host has pushed the period
+			return err
+		}
+		if _, err := m.window.merge(p, state); err != nil {
+			return fmt.Errorf("fleet: %s %q: merging the fleet's period %d: %w", m.kind, m.name, p, err)
+		}
+		return nil
+	})
+}
+
+// eachPeriod calls sync for each period of w's window, newest first, with
+// this host's export of it (nil when its slot does not hold it) and the
+// life of the period's keys. Every period is synced, also past one that
+// fails (a mismatch of one period's key says the fleet's keys were
+// tampered with); their errors are joined. A window turned by Rotate is
+// refused first.
+func (a *Agent) eachPeriod(m *member, w *windowState, sync func(p uint64, exp []byte, ttl int64) error) error {
 	if r := w.rotations(); r != 0 && !a.rotateAlike {
 		return fmt.Errorf("fleet: %s %q: %w: the window was turned by Rotate %d times, so its periods are ahead of the fleet's", m.kind, m.name, ErrMismatch, r)
 	}
@@ -640,18 +658,8 @@ func (a *Agent) syncWindow(ctx context.Context, m *member) error {
 	var errs []error
 	for i := range min(w.keep, cur+1) {
 		p := cur - i
-		state, err := a.pushPull(ctx, m, fmt.Sprintf("%s:%d", m.op, p), held[p], ttl)
-		if err != nil {
-			// The other periods are still synced; a mismatch of one
-			// period's key says the fleet's keys were tampered with.
+		if err := sync(p, held[p], ttl); err != nil {
 			errs = append(errs, fmt.Errorf("period %d: %w", p, err))
-			continue
-		}
-		if state == nil {
-			continue // no host has pushed the period
-		}
-		if _, err := w.merge(p, state); err != nil {
-			errs = append(errs, fmt.Errorf("fleet: %s %q: merging the fleet's period %d: %w", m.kind, m.name, p, err))
 		}
 	}
 	return errors.Join(errs...)
@@ -676,26 +684,36 @@ func periodKeyLife(period time.Duration, keep uint64) time.Duration {
 // has pushed it).
 func (a *Agent) pushPull(ctx context.Context, m *member, suffix string, exp []byte, ttlMillis int64) ([]byte, error) {
 	res, err := pushPull.Run(ctx, a.cfg.Redis, a.keys(m, suffix), m.meta, exp, m.op, ttlMillis, m.stateBytes).Slice()
+	body, err := scriptReply(m, res, err)
+	if err != nil {
+		return nil, err
+	}
+	state, ok := body.(string)
+	if !ok {
+		return nil, nil // no host has pushed it
+	}
+	return []byte(state), nil
+}
+
+// scriptReply reads a script's {status, body} reply: the body when the
+// status is "ok", ErrMismatch with the fleet's description (the body)
+// when it is "mismatch".
+func scriptReply(m *member, res []any, err error) (any, error) {
 	if err != nil {
 		return nil, fmt.Errorf("fleet: %s %q: redis: %w", m.kind, m.name, err)
 	}
-	if len(res) < 1 {
-		return nil, fmt.Errorf("fleet: %s %q: redis: an empty reply", m.kind, m.name)
+	if len(res) != 2 {
+		return nil, fmt.Errorf("fleet: %s %q: redis: a reply of %d values, not 2", m.kind, m.name, len(res))
 	}
-	status, _ := res[0].(string)
-	var body []byte
-	if len(res) > 1 {
-		if b, ok := res[1].(string); ok {
-			body = []byte(b)
-		}
-	}
-	switch status {
-	case "mismatch":
-		return nil, fmt.Errorf("fleet: %s %q: %w: the fleet's is %q, this host's %q", m.kind, m.name, ErrMismatch, body, m.meta)
+	switch status, _ := res[0].(string); status {
 	case "ok":
-		return body, nil
+		return res[1], nil
+	case "mismatch":
+		body, _ := res[1].(string)
+		return nil, fmt.Errorf("fleet: %s %q: %w: the fleet's is %q, this host's %q", m.kind, m.name, ErrMismatch, body, m.meta)
+	default:
+		return nil, fmt.Errorf("fleet: %s %q: redis: a reply %q not understood", m.kind, m.name, status)
 	}
-	return nil, fmt.Errorf("fleet: %s %q: redis: a reply %q not understood", m.kind, m.name, status)
 }
 
 // Run runs a round every Interval, the first at once, until ctx is done,
