@@ -19,6 +19,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/shmsketch/sketch/internal/cells"
 	"github.com/zeebo/xxh3"
@@ -35,6 +36,7 @@ const (
 	inBloomWindow
 	inDistinct
 	inDistinctWindow
+	inGCRA
 	inArena
 
 	inStandalone = inArena - 1 // every kind but the arena
@@ -64,6 +66,7 @@ var (
 	corruptBWCfg    = BloomWindowConfig{Window: Window{Keep: 2}, Bloom: corruptBloomCfg}
 	corruptHLLCfg   = DistinctConfig{Precision: 8, Seed: 3}
 	corruptHLLWCfg  = DistinctWindowConfig{Window: Window{Keep: 2}, Distinct: corruptHLLCfg}
+	corruptGCRACfg  = GCRAConfig{Rate: Rate{Count: 10, Per: time.Second}, Burst: 3, Rows: 2, Width: 64, Seed: 3}
 	corruptArenaCfg = ArenaConfig{Size: 64 << 10}
 )
 
@@ -176,6 +179,13 @@ var corruptKinds = []corruptKind{
 			w.CountCovered()
 			w.Rotate()
 			w.Stats()
+		}),
+	kindOf("gcra", inGCRA, OpenGCRA, corruptGCRACfg,
+		func(g *GCRA, k string) error { _, err := g.AllowString(k, 1); return err }, abca,
+		func(_ testing.TB, g *GCRA) {
+			g.AllowBatch(corruptKeys, 1, make([]RateDecision, len(corruptKeys)))
+			g.AllowString("x", 0)
+			g.Stats()
 		}),
 	// An arena holding one Count-Min sketch of otCfg's shape, "cm".
 	kindOf("arena", inArena, OpenArena, corruptArenaCfg,
@@ -630,6 +640,20 @@ func corruptions() []corruption {
 		{name: "distinct PostgreSQL profile at precision 18", in: inDistinct, edit: all(e64(entParams, 18), e64(entSize, distinctBytes(18)), e64(entParams+8, 2))},
 		{name: "distinct Redis profile at precision 8", in: inDistinct, edit: e64(entParams+8, 1)},
 		{name: "distinct unknown parameter", in: inDistinct, edit: e64(entParams+16, 1)},
+
+		// A rate limiter's: rows, width, the rate's period and count, burst.
+		{name: "gcra no rows", in: inGCRA, edit: e64(entParams, 0)},
+		{name: "gcra 17 rows", in: inGCRA, edit: e64(entParams, 17)},
+		{name: "gcra rows past the region", in: inGCRA, edit: e64(entParams, 3)},
+		{name: "gcra width not a power of two", in: inGCRA, edit: e64(entParams+8, 48)},
+		{name: "gcra width past the region", in: inGCRA, edit: e64(entParams+8, 128)},
+		{name: "gcra width past any file", in: inGCRA, edit: e64(entParams+8, 1<<62)},
+		{name: "gcra period zero", in: inGCRA, edit: e64(entParams+16, 0)},
+		{name: "gcra period past int64", in: inGCRA, edit: e64(entParams+16, 1<<63)},
+		{name: "gcra count zero", in: inGCRA, edit: e64(entParams+24, 0)},
+		{name: "gcra more than one a nanosecond", in: inGCRA, edit: e64(entParams+24, 2e9)},
+		{name: "gcra burst past the window", in: inGCRA, edit: e64(entParams+32, 1<<40)},
+		{name: "gcra unknown parameter", in: inGCRA, edit: e64(entParams+40, 1)},
 	} {
 		if c.want == nil {
 			c.want = ErrCorrupt

@@ -26,6 +26,8 @@ const (
 	KindDistinct Kind = "distinct"
 	// KindDistinctWindow is a distinct window (DistinctWindow).
 	KindDistinctWindow Kind = "distinctwindow"
+	// KindGCRA is a rate limiter with a burst (GCRA).
+	KindGCRA Kind = "gcra"
 )
 
 // The kind numbers stored in directory entries, and the parameters each
@@ -39,6 +41,7 @@ const (
 	kindBloomWindow    uint32 = 5 // capacity, FP rate, blocks, k (of a period's filter), period, keep
 	kindDistinct       uint32 = 6 // precision p, profile (0: seeded XXH3, 1: Redis's)
 	kindDistinctWindow uint32 = 7 // precision p, profile (of a period's count), period, keep
+	kindGCRA           uint32 = 8 // rows, width, rate's period (ns), rate's count, burst
 )
 
 // kindInfo is what the format knows of a structure kind, and what the
@@ -134,6 +137,12 @@ func init() {
 			validate: validateDistinctWindowEntry, spare: 4, of: "distinct window",
 			config: distinctWindowEntryConfig, params: distinctWindowEntryParams,
 			open: openZero(OpenDistinctWindow),
+		},
+		kindGCRA: {
+			name: "rate limiter", kind: KindGCRA,
+			validate: validateGCRAEntry, spare: 5, of: "rate limiter",
+			config: gcraEntryConfig, params: gcraEntryParams,
+			open: openZero(OpenGCRA),
 		},
 	}
 }

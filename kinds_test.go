@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"math"
 	"testing"
+	"time"
 )
 
 // testStructure is a structure of any kind: what every kind's Handle
@@ -222,6 +223,20 @@ var testKinds = []testKind{
 			s := w.Stats()
 			return winCounts{s.RegisterChanges, s.Turns, s.Rotations, uint64(math.Round(s.Estimate))}
 		}),
+	testKindOf("GCRA", KindGCRA, false, OpenGCRA,
+		func(seed uint64) GCRAConfig {
+			return GCRAConfig{Rate: Rate{Count: 10, Per: time.Second}, Burst: 5, Rows: 2, Width: 64, Seed: seed}
+		},
+		func(g *GCRA, k []byte) error { _, err := g.Allow(k, 1); return err },
+		func(_ testing.TB, g *GCRA) {
+			g.AllowString("x", 1)
+			g.Allow([]byte("y"), 0)
+			g.AllowAt([]byte("y"), 2, time.Unix(0, 1))
+			g.AllowBatch(exerciseKeys, 1, make([]RateDecision, len(exerciseKeys)))
+			g.Stats()
+			g.Merge(g)
+			g.Reset()
+		}, nil),
 }
 
 // testKindHolding is the row of the kind s is, nil when testKinds lacks

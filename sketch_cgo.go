@@ -20,4 +20,5 @@ var buildCores = cells.Cores{
 	Bloom:         cellsc.Bloom{},
 	CountingBloom: cellsc.CountingBloom{},
 	Distinct:      cellsc.Distinct{},
+	GCRA:          cellsc.GCRA{},
 }

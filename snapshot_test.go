@@ -129,7 +129,14 @@ var snapKinds = []snapKind{
 		nil, func(d *Distinct) snapStructure { return snapD{d} }),
 	snapKindOf("distinctwindow", false, 0, OpenDistinctWindow, DistinctWindowConfig{Window: snapWin, Distinct: snapHLL},
 		nil, nil, func(w *DistinctWindow) snapStructure { return snapDW{w} }),
+	snapKindOf("gcra", false, cells.StripesBytes, OpenGCRA, snapGCRACfg,
+		func(c GCRAConfig, seed uint64) GCRAConfig { c.Seed = seed; return c },
+		nil, func(g *GCRA) snapStructure { return snapG{g} }),
 }
+
+// snapGCRACfg is a rate limiter that lets a test's keys through: a
+// million a second, each with a burst of a thousand.
+var snapGCRACfg = GCRAConfig{Rate: Rate{Count: 1e6, Per: time.Second}, Burst: 1000, Rows: 3, Width: 256}
 
 // TestSnapshot_EveryKind: the snapshot table has a row for every kind
 // (testKinds).
@@ -229,6 +236,17 @@ func (s snapD) answer(k []byte) uint64 {
 }
 func (s snapD) snapshot(at Place) (snapStructure, error) { return adapt(s.Snapshot(at)) }
 func (s snapD) handle() *Handle                          { return &s.Handle }
+
+// A rate limiter's answer for a key is its TAT.
+type snapG struct{ *GCRA }
+
+func (s snapG) add(k []byte) error {
+	_, err := s.Allow(k, 1)
+	return err
+}
+func (s snapG) answer(k []byte) uint64                   { return s.l.TAT(cells.Hash(k, s.l.Seed)) }
+func (s snapG) snapshot(at Place) (snapStructure, error) { return adapt(s.Snapshot(at)) }
+func (s snapG) handle() *Handle                          { return &s.Handle }
 
 type snapDW struct{ *DistinctWindow }
 

@@ -192,4 +192,21 @@ uint64_t sk_murmur3_x64(const uint8_t *key, size_t len, uint32_t seed);
  * many raised a register. */
 uint64_t sk_hll_add_batch(uint64_t *regs, uint64_t seed, uint32_t p, int profile, const sk_key *keys, size_t count);
 
+/* GCRA rate limiter batches (gcra.c; keep in sync with
+ * internal/cells/gcra.go and the binding in gcra.go). cells holds rows x
+ * (mask+1) theoretical arrival times in Unix nanoseconds, row-major, 0 for
+ * never; a key's TAT is the least of its cells (row i's column placed as a
+ * Count-Min row's). */
+#define SK_GCRA_MAX_ROWS 16
+
+/* sk_gcra_allow_batch decides each key in order at now with cost (at least
+ * 1): next = max(TAT, now) + cost*interval, allowed when next - now <=
+ * window, and then every cell read below next is raised to it with a CAS
+ * from the value read (a failed CAS decides again). allowed receives 1 or
+ * 0 and tats the TAT after each decision; it returns how many were
+ * allowed. */
+uint64_t sk_gcra_allow_batch(uint64_t *cells, uint64_t seed, uint64_t mask, uint32_t rows, uint64_t interval,
+			     uint64_t window, uint64_t now, uint64_t cost, const sk_key *keys, size_t count,
+			     uint8_t *allowed, uint64_t *tats);
+
 #endif

@@ -17,6 +17,7 @@ type Cores struct {
 	Bloom         BloomCore
 	CountingBloom CountingBloomCore
 	Distinct      DistinctCore
+	GCRA          GCRACore
 }
 
 // Go are the pure-Go cores, in every build: they serve what is too
@@ -26,6 +27,7 @@ var Go = Cores{
 	Bloom:         BloomGo{},
 	CountingBloom: CountingBloomGo{},
 	Distinct:      DistinctGo{},
+	GCRA:          GCRAGo{},
 }
 
 // The smallest batches handed to buildCores. A cgo crossing costs about two
@@ -50,4 +52,7 @@ const (
 	// 16 KiB that stay in cache, so C pays once a crossing is shared by a
 	// few keys (BenchmarkDistinct).
 	DistinctMinBatch = 8
+	// GCRAMinBatch: a decision is a hash, a few loads and CASes, like a
+	// Count-Min add.
+	GCRAMinBatch = 4
 )
