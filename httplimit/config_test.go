@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -100,10 +101,9 @@ func TestRemoteIP(t *testing.T) {
 // TestMetrics_CountEveryOutcome: one request of each outcome, read back
 // through Stats, String (JSON) and the Prometheus text a scrape gets.
 func TestMetrics_CountEveryOutcome(t *testing.T) {
-	var calls int
+	var calls atomic.Int64 // the function runs in the server's goroutines
 	flaky, _ := Func(Policy{Name: "flaky", Quota: 1}, func(context.Context, string, uint64) (Result, error) {
-		calls++
-		switch calls {
+		switch calls.Add(1) {
 		case 1:
 			return Result{Allowed: true}, nil
 		case 2:

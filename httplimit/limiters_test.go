@@ -6,6 +6,7 @@ import (
 	"math"
 	"net/http"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -74,11 +75,16 @@ func TestMiddleware_LimiterErrorIs503(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	var mu sync.Mutex // OnError runs in the server's goroutines
 	var heard []error
 	m, err := New(Config{
 		Key:      headerKey,
 		Limiters: []Limiter{failing},
-		OnError:  func(err error, key string, r *http.Request) { heard = append(heard, err) },
+		OnError: func(err error, key string, r *http.Request) {
+			mu.Lock()
+			defer mu.Unlock()
+			heard = append(heard, err)
+		},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -87,6 +93,8 @@ func TestMiddleware_LimiterErrorIs503(t *testing.T) {
 	if a := get(t, srv, client, "k"); a.status != http.StatusServiceUnavailable || a.retryAfter != "" {
 		t.Fatalf("status %d, Retry-After %q; want 503 without", a.status, a.retryAfter)
 	}
+	mu.Lock()
+	defer mu.Unlock()
 	if len(heard) != 1 || !errors.Is(heard[0], boom) || !strings.Contains(heard[0].Error(), `"remote"`) {
 		t.Errorf("OnError heard %v, want one error wrapping %v that names the policy", heard, boom)
 	}
@@ -179,8 +187,11 @@ func TestMiddleware_OddResultsStayInRange(t *testing.T) {
 }
 
 func TestMiddleware_CostReachesLimiters(t *testing.T) {
+	var mu sync.Mutex // the function runs in the server's goroutines
 	var costs []uint64
 	f, err := Func(Policy{Name: "bytes", Quota: 1000}, func(_ context.Context, _ string, cost uint64) (Result, error) {
+		mu.Lock()
+		defer mu.Unlock()
 		costs = append(costs, cost)
 		return Result{Allowed: true, Remaining: 1000 - cost}, nil
 	})
@@ -197,6 +208,8 @@ func TestMiddleware_CostReachesLimiters(t *testing.T) {
 	if a := get(t, srv, client, "k"); a.status != http.StatusServiceUnavailable {
 		t.Errorf("status %d, want 503", a.status)
 	}
+	mu.Lock()
+	defer mu.Unlock()
 	if len(costs) != 1 || costs[0] != 40 {
 		t.Errorf("costs %v, want [40]", costs)
 	}
