@@ -25,7 +25,14 @@
 // every response it sets fields on. RateLimit carries one item: the
 // policy closest to exhaustion among those that decided the request (the
 // refusing one on a 429; otherwise the least remaining quota), as the
-// draft's example with several windows does. Policy names must be
+// draft's example with several windows does. Its r is the Result's
+// Remaining (at most the quota, 0 on a refusal) and its t, in whole
+// seconds rounded up, the Retry-After value on a refusal (the draft wants
+// no Retry-After before the effective window ends) and the Result's
+// ResetAfter otherwise, left out when that is 0. Retry-After is the
+// Result's RetryAfter in whole seconds, rounded up, at least 1. Integers
+// are capped at 999999999999999, the largest a structured field carries.
+// Policy names must be
 // sf-tokens (a letter or "*", then letters, digits and !#$%&'*+-.^_`|~:/),
 // so that they need no escaping in a String and would read the same in
 // the drafts that made them Tokens.
