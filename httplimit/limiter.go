@@ -1,0 +1,168 @@
+package httplimit
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/shmsketch/sketch"
+)
+
+// Policy is what a limiter promises every key: at most Quota requests
+// over Window. Name identifies it in the RateLimit header fields: an
+// sf-token (see the package documentation). A Window of 0 says the
+// window is not a length of time (a window turned only by Rotate): the
+// fields then leave it out.
+type Policy struct {
+	Name   string
+	Quota  uint64
+	Window time.Duration
+}
+
+// Result is a limiter's decision on one request.
+type Result struct {
+	// Policy is the policy the request was decided under, as the
+	// limiter's Policy method returns it. The middleware names the
+	// request's RateLimit item after the limiter's Policy, checked when
+	// it was made, and reads only the fields below from a Result.
+	Policy
+	// Allowed reports whether the request is within the quota.
+	Allowed bool
+	// Remaining is how much of the quota the key has left after this
+	// request (0 when refused).
+	Remaining uint64
+	// ResetAfter is the time until the key's quota is whole again if it
+	// sends nothing more; 0 when the limiter cannot tell.
+	ResetAfter time.Duration
+	// RetryAfter, when refused, is the time until a request of the key
+	// would be allowed again (unless more arrive meanwhile); 0 when the
+	// limiter cannot tell, which the middleware answers as one second.
+	RetryAfter time.Duration
+}
+
+// Limiter decides requests under one policy. Limit decides one request
+// of key that costs cost units of the quota (1 for a plain request) and
+// counts it as the limiter's own rules say. Implementations are safe for
+// concurrent use, and Policy returns the same value on every call.
+type Limiter interface {
+	Policy() Policy
+	Limit(ctx context.Context, key string, cost uint64) (Result, error)
+}
+
+// ErrCost is the error of a limiter asked for a cost it cannot count.
+var ErrCost = errors.New("httplimit: cost not supported")
+
+// funcLimiter is Func's Limiter.
+type funcLimiter struct {
+	p Policy
+	f func(ctx context.Context, key string, cost uint64) (Result, error)
+}
+
+// Func makes a Limiter of a function that decides under policy p. The
+// Results it returns carry p as their Policy. A nil f is an error.
+func Func(p Policy, f func(ctx context.Context, key string, cost uint64) (Result, error)) (Limiter, error) {
+	if f == nil {
+		return nil, fmt.Errorf("httplimit: policy %q: nil function", p.Name)
+	}
+	return &funcLimiter{p: p, f: f}, nil
+}
+
+func (l *funcLimiter) Policy() Policy { return l.p }
+
+func (l *funcLimiter) Limit(ctx context.Context, key string, cost uint64) (Result, error) {
+	res, err := l.f(ctx, key, cost)
+	res.Policy = l.p
+	return res, err
+}
+
+// windowLimiter is Window's Limiter.
+type windowLimiter struct {
+	w      *sketch.CountMinWindow
+	p      Policy
+	period time.Duration
+	keep   int
+}
+
+// Window makes a Limiter of a Count-Min window: at most limit requests a
+// key over the periods the window covers, decided by w's AllowString
+// without counting refused requests (a client that keeps knocking is not
+// kept out longer), so every process that shares w's file shares the
+// quota.
+//
+// The policy's Quota is limit and its Window the window's length, Period
+// times Keep (0 on a window that turns only by Rotate). A Result's
+// Remaining is limit less the decision's Estimate (0 past it): never more
+// than the key has left, since estimates are never low. RetryAfter is the
+// decision's RetryAfter. ResetAfter is the time until every period the
+// window covers now has left it, by the clock: the rest of the current
+// period plus Keep-1 periods (Rotate can only bring it sooner), at least
+// RetryAfter; 0 on a window that turns only by Rotate.
+//
+// The window counts one request at a time: Limit returns ErrCost for any
+// other cost. A nil w, a limit of 0 and a limit past the largest quota the
+// header fields carry (999999999999999) are errors.
+func Window(w *sketch.CountMinWindow, limit uint64, name string) (Limiter, error) {
+	switch {
+	case w == nil:
+		return nil, fmt.Errorf("httplimit: policy %q: nil window", name)
+	case limit == 0 || limit > maxInteger:
+		return nil, fmt.Errorf("httplimit: policy %q: limit %d not in 1..%d", name, limit, uint64(maxInteger))
+	}
+	win := w.Config().Window
+	l := &windowLimiter{w: w, period: win.Period, keep: win.Keep}
+	l.p = Policy{Name: name, Quota: limit}
+	if win.Period > 0 && win.Keep > 0 {
+		l.p.Window = mulDuration(win.Period, win.Keep)
+	}
+	return l, nil
+}
+
+func (l *windowLimiter) Policy() Policy { return l.p }
+
+func (l *windowLimiter) Limit(_ context.Context, key string, cost uint64) (Result, error) {
+	if cost != 1 {
+		return Result{}, fmt.Errorf("%w: policy %q counts one request at a time, not %d", ErrCost, l.p.Name, cost)
+	}
+	d, err := l.w.AllowString(key, l.p.Quota, false)
+	if err != nil {
+		return Result{}, err
+	}
+	res := Result{Policy: l.p, Allowed: d.Allowed(), ResetAfter: l.resetAfter(time.Now())}
+	if est := d.Estimate(); est < l.p.Quota {
+		res.Remaining = l.p.Quota - est
+	}
+	if !res.Allowed {
+		res.RetryAfter = d.RetryAfter()
+		res.ResetAfter = max(res.ResetAfter, res.RetryAfter)
+	}
+	return res, nil
+}
+
+// resetAfter is the time from now until the periods the window covers
+// now have all left it: the rest of the current period, then Keep-1 more.
+func (l *windowLimiter) resetAfter(now time.Time) time.Duration {
+	if l.period <= 0 || l.keep <= 0 {
+		return 0
+	}
+	rest := l.period - time.Duration(now.UnixNano()%int64(l.period))
+	return addDuration(rest, mulDuration(l.period, l.keep-1))
+}
+
+// mulDuration is d times n (both at least 0), at most the largest
+// Duration.
+func mulDuration(d time.Duration, n int) time.Duration {
+	if n > 0 && d > math.MaxInt64/time.Duration(n) {
+		return math.MaxInt64
+	}
+	return d * time.Duration(n)
+}
+
+// addDuration is a+b (both at least 0), at most the largest Duration.
+func addDuration(a, b time.Duration) time.Duration {
+	if a > math.MaxInt64-b {
+		return math.MaxInt64
+	}
+	return a + b
+}
