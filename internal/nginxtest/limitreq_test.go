@@ -1,6 +1,9 @@
 package nginxtest
 
 import (
+	"fmt"
+	"maps"
+	"slices"
 	"testing"
 	"time"
 )
@@ -71,6 +74,45 @@ type counts struct {
 	ambiguous, ambiguousDiffered int
 	widened                      int // ambiguity window widened by nginx's $request_time
 	mismatches                   int
+	perKey                       map[string]*[2]int // allowed, refused
+	last                         map[string]Result  // each key's last request
+}
+
+// add counts nginx's decision on r.
+func (c *counts) add(r Result) {
+	if c.perKey == nil {
+		c.perKey, c.last = make(map[string]*[2]int), make(map[string]Result)
+	}
+	if c.perKey[r.Key] == nil {
+		c.perKey[r.Key] = new([2]int)
+	}
+	c.total++
+	p, seen := c.last[r.Key]
+	if r.Allowed {
+		c.allowed++
+		c.perKey[r.Key][0]++
+		if seen && !p.Allowed {
+			c.afterRefusal++
+		}
+		if seen && r.MS-p.MS >= 1000 {
+			c.afterIdle++
+		}
+	} else {
+		c.refused++
+		c.perKey[r.Key][1]++
+	}
+	c.last[r.Key] = r
+}
+
+// String is the report: the totals, then allowed/refused for each key.
+func (c *counts) String() string {
+	s := fmt.Sprintf("%d requests: %d allowed (%d right after a refusal of their key, %d after 1 s idle), %d refused; "+
+		"%d ambiguous (within 2 ms of a boundary; %d of them decided otherwise by nginx; %d with a window widened by $request_time); %d mismatches; allowed/refused by key:",
+		c.total, c.allowed, c.afterRefusal, c.afterIdle, c.refused, c.ambiguous, c.ambiguousDiffered, c.widened, c.mismatches)
+	for _, k := range slices.Sorted(maps.Keys(c.perKey)) {
+		s += fmt.Sprintf(" %s %d/%d", k, c.perKey[k][0], c.perKey[k][1])
+	}
+	return s
 }
 
 // TestNginx_LimitReqMatchesGCRA replays a seeded trace through a real
@@ -93,26 +135,12 @@ func TestNginx_LimitReqMatchesGCRA(t *testing.T) {
 	ms := int64(time.Millisecond)
 	var c counts
 	spread := make(map[string]int64) // the largest Spread seen on each key
-	last := make(map[string]Result)  // each key's last request
-	refused := make(map[string]bool) // whether it was refused
 	for i, r := range res {
-		now := r.MS * ms
-		newTat, margin := m.margin(r.Key, now, 1)
+		c.add(r)
+		newTat, margin := m.margin(r.Key, r.MS*ms, 1)
 		want := margin <= 0
 		spread[r.Key] = max(spread[r.Key], r.Spread)
 		slack := (2 + spread[r.Key]) * ms
-		c.total++
-		if r.Allowed {
-			c.allowed++
-			if refused[r.Key] {
-				c.afterRefusal++
-			}
-			if p, ok := last[r.Key]; ok && r.MS-p.MS >= 1000 {
-				c.afterIdle++
-			}
-		} else {
-			c.refused++
-		}
 		switch {
 		case -slack <= margin && margin <= slack:
 			c.ambiguous++
@@ -130,12 +158,9 @@ func TestNginx_LimitReqMatchesGCRA(t *testing.T) {
 			}
 		}
 		m.follow(r.Key, newTat, r.Allowed)
-		last[r.Key], refused[r.Key] = r, !r.Allowed
 	}
-	t.Logf("%d requests: %d allowed (%d right after a refusal of their key, %d after 1 s idle), %d refused; "+
-		"%d ambiguous (within 2 ms of a boundary; %d of them decided otherwise by nginx; %d with a window widened by $request_time); %d mismatches",
-		c.total, c.allowed, c.afterRefusal, c.afterIdle, c.refused, c.ambiguous, c.ambiguousDiffered, c.widened, c.mismatches)
+	t.Log(c.String())
 	if c.refused == 0 || c.afterRefusal == 0 || c.afterIdle == 0 {
-		t.Errorf("the trace did not exercise refusals, recovery after them and idle keys: %+v", c)
+		t.Errorf("the trace did not exercise refusals, recovery after them and idle keys: %s", c.String())
 	}
 }

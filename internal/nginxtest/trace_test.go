@@ -25,7 +25,7 @@ func TestGenerateTrace_Seeded(t *testing.T) {
 		}
 		keys[r.Key]++
 	}
-	for _, k := range []string{"burst", "over", "edge", "idle", "mixed0", "mixed1"} {
+	for _, k := range []string{"burst", "over", "edge", "idle", "mixed0", "mixed1", "mixed2"} {
 		if keys[k] == 0 {
 			t.Errorf("GenerateTrace(1) has no request on %q (keys: %v)", k, keys)
 		}
