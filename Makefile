@@ -10,7 +10,8 @@
 #             parts, without qemu-user the runs under it. Under CI=true a
 #             skip fails instead: CI runs everything
 # make deps   install gcc, libc6-dev, make, qemu-user-static, prometheus
-#             (for promtool) and redis-server when missing, as root with
+#             (for promtool), redis-server, postgresql-15 with
+#             postgresql-15-hll and nginx when missing, as root with
 #             apt-get (.ci/install-deps; otherwise it says what it could
 #             not install, and passes)
 # make bench  the benchmarks, both cores beside a sync.Mutex+map baseline
