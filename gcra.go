@@ -67,9 +67,19 @@ func (r Rate) String() string {
 	return fmt.Sprintf("%d/%v", r.Count, r.Per)
 }
 
-// interval is the emission interval, Per/Count in nanoseconds rounded
-// up: a rate whose interval is not a whole nanosecond is kept a little
-// stricter, by less than a nanosecond a request.
+// Interval is the emission interval, the time one request moves a key's
+// theoretical arrival time: Per/Count rounded up to a whole nanosecond
+// (a rate whose interval is not one is kept a little stricter, by less
+// than a nanosecond a request). It is 0 for a rate that is not valid.
+func (r Rate) Interval() time.Duration {
+	iv, err := r.interval()
+	if err != nil {
+		return 0
+	}
+	return time.Duration(iv)
+}
+
+// interval is Interval in nanoseconds, or why the rate is not valid.
 func (r Rate) interval() (uint64, error) {
 	switch {
 	case r.Count == 0 || r.Per <= 0:

@@ -166,3 +166,43 @@ func addDuration(a, b time.Duration) time.Duration {
 	}
 	return a + b
 }
+
+// gcraLimiter is GCRA's Limiter.
+type gcraLimiter struct {
+	g *sketch.GCRA
+	p Policy
+}
+
+// GCRA makes a Limiter of a rate limiter with a burst (sketch.GCRA):
+// requests of a key pass at its Rate, with Burst more at once, decided
+// by g's AllowString, so every process that shares g's file shares each
+// key's budget. A refused request counts nothing.
+//
+// The policy's Quota is Burst+1, what an idle key may send at once, and
+// its Window the time that quota takes to come back, (Burst+1) times
+// the rate's interval: the draft's "q requests in w seconds" holds over
+// any such span. A Result's Remaining, RetryAfter and ResetAfter are the
+// decision's. A cost is passed on: a cost of 0 peeks (counts nothing,
+// answered as a cost of 1 would be), one past Burst+1 is the limiter's
+// error. A nil g is an error.
+func GCRA(g *sketch.GCRA, name string) (Limiter, error) {
+	if g == nil {
+		return nil, fmt.Errorf("httplimit: policy %q: nil rate limiter", name)
+	}
+	cfg := g.Config()
+	quota := cfg.Burst + 1
+	if quota > maxInteger {
+		return nil, fmt.Errorf("httplimit: policy %q: a burst of %d is past the largest quota the fields carry (%d)", name, cfg.Burst, uint64(maxInteger))
+	}
+	return &gcraLimiter{g: g, p: Policy{Name: name, Quota: quota, Window: mulDuration(cfg.Rate.Interval(), int(quota))}}, nil
+}
+
+func (l *gcraLimiter) Policy() Policy { return l.p }
+
+func (l *gcraLimiter) Limit(_ context.Context, key string, cost uint64) (Result, error) {
+	d, err := l.g.AllowString(key, cost)
+	if err != nil {
+		return Result{}, err
+	}
+	return Result{Policy: l.p, Allowed: d.Allowed, Remaining: d.Remaining, ResetAfter: d.ResetAfter, RetryAfter: d.RetryAfter}, nil
+}
