@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 	"unsafe"
@@ -373,12 +374,12 @@ func newGCRA(m *mapping) (*GCRA, error) {
 // allowed and is ErrInvalidArgument. On error (closed, read-only,
 // frozen) it decides nothing.
 func (g *GCRA) Allow(key []byte, cost uint64) (RateDecision, error) {
-	return g.allow(key, cost, time.Now().UnixNano())
+	return g.allow(key, cost, unixClock.now())
 }
 
 // AllowString is Allow for a string key, without copying it.
 func (g *GCRA) AllowString(key string, cost uint64) (RateDecision, error) {
-	return g.allow(unsafe.Slice(unsafe.StringData(key), len(key)), cost, time.Now().UnixNano())
+	return g.allow(unsafe.Slice(unsafe.StringData(key), len(key)), cost, unixClock.now())
 }
 
 // AllowAt is Allow at the time at instead of now: for replaying a trace
@@ -447,7 +448,7 @@ func (g *GCRA) decision(allowed bool, tat, now, cost uint64, peek bool) RateDeci
 // C core on the cgo build from a few keys on (one crossing for many
 // keys). A cost of 0 peeks at each.
 func (g *GCRA) AllowBatch(keys [][]byte, cost uint64, out []RateDecision) error {
-	return g.allowBatch(keys, cost, time.Now().UnixNano(), out)
+	return g.allowBatch(keys, cost, unixClock.now(), out)
 }
 
 // AllowBatchAt is AllowBatch at the time at instead of now, as AllowAt
@@ -612,4 +613,51 @@ func (g *GCRA) Snapshot(at Place, opts ...Option) (*GCRA, error) {
 func (g *GCRA) copyRegion(dst []byte) error {
 	copyWords(dst, g.l.Stripes)
 	return nil
+}
+
+// unixClock is the clock the limiters decide by: the Unix clock, which
+// every process of a host shares, read in one clock read where
+// time.Now takes two (on a virtual machine's clock each costs as much as
+// a decision). It keeps the Unix time of one monotonic instant and adds
+// the monotonic time since, and takes the Unix time again a second after
+// it last did, so that a clock set meanwhile is seen within a second (as
+// if it had been set up to a second later).
+var unixClock wallClock
+
+type wallClock struct {
+	mu    sync.Mutex
+	base  atomic.Pointer[clockBase]
+	stale atomic.Bool // set by a timer a second after base was taken
+}
+
+// clockBase is a time.Now reading: its monotonic instant and Unix time.
+type clockBase struct {
+	at   time.Time
+	unix int64
+}
+
+// wallResync is how long a base serves.
+const wallResync = time.Second
+
+// now is the Unix time in nanoseconds.
+func (c *wallClock) now() int64 {
+	b := c.base.Load()
+	if b == nil || c.stale.Load() {
+		b = c.resync()
+	}
+	return b.unix + int64(time.Since(b.at))
+}
+
+func (c *wallClock) resync() *clockBase {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if b := c.base.Load(); b != nil && !c.stale.Load() {
+		return b
+	}
+	t := time.Now()
+	b := &clockBase{at: t, unix: t.UnixNano()}
+	c.base.Store(b)
+	c.stale.Store(false)
+	time.AfterFunc(wallResync, func() { c.stale.Store(true) })
+	return b
 }

@@ -45,12 +45,13 @@ type GCRA struct {
 	Interval, Window uint64
 }
 
-// The words of a decision stripe: allowed and refused decisions, and the
-// cost the allowed ones took.
+// The words of a decision stripe: allowed and refused decisions, and
+// the cost the allowed ones took past 1 each (so that a decision of cost
+// 1, the usual one, is one atomic add).
 const (
 	GCRAAllowed = 0
 	GCRARefused = 1
-	GCRACost    = 2
+	GCRAExtra   = 2
 )
 
 // Decide decides a request of cost (at least 1, at most Window/Interval)
@@ -105,13 +106,15 @@ func (l *GCRA) TAT(lo, hi uint64) uint64 {
 	return tat
 }
 
-// Count counts decisions in the calling goroutine's stripe: allowed ones
-// with the cost they took, and refused ones.
+// Count counts decisions in the calling goroutine's stripe: allowed
+// ones with the cost they took, and refused ones.
 func (l *GCRA) Count(allowed, refused, cost uint64) {
 	s := l.Stripe()
 	if allowed != 0 {
 		atomic.AddUint64((*uint64)(unsafe.Add(s, GCRAAllowed*8)), allowed)
-		atomic.AddUint64((*uint64)(unsafe.Add(s, GCRACost*8)), cost)
+		if cost > allowed {
+			atomic.AddUint64((*uint64)(unsafe.Add(s, GCRAExtra*8)), cost-allowed)
+		}
 	}
 	if refused != 0 {
 		atomic.AddUint64((*uint64)(unsafe.Add(s, GCRARefused*8)), refused)
@@ -122,13 +125,14 @@ func (l *GCRA) Count(allowed, refused, cost uint64) {
 // the allowed ones took (each wrapping at 2^64, which a decision a
 // nanosecond would take five centuries to reach).
 func (l *GCRA) Counts() (allowed, refused, cost uint64) {
+	var extra uint64
 	for i := 0; i < StripeCount; i++ {
 		s := unsafe.Add(l.Stripes, uintptr(i)*StripeBytes)
 		allowed += atomic.LoadUint64((*uint64)(unsafe.Add(s, GCRAAllowed*8)))
 		refused += atomic.LoadUint64((*uint64)(unsafe.Add(s, GCRARefused*8)))
-		cost += atomic.LoadUint64((*uint64)(unsafe.Add(s, GCRACost*8)))
+		extra += atomic.LoadUint64((*uint64)(unsafe.Add(s, GCRAExtra*8)))
 	}
-	return allowed, refused, cost
+	return allowed, refused, allowed + extra
 }
 
 // Stripe returns the decision stripe for the calling goroutine, picked

@@ -1,0 +1,70 @@
+//go:build linux
+
+package sketch
+
+import (
+	"fmt"
+	"testing"
+	"time"
+)
+
+// BenchmarkGCRAAllow: a rate limiter's decision against a Count-Min
+// window's Add of the same shape (the default, 5 x 4096: a key's cells in
+// five rows), in one run, on the zipf stream: the yardstick is a
+// decision at most 1.2 window Adds. The limiter allows everything (so
+// every decision writes, the dearer case) or nearly nothing (reads
+// only). AllowAt saves the clock read, to show what it costs.
+func BenchmarkGCRAAllow(b *testing.B) {
+	z, _, _ := benchStreams()
+	keys, mask := z.bytes, len(z.bytes)-1
+	sh := benchDefaultShape
+	w := benchWindow(b, sh)
+	b.Run("window-Add", func(b *testing.B) {
+		b.ReportAllocs()
+		var sum uint64
+		withThreadCPU(b, func() {
+			for i := 0; b.Loop(); i++ {
+				v, _ := w.Add(keys[i&mask])
+				sum += v
+			}
+		})
+		benchSink.Add(sum)
+	})
+	for _, tc := range []struct {
+		name string
+		cfg  GCRAConfig
+	}{
+		{"allowing", GCRAConfig{Rate: Rate{Count: 1e9, Per: time.Second}, Burst: 1 << 20}},
+		{"refusing", GCRAConfig{Rate: Rate{Count: 1, Per: time.Hour}, Burst: 0}},
+	} {
+		tc.cfg.Rows, tc.cfg.Width, tc.cfg.Seed = sh.rows, sh.width, benchSeed
+		g, err := OpenGCRA(Memory(), tc.cfg)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer g.Close()
+		b.Run(fmt.Sprintf("GCRA-Allow/%s", tc.name), func(b *testing.B) {
+			b.ReportAllocs()
+			var sum uint64
+			withThreadCPU(b, func() {
+				for i := 0; b.Loop(); i++ {
+					d, _ := g.Allow(keys[i&mask], 1)
+					sum += d.Remaining
+				}
+			})
+			benchSink.Add(sum)
+		})
+		at := time.Now()
+		b.Run(fmt.Sprintf("GCRA-AllowAt/%s", tc.name), func(b *testing.B) {
+			b.ReportAllocs()
+			var sum uint64
+			withThreadCPU(b, func() {
+				for i := 0; b.Loop(); i++ {
+					d, _ := g.AllowAt(keys[i&mask], 1, at)
+					sum += d.Remaining
+				}
+			})
+			benchSink.Add(sum)
+		})
+	}
+}
