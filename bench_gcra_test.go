@@ -67,4 +67,27 @@ func BenchmarkGCRAAllow(b *testing.B) {
 			benchSink.Add(sum)
 		})
 	}
+	// Two limits decided together: a rate limiter allowing everything and
+	// a window whose limit nothing reaches, so that each decision reads
+	// the rate limiter, then counts in the window and the rate limiter.
+	g, err := OpenGCRA(Memory(), GCRAConfig{Rate: Rate{Count: 1e9, Per: time.Second}, Burst: 1 << 20, Rows: sh.rows, Width: sh.width, Seed: benchSeed})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer g.Close()
+	ls, err := NewLimits(g, WindowLimit{w, 1 << 62})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Run("Limits-Allow/gcra+window", func(b *testing.B) {
+		b.ReportAllocs()
+		var sum int
+		withThreadCPU(b, func() {
+			for i := 0; b.Loop(); i++ {
+				d, _ := ls.Allow(keys[i&mask], 1)
+				sum += d.Refused
+			}
+		})
+		benchSink.Add(uint64(sum))
+	})
 }

@@ -57,6 +57,12 @@ func (w *CountMinWindow) Allow(key []byte, limit uint64, countRefused bool) (Dec
 		return Decision{}, w.allowRefused(limit)
 	}
 	lo, hi := cells.Hash(key, w.slots[0].Seed)
+	return w.allowHashed(key, lo, hi, limit, countRefused)
+}
+
+// allowHashed is Allow once the key is hashed (Limits hashes a key once
+// for every limit of one seed).
+func (w *CountMinWindow) allowHashed(key []byte, lo, hi, limit uint64, countRefused bool) (Decision, error) {
 	// The decision is kept in registers until the end: a Decision written
 	// field by field and copied out costs the copy a stall.
 	est, winP, counted, allowed, ok := w.allowPair(key, lo, hi, limit, countRefused)

@@ -400,6 +400,11 @@ func (g *GCRA) allow(key []byte, cost uint64, now int64) (RateDecision, error) {
 		return RateDecision{}, err
 	}
 	lo, hi := cells.Hash(key, g.l.Seed)
+	return g.allowHashed(lo, hi, cost, now)
+}
+
+// allowHashed is allow once the key is hashed, after mayDecide.
+func (g *GCRA) allowHashed(lo, hi, cost uint64, now int64) (RateDecision, error) {
 	if cost == 0 {
 		return g.decision(false, g.l.TAT(lo, hi), uint64(now), 1, true), g.after("allow")
 	}
