@@ -6,12 +6,14 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -71,7 +73,19 @@ func fillArena(t *testing.T, a *sketch.Arena) map[series]float64 {
 	dw.AddString("v1")
 	dw.Rotate()
 	dw.AddString("v2")
+	gl, err := sketch.OpenGCRA(a.Place("api/limit"), sketch.GCRAConfig{Rate: sketch.Rate{Count: 10, Per: time.Second}, Burst: 2, Rows: 2, Width: 64})
+	closeLater(gl, err)
+	at := time.Now().Add(time.Hour) // busy until then: a scrape now finds its cells busy
+	for range 4 {
+		gl.AllowAt([]byte("tenant-1"), 1, at) // 3 allowed (burst 2), the 4th refused
+	}
+	gl.AllowAt([]byte("tenant-2"), 2, at)
 	return map[series]float64{
+		{"sketch_rate_limit_allowed_cost_total", "api/limit"}:   5,
+		{"sketch_rate_limit_busy_cells", "api/limit"}:           float64(gl.Stats().Busy),
+		{"sketch_rate_limit_busy_ratio", "api/limit"}:           gl.Stats().BusyRate,
+		{"sketch_rate_limit_requests_per_second", "api/limit"}:  10,
+		{"sketch_rate_limit_burst", "api/limit"}:                2,
 		{"sketch_distinct_estimate", "visitors/min"}:            dw.Stats().Estimate,
 		{"sketch_window_current_period", "visitors/min"}:        1,
 		{"sketch_window_rotations_total", "visitors/min"}:       1,
@@ -124,6 +138,7 @@ var kinds = map[string]sketch.Kind{
 	"recent":       sketch.KindBloomWindow,
 	"visitors":     sketch.KindDistinct,
 	"visitors/min": sketch.KindDistinctWindow,
+	"api/limit":    sketch.KindGCRA,
 }
 
 // scrape serves reg with promhttp and returns the body, in the text
@@ -232,7 +247,7 @@ func TestArenaCollector_Scrape(t *testing.T) {
 		"sketch_arena_bytes":            float64(st.Bytes),
 		"sketch_arena_used_bytes":       float64(st.Used),
 		"sketch_arena_free_bytes":       float64(st.Free),
-		"sketch_arena_structures":       7,
+		"sketch_arena_structures":       8,
 		"sketch_arena_max_structures":   float64(st.Capacity),
 		"sketch_lock_writer":            0,
 		"sketch_lock_writer_dead":       0,
@@ -347,6 +362,7 @@ func TestSamplesOf(t *testing.T) {
 		{sketch.BloomWindowStats{}, sketch.KindBloomWindow},
 		{sketch.DistinctStats{}, sketch.KindDistinct},
 		{sketch.DistinctWindowStats{}, sketch.KindDistinctWindow},
+		{sketch.GCRAStats{}, sketch.KindGCRA},
 	} {
 		kind, samples, ok := samplesOf(tc.stats)
 		if !ok || kind != tc.kind || len(samples) < 3 {
@@ -470,5 +486,29 @@ func TestNewCollector_FleetPart(t *testing.T) {
 	}
 	if _, ok := value(t, fams, series{"sketch_fleet_counted", "local"}); ok {
 		t.Error("a sketch without a fleet part has a sketch_fleet_counted series")
+	}
+}
+
+// TestArenaCollector_RateLimitDecisions: a rate limiter's decisions are
+// one counter labelled by outcome, as fillArena made them (4 allowed, 1
+// refused).
+func TestArenaCollector_RateLimitDecisions(t *testing.T) {
+	a, _ := newArena(t)
+	fillArena(t, a)
+	m := a.Metrics()
+	defer m.Close()
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(NewArenaCollector(m))
+	fam := parse(t, scrape(t, reg))["sketch_rate_limit_decisions_total"]
+	got := map[string]float64{}
+	for _, mt := range fam.GetMetric() {
+		l := labelMap(mt)
+		if l["structure"] != "api/limit" || l["kind"] != string(sketch.KindGCRA) {
+			t.Errorf("sketch_rate_limit_decisions_total has a series of %q, kind %q", l["structure"], l["kind"])
+		}
+		got[l["outcome"]] = mt.GetCounter().GetValue()
+	}
+	if want := map[string]float64{"allowed": 4, "refused": 1}; !maps.Equal(got, want) {
+		t.Errorf("sketch_rate_limit_decisions_total by outcome = %v, want %v", got, want)
 	}
 }

@@ -27,6 +27,12 @@
 //	sketch_heavy_hitter_estimate   gauge    a candidate table's 10 loudest keys, labelled rank and key
 //	sketch_distinct_estimate       gauge    distinct count and window (never sum it across hosts: below)
 //	sketch_distinct_relative_standard_error  gauge  distinct count and window
+//	sketch_rate_limit_decisions_total      counter  rate limiter: decisions, labelled outcome (allowed or refused)
+//	sketch_rate_limit_allowed_cost_total   counter  rate limiter: what the allowed decisions cost
+//	sketch_rate_limit_busy_cells           gauge    rate limiter: cells holding a time in the future
+//	sketch_rate_limit_busy_ratio           gauge    rate limiter: busy cells over all of them
+//	sketch_rate_limit_requests_per_second  gauge    rate limiter: its rate
+//	sketch_rate_limit_burst                gauge    rate limiter: its burst
 //
 // Names and keys come from the file, and whoever writes it chooses them:
 // a label value is the name or key as it is when it is printable UTF-8,

@@ -60,10 +60,22 @@ var (
 	// structure, so the label set stays bounded (keys come and go).
 	fHeavy = &family{"sketch_heavy_hitter_estimate",
 		"A loud key's estimate now (never below its count), by its rank in the candidate table, at most the 10 loudest.", prometheus.GaugeValue, []string{"rank", "key"}}
+	fDecisions = &family{"sketch_rate_limit_decisions_total",
+		"A rate limiter's decisions of a cost above 0, in every process since the last reset, by outcome: allowed (counted) or refused.", prometheus.CounterValue, []string{"outcome"}}
+	fAllowedCost = &family{"sketch_rate_limit_allowed_cost_total",
+		"What a rate limiter's allowed decisions cost, summed, in every process since the last reset (their count for requests of cost 1).", prometheus.CounterValue, nil}
+	fBusyCells = &family{"sketch_rate_limit_busy_cells",
+		"A rate limiter's cells that hold a time in the future: keys that would not be allowed their whole burst now.", prometheus.GaugeValue, nil}
+	fBusyRatio = &family{"sketch_rate_limit_busy_ratio",
+		"A rate limiter's busy cells over all of them: past about 1 - 0.5^(1/rows), keys often look busier than they are.", prometheus.GaugeValue, nil}
+	fRateLimit = &family{"sketch_rate_limit_requests_per_second",
+		"A rate limiter's rate: the requests of cost 1 a key is allowed a second in the long run.", prometheus.GaugeValue, nil}
+	fBurst = &family{"sketch_rate_limit_burst",
+		"A rate limiter's burst: a key that was idle is allowed burst+1 requests of cost 1 at once.", prometheus.GaugeValue, nil}
 )
 
 // structureFamilies are every family samples may return, for Describe.
-var structureFamilies = []*family{fAdds, fChanges, fAddsPresent, fCounted, fFleetCounted, fErrorBound, fFill, fItems, fFalsePositive, fCurrent, fOldest, fRotations, fBytes, fFrozen, fCandidatesHeld, fAdmissions, fHeavy, fDistinct, fDistinctError}
+var structureFamilies = []*family{fAdds, fChanges, fAddsPresent, fCounted, fFleetCounted, fErrorBound, fFill, fItems, fFalsePositive, fCurrent, fOldest, fRotations, fBytes, fFrozen, fCandidatesHeld, fAdmissions, fHeavy, fDistinct, fDistinctError, fDecisions, fAllowedCost, fBusyCells, fBusyRatio, fRateLimit, fBurst}
 
 // The families of an arena and of its file's lock, without labels.
 var (
@@ -94,7 +106,7 @@ var arenaFamilies = []*family{fArenaBytes, fArenaUsed, fArenaFree, fArenaStructu
 // Stats is every kind's Stats type that the collectors export: a
 // structure's Stats method is the function NewCollector takes.
 type Stats interface {
-	sketch.CountMinStats | sketch.BloomStats | sketch.CountingBloomStats | sketch.CountMinWindowStats | sketch.BloomWindowStats | sketch.DistinctStats | sketch.DistinctWindowStats
+	sketch.CountMinStats | sketch.BloomStats | sketch.CountingBloomStats | sketch.CountMinWindowStats | sketch.BloomWindowStats | sketch.DistinctStats | sketch.DistinctWindowStats | sketch.GCRAStats
 }
 
 // sample is one value of a structure.
@@ -168,6 +180,15 @@ func samplesOf(stats any) (sketch.Kind, []sample, bool) {
 			sample{f: fCurrent, v: float64(s.Current)},
 			sample{f: fOldest, v: float64(s.Oldest)},
 			sample{f: fRotations, v: float64(s.Turns)}), true
+	case sketch.GCRAStats:
+		return sketch.KindGCRA, append(fileSamples(s.FileStats),
+			sample{f: fDecisions, v: float64(s.Allowed), lv: []string{"allowed"}},
+			sample{f: fDecisions, v: float64(s.Refused), lv: []string{"refused"}},
+			sample{f: fAllowedCost, v: float64(s.Cost)},
+			sample{f: fBusyCells, v: float64(s.Busy)},
+			sample{f: fBusyRatio, v: s.BusyRate},
+			sample{f: fRateLimit, v: perSecond(s.Rate)},
+			sample{f: fBurst, v: float64(s.Burst)}), true
 	}
 	return "", nil, false
 }
@@ -207,6 +228,15 @@ func arenaSamples(s sketch.ArenaMetricsStats) []sample {
 			sample{f: fLockHandles, v: float64(l.Handles)})
 	}
 	return out
+}
+
+// perSecond is a rate in requests a second, 0 for the zero rate (a
+// closed limiter's Stats keep its rate).
+func perSecond(r sketch.Rate) float64 {
+	if r.Per <= 0 {
+		return 0
+	}
+	return float64(r.Count) / r.Per.Seconds()
 }
 
 func boolValue(b bool) float64 {

@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 	"unicode/utf8"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -117,6 +118,8 @@ func fuzzArena(t *testing.T, path string, keys []string) []sketch.ArenaEntry {
 	must(dc, err)
 	dw, err := sketch.OpenDistinctWindow(a.Place("dw"), sketch.DistinctWindowConfig{Window: sketch.Window{Keep: 2}, Distinct: sketch.DistinctConfig{Precision: 4}})
 	must(dw, err)
+	gl, err := sketch.OpenGCRA(a.Place("gcra"), sketch.GCRAConfig{Rate: sketch.Rate{Count: 1, Per: time.Second}, Burst: 3, Rows: 2, Width: 64})
+	must(gl, err)
 	for i, k := range keys[:min(len(keys), 32)] {
 		cms.AddN([]byte(k), uint64(1+i%5))
 		cmw.AddN([]byte(k), uint64(1+i%5))
@@ -125,6 +128,7 @@ func fuzzArena(t *testing.T, path string, keys []string) []sketch.ArenaEntry {
 		bw.AddString(k)
 		dc.AddString(k)
 		dw.AddString(k)
+		gl.AllowString(k, uint64(1+i%4))
 	}
 	return a.List()
 }

@@ -4,6 +4,7 @@ package prom
 
 import (
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/shmsketch/sketch"
@@ -50,6 +51,10 @@ func TestNewCollector_EveryKind(t *testing.T) {
 	dw.Rotate()
 	dw.AddString("b")
 	dw.AddString("c")
+	gl, err := sketch.OpenGCRA(sketch.Memory(), sketch.GCRAConfig{Rate: sketch.Rate{Count: 5, Per: time.Minute}, Burst: 1, Rows: 2, Width: 64})
+	must(err)
+	defer gl.Close()
+	gl.AllowString("k", 2)
 
 	reg := prometheus.NewPedanticRegistry()
 	reg.MustRegister(
@@ -60,6 +65,7 @@ func TestNewCollector_EveryKind(t *testing.T) {
 		NewCollector("bw", bw.Stats),
 		NewCollector("dc", dc.Stats),
 		NewCollector("dw", dw.Stats),
+		NewCollector("gcra", gl.Stats),
 	)
 	fams := parse(t, scrape(t, reg))
 	for _, tc := range []struct {
@@ -76,6 +82,8 @@ func TestNewCollector_EveryKind(t *testing.T) {
 		{"dc", sketch.KindDistinct, "sketch_distinct_estimate", dc.Stats().Estimate},
 		{"dw", sketch.KindDistinctWindow, "sketch_distinct_estimate", dw.Stats().Estimate},
 		{"dw", sketch.KindDistinctWindow, "sketch_window_current_period", 1},
+		{"gcra", sketch.KindGCRA, "sketch_rate_limit_allowed_cost_total", 2},
+		{"gcra", sketch.KindGCRA, "sketch_rate_limit_requests_per_second", 5.0 / 60},
 	} {
 		found := false
 		for _, m := range fams[tc.family].GetMetric() {

@@ -160,12 +160,16 @@ func neverLowRow(race, fill phaseResult, rc, fc arenaCheckResult) row {
 		caught = append(caught, c.Backend+" "+strings.Join(per, " "))
 	}
 	lowBad += rc.CheckOther + fc.CheckOther
+	var shorts []string
+	for _, k := range specKinds {
+		shorts = append(shorts, structKindOf(k).short)
+	}
 	return row{
-		test:       "arena counts never low: Count-Min (and window) estimate >= recorded adds, no Bloom (counting, window) false negative",
+		test:       "arena counts never low: Count-Min (and window) estimate >= recorded adds, no Bloom (counting, window) false negative, no rate limiter key idle once decided",
 		runs:       fmt.Sprintf("%d answers", asked),
 		violations: lowBad,
-		figure: fmt.Sprintf("Count-Min Check: %d clean, %d ErrTornAdd, %d other; negative control caught (CM BF CBF CMW BW): %s%s",
-			rc.CheckClean+fc.CheckClean, rc.CheckTorn+fc.CheckTorn, rc.CheckOther+fc.CheckOther, strings.Join(caught, ", "), note(firstOf(rc.FirstProblem, fc.FirstProblem))),
+		figure: fmt.Sprintf("Count-Min Check: %d clean, %d ErrTornAdd, %d other; negative control caught (%s): %s%s",
+			rc.CheckClean+fc.CheckClean, rc.CheckTorn+fc.CheckTorn, rc.CheckOther+fc.CheckOther, strings.Join(shorts, " "), strings.Join(caught, ", "), note(firstOf(rc.FirstProblem, fc.FirstProblem))),
 	}
 }
 

@@ -47,6 +47,7 @@ func listOf(set []arenaName) []sketch.ArenaEntry {
 func TestJudgeList(t *testing.T) {
 	set := testSet()
 	conflict := *set[1].Conflict
+	n := len(set) // a name of each kind of the arena phases
 	tests := []struct {
 		name  string
 		list  func() []sketch.ArenaEntry
@@ -54,23 +55,23 @@ func TestJudgeList(t *testing.T) {
 		want  listFindings
 	}{
 		{"every name once", func() []sketch.ArenaEntry { return listOf(set) },
-			func(t *arenaTally) { t.opened[0], t.opened[4] = 3, 1 }, listFindings{Listed: 5}},
+			func(t *arenaTally) { t.opened[0], t.opened[4] = 3, 1 }, listFindings{Listed: n}},
 		{"a name twice", func() []sketch.ArenaEntry { return append(listOf(set), listOf(set)[2]) },
-			func(*arenaTally) {}, listFindings{Listed: 6, Dups: 1}},
+			func(*arenaTally) {}, listFindings{Listed: n + 1, Dups: 1}},
 		{"a name nobody asks for", func() []sketch.ArenaEntry {
 			return append(listOf(set), sketch.ArenaEntry{Name: "stray", Kind: sketch.KindBloom, Config: sketch.BloomConfig{Capacity: 1}})
-		}, func(*arenaTally) {}, listFindings{Listed: 6, Unknown: 1}},
+		}, func(*arenaTally) {}, listFindings{Listed: n + 1, Unknown: 1}},
 		{"the conflicting spec stored", func() []sketch.ArenaEntry {
 			l := listOf(set)
 			l[1] = sketch.ArenaEntry{Name: set[1].Name, Kind: conflict.Kind, Config: conflict.config()}
 			return l
-		}, func(*arenaTally) {}, listFindings{Listed: 5, BadConfig: 1}},
+		}, func(*arenaTally) {}, listFindings{Listed: n, BadConfig: 1}},
 		{"a returned name not listed", func() []sketch.ArenaEntry { return listOf(set)[1:] },
-			func(t *arenaTally) { t.opened[0] = 1 }, listFindings{Listed: 4, Lost: 1}},
+			func(t *arenaTally) { t.opened[0] = 1 }, listFindings{Listed: n - 1, Lost: 1}},
 		{"a name asked for but never returned, not listed", func() []sketch.ArenaEntry { return listOf(set)[1:] },
-			func(*arenaTally) {}, listFindings{Listed: 4}},
+			func(*arenaTally) {}, listFindings{Listed: n - 1}},
 		{"a refused name listed", func() []sketch.ArenaEntry { return listOf(set) },
-			func(t *arenaTally) { t.full[3] = 2 }, listFindings{Listed: 5, FullListed: 1}},
+			func(t *arenaTally) { t.full[3] = 2 }, listFindings{Listed: n, FullListed: 1}},
 		{"a refused name not listed", func() []sketch.ArenaEntry { return listOf(set)[:3] },
 			func(t *arenaTally) { t.full[3] = 2 }, listFindings{Listed: 3}},
 	}

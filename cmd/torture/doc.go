@@ -22,7 +22,11 @@
 // finding torn adds only, Inspect finding no damage. A negative control
 // records adds that never happened, for keys nobody adds (for the windows,
 // in their current periods); every checker must report them, so that its
-// zero for the real keys means something.
+// zero for the real keys means something. The storm's rate limiter is
+// asked at the workers' clocks (AllowAt, AllowBatchAt) and every allowed
+// decision logged with one write; the supervisor holds each key's logged
+// cost over any span [a, b] to (b-a)/interval + burst+1, a control of
+// burst+2 at one instant included, and calls Check (ratelimit.go).
 //
 // The run is a table of parts (parts.go), each in a directory of its own;
 // -only runs some of them:

@@ -30,6 +30,7 @@ type stormFiles struct {
 	bf  *sketch.Bloom
 	cbf *sketch.CountingBloom
 	hll *sketch.Distinct
+	gl  *sketch.GCRA           // the rate limiter (ratelimit.go)
 	cmw *sketch.CountMinWindow // turned by Rotate
 	bw  *sketch.BloomWindow
 	cmc *sketch.CountMinWindow // turned by the clock

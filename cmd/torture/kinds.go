@@ -68,6 +68,17 @@ type distinctCount interface {
 	Count() uint64
 }
 
+// limiter is the rate limiter's decisions, which the generic parts take
+// for adds: a decision of cost 1 now, whose answer they drop, and a peek
+// (cost 0) refused for "maybe present" (ratelimit.go).
+type limiter interface {
+	handle
+	Allow(key []byte, cost uint64) (sketch.RateDecision, error)
+	AllowString(key string, cost uint64) (sketch.RateDecision, error)
+	AllowBatch(keys [][]byte, cost uint64, out []sketch.RateDecision) error
+	Snapshot(at sketch.Place, opts ...sketch.Option) (*sketch.GCRA, error)
+}
+
 // windowed is what both windows do alike.
 type windowed interface {
 	Rotate() error
@@ -84,6 +95,7 @@ var (
 	_ filter        = (*sketch.BloomWindow)(nil)
 	_ distinctCount = (*sketch.Distinct)(nil)
 	_ distinctCount = (*sketch.DistinctWindow)(nil)
+	_ limiter       = (*sketch.GCRA)(nil)
 	_ windowed      = (*sketch.DistinctWindow)(nil)
 	_ windowed      = (*sketch.CountMinWindow)(nil)
 	_ windowed      = (*sketch.BloomWindow)(nil)
@@ -245,6 +257,23 @@ var structKinds = []structKind{
 		faultMost:    distinctMost(slots),
 		faultAnswers: answerPresence,
 	}),
+	// The rate limiter is a presence filter in the generic parts
+	// (ratelimit.go); in the storm, workers decide at the rate and log
+	// what was allowed.
+	kindOf(sketch.KindGCRA, "gcra", sketch.OpenGCRA, mergeSelf[*sketch.GCRA], kindParts{
+		faultConfig:  func(size uint64) any { return gcraFor(size) },
+		faultAnswers: answerPresence,
+		storm: []stormPart{{file: "storm.gcra", config: stormGCRA,
+			keep: func(s *stormFiles, h any) { s.gl = h.(*sketch.GCRA) }}},
+		byteOrder: boGCRA,
+		arena: &arenaKind{
+			small: func(rng *rand.Rand) structSpec { return structSpec{Rows: 2 + rng.IntN(3), Width: 64 << rng.IntN(4)} },
+			fill:  func(rng *rand.Rand) structSpec { return structSpec{Rows: 2, Width: 1024 << rng.IntN(4)} },
+			large: structSpec{Rows: 4, Width: 1 << 17}, // 4 MiB
+			grow:  func(s *structSpec) { s.Width *= 2 },
+			shape: gcraShape,
+		},
+	}),
 }
 
 // kindOf is the row of the kind whose constructor is open.
@@ -343,6 +372,14 @@ func addsOf(h any) adds {
 		return dropAnswers[bool](h)
 	case distinctCount:
 		return adds{add: h.Add, addString: h.AddString, addBatch: h.AddBatch}
+	case limiter:
+		return adds{
+			add:       func(key []byte) error { _, err := h.Allow(key, 1); return err },
+			addString: func(key string) error { _, err := h.AllowString(key, 1); return err },
+			addBatch: func(keys [][]byte) error {
+				return h.AllowBatch(keys, 1, make([]sketch.RateDecision, len(keys)))
+			},
+		}
 	}
 	panic(fmt.Sprintf("torture: no adds on a %T", h))
 }
@@ -370,6 +407,8 @@ func ask(h any, key []byte) uint64 {
 		return 0
 	case distinctCount:
 		return min(h.Count(), 1)
+	case limiter:
+		return busy(h, key)
 	}
 	panic(fmt.Sprintf("torture: no answers from a %T", h))
 }

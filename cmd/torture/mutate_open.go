@@ -217,6 +217,14 @@ var probeSteps = []struct {
 	{"AddBatch without answers", true, probing(func(p *probe, h handle) { p.call(addsOf(h).addBatch(p.keys)) })},
 	{"Remove", true, probing(func(p *probe, b *sketch.CountingBloom) { _, err := b.Remove(p.keys[1]); p.call(err) })},
 	{"Remove absent", true, probing(func(p *probe, b *sketch.CountingBloom) { _, err := b.RemoveString("never added"); p.call(err) })},
+	{"Allow", true, probing(func(p *probe, g *sketch.GCRA) {
+		_, err := g.Allow(p.keys[2], 1)
+		p.call(err)
+		g.AllowString("x", 0)
+	})},
+	{"AllowBatchAt", true, probing(func(p *probe, g *sketch.GCRA) {
+		p.call(g.AllowBatchAt(p.keys, 1, time.Now(), make([]sketch.RateDecision, len(p.keys))))
+	})},
 	{"Check after adds", true, probing(func(p *probe, h handle) { p.call(h.Check()) })},
 	{"Rotate", true, probing(func(p *probe, w windowed) { p.call(w.Rotate()) })},
 	{"Add after Rotate", true, probing(func(p *probe, w windowed) { p.call(addsOf(w).add(p.keys[3])); ask(w, p.keys[3]) })},

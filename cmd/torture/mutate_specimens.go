@@ -128,6 +128,25 @@ func plainMakers(keys [][]byte, seed func() uint64) []specimenMaker {
 			}
 			return closeAfter(b, err)
 		}},
+		{"gcra-empty", func(p string) error {
+			return closeAfter(sketch.OpenGCRA(sketch.Path(p), sketch.GCRAConfig{Rate: presenceRate, Rows: 2, Width: 64, Seed: seed()}))
+		}},
+		{"gcra-decided", func(p string) error {
+			g, err := sketch.OpenGCRA(sketch.Path(p), sketch.GCRAConfig{Rate: sketch.Rate{Count: 10, Per: time.Second}, Burst: 3, Rows: 4, Width: 256, Seed: seed()})
+			if err == nil {
+				err = g.AllowBatch(keys, 1, make([]sketch.RateDecision, len(keys)))
+				g.Allow(keys[0], 4)
+			}
+			return closeAfter(g, err)
+		}},
+		{"gcra-frozen", func(p string) error {
+			g, err := sketch.OpenGCRA(sketch.Path(p), sketch.GCRAConfig{Rate: presenceRate, Keys: 16, Seed: seed()})
+			if err == nil {
+				g.AllowBatch(keys, 1, make([]sketch.RateDecision, len(keys)))
+				err = g.Freeze()
+			}
+			return closeAfter(g, err)
+		}},
 	}
 }
 

@@ -31,6 +31,7 @@ type stormResult struct {
 	elapsed      time.Duration
 	rotations    [2]uint64 // the Rotate windows' periods at the end (Count-Min, Bloom): their turns
 	clockTurns   [2]uint64 // the clock windows' periods turned from the start to the end
+	gcra         gcraResult
 }
 
 // runStorm starts cfg.workers workers of both builds on the storm's files and
@@ -95,6 +96,7 @@ func runStorm(dir string, builds []build, cfg stormConfig) (stormResult, error) 
 	if err := sumStormRecords(dir, &res); err != nil {
 		return res, err
 	}
+	res.gcra = checkGCRA(dir, s.gl, cfg.workers)
 	res.rotations = [2]uint64{s.cmw.Current(), s.bw.Current()}
 	res.clockTurns = [2]uint64{s.cmc.Current() - clockFrom[0], s.bwc.Current() - clockFrom[1]}
 	return res, nil

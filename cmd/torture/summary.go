@@ -37,7 +37,8 @@ func stormRows(r stormResult) []row {
 	for f := 0; f < fields; f++ {
 		rows = append(rows, promiseRow(r, f, passes))
 	}
-	return append(rows, checkRow(r, passes), controlRow(r))
+	rows = append(rows, checkRow(r, passes), controlRow(r))
+	return append(rows, gcraRows(r.gcra)...)
 }
 
 // promiseRow is the row of the promise of field f: no answer below the

@@ -3,6 +3,8 @@ package main
 import (
 	"fmt"
 	"math/rand/v2"
+
+	"github.com/shmsketch/sketch"
 )
 
 // runWorker adds to the storm's structures until it is killed, raising its
@@ -10,7 +12,9 @@ import (
 // (which the cgo build serves from the C core). Window adds, to the Rotate
 // windows and the clock's, are recorded with the period they landed in,
 // when it is known. Counting Bloom removes take back the worker's own adds
-// (remove.go), merges bring in a side structure's (merge.go). Slot 0 also
+// (remove.go), merges bring in a side structure's (merge.go). Rate limiter
+// decisions are logged, each allowed one once it returned (ratelimit.go),
+// as the record cannot hold times. Slot 0 also
 // rotates the Rotate windows. A call that fails ends the worker with an
 // error, which the supervisor counts.
 func runWorker(dir string, slot int, seed uint64) error {
@@ -31,9 +35,13 @@ func runWorker(dir string, slot int, seed uint64) error {
 		}
 		refreshWindowControl(control, s) // a rotator killed after a turn left it one behind
 	}
+	glog, err := openGCRALog(dir, slot)
+	if err != nil {
+		return err
+	}
 	var mg merger
 	w := &stormWorker{s: s, rec: rec, clock: clock, rng: rand.New(rand.NewPCG(seed, uint64(slot))),
-		batch: make([][]byte, 0, 64), idx: make([]int, 0, 64)}
+		batch: make([][]byte, 0, 64), idx: make([]int, 0, 64), glog: glog, answers: make([]sketch.RateDecision, 64)}
 	rng := w.rng
 	for {
 		if w.batch, w.idx, err = mg.maybeMerge(rng, s, rec, w.batch, w.idx); err != nil {
@@ -45,7 +53,7 @@ func runWorker(dir string, slot int, seed uint64) error {
 			}
 		}
 		key := rng.IntN(realKeys)
-		if err := w.call(rng.IntN(14), key); err != nil {
+		if err := w.call(rng.IntN(16), key); err != nil {
 			return err
 		}
 		rec.returned()
@@ -61,9 +69,13 @@ type stormWorker struct {
 	clock bool // the worker adds to the clock windows too
 	batch [][]byte
 	idx   []int
+	// glog logs the rate limiter's allowed decisions, answers holds a
+	// batch's.
+	glog    *gcraLog
+	answers []sketch.RateDecision
 }
 
-// call makes the call op (0 to 13) with key, or a batch of keys.
+// call makes the call op (0 to 15) with key, or a batch of keys.
 func (w *stormWorker) call(op, key int) error {
 	switch {
 	case op <= 2:
@@ -86,8 +98,10 @@ func (w *stormWorker) call(op, key int) error {
 			}
 		}
 		return nil
-	default:
+	case op <= 13:
 		return w.distinct(op, key)
+	default: // decisions of the rate limiter, logged rather than recorded
+		return w.limit(op)
 	}
 }
 
