@@ -178,6 +178,12 @@ func (w *watcher) tick() error {
 	if l.Count != nil {
 		rows = append(rows, viewRow{name: "items", value: fmt.Sprintf("about %.0f", *l.Count)})
 	}
+	if l.Refused != nil {
+		rows = append(rows, viewRow{name: "refused", value: count(*l.Refused) + " (of the decisions)"})
+	}
+	if l.Busy != nil {
+		rows = append(rows, viewRow{name: "busy", value: percent(*l.Busy) + " of cells (keys there are not allowed their whole burst)"})
+	}
 	for i, h := range l.Loudest {
 		rows = append(rows, viewRow{name: fmt.Sprintf("loudest #%d", i+1), value: fmt.Sprintf("%s  %s (at least %s)", keyText(h), count(h.Estimate), count(h.Low)), plain: keyText(h) + ":" + fmt.Sprint(h.Estimate)})
 	}
