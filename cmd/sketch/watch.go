@@ -26,7 +26,9 @@ estimated keys, a Count-Min window's periods, total and error bound, a
 Bloom window's periods, adds and its current period's fill (a window's
 rate is of its adds since it was made, which keep every period, while
 its total drops as periods leave it), a distinct
-count's count (its total; the rate is new distinct keys per second),
+count's count (its total; the rate is new distinct keys per second), a
+rate limiter's decisions (its total; the rate is decisions per second),
+refusals and busy cells,
 whether it is frozen, and the state of the file's lock. A window's
 current period shows when it started on the clock (a window turned by
 rotate has no clock times). An arena (FILE alone) shows a line a
