@@ -25,7 +25,7 @@ over the window), a counting Bloom filter's count, or whether a Bloom
 filter or window had the key before ("added" or "probably present
 before"; a window's in any period it covers; -n changes nothing in a
 set), or a distinct count's count after the add (-n changes nothing
-either). With no KEY, or "-", it reads one key a line from standard
+either). A rate limiter has no add: sketch allow decides its requests. With no KEY, or "-", it reads one key a line from standard
 input, in batches (empty lines are skipped), and prints how many it added;
 with --weighted, each line is KEY<TAB>N and counts KEY N times (a counting
 Bloom filter adds it N times, up to the 15 where its counters stick).
@@ -67,6 +67,9 @@ sketch add --if-absent /dev/shm/gateway.arena:banned key-7f3a`,
 				return err
 			}
 			defer s.Close()
+			if _, ok := s.(*gcra); ok {
+				return fmt.Errorf("%s: %w", t, errRateNoAdd) // before standard input is read
+			}
 			if *ifAbsent {
 				b, ok := s.(*countingBloom)
 				if !ok {

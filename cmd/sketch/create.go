@@ -13,12 +13,12 @@ import (
 	"github.com/shmsketch/sketch"
 )
 
-const kindList = "countmin, bloom, countingbloom, countminwindow, bloomwindow, distinct, distinctwindow or arena"
+const kindList = "countmin, bloom, countingbloom, countminwindow, bloomwindow, distinct, distinctwindow, gcra or arena"
 
 var createCmd = &command{
 	name:       "create",
 	opensFiles: true,
-	args:       "FILE[:NAME] --kind countmin|bloom|countingbloom|countminwindow|bloomwindow|distinct|distinctwindow|arena [SIZING]",
+	args:       "FILE[:NAME] --kind countmin|bloom|countingbloom|countminwindow|bloomwindow|distinct|distinctwindow|gcra|arena [SIZING]",
 	summary:    "create a sketch file, an arena, or a structure in an arena",
 	details: `
 Create makes a new sketch file and prints what it made: its shape, its
@@ -40,7 +40,12 @@ PostgreSQL's hll extension (at most 2^17 registers), whose exports
 (sketch export --format postgresql) unite in PostgreSQL with keys added
 there (both hashes are public: crafted keys can aim at them); a distinct
 window by a distinct count's sizing and
---keep and --period; an arena by --size, the bytes of its file (K, M and
+--keep and --period; a rate limiter (gcra, see sketch allow) by --rate,
+the requests a key may make in the long run as nginx's limit_req writes
+it (10/s, 10r/s, 30r/m, 1/h, or 100/10s), --burst B, how many more an
+idle key may make at once (B+1 in all, as limit_req's burst=B nodelay),
+and --keys N, the keys busy at once it is sized for (default 4096: 1 MiB),
+or --rows and --width, its grid of times; an arena by --size, the bytes of its file (K, M and
 G suffixes are KiB, MiB and GiB).
 
 FILE:NAME makes a structure named NAME in the existing arena FILE (from
@@ -69,14 +74,15 @@ sketch create /dev/shm/web.arena:clients --kind countminwindow --period 1m --kee
 sketch create /dev/shm/web.arena:recent --kind bloomwindow --period 10m --keep 6 --capacity 100000 --fp-rate 0.001
 sketch create /dev/shm/web.arena:clients-distinct --kind distinct --redis
 sketch create /dev/shm/web.arena:clients-per-minute --kind distinctwindow --period 1m --keep 1 --redis
+sketch create /dev/shm/web.arena:login-rate --kind gcra --rate 10r/m --burst 5 --keys 100000
 (umask 077; od -An -tu8 -N8 /dev/urandom > seed)
 sketch create /dev/shm/a.cms --seed-file seed; sketch create /dev/shm/b.cms --seed-file seed`,
 	setup: func(fs *flag.FlagSet) func([]string) error {
 		kind := fs.String("kind", "countmin", "`KIND` to create: "+kindList)
 		errRate := fs.Float64("error", 0, "countmin, countminwindow: error rate ε, in (0, 1) (default 0.001): estimates are high by at most ε·total; distinct, distinctwindow: relative standard error, in (0, 1) (default 0.0081)")
 		conf := fs.Float64("confidence", 0, "countmin, countminwindow: confidence of the error bound, in (0, 1) (default 0.99)")
-		rows := fs.Int("rows", 0, "countmin, countminwindow: rows, instead of --error and --confidence")
-		width := fs.Int("width", 0, "countmin, countminwindow: counters a row (rounded up to a power of two), with --rows")
+		rows := fs.Int("rows", 0, "countmin, countminwindow: rows, instead of --error and --confidence; gcra: rows of times, 1 to 16, instead of --keys")
+		width := fs.Int("width", 0, "countmin, countminwindow: counters a row; gcra: times a row (either rounded up to a power of two), with --rows")
 		cands := fs.Int("candidates", 0, "countmin, countminwindow: keep a table of the `K` loudest keys beside the counters, for sketch top")
 		fleet := fs.Bool("fleet", false, "countmin, countminwindow: keep a fleet part beside the counters, the rest of a fleet's counts, which a fleet agent writes and every answer adds")
 		candBytes := fs.Int("candidate-key-bytes", 0, fmt.Sprintf("countmin, countminwindow: bytes of a key the table keeps (default %d; a longer key is kept as a prefix and its hash)", sketch.DefaultCandidateKeyBytes))
@@ -87,6 +93,9 @@ sketch create /dev/shm/a.cms --seed-file seed; sketch create /dev/shm/b.cms --se
 		precision := fs.Int("precision", 0, "distinct, distinctwindow: `P`, 4 to 18: 2^P registers of a byte, instead of --error")
 		redis := fs.Bool("redis", false, "distinct, distinctwindow: Redis's hash and 16384 registers, for exports that merge with Redis's HyperLogLogs")
 		postgresql := fs.Bool("postgresql", false, "distinct, distinctwindow: the hash of PostgreSQL's hll extension (hll_hash_bytea), precision at most 17, for exports that unite with its hll values")
+		rateText := fs.String("rate", "", "gcra: `RATE` a key may make requests at in the long run, as nginx writes it: 10/s, 10r/s, 30r/m, 1/h, 100/10s (required)")
+		burst := fs.Uint64("burst", 0, "gcra: requests past the rate a key may make at once: an idle key is allowed `B`+1 at once (nginx's burst=B nodelay)")
+		keys := fs.Int("keys", 0, "gcra: size the grid for `N` keys busy at once (default 4096: 1 MiB), instead of --rows and --width")
 		size := fs.String("size", "", "arena: `BYTES` of the file, with an optional K, M or G (required)")
 		mode := fs.String("mode", "0600", "permission bits of a new file, in octal")
 		seedFile := fs.String("seed-file", "", "read the secret hash seed of a new file from `FILE` (\"-\": standard input), one decimal or 0x hex number; FILE must not be readable by every user (default: a random seed)")
@@ -102,28 +111,17 @@ sketch create /dev/shm/a.cms --seed-file seed; sketch create /dev/shm/b.cms --se
 			if err != nil {
 				return usageError("--mode %q is not an octal mode", *mode)
 			}
-			sizing, ok := sizingOf(*kind)
-			if !ok {
-				return usageError("--kind %q: this build makes %s", *kind, kindList)
-			}
-			// A flag that does not apply is a mistake, not something to ignore.
-			var bad error
-			fs.Visit(func(f *flag.Flag) {
-				switch {
-				case bad != nil:
-				case f.Name == "seed":
-					bad = errSeedOnCommandLine
-				case t.name != "" && (f.Name == "mode" || f.Name == "seed-file" || f.Name == "seed-from"):
-					bad = usageError("--%s: %s is made in the arena %s, whose file has its mode and seed", f.Name, t, t.path)
-				case isSizing(f.Name) && !contains(sizing, f.Name):
-					bad = usageError("--%s does not size a %s", f.Name, *kind)
-				}
-			})
-			if bad != nil {
-				return bad
+			if err := createFlagsApply(fs, t, *kind); err != nil {
+				return err
 			}
 			if *seedFrom != "" && *seedFile != "" {
 				return usageError("give --seed-file or --seed-from, not both")
+			}
+			var rate sketch.Rate
+			if *rateText != "" {
+				if rate, err = sketch.ParseRate(*rateText); err != nil {
+					return usageError("--rate: %s", message(err))
+				}
 			}
 			// --error is a Count-Min sketch's or a distinct count's, as
 			// --kind says (sizingOf let it through for that kind only).
@@ -131,6 +129,7 @@ sketch create /dev/shm/a.cms --seed-file seed; sketch create /dev/shm/b.cms --se
 				kind: *kind, cms: sketch.CountMinConfig{ErrorRate: *errRate, Confidence: *conf, Rows: *rows, Width: *width, Candidates: *cands, CandidateKeyBytes: *candBytes, Fleet: *fleet},
 				capacity: *capacity, fpRate: *fpRate, window: sketch.Window{Period: *period, Keep: *keep},
 				distinct: sketch.DistinctConfig{Error: *errRate, Precision: *precision, Redis: *redis, PostgreSQL: *postgresql},
+				rate:     rate, burst: *burst, keys: *keys,
 			}
 			if err := flags.validate(); err != nil {
 				return err
@@ -178,6 +177,29 @@ sketch create /dev/shm/a.cms --seed-file seed; sketch create /dev/shm/b.cms --se
 	},
 }
 
+// createFlagsApply refuses a kind this build does not make, and a flag
+// given that does not apply to what create makes at t: a mistake, not
+// something to ignore.
+func createFlagsApply(fs *flag.FlagSet, t target, kind string) error {
+	sizing, ok := sizingOf(kind)
+	if !ok {
+		return usageError("--kind %q: this build makes %s", kind, kindList)
+	}
+	var bad error
+	fs.Visit(func(f *flag.Flag) {
+		switch {
+		case bad != nil:
+		case f.Name == "seed":
+			bad = errSeedOnCommandLine
+		case t.name != "" && (f.Name == "mode" || f.Name == "seed-file" || f.Name == "seed-from"):
+			bad = usageError("--%s: %s is made in the arena %s, whose file has its mode and seed", f.Name, t, t.path)
+		case isSizing(f.Name) && !contains(sizing, f.Name):
+			bad = usageError("--%s does not size a %s", f.Name, kind)
+		}
+	})
+	return bad
+}
+
 // badConfigUsage makes a sizing or mode the library refuses
 // (sketch.ErrInvalidConfig: --error 2, --keep 300, --mode 0666) the bad
 // argument it is: exit 2, with the usage.
@@ -200,6 +222,9 @@ type createFlags struct {
 	fpRate   float64
 	window   sketch.Window
 	distinct sketch.DistinctConfig
+	rate     sketch.Rate // gcra: zero when --rate is not given
+	burst    uint64
+	keys     int
 	seed     uint64
 }
 
@@ -222,6 +247,12 @@ func (f createFlags) distinctConfig() sketch.DistinctConfig {
 	cfg := f.distinct
 	cfg.Seed = f.seed
 	return cfg
+}
+
+// gcraConfig is the rate limiter config the flags give, with the seed;
+// --rows and --width give its grid as they give a Count-Min sketch's.
+func (f createFlags) gcraConfig() sketch.GCRAConfig {
+	return sketch.GCRAConfig{Rate: f.rate, Burst: f.burst, Keys: f.keys, Rows: f.cms.Rows, Width: f.cms.Width, Seed: f.seed}
 }
 
 // makeStructure makes the structure of f's kind at p.
@@ -378,6 +409,10 @@ func printCreated(t target, s structure, region uint64, jsonOut bool) error {
 		figures = fmt.Sprintf("counts cover %s, within %s of the true count about two times in three, %s 95%% of the time",
 			windowText(sketch.Window{Period: st.Period, Keep: st.Keep}), percent(st.StdError), percent(2*st.StdError))
 		figures += publicHash(st.Redis, st.PostgreSQL)
+	case sketch.GCRAStats:
+		bytes = st.Bytes
+		figures = fmt.Sprintf("each key is allowed %v in the long run and %d at once when idle (burst %d); a key sharing its cells with busier ones is refused early, never allowed more",
+			st.Rate, st.Burst+1, st.Burst)
 	case sketch.BloomWindowStats:
 		bytes = st.Bytes
 		figures = fmt.Sprintf("answers cover %s; false positives about %s a period at %s each, up to about %s over the window",

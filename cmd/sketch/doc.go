@@ -1,15 +1,17 @@
 // Command sketch creates, feeds, queries and checks shared sketch files
 // from the shell, against the live file that other processes are writing.
 //
-//	sketch create FILE[:NAME] [--kind countmin|bloom|countingbloom|countminwindow|bloomwindow|distinct|distinctwindow|arena] [SIZING] [--mode 0600] [--seed-file FILE|- | --seed-from OTHER]
+//	sketch create FILE[:NAME] [--kind countmin|bloom|countingbloom|countminwindow|bloomwindow|distinct|distinctwindow|gcra|arena] [SIZING] [--mode 0600] [--seed-file FILE|- | --seed-from OTHER]
 //	    SIZING: --error E --confidence C | --rows R --width W (countmin, countminwindow);
 //	    --capacity N --fp-rate P (bloom, countingbloom, bloomwindow: each period's);
 //	    --period D --keep K (countminwindow, bloomwindow, distinctwindow); --error E | --precision P, --redis | --postgresql (distinct, distinctwindow);
+//	    --rate R [--burst B] [--keys N | --rows R --width W] (gcra: R as nginx writes it, 10/s, 10r/s, 30r/m, 1/h);
 //	    --size N (arena); --candidates K [--candidate-key-bytes B] (countmin, countminwindow: a table of the K loudest keys)
 //	sketch add FILE[:NAME] [KEY...]        count keys; none or "-": one a line from standard input (--weighted: KEY<TAB>N; --if-absent: a counting Bloom filter's key once)
 //	sketch del FILE[:NAME] KEY...          take one copy of each key out of a counting Bloom filter
-//	sketch allow FILE[:NAME] KEY... --limit N   count a request a key and decide it against a rate limit (a Count-Min window; exit 4: refused)
-//	sketch query FILE[:NAME] [KEY...]      estimates with error bars, presence, counts; a distinct count's or window's count; --top N of candidates from standard input (none there: exit 2)
+//	sketch allow [--cost N] FILE[:NAME] KEY...   decide a request a key on a rate limiter (gcra; exit 4: refused)
+//	sketch allow --limit N FILE[:NAME] KEY...    count a request a key and decide it against a limit (a Count-Min window; exit 4: refused)
+//	sketch query FILE[:NAME] [KEY...]      estimates with error bars, presence, counts; a distinct count's or window's count; a rate limiter's peek; --top N of candidates from standard input (none there: exit 2)
 //	sketch top FILE[:NAME]                 the loudest keys of a candidate table (-n N, --json)
 //	sketch stats FILE[:NAME]               everything Stats reports; an arena's, a row a structure
 //	sketch inspect FILE                    header, directory, lock state (--show-seed for the secret seed)
@@ -68,7 +70,10 @@
 //
 // Commands that only read (query, top, stats, inspect, check, watch, and the
 // sources of merge and snapshot) open the file read-only: they work on a file the user
-// may only read, while its writers go on.
+// may only read, while its writers go on. query on a rate limiter is the
+// exception: its peek is the library's Allow of cost 0, which needs a
+// handle that may write, so it opens the file read-write, and refuses a
+// frozen one.
 //
 // The library refuses a sketch file owned by a user other than the caller
 // and root, who could truncate it under the command (sketch.ErrNotOwner);
@@ -141,9 +146,12 @@
 //     "keys_per_second"}; "total" is watch's. add --if-absent: {"key",
 //     "added"} a key, or from standard input {"file", "keys", "added"}.
 //   - del: {"key", "removed", "count"} a key, "count" after the removal.
-//   - allow: {"key", "allowed", "counted", "estimate", "low", "turns",
-//     "retry_after", "period"} a key: the library's Decision, "retry_after"
-//     in nanoseconds.
+//   - allow: on a Count-Min window {"key", "allowed", "counted",
+//     "estimate", "low", "turns", "retry_after", "period"} a key: the
+//     library's Decision, "retry_after" in nanoseconds. On a rate limiter
+//     (and query's peek of one) {"key", "allowed", "cost", "remaining",
+//     "retry_after", "reset_after"} a key: the library's RateDecision,
+//     the durations in nanoseconds, "cost" 0 for a peek.
 //   - stats: {"file", "structures": [{"name", "kind", "description",
 //     "stats"}]}, one element a structure (every structure of an arena),
 //     and for an arena "arena", its ArenaStats. "stats" is the library's
@@ -165,8 +173,10 @@
 //     "estimated", "rate", "adds", "adds_present"}], "bytes", "frozen",
 //     "read_only", "closed") or DistinctStats ("precision", "registers",
 //     "redis", "postgresql", "estimate", "std_error", "zero", "register_changes", "bytes",
-//     "frozen", "read_only", "closed"). A structure's "bytes" is its whole
-//     file's.
+//     "frozen", "read_only", "closed") or GCRAStats ("rate": {"count",
+//     "per" in nanoseconds}, "burst", "rows", "width", "allowed",
+//     "refused", "cost", "busy", "busy_rate", "bytes", "frozen",
+//     "read_only", "closed"). A structure's "bytes" is its whole file's.
 //   - inspect: the library's FileInfo: {"path", "format_version",
 //     "byte_order", "bytes", "mode", "uid", "gid", "header_bytes",
 //     "data_offset", "sealed", "arena", "reader_slots",
@@ -183,7 +193,9 @@
 //     "fill" and "count" (Bloom and counting Bloom filters; a Bloom
 //     window's current period), "current" and "oldest" (a window's
 //     periods), "start" (when the current period started, while only the
-//     clock has turned the window). "total" is everything counted
+//     clock has turned the window), "refused" and "busy_rate" (a rate
+//     limiter's refusals and the share of its cells busy, its "total"
+//     being its decisions). "total" is everything counted
 //     (Count-Min), the adds (Bloom and counting Bloom filters), or what
 //     the periods a window covers counted (a Bloom window's adds). An arena's FILE: {"time", "file", "arena" (its
 //     ArenaStats), "lock", "structures": [{"name", "kind", "per_second",
@@ -194,10 +206,10 @@
 //     "seconds"}, and "oldest" and "current", the periods a window's
 //     snapshot covers; "kind" is the snapshot's ("countmin" for a
 //     Count-Min window's, "bloom" for a Bloom window's, "distinct" for a
-//     distinct window's, "arena").
+//     distinct window's, "gcra", "arena").
 //   - version: {"version", "backend", "go", "format_version"}.
 //
 // Kinds are named "countmin", "bloom", "countingbloom", "countminwindow",
-// "bloomwindow", "distinct" and "distinctwindow"; create also makes an
-// "arena".
+// "bloomwindow", "distinct", "distinctwindow" and "gcra" (a rate
+// limiter); create also makes an "arena".
 package main

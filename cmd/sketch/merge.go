@@ -18,7 +18,9 @@ files are opened read-only, so frozen copies shipped from other hosts
 merge too. Count-Min sketches add counter by counter (DST then answers
 the sum), Bloom filters OR their bits (the union), counting Bloom filters
 add counter by counter, saturating at 15, distinct counts keep each
-register's largest value (the count of the union); Count-Min and Bloom
+register's largest value (the count of the union), rate limiters of one
+rate and burst keep each cell's latest time (DST then refuses what any of
+them would; their decision counts are not merged); Count-Min and Bloom
 windows do not merge. Structures in arenas are FILE:NAME.`,
 	example: `sketch create total.cbf --kind countingbloom --capacity 1000000 --seed-from host1.cbf
 sketch merge total.cbf host1.cbf host2.cbf

@@ -23,6 +23,7 @@ var configFields = strings.NewReplacer(
 	"CandidateKeyBytes ", "--candidate-key-bytes ",
 	"Candidates ", "--candidates ",
 	"window Period ", "--period ",
+	"give either Keys or Rows and Width, not both", "give either --keys or --rows and --width, not both",
 )
 
 // message is err's message as the command prints it after "sketch CMD: ".

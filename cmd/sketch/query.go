@@ -25,15 +25,22 @@ over the periods it covers), a Bloom filter's "probably present" or
 counting Bloom filter's "probably present, count N" (added minus removed;
 15 means 15 or more) or "definitely absent". A distinct count answers no
 key: query FILE prints its count of distinct keys with its 95% range (two
-standard errors either side). With no KEY, or "-", the keys come one a
+standard errors either side). A rate limiter (gcra) peeks: it prints
+what allow would decide for a request of cost 1 now ("would be allowed"
+or "would be refused", remaining, retry after, reset after) and counts
+nothing; its peek is the library's Allow of cost 0, which needs a handle
+that may write, so query opens a rate limiter read-write (and refuses a
+frozen one, or one the user may only read). --top N prints the N busiest
+of the keys given, the furthest from their whole burst. With no KEY, or "-", the keys come one a
 line from standard input (empty lines are skipped); input that holds no
 key is a usage error (exit 2), as no KEY is to del and allow, since a
 query of nothing answers nothing. --top N reads candidate keys (a sketch
 stores none) and prints the N loudest, loudest first. It opens the file
-read-only.`,
+read-only, but for a rate limiter.`,
 	example: `sketch query /dev/shm/clients.cms 192.0.2.1 192.0.2.7
 sketch query /dev/shm/web.arena:seen req-81f3
 sketch query /dev/shm/web.arena:clients-distinct
+sketch query /dev/shm/gateway.arena:per-client 192.0.2.7
 cut -d' ' -f1 access.log | sort -u | sketch query --top 10 /dev/shm/clients.cms`,
 	setup: func(fs *flag.FlagSet) func([]string) error {
 		top := fs.Int("top", 0, "print the `N` loudest of the candidate keys")
@@ -48,6 +55,13 @@ cut -d' ' -f1 access.log | sort -u | sketch query --top 10 /dev/shm/clients.cms`
 			s, _, err := openTargetArg(args[0], false)
 			if err != nil {
 				return err
+			}
+			ask := func(b [][]byte) ([]answer, error) { return s.query(b), nil }
+			if _, ok := s.(peeker); ok {
+				s.Close()
+				if s, ask, err = openPeeker(args[0]); err != nil {
+					return err
+				}
 			}
 			defer s.Close()
 			keys := args[1:]
@@ -73,9 +87,9 @@ cut -d' ' -f1 access.log | sort -u | sketch query --top 10 /dev/shm/clients.cms`
 			}
 			var n int
 			if *top > 0 {
-				n, err = queryTop(s, next, *top, *jsonOut)
+				n, err = queryTop(ask, next, *top, *jsonOut)
 			} else {
-				n, err = queryAll(s, next, *jsonOut)
+				n, err = queryAll(ask, next, *jsonOut)
 			}
 			if err == nil && n == 0 {
 				return usageError("no KEY: give keys after FILE, or one a line on standard input, which held none")
@@ -87,7 +101,7 @@ cut -d' ' -f1 access.log | sort -u | sketch query --top 10 /dev/shm/clients.cms`
 
 // queryAll prints the answer of every key next serves, and returns how
 // many there were.
-func queryAll(s structure, next func() ([][]byte, error), jsonOut bool) (int, error) {
+func queryAll(ask func([][]byte) ([]answer, error), next func() ([][]byte, error), jsonOut bool) (int, error) {
 	n := 0
 	for {
 		batch, err := next()
@@ -98,10 +112,37 @@ func queryAll(s structure, next func() ([][]byte, error), jsonOut bool) (int, er
 			return n, err
 		}
 		n += len(batch)
-		for i, a := range s.query(batch) {
+		as, err := ask(batch)
+		if err != nil {
+			return n, err
+		}
+		for i, a := range as {
 			printAnswer(a, string(batch[i]), jsonOut)
 		}
 	}
+}
+
+// peeker is a structure whose answers are a peek through a call that
+// needs a handle that may write: a rate limiter, whose library peek is
+// Allow with cost 0 (which counts nothing, and refuses a read-only
+// handle).
+type peeker interface {
+	peek(keys [][]byte) ([]answer, error)
+}
+
+// openPeeker opens the peeker arg names read-write, for its peeks, and
+// returns it with how to ask it.
+func openPeeker(arg string) (structure, func([][]byte) ([]answer, error), error) {
+	s, t, err := openTargetArg(arg, true)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%w (a rate limiter's query peeks through the library's Allow of cost 0, which needs a handle that may write: a file that is not frozen, and write access to it)", err)
+	}
+	p, ok := s.(peeker)
+	if !ok {
+		s.Close()
+		return nil, nil, fmt.Errorf("%s changed while query opened it: it now holds a %s", t, s.describe())
+	}
+	return s, p.peek, nil
 }
 
 // counting is a structure that answers with one count, not a key at a
@@ -135,7 +176,7 @@ func printAnswer(a answer, key string, jsonOut bool) {
 
 // queryTop prints the n loudest distinct candidates, loudest first; ties
 // in key order. It returns how many candidates next served.
-func queryTop(s structure, next func() ([][]byte, error), n int, jsonOut bool) (int, error) {
+func queryTop(ask func([][]byte) ([]answer, error), next func() ([][]byte, error), n int, jsonOut bool) (int, error) {
 	seen := map[string]bool{}
 	h := &topHeap{}
 	keys := 0
@@ -155,7 +196,11 @@ func queryTop(s structure, next func() ([][]byte, error), n int, jsonOut bool) (
 				fresh = append(fresh, k)
 			}
 		}
-		for i, a := range s.query(fresh) {
+		as, err := ask(fresh)
+		if err != nil {
+			return keys, err
+		}
+		for i, a := range as {
 			e := topEntry{key: string(fresh[i]), a: a}
 			if h.Len() < n {
 				heap.Push(h, e)

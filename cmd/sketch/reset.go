@@ -14,7 +14,8 @@ var resetCmd = &command{
 Reset forgets everything, in every process: a Count-Min sketch's Reset
 (not atomic: adds racing it may survive in some rows, which check
 reports), a Bloom filter's Reset (not atomic either), a counting Bloom
-filter's Clear (under its write lock). A Count-Min or Bloom window has
+filter's Clear (under its write lock), a rate limiter's Reset (every key
+has its whole burst again; not atomic either). A Count-Min or Bloom window has
 none: its periods leave it by themselves, and rotate turns one now. An
 arena is reset a structure at a time (FILE:NAME).`,
 	example: `sketch reset /dev/shm/clients.cms`,

@@ -138,6 +138,9 @@ func snapshotOf(s structure, at sketch.Place, opts []sketch.Option) (structure, 
 	case *distinctWindow:
 		d, p, err := s.SnapshotCovered(at, opts...)
 		return adaptSnapshot(d, err, newDistinct, &p)
+	case *gcra:
+		g, err := s.Snapshot(at, opts...)
+		return adaptSnapshot(g, err, newGCRA, nil)
 	}
 	return nil, nil, errNotSupported("snapshot", s.describe())
 }

@@ -24,7 +24,9 @@ periods it covers, its adds there, the rate at which it finds a key not
 added in them, and each slot's period, fill and estimated keys; a
 window's periods show when they started on the clock (one turned by
 rotate has no clock times); for a distinct count its registers, hash,
-count with its 95% range, standard error and registers still zero. For
+count with its 95% range, standard error and registers still zero; for a
+rate limiter its rate, burst, grid, the decisions allowed (and what they
+cost) and refused, and its busy cells, which hold a time to come. For
 an arena (FILE alone) it prints the arena's size, use and state, then
 one row a structure; --json has every structure's whole Stats. It opens
 the file read-only.`,

@@ -201,6 +201,10 @@ type sample struct {
 	ErrorBound *uint64  `json:"error_bound,omitempty"`
 	Fill       *float64 `json:"fill,omitempty"`  // Bloom: bits set / bits; counting Bloom: counters set / counters
 	Count      *float64 `json:"count,omitempty"` // Bloom, counting Bloom: estimated keys present
+	// Refused and Busy are a rate limiter's: the decisions of Total that
+	// refused, and the share of its cells that hold a time to come.
+	Refused *uint64  `json:"refused,omitempty"`
+	Busy    *float64 `json:"busy_rate,omitempty"`
 	// Current and Oldest are a window's periods: it covers Oldest to
 	// Current.
 	Current *uint64 `json:"current,omitempty"`

@@ -26,7 +26,9 @@ estimated keys, a Count-Min window's periods, total and error bound, a
 Bloom window's periods, adds and its current period's fill (a window's
 rate is of its adds since it was made, which keep every period, while
 its total drops as periods leave it), a distinct
-count's count (its total; the rate is new distinct keys per second),
+count's count (its total; the rate is new distinct keys per second), a
+rate limiter's decisions (its total; the rate is decisions per second),
+refusals and busy cells,
 whether it is frozen, and the state of the file's lock. A window's
 current period shows when it started on the clock (a window turned by
 rotate has no clock times). An arena (FILE alone) shows a line a
@@ -177,6 +179,12 @@ func (w *watcher) tick() error {
 	}
 	if l.Count != nil {
 		rows = append(rows, viewRow{name: "items", value: fmt.Sprintf("about %.0f", *l.Count)})
+	}
+	if l.Refused != nil {
+		rows = append(rows, viewRow{name: "refused", value: count(*l.Refused) + " (of the decisions)"})
+	}
+	if l.Busy != nil {
+		rows = append(rows, viewRow{name: "busy", value: percent(*l.Busy) + " of cells (keys there are not allowed their whole burst)"})
 	}
 	for i, h := range l.Loudest {
 		rows = append(rows, viewRow{name: fmt.Sprintf("loudest #%d", i+1), value: fmt.Sprintf("%s  %s (at least %s)", keyText(h), count(h.Estimate), count(h.Low)), plain: keyText(h) + ":" + fmt.Sprint(h.Estimate)})

@@ -165,7 +165,7 @@ func watchedColumns(l watchedLine) []string {
 
 // figures are what a sample shows beside its total: a window's periods
 // and when the current one started, the error bound, the fill, the
-// estimated keys, the loudest key of a candidate table, and whether it is
+// estimated keys, a rate limiter's refusals and busy cells, the loudest key of a candidate table, and whether it is
 // frozen.
 func figures(s sample) []string {
 	var out []string
@@ -184,6 +184,12 @@ func figures(s sample) []string {
 	}
 	if s.Count != nil {
 		out = append(out, "items about "+estimated(*s.Count))
+	}
+	if s.Refused != nil {
+		out = append(out, "refused "+count(*s.Refused))
+	}
+	if s.Busy != nil {
+		out = append(out, "busy "+percent(*s.Busy))
 	}
 	if len(s.Loudest) > 0 {
 		h := s.Loudest[0]
