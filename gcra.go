@@ -369,10 +369,11 @@ func newGCRA(m *mapping) (*GCRA, error) {
 
 // Allow decides a request of cost for key now: allowed (and counted)
 // when the key's TAT leaves room for it, refused (counting nothing)
-// otherwise. A cost of 0 peeks: it counts nothing and answers as a
-// request of cost 1 would be answered. A cost above Burst+1 can never be
-// allowed and is ErrInvalidArgument. On error (closed, read-only,
-// frozen) it decides nothing.
+// otherwise. A cost of 0 peeks: it counts nothing, answers as a request
+// of cost 1 would be answered, and works on read-only handles and frozen
+// files too. A cost above Burst+1 can never be allowed and is
+// ErrInvalidArgument. On error (closed, read-only, frozen) it decides
+// nothing.
 func (g *GCRA) Allow(key []byte, cost uint64) (RateDecision, error) {
 	return g.allow(key, cost, unixClock.now())
 }
@@ -417,9 +418,15 @@ func (g *GCRA) allowHashed(lo, hi, cost uint64, now int64) (RateDecision, error)
 	return g.decision(allowed, tat, uint64(now), cost, false), g.after("allow")
 }
 
-// mayDecide refuses a decision on a handle that cannot write, or of a
-// cost past the burst.
+// mayDecide refuses a decision on a handle that cannot write (a peek
+// only on a closed one), or of a cost past the burst.
 func (g *GCRA) mayDecide(cost uint64) error {
+	if cost == 0 {
+		if !g.open.Load() {
+			return g.closedErr("allow")
+		}
+		return nil
+	}
 	if err := g.mayWrite("allow"); err != nil {
 		return err
 	}

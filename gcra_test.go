@@ -337,6 +337,7 @@ func TestGCRA_Refusals(t *testing.T) {
 		{"batch answers short", func() error { return g.AllowBatch(make([][]byte, 2), 1, make([]RateDecision, 1)) }, ErrInvalidArgument},
 		{"before 1970", func() error { _, err := g.AllowAt([]byte("k"), 1, time.Unix(-1, 0)); return err }, ErrInvalidArgument},
 		{"read-only allow", func() error { _, err := ro.Allow([]byte("k"), 1); return err }, ErrReadOnly},
+		{"read-only batch", func() error { return ro.AllowBatch(make([][]byte, 1), 1, make([]RateDecision, 1)) }, ErrReadOnly},
 		{"read-only reset", ro.Reset, ErrReadOnly},
 		{"merge into read-only", func() error { return ro.Merge(g) }, ErrReadOnly},
 		{"another rate", func() error {
@@ -362,8 +363,17 @@ func TestGCRA_Refusals(t *testing.T) {
 			t.Errorf("%s: error %v, want %v", tc.name, err, tc.want)
 		}
 	}
+	if d, err := ro.Allow([]byte("k"), 0); err != nil || !d.Allowed || d.Remaining != 3 {
+		t.Errorf("a read-only handle's peek: %+v, %v; want an idle key's whole burst", d, err)
+	}
 	if _, err := g.Allow([]byte("k"), 3); err != nil {
 		t.Errorf("a cost of burst+1 is allowed on an idle key: %v", err)
+	}
+	if err := g.Freeze(); err != nil {
+		t.Fatal(err)
+	}
+	if d, err := g.Allow([]byte("k"), 0); err != nil || d.Allowed || d.Remaining != 0 {
+		t.Errorf("a frozen limiter's peek after the burst: %+v, %v; want refused, none left", d, err)
 	}
 }
 

@@ -70,10 +70,8 @@
 //
 // Commands that only read (query, top, stats, inspect, check, watch, and the
 // sources of merge and snapshot) open the file read-only: they work on a file the user
-// may only read, while its writers go on. query on a rate limiter is the
-// exception: its peek is the library's Allow of cost 0, which needs a
-// handle that may write, so it opens the file read-write, and refuses a
-// frozen one.
+// may only read, while its writers go on (query on a rate limiter peeks:
+// the library's Allow of cost 0, which a read-only handle answers).
 //
 // The library refuses a sketch file owned by a user other than the caller
 // and root, who could truncate it under the command (sketch.ErrNotOwner);

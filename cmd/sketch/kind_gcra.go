@@ -56,8 +56,8 @@ func (s *gcra) decide(keys [][]byte, cost uint64) ([]rateAnswer, error) {
 }
 
 // peek answers each key as a request of cost 1 would be answered now,
-// counting nothing. The library's peek is Allow with cost 0, which
-// refuses a read-only handle: query opens a rate limiter read-write.
+// counting nothing: the library's Allow with cost 0, which a read-only
+// handle answers too.
 func (s *gcra) peek(keys [][]byte) ([]answer, error) {
 	ds, err := s.decide(keys, 0)
 	if err != nil {

@@ -28,15 +28,14 @@ key: query FILE prints its count of distinct keys with its 95% range (two
 standard errors either side). A rate limiter (gcra) peeks: it prints
 what allow would decide for a request of cost 1 now ("would be allowed"
 or "would be refused", remaining, retry after, reset after) and counts
-nothing; its peek is the library's Allow of cost 0, which needs a handle
-that may write, so query opens a rate limiter read-write (and refuses a
-frozen one, or one the user may only read). --top N prints the N busiest
+nothing (the library's Allow of cost 0, which a read-only handle and a
+frozen file answer too). --top N prints the N busiest
 of the keys given, the furthest from their whole burst. With no KEY, or "-", the keys come one a
 line from standard input (empty lines are skipped); input that holds no
 key is a usage error (exit 2), as no KEY is to del and allow, since a
 query of nothing answers nothing. --top N reads candidate keys (a sketch
 stores none) and prints the N loudest, loudest first. It opens the file
-read-only, but for a rate limiter.`,
+read-only.`,
 	example: `sketch query /dev/shm/clients.cms 192.0.2.1 192.0.2.7
 sketch query /dev/shm/web.arena:seen req-81f3
 sketch query /dev/shm/web.arena:clients-distinct
@@ -56,14 +55,11 @@ cut -d' ' -f1 access.log | sort -u | sketch query --top 10 /dev/shm/clients.cms`
 			if err != nil {
 				return err
 			}
-			ask := func(b [][]byte) ([]answer, error) { return s.query(b), nil }
-			if _, ok := s.(peeker); ok {
-				s.Close()
-				if s, ask, err = openPeeker(args[0]); err != nil {
-					return err
-				}
-			}
 			defer s.Close()
+			ask := func(b [][]byte) ([]answer, error) { return s.query(b), nil }
+			if p, ok := s.(peeker); ok {
+				ask = p.peek
+			}
 			keys := args[1:]
 			if c, ok := s.(counting); ok {
 				if len(keys) > 0 || *top > 0 {
@@ -122,27 +118,10 @@ func queryAll(ask func([][]byte) ([]answer, error), next func() ([][]byte, error
 	}
 }
 
-// peeker is a structure whose answers are a peek through a call that
-// needs a handle that may write: a rate limiter, whose library peek is
-// Allow with cost 0 (which counts nothing, and refuses a read-only
-// handle).
+// peeker is a structure whose answers are a peek that can fail: a rate
+// limiter, whose peek is Allow with cost 0 (which counts nothing).
 type peeker interface {
 	peek(keys [][]byte) ([]answer, error)
-}
-
-// openPeeker opens the peeker arg names read-write, for its peeks, and
-// returns it with how to ask it.
-func openPeeker(arg string) (structure, func([][]byte) ([]answer, error), error) {
-	s, t, err := openTargetArg(arg, true)
-	if err != nil {
-		return nil, nil, fmt.Errorf("%w (a rate limiter's query peeks through the library's Allow of cost 0, which needs a handle that may write: a file that is not frozen, and write access to it)", err)
-	}
-	p, ok := s.(peeker)
-	if !ok {
-		s.Close()
-		return nil, nil, fmt.Errorf("%s changed while query opened it: it now holds a %s", t, s.describe())
-	}
-	return s, p.peek, nil
 }
 
 // counting is a structure that answers with one count, not a key at a

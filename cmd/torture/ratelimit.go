@@ -43,25 +43,15 @@ var (
 	}
 )
 
-// busy is a rate limiter's "maybe present": a peek refused. A handle that
-// may not decide (read-only, frozen) peeks in a copy in memory; one that
-// cannot be copied either answers 1, which is never low.
+// busy is a rate limiter's "maybe present": a peek (cost 0, which
+// read-only handles and frozen files answer too) refused. A peek that
+// fails answers 1, which is never low.
 func busy(g limiter, key []byte) uint64 {
 	d, err := g.Allow(key, 0)
-	if err != nil {
-		c, cerr := g.Snapshot(sketch.Memory())
-		if cerr != nil {
-			return 1
-		}
-		defer c.Close()
-		if d, err = c.Allow(key, 0); err != nil {
-			return 1
-		}
+	if err != nil || !d.Allowed {
+		return 1
 	}
-	if d.Allowed {
-		return 0
-	}
-	return 1
+	return 0
 }
 
 // The storm's limiter: gcraKeys keys, each allowed gcraRate with a burst
