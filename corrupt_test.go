@@ -37,6 +37,7 @@ const (
 	inDistinct
 	inDistinctWindow
 	inGCRA
+	inSet
 	inArena
 
 	inStandalone = inArena - 1 // every kind but the arena
@@ -67,6 +68,7 @@ var (
 	corruptHLLCfg   = DistinctConfig{Precision: 8, Seed: 3}
 	corruptHLLWCfg  = DistinctWindowConfig{Window: Window{Keep: 2}, Distinct: corruptHLLCfg}
 	corruptGCRACfg  = GCRAConfig{Rate: Rate{Count: 10, Per: time.Second}, Burst: 3, Rows: 2, Width: 64, Seed: 3}
+	corruptSetCfg   = SetConfig{Capacity: 10, KeyBytes: 16, Seed: 3}
 	corruptArenaCfg = ArenaConfig{Size: 64 << 10}
 )
 
@@ -186,6 +188,15 @@ var corruptKinds = []corruptKind{
 			g.AllowBatch(corruptKeys, 1, make([]RateDecision, len(corruptKeys)))
 			g.AllowString("x", 0)
 			g.Stats()
+		}),
+	kindOf("set", inSet, OpenSet, corruptSetCfg,
+		func(s *Set, k string) error { _, err := s.AddString(k); return err }, abc,
+		func(_ testing.TB, s *Set) {
+			s.AddString("x")
+			s.ContainsString("a")
+			s.RemoveString("b")
+			s.Keys()
+			s.Stats()
 		}),
 	// An arena holding one Count-Min sketch of otCfg's shape, "cm".
 	kindOf("arena", inArena, OpenArena, corruptArenaCfg,
@@ -555,7 +566,7 @@ func corruptions() []corruption {
 			native.PutUint32(b[otDirOff+entKind:], k%uint32(len(kinds))+1)
 			return b
 		}},
-		{name: "entry.kind=past the last kind", edit: e32(entKind, uint32(len(kinds))+1)},
+		{name: "entry.kind=past the last kind", edit: e32(entKind, slices.Max(kindNumbers())+1)},
 		// An entry's flags word is its state: 1 (removed) and 2 (being
 		// reused) only in an arena, where they are valid; others never.
 		{name: "entry.flags=1 outside an arena", in: inStandalone, edit: e32(entFlags, 1)},
@@ -654,6 +665,18 @@ func corruptions() []corruption {
 		{name: "gcra more than one a nanosecond", in: inGCRA, edit: e64(entParams+24, 2e9)},
 		{name: "gcra burst past the window", in: inGCRA, edit: e64(entParams+32, 1<<40)},
 		{name: "gcra unknown parameter", in: inGCRA, edit: e64(entParams+40, 1)},
+
+		// An exact set's: capacity, key bytes, slots.
+		{name: "set capacity zero", in: inSet, edit: e64(entParams, 0)},
+		{name: "set capacity past its slots", in: inSet, edit: e64(entParams, 17)},
+		{name: "set capacity past any file", in: inSet, edit: e64(entParams, 1<<62)},
+		{name: "set key bytes not a multiple of 8", in: inSet, edit: e64(entParams+8, 12)},
+		{name: "set key bytes zero", in: inSet, edit: e64(entParams+8, 0)},
+		{name: "set key bytes past 1024", in: inSet, edit: e64(entParams+8, 2048)},
+		{name: "set key bytes past the region", in: inSet, edit: e64(entParams+8, 24)},
+		{name: "set slots not its capacity's", in: inSet, edit: e64(entParams+16, 64)},
+		{name: "set slots zero", in: inSet, edit: e64(entParams+16, 0)},
+		{name: "set unknown parameter", in: inSet, edit: e64(entParams+24, 1)},
 	} {
 		if c.want == nil {
 			c.want = ErrCorrupt

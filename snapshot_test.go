@@ -132,6 +132,10 @@ var snapKinds = []snapKind{
 	snapKindOf("gcra", false, cells.StripesBytes, OpenGCRA, snapGCRACfg,
 		func(c GCRAConfig, seed uint64) GCRAConfig { c.Seed = seed; return c },
 		nil, func(g *GCRA) snapStructure { return snapG{g} }),
+	// Room for every key the process test's children add (and "hot").
+	snapKindOf("set", false, cells.SetHeadBytes, OpenSet, SetConfig{Capacity: 2*snapMaxAdds + 1, KeyBytes: 16},
+		func(c SetConfig, seed uint64) SetConfig { c.Seed = seed; return c },
+		nil, func(s *Set) snapStructure { return snapSet{s} }),
 }
 
 // snapGCRACfg is a rate limiter that lets a test's keys through: a
@@ -247,6 +251,13 @@ func (s snapG) add(k []byte) error {
 func (s snapG) answer(k []byte) uint64                   { return s.l.TAT(cells.Hash(k, s.l.Seed)) }
 func (s snapG) snapshot(at Place) (snapStructure, error) { return adapt(s.Snapshot(at)) }
 func (s snapG) handle() *Handle                          { return &s.Handle }
+
+type snapSet struct{ *Set }
+
+func (s snapSet) add(k []byte) error                       { _, err := s.Add(k); return err }
+func (s snapSet) answer(k []byte) uint64                   { return present(s.Contains(k)) }
+func (s snapSet) snapshot(at Place) (snapStructure, error) { return adapt(s.Snapshot(at)) }
+func (s snapSet) handle() *Handle                          { return &s.Handle }
 
 type snapDW struct{ *DistinctWindow }
 
