@@ -38,6 +38,7 @@ const (
 	inDistinctWindow
 	inGCRA
 	inSet
+	inSetWindow
 	inArena
 
 	inStandalone = inArena - 1 // every kind but the arena
@@ -69,6 +70,7 @@ var (
 	corruptHLLWCfg  = DistinctWindowConfig{Window: Window{Keep: 2}, Distinct: corruptHLLCfg}
 	corruptGCRACfg  = GCRAConfig{Rate: Rate{Count: 10, Per: time.Second}, Burst: 3, Rows: 2, Width: 64, Seed: 3}
 	corruptSetCfg   = SetConfig{Capacity: 10, KeyBytes: 16, Seed: 3}
+	corruptSetWCfg  = SetWindowConfig{Window: Window{Keep: 2}, Set: corruptSetCfg}
 	corruptArenaCfg = ArenaConfig{Size: 64 << 10}
 )
 
@@ -197,6 +199,15 @@ var corruptKinds = []corruptKind{
 			s.RemoveString("b")
 			s.Keys()
 			s.Stats()
+		}),
+	kindOf("setwindow", inSetWindow, OpenSetWindow, corruptSetWCfg,
+		func(w *SetWindow, k string) error { _, err := w.AddString(k); return err }, abc,
+		func(_ testing.TB, w *SetWindow) {
+			w.AddString("x")
+			w.ContainsString("a")
+			w.Rotate()
+			w.Keys()
+			w.Stats()
 		}),
 	// An arena holding one Count-Min sketch of otCfg's shape, "cm".
 	kindOf("arena", inArena, OpenArena, corruptArenaCfg,
@@ -677,6 +688,13 @@ func corruptions() []corruption {
 		{name: "set slots not its capacity's", in: inSet, edit: e64(entParams+16, 64)},
 		{name: "set slots zero", in: inSet, edit: e64(entParams+16, 0)},
 		{name: "set unknown parameter", in: inSet, edit: e64(entParams+24, 1)},
+		{name: "set window capacity past its slots", in: inSetWindow, edit: e64(entParams, 17)},
+		{name: "set window key bytes past the region", in: inSetWindow, edit: e64(entParams+8, 24)},
+		{name: "set window slots not its capacity's", in: inSetWindow, edit: e64(entParams+16, 64)},
+		{name: "set window period under a millisecond", in: inSetWindow, edit: e64(entParams+24, 1000)},
+		{name: "set window keep zero", in: inSetWindow, edit: e64(entParams+32, 0)},
+		{name: "set window keep past the region", in: inSetWindow, edit: e64(entParams+32, 9)},
+		{name: "set window unknown parameter", in: inSetWindow, edit: e64(entParams+40, 1)},
 	} {
 		if c.want == nil {
 			c.want = ErrCorrupt

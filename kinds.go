@@ -157,6 +157,12 @@ func init() {
 			config: setEntryConfig, params: setEntryParams,
 			open: openZero(OpenSet),
 		},
+		kindExactSetWindow: {
+			name: "exact set window", kind: KindSetWindow,
+			validate: validateSetWindowEntry, spare: 5, of: "set window",
+			config: setWindowEntryConfig, params: setWindowEntryParams,
+			open: openZero(OpenSetWindow),
+		},
 	}
 }
 

@@ -253,6 +253,26 @@ var testKinds = []testKind{
 			s.Merge(s)
 			s.Reset()
 		}, nil),
+	testKindOf("SetWindow", KindSetWindow, true, OpenSetWindow,
+		func(seed uint64) SetWindowConfig {
+			return SetWindowConfig{Window: testWin, Set: SetConfig{Capacity: 100, KeyBytes: 16, Seed: seed}}
+		},
+		func(w *SetWindow, k []byte) error { _, err := w.Add(k); return err },
+		func(_ testing.TB, w *SetWindow) {
+			w.AddString("x")
+			w.Add([]byte("y"))
+			w.ContainsString("x")
+			w.Rotate()
+			w.Contains([]byte("y"))
+			w.RemoveString("x")
+			w.Keys()
+			w.Len()
+			w.Current()
+			w.Stats()
+		}, func(w *SetWindow) winCounts {
+			s := w.Stats()
+			return winCounts{s.Adds, s.Turns, s.Rotations, s.Live}
+		}),
 }
 
 // kindNumbers is the kinds table's numbers in order: testKinds' rows

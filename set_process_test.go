@@ -51,6 +51,38 @@ func TestSet_EightProcessesOneNewID(t *testing.T) {
 	}
 }
 
+var setWindowOnceCfg = SetWindowConfig{Window: Window{Period: time.Hour, Keep: 2}, Set: setOnceCfg}
+
+// TestSetWindow_EightProcessesOneNewID is TestSet_EightProcessesOneNewID
+// for a window on the clock: replay detection, each id told new to
+// exactly one of eight processes.
+func TestSetWindow_EightProcessesOneNewID(t *testing.T) {
+	requireReexec(t)
+	dir := t.TempDir()
+	path := filepath.Join(dir, "setwin")
+	w := mustOpenSetWindow(t, Path(path), setWindowOnceCfg)
+	const procs = 8
+	runAdders(t, procs, "setwinonce", func(i int) []string {
+		return envs(envPath, path, envSetOut, filepath.Join(dir, fmt.Sprint("new-", i)))
+	})
+	checkOnce(t, dir, procs, setOnceIDs)
+	if n := w.Len(); n != setOnceIDs {
+		t.Errorf("Len = %d, want %d", n, setOnceIDs)
+	}
+	if err := w.Check(); err != nil {
+		t.Errorf("Check: %v", err)
+	}
+}
+
+var _ = role("setwinonce", func() error {
+	w, err := OpenSetWindow(Path(os.Getenv(envPath)), setWindowOnceCfg)
+	if err != nil {
+		return err
+	}
+	defer w.Close()
+	return childOnce(func(id []byte) (bool, error) { return w.Add(id) })
+})
+
 // checkOnce reads the procs children's answers in dir (a byte an id, 1 for
 // new) and fails t for each id not told new exactly once.
 func checkOnce(t *testing.T, dir string, procs, ids int) {
