@@ -118,6 +118,9 @@ func (cfg SetConfig) specAt(kind uint32, windowed bool) (spec, error) {
 		return sp, nil
 	}
 	sp.size = setBytes(cfg.Capacity, kb, windowed)
+	if sp.size > maxFileSize-pageSize*4-uint64(windowControlBytes(MaxWindowKeep)) {
+		return spec{}, fmt.Errorf("%w: %d keys of %d bytes need %d bytes, more than a sketch file may have (%d)", ErrInvalidConfig, cfg.Capacity, kb, sp.size, uint64(maxFileSize))
+	}
 	sp.params = [8]uint64{cfg.Capacity, kb, setSlots(cfg.Capacity)}
 	return sp, nil
 }

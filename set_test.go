@@ -158,7 +158,7 @@ func TestSet_KeyTooLong(t *testing.T) {
 // TestSet_Configs: the config's checks and what an existing set asks of
 // one.
 func TestSet_Configs(t *testing.T) {
-	for _, cfg := range []SetConfig{{Capacity: 1, KeyBytes: 12}, {Capacity: 1, KeyBytes: 2048}, {Capacity: 1, KeyBytes: -8}, {Capacity: 1 << 41}} {
+	for _, cfg := range []SetConfig{{Capacity: 1, KeyBytes: 12}, {Capacity: 1, KeyBytes: 2048}, {Capacity: 1, KeyBytes: -8}, {Capacity: 1 << 41}, {Capacity: 1 << 40, KeyBytes: 1024}} {
 		if _, err := OpenSet(Memory(), cfg); !errors.Is(err, ErrInvalidConfig) {
 			t.Errorf("OpenSet(%+v) = %v, want ErrInvalidConfig", cfg, err)
 		}
