@@ -417,3 +417,110 @@ func TestSet_RecoversKilledWriter(t *testing.T) {
 		t.Errorf("Check after recovery: %v", err)
 	}
 }
+
+// errStopped stops a mutation at a store, as a kill would.
+var errStopped = errors.New("stopped")
+
+// stopAt runs f with the table's stores stopped at the n-th (from 0): it
+// reports whether f ran to its end before that.
+func stopAt(n int, f func()) (finished bool) {
+	defer func() {
+		cells.SetTestHookStore = nil
+		if r := recover(); r != nil && r != errStopped {
+			panic(r)
+		}
+	}()
+	stores := 0
+	cells.SetTestHookStore = func() {
+		if stores == n {
+			panic(errStopped)
+		}
+		stores++
+	}
+	f()
+	return true
+}
+
+// TestSet_KillAtEveryStore: an add, a remove and a remove that compacts
+// the table are each stopped at every store they make, as a writer killed
+// there leaves the table (without its lock, which the lock's own tests
+// recover). At every point each key other than the one in flight answers
+// as before, lock-free; then the next writer recovers: every key answers
+// as the reference (the one in flight either way), Len and Keys agree,
+// and Check passes.
+func TestSet_KillAtEveryStore(t *testing.T) {
+	const capacity = 16
+	// The tombstones of 8 removes and the ninth pass a quarter of the 32
+	// slots: that remove compacts.
+	setup := func(t *testing.T) (*Set, map[string]bool) {
+		s := mustOpenSet(t, Memory(), SetConfig{Capacity: capacity, KeyBytes: 8, Seed: 5})
+		ref := map[string]bool{}
+		for i := range capacity {
+			s.AddString(fmt.Sprint(i))
+			ref[fmt.Sprint(i)] = true
+		}
+		for i := range 8 {
+			s.RemoveString(fmt.Sprint(i))
+			delete(ref, fmt.Sprint(i))
+		}
+		return s, ref
+	}
+	ops := []struct {
+		name, key string
+		op        func(s *Set, key []byte, lo, hi uint64)
+		after     bool // whether the key is held once the op completes
+	}{
+		{"add", "new", func(s *Set, k []byte, lo, hi uint64) { s.t.Insert(k, lo, hi, 0, 0, capacity) }, true},
+		{"remove compacting", "12", func(s *Set, k []byte, lo, hi uint64) { s.t.Remove(k, lo, hi, 0) }, false},
+	}
+	for _, op := range ops {
+		t.Run(op.name, func(t *testing.T) {
+			for n := 0; ; n++ {
+				s, ref := setup(t)
+				if st := s.Stats(); st.Tombstones != 8 {
+					t.Fatalf("setup left %d tombstones, want 8", st.Tombstones)
+				}
+				key := []byte(op.key)
+				lo, hi := cells.Hash(key, s.t.Seed)
+				done := stopAt(n, func() { op.op(s, key, lo, hi) })
+				for k, held := range ref {
+					if k != op.key && s.ContainsString(k) != held {
+						t.Fatalf("stopped at store %d: Contains(%q) = %v, want %v", n, k, !held, held)
+					}
+				}
+				for i := 16; i < 40; i++ {
+					if k := fmt.Sprint(i); k != op.key && s.ContainsString(k) {
+						t.Fatalf("stopped at store %d: Contains(%q) of a key never added", n, k)
+					}
+				}
+				if done && op.name == "remove compacting" && s.t.Load(cells.SetHeadMoves) == 0 {
+					t.Fatal("the compaction moved no key: the test stops no move")
+				}
+				inFlight := s.ContainsString(op.key)
+				if done && inFlight != op.after {
+					t.Fatalf("the op completed, Contains(%q) = %v", op.key, inFlight)
+				}
+				if _, err := s.AddString("next"); err != nil { // the next writer recovers
+					t.Fatalf("stopped at store %d: the next Add: %v", n, err)
+				}
+				ref["next"] = true
+				if inFlight {
+					ref[op.key] = true
+				} else {
+					delete(ref, op.key)
+				}
+				if got := sortedKeys(t, s); len(got) != len(ref) || s.Len() != uint64(len(ref)) {
+					t.Fatalf("stopped at store %d: Keys %v, Len %d; want %d keys", n, got, s.Len(), len(ref))
+				}
+				if err := s.Check(); err != nil {
+					t.Fatalf("stopped at store %d: Check after recovery: %v", n, err)
+				}
+				s.Close()
+				if done {
+					t.Logf("%d stores, each a stopping point", n)
+					return
+				}
+			}
+		})
+	}
+}

@@ -88,6 +88,25 @@ func next(w, st uint64, n int, tag uint64) uint64 {
 
 func setTag(hi uint64) uint64 { return hi >> 56 }
 
+// SetTestHookStore, when set, runs before each store a mutation makes to
+// a table, so that a test can stop the mutation at any point, as a kill
+// would.
+var SetTestHookStore func()
+
+func (t *Set) store(p *uint64, v uint64) {
+	if SetTestHookStore != nil {
+		SetTestHookStore()
+	}
+	atomic.StoreUint64(p, v)
+}
+
+func (t *Set) add(p *uint64, v uint64) {
+	if SetTestHookStore != nil {
+		SetTestHookStore()
+	}
+	atomic.AddUint64(p, v)
+}
+
 func (t *Set) head(off uintptr) *uint64 { return (*uint64)(unsafe.Add(t.Head, off)) }
 func (t *Set) word(i uint64) *uint64    { return (*uint64)(unsafe.Add(t.Slots, uintptr(i)*t.SlotBytes)) }
 func (t *Set) period(i uint64) *uint64 {
@@ -233,21 +252,21 @@ func (t *Set) Insert(key []byte, lo, hi, period, oldest, capacity uint64) (added
 // write puts key into slot f (not live, or an expired key's) and, when
 // at is another slot, the key's expired copy there, tombstones that.
 func (t *Set) write(f uint64, key []byte, hi, period uint64, at int64) {
-	atomic.StoreUint64(t.head(SetHeadDirty), 1)
+	t.store(t.head(SetHeadDirty), 1)
 	wp := t.word(f)
 	w := atomic.LoadUint64(wp)
 	was := w & 3
 	if was == SetLive {
 		w = next(w, SetTomb, 0, 0)
-		atomic.StoreUint64(wp, w) // readers skip it from here
+		t.store(wp, w) // readers skip it from here
 	}
 	if t.Windowed {
-		atomic.StoreUint64(t.period(f), period)
+		t.store(t.period(f), period)
 	}
 	for k := 0; 8*k < len(key); k++ { // words past the length are never read
-		atomic.StoreUint64(t.keyWord(f, k), chunk(key, k))
+		t.store(t.keyWord(f, k), chunk(key, k))
 	}
-	atomic.StoreUint64(wp, next(w, SetLive, len(key), setTag(hi)))
+	t.store(wp, next(w, SetLive, len(key), setTag(hi)))
 	live, tombs := t.Load(SetHeadLive), t.Load(SetHeadTombs)
 	switch was {
 	case SetEmpty:
@@ -266,11 +285,11 @@ func (t *Set) write(f uint64, key []byte, hi, period uint64, at int64) {
 // dirty cleared; then a compaction when tombstones took a quarter of the
 // table.
 func (t *Set) commit(live, tombs uint64, counter uintptr) {
-	atomic.StoreUint64(t.head(SetHeadLive), live)
-	atomic.StoreUint64(t.head(SetHeadTombs), tombs)
-	atomic.AddUint64(t.head(counter), 1)
-	atomic.AddUint64(t.head(SetHeadChanges), 1)
-	atomic.StoreUint64(t.head(SetHeadDirty), 0)
+	t.store(t.head(SetHeadLive), live)
+	t.store(t.head(SetHeadTombs), tombs)
+	t.add(t.head(counter), 1)
+	t.add(t.head(SetHeadChanges), 1)
+	t.store(t.head(SetHeadDirty), 0)
 	if tombs > (t.Mask+1)/4 {
 		t.Compact()
 	}
@@ -278,7 +297,7 @@ func (t *Set) commit(live, tombs uint64, counter uintptr) {
 
 func (t *Set) tombstone(i uint64) {
 	wp := t.word(i)
-	atomic.StoreUint64(wp, next(atomic.LoadUint64(wp), SetTomb, 0, 0))
+	t.store(wp, next(atomic.LoadUint64(wp), SetTomb, 0, 0))
 }
 
 // Remove takes key out under the write lock and reports whether it was
@@ -288,7 +307,7 @@ func (t *Set) Remove(key []byte, lo, hi, oldest uint64) bool {
 	if at < 0 || t.expired(uint64(at), oldest) {
 		return false
 	}
-	atomic.StoreUint64(t.head(SetHeadDirty), 1)
+	t.store(t.head(SetHeadDirty), 1)
 	t.tombstone(uint64(at))
 	t.commit(t.Load(SetHeadLive)-1, t.Load(SetHeadTombs)+1, SetHeadRemoves)
 	return true
@@ -298,7 +317,7 @@ func (t *Set) Remove(key []byte, lo, hi, oldest uint64) bool {
 // returns how many.
 func (t *Set) Sweep(oldest uint64) uint64 {
 	var n uint64
-	atomic.StoreUint64(t.head(SetHeadDirty), 1)
+	t.store(t.head(SetHeadDirty), 1)
 	for i := range t.Mask + 1 {
 		if atomic.LoadUint64(t.word(i))&3 == SetLive && t.expired(i, oldest) {
 			t.tombstone(i)
@@ -306,7 +325,7 @@ func (t *Set) Sweep(oldest uint64) uint64 {
 		}
 	}
 	if n == 0 {
-		atomic.StoreUint64(t.head(SetHeadDirty), 0)
+		t.store(t.head(SetHeadDirty), 0)
 		return 0
 	}
 	t.commit(t.Load(SetHeadLive)-n, t.Load(SetHeadTombs)+n, SetHeadChanges)
@@ -330,7 +349,7 @@ func (t *Set) Recover() {
 // a key (a move cut short by a kill) is tombstoned. It recounts the
 // table, so it also repairs the counts of a mutation cut short.
 func (t *Set) Compact() {
-	atomic.StoreUint64(t.head(SetHeadDirty), 1)
+	t.store(t.head(SetHeadDirty), 1)
 	start := uint64(0) // a run of occupied slots is taken in probe order from an empty slot before it
 	for i := range t.Mask + 1 {
 		if atomic.LoadUint64(t.word(i))&3 == SetEmpty {
@@ -353,13 +372,13 @@ func (t *Set) Compact() {
 	}
 	for i := range t.Mask + 1 {
 		if w := atomic.LoadUint64(t.word(i)); w&3 == SetTomb {
-			atomic.StoreUint64(t.word(i), next(w, SetEmpty, 0, 0))
+			t.store(t.word(i), next(w, SetEmpty, 0, 0))
 		}
 	}
-	atomic.StoreUint64(t.head(SetHeadTombs), 0)
-	atomic.StoreUint64(t.head(SetHeadLive), live)
-	atomic.AddUint64(t.head(SetHeadChanges), 1)
-	atomic.StoreUint64(t.head(SetHeadDirty), 0)
+	t.store(t.head(SetHeadTombs), 0)
+	t.store(t.head(SetHeadLive), live)
+	t.add(t.head(SetHeadChanges), 1)
+	t.store(t.head(SetHeadDirty), 0)
 }
 
 // keyOf reads slot j's key (of word w) into buf.
@@ -382,19 +401,19 @@ func (t *Set) settle(j, w uint64, key []byte) bool {
 		case SetLive:
 			if wi&setIDMask == w&setIDMask && t.holds(i, key) {
 				t.tombstone(j) // a second copy
-				atomic.AddUint64(t.head(SetHeadMoves), 1)
+				t.add(t.head(SetHeadMoves), 1)
 				return false
 			}
 			continue
 		case SetEmpty, SetTomb:
 			if t.Windowed {
-				atomic.StoreUint64(t.period(i), atomic.LoadUint64(t.period(j)))
+				t.store(t.period(i), atomic.LoadUint64(t.period(j)))
 			}
 			for k := 0; 8*k < len(key); k++ {
-				atomic.StoreUint64(t.keyWord(i, k), atomic.LoadUint64(t.keyWord(j, k)))
+				t.store(t.keyWord(i, k), atomic.LoadUint64(t.keyWord(j, k)))
 			}
-			atomic.StoreUint64(t.word(i), next(wi, SetLive, int(w>>setLenShift&setLenMask), w>>setTagShift&0xff))
-			atomic.AddUint64(t.head(SetHeadMoves), 1)
+			t.store(t.word(i), next(wi, SetLive, int(w>>setLenShift&setLenMask), w>>setTagShift&0xff))
+			t.add(t.head(SetHeadMoves), 1)
 			t.tombstone(j)
 			return true
 		}
@@ -405,17 +424,17 @@ func (t *Set) settle(j, w uint64, key []byte) bool {
 // Reset empties every slot under the write lock. It is not atomic: a
 // reader meanwhile may find some keys and not others.
 func (t *Set) Reset() {
-	atomic.StoreUint64(t.head(SetHeadDirty), 1)
+	t.store(t.head(SetHeadDirty), 1)
 	for i := range t.Mask + 1 {
 		if w := atomic.LoadUint64(t.word(i)); w&3 != SetEmpty {
-			atomic.StoreUint64(t.word(i), next(w, SetEmpty, 0, 0))
+			t.store(t.word(i), next(w, SetEmpty, 0, 0))
 		}
 	}
-	atomic.StoreUint64(t.head(SetHeadLive), 0)
-	atomic.StoreUint64(t.head(SetHeadTombs), 0)
-	atomic.AddUint64(t.head(SetHeadMoves), 1)
-	atomic.AddUint64(t.head(SetHeadChanges), 1)
-	atomic.StoreUint64(t.head(SetHeadDirty), 0)
+	t.store(t.head(SetHeadLive), 0)
+	t.store(t.head(SetHeadTombs), 0)
+	t.add(t.head(SetHeadMoves), 1)
+	t.add(t.head(SetHeadChanges), 1)
+	t.store(t.head(SetHeadDirty), 0)
 }
 
 // ReadSlot reads slot i between two loads of its word, without a lock:
