@@ -5,7 +5,27 @@ import (
 	"testing"
 )
 
-var benchSets benchOnce[*Set]
+var (
+	benchSets       benchOnce[*Set]
+	benchSetWindows benchOnce[*SetWindow]
+)
+
+// benchSetWindow is benchSet's set as a window of two periods turned by
+// Rotate, its keys in the current one.
+func benchSetWindow(b *testing.B) *SetWindow {
+	return benchSetWindows.get(b, func() (*SetWindow, error) {
+		w, err := OpenSetWindow(Memory(), SetWindowConfig{Window: Window{Keep: 2}, Set: SetConfig{Capacity: 1_000_000, KeyBytes: 32, Seed: benchSeed}})
+		if err != nil {
+			return nil, err
+		}
+		for _, k := range benchUniform().firstHalf() {
+			if _, err := w.Add(k); err != nil {
+				return nil, err
+			}
+		}
+		return w, nil
+	})
+}
 
 // benchSet returns an exact set for 1M keys of up to 32 bytes (2^21
 // slots of 40 bytes, 80 MiB), in memory, holding the first half of the
@@ -25,7 +45,7 @@ func benchSet(b *testing.B) *Set {
 	})
 }
 
-// BenchmarkSet times an exact set of 1M keys beside a counting Bloom
+// BenchmarkSet times an exact set of 1M keys (and a window of them) beside a counting Bloom
 // filter of the same capacity at 1% (benchCBF) and a sync.Map, each
 // holding the first half of the uniform stream: Contains over the whole
 // stream (about half of it held), and an add-if-absent of each key of
@@ -48,6 +68,23 @@ func BenchmarkSet(b *testing.B) {
 		for i := 0; i < b.N; i++ {
 			if added, _ := s.Add(second[i&half]); added {
 				s.Remove(second[i&half])
+				n++
+			}
+		}
+		return n
+	}})
+	sw := benchSetWindow(b)
+	runOps(b, "SetWindow/", benchOp{"Contains", func(b *testing.B) (n uint64) {
+		for i := 0; i < b.N; i++ {
+			if sw.Contains(keys[i&mask]) {
+				n++
+			}
+		}
+		return n
+	}}, benchOp{"AddRemove", func(b *testing.B) (n uint64) {
+		for i := 0; i < b.N; i++ {
+			if added, _ := sw.Add(second[i&half]); added {
+				sw.Remove(second[i&half])
 				n++
 			}
 		}

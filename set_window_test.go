@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -206,5 +208,94 @@ func TestSetWindow_SnapshotFrozen(t *testing.T) {
 	}
 	if _, err := cp.AddString("c"); !errors.Is(err, ErrReadOnly) && !errors.Is(err, ErrFrozen) {
 		t.Errorf("Add to the snapshot = %v", err)
+	}
+}
+
+// TestSetWindow_ReadersWhileWritersTurn: goroutines read while others add,
+// remove and turn the window: a key added in the current period and
+// never removed is found until the window turns twice past it, a key
+// never added never is, and a read-only handle lists only whole keys.
+func TestSetWindow_ReadersWhileWritersTurn(t *testing.T) {
+	path := tempPath(t, "setwin")
+	cfg := SetWindowConfig{Window: Window{Keep: 3}, Set: SetConfig{Capacity: 512, KeyBytes: 16}}
+	w := mustOpenSetWindow(t, Path(path), cfg)
+	ro := mustOpenSetWindow(t, Path(path), SetWindowConfig{}, WithReadOnly())
+	var stop atomic.Bool
+	var wg sync.WaitGroup
+	errs := make(chan string, 8)
+	wg.Add(1)
+	go func() { // the writer: adds, removes, a turn every 200 ops
+		defer wg.Done()
+		defer stop.Store(true)
+		r := rand.New(rand.NewPCG(1, 1))
+		for n := range 20000 {
+			k := fmt.Sprint("w", r.IntN(300))
+			if r.IntN(3) == 0 {
+				w.RemoveString(k)
+			} else if _, err := w.AddString(k); err != nil && !errors.Is(err, ErrFull) {
+				errs <- err.Error()
+				return
+			}
+			if n%200 == 0 {
+				w.Rotate()
+			}
+		}
+	}()
+	for g := range 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for n := 0; !stop.Load(); n++ {
+				// A key of this reader's own, added in the current
+				// period: found at once, whatever turns.
+				k := fmt.Sprintf("r%d-%d", g, n)
+				p := w.Current()
+				if _, err := w.AddString(k); err != nil && !errors.Is(err, ErrFull) {
+					errs <- err.Error()
+					return
+				} else if err == nil && !ro.ContainsString(k) && w.Current() < p+uint64(cfg.Window.Keep) {
+					errs <- fmt.Sprintf("Contains(%q) = false just after its Add", k)
+					return
+				}
+				if ro.ContainsString(fmt.Sprint("never-", n)) {
+					errs <- "Contains of a key never added = true"
+					return
+				}
+				if n%200 == 0 {
+					ks, err := ro.Keys()
+					if err != nil {
+						errs <- err.Error()
+						return
+					}
+					for _, k := range ks {
+						if k[0] != 'w' && k[0] != 'r' {
+							errs <- fmt.Sprintf("Keys listed %q, never added", k)
+							return
+						}
+					}
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for e := range errs {
+		t.Error(e)
+	}
+	if err := w.Check(); err != nil {
+		t.Errorf("Check: %v", err)
+	}
+}
+
+// TestSet_ContainsAllocatesNothing: lookups allocate nothing.
+func TestSet_ContainsAllocatesNothing(t *testing.T) {
+	s := mustOpenSet(t, Memory(), SetConfig{Capacity: 100, KeyBytes: 16})
+	w := mustOpenSetWindow(t, Memory(), SetWindowConfig{Window: Window{Keep: 2}, Set: SetConfig{Capacity: 100, KeyBytes: 16}})
+	s.AddString("held")
+	w.AddString("held")
+	for _, k := range []string{"held", "absent"} {
+		if n := testing.AllocsPerRun(100, func() { s.ContainsString(k); w.ContainsString(k) }); n != 0 {
+			t.Errorf("Contains(%q): %v allocations", k, n)
+		}
 	}
 }
