@@ -159,6 +159,7 @@ var testKinds = []testKind{
 			w.Estimate([]byte("y"))
 			w.AddString("y")
 			w.Top(0)
+			w.TopCovered(1)
 			w.Check()
 		}, func(w *CountMinWindow) winCounts {
 			s := w.Stats()
