@@ -37,6 +37,7 @@ const (
 	inDistinct
 	inDistinctWindow
 	inGCRA
+	inCounters
 	inArena
 
 	inStandalone = inArena - 1 // every kind but the arena
@@ -67,6 +68,7 @@ var (
 	corruptHLLCfg   = DistinctConfig{Precision: 8, Seed: 3}
 	corruptHLLWCfg  = DistinctWindowConfig{Window: Window{Keep: 2}, Distinct: corruptHLLCfg}
 	corruptGCRACfg  = GCRAConfig{Rate: Rate{Count: 10, Per: time.Second}, Burst: 3, Rows: 2, Width: 64, Seed: 3}
+	corruptCtrCfg   = CountersConfig{Names: []string{"a", "bb", "ccc"}, Seed: 3}
 	corruptArenaCfg = ArenaConfig{Size: 64 << 10}
 )
 
@@ -186,6 +188,14 @@ var corruptKinds = []corruptKind{
 			g.AllowBatch(corruptKeys, 1, make([]RateDecision, len(corruptKeys)))
 			g.AllowString("x", 0)
 			g.Stats()
+		}),
+	kindOf("counters", inCounters, OpenCounters, corruptCtrCfg,
+		func(c *Counters, k string) error { return c.Add(k, 1) }, []string{"a", "bb", "a"},
+		func(_ testing.TB, c *Counters) {
+			c.Add("ccc", 1)
+			c.Values()
+			c.Names()
+			c.Stats()
 		}),
 	// An arena holding one Count-Min sketch of otCfg's shape, "cm".
 	kindOf("arena", inArena, OpenArena, corruptArenaCfg,
