@@ -36,3 +36,53 @@ func BenchmarkCounters_Stride(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkCounters: an add by name (the handle's map), through a
+// resolved Counter, and a bare atomic add on a word, the floor; Value by
+// name; two goroutines adding by name to different counters.
+func BenchmarkCounters(b *testing.B) {
+	names := []string{"200", "301", "404", "500", "GET /", "GET /api/users", "POST /login", "other"}
+	c := mustIn(b, OpenCounters, Memory(), CountersConfig{Names: names})
+	k, err := c.Counter("404")
+	if err != nil {
+		b.Fatal(err)
+	}
+	var word uint64
+	b.Run("AtomicAdd", func(b *testing.B) {
+		b.ReportAllocs()
+		for i := 0; i < b.N; i++ {
+			atomic.AddUint64(&word, 1)
+		}
+	})
+	b.Run("Counter.Add", func(b *testing.B) {
+		b.ReportAllocs()
+		for i := 0; i < b.N; i++ {
+			k.Add(1)
+		}
+	})
+	b.Run("Add", func(b *testing.B) {
+		b.ReportAllocs()
+		for i := 0; i < b.N; i++ {
+			c.Add(names[i&7], 1)
+		}
+	})
+	b.Run("Value", func(b *testing.B) {
+		b.ReportAllocs()
+		for i := 0; i < b.N; i++ {
+			c.Value(names[i&7])
+		}
+	})
+	b.Run("Add/2 goroutines", func(b *testing.B) {
+		var wg sync.WaitGroup
+		for g := range 2 {
+			wg.Add(1)
+			go func(name string) {
+				defer wg.Done()
+				for i := 0; i < b.N; i++ {
+					c.Add(name, 1)
+				}
+			}(names[g])
+		}
+		wg.Wait()
+	})
+}
