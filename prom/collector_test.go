@@ -347,6 +347,7 @@ func TestSamplesOf(t *testing.T) {
 		{sketch.BloomWindowStats{}, sketch.KindBloomWindow},
 		{sketch.DistinctStats{}, sketch.KindDistinct},
 		{sketch.DistinctWindowStats{}, sketch.KindDistinctWindow},
+		{sketch.CountersStats{Counters: []sketch.NamedValue{{Name: "a", Value: 1}}}, sketch.KindCounters},
 	} {
 		kind, samples, ok := samplesOf(tc.stats)
 		if !ok || kind != tc.kind || len(samples) < 3 {

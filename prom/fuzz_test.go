@@ -117,6 +117,8 @@ func fuzzArena(t *testing.T, path string, keys []string) []sketch.ArenaEntry {
 	must(dc, err)
 	dw, err := sketch.OpenDistinctWindow(a.Place("dw"), sketch.DistinctWindowConfig{Window: sketch.Window{Keep: 2}, Distinct: sketch.DistinctConfig{Precision: 4}})
 	must(dw, err)
+	ctr, err := sketch.OpenCounters(a.Place("ctr"), sketch.CountersConfig{Names: []string{"200", "GET /", `"q"`, "é"}})
+	must(ctr, err)
 	for i, k := range keys[:min(len(keys), 32)] {
 		cms.AddN([]byte(k), uint64(1+i%5))
 		cmw.AddN([]byte(k), uint64(1+i%5))
@@ -125,6 +127,7 @@ func fuzzArena(t *testing.T, path string, keys []string) []sketch.ArenaEntry {
 		bw.AddString(k)
 		dc.AddString(k)
 		dw.AddString(k)
+		ctr.Add("GET /", uint64(len(k)))
 	}
 	return a.List()
 }
