@@ -74,6 +74,12 @@
 // register-wise maximum), cached until one of their registers rises or
 // the period turns, and exported or snapshotted as that union.
 //
+// [Counters] are a small fixed set of named exact counters (requests by
+// status code, by route): names fixed at create and stored in the
+// structure, an add one atomic add on the counter's own cache line, by
+// name or through a [Counter] resolved once, and exported to Prometheus
+// as counters (the prom module). They are served in Go in both builds.
+//
 // Where a structure lives is one value, a [Place]: a file ([Path]), a new
 // memfd for child processes ([Memfd]), a descriptor this process inherited
 // ([Inherited]), memory for one process ([Memory]), or a name in an
@@ -81,7 +87,7 @@
 // Each kind has one constructor that takes the place and the kind's
 // config: [OpenCountMin], [OpenBloom], [OpenCountingBloom],
 // [OpenCountMinWindow], [OpenBloomWindow], [OpenDistinct],
-// [OpenDistinctWindow], and [OpenArena] for the arena, with an
+// [OpenDistinctWindow], [OpenCounters], and [OpenArena] for the arena, with an
 // [ArenaConfig].
 // Every process asks for the same place and config; the first to ask
 // creates the structure, the rest attach. [Arena.Remove] takes a

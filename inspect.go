@@ -64,7 +64,9 @@ type EntryInfo struct {
 	// "fp_rate", "bits" and "hashes" (of each period's filter),
 	// "period_ns" and "keep" for a Bloom window; "precision",
 	// "registers", "redis" (1: Redis's hash) and "postgresql" (1:
-	// PostgreSQL's hll hash) for a distinct count. Every parameter the
+	// PostgreSQL's hll hash) for a distinct count; "counters" and
+	// "names_bytes" (of its names table, which the region holds: see
+	// Counters.Names) for a counters structure. Every parameter the
 	// format allows is exact in a float64, but for periods longer than
 	// 2^53 ns (104 days), which are rounded.
 	Params map[string]float64 `json:"params"`
