@@ -714,6 +714,13 @@ func (a *Arena) List() []ArenaEntry {
 		ae := ArenaEntry{Name: e.name, Kind: kinds[e.kind].kind, Offset: e.off, Bytes: e.size}
 		if info := kinds[e.kind]; info.config != nil {
 			ae.Config = info.config(e)
+			if info.region != nil {
+				// A closed arena's pages read as zero: the entry's
+				// config then.
+				if cfg, err := info.region(e, a.m.data[e.off:e.off+e.size]); err == nil {
+					ae.Config = cfg
+				}
+			}
 		}
 		out = append(out, ae)
 	}

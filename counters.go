@@ -173,9 +173,9 @@ func matchNames(want, have []string) error {
 	return fmt.Errorf("%w: asked for %d names, the file has %d: it also has %q", ErrIncompatible, len(want), len(have), have[len(want)])
 }
 
-func countersEntryConfig(e entry) any {
-	return CountersConfig{} // the names are in the region: Counters.Config
-}
+// countersEntryConfig is the config the entry alone tells: none, as the
+// names are in the region (countersRegionConfig).
+func countersEntryConfig(e entry) any { return CountersConfig{} }
 
 func countersEntryParams(e entry) map[string]float64 {
 	return map[string]float64{"counters": float64(e.params[0]), "names_bytes": float64(e.params[1])}
@@ -229,10 +229,14 @@ func countersNames(e entry, region []byte) ([]string, error) {
 	return names, nil
 }
 
-// validateCountersRegion is the kinds table's region check.
-func validateCountersRegion(e entry, region []byte) error {
-	_, err := countersNames(e, region)
-	return err
+// countersRegionConfig is the kinds table's region check: the config
+// with the names the region holds.
+func countersRegionConfig(e entry, region []byte) (any, error) {
+	names, err := countersNames(e, region)
+	if err != nil {
+		return nil, err
+	}
+	return CountersConfig{Names: names}, nil
 }
 
 // Counters is a small fixed set of named 64-bit counters, exact, shared

@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
 )
 
 // Counters in processes of both builds, one killed mid-adds, and on
@@ -196,6 +198,13 @@ func TestCounters_ReadOnlyAndNames(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "counters")
 	c := mustCounters(t, Path(path), CountersConfig{Names: ctrNamesHTTP})
 	c.Add("404", 4)
+	fi := mustInspect(t, path)
+	if len(fi.Entries) != 1 || fi.Entries[0].Kind != KindCounters || fi.Entries[0].Params["counters"] != float64(len(ctrNamesHTTP)) {
+		t.Fatalf("Inspect = %+v, want one counters structure of %d counters", fi.Entries, len(ctrNamesHTTP))
+	}
+	if diff := cmp.Diff(CountersConfig{Names: ctrNamesHTTP}, fi.Entries[0].Config); diff != "" {
+		t.Errorf("Inspect's config, with the names (-want +got):\n%s", diff)
+	}
 	ro := mustCounters(t, Path(path), CountersConfig{}, WithReadOnly())
 	k, err := ro.Counter("404")
 	if err != nil {

@@ -273,6 +273,13 @@ func TestCounters_InArena(t *testing.T) {
 	if got := cms.Estimate([]byte("k")); got != 300 {
 		t.Errorf("the Count-Min sketch beside them says %d, want 300", got)
 	}
+	for _, e := range a.List() {
+		if e.Name == "status" {
+			if diff := cmp.Diff(CountersConfig{Names: []string{"200", "404", "500"}}, e.Config); diff != "" {
+				t.Errorf("List's config of status (-want +got):\n%s", diff)
+			}
+		}
+	}
 	m := a.Metrics()
 	defer m.Close()
 	b, err := json.Marshal(m.Stats())

@@ -492,7 +492,7 @@ func (l layout) decodeEntryNames(b []byte, i uint32, names map[string]bool) (ent
 		return corrupt("%v", err)
 	}
 	if check := kinds[e.kind].region; check != nil && e.live() {
-		if err := check(e, b[e.off:e.off+e.size]); err != nil {
+		if _, err := check(e, b[e.off:e.off+e.size]); err != nil {
 			return corrupt("%v", err)
 		}
 	}

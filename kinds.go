@@ -67,10 +67,11 @@ type kindInfo struct {
 	params func(e entry) map[string]float64
 	// region, when set, checks what the kind writes in its region at
 	// create (spec.init: a counters structure's names) and then only
-	// reads, wherever a live entry is decoded; a killed create of such
-	// a kind leaves bytes past the last region, which the next append
-	// clears.
-	region func(e entry, region []byte) error
+	// reads, wherever a live entry is decoded, and returns the config
+	// that completes (with its names), for listings and Inspect; a
+	// killed create of such a kind leaves bytes past the last region,
+	// which the next append clears.
+	region func(e entry, region []byte) (any, error)
 	// open opens the structure at a place with the kind's zero config,
 	// which attaches to what is stored there (Arena.Snapshot copies it
 	// through the handle, ArenaMetrics reads its Stats).
@@ -157,7 +158,7 @@ func init() {
 			name: "counters structure", kind: KindCounters,
 			validate: validateCountersEntry, spare: 3, of: "counters",
 			config: countersEntryConfig, params: countersEntryParams,
-			region: validateCountersRegion,
+			region: countersRegionConfig,
 			open:   openZero(OpenCounters),
 		},
 	}
