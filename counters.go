@@ -126,9 +126,10 @@ func (cfg CountersConfig) createSpec() (spec, error) {
 }
 
 // spec is the structure's spec. Without Names it only attaches, to any
-// names. With them, the entry's count, table size and table checksum
-// tell at once whether the stored names are the same; when they are not,
-// matchNames says how they differ, once the names are read.
+// names. With them it creates, writing the names table (init in an
+// arena, fill in a file of its own); an existing structure's names are
+// in its region, which the entry match sees does not hold, so newCounters
+// compares them (matchNames) once it has read them.
 func (cfg CountersConfig) spec() (spec, error) {
 	if len(cfg.Names) == 0 {
 		return spec{kind: kindCounters, seed: cfg.Seed, match: func(entry) error { return nil }}, nil
