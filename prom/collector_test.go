@@ -71,7 +71,11 @@ func fillArena(t *testing.T, a *sketch.Arena) map[series]float64 {
 	dw.AddString("v1")
 	dw.Rotate()
 	dw.AddString("v2")
+	ctr, err := sketch.OpenCounters(a.Place("status"), sketch.CountersConfig{Names: []string{"404"}})
+	closeLater(ctr, err)
+	ctr.Add("404", 5)
 	return map[series]float64{
+		{"sketch_counts_total", "status"}:                       5,
 		{"sketch_distinct_estimate", "visitors/min"}:            dw.Stats().Estimate,
 		{"sketch_window_current_period", "visitors/min"}:        1,
 		{"sketch_window_rotations_total", "visitors/min"}:       1,
@@ -124,6 +128,7 @@ var kinds = map[string]sketch.Kind{
 	"recent":       sketch.KindBloomWindow,
 	"visitors":     sketch.KindDistinct,
 	"visitors/min": sketch.KindDistinctWindow,
+	"status":       sketch.KindCounters,
 }
 
 // scrape serves reg with promhttp and returns the body, in the text
@@ -232,7 +237,7 @@ func TestArenaCollector_Scrape(t *testing.T) {
 		"sketch_arena_bytes":            float64(st.Bytes),
 		"sketch_arena_used_bytes":       float64(st.Used),
 		"sketch_arena_free_bytes":       float64(st.Free),
-		"sketch_arena_structures":       7,
+		"sketch_arena_structures":       8,
 		"sketch_arena_max_structures":   float64(st.Capacity),
 		"sketch_lock_writer":            0,
 		"sketch_lock_writer_dead":       0,

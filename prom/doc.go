@@ -27,7 +27,7 @@
 //	sketch_heavy_hitter_estimate   gauge    a candidate table's 10 loudest keys, labelled rank and key
 //	sketch_distinct_estimate       gauge    distinct count and window (never sum it across hosts: below)
 //	sketch_distinct_relative_standard_error  gauge  distinct count and window
-//	sketch_counter_total           counter  counters structure: each counter, labelled with its name
+//	sketch_counts_total            counter  counters structure: each counter, labelled with its name
 //
 // Names and keys come from the file, and whoever writes it chooses them:
 // a label value is the name or key as it is when it is printable UTF-8,

@@ -58,7 +58,7 @@ var (
 		"Keys taken into a candidate table, each under the file's write lock, in every process.", prometheus.CounterValue, nil}
 	// A counters structure's counters, one series a name: at most 1024
 	// a structure, fixed when it is created.
-	fCounter = &family{"sketch_counter_total",
+	fCounter = &family{"sketch_counts_total",
 		"A counters structure's counter, by its name: every add that returned, in every process, since the structure's reset; it wraps at 2^64.", prometheus.CounterValue, []string{"name"}}
 	// The loudest keys of a candidate table: at most candidatesLoudest a
 	// structure, so the label set stays bounded (keys come and go).

@@ -105,13 +105,13 @@ func TestNewCollector_EveryKind(t *testing.T) {
 	// A counters structure: a series a counter, labelled with its name
 	// (quoted when it begins with a quote, as every name from a file).
 	counters := map[string]float64{}
-	for _, m := range fams["sketch_counter_total"].GetMetric() {
+	for _, m := range fams["sketch_counts_total"].GetMetric() {
 		if l := labelMap(m); l["structure"] == "ctr" && l["kind"] == string(sketch.KindCounters) {
 			counters[l["name"]] = m.GetCounter().GetValue()
 		}
 	}
 	if want := map[string]float64{"200": 0, "404": 7, `"\"q\""`: 0}; !maps.Equal(counters, want) {
-		t.Errorf("sketch_counter_total{structure=\"ctr\"} by name = %v, want %v", counters, want)
+		t.Errorf("sketch_counts_total{structure=\"ctr\"} by name = %v, want %v", counters, want)
 	}
 	if e := dw.Stats().Estimate; e < 2.5 || e > 3.5 {
 		t.Errorf("the distinct window's estimate %v, want about the 3 keys of its 2 periods", e)
@@ -143,7 +143,7 @@ func TestArenaCollector_CounterNames(t *testing.T) {
 	reg.MustRegister(NewArenaCollector(m))
 	checkGather(t, reg)
 	got := map[string]float64{}
-	for _, s := range parse(t, scrape(t, reg))["sketch_counter_total"].GetMetric() {
+	for _, s := range parse(t, scrape(t, reg))["sketch_counts_total"].GetMetric() {
 		got[labelMap(s)["name"]] = s.GetCounter().GetValue()
 	}
 	want := map[string]float64{}
@@ -151,6 +151,6 @@ func TestArenaCollector_CounterNames(t *testing.T) {
 		want[labelValue(name)] = float64(i + 1)
 	}
 	if !maps.Equal(got, want) {
-		t.Errorf("sketch_counter_total by name = %v, want %v", got, want)
+		t.Errorf("sketch_counts_total by name = %v, want %v", got, want)
 	}
 }
