@@ -238,6 +238,39 @@ var testKinds = []testKind{
 			g.Merge(g)
 			g.Reset()
 		}, nil),
+	testKindOf("Counters", KindCounters, false, OpenCounters,
+		func(seed uint64) CountersConfig { return CountersConfig{Names: testCounterNames, Seed: seed} },
+		func(c *Counters, k []byte) error { return c.Add(testCounterName(k), 1) },
+		func(_ testing.TB, c *Counters) {
+			c.Add("200", 1)
+			c.Add("nope", 1)
+			if k, err := c.Counter("404"); err == nil {
+				k.Add(2)
+				k.Value()
+			}
+			c.Value("500")
+			c.Values()
+			c.Stats()
+			if s, err := c.Snapshot(Memory()); err == nil {
+				c.Merge(s)
+				s.Close()
+			}
+			c.Reset()
+		}, nil),
+}
+
+// testCounterNames are the counters of the tables' counters structures.
+var testCounterNames = []string{"200", "404", "500", "other"}
+
+// testCounterName is the counter a table's key adds to: a key named
+// for one, else "other".
+func testCounterName(k []byte) string {
+	for _, name := range testCounterNames {
+		if string(k) == name {
+			return name
+		}
+	}
+	return "other"
 }
 
 // testKindHolding is the row of the kind s is, nil when testKinds lacks
