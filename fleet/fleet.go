@@ -159,6 +159,7 @@ type member struct {
 	window         *windowState
 	additive       *additiveState
 	additiveWindow *additiveWindowState
+	gcra           *gcraState
 	top            *topState      // a candidate table shared with the fleet
 	stats          StructureStats // guarded by Agent.mu
 }
@@ -593,6 +594,8 @@ func (a *Agent) syncOne(ctx context.Context, m *member) error {
 	switch {
 	case m.window != nil:
 		return a.syncWindow(ctx, m)
+	case m.gcra != nil:
+		return a.syncGCRA(ctx, m)
 	case m.additive != nil, m.additiveWindow != nil:
 		sync := a.syncAdditive
 		if m.additiveWindow != nil {
