@@ -333,6 +333,8 @@ func runRole(role string) int {
 	case "agent":
 	case "countmin-agent":
 		return runCountMinAgent()
+	case "gcra-agent":
+		return runGCRAAgent()
 	default:
 		fmt.Fprintf(os.Stderr, "unknown role %q\n", role)
 		return 2

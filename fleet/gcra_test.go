@@ -1,14 +1,19 @@
 package fleet
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/shmsketch/sketch"
 	"github.com/shmsketch/sketch/fleet/internal/redistest"
 )
@@ -256,5 +261,88 @@ func TestSync_GCRAMismatch(t *testing.T) {
 				t.Errorf("hosts = %q, want only the first", hosts)
 			}
 		})
+	}
+}
+
+// runGCRAAgent is a child process: it syncs the rate limiter at
+// FLEET_TEST_FILE as host "killed", deciding a request of one of
+// gcraKilledKeys keys before each round, until it is killed.
+func runGCRAAgent() int {
+	g, err := sketch.OpenGCRA(sketch.Path(os.Getenv("FLEET_TEST_FILE")), sketch.GCRAConfig{})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	client := redis.NewClient(&redis.Options{Network: "unix", Addr: os.Getenv("FLEET_TEST_SOCK")})
+	a, err := New(Config{Redis: client, Fleet: "f", Host: "killed", Timeout: time.Minute})
+	if err == nil {
+		err = a.AddGCRA("limits", g)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	for i := 0; ; i++ {
+		g.AllowString(key(i%gcraKilledKeys), 1)
+		if err := a.Sync(context.Background()); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+	}
+}
+
+const gcraKilledKeys = 64
+
+// TestSync_GCRAAgentKilled: an agent killed -9 at whatever point of its
+// rounds leaves its limiter valid (Check); restarted, a round of it and
+// then of another host bring the other host to decide every key exactly
+// as the killed host's file does.
+func TestSync_GCRAAgentKilled(t *testing.T) {
+	rs := redistest.Start(t)
+	cfg := sketch.GCRAConfig{Rate: slowRate, Burst: 1000, Rows: 4, Width: 1 << 10, Seed: 0x4c}
+	path := filepath.Join(t.TempDir(), "limits")
+	g := mustOpen(t, sketch.OpenGCRA, sketch.Path(path), cfg)
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(exe, "-test.run=^$")
+	cmd.Env = append(os.Environ(), "FLEET_TEST_ROLE=gcra-agent", "FLEET_TEST_FILE="+path, "FLEET_TEST_SOCK="+rs.Sock)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	client := rs.Client(t)
+	deadline := time.Now().Add(2 * time.Minute)
+	for client.Exists(context.Background(), "{f/limits}:times:killed").Val() == 0 || g.Stats().Allowed < 300 {
+		if time.Now().After(deadline) {
+			cmd.Process.Kill()
+			cmd.Wait()
+			t.Fatalf("the agent process ran no rounds within 2 minutes; its output:\n%s", out.String())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	cmd.Process.Signal(os.Kill)
+	cmd.Wait()
+	if err := g.Check(); err != nil {
+		t.Fatalf("Check after the agent was killed: %v", err)
+	}
+
+	again, other := newAgent(t, rs, "killed"), newAgent(t, rs, "other")
+	theirs := mustOpen(t, sketch.OpenGCRA, sketch.Memory(), cfg)
+	if err := again.AddGCRA("limits", g); err != nil {
+		t.Fatal(err)
+	}
+	if err := other.AddGCRA("limits", theirs); err != nil {
+		t.Fatal(err)
+	}
+	mustSync(t, again, other)
+	at := time.Now()
+	for i := range gcraKilledKeys + 1 { // and one key never used
+		k := key(i)
+		if got, want := mustAllow(t, theirs, k, 0, at), mustAllow(t, g, k, 0, at); got != want {
+			t.Errorf("%s: the other host decides %+v, the killed host's file %+v", k, got, want)
+		}
 	}
 }
