@@ -204,3 +204,39 @@ func TestAddArena_GCRA(t *testing.T) {
 		t.Error("the second arena's limiter allows the key the first's exhausted")
 	}
 }
+
+// TestMetrics_GCRA: a scrape lists a rate limiter as the other kinds,
+// kind "gcra", synced after a round and local with Redis down.
+func TestMetrics_GCRA(t *testing.T) {
+	rs := redistest.Start(t)
+	a := newAgent(t, rs, "h")
+	a.cfg.Timeout = 2 * time.Second
+	if err := a.AddGCRA("api", mustOpen(t, sketch.OpenGCRA, sketch.Memory(), sketch.GCRAConfig{Rate: slowRate, Seed: 1})); err != nil {
+		t.Fatal(err)
+	}
+	scrape := func() string {
+		var b strings.Builder
+		if err := a.WriteMetrics(&b); err != nil {
+			t.Fatal(err)
+		}
+		return b.String()
+	}
+	mustSync(t, a)
+	synced := scrape()
+	for _, want := range []string{
+		`sketch_fleet_state{structure="api",kind="gcra",state="synced"} 1` + "\n",
+		`sketch_fleet_syncs_total{structure="api",kind="gcra"} 1` + "\n",
+	} {
+		if !strings.Contains(synced, want) {
+			t.Errorf("the scrape after a round lacks %q:\n%s", want, synced)
+		}
+	}
+	promtool(t, synced)
+	rs.Stop()
+	if err := a.Sync(context.Background()); err == nil {
+		t.Fatal("Sync with Redis down succeeded")
+	}
+	if down := scrape(); !strings.Contains(down, `sketch_fleet_state{structure="api",kind="gcra",state="local"} 1`+"\n") {
+		t.Errorf("the scrape with Redis down does not say local:\n%s", down)
+	}
+}
