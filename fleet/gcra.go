@@ -36,32 +36,37 @@ const gcraKeyRounds = 3
 // AddGCRA syncs the rate limiter g under name: every host then refuses a
 // key that the fleet's requests, as far as this host has pulled them,
 // have made busy, and tells the same RetryAfter. Every host's limiter
-// must have g's rate, burst, shape and seed.
+// must have g's rate (as written: 10/s is not 600/m), burst, shape and
+// seed, or the round is refused (ErrMismatch).
 //
 // Each round pushes this host's busy times (ExportTimes) to a key of its
 // own and merges every other host's (MergeTimes: each cell raised to the
-// latest time, idempotent), so a decision on host B counts B's own
-// allowed requests and every request allowed on another host before that
-// host's last push that B pulled (or that a host B pulled had pulled
-// before its push). The guarantee: any run of a key's allowed requests,
-// each decided after the one before it was counted there (on the same
-// host, or pushed and then pulled), is within one limiter's bound,
-// Burst+1 requests plus one a Rate interval; so the fleet allows a key at
-// most that, plus what the other hosts allowed since their last push
-// that the deciding host had not yet pulled. With one host deciding at a
-// time, and between hosts a round of the host that decided and then of
-// the next, every decision counts every earlier one and the fleet
-// decides exactly as one limiter fed every request, RetryAfter and
-// Remaining included. Hosts deciding at once may each allow a key's
-// burst in the same round.
+// later time, idempotent). A decision on host B thus counts B's own
+// earlier decisions and those it pulled: each one another host made
+// before a push that B has pulled since (or that host had pulled before
+// that push, and so on). The guarantee: any run of a key's allowed
+// requests, each counted on the host where the next one was decided, is
+// within one limiter's bound, Burst+1 plus one a Rate interval (in cost);
+// so the fleet allows a key at most that plus what the other hosts
+// allowed that the deciding host had not pulled (since the last of their
+// pushes it pulled). With one host deciding at a time, and between hosts
+// a round of the host that decided and then one of the next, every
+// decision counts every earlier one and the fleet decides exactly as one
+// limiter fed every request, Remaining, RetryAfter and ResetAfter
+// included. Hosts deciding at once may each allow a key's whole burst
+// within a round; after it the key's time is the latest host's, not their
+// sum: that excess is not paid back.
 //
 // Times are the hosts' Unix clocks: a host whose clock is ahead lets a
 // key through sooner by that much, one behind keeps it busier (by at
 // most the window: MergeTimes caps what it takes). A host's key expires
-// gcraKeyRounds intervals after the window from its last push, when its
-// times are past; a host that stops pushing is then forgotten. Redis
-// down, slow or emptied lowers nothing: each host keeps deciding on its
-// grid, its own decisions and the fleet's as of its last good round.
+// gcraKeyRounds intervals after the window from its last push, once its
+// times are past; a host that stops pushing is then forgotten (its
+// member of the hosts' set removed), and a gone key fails no round.
+// Redis down, slow or emptied lowers nothing: each host keeps deciding on
+// its grid, its own decisions and the fleet's as of its last good round.
+// A round sends about 6 bytes a busy cell (a key busies one cell a row)
+// and reads as much of every other host.
 func (a *Agent) AddGCRA(name string, g *sketch.GCRA) error {
 	if err := syncable("rate limiter", name, g); err != nil {
 		return err
