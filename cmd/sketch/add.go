@@ -27,9 +27,9 @@ before"; a window's in any period it covers; -n changes nothing in a
 set), or a distinct count's count after the add (-n changes nothing
 either). Exact counters (counters) take their counters' names as keys:
 add adds 1 (or -n N) to each named counter and prints its value just
-after (others' adds meanwhile included); every name is checked before
-anything is added, and one the structure does not have is a bad argument
-(exit 2). A rate limiter has no add: sketch allow decides its requests. With no KEY, or "-", it reads one key a line from standard
+after (others' adds meanwhile included); a name the structure does not
+have is a bad argument (exit 2), found before anything is added (from
+standard input, before anything of its batch is). A rate limiter has no add: sketch allow decides its requests. With no KEY, or "-", it reads one key a line from standard
 input, in batches (empty lines are skipped), and prints how many it added;
 with --weighted, each line is KEY<TAB>N and counts KEY N times (a counting
 Bloom filter adds it N times, up to the 15 where its counters stick).

@@ -80,17 +80,25 @@ func (s *counters) badName(err error) error {
 	return err
 }
 
-// add adds 1 to each named counter, or weights[i] to the i-th; a batch
-// of standard input stops at a name the structure does not have, the
-// names before it added.
+// add adds 1 to each named counter, or weights[i] to the i-th. A batch
+// of standard input that holds a name the structure does not have adds
+// nothing (the batches before it stay added).
 func (s *counters) add(keys [][]byte, weights []uint64) error {
+	cs := make([]sketch.Counter, len(keys))
 	for i, k := range keys {
+		c, err := s.Counter(string(k))
+		if err != nil {
+			return s.badName(err)
+		}
+		cs[i] = c
+	}
+	for i, c := range cs {
 		n := uint64(1)
 		if weights != nil {
 			n = weights[i]
 		}
-		if err := s.Add(string(k), n); err != nil {
-			return s.badName(err)
+		if err := c.Add(n); err != nil {
+			return err
 		}
 	}
 	return nil
