@@ -343,13 +343,13 @@ func countersRows(r countersResult) []row {
 		bad++
 		notes += fmt.Sprintf("; the negative control (one past the most) was caught in %d of %d counters", r.caught, len(r.values))
 	}
-	var done, total uint64
-	inFlight, landed := 0, uint64(0)
-	for i, t := range r.tallies {
+	var done, total, most uint64
+	inFlight := 0
+	for _, t := range r.tallies {
 		done += t.done
 		inFlight += len(t.inFlight)
-		if i < len(r.values) && r.values[i].Value >= t.done {
-			landed += r.values[i].Value - t.done
+		for _, n := range t.inFlight {
+			most += n
 		}
 	}
 	for _, v := range r.values {
@@ -364,8 +364,8 @@ func countersRows(r countersResult) []row {
 			len(stormCounterNames)),
 		runs:       fmt.Sprintf("%d log entries", r.entries),
 		violations: bad,
-		figure: fmt.Sprintf("total %d = %d done + %d of %d adds in flight that landed; control caught %d of %d%s%s",
-			total, done, landed, inFlight, r.caught, len(r.values), notes, note(r.first)),
+		figure: fmt.Sprintf("total %d, adds done %d (%d in flight at kills, adding up to %d); control caught %d of %d%s%s",
+			total, done, inFlight, most, r.caught, len(r.values), notes, note(r.first)),
 	}, {
 		test:       "counters Check after the storm",
 		runs:       "1 check",
