@@ -101,10 +101,7 @@ sketch create /dev/shm/a.cms --seed-file seed; sketch create /dev/shm/b.cms --se
 		rateText := fs.String("rate", "", "gcra: `RATE` a key may make requests at in the long run, as nginx writes it: 10/s, 10r/s, 30r/m, 1/h, 100/10s (required)")
 		burst := fs.Uint64("burst", 0, "gcra: requests past the rate a key may make at once: an idle key is allowed `B`+1 at once (nginx's burst=B nodelay)")
 		keys := fs.Int("keys", 0, "gcra: size the grid for `N` keys busy at once (default 4096: 1 MiB), instead of --rows and --width")
-		var names []string
-		addNames := func(list string) error { names = append(names, strings.Split(list, ",")...); return nil }
-		fs.Func("names", "counters: the counters' `NAMES`, comma-separated (1 to 1024 in all, in the order given)", addNames)
-		fs.Func("name", "counters: one more counter, named `NAME` (which may hold a comma); repeatable", func(n string) error { names = append(names, n); return nil })
+		names := namesFlags(fs)
 		size := fs.String("size", "", "arena: `BYTES` of the file, with an optional K, M or G (required)")
 		mode := fs.String("mode", "0600", "permission bits of a new file, in octal")
 		seedFile := fs.String("seed-file", "", "read the secret hash seed of a new file from `FILE` (\"-\": standard input), one decimal or 0x hex number; FILE must not be readable by every user (default: a random seed)")
@@ -126,11 +123,9 @@ sketch create /dev/shm/a.cms --seed-file seed; sketch create /dev/shm/b.cms --se
 			if *seedFrom != "" && *seedFile != "" {
 				return usageError("give --seed-file or --seed-from, not both")
 			}
-			var rate sketch.Rate
-			if *rateText != "" {
-				if rate, err = sketch.ParseRate(*rateText); err != nil {
-					return usageError("--rate: %s", message(err))
-				}
+			rate, err := rateFlag(*rateText)
+			if err != nil {
+				return err
 			}
 			// --error is a Count-Min sketch's or a distinct count's, as
 			// --kind says (sizingOf let it through for that kind only).
@@ -138,7 +133,7 @@ sketch create /dev/shm/a.cms --seed-file seed; sketch create /dev/shm/b.cms --se
 				kind: *kind, cms: sketch.CountMinConfig{ErrorRate: *errRate, Confidence: *conf, Rows: *rows, Width: *width, Candidates: *cands, CandidateKeyBytes: *candBytes, Fleet: *fleet},
 				capacity: *capacity, fpRate: *fpRate, window: sketch.Window{Period: *period, Keep: *keep},
 				distinct: sketch.DistinctConfig{Error: *errRate, Precision: *precision, Redis: *redis, PostgreSQL: *postgresql},
-				rate:     rate, burst: *burst, keys: *keys, names: names,
+				rate:     rate, burst: *burst, keys: *keys, names: *names,
 			}
 			if err := flags.validate(); err != nil {
 				return err
@@ -149,30 +144,13 @@ sketch create /dev/shm/a.cms --seed-file seed; sketch create /dev/shm/b.cms --se
 			if _, err := os.Lstat(t.path); err == nil {
 				return fmt.Errorf("%s exists; remove it first (sketch rm %s), or use it as it is", t.path, t.path)
 			}
-			var seed uint64 // zero: random
-			switch {
-			case *seedFile != "":
-				if seed, err = readSeed(*seedFile, os.Stdin); err != nil {
-					return err
-				}
-			case *seedFrom != "":
-				if seed, err = seedOf(*seedFrom); err != nil {
-					return err
-				}
+			seed, err := newSeed(*seedFile, *seedFrom)
+			if err != nil {
+				return err
 			}
 			opts := []sketch.Option{sketch.WithMode(os.FileMode(perm))}
 			if *kind == "arena" {
-				n, err := parseSize(*size)
-				if err != nil {
-					return err
-				}
-				a, err := sketch.OpenArena(sketch.Path(t.path), sketch.ArenaConfig{Size: n, Seed: seed}, opts...)
-				if err != nil {
-					return err
-				}
-				defer a.Close()
-				warnReadable(t.path, "the secret hash seed every structure in it hashes with", false)
-				return printArenaCreated(t.path, a, *jsonOut)
+				return createArena(t.path, *size, seed, opts, *jsonOut)
 			}
 			flags.cms.Seed, flags.seed = seed, seed
 			s, err := makeStructure(filePlace(t.path, opts), flags)
@@ -184,6 +162,61 @@ sketch create /dev/shm/a.cms --seed-file seed; sketch create /dev/shm/b.cms --se
 			return printCreated(t, s, 0, *jsonOut)
 		})
 	},
+}
+
+// namesFlags defines --names and --name, which append to one list of a
+// counters structure's names, in the order given: --names a list
+// split at its commas, --name one name, which may hold a comma.
+func namesFlags(fs *flag.FlagSet) *[]string {
+	var names []string
+	fs.Func("names", "counters: the counters' `NAMES`, comma-separated (1 to 1024 in all, in the order given)", func(list string) error {
+		names = append(names, strings.Split(list, ",")...)
+		return nil
+	})
+	fs.Func("name", "counters: one more counter, named `NAME` (which may hold a comma); repeatable", func(n string) error {
+		names = append(names, n)
+		return nil
+	})
+	return &names
+}
+
+// rateFlag is --rate's rate; zero when it is not given.
+func rateFlag(text string) (sketch.Rate, error) {
+	if text == "" {
+		return sketch.Rate{}, nil
+	}
+	rate, err := sketch.ParseRate(text)
+	if err != nil {
+		return rate, usageError("--rate: %s", message(err))
+	}
+	return rate, nil
+}
+
+// newSeed is the seed of a new file: read from --seed-file, copied from
+// --seed-from's file, or zero (random) when neither is given.
+func newSeed(seedFile, seedFrom string) (uint64, error) {
+	switch {
+	case seedFile != "":
+		return readSeed(seedFile, os.Stdin)
+	case seedFrom != "":
+		return seedOf(seedFrom)
+	}
+	return 0, nil
+}
+
+// createArena makes the arena at path, of --size size, with seed.
+func createArena(path, size string, seed uint64, opts []sketch.Option, jsonOut bool) error {
+	n, err := parseSize(size)
+	if err != nil {
+		return err
+	}
+	a, err := sketch.OpenArena(sketch.Path(path), sketch.ArenaConfig{Size: n, Seed: seed}, opts...)
+	if err != nil {
+		return err
+	}
+	defer a.Close()
+	warnReadable(path, "the secret hash seed every structure in it hashes with", false)
+	return printArenaCreated(path, a, jsonOut)
 }
 
 // createFlagsApply refuses a kind this build does not make, and a flag
