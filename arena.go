@@ -503,7 +503,10 @@ func (a *Arena) room(i int) uint64 {
 // caller holds the write lock. The region is zero: the file was created
 // zero, regions are handed out in order, and a reuse zeroes what it gives
 // up at the end of a region (reuseEntry), so no byte past the last region
-// was ever written; the zero state is every structure's empty state.
+// was ever written but by a create killed before it published a kind
+// that writes its region (spec.init), whose unpublished slot says where
+// and is cleared with it; the zero state is every structure's empty
+// state.
 func (a *Arena) appendEntry(name string, sp spec) (entry, error) {
 	n := uint32(len(a.lay.entries))
 	off := roundUp(a.lay.end(), cacheLine)
@@ -519,14 +522,35 @@ func (a *Arena) appendEntry(name string, sp spec) (entry, error) {
 	}
 	e := entry{kind: sp.kind, off: off, size: sp.size, params: sp.params, name: name}
 	slot := a.m.data[uint64(a.lay.dirOff)+uint64(n)*entrySize:][:entrySize]
+	a.clearKilledAppend(slot, off)
 	clear(slot) // what a killed create left
 	encodeEntry(slot, e)
+	if sp.init != nil {
+		sp.init(a.m.data[off : off+sp.size])
+	}
 	if arenaCreateHook != nil {
 		arenaCreateHook()
 	}
 	atomic.StoreUint32(a.countWord(), n+1)
 	a.lay.entries = append(a.lay.entries, e)
 	return e, nil
+}
+
+// clearKilledAppend zeroes what a create killed before it published a
+// kind that writes its region (spec.init) wrote from off on: its slot,
+// written first, says where its region was (at off, or before it when a
+// reuse has since grown the last region into it) and how far it ran.
+func (a *Arena) clearKilledAppend(slot []byte, off uint64) {
+	if kinds[native.Uint32(slot[entKind:])].region == nil {
+		return
+	}
+	at, size := native.Uint64(slot[entOff:]), native.Uint64(slot[entSize:])
+	if at > a.lay.fileSize || size > a.lay.fileSize-at {
+		return // not a region of this file: nothing was written there
+	}
+	if lo, hi := max(at, off), at+size; lo < hi {
+		clear(a.m.data[lo:hi])
+	}
 }
 
 // reuseEntry rewrites slot i, a removed structure's whose room nobody
@@ -541,7 +565,9 @@ func (a *Arena) appendEntry(name string, sp spec) (entry, error) {
 //  2. the old region and the new one zeroed, from the offset to the end of
 //     the larger;
 //  3. the size word to the new size (a bytes past it are zero, as appends
-//     expect past the last region);
+//     expect past the last region), then what the kind writes in its
+//     region at create (spec.init), which the next reuse clears again
+//     when this one is killed;
 //  4. kind, parameters, name and checksum, the offset word unchanged;
 //  5. the state to entryLive.
 //
@@ -560,6 +586,9 @@ func (a *Arena) reuseEntry(i uint32, name string, sp spec) (entry, error) {
 	clear(b[old.off : old.off+max(old.size, sp.size)])
 	atomic.StoreUint64(word(entSize), sp.size)
 	atomic.AddUint32(gen, 1)
+	if sp.init != nil {
+		sp.init(b[old.off : old.off+sp.size])
+	}
 	e := entry{kind: sp.kind, off: old.off, size: sp.size, params: sp.params, name: name}
 	var c [entrySize]byte
 	encodeEntry(c[:], e)
@@ -685,6 +714,13 @@ func (a *Arena) List() []ArenaEntry {
 		ae := ArenaEntry{Name: e.name, Kind: kinds[e.kind].kind, Offset: e.off, Bytes: e.size}
 		if info := kinds[e.kind]; info.config != nil {
 			ae.Config = info.config(e)
+			if info.region != nil {
+				// A closed arena's pages read as zero: the entry's
+				// config then.
+				if cfg, err := info.region(e, a.m.data[e.off:e.off+e.size]); err == nil {
+					ae.Config = cfg
+				}
+			}
 		}
 		out = append(out, ae)
 	}

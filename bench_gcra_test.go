@@ -91,3 +91,33 @@ func BenchmarkGCRAAllow(b *testing.B) {
 		benchSink.Add(uint64(sum))
 	})
 }
+
+// BenchmarkGCRAAllowBatch: batches of decisions in each core of the build
+// (go, and c in cgo builds) beside a window's AddBatch of the same shape
+// in the same core, per key.
+func BenchmarkGCRAAllowBatch(b *testing.B) {
+	z, _, _ := benchStreams()
+	keys := z.bytes
+	sh := benchDefaultShape
+	w := benchWindow(b, sh)
+	g, err := OpenGCRA(Memory(), GCRAConfig{Rate: Rate{Count: 1e9, Per: time.Second}, Burst: 1 << 20, Rows: sh.rows, Width: sh.width, Seed: benchSeed})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer g.Close()
+	est := make([]uint64, benchBatch)
+	out := make([]RateDecision, benchBatch)
+	for i, b0 := range testBackends() {
+		wc, gc := countMinCores()[i], b0.GCRA
+		b.Run(coreName(wc)+"/window-AddBatch", func(b *testing.B) {
+			saved := w.core
+			w.core = wc
+			defer func() { w.core = saved }()
+			benchBatches(b, keys, func(k [][]byte) { w.AddBatch(k, est[:len(k)]) })
+		})
+		b.Run(coreName(wc)+"/GCRA-AllowBatch", func(b *testing.B) {
+			g.core = gc
+			benchBatches(b, keys, func(k [][]byte) { g.AllowBatch(k, 1, out[:len(k)]) })
+		})
+	}
+}

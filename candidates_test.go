@@ -782,6 +782,40 @@ func TestCandidates_Window(t *testing.T) {
 	}
 }
 
+// TestCandidates_TopCovered: a window's Top says which periods its
+// estimates covered, the ones EstimateCovered names for its keys, and
+// they move with the window.
+func TestCandidates_TopCovered(t *testing.T) {
+	w := mustIn(t, OpenCountMinWindow, Memory(), CountMinWindowConfig{
+		Window:   Window{Keep: 2},
+		CountMin: CountMinConfig{Rows: 4, Width: 1 << 14, Candidates: 8},
+	})
+	var last Periods
+	for round := range 3 {
+		for range 10 * (round + 1) {
+			w.AddString("loud")
+		}
+		hs, ps, err := w.TopCovered(0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		est, want := w.EstimateCovered([]byte("loud"))
+		if ps != want || (round > 0 && ps.Current != last.Current+1) || len(hs) != 1 || hs[0].Estimate != est {
+			t.Errorf("round %d: TopCovered = %+v over %+v; EstimateCovered = %d over %+v (the last over %+v)", round, hs, ps, est, want, last)
+		}
+		last = ps
+		w.Rotate()
+	}
+	plain := mustIn(t, OpenCountMinWindow, Memory(), CountMinWindowConfig{Window: Window{Keep: 2}, CountMin: CountMinConfig{Rows: 2, Width: 64}})
+	if _, _, err := plain.TopCovered(1); err == nil {
+		t.Error("TopCovered on a window without a table succeeded")
+	}
+	w.Close()
+	if _, _, err := w.TopCovered(1); !errors.Is(err, ErrClosed) {
+		t.Errorf("TopCovered after Close: %v, want ErrClosed", err)
+	}
+}
+
 // TestCandidates_WindowClock: a clock window's table follows the clock.
 func TestCandidates_WindowClock(t *testing.T) {
 	w := mustIn(t, OpenCountMinWindow, Memory(), CountMinWindowConfig{

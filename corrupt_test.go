@@ -37,6 +37,7 @@ const (
 	inDistinct
 	inDistinctWindow
 	inGCRA
+	inCounters
 	inSet
 	inSetWindow
 	inArena
@@ -69,6 +70,7 @@ var (
 	corruptHLLCfg   = DistinctConfig{Precision: 8, Seed: 3}
 	corruptHLLWCfg  = DistinctWindowConfig{Window: Window{Keep: 2}, Distinct: corruptHLLCfg}
 	corruptGCRACfg  = GCRAConfig{Rate: Rate{Count: 10, Per: time.Second}, Burst: 3, Rows: 2, Width: 64, Seed: 3}
+	corruptCtrCfg   = CountersConfig{Names: []string{"a", "bb", "ccc"}, Seed: 3}
 	corruptSetCfg   = SetConfig{Capacity: 10, KeyBytes: 16, Seed: 3}
 	corruptSetWCfg  = SetWindowConfig{Window: Window{Keep: 2}, Set: corruptSetCfg}
 	corruptArenaCfg = ArenaConfig{Size: 64 << 10}
@@ -190,6 +192,14 @@ var corruptKinds = []corruptKind{
 			g.AllowBatch(corruptKeys, 1, make([]RateDecision, len(corruptKeys)))
 			g.AllowString("x", 0)
 			g.Stats()
+		}),
+	kindOf("counters", inCounters, OpenCounters, corruptCtrCfg,
+		func(c *Counters, k string) error { return c.Add(k, 1) }, []string{"a", "bb", "a"},
+		func(_ testing.TB, c *Counters) {
+			c.Add("ccc", 1)
+			c.Values()
+			c.Names()
+			c.Stats()
 		}),
 	kindOf("set", inSet, OpenSet, corruptSetCfg,
 		func(s *Set, k string) error { _, err := s.AddString(k); return err }, abc,
@@ -362,6 +372,35 @@ func dataOffOf(v []byte) uint64  { return native.Uint64(v[offDataOff:]) }
 func dirCapOf(v []byte) uint32   { return native.Uint32(v[offDirCap:]) }
 func entryOf(v []byte, field int) uint64 {
 	return native.Uint64(v[otDirOff+field:])
+}
+
+// ctrTableByte sets byte i of a counters structure's names table (3
+// counters in, in the one region).
+func ctrTableByte(i int, v byte) edit {
+	return func(b, valid []byte, _ *rand.Rand) []byte {
+		b[int(entryOf(valid, entOff))+3*countersStride+i] = v
+		return b
+	}
+}
+
+// ctrNames rewrites a counters structure's region and entry for names,
+// which may be invalid, with the checksum of their table: only the
+// checks of the names themselves can catch them. The region must not
+// grow past the valid one's.
+func ctrNames(names ...string) edit {
+	return func(b, valid []byte, _ *rand.Rand) []byte {
+		table := countersTable(names)
+		n := uint64(len(names))
+		off := entryOf(valid, entOff)
+		region := b[off : off+entryOf(valid, entSize)]
+		clear(region)
+		copy(region[n*countersStride:], table)
+		native.PutUint64(b[otDirOff+entSize:], countersBytes(n, uint64(len(table))))
+		native.PutUint64(b[otDirOff+entParams:], n)
+		native.PutUint64(b[otDirOff+entParams+8:], uint64(len(table)))
+		native.PutUint64(b[otDirOff+entParams+16:], xxh3.Hash(table))
+		return b
+	}
 }
 
 // entryField is a word of the valid file's directory entry.
@@ -677,6 +716,27 @@ func corruptions() []corruption {
 		{name: "gcra burst past the window", in: inGCRA, edit: e64(entParams+32, 1<<40)},
 		{name: "gcra unknown parameter", in: inGCRA, edit: e64(entParams+40, 1)},
 
+		// A counters structure's: how many names, the names table's
+		// bytes and checksum; then the names in its region (a, bb, ccc,
+		// in a table of 9 bytes after 3 counters of a line each).
+		{name: "counters none", in: inCounters, edit: e64(entParams, 0)},
+		{name: "counters 1025", in: inCounters, edit: e64(entParams, CountersMaxNames+1), says: "1025 counters"},
+		{name: "counters count short of the region", in: inCounters, edit: e64(entParams, 2), says: "counters region of 208 bytes"},
+		{name: "counters count past the file", in: inCounters, edit: e64(entParams, 1<<40)},
+		{name: "counters region a line more", in: inCounters, edit: e64Of(entSize, plus(entryField(entSize), 64))},
+		{name: "counters table short of the region", in: inCounters, edit: e64(entParams+8, 8)},
+		{name: "counters table shorter than its names", in: inCounters, edit: e64(entParams+8, 5)},
+		{name: "counters table past its names' longest", in: inCounters, edit: e64(entParams+8, 3*65+1)},
+		{name: "counters table padding taken for names", in: inCounters, edit: e64(entParams+8, 16), says: "names table of 10 names"},
+		{name: "counters name past the table", in: inCounters, edit: ctrTableByte(0, 50), says: "runs past the names table"},
+		{name: "counters byte in the padding", in: inCounters, edit: ctrTableByte(12, 1), says: "padding"},
+		{name: "counters name changed", in: inCounters, edit: ctrTableByte(1, 'z'), says: "checksum"},
+		{name: "counters name of 65 bytes", in: inCounters, edit: ctrNames(strings.Repeat("x", 65), "y"), says: "more than 64"},
+		{name: "counters name not UTF-8", in: inCounters, edit: ctrNames("a", "b\xff"), says: "not valid UTF-8"},
+		{name: "counters name with a control byte", in: inCounters, edit: ctrNames("a", "b\n"), says: "not printable"},
+		{name: "counters name with an escape", in: inCounters, edit: ctrNames("a", "\x1b[2J"), says: "not printable"},
+		{name: "counters names twice", in: inCounters, edit: ctrNames("a", "bb", "a"), says: "is also name 0"},
+		{name: "counters unknown parameter", in: inCounters, edit: e64(entParams+24, 1)},
 		// An exact set's: capacity, key bytes, slots.
 		{name: "set capacity zero", in: inSet, edit: e64(entParams, 0)},
 		{name: "set capacity past its slots", in: inSet, edit: e64(entParams, 17)},

@@ -875,6 +875,55 @@ func (w *CountMinWindow) Top(n int) ([]HeavyHitter, error) {
 	return hs, nil
 }
 
+// TopCovered is Top, and says which periods its estimates covered: every
+// estimate listed is over the window that ends at the returned period
+// (each never below what those periods counted for its key). When the
+// period turns while the table is read, the read starts again at the new
+// one: ErrTimeout after topTries tries, from a window whose period is
+// shorter than a read of the table takes.
+func (w *CountMinWindow) TopCovered(n int) ([]HeavyHitter, Periods, error) {
+	if !w.open.Load() {
+		return nil, Periods{}, w.closedErr("top")
+	}
+	if w.top == nil {
+		return nil, Periods{}, w.m.errorf("top", errNoCandidates)
+	}
+	for range topTries {
+		h := &periodHost{w: w, p: w.ctl.currentRead()}
+		hs := w.top.top(h, n, w.ErrorBound())
+		if !w.open.Load() {
+			return nil, Periods{}, w.closedErr("top")
+		}
+		if !h.turned {
+			return hs, w.covered(h.p), nil
+		}
+	}
+	return nil, Periods{}, w.m.errorf("top", fmt.Errorf("%w: the period turned during each of %d reads of the candidate table", ErrTimeout, topTries))
+}
+
+// topTries is how many reads of the table TopCovered makes before it
+// gives up on a window turning under them.
+const topTries = 3
+
+// periodHost is the window as TopCovered's table reads it: the estimates
+// over the window ending at period p, noting whether one was over
+// another (the period turned).
+type periodHost struct {
+	w      *CountMinWindow
+	p      uint64
+	turned bool
+}
+
+func (h *periodHost) recount(lo, hi uint64) uint64 {
+	est, p := h.w.estimateOne(lo, hi)
+	if p != h.p {
+		h.turned = true
+	}
+	return est
+}
+
+func (h *periodHost) noiseFloor() uint64 { return h.w.noiseFloor() }
+
 // check is the window's part of Check: its candidate table's.
 func (w *CountMinWindow) check() error {
 	if w.top != nil {

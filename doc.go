@@ -83,6 +83,22 @@
 // register-wise maximum), cached until one of their registers rises or
 // the period turns, and exported or snapshotted as that union.
 //
+// A [GCRA] answers "may this one pass" with a rate and a burst, as
+// nginx's limit_req and Redis's GCRA do: per key a theoretical arrival
+// time in a Count-Min-shaped grid of times, a key's time the least of its
+// cells, so that a collision only makes a key look busier. A decision is
+// lock-free, and racing decisions in any processes are ordered, so a key
+// is never allowed more than span/interval + Burst+1 over any span of
+// time. [Limits] decides a key against several limits together (rate
+// limiters and Count-Min windows with their limits), counting a refused
+// request in none; package httplimit answers either over HTTP.
+//
+// [Counters] are a small fixed set of named exact counters (requests by
+// status code, by route): names fixed at create and stored in the
+// structure, an add one atomic add on the counter's own cache line, by
+// name or through a [Counter] resolved once, and exported to Prometheus
+// as counters (the prom module). They are served in Go in both builds.
+//
 // Where a structure lives is one value, a [Place]: a file ([Path]), a new
 // memfd for child processes ([Memfd]), a descriptor this process inherited
 // ([Inherited]), memory for one process ([Memory]), or a name in an
@@ -90,7 +106,7 @@
 // Each kind has one constructor that takes the place and the kind's
 // config: [OpenCountMin], [OpenBloom], [OpenCountingBloom],
 // [OpenCountMinWindow], [OpenBloomWindow], [OpenDistinct],
-// [OpenDistinctWindow], and [OpenArena] for the arena, with an
+// [OpenDistinctWindow], [OpenGCRA], [OpenCounters], and [OpenArena] for the arena, with an
 // [ArenaConfig].
 // Every process asks for the same place and config; the first to ask
 // creates the structure, the rest attach. [Arena.Remove] takes a

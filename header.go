@@ -491,6 +491,11 @@ func (l layout) decodeEntryNames(b []byte, i uint32, names map[string]bool) (ent
 	if err := validateEntry(e); err != nil {
 		return corrupt("%v", err)
 	}
+	if check := kinds[e.kind].region; check != nil && e.live() {
+		if _, err := check(e, b[e.off:e.off+e.size]); err != nil {
+			return corrupt("%v", err)
+		}
+	}
 	if e.live() && l.isArena() && l.liveName(e.name, names) {
 		return corrupt("name %q is used twice", e.name)
 	}

@@ -64,10 +64,16 @@ type EntryInfo struct {
 	// "fp_rate", "bits" and "hashes" (of each period's filter),
 	// "period_ns" and "keep" for a Bloom window; "precision",
 	// "registers", "redis" (1: Redis's hash) and "postgresql" (1:
-	// PostgreSQL's hll hash) for a distinct count. Every parameter the
+	// PostgreSQL's hll hash) for a distinct count; "counters" and
+	// "names_bytes" (of its names table, which the region holds: see
+	// Counters.Names) for a counters structure. Every parameter the
 	// format allows is exact in a float64, but for periods longer than
 	// 2^53 ns (104 days), which are rounded.
 	Params map[string]float64 `json:"params"`
+	// Config is set for a kind that keeps part of its config in its
+	// region, which Params cannot carry: a counters structure's
+	// CountersConfig, with its Names.
+	Config any `json:"config,omitempty"`
 }
 
 // LockInfo is the state of the file's reader/writer lock (docs/DESIGN.md)
@@ -119,11 +125,15 @@ func (fi FileInfo) String() string {
 // GoString is String, for %#v: the seed stays out of it.
 func (fi FileInfo) GoString() string { return fi.String() }
 
-// entryInfo decodes a validated entry's parameters by its kind.
-func entryInfo(e entry) EntryInfo {
+// entryInfo decodes a validated entry's parameters by its kind, and
+// what its region completes of its config (data is the whole file).
+func entryInfo(e entry, data []byte) EntryInfo {
 	ei := EntryInfo{Kind: kinds[e.kind].kind, Description: kindName(e.kind), Name: e.name, Offset: e.off, Bytes: e.size}
 	if info, ok := kinds[e.kind]; ok {
 		ei.Params = info.params(e)
+		if info.region != nil {
+			ei.Config, _ = info.region(e, data[e.off:e.off+e.size]) // validated with the entry
+		}
 	} else {
 		// validateEntry refuses a kind this build does not know.
 		ei.Params = map[string]float64{}

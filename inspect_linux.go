@@ -135,7 +135,7 @@ func inspectFd(fd int, path string) (FileInfo, error) {
 			fi.Removed++
 			continue
 		}
-		fi.Entries = append(fi.Entries, entryInfo(e))
+		fi.Entries = append(fi.Entries, entryInfo(e, data))
 	}
 	fi.Lock = inspectLock(fd, data, int(lay.slots))
 	return fi, nil

@@ -28,6 +28,8 @@ const (
 	KindDistinctWindow Kind = "distinctwindow"
 	// KindGCRA is a rate limiter with a burst (GCRA).
 	KindGCRA Kind = "gcra"
+	// KindCounters is a set of named exact counters (Counters).
+	KindCounters Kind = "counters"
 	// KindSet is an exact set (Set).
 	KindSet Kind = "set"
 	// KindSetWindow is an exact set whose keys expire with their period
@@ -47,6 +49,7 @@ const (
 	kindDistinct       uint32 = 6  // precision p, profile (0: seeded XXH3, 1: Redis's)
 	kindDistinctWindow uint32 = 7  // precision p, profile (of a period's count), period, keep
 	kindGCRA           uint32 = 8  // rows, width, rate's period (ns), rate's count, burst
+	kindCounters       uint32 = 9  // names, names table bytes, names table checksum (XXH3)
 	kindExactSet       uint32 = 10 // capacity, key bytes, slots
 	kindExactSetWindow uint32 = 11 // capacity, key bytes, slots, period, keep
 )
@@ -69,6 +72,13 @@ type kindInfo struct {
 	config func(e entry) any
 	// params decodes the entry's parameters by name, for Inspect.
 	params func(e entry) map[string]float64
+	// region, when set, checks what the kind writes in its region at
+	// create (spec.init: a counters structure's names) and then only
+	// reads, wherever a live entry is decoded, and returns the config
+	// that completes (with its names), for listings and Inspect; a
+	// killed create of such a kind leaves bytes past the last region,
+	// which the next append clears.
+	region func(e entry, region []byte) (any, error)
 	// open opens the structure at a place with the kind's zero config,
 	// which attaches to what is stored there (Arena.Snapshot copies it
 	// through the handle, ArenaMetrics reads its Stats).
@@ -150,6 +160,13 @@ func init() {
 			validate: validateGCRAEntry, spare: 5, of: "rate limiter",
 			config: gcraEntryConfig, params: gcraEntryParams,
 			open: openZero(OpenGCRA),
+		},
+		kindCounters: {
+			name: "counters structure", kind: KindCounters,
+			validate: validateCountersEntry, spare: 3, of: "counters",
+			config: countersEntryConfig, params: countersEntryParams,
+			region: countersRegionConfig,
+			open:   openZero(OpenCounters),
 		},
 		kindExactSet: {
 			name: "exact set", kind: KindSet,

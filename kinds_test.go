@@ -160,6 +160,7 @@ var testKinds = []testKind{
 			w.Estimate([]byte("y"))
 			w.AddString("y")
 			w.Top(0)
+			w.TopCovered(1)
 			w.Check()
 		}, func(w *CountMinWindow) winCounts {
 			s := w.Stats()
@@ -238,6 +239,25 @@ var testKinds = []testKind{
 			g.Merge(g)
 			g.Reset()
 		}, nil),
+	testKindOf("Counters", KindCounters, false, OpenCounters,
+		func(seed uint64) CountersConfig { return CountersConfig{Names: testCounterNames, Seed: seed} },
+		func(c *Counters, k []byte) error { return c.Add(testCounterName(k), 1) },
+		func(_ testing.TB, c *Counters) {
+			c.Add("200", 1)
+			c.Add("nope", 1)
+			if k, err := c.Counter("404"); err == nil {
+				k.Add(2)
+				k.Value()
+			}
+			c.Value("500")
+			c.Values()
+			c.Stats()
+			if s, err := c.Snapshot(Memory()); err == nil {
+				c.Merge(s)
+				s.Close()
+			}
+			c.Reset()
+		}, nil),
 	testKindOf("Set", KindSet, false, OpenSet,
 		func(seed uint64) SetConfig { return SetConfig{Capacity: 100, KeyBytes: 16, Seed: seed} },
 		func(s *Set, k []byte) error { _, err := s.Add(k); return err },
@@ -273,6 +293,20 @@ var testKinds = []testKind{
 			s := w.Stats()
 			return winCounts{s.Adds, s.Turns, s.Rotations, s.Live}
 		}),
+}
+
+// testCounterNames are the counters of the tables' counters structures.
+var testCounterNames = []string{"200", "404", "500", "other"}
+
+// testCounterName is the counter a table's key adds to: a key named
+// for one, else "other".
+func testCounterName(k []byte) string {
+	for _, name := range testCounterNames {
+		if string(k) == name {
+			return name
+		}
+	}
+	return "other"
 }
 
 // kindNumbers is the kinds table's numbers in order: testKinds' rows

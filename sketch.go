@@ -163,6 +163,11 @@ type spec struct {
 	// before its magic is published, so that nobody sees the file before
 	// it is complete (a snapshot's copy, snapshot.go).
 	fill func(data []byte, lay layout) error
+	// init, when set, writes what a new structure's region holds before
+	// its first add (a counters structure's names): in an arena, before
+	// its directory entry is published; a standalone file's fill does it
+	// there.
+	init func(region []byte)
 }
 
 // errCannotCreate means a config that only attaches (a counting Bloom

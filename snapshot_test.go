@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/shmsketch/sketch/internal/cells"
+	"github.com/zeebo/xxh3"
 )
 
 // One table of every kind for the snapshot tests: how to open each at a
@@ -132,6 +133,9 @@ var snapKinds = []snapKind{
 	snapKindOf("gcra", false, cells.StripesBytes, OpenGCRA, snapGCRACfg,
 		func(c GCRAConfig, seed uint64) GCRAConfig { c.Seed = seed; return c },
 		nil, func(g *GCRA) snapStructure { return snapG{g} }),
+	snapKindOf("counters", true, 0, OpenCounters, snapCounters,
+		func(c CountersConfig, seed uint64) CountersConfig { c.Seed = seed; return c },
+		nil, func(c *Counters) snapStructure { return snapC{c} }),
 	// Room for every key the process test's children add (and "hot").
 	snapKindOf("set", false, cells.SetHeadBytes, OpenSet, SetConfig{Capacity: 2*snapMaxAdds + 1, KeyBytes: 16},
 		func(c SetConfig, seed uint64) SetConfig { c.Seed = seed; return c },
@@ -256,6 +260,22 @@ func (s snapG) add(k []byte) error {
 func (s snapG) answer(k []byte) uint64                   { return s.l.TAT(cells.Hash(k, s.l.Seed)) }
 func (s snapG) snapshot(at Place) (snapStructure, error) { return adapt(s.Snapshot(at)) }
 func (s snapG) handle() *Handle                          { return &s.Handle }
+
+// snapCounters has 16 counters; a key adds to the one its hash picks, and
+// its answer is that counter's value: never below the key's adds.
+var snapCounters = CountersConfig{Names: []string{"c0", "c1", "c2", "c3", "c4", "c5", "c6", "c7",
+	"c8", "c9", "c10", "c11", "c12", "c13", "c14", "c15"}}
+
+type snapC struct{ *Counters }
+
+func (s snapC) counter(k []byte) string { return fmt.Sprint("c", xxh3.Hash(k)%16) }
+func (s snapC) add(k []byte) error      { return s.Add(s.counter(k), 1) }
+func (s snapC) answer(k []byte) uint64 {
+	v, _ := s.Value(s.counter(k))
+	return v
+}
+func (s snapC) snapshot(at Place) (snapStructure, error) { return adapt(s.Snapshot(at)) }
+func (s snapC) handle() *Handle                          { return &s.Handle }
 
 type snapSet struct{ *Set }
 

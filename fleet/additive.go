@@ -103,11 +103,12 @@ func countsFit(kind, name string, rows, width int) error {
 	return nil
 }
 
-// pushCounts is the push of one host's counts, atomic in Redis: check the
-// description (KEYS[1], ARGV[1]) and that the hosts' set (KEYS[2]) is a
-// set, writing nothing otherwise; store the counts (ARGV[2]) under the
-// host's key (KEYS[3]) and the host (ARGV[3]) in the set, both expiring
-// ARGV[4] milliseconds later when it is > 0; return the set's hosts.
+// pushCounts is the push of one host's counts (or a rate limiter's busy
+// times), atomic in Redis: check the description (KEYS[1], ARGV[1]) and
+// that the hosts' set (KEYS[2]) is a set, writing nothing otherwise;
+// store the counts (ARGV[2]) under the host's key (KEYS[3]) and the host
+// (ARGV[3]) in the set, both expiring ARGV[4] milliseconds later when it
+// is > 0; return the set's hosts.
 var pushCounts = redis.NewScript(`
 local meta = redis.call('GET', KEYS[1])
 if meta and meta ~= ARGV[1] then

@@ -25,6 +25,7 @@ var kinds = map[sketch.Kind]syncedKind{
 	sketch.KindBloomWindow:    openAndAdd(sketch.OpenBloomWindow, (*Agent).AddBloomWindow),
 	sketch.KindCountMin:       openAndAdd(sketch.OpenCountMin, (*Agent).AddCountMin),
 	sketch.KindCountMinWindow: openAndAdd(sketch.OpenCountMinWindow, (*Agent).AddCountMinWindow),
+	sketch.KindGCRA:           openAndAdd(sketch.OpenGCRA, (*Agent).AddGCRA),
 }
 
 // openAndAdd is a row: the kind's constructor with its zero config, which

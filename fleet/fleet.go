@@ -32,11 +32,19 @@
 //     Pushes and pulls are whole stores of absolute values, idempotent
 //     after a kill. Top here lists the fleet's heavy hitters from every
 //     host's candidates.
+//   - a rate limiter (sketch.GCRA): each host pushes its busy times
+//     (ExportTimes) to a key of its own, expiring a few intervals after
+//     the limiter's window, and merges every other host's into its grid
+//     (MergeTimes, a maximum). A decision then counts every request the
+//     deciding host pulled: the fleet allows a key at most one limiter's
+//     Burst+1 plus its rate, plus what the other hosts allowed that this
+//     host had not pulled yet; hosts deciding one at a time, with a round
+//     of each between, decide exactly as one limiter (see AddGCRA).
 //
-// Both merges are idempotent (a maximum, an OR), so a push repeated after a
+// The merges are idempotent (a maximum, an OR), so a push repeated after a
 // kill, a timeout or a Redis failover counts nothing twice, and a Redis that
 // lost its data is refilled by the next round of every host. Merges only
-// raise registers and set bits, so a round that fails (Redis down or slow,
+// raise registers and times and set bits, so a round that fails (Redis down or slow,
 // or cut short) never lowers an answer: each host then answers with its
 // own adds and the fleet's as of its last good round, or part of this
 // round's, never less, and its Stats say so (State "local"). A Count-Min
@@ -159,6 +167,7 @@ type member struct {
 	window         *windowState
 	additive       *additiveState
 	additiveWindow *additiveWindowState
+	gcra           *gcraState
 	top            *topState      // a candidate table shared with the fleet
 	stats          StructureStats // guarded by Agent.mu
 }
@@ -593,6 +602,8 @@ func (a *Agent) syncOne(ctx context.Context, m *member) error {
 	switch {
 	case m.window != nil:
 		return a.syncWindow(ctx, m)
+	case m.gcra != nil:
+		return a.syncGCRA(ctx, m)
 	case m.additive != nil, m.additiveWindow != nil:
 		sync := a.syncAdditive
 		if m.additiveWindow != nil {

@@ -19,7 +19,7 @@ import (
 )
 
 // newAgent is an agent of fleet "f" for host on s, closed at the test's end.
-func newAgent(t *testing.T, s *redistest.Server, host string) *Agent {
+func newAgent(t testing.TB, s *redistest.Server, host string) *Agent {
 	t.Helper()
 	a, err := New(Config{Redis: s.Client(t), Fleet: "f", Host: host, Timeout: 30 * time.Second})
 	if err != nil {
@@ -30,7 +30,7 @@ func newAgent(t *testing.T, s *redistest.Server, host string) *Agent {
 	return a
 }
 
-func mustSync(t *testing.T, agents ...*Agent) {
+func mustSync(t testing.TB, agents ...*Agent) {
 	t.Helper()
 	for _, a := range agents {
 		if err := a.Sync(context.Background()); err != nil {
@@ -39,7 +39,7 @@ func mustSync(t *testing.T, agents ...*Agent) {
 	}
 }
 
-func mustOpen[C any, S interface{ Close() error }](t *testing.T, open func(sketch.Place, C, ...sketch.Option) (S, error), at sketch.Place, cfg C) S {
+func mustOpen[C any, S interface{ Close() error }](t testing.TB, open func(sketch.Place, C, ...sketch.Option) (S, error), at sketch.Place, cfg C) S {
 	t.Helper()
 	s, err := open(at, cfg)
 	if err != nil {
@@ -333,6 +333,8 @@ func runRole(role string) int {
 	case "agent":
 	case "countmin-agent":
 		return runCountMinAgent()
+	case "gcra-agent":
+		return runGCRAAgent()
 	default:
 		fmt.Fprintf(os.Stderr, "unknown role %q\n", role)
 		return 2

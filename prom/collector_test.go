@@ -80,12 +80,16 @@ func fillArena(t *testing.T, a *sketch.Arena) map[series]float64 {
 		gl.AllowAt([]byte("tenant-1"), 1, at) // 3 allowed (burst 2), the 4th refused
 	}
 	gl.AllowAt([]byte("tenant-2"), 2, at)
+	ctr, err := sketch.OpenCounters(a.Place("status"), sketch.CountersConfig{Names: []string{"404"}})
+	closeLater(ctr, err)
+	ctr.Add("404", 5)
 	return map[series]float64{
 		{"sketch_rate_limit_allowed_cost_total", "api/limit"}:   5,
 		{"sketch_rate_limit_busy_cells", "api/limit"}:           float64(gl.Stats().Busy),
 		{"sketch_rate_limit_busy_ratio", "api/limit"}:           gl.Stats().BusyRate,
 		{"sketch_rate_limit_requests_per_second", "api/limit"}:  10,
 		{"sketch_rate_limit_burst", "api/limit"}:                2,
+		{"sketch_counts_total", "status"}:                       5,
 		{"sketch_distinct_estimate", "visitors/min"}:            dw.Stats().Estimate,
 		{"sketch_window_current_period", "visitors/min"}:        1,
 		{"sketch_window_rotations_total", "visitors/min"}:       1,
@@ -139,6 +143,7 @@ var kinds = map[string]sketch.Kind{
 	"visitors":     sketch.KindDistinct,
 	"visitors/min": sketch.KindDistinctWindow,
 	"api/limit":    sketch.KindGCRA,
+	"status":       sketch.KindCounters,
 }
 
 // scrape serves reg with promhttp and returns the body, in the text
@@ -247,7 +252,7 @@ func TestArenaCollector_Scrape(t *testing.T) {
 		"sketch_arena_bytes":            float64(st.Bytes),
 		"sketch_arena_used_bytes":       float64(st.Used),
 		"sketch_arena_free_bytes":       float64(st.Free),
-		"sketch_arena_structures":       8,
+		"sketch_arena_structures":       9,
 		"sketch_arena_max_structures":   float64(st.Capacity),
 		"sketch_lock_writer":            0,
 		"sketch_lock_writer_dead":       0,
@@ -363,6 +368,7 @@ func TestSamplesOf(t *testing.T) {
 		{sketch.DistinctStats{}, sketch.KindDistinct},
 		{sketch.DistinctWindowStats{}, sketch.KindDistinctWindow},
 		{sketch.GCRAStats{}, sketch.KindGCRA},
+		{sketch.CountersStats{Counters: []sketch.NamedValue{{Name: "a", Value: 1}}}, sketch.KindCounters},
 	} {
 		kind, samples, ok := samplesOf(tc.stats)
 		if !ok || kind != tc.kind || len(samples) < 3 {

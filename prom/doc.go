@@ -33,6 +33,7 @@
 //	sketch_rate_limit_busy_ratio           gauge    rate limiter: busy cells over all of them
 //	sketch_rate_limit_requests_per_second  gauge    rate limiter: its rate
 //	sketch_rate_limit_burst                gauge    rate limiter: its burst
+//	sketch_counts_total            counter  counters structure: each counter, labelled with its name
 //
 // Names and keys come from the file, and whoever writes it chooses them:
 // a label value is the name or key as it is when it is printable UTF-8,

@@ -56,6 +56,10 @@ var (
 		"Keys a Count-Min sketch's or window's candidate table holds.", prometheus.GaugeValue, nil}
 	fAdmissions = &family{"sketch_candidate_admissions_total",
 		"Keys taken into a candidate table, each under the file's write lock, in every process.", prometheus.CounterValue, nil}
+	// A counters structure's counters, one series a name: at most 1024
+	// a structure, fixed when it is created.
+	fCounter = &family{"sketch_counts_total",
+		"A counters structure's counter, by its name: every add that returned, in every process, since the structure's reset; it wraps at 2^64.", prometheus.CounterValue, []string{"name"}}
 	// The loudest keys of a candidate table: at most candidatesLoudest a
 	// structure, so the label set stays bounded (keys come and go).
 	fHeavy = &family{"sketch_heavy_hitter_estimate",
@@ -75,7 +79,7 @@ var (
 )
 
 // structureFamilies are every family samples may return, for Describe.
-var structureFamilies = []*family{fAdds, fChanges, fAddsPresent, fCounted, fFleetCounted, fErrorBound, fFill, fItems, fFalsePositive, fCurrent, fOldest, fRotations, fBytes, fFrozen, fCandidatesHeld, fAdmissions, fHeavy, fDistinct, fDistinctError, fDecisions, fAllowedCost, fBusyCells, fBusyRatio, fRateLimit, fBurst}
+var structureFamilies = []*family{fAdds, fChanges, fAddsPresent, fCounted, fFleetCounted, fErrorBound, fFill, fItems, fFalsePositive, fCurrent, fOldest, fRotations, fBytes, fFrozen, fCandidatesHeld, fAdmissions, fHeavy, fDistinct, fDistinctError, fDecisions, fAllowedCost, fBusyCells, fBusyRatio, fRateLimit, fBurst, fCounter}
 
 // The families of an arena and of its file's lock, without labels.
 var (
@@ -106,7 +110,7 @@ var arenaFamilies = []*family{fArenaBytes, fArenaUsed, fArenaFree, fArenaStructu
 // Stats is every kind's Stats type that the collectors export: a
 // structure's Stats method is the function NewCollector takes.
 type Stats interface {
-	sketch.CountMinStats | sketch.BloomStats | sketch.CountingBloomStats | sketch.CountMinWindowStats | sketch.BloomWindowStats | sketch.DistinctStats | sketch.DistinctWindowStats | sketch.GCRAStats
+	sketch.CountMinStats | sketch.BloomStats | sketch.CountingBloomStats | sketch.CountMinWindowStats | sketch.BloomWindowStats | sketch.DistinctStats | sketch.DistinctWindowStats | sketch.GCRAStats | sketch.CountersStats
 }
 
 // sample is one value of a structure.
@@ -189,6 +193,12 @@ func samplesOf(stats any) (sketch.Kind, []sample, bool) {
 			sample{f: fBusyRatio, v: s.BusyRate},
 			sample{f: fRateLimit, v: perSecond(s.Rate)},
 			sample{f: fBurst, v: float64(s.Burst)}), true
+	case sketch.CountersStats:
+		out := fileSamples(s.FileStats)
+		for _, c := range s.Counters {
+			out = append(out, sample{f: fCounter, v: float64(c.Value), lv: []string{labelValue(c.Name)}})
+		}
+		return sketch.KindCounters, out, true
 	}
 	return "", nil, false
 }

@@ -120,6 +120,8 @@ func fuzzArena(t *testing.T, path string, keys []string) []sketch.ArenaEntry {
 	must(dw, err)
 	gl, err := sketch.OpenGCRA(a.Place("gcra"), sketch.GCRAConfig{Rate: sketch.Rate{Count: 1, Per: time.Second}, Burst: 3, Rows: 2, Width: 64})
 	must(gl, err)
+	ctr, err := sketch.OpenCounters(a.Place("ctr"), sketch.CountersConfig{Names: []string{"200", "GET /", `"q"`, "é"}})
+	must(ctr, err)
 	for i, k := range keys[:min(len(keys), 32)] {
 		cms.AddN([]byte(k), uint64(1+i%5))
 		cmw.AddN([]byte(k), uint64(1+i%5))
@@ -129,6 +131,7 @@ func fuzzArena(t *testing.T, path string, keys []string) []sketch.ArenaEntry {
 		dc.AddString(k)
 		dw.AddString(k)
 		gl.AllowString(k, uint64(1+i%4))
+		ctr.Add("GET /", uint64(len(k)))
 	}
 	return a.List()
 }

@@ -3,6 +3,7 @@
 package prom
 
 import (
+	"maps"
 	"testing"
 	"time"
 
@@ -55,6 +56,10 @@ func TestNewCollector_EveryKind(t *testing.T) {
 	must(err)
 	defer gl.Close()
 	gl.AllowString("k", 2)
+	ctr, err := sketch.OpenCounters(sketch.Memory(), sketch.CountersConfig{Names: []string{"200", "404", `"q"`}})
+	must(err)
+	defer ctr.Close()
+	ctr.Add("404", 7)
 
 	reg := prometheus.NewPedanticRegistry()
 	reg.MustRegister(
@@ -66,6 +71,7 @@ func TestNewCollector_EveryKind(t *testing.T) {
 		NewCollector("dc", dc.Stats),
 		NewCollector("dw", dw.Stats),
 		NewCollector("gcra", gl.Stats),
+		NewCollector("ctr", ctr.Stats),
 	)
 	fams := parse(t, scrape(t, reg))
 	for _, tc := range []struct {
@@ -104,7 +110,55 @@ func TestNewCollector_EveryKind(t *testing.T) {
 			t.Errorf("no series %s{structure=%q}", tc.family, tc.structure)
 		}
 	}
+	// A counters structure: a series a counter, labelled with its name
+	// (quoted when it begins with a quote, as every name from a file).
+	counters := map[string]float64{}
+	for _, m := range fams["sketch_counts_total"].GetMetric() {
+		if l := labelMap(m); l["structure"] == "ctr" && l["kind"] == string(sketch.KindCounters) {
+			counters[l["name"]] = m.GetCounter().GetValue()
+		}
+	}
+	if want := map[string]float64{"200": 0, "404": 7, `"\"q\""`: 0}; !maps.Equal(counters, want) {
+		t.Errorf("sketch_counts_total{structure=\"ctr\"} by name = %v, want %v", counters, want)
+	}
 	if e := dw.Stats().Estimate; e < 2.5 || e > 3.5 {
 		t.Errorf("the distinct window's estimate %v, want about the 3 keys of its 2 periods", e)
+	}
+}
+
+// TestArenaCollector_CounterNames: counter names with quotes, escapes'
+// characters, the label syntax's own and non-ASCII letters scrape as
+// label values Prometheus's parser reads back as the names (one that
+// begins with a quote quoted), and the JSON handler serves them.
+func TestArenaCollector_CounterNames(t *testing.T) {
+	names := []string{`"q"`, `a\b`, `{x="y"}`, "GET /a b", "é-ü", "#", "=", ","}
+	a, err := sketch.OpenArena(sketch.Memory(), sketch.ArenaConfig{Size: 1 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	ctr, err := sketch.OpenCounters(a.Place("names"), sketch.CountersConfig{Names: names})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ctr.Close()
+	for i, name := range names {
+		ctr.Add(name, uint64(i+1))
+	}
+	m := a.Metrics()
+	defer m.Close()
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(NewArenaCollector(m))
+	checkGather(t, reg)
+	got := map[string]float64{}
+	for _, s := range parse(t, scrape(t, reg))["sketch_counts_total"].GetMetric() {
+		got[labelMap(s)["name"]] = s.GetCounter().GetValue()
+	}
+	want := map[string]float64{}
+	for i, name := range names {
+		want[labelValue(name)] = float64(i + 1)
+	}
+	if !maps.Equal(got, want) {
+		t.Errorf("sketch_counts_total by name = %v, want %v", got, want)
 	}
 }

@@ -25,7 +25,11 @@ over the window), a counting Bloom filter's count, or whether a Bloom
 filter or window had the key before ("added" or "probably present
 before"; a window's in any period it covers; -n changes nothing in a
 set), or a distinct count's count after the add (-n changes nothing
-either). A rate limiter has no add: sketch allow decides its requests. With no KEY, or "-", it reads one key a line from standard
+either). Exact counters (counters) take their counters' names as keys:
+add adds 1 (or -n N) to each named counter and prints its value just
+after (others' adds meanwhile included); a name the structure does not
+have is a bad argument (exit 2), found before anything is added (from
+standard input, before anything of its batch is). A rate limiter has no add: sketch allow decides its requests. With no KEY, or "-", it reads one key a line from standard
 input, in batches (empty lines are skipped), and prints how many it added;
 with --weighted, each line is KEY<TAB>N and counts KEY N times (a counting
 Bloom filter adds it N times, up to the 15 where its counters stick).
@@ -41,6 +45,7 @@ del.`,
 sketch add /dev/shm/web.arena:seen req-81f3
 cut -d' ' -f1 access.log | sketch add /dev/shm/clients.cms
 printf 'alice\t5\nbob\t2\n' | sketch add --weighted /dev/shm/clients.cms
+sketch add -n 3 /dev/shm/web.arena:status 404
 sketch add --if-absent /dev/shm/gateway.arena:banned key-7f3a`,
 	setup: func(fs *flag.FlagSet) func([]string) error {
 		n := fs.Uint64("n", 1, "count each KEY `N` times")
@@ -89,6 +94,11 @@ sketch add --if-absent /dev/shm/gateway.arena:banned key-7f3a`,
 			}
 			if fromStdin {
 				return addStdin(s, t, *weighted, *jsonOut)
+			}
+			if c, ok := s.(*counters); ok {
+				if err := c.checkNames(t, byteKeys(keys)); err != nil {
+					return err // before anything is added
+				}
 			}
 			for _, k := range keys {
 				a, err := s.addKey([]byte(k), *n)

@@ -13,12 +13,12 @@ import (
 	"github.com/shmsketch/sketch"
 )
 
-const kindList = "countmin, bloom, countingbloom, countminwindow, bloomwindow, distinct, distinctwindow, gcra or arena"
+const kindList = "countmin, bloom, countingbloom, countminwindow, bloomwindow, distinct, distinctwindow, gcra, counters or arena"
 
 var createCmd = &command{
 	name:       "create",
 	opensFiles: true,
-	args:       "FILE[:NAME] --kind countmin|bloom|countingbloom|countminwindow|bloomwindow|distinct|distinctwindow|gcra|arena [SIZING]",
+	args:       "FILE[:NAME] --kind countmin|bloom|countingbloom|countminwindow|bloomwindow|distinct|distinctwindow|gcra|counters|arena [SIZING]",
 	summary:    "create a sketch file, an arena, or a structure in an arena",
 	details: `
 Create makes a new sketch file and prints what it made: its shape, its
@@ -45,8 +45,12 @@ the requests a key may make in the long run as nginx's limit_req writes
 it (10/s, 10r/s, 30r/m, 1/h, or 100/10s), --burst B, how many more an
 idle key may make at once (B+1 in all, as limit_req's burst=B nodelay),
 and --keys N, the keys busy at once it is sized for (default 4096: 1 MiB),
-or --rows and --width, its grid of times; an arena by --size, the bytes of its file (K, M and
-G suffixes are KiB, MiB and GiB).
+or --rows and --width, its grid of times; exact counters (counters)
+by their names, fixed at create: --names 200,404,500, or --name X once
+a name (a name that holds a comma needs --name), in the order given, 1
+to 1024 names of 1 to 64 bytes of printable text (they keep the seed,
+as every kind does, and hash nothing with it); an arena by --size, the
+bytes of its file (K, M and G suffixes are KiB, MiB and GiB).
 
 FILE:NAME makes a structure named NAME in the existing arena FILE (from
 create FILE --kind arena), refusing a name it has; it hashes with the
@@ -75,6 +79,7 @@ sketch create /dev/shm/web.arena:recent --kind bloomwindow --period 10m --keep 6
 sketch create /dev/shm/web.arena:clients-distinct --kind distinct --redis
 sketch create /dev/shm/web.arena:clients-per-minute --kind distinctwindow --period 1m --keep 1 --redis
 sketch create /dev/shm/web.arena:login-rate --kind gcra --rate 10r/m --burst 5 --keys 100000
+sketch create /dev/shm/web.arena:status --kind counters --names 200,404,500
 (umask 077; od -An -tu8 -N8 /dev/urandom > seed)
 sketch create /dev/shm/a.cms --seed-file seed; sketch create /dev/shm/b.cms --seed-file seed`,
 	setup: func(fs *flag.FlagSet) func([]string) error {
@@ -96,6 +101,7 @@ sketch create /dev/shm/a.cms --seed-file seed; sketch create /dev/shm/b.cms --se
 		rateText := fs.String("rate", "", "gcra: `RATE` a key may make requests at in the long run, as nginx writes it: 10/s, 10r/s, 30r/m, 1/h, 100/10s (required)")
 		burst := fs.Uint64("burst", 0, "gcra: requests past the rate a key may make at once: an idle key is allowed `B`+1 at once (nginx's burst=B nodelay)")
 		keys := fs.Int("keys", 0, "gcra: size the grid for `N` keys busy at once (default 4096: 1 MiB), instead of --rows and --width")
+		names := namesFlags(fs)
 		size := fs.String("size", "", "arena: `BYTES` of the file, with an optional K, M or G (required)")
 		mode := fs.String("mode", "0600", "permission bits of a new file, in octal")
 		seedFile := fs.String("seed-file", "", "read the secret hash seed of a new file from `FILE` (\"-\": standard input), one decimal or 0x hex number; FILE must not be readable by every user (default: a random seed)")
@@ -117,11 +123,9 @@ sketch create /dev/shm/a.cms --seed-file seed; sketch create /dev/shm/b.cms --se
 			if *seedFrom != "" && *seedFile != "" {
 				return usageError("give --seed-file or --seed-from, not both")
 			}
-			var rate sketch.Rate
-			if *rateText != "" {
-				if rate, err = sketch.ParseRate(*rateText); err != nil {
-					return usageError("--rate: %s", message(err))
-				}
+			rate, err := rateFlag(*rateText)
+			if err != nil {
+				return err
 			}
 			// --error is a Count-Min sketch's or a distinct count's, as
 			// --kind says (sizingOf let it through for that kind only).
@@ -129,7 +133,7 @@ sketch create /dev/shm/a.cms --seed-file seed; sketch create /dev/shm/b.cms --se
 				kind: *kind, cms: sketch.CountMinConfig{ErrorRate: *errRate, Confidence: *conf, Rows: *rows, Width: *width, Candidates: *cands, CandidateKeyBytes: *candBytes, Fleet: *fleet},
 				capacity: *capacity, fpRate: *fpRate, window: sketch.Window{Period: *period, Keep: *keep},
 				distinct: sketch.DistinctConfig{Error: *errRate, Precision: *precision, Redis: *redis, PostgreSQL: *postgresql},
-				rate:     rate, burst: *burst, keys: *keys,
+				rate:     rate, burst: *burst, keys: *keys, names: *names,
 			}
 			if err := flags.validate(); err != nil {
 				return err
@@ -140,30 +144,13 @@ sketch create /dev/shm/a.cms --seed-file seed; sketch create /dev/shm/b.cms --se
 			if _, err := os.Lstat(t.path); err == nil {
 				return fmt.Errorf("%s exists; remove it first (sketch rm %s), or use it as it is", t.path, t.path)
 			}
-			var seed uint64 // zero: random
-			switch {
-			case *seedFile != "":
-				if seed, err = readSeed(*seedFile, os.Stdin); err != nil {
-					return err
-				}
-			case *seedFrom != "":
-				if seed, err = seedOf(*seedFrom); err != nil {
-					return err
-				}
+			seed, err := newSeed(*seedFile, *seedFrom)
+			if err != nil {
+				return err
 			}
 			opts := []sketch.Option{sketch.WithMode(os.FileMode(perm))}
 			if *kind == "arena" {
-				n, err := parseSize(*size)
-				if err != nil {
-					return err
-				}
-				a, err := sketch.OpenArena(sketch.Path(t.path), sketch.ArenaConfig{Size: n, Seed: seed}, opts...)
-				if err != nil {
-					return err
-				}
-				defer a.Close()
-				warnReadable(t.path, "the secret hash seed every structure in it hashes with", false)
-				return printArenaCreated(t.path, a, *jsonOut)
+				return createArena(t.path, *size, seed, opts, *jsonOut)
 			}
 			flags.cms.Seed, flags.seed = seed, seed
 			s, err := makeStructure(filePlace(t.path, opts), flags)
@@ -175,6 +162,61 @@ sketch create /dev/shm/a.cms --seed-file seed; sketch create /dev/shm/b.cms --se
 			return printCreated(t, s, 0, *jsonOut)
 		})
 	},
+}
+
+// namesFlags defines --names and --name, which append to one list of a
+// counters structure's names, in the order given: --names a list
+// split at its commas, --name one name, which may hold a comma.
+func namesFlags(fs *flag.FlagSet) *[]string {
+	var names []string
+	fs.Func("names", "counters: the counters' `NAMES`, comma-separated (1 to 1024 in all, in the order given)", func(list string) error {
+		names = append(names, strings.Split(list, ",")...)
+		return nil
+	})
+	fs.Func("name", "counters: one more counter, named `NAME` (which may hold a comma); repeatable", func(n string) error {
+		names = append(names, n)
+		return nil
+	})
+	return &names
+}
+
+// rateFlag is --rate's rate; zero when it is not given.
+func rateFlag(text string) (sketch.Rate, error) {
+	if text == "" {
+		return sketch.Rate{}, nil
+	}
+	rate, err := sketch.ParseRate(text)
+	if err != nil {
+		return rate, usageError("--rate: %s", message(err))
+	}
+	return rate, nil
+}
+
+// newSeed is the seed of a new file: read from --seed-file, copied from
+// --seed-from's file, or zero (random) when neither is given.
+func newSeed(seedFile, seedFrom string) (uint64, error) {
+	switch {
+	case seedFile != "":
+		return readSeed(seedFile, os.Stdin)
+	case seedFrom != "":
+		return seedOf(seedFrom)
+	}
+	return 0, nil
+}
+
+// createArena makes the arena at path, of --size size, with seed.
+func createArena(path, size string, seed uint64, opts []sketch.Option, jsonOut bool) error {
+	n, err := parseSize(size)
+	if err != nil {
+		return err
+	}
+	a, err := sketch.OpenArena(sketch.Path(path), sketch.ArenaConfig{Size: n, Seed: seed}, opts...)
+	if err != nil {
+		return err
+	}
+	defer a.Close()
+	warnReadable(path, "the secret hash seed every structure in it hashes with", false)
+	return printArenaCreated(path, a, jsonOut)
 }
 
 // createFlagsApply refuses a kind this build does not make, and a flag
@@ -225,6 +267,7 @@ type createFlags struct {
 	rate     sketch.Rate // gcra: zero when --rate is not given
 	burst    uint64
 	keys     int
+	names    []string // counters: from --names and --name, in order
 	seed     uint64
 }
 
@@ -253,6 +296,12 @@ func (f createFlags) distinctConfig() sketch.DistinctConfig {
 // --rows and --width give its grid as they give a Count-Min sketch's.
 func (f createFlags) gcraConfig() sketch.GCRAConfig {
 	return sketch.GCRAConfig{Rate: f.rate, Burst: f.burst, Keys: f.keys, Rows: f.cms.Rows, Width: f.cms.Width, Seed: f.seed}
+}
+
+// countersConfig is the counters config the flags give, with the seed,
+// which the counters keep as every kind does but hash nothing with.
+func (f createFlags) countersConfig() sketch.CountersConfig {
+	return sketch.CountersConfig{Names: f.names, Seed: f.seed}
 }
 
 // makeStructure makes the structure of f's kind at p.
@@ -413,6 +462,9 @@ func printCreated(t target, s structure, region uint64, jsonOut bool) error {
 		bytes = st.Bytes
 		figures = fmt.Sprintf("each key is allowed %v in the long run and %d at once when idle (burst %d); a key sharing its cells with busier ones is refused early, never allowed more",
 			st.Rate, st.Burst+1, st.Burst)
+	case sketch.CountersStats:
+		bytes = st.Bytes
+		figures = "exact: each counter is every add made to it, wrapping at 2^64; the names are fixed"
 	case sketch.BloomWindowStats:
 		bytes = st.Bytes
 		figures = fmt.Sprintf("answers cover %s; false positives about %s a period at %s each, up to about %s over the window",

@@ -1,17 +1,18 @@
 // Command sketch creates, feeds, queries and checks shared sketch files
 // from the shell, against the live file that other processes are writing.
 //
-//	sketch create FILE[:NAME] [--kind countmin|bloom|countingbloom|countminwindow|bloomwindow|distinct|distinctwindow|gcra|arena] [SIZING] [--mode 0600] [--seed-file FILE|- | --seed-from OTHER]
+//	sketch create FILE[:NAME] [--kind countmin|bloom|countingbloom|countminwindow|bloomwindow|distinct|distinctwindow|gcra|counters|arena] [SIZING] [--mode 0600] [--seed-file FILE|- | --seed-from OTHER]
 //	    SIZING: --error E --confidence C | --rows R --width W (countmin, countminwindow);
 //	    --capacity N --fp-rate P (bloom, countingbloom, bloomwindow: each period's);
 //	    --period D --keep K (countminwindow, bloomwindow, distinctwindow); --error E | --precision P, --redis | --postgresql (distinct, distinctwindow);
 //	    --rate R [--burst B] [--keys N | --rows R --width W] (gcra: R as nginx writes it, 10/s, 10r/s, 30r/m, 1/h);
+//	    --names A,B,C | --name X ... (counters: their names, fixed at create; --name for one that holds a comma);
 //	    --size N (arena); --candidates K [--candidate-key-bytes B] (countmin, countminwindow: a table of the K loudest keys)
-//	sketch add FILE[:NAME] [KEY...]        count keys; none or "-": one a line from standard input (--weighted: KEY<TAB>N; --if-absent: a counting Bloom filter's key once)
+//	sketch add FILE[:NAME] [KEY...]        count keys (counters: add 1, or -n N, to each named counter); none or "-": one a line from standard input (--weighted: KEY<TAB>N; --if-absent: a counting Bloom filter's key once)
 //	sketch del FILE[:NAME] KEY...          take one copy of each key out of a counting Bloom filter
 //	sketch allow [--cost N] FILE[:NAME] KEY...   decide a request a key on a rate limiter (gcra; exit 4: refused)
 //	sketch allow --limit N FILE[:NAME] KEY...    count a request a key and decide it against a limit (a Count-Min window; exit 4: refused)
-//	sketch query FILE[:NAME] [KEY...]      estimates with error bars, presence, counts; a distinct count's or window's count; a rate limiter's peek; --top N of candidates from standard input (none there: exit 2)
+//	sketch query FILE[:NAME] [KEY...]      estimates with error bars, presence, counts; a distinct count's or window's count; a rate limiter's peek; counters' values (no KEY: every counter); --top N of candidates from standard input (none there: exit 2)
 //	sketch top FILE[:NAME]                 the loudest keys of a candidate table (-n N, --json)
 //	sketch stats FILE[:NAME]               everything Stats reports; an arena's, a row a structure
 //	sketch inspect FILE                    header, directory, lock state (--show-seed for the secret seed)
@@ -72,6 +73,17 @@
 // sources of merge and snapshot) open the file read-only: they work on a file the user
 // may only read, while its writers go on (query on a rate limiter peeks:
 // the library's Allow of cost 0, which a read-only handle answers).
+//
+// Exact counters (--kind counters, the library's Counters) take their
+// counters' names where other kinds take keys: add adds to the counters
+// named and query prints their values, every counter's when it names
+// none. A name the structure does not have is a bad argument (exit 2,
+// naming it), found before anything is added or printed. Their names are
+// fixed at create (--names a,b,c, or --name X once a name, which may then
+// hold a comma); inspect lists them, watch shows each counter's rate,
+// and merge adds counters of the same names in the same order (their
+// seed, which they hash nothing with, need not match). top, allow, del,
+// rotate and export refuse them.
 //
 // The library refuses a sketch file owned by a user other than the caller
 // and root, who could truncate it under the command (sketch.ErrNotOwner);
@@ -149,7 +161,9 @@
 //     library's Decision, "retry_after" in nanoseconds. On a rate limiter
 //     (and query's peek of one) {"key", "allowed", "cost", "remaining",
 //     "retry_after", "reset_after"} a key: the library's RateDecision,
-//     the durations in nanoseconds, "cost" 0 for a peek.
+//     the durations in nanoseconds, "cost" 0 for a peek. Counters: add
+//     and query {"name", "value"} a counter (the library's NamedValue),
+//     add's the value just after the add.
 //   - stats: {"file", "structures": [{"name", "kind", "description",
 //     "stats"}]}, one element a structure (every structure of an arena),
 //     and for an arena "arena", its ArenaStats. "stats" is the library's
@@ -174,12 +188,16 @@
 //     "frozen", "read_only", "closed") or GCRAStats ("rate": {"count",
 //     "per" in nanoseconds}, "burst", "rows", "width", "allowed",
 //     "refused", "cost", "busy", "busy_rate", "bytes", "frozen",
-//     "read_only", "closed"). A structure's "bytes" is its whole file's.
+//     "read_only", "closed") or CountersStats ("names", "counters":
+//     [{"name", "value"}], "bytes", "frozen", "read_only", "closed"). A
+//     structure's "bytes" is its whole file's.
 //   - inspect: the library's FileInfo: {"path", "format_version",
 //     "byte_order", "bytes", "mode", "uid", "gid", "header_bytes",
 //     "data_offset", "sealed", "arena", "reader_slots",
 //     "directory_capacity", "entries": [{"kind", "description", "name",
-//     "offset", "bytes", "params"}], "removed", "lock": {"writer", "writer_token",
+//     "offset", "bytes", "params", and "config" for a counters structure:
+//     its CountersConfig, {"names", "seed"}, whose "seed" is always 0,
+//     the file's never printed there}], "removed", "lock": {"writer", "writer_token",
 //     "writer_alive", "writers_parked", "readers_parked", "readers_turn",
 //     "slots_claimed", "readers", "reader_slots", "dead_reader_slots",
 //     "handles"}}, and "seed" only with --show-seed.
@@ -193,7 +211,8 @@
 //     periods), "start" (when the current period started, while only the
 //     clock has turned the window), "refused" and "busy_rate" (a rate
 //     limiter's refusals and the share of its cells busy, its "total"
-//     being its decisions). "total" is everything counted
+//     being its decisions), "counters" (a counters structure's, [{"name",
+//     "value", "per_second"}], its "total" their sum). "total" is everything counted
 //     (Count-Min), the adds (Bloom and counting Bloom filters), or what
 //     the periods a window covers counted (a Bloom window's adds). An arena's FILE: {"time", "file", "arena" (its
 //     ArenaStats), "lock", "structures": [{"name", "kind", "per_second",
@@ -204,10 +223,11 @@
 //     "seconds"}, and "oldest" and "current", the periods a window's
 //     snapshot covers; "kind" is the snapshot's ("countmin" for a
 //     Count-Min window's, "bloom" for a Bloom window's, "distinct" for a
-//     distinct window's, "gcra", "arena").
+//     distinct window's, "gcra", "counters", "arena").
 //   - version: {"version", "backend", "go", "format_version"}.
 //
 // Kinds are named "countmin", "bloom", "countingbloom", "countminwindow",
-// "bloomwindow", "distinct", "distinctwindow" and "gcra" (a rate
-// limiter); create also makes an "arena".
+// "bloomwindow", "distinct", "distinctwindow", "gcra" (a rate
+// limiter) and "counters" (exact named counters); create also makes an
+// "arena".
 package main

@@ -18,7 +18,9 @@ var inspectCmd = &command{
 	details: `
 Inspect prints what the file's header says (format version, byte order,
 sizes, the sealed flag, whether it is an arena), its directory (each
-structure's kind, name in an arena, place and parameters) and the state of its lock: whether a writer holds it, by
+structure's kind, name in an arena, place and parameters, and a counters
+structure's names, each quoted when it holds more than letters, digits
+and "._-/") and the state of its lock: whether a writer holds it, by
 which handle (token) and whether that handle is alive, the reader slots in
 use and those of dead readers. It opens the file read-only and takes no
 lock. The hash seed is secret, since whoever knows it can craft keys that
@@ -75,7 +77,11 @@ func printInspect(fi sketch.FileInfo, showSeed bool) {
 		if e.Name != "" {
 			name = quoteName(e.Name)
 		}
-		cols = append(cols, []string{fmt.Sprintf("  %d", i), string(e.Kind), name, fmt.Sprint(e.Offset), fmt.Sprint(e.Bytes), params(e.Params)})
+		p := params(e.Params)
+		if cfg, ok := e.Config.(sketch.CountersConfig); ok {
+			p += " names=" + strings.Join(quoteNames(cfg.Names), ",")
+		}
+		cols = append(cols, []string{fmt.Sprintf("  %d", i), string(e.Kind), name, fmt.Sprint(e.Offset), fmt.Sprint(e.Bytes), p})
 	}
 	printColumns(stdout, cols)
 	fmt.Fprintln(stdout, "\nlock:")

@@ -25,7 +25,11 @@ over the periods it covers), a Bloom filter's "probably present" or
 counting Bloom filter's "probably present, count N" (added minus removed;
 15 means 15 or more) or "definitely absent". A distinct count answers no
 key: query FILE prints its count of distinct keys with its 95% range (two
-standard errors either side). A rate limiter (gcra) peeks: it prints
+standard errors either side). Exact counters (counters) take their
+counters' names as keys and print each one's value, exact: NAME, a tab,
+the value (JSON: {"name", "value"}); query FILE alone prints every
+counter, in the order create gave them, and a name the structure does
+not have is a bad argument (exit 2), printing nothing. A rate limiter (gcra) peeks: it prints
 what allow would decide for a request of cost 1 now ("would be allowed"
 or "would be refused", remaining, retry after, reset after) and counts
 nothing (the library's Allow of cost 0, which a read-only handle and a
@@ -40,6 +44,8 @@ read-only.`,
 sketch query /dev/shm/web.arena:seen req-81f3
 sketch query /dev/shm/web.arena:clients-distinct
 sketch query /dev/shm/gateway.arena:per-client 192.0.2.7
+sketch query /dev/shm/web.arena:status
+sketch query --json /dev/shm/web.arena:status 404 500
 cut -d' ' -f1 access.log | sort -u | sketch query --top 10 /dev/shm/clients.cms`,
 	setup: func(fs *flag.FlagSet) func([]string) error {
 		top := fs.Int("top", 0, "print the `N` loudest of the candidate keys")
@@ -51,7 +57,7 @@ cut -d' ' -f1 access.log | sort -u | sketch query --top 10 /dev/shm/clients.cms`
 			if *top < 0 {
 				return usageError("--top must be positive")
 			}
-			s, _, err := openTargetArg(args[0], false)
+			s, t, err := openTargetArg(args[0], false)
 			if err != nil {
 				return err
 			}
@@ -71,6 +77,15 @@ cut -d' ' -f1 access.log | sort -u | sketch query --top 10 /dev/shm/clients.cms`
 				}
 				fmt.Fprintln(stdout, a.text())
 				return nil
+			}
+			if c, ok := s.(*counters); ok {
+				if len(keys) == 0 {
+					keys = c.allNames()
+				} else if !(len(keys) == 1 && keys[0] == "-") {
+					if err := c.checkNames(t, byteKeys(keys)); err != nil {
+						return err // before anything is printed
+					}
+				}
 			}
 			fromStdin := len(keys) == 0 || (len(keys) == 1 && keys[0] == "-")
 			next := argBatches(keys)
@@ -136,12 +151,17 @@ func argBatches(keys []string) func() ([][]byte, error) {
 			return nil, io.EOF
 		}
 		done = true
-		b := make([][]byte, len(keys))
-		for i, k := range keys {
-			b[i] = []byte(k)
-		}
-		return b, nil
+		return byteKeys(keys), nil
 	}
+}
+
+// byteKeys are keys as the structures take them.
+func byteKeys(keys []string) [][]byte {
+	b := make([][]byte, len(keys))
+	for i, k := range keys {
+		b[i] = []byte(k)
+	}
+	return b
 }
 
 // printAnswer prints one key's answer: KEY<TAB>answer, or its JSON.

@@ -141,6 +141,9 @@ func snapshotOf(s structure, at sketch.Place, opts []sketch.Option) (structure, 
 	case *gcra:
 		g, err := s.Snapshot(at, opts...)
 		return adaptSnapshot(g, err, newGCRA, nil)
+	case *counters:
+		c, err := s.Snapshot(at, opts...)
+		return adaptSnapshot(c, err, newCounters, nil)
 	}
 	return nil, nil, errNotSupported("snapshot", s.describe())
 }

@@ -205,6 +205,9 @@ type sample struct {
 	// refused, and the share of its cells that hold a time to come.
 	Refused *uint64  `json:"refused,omitempty"`
 	Busy    *float64 `json:"busy_rate,omitempty"`
+	// Counters are an exact counters structure's, each with its rate
+	// since the sample before (watch fills it in: counterRates).
+	Counters []counterSample `json:"counters,omitempty"`
 	// Current and Oldest are a window's periods: it covers Oldest to
 	// Current.
 	Current *uint64 `json:"current,omitempty"`

@@ -150,6 +150,7 @@ type watchLine struct {
 func (w *watcher) tick() error {
 	cur, at := w.s.sample(), time.Now()
 	ps := rateOf(w.prev, cur, at.Sub(w.prevAt))
+	counterRates(w.prev, cur, at.Sub(w.prevAt))
 	w.prev, w.prevAt = cur, at
 	lock, lockText := lockState(w.t.path)
 	l := watchLine{Time: at.UTC(), File: w.t.arg(), Kind: w.s.kind(), PerSecond: ps, sample: cur, Lock: lock}
@@ -185,6 +186,9 @@ func (w *watcher) tick() error {
 	}
 	if l.Busy != nil {
 		rows = append(rows, viewRow{name: "busy", value: percent(*l.Busy) + " of cells (keys there are not allowed their whole burst)"})
+	}
+	for _, c := range l.Counters {
+		rows = append(rows, viewRow{name: "counter " + quoteName(c.Name), value: counterText(c), plain: fmt.Sprint(c.Value)})
 	}
 	for i, h := range l.Loudest {
 		rows = append(rows, viewRow{name: fmt.Sprintf("loudest #%d", i+1), value: fmt.Sprintf("%s  %s (at least %s)", keyText(h), count(h.Estimate), count(h.Low)), plain: keyText(h) + ":" + fmt.Sprint(h.Estimate)})

@@ -122,6 +122,7 @@ func (w *arenaWatcher) tick() error {
 		cur := e.s.sample()
 		if !e.prevAt.IsZero() {
 			ps := rateOf(e.prev, cur, at.Sub(e.prevAt))
+			counterRates(e.prev, cur, at.Sub(e.prevAt))
 			wl.PerSecond = &ps
 		}
 		e.prev, e.prevAt = cur, at
@@ -165,8 +166,9 @@ func watchedColumns(l watchedLine) []string {
 
 // figures are what a sample shows beside its total: a window's periods
 // and when the current one started, the error bound, the fill, the
-// estimated keys, a rate limiter's refusals and busy cells, the loudest key of a candidate table, and whether it is
-// frozen.
+// estimated keys, a rate limiter's refusals and busy cells, the first
+// watchCounters of a counters structure's counters with their rates, the
+// loudest key of a candidate table, and whether it is frozen.
 func figures(s sample) []string {
 	var out []string
 	if s.Current != nil && s.Oldest != nil {
@@ -191,6 +193,13 @@ func figures(s sample) []string {
 	if s.Busy != nil {
 		out = append(out, "busy "+percent(*s.Busy))
 	}
+	for i, c := range s.Counters {
+		if i == watchCounters {
+			out = append(out, fmt.Sprintf("and %d more counters", len(s.Counters)-i))
+			break
+		}
+		out = append(out, quoteName(c.Name)+" "+counterText(c))
+	}
 	if len(s.Loudest) > 0 {
 		h := s.Loudest[0]
 		out = append(out, fmt.Sprintf("loudest %s (%s)", keyText(h), count(h.Estimate)))
@@ -200,3 +209,7 @@ func figures(s sample) []string {
 	}
 	return out
 }
+
+// watchCounters is how many of a counters structure's counters an
+// arena's view shows on its line; watch FILE:NAME shows them all.
+const watchCounters = 8

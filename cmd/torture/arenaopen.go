@@ -39,6 +39,9 @@ func (o *arenaStruct) addN(key []byte, n uint64) error {
 		_, err := c.AddN(key, n)
 		return err
 	}
+	if c, ok := o.h.(*sketch.Counters); ok {
+		return c.Add(counterFor(c, key), n)
+	}
 	return addsOf(o.h).add(key)
 }
 

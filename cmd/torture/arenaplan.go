@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"reflect"
 	"time"
 
 	"github.com/shmsketch/sketch"
@@ -366,5 +367,5 @@ func specOfEntry(e sketch.ArenaEntry) (structSpec, bool) {
 	if !ok || w.Period != time.Duration(0) {
 		return s, false
 	}
-	return s, s.config() == e.Config
+	return s, reflect.DeepEqual(s.config(), e.Config) // a counters config holds a slice
 }

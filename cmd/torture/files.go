@@ -31,6 +31,7 @@ type stormFiles struct {
 	cbf *sketch.CountingBloom
 	hll *sketch.Distinct
 	gl  *sketch.GCRA           // the rate limiter (ratelimit.go)
+	ctr *sketch.Counters       // the exact counters (counters.go)
 	cmw *sketch.CountMinWindow // turned by Rotate
 	bw  *sketch.BloomWindow
 	cmc *sketch.CountMinWindow // turned by the clock

@@ -96,6 +96,7 @@ var (
 	_ distinctCount = (*sketch.Distinct)(nil)
 	_ distinctCount = (*sketch.DistinctWindow)(nil)
 	_ limiter       = (*sketch.GCRA)(nil)
+	_ handle        = (*sketch.Counters)(nil)
 	_ windowed      = (*sketch.DistinctWindow)(nil)
 	_ windowed      = (*sketch.CountMinWindow)(nil)
 	_ windowed      = (*sketch.BloomWindow)(nil)
@@ -274,6 +275,25 @@ var structKinds = []structKind{
 			shape: gcraShape,
 		},
 	}),
+	// Exact counters are a one-row Count-Min sketch in the generic parts
+	// (a key adds to the counter its hash picks, counters.go); in the
+	// storm, workers add to named counters and log each add.
+	kindOf(sketch.KindCounters, "ctr", sketch.OpenCounters, mergeSelf[*sketch.Counters], kindParts{
+		faultConfig:  func(size uint64) any { return countersFor(size) },
+		faultMost:    countersMost(),
+		faultAnswers: answerCounterWeights,
+		storm: []stormPart{{file: "storm.ctr", config: stormCounters,
+			keep: func(s *stormFiles, h any) { s.ctr = h.(*sketch.Counters) }}},
+		byteOrder: boCounters,
+		arena: &arenaKind{
+			counts: true,
+			small:  func(rng *rand.Rand) structSpec { return structSpec{Width: 32 << rng.IntN(4)} },
+			fill:   func(rng *rand.Rand) structSpec { return structSpec{Width: 256 << rng.IntN(3)} },
+			large:  structSpec{Width: sketch.CountersMaxNames}, // 72 KiB, the most a counters structure takes
+			grow:   func(s *structSpec) { s.Width = s.Width%sketch.CountersMaxNames + 1 },
+			shape:  countersShape,
+		},
+	}),
 }
 
 // kindOf is the row of the kind whose constructor is open.
@@ -372,6 +392,8 @@ func addsOf(h any) adds {
 		return dropAnswers[bool](h)
 	case distinctCount:
 		return adds{add: h.Add, addString: h.AddString, addBatch: h.AddBatch}
+	case *sketch.Counters:
+		return countersAdds(h)
 	case limiter:
 		return adds{
 			add:       func(key []byte) error { _, err := h.Allow(key, 1); return err },
@@ -393,7 +415,7 @@ func dropAnswers[A any](h adding[A]) adds {
 }
 
 // ask is the answer a kind promises never to give low: a Count-Min
-// estimate, or 1 for a filter's "maybe present" and 0 for "absent"; a
+// estimate or the value of a key's counter, or 1 for a filter's "maybe present" and 0 for "absent"; a
 // distinct count, which answers no key, promises only that a count that
 // holds an add is never 0.
 func ask(h any, key []byte) uint64 {
@@ -409,6 +431,8 @@ func ask(h any, key []byte) uint64 {
 		return min(h.Count(), 1)
 	case limiter:
 		return busy(h, key)
+	case *sketch.Counters:
+		return counterAnswer(h, key)
 	}
 	panic(fmt.Sprintf("torture: no answers from a %T", h))
 }

@@ -201,6 +201,7 @@ var probeSteps = []struct {
 	{"Bits", false, probing(func(p *probe, f interface{ Bits() uint64 }) { f.Bits() })},
 	{"Hashes", false, probing(func(p *probe, f interface{ Hashes() int }) { f.Hashes() })},
 	{"Window", false, probing(func(p *probe, w windowed) { w.Current() })},
+	{"Values", false, probing(func(p *probe, c *sketch.Counters) { c.Values(); c.Names(); c.Value("c0"); c.Stats() })},
 	// The config is of the kind's type: printing it calls the String
 	// methods in it (a window's Window).
 	{"Config", false, func(p *probe, h any) func() {
@@ -224,6 +225,16 @@ var probeSteps = []struct {
 	})},
 	{"AllowBatchAt", true, probing(func(p *probe, g *sketch.GCRA) {
 		p.call(g.AllowBatchAt(p.keys, 1, time.Now(), make([]sketch.RateDecision, len(p.keys))))
+	})},
+	{"Counter.Add", true, probing(func(p *probe, c *sketch.Counters) {
+		if names := c.Names(); len(names) > 0 {
+			k, err := c.Counter(names[len(names)-1])
+			if err == nil {
+				p.call(k.Add(3))
+				k.Value()
+			}
+		}
+		p.call(c.Add("no such counter", 1))
 	})},
 	{"Check after adds", true, probing(func(p *probe, h handle) { p.call(h.Check()) })},
 	{"Rotate", true, probing(func(p *probe, w windowed) { p.call(w.Rotate()) })},

@@ -32,6 +32,7 @@ type stormResult struct {
 	rotations    [2]uint64 // the Rotate windows' periods at the end (Count-Min, Bloom): their turns
 	clockTurns   [2]uint64 // the clock windows' periods turned from the start to the end
 	gcra         gcraResult
+	counters     countersResult
 }
 
 // runStorm starts cfg.workers workers of both builds on the storm's files and
@@ -97,6 +98,7 @@ func runStorm(dir string, builds []build, cfg stormConfig) (stormResult, error) 
 		return res, err
 	}
 	res.gcra = checkGCRA(dir, s.gl, cfg.workers)
+	res.counters = checkCounters(dir, s.ctr, cfg.workers)
 	res.rotations = [2]uint64{s.cmw.Current(), s.bw.Current()}
 	res.clockTurns = [2]uint64{s.cmc.Current() - clockFrom[0], s.bwc.Current() - clockFrom[1]}
 	return res, nil

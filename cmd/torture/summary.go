@@ -38,7 +38,8 @@ func stormRows(r stormResult) []row {
 		rows = append(rows, promiseRow(r, f, passes))
 	}
 	rows = append(rows, checkRow(r, passes), controlRow(r))
-	return append(rows, gcraRows(r.gcra)...)
+	rows = append(rows, gcraRows(r.gcra)...)
+	return append(rows, countersRows(r.counters)...)
 }
 
 // promiseRow is the row of the promise of field f: no answer below the

@@ -14,7 +14,8 @@ import (
 // when it is known. Counting Bloom removes take back the worker's own adds
 // (remove.go), merges bring in a side structure's (merge.go). Rate limiter
 // decisions are logged, each allowed one once it returned (ratelimit.go),
-// as the record cannot hold times. Slot 0 also
+// as the record cannot hold times; adds to the counters are logged before
+// and after each (counters.go). Slot 0 also
 // rotates the Rotate windows. A call that fails ends the worker with an
 // error, which the supervisor counts.
 func runWorker(dir string, slot int, seed uint64) error {
@@ -39,9 +40,18 @@ func runWorker(dir string, slot int, seed uint64) error {
 	if err != nil {
 		return err
 	}
+	clog, err := openCounterLog(dir, slot)
+	if err != nil {
+		return err
+	}
+	ctrs, err := resolveCounters(s.ctr)
+	if err != nil {
+		return err
+	}
 	var mg merger
 	w := &stormWorker{s: s, rec: rec, clock: clock, rng: rand.New(rand.NewPCG(seed, uint64(slot))),
-		batch: make([][]byte, 0, 64), idx: make([]int, 0, 64), glog: glog, answers: make([]sketch.RateDecision, 64)}
+		batch: make([][]byte, 0, 64), idx: make([]int, 0, 64), glog: glog, answers: make([]sketch.RateDecision, 64),
+		clog: clog, ctrs: ctrs}
 	rng := w.rng
 	for {
 		if w.batch, w.idx, err = mg.maybeMerge(rng, s, rec, w.batch, w.idx); err != nil {
@@ -53,7 +63,7 @@ func runWorker(dir string, slot int, seed uint64) error {
 			}
 		}
 		key := rng.IntN(realKeys)
-		if err := w.call(rng.IntN(16), key); err != nil {
+		if err := w.call(rng.IntN(18), key); err != nil {
 			return err
 		}
 		rec.returned()
@@ -73,9 +83,13 @@ type stormWorker struct {
 	// batch's.
 	glog    *gcraLog
 	answers []sketch.RateDecision
+	// clog logs the adds to the counters, before and after each; ctrs
+	// are the counters resolved once, for Counter.Add.
+	clog *counterLog
+	ctrs []sketch.Counter
 }
 
-// call makes the call op (0 to 15) with key, or a batch of keys.
+// call makes the call op (0 to 17) with key, or a batch of keys.
 func (w *stormWorker) call(op, key int) error {
 	switch {
 	case op <= 2:
@@ -100,8 +114,10 @@ func (w *stormWorker) call(op, key int) error {
 		return nil
 	case op <= 13:
 		return w.distinct(op, key)
-	default: // decisions of the rate limiter, logged rather than recorded
+	case op <= 15: // decisions of the rate limiter, logged rather than recorded
 		return w.limit(op)
+	default: // adds to the counters, logged before and after
+		return w.count(op)
 	}
 }
 

@@ -26,7 +26,7 @@ type Server struct {
 // Start starts redis-server for the test. Without it the test skips,
 // and fails under CI=true, which runs everything (.ci/install-deps
 // installs it).
-func Start(t *testing.T) *Server {
+func Start(t testing.TB) *Server {
 	t.Helper()
 	exe, err := exec.LookPath("redis-server")
 	if err != nil {
@@ -49,7 +49,7 @@ func Start(t *testing.T) *Server {
 
 // Start starts the server (again, after stop: empty, as after a restart
 // that lost its data) and waits until it answers.
-func (s *Server) Start(t *testing.T) {
+func (s *Server) Start(t testing.TB) {
 	t.Helper()
 	s.cmd = exec.Command(s.exe, "--port", "0", "--unixsocket", s.Sock, "--unixsocketperm", "700",
 		"--dir", s.dir, "--save", "", "--appendonly", "no", "--daemonize", "no")
@@ -77,7 +77,7 @@ func (s *Server) Stop() {
 }
 
 // Client is a client of the server, closed at the test's end.
-func (s *Server) Client(t *testing.T) *redis.Client {
+func (s *Server) Client(t testing.TB) *redis.Client {
 	c := redis.NewClient(&redis.Options{Network: "unix", Addr: s.Sock, MaxRetries: -1, DialTimeout: 5 * time.Second, ContextTimeoutEnabled: true})
 	t.Cleanup(func() { c.Close() })
 	return c
