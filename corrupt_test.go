@@ -38,6 +38,8 @@ const (
 	inDistinctWindow
 	inGCRA
 	inCounters
+	inSet
+	inSetWindow
 	inArena
 
 	inStandalone = inArena - 1 // every kind but the arena
@@ -69,6 +71,8 @@ var (
 	corruptHLLWCfg  = DistinctWindowConfig{Window: Window{Keep: 2}, Distinct: corruptHLLCfg}
 	corruptGCRACfg  = GCRAConfig{Rate: Rate{Count: 10, Per: time.Second}, Burst: 3, Rows: 2, Width: 64, Seed: 3}
 	corruptCtrCfg   = CountersConfig{Names: []string{"a", "bb", "ccc"}, Seed: 3}
+	corruptSetCfg   = SetConfig{Capacity: 10, KeyBytes: 16, Seed: 3}
+	corruptSetWCfg  = SetWindowConfig{Window: Window{Keep: 2}, Set: corruptSetCfg}
 	corruptArenaCfg = ArenaConfig{Size: 64 << 10}
 )
 
@@ -196,6 +200,24 @@ var corruptKinds = []corruptKind{
 			c.Values()
 			c.Names()
 			c.Stats()
+		}),
+	kindOf("set", inSet, OpenSet, corruptSetCfg,
+		func(s *Set, k string) error { _, err := s.AddString(k); return err }, abc,
+		func(_ testing.TB, s *Set) {
+			s.AddString("x")
+			s.ContainsString("a")
+			s.RemoveString("b")
+			s.Keys()
+			s.Stats()
+		}),
+	kindOf("setwindow", inSetWindow, OpenSetWindow, corruptSetWCfg,
+		func(w *SetWindow, k string) error { _, err := w.AddString(k); return err }, abc,
+		func(_ testing.TB, w *SetWindow) {
+			w.AddString("x")
+			w.ContainsString("a")
+			w.Rotate()
+			w.Keys()
+			w.Stats()
 		}),
 	// An arena holding one Count-Min sketch of otCfg's shape, "cm".
 	kindOf("arena", inArena, OpenArena, corruptArenaCfg,
@@ -594,7 +616,7 @@ func corruptions() []corruption {
 			native.PutUint32(b[otDirOff+entKind:], k%uint32(len(kinds))+1)
 			return b
 		}},
-		{name: "entry.kind=past the last kind", edit: e32(entKind, uint32(len(kinds))+1)},
+		{name: "entry.kind=past the last kind", edit: e32(entKind, slices.Max(kindNumbers())+1)},
 		// An entry's flags word is its state: 1 (removed) and 2 (being
 		// reused) only in an arena, where they are valid; others never.
 		{name: "entry.flags=1 outside an arena", in: inStandalone, edit: e32(entFlags, 1)},
@@ -715,6 +737,24 @@ func corruptions() []corruption {
 		{name: "counters name with an escape", in: inCounters, edit: ctrNames("a", "\x1b[2J"), says: "not printable"},
 		{name: "counters names twice", in: inCounters, edit: ctrNames("a", "bb", "a"), says: "is also name 0"},
 		{name: "counters unknown parameter", in: inCounters, edit: e64(entParams+24, 1)},
+		// An exact set's: capacity, key bytes, slots.
+		{name: "set capacity zero", in: inSet, edit: e64(entParams, 0)},
+		{name: "set capacity past its slots", in: inSet, edit: e64(entParams, 17)},
+		{name: "set capacity past any file", in: inSet, edit: e64(entParams, 1<<62)},
+		{name: "set key bytes not a multiple of 8", in: inSet, edit: e64(entParams+8, 12)},
+		{name: "set key bytes zero", in: inSet, edit: e64(entParams+8, 0)},
+		{name: "set key bytes past 1024", in: inSet, edit: e64(entParams+8, 2048)},
+		{name: "set key bytes past the region", in: inSet, edit: e64(entParams+8, 24)},
+		{name: "set slots not its capacity's", in: inSet, edit: e64(entParams+16, 64)},
+		{name: "set slots zero", in: inSet, edit: e64(entParams+16, 0)},
+		{name: "set unknown parameter", in: inSet, edit: e64(entParams+24, 1)},
+		{name: "set window capacity past its slots", in: inSetWindow, edit: e64(entParams, 17)},
+		{name: "set window key bytes past the region", in: inSetWindow, edit: e64(entParams+8, 24)},
+		{name: "set window slots not its capacity's", in: inSetWindow, edit: e64(entParams+16, 64)},
+		{name: "set window period under a millisecond", in: inSetWindow, edit: e64(entParams+24, 1000)},
+		{name: "set window keep zero", in: inSetWindow, edit: e64(entParams+32, 0)},
+		{name: "set window keep past the region", in: inSetWindow, edit: e64(entParams+32, 9)},
+		{name: "set window unknown parameter", in: inSetWindow, edit: e64(entParams+40, 1)},
 	} {
 		if c.want == nil {
 			c.want = ErrCorrupt

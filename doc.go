@@ -36,6 +36,15 @@
 // shared rate limiter. A [BloomWindow] does the same for a Bloom filter:
 // "seen in the last Keep periods".
 //
+// A [Set] answers exactly, for what must not be approximate (bans,
+// allowlists): a hash table of a fixed Capacity that stores its keys
+// (listed by [Set.Keys]), refuses a new key when full ([ErrFull]) rather
+// than evict one, and adds and removes under the file's write lock, so
+// that of any number of processes adding one new key at once exactly one
+// is told it is new. Its lookups take no lock. A [SetWindow] holds each
+// key for the Keep periods from the one it was added in: replay detection
+// within a window.
+//
 // A Count-Min sketch or window created with [CountMinConfig].Candidates
 // also answers "who is loud": it keeps a table of its K loudest keys
 // beside the counters, and [CountMin.Top] lists them with their estimates

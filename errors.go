@@ -145,6 +145,15 @@ var (
 	ErrArenaFull = errors.New("arena is full")
 )
 
+// Errors returned when a structure of fixed capacity has no room.
+var (
+	// ErrFull means an exact set (Set, SetWindow) holds as many keys as
+	// its Capacity: a new key is refused rather than another evicted, and
+	// nothing changed. Remove keys (or, in a window, wait for periods to
+	// leave it), or make a larger set and Merge this one into it.
+	ErrFull = errors.New("set is full")
+)
+
 // Errors returned by operations on an open sketch.
 var (
 	// ErrClosed means the sketch was used after Close.

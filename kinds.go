@@ -30,21 +30,28 @@ const (
 	KindGCRA Kind = "gcra"
 	// KindCounters is a set of named exact counters (Counters).
 	KindCounters Kind = "counters"
+	// KindSet is an exact set (Set).
+	KindSet Kind = "set"
+	// KindSetWindow is an exact set whose keys expire with their period
+	// (SetWindow).
+	KindSetWindow Kind = "setwindow"
 )
 
 // The kind numbers stored in directory entries, and the parameters each
 // entry keeps (of 8 words; the rest are zero). An FP rate is kept as the
 // bits of its float64, a period in nanoseconds (0: turned by Rotate only).
 const (
-	kindCountMin       uint32 = 1 // rows, width
-	kindBloom          uint32 = 2 // capacity, FP rate, blocks, k
-	kindCountingBloom  uint32 = 3 // capacity, FP rate, m, k
-	kindCountMinWindow uint32 = 4 // rows, width, period, keep
-	kindBloomWindow    uint32 = 5 // capacity, FP rate, blocks, k (of a period's filter), period, keep
-	kindDistinct       uint32 = 6 // precision p, profile (0: seeded XXH3, 1: Redis's)
-	kindDistinctWindow uint32 = 7 // precision p, profile (of a period's count), period, keep
-	kindGCRA           uint32 = 8 // rows, width, rate's period (ns), rate's count, burst
-	kindCounters       uint32 = 9 // names, names table bytes, names table checksum (XXH3)
+	kindCountMin       uint32 = 1  // rows, width
+	kindBloom          uint32 = 2  // capacity, FP rate, blocks, k
+	kindCountingBloom  uint32 = 3  // capacity, FP rate, m, k
+	kindCountMinWindow uint32 = 4  // rows, width, period, keep
+	kindBloomWindow    uint32 = 5  // capacity, FP rate, blocks, k (of a period's filter), period, keep
+	kindDistinct       uint32 = 6  // precision p, profile (0: seeded XXH3, 1: Redis's)
+	kindDistinctWindow uint32 = 7  // precision p, profile (of a period's count), period, keep
+	kindGCRA           uint32 = 8  // rows, width, rate's period (ns), rate's count, burst
+	kindCounters       uint32 = 9  // names, names table bytes, names table checksum (XXH3)
+	kindExactSet       uint32 = 10 // capacity, key bytes, slots
+	kindExactSetWindow uint32 = 11 // capacity, key bytes, slots, period, keep
 )
 
 // kindInfo is what the format knows of a structure kind, and what the
@@ -160,6 +167,18 @@ func init() {
 			config: countersEntryConfig, params: countersEntryParams,
 			region: countersRegionConfig,
 			open:   openZero(OpenCounters),
+		},
+		kindExactSet: {
+			name: "exact set", kind: KindSet,
+			validate: validateSetEntry, spare: 3, of: "set",
+			config: setEntryConfig, params: setEntryParams,
+			open: openZero(OpenSet),
+		},
+		kindExactSetWindow: {
+			name: "exact set window", kind: KindSetWindow,
+			validate: validateSetWindowEntry, spare: 5, of: "set window",
+			config: setWindowEntryConfig, params: setWindowEntryParams,
+			open: openZero(OpenSetWindow),
 		},
 	}
 }

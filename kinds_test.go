@@ -8,6 +8,7 @@ package sketch
 import (
 	"encoding/json"
 	"math"
+	"slices"
 	"testing"
 	"time"
 )
@@ -257,6 +258,41 @@ var testKinds = []testKind{
 			}
 			c.Reset()
 		}, nil),
+	testKindOf("Set", KindSet, false, OpenSet,
+		func(seed uint64) SetConfig { return SetConfig{Capacity: 100, KeyBytes: 16, Seed: seed} },
+		func(s *Set, k []byte) error { _, err := s.Add(k); return err },
+		func(_ testing.TB, s *Set) {
+			s.AddString("x")
+			s.Add([]byte("y"))
+			s.ContainsString("x")
+			s.Contains([]byte("y"))
+			s.RemoveString("x")
+			s.Keys()
+			s.Len()
+			s.Stats()
+			s.Merge(s)
+			s.Reset()
+		}, nil),
+	testKindOf("SetWindow", KindSetWindow, true, OpenSetWindow,
+		func(seed uint64) SetWindowConfig {
+			return SetWindowConfig{Window: testWin, Set: SetConfig{Capacity: 100, KeyBytes: 16, Seed: seed}}
+		},
+		func(w *SetWindow, k []byte) error { _, err := w.Add(k); return err },
+		func(_ testing.TB, w *SetWindow) {
+			w.AddString("x")
+			w.Add([]byte("y"))
+			w.ContainsString("x")
+			w.Rotate()
+			w.Contains([]byte("y"))
+			w.RemoveString("x")
+			w.Keys()
+			w.Len()
+			w.Current()
+			w.Stats()
+		}, func(w *SetWindow) winCounts {
+			s := w.Stats()
+			return winCounts{s.Adds, s.Turns, s.Rotations, s.Live}
+		}),
 }
 
 // testCounterNames are the counters of the tables' counters structures.
@@ -271,6 +307,18 @@ func testCounterName(k []byte) string {
 		}
 	}
 	return "other"
+}
+
+// kindNumbers is the kinds table's numbers in order: testKinds' rows
+// are theirs, row by row. A number may be missing (a kind being added on
+// another branch).
+func kindNumbers() []uint32 {
+	ns := make([]uint32, 0, len(kinds))
+	for n := range kinds {
+		ns = append(ns, n)
+	}
+	slices.Sort(ns)
+	return ns
 }
 
 // testKindHolding is the row of the kind s is, nil when testKinds lacks
@@ -325,14 +373,10 @@ func TestKinds_EveryKind(t *testing.T) {
 	if len(testKinds) != len(kinds) {
 		t.Errorf("testKinds has %d rows, the kinds table %d", len(testKinds), len(kinds))
 	}
-	for n := uint32(1); n <= uint32(len(kinds)); n++ {
-		info, ok := kinds[n]
-		if !ok {
-			t.Errorf("the kinds table has no kind %d, and has %d kinds", n, len(kinds))
-			continue
-		}
-		if int(n) > len(testKinds) || testKinds[n-1].kind != info.kind {
-			t.Errorf("testKinds row %d is not %s (%s): add its row, in kind-number order", n, info.kind, info.name)
+	for i, n := range kindNumbers() {
+		info := kinds[n]
+		if i >= len(testKinds) || testKinds[i].kind != info.kind {
+			t.Errorf("testKinds row %d is not %s (%s, kind %d): add its row, in kind-number order", i+1, info.kind, info.name, n)
 		}
 	}
 	a := mustOpenArena(t, tempPath(t, "arena"), 1<<20)

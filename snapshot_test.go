@@ -136,6 +136,15 @@ var snapKinds = []snapKind{
 	snapKindOf("counters", true, 0, OpenCounters, snapCounters,
 		func(c CountersConfig, seed uint64) CountersConfig { c.Seed = seed; return c },
 		nil, func(c *Counters) snapStructure { return snapC{c} }),
+	// Room for every key the process test's children add (and "hot").
+	snapKindOf("set", false, cells.SetHeadBytes, OpenSet, SetConfig{Capacity: 2*snapMaxAdds + 1, KeyBytes: 16},
+		func(c SetConfig, seed uint64) SetConfig { c.Seed = seed; return c },
+		nil, func(s *Set) snapStructure { return snapSet{s} }),
+	// Half the set's room (the arena tests' 64 MiB hold no more): the
+	// process test stops its children once both added 15,000 keys, so
+	// together they add at most snapMaxAdds and that.
+	snapKindOf("setwindow", false, 0, OpenSetWindow, SetWindowConfig{Window: snapWin, Set: SetConfig{Capacity: 1 << 19, KeyBytes: 16}},
+		nil, nil, func(w *SetWindow) snapStructure { return snapSW{w} }),
 }
 
 // snapGCRACfg is a rate limiter that lets a test's keys through: a
@@ -268,6 +277,20 @@ func (s snapC) answer(k []byte) uint64 {
 func (s snapC) snapshot(at Place) (snapStructure, error) { return adapt(s.Snapshot(at)) }
 func (s snapC) handle() *Handle                          { return &s.Handle }
 
+type snapSet struct{ *Set }
+
+func (s snapSet) add(k []byte) error                       { _, err := s.Add(k); return err }
+func (s snapSet) answer(k []byte) uint64                   { return present(s.Contains(k)) }
+func (s snapSet) snapshot(at Place) (snapStructure, error) { return adapt(s.Snapshot(at)) }
+func (s snapSet) handle() *Handle                          { return &s.Handle }
+
+type snapSW struct{ *SetWindow }
+
+func (s snapSW) add(k []byte) error                       { _, err := s.Add(k); return err }
+func (s snapSW) answer(k []byte) uint64                   { return present(s.Contains(k)) }
+func (s snapSW) snapshot(at Place) (snapStructure, error) { return adapt(s.Snapshot(at)) }
+func (s snapSW) handle() *Handle                          { return &s.Handle }
+
 type snapDW struct{ *DistinctWindow }
 
 func (s snapDW) add(k []byte) error                       { return s.Add(k) }
@@ -305,8 +328,18 @@ var snapDests = []struct {
 // snapPlain names the kind a kind's snapshot is: a window's is the plain
 // structure it is made of.
 func snapPlain(kind string) string {
+	if snapOwnKind[kind] {
+		return kind
+	}
 	return strings.TrimSuffix(kind, "window")
 }
+
+// snapOwnKind are the windows whose snapshot is a frozen window of their
+// own kind: an exact set window's keeps each key's period, which no
+// plain set holds (and a hash table's layout follows the order of its
+// adds, so no plain structure fed the periods would match it byte for
+// byte).
+var snapOwnKind = map[string]bool{"setwindow": true}
 
 // snapWindows names the window kinds of the table.
 func snapWindows() []string {
@@ -657,7 +690,9 @@ func TestSnapshot_HostsMerge(t *testing.T) {
 // kinds and answers, frozen, its windows fixed at the periods their copy
 // covered, and it stays so while the source turns on.
 func TestSnapshot_Arena(t *testing.T) {
-	a := mustOpenArena(t, tempPath(t, "arena"), 64<<20)
+	// Room for every kind of the table at once: the exact sets' rows take
+	// 80 MiB.
+	a := mustOpenArena(t, tempPath(t, "arena"), 128<<20)
 	srcs := map[string]snapStructure{}
 	for i := range snapKinds {
 		k := &snapKinds[i]
