@@ -3,6 +3,7 @@ package sketch
 import (
 	"fmt"
 	"math"
+	"math/bits"
 	"math/rand/v2"
 	"strconv"
 	"strings"
@@ -291,6 +292,9 @@ type GCRA struct {
 	Handle
 	l    cells.GCRA
 	core cells.GCRACore // serves batches
+	// recip is ⌊(2^64−1)/Interval⌋, so that a decision's Remaining is a
+	// multiply, not a division (6 of a decision's 63 ns: BenchmarkGCRAAllow).
+	recip uint64
 }
 
 // RateDecision is a rate limiter's answer for one request.
@@ -360,7 +364,8 @@ func newGCRA(m *mapping) (*GCRA, error) {
 			Interval: interval,
 			Window:   window,
 		},
-		core: buildCores.GCRA,
+		core:  buildCores.GCRA,
+		recip: math.MaxUint64 / interval,
 	}
 	g.init(m, g)
 	g.open.Store(true)
@@ -447,7 +452,7 @@ func (g *GCRA) decision(allowed bool, tat, now, cost uint64, peek bool) RateDeci
 	}
 	d := RateDecision{Allowed: allowed, ResetAfter: time.Duration(base - now)}
 	if used := base - now; used <= g.l.Window {
-		d.Remaining = (g.l.Window - used) / g.l.Interval
+		d.Remaining = divRecip(g.l.Window-used, g.l.Interval, g.recip)
 	}
 	if !allowed {
 		d.RetryAfter = time.Duration(base + cost*g.l.Interval - now - g.l.Window)
@@ -672,4 +677,15 @@ func (c *wallClock) resync() *clockBase {
 	c.stale.Store(false)
 	time.AfterFunc(wallResync, func() { c.stale.Store(true) })
 	return b
+}
+
+// divRecip is x/d given recip = ⌊(2^64−1)/d⌋: the high word of x·recip is
+// x/d or one less (x·recip/2^64 falls short of x/d by less than
+// x/2^64 < 1), which one comparison settles.
+func divRecip(x, d, recip uint64) uint64 {
+	q, _ := bits.Mul64(x, recip)
+	if x-q*d >= d {
+		q++
+	}
+	return q
 }

@@ -482,3 +482,25 @@ func TestGCRA_ZeroConfigAttaches(t *testing.T) {
 		t.Errorf("the zero config on no file: %v, want ErrInvalidConfig", err)
 	}
 }
+
+// TestDivRecip: a decision's division by multiplication is the division,
+// for random and edge dividends and divisors.
+func TestDivRecip(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 8))
+	ds := []uint64{1, 2, 3, 7, 1e6, 1e8, 333333334, 1<<32 - 1, 1 << 32, 1<<62 - 1, 1 << 62, 1<<63 + 5, ^uint64(0)}
+	for range 200 {
+		ds = append(ds, r.Uint64()>>r.IntN(64)|1)
+	}
+	for _, d := range ds {
+		recip := ^uint64(0) / d
+		xs := []uint64{0, 1, d - 1, d, d + 1, 2*d - 1, ^uint64(0), ^uint64(0) - 1, ^uint64(0) / d * d}
+		for range 200 {
+			xs = append(xs, r.Uint64()>>r.IntN(64))
+		}
+		for _, x := range xs {
+			if got, want := divRecip(x, d, recip), x/d; got != want {
+				t.Fatalf("divRecip(%d, %d) = %d, want %d", x, d, got, want)
+			}
+		}
+	}
+}
