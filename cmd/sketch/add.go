@@ -81,6 +81,9 @@ sketch add /dev/shm/web.arena:nonces n-5d1e`,
 			if _, ok := s.(*gcra); ok {
 				return fmt.Errorf("%s: %w", t, errRateNoAdd) // before standard input is read
 			}
+			if _, ok := s.(exactKeys); ok && *weighted {
+				return usageError("--weighted: %s holds a key once; give one key a line", t)
+			}
 			if e, ok := s.(exactKeys); ok && fromStdin {
 				return addIfAbsentStdin(e.addOnce, t, *jsonOut) // a set adds a key once, flag or not
 			}

@@ -243,6 +243,7 @@ func TestSet_NotApplicable(t *testing.T) {
 		{[]string{"export", "--format", "redis", s}, exitFailure, "only a distinct count or window exports"},
 		{[]string{"list", cms}, exitFailure, "only a set or setwindow holds its keys"},
 		{[]string{"list", s, "extra"}, exitUsage, "want one FILE[:NAME]"},
+		{[]string{"add", "--weighted", s}, exitUsage, "holds a key once"},
 	} {
 		r := sk(t, tc.args...)
 		if r.code != tc.code || !strings.Contains(r.stderr, tc.msg) || r.stdout != "" || strings.Contains(r.stderr, "panic") {
