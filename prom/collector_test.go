@@ -83,7 +83,34 @@ func fillArena(t *testing.T, a *sketch.Arena) map[series]float64 {
 	ctr, err := sketch.OpenCounters(a.Place("status"), sketch.CountersConfig{Names: []string{"404"}})
 	closeLater(ctr, err)
 	ctr.Add("404", 5)
+	set, err := sketch.OpenSet(a.Place("sessions"), sketch.SetConfig{Capacity: 8, KeyBytes: 16})
+	closeLater(set, err)
+	for _, k := range []string{"s1", "s2", "s3", "s1"} {
+		set.AddString(k) // the second s1 is no add
+	}
+	set.RemoveString("s2")
+	sw, err := sketch.OpenSetWindow(a.Place("nonces"), sketch.SetWindowConfig{Window: sketch.Window{Keep: 2}, Set: sketch.SetConfig{Capacity: 8, KeyBytes: 16}})
+	closeLater(sw, err)
+	sw.AddString("n1")
+	sw.Rotate()
+	sw.AddString("n2")
+	sw.Rotate() // n1 leaves the window, and stays held
+	sw.AddString("n3")
 	return map[series]float64{
+		{"sketch_set_keys", "sessions"}:                         2,
+		{"sketch_set_capacity", "sessions"}:                     8,
+		{"sketch_set_tombstones", "sessions"}:                   1,
+		{"sketch_set_longest_run_slots", "sessions"}:            float64(set.Stats().LongestRun),
+		{"sketch_set_adds_total", "sessions"}:                   3,
+		{"sketch_set_removes_total", "sessions"}:                1,
+		{"sketch_fill_ratio", "sessions"}:                       0.25,
+		{"sketch_set_keys", "nonces"}:                           2,
+		{"sketch_set_held_keys", "nonces"}:                      3,
+		{"sketch_set_adds_total", "nonces"}:                     3,
+		{"sketch_fill_ratio", "nonces"}:                         3.0 / 8,
+		{"sketch_window_current_period", "nonces"}:              2,
+		{"sketch_window_oldest_period", "nonces"}:               1,
+		{"sketch_window_rotations_total", "nonces"}:             2,
 		{"sketch_rate_limit_allowed_cost_total", "api/limit"}:   5,
 		{"sketch_rate_limit_busy_cells", "api/limit"}:           float64(gl.Stats().Busy),
 		{"sketch_rate_limit_busy_ratio", "api/limit"}:           gl.Stats().BusyRate,
@@ -144,6 +171,8 @@ var kinds = map[string]sketch.Kind{
 	"visitors/min": sketch.KindDistinctWindow,
 	"api/limit":    sketch.KindGCRA,
 	"status":       sketch.KindCounters,
+	"sessions":     sketch.KindSet,
+	"nonces":       sketch.KindSetWindow,
 }
 
 // scrape serves reg with promhttp and returns the body, in the text
@@ -252,7 +281,7 @@ func TestArenaCollector_Scrape(t *testing.T) {
 		"sketch_arena_bytes":            float64(st.Bytes),
 		"sketch_arena_used_bytes":       float64(st.Used),
 		"sketch_arena_free_bytes":       float64(st.Free),
-		"sketch_arena_structures":       9,
+		"sketch_arena_structures":       11,
 		"sketch_arena_max_structures":   float64(st.Capacity),
 		"sketch_lock_writer":            0,
 		"sketch_lock_writer_dead":       0,
@@ -369,6 +398,8 @@ func TestSamplesOf(t *testing.T) {
 		{sketch.DistinctWindowStats{}, sketch.KindDistinctWindow},
 		{sketch.GCRAStats{}, sketch.KindGCRA},
 		{sketch.CountersStats{Counters: []sketch.NamedValue{{Name: "a", Value: 1}}}, sketch.KindCounters},
+		{sketch.SetStats{}, sketch.KindSet},
+		{sketch.SetWindowStats{}, sketch.KindSetWindow},
 	} {
 		kind, samples, ok := samplesOf(tc.stats)
 		if !ok || kind != tc.kind || len(samples) < 3 {

@@ -15,7 +15,7 @@
 //	sketch_adds_present_total      counter  Bloom filter: adds of keys already present
 //	sketch_counted                 gauge    Count-Min sketch and window: what estimates cover
 //	sketch_error_bound             gauge    Count-Min sketch and window
-//	sketch_fill_ratio              gauge    filters (a Bloom window's current period)
+//	sketch_fill_ratio              gauge    filters (a Bloom window's current period); exact sets: keys held over capacity
 //	sketch_estimated_items         gauge    filters (a Bloom window's current period)
 //	sketch_false_positive_ratio    gauge    Bloom window, over the periods it covers
 //	sketch_window_current_period   gauge    windows
@@ -34,6 +34,13 @@
 //	sketch_rate_limit_requests_per_second  gauge    rate limiter: its rate
 //	sketch_rate_limit_burst                gauge    rate limiter: its burst
 //	sketch_counts_total            counter  counters structure: each counter, labelled with its name
+//	sketch_set_keys                gauge    exact set and set window: keys held (a window's: of the periods it covers)
+//	sketch_set_held_keys           gauge    set window: keys its table holds, expired ones included
+//	sketch_set_capacity            gauge    exact set and set window: the most keys held at once
+//	sketch_set_tombstones          gauge    exact set and set window: removed keys' slots
+//	sketch_set_longest_run_slots   gauge    exact set and set window: the most slots a lookup reads
+//	sketch_set_adds_total          counter  exact set and set window: adds of a new key, since made
+//	sketch_set_removes_total       counter  exact set and set window: removes of a key held, since made
 //
 // Names and keys come from the file, and whoever writes it chooses them:
 // a label value is the name or key as it is when it is printable UTF-8,

@@ -33,7 +33,7 @@ var (
 	fErrorBound = &family{"sketch_error_bound",
 		"The absolute error bound at the counted total: an estimate is at most this much high, with the sketch's confidence.", prometheus.GaugeValue, nil}
 	fFill = &family{"sketch_fill_ratio",
-		"A filter's bits or counters set over all of them (a Bloom window's current period): near 0.5 at capacity for a Bloom filter.", prometheus.GaugeValue, nil}
+		"A filter's bits or counters set over all of them (a Bloom window's current period): near 0.5 at capacity for a Bloom filter; an exact set's keys held over its capacity (a set window's expired ones included), at 1 of which a new key is refused.", prometheus.GaugeValue, nil}
 	fItems = &family{"sketch_estimated_items",
 		"Distinct keys a filter holds, estimated from its fill (a Bloom window's current period).", prometheus.GaugeValue, nil}
 	fFalsePositive = &family{"sketch_false_positive_ratio",
@@ -60,6 +60,21 @@ var (
 	// a structure, fixed when it is created.
 	fCounter = &family{"sketch_counts_total",
 		"A counters structure's counter, by its name: every add that returned, in every process, since the structure's reset; it wraps at 2^64.", prometheus.CounterValue, []string{"name"}}
+	// An exact set's and set window's.
+	fSetKeys = &family{"sketch_set_keys",
+		"Keys an exact set holds (a set window's: of the periods it covers).", prometheus.GaugeValue, nil}
+	fSetHeld = &family{"sketch_set_held_keys",
+		"Keys a set window's table holds, expired ones included: they take room until an add that finds the set full sweeps them out.", prometheus.GaugeValue, nil}
+	fSetCapacity = &family{"sketch_set_capacity",
+		"The most keys an exact set holds at once: an add of a new key past it is refused, nothing is evicted.", prometheus.GaugeValue, nil}
+	fSetTombstones = &family{"sketch_set_tombstones",
+		"An exact set's slots of removed keys, reused by adds; past a quarter of the slots, the next remove compacts the table.", prometheus.GaugeValue, nil}
+	fSetLongestRun = &family{"sketch_set_longest_run_slots",
+		"An exact set's longest run of slots that are not empty: the most slots a lookup reads.", prometheus.GaugeValue, nil}
+	fSetAdds = &family{"sketch_set_adds_total",
+		"Adds of a key an exact set did not hold, in every process since it was made (a process killed in one may leave it uncounted).", prometheus.CounterValue, nil}
+	fSetRemoves = &family{"sketch_set_removes_total",
+		"Removes of a key an exact set held, in every process since it was made.", prometheus.CounterValue, nil}
 	// The loudest keys of a candidate table: at most candidatesLoudest a
 	// structure, so the label set stays bounded (keys come and go).
 	fHeavy = &family{"sketch_heavy_hitter_estimate",
@@ -79,7 +94,8 @@ var (
 )
 
 // structureFamilies are every family samples may return, for Describe.
-var structureFamilies = []*family{fAdds, fChanges, fAddsPresent, fCounted, fFleetCounted, fErrorBound, fFill, fItems, fFalsePositive, fCurrent, fOldest, fRotations, fBytes, fFrozen, fCandidatesHeld, fAdmissions, fHeavy, fDistinct, fDistinctError, fDecisions, fAllowedCost, fBusyCells, fBusyRatio, fRateLimit, fBurst, fCounter}
+var structureFamilies = []*family{fAdds, fChanges, fAddsPresent, fCounted, fFleetCounted, fErrorBound, fFill, fItems, fFalsePositive, fCurrent, fOldest, fRotations, fBytes, fFrozen, fCandidatesHeld, fAdmissions, fHeavy, fDistinct, fDistinctError, fDecisions, fAllowedCost, fBusyCells, fBusyRatio, fRateLimit, fBurst, fCounter,
+	fSetKeys, fSetHeld, fSetCapacity, fSetTombstones, fSetLongestRun, fSetAdds, fSetRemoves}
 
 // The families of an arena and of its file's lock, without labels.
 var (
@@ -110,7 +126,7 @@ var arenaFamilies = []*family{fArenaBytes, fArenaUsed, fArenaFree, fArenaStructu
 // Stats is every kind's Stats type that the collectors export: a
 // structure's Stats method is the function NewCollector takes.
 type Stats interface {
-	sketch.CountMinStats | sketch.BloomStats | sketch.CountingBloomStats | sketch.CountMinWindowStats | sketch.BloomWindowStats | sketch.DistinctStats | sketch.DistinctWindowStats | sketch.GCRAStats | sketch.CountersStats
+	sketch.CountMinStats | sketch.BloomStats | sketch.CountingBloomStats | sketch.CountMinWindowStats | sketch.BloomWindowStats | sketch.DistinctStats | sketch.DistinctWindowStats | sketch.GCRAStats | sketch.CountersStats | sketch.SetStats | sketch.SetWindowStats
 }
 
 // sample is one value of a structure.
@@ -199,8 +215,31 @@ func samplesOf(stats any) (sketch.Kind, []sample, bool) {
 			out = append(out, sample{f: fCounter, v: float64(c.Value), lv: []string{labelValue(c.Name)}})
 		}
 		return sketch.KindCounters, out, true
+	case sketch.SetStats:
+		return sketch.KindSet, append(append(fileSamples(s.FileStats), sample{f: fSetKeys, v: float64(s.Live)}),
+			setSamples(s.Capacity, s.Fill, s.Tombstones, s.LongestRun, s.Adds, s.Removes)...), true
+	case sketch.SetWindowStats:
+		out := append(fileSamples(s.FileStats),
+			sample{f: fSetKeys, v: float64(s.Live)},
+			sample{f: fSetHeld, v: float64(s.Held)},
+			sample{f: fCurrent, v: float64(s.Current)},
+			sample{f: fOldest, v: float64(s.Oldest)},
+			sample{f: fRotations, v: float64(s.Turns)})
+		return sketch.KindSetWindow, append(out, setSamples(s.Capacity, s.Fill, s.Tombstones, s.LongestRun, s.Adds, s.Removes)...), true
 	}
 	return "", nil, false
+}
+
+// setSamples are what a set and a set window report alike.
+func setSamples(capacity uint64, fill float64, tombstones, run, adds, removes uint64) []sample {
+	return []sample{
+		{f: fSetCapacity, v: float64(capacity)},
+		{f: fFill, v: fill},
+		{f: fSetTombstones, v: float64(tombstones)},
+		{f: fSetLongestRun, v: float64(run)},
+		{f: fSetAdds, v: float64(adds)},
+		{f: fSetRemoves, v: float64(removes)},
+	}
 }
 
 // candidateSamples are a candidate table's, and its loudest keys'.

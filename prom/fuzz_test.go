@@ -122,6 +122,10 @@ func fuzzArena(t *testing.T, path string, keys []string) []sketch.ArenaEntry {
 	must(gl, err)
 	ctr, err := sketch.OpenCounters(a.Place("ctr"), sketch.CountersConfig{Names: []string{"200", "GET /", `"q"`, "é"}})
 	must(ctr, err)
+	set, err := sketch.OpenSet(a.Place("set"), sketch.SetConfig{Capacity: 16, KeyBytes: 32})
+	must(set, err)
+	sw, err := sketch.OpenSetWindow(a.Place("sw"), sketch.SetWindowConfig{Window: sketch.Window{Keep: 2}, Set: sketch.SetConfig{Capacity: 16, KeyBytes: 32}})
+	must(sw, err)
 	for i, k := range keys[:min(len(keys), 32)] {
 		cms.AddN([]byte(k), uint64(1+i%5))
 		cmw.AddN([]byte(k), uint64(1+i%5))
@@ -132,6 +136,11 @@ func fuzzArena(t *testing.T, path string, keys []string) []sketch.ArenaEntry {
 		dw.AddString(k)
 		gl.AllowString(k, uint64(1+i%4))
 		ctr.Add("GET /", uint64(len(k)))
+		set.AddString(k) // a long key is refused; a full set refuses more
+		sw.AddString(k)
+		if i%3 == 0 {
+			set.RemoveString(k)
+		}
 	}
 	return a.List()
 }

@@ -60,6 +60,17 @@ func TestNewCollector_EveryKind(t *testing.T) {
 	must(err)
 	defer ctr.Close()
 	ctr.Add("404", 7)
+	set, err := sketch.OpenSet(sketch.Memory(), sketch.SetConfig{Capacity: 4})
+	must(err)
+	defer set.Close()
+	set.AddString("a")
+	set.AddString("b")
+	sw, err := sketch.OpenSetWindow(sketch.Memory(), sketch.SetWindowConfig{Window: sketch.Window{Keep: 2}, Set: sketch.SetConfig{Capacity: 4}})
+	must(err)
+	defer sw.Close()
+	sw.AddString("a")
+	sw.Rotate()
+	sw.RemoveString("a")
 
 	reg := prometheus.NewPedanticRegistry()
 	reg.MustRegister(
@@ -72,6 +83,8 @@ func TestNewCollector_EveryKind(t *testing.T) {
 		NewCollector("dw", dw.Stats),
 		NewCollector("gcra", gl.Stats),
 		NewCollector("ctr", ctr.Stats),
+		NewCollector("set", set.Stats),
+		NewCollector("sw", sw.Stats),
 	)
 	fams := parse(t, scrape(t, reg))
 	for _, tc := range []struct {
@@ -90,6 +103,11 @@ func TestNewCollector_EveryKind(t *testing.T) {
 		{"dw", sketch.KindDistinctWindow, "sketch_window_current_period", 1},
 		{"gcra", sketch.KindGCRA, "sketch_rate_limit_allowed_cost_total", 2},
 		{"gcra", sketch.KindGCRA, "sketch_rate_limit_requests_per_second", 5.0 / 60},
+		{"set", sketch.KindSet, "sketch_set_keys", 2},
+		{"set", sketch.KindSet, "sketch_set_capacity", 4},
+		{"sw", sketch.KindSetWindow, "sketch_set_keys", 0},
+		{"sw", sketch.KindSetWindow, "sketch_set_removes_total", 1},
+		{"sw", sketch.KindSetWindow, "sketch_window_current_period", 1},
 	} {
 		found := false
 		for _, m := range fams[tc.family].GetMetric() {

@@ -29,7 +29,12 @@ either). Exact counters (counters) take their counters' names as keys:
 add adds 1 (or -n N) to each named counter and prints its value just
 after (others' adds meanwhile included); a name the structure does not
 have is a bad argument (exit 2), found before anything is added (from
-standard input, before anything of its batch is). A rate limiter has no add: sketch allow decides its requests. With no KEY, or "-", it reads one key a line from standard
+standard input, before anything of its batch is). An exact set (set,
+setwindow) adds each key it does not hold and prints "new", or
+"present" when it held it (a window: in a period it covers); of any
+number of processes adding one key at once exactly one is told new. A
+new key when the set holds its capacity is refused (exit 1, "set is
+full"): nothing is evicted, and the keys before it stay added. A rate limiter has no add: sketch allow decides its requests. With no KEY, or "-", it reads one key a line from standard
 input, in batches (empty lines are skipped), and prints how many it added;
 with --weighted, each line is KEY<TAB>N and counts KEY N times (a counting
 Bloom filter adds it N times, up to the 15 where its counters stick).
@@ -40,18 +45,19 @@ With --if-absent (a counting Bloom filter), each key is added only if the
 filter does not contain it, as one step under the file's write lock, and
 add prints "added" or "present": of any number of processes asking for one
 key at once exactly one adds it, so a key banned twice is unbanned by one
-del.`,
+del. A set or set window always adds this way, with or without it.`,
 	example: `sketch add /dev/shm/clients.cms 192.0.2.1 192.0.2.7
 sketch add /dev/shm/web.arena:seen req-81f3
 cut -d' ' -f1 access.log | sketch add /dev/shm/clients.cms
 printf 'alice\t5\nbob\t2\n' | sketch add --weighted /dev/shm/clients.cms
 sketch add -n 3 /dev/shm/web.arena:status 404
-sketch add --if-absent /dev/shm/gateway.arena:banned key-7f3a`,
+sketch add --if-absent /dev/shm/gateway.arena:banned key-7f3a
+sketch add /dev/shm/web.arena:nonces n-5d1e`,
 	setup: func(fs *flag.FlagSet) func([]string) error {
 		n := fs.Uint64("n", 1, "count each KEY `N` times")
 		weighted := fs.Bool("weighted", false, "standard input has KEY<TAB>N lines")
 		jsonOut := fs.Bool("json", false, "print JSON: one object a key, or the summary")
-		ifAbsent := fs.Bool("if-absent", false, "add each KEY only if the filter does not contain it (a counting Bloom filter)")
+		ifAbsent := fs.Bool("if-absent", false, "add each KEY only if the filter does not contain it (a counting Bloom filter; a set adds this way always)")
 		return func(args []string) error {
 			if len(args) == 0 {
 				return usageError("missing FILE")
@@ -75,13 +81,19 @@ sketch add --if-absent /dev/shm/gateway.arena:banned key-7f3a`,
 			if _, ok := s.(*gcra); ok {
 				return fmt.Errorf("%s: %w", t, errRateNoAdd) // before standard input is read
 			}
-			if *ifAbsent {
+			if _, ok := s.(exactKeys); ok && *weighted {
+				return usageError("--weighted: %s holds a key once; give one key a line", t)
+			}
+			if e, ok := s.(exactKeys); ok && fromStdin {
+				return addIfAbsentStdin(e.addOnce, t, *jsonOut) // a set adds a key once, flag or not
+			}
+			if _, ok := s.(exactKeys); *ifAbsent && !ok {
 				b, ok := s.(*countingBloom)
 				if !ok {
-					return fmt.Errorf("%s: %w", t, errNotSupported("--if-absent (only a countingbloom adds a key once)", s.describe()))
+					return fmt.Errorf("%s: %w", t, errNotSupported("--if-absent (only a countingbloom, set or setwindow adds a key once)", s.describe()))
 				}
 				if fromStdin {
-					return addIfAbsentStdin(b, t, *jsonOut)
+					return addIfAbsentStdin(b.AddIfAbsent, t, *jsonOut)
 				}
 				for _, k := range keys {
 					added, err := b.AddIfAbsent([]byte(k))
@@ -175,9 +187,10 @@ func printAddedOnce(key string, added, jsonOut bool) {
 	fmt.Fprintf(stdout, "%s\t%s\n", quoteKey(key), what)
 }
 
-// addIfAbsentStdin adds each key of standard input that the filter does
-// not contain, and prints how many it added.
-func addIfAbsentStdin(b *countingBloom, t target, jsonOut bool) error {
+// addIfAbsentStdin adds each key of standard input that the structure
+// does not hold (addOnce: a counting Bloom filter's AddIfAbsent, a set's
+// Add), and prints how many it added.
+func addIfAbsentStdin(addOnce func(key []byte) (bool, error), t target, jsonOut bool) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	kr := newKeyReader(os.Stdin, false)
@@ -190,7 +203,7 @@ func addIfAbsentStdin(b *countingBloom, t target, jsonOut bool) error {
 		}
 		for _, k := range batch {
 			var ok bool
-			if ok, err = b.AddIfAbsent(k); err != nil {
+			if ok, err = addOnce(k); err != nil {
 				break
 			}
 			keys++

@@ -103,7 +103,7 @@ func TestCounters_BadInput(t *testing.T) {
 		{[]string{"del", c, "200"}, exitFailure, "has no del"},
 		{[]string{"rotate", c}, exitFailure, "no periods to rotate"},
 		{[]string{"export", "--format", "redis", c}, exitFailure, "only a distinct count or window exports"},
-		{[]string{"add", "--if-absent", c, "200"}, exitFailure, "only a countingbloom adds a key once"},
+		{[]string{"add", "--if-absent", c, "200"}, exitFailure, "only a countingbloom, set or setwindow adds a key once"},
 		{[]string{"merge", c, other}, exitFailure, "incompatible"},
 		{[]string{"merge", c, cms}, exitFailure, "cannot merge a Count-Min sketch"},
 	} {

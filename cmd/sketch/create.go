@@ -13,12 +13,12 @@ import (
 	"github.com/shmsketch/sketch"
 )
 
-const kindList = "countmin, bloom, countingbloom, countminwindow, bloomwindow, distinct, distinctwindow, gcra, counters or arena"
+const kindList = "countmin, bloom, countingbloom, countminwindow, bloomwindow, distinct, distinctwindow, gcra, counters, set, setwindow or arena"
 
 var createCmd = &command{
 	name:       "create",
 	opensFiles: true,
-	args:       "FILE[:NAME] --kind countmin|bloom|countingbloom|countminwindow|bloomwindow|distinct|distinctwindow|gcra|counters|arena [SIZING]",
+	args:       "FILE[:NAME] --kind countmin|bloom|countingbloom|countminwindow|bloomwindow|distinct|distinctwindow|gcra|counters|set|setwindow|arena [SIZING]",
 	summary:    "create a sketch file, an arena, or a structure in an arena",
 	details: `
 Create makes a new sketch file and prints what it made: its shape, its
@@ -49,8 +49,13 @@ or --rows and --width, its grid of times; exact counters (counters)
 by their names, fixed at create: --names 200,404,500, or --name X once
 a name (a name that holds a comma needs --name), in the order given, 1
 to 1024 names of 1 to 64 bytes of printable text (they keep the seed,
-as every kind does, and hash nothing with it); an arena by --size, the
-bytes of its file (K, M and G suffixes are KiB, MiB and GiB).
+as every kind does, and hash nothing with it); an exact set (set) by
+--capacity, the most keys it holds at once (an add of a new key past it
+is refused, nothing is evicted), and --key-bytes B, its longest key (a
+multiple of 8 up to 1024, default 64); an exact set window (setwindow)
+by those and --period and --keep, its keys leaving with their period;
+an arena by --size, the bytes of its file (K, M and G suffixes are KiB,
+MiB and GiB).
 
 FILE:NAME makes a structure named NAME in the existing arena FILE (from
 create FILE --kind arena), refusing a name it has; it hashes with the
@@ -80,6 +85,8 @@ sketch create /dev/shm/web.arena:clients-distinct --kind distinct --redis
 sketch create /dev/shm/web.arena:clients-per-minute --kind distinctwindow --period 1m --keep 1 --redis
 sketch create /dev/shm/web.arena:login-rate --kind gcra --rate 10r/m --burst 5 --keys 100000
 sketch create /dev/shm/web.arena:status --kind counters --names 200,404,500
+sketch create /dev/shm/web.arena:banned --kind set --capacity 100000 --key-bytes 32
+sketch create /dev/shm/web.arena:nonces --kind setwindow --capacity 1000000 --period 1m --keep 5
 (umask 077; od -An -tu8 -N8 /dev/urandom > seed)
 sketch create /dev/shm/a.cms --seed-file seed; sketch create /dev/shm/b.cms --seed-file seed`,
 	setup: func(fs *flag.FlagSet) func([]string) error {
@@ -91,10 +98,10 @@ sketch create /dev/shm/a.cms --seed-file seed; sketch create /dev/shm/b.cms --se
 		cands := fs.Int("candidates", 0, "countmin, countminwindow: keep a table of the `K` loudest keys beside the counters, for sketch top")
 		fleet := fs.Bool("fleet", false, "countmin, countminwindow: keep a fleet part beside the counters, the rest of a fleet's counts, which a fleet agent writes and every answer adds")
 		candBytes := fs.Int("candidate-key-bytes", 0, fmt.Sprintf("countmin, countminwindow: bytes of a key the table keeps (default %d; a longer key is kept as a prefix and its hash)", sketch.DefaultCandidateKeyBytes))
-		capacity := fs.Uint64("capacity", 0, "bloom, countingbloom, bloomwindow: keys it is sized to hold, a bloomwindow each period (required)")
+		capacity := fs.Uint64("capacity", 0, "bloom, countingbloom, bloomwindow: keys it is sized to hold, a bloomwindow each period; set, setwindow: the most keys it holds at once (required)")
 		fpRate := fs.Float64("fp-rate", 0, "bloom, countingbloom, bloomwindow: false-positive rate at capacity, in (0, 1) (default 0.01)")
-		period := fs.Duration("period", 0, "countminwindow, bloomwindow, distinctwindow: length of a period, at least 1ms (default 0: turned by sketch rotate only)")
-		keep := fs.Int("keep", 0, fmt.Sprintf("countminwindow, bloomwindow, distinctwindow: periods an answer covers, the current one included, 1 to %d (required)", sketch.MaxWindowKeep))
+		period := fs.Duration("period", 0, "countminwindow, bloomwindow, distinctwindow, setwindow: length of a period, at least 1ms (default 0: turned by sketch rotate only)")
+		keep := fs.Int("keep", 0, fmt.Sprintf("countminwindow, bloomwindow, distinctwindow, setwindow: periods an answer covers, the current one included, 1 to %d (required)", sketch.MaxWindowKeep))
 		precision := fs.Int("precision", 0, "distinct, distinctwindow: `P`, 4 to 18: 2^P registers of a byte, instead of --error")
 		redis := fs.Bool("redis", false, "distinct, distinctwindow: Redis's hash and 16384 registers, for exports that merge with Redis's HyperLogLogs")
 		postgresql := fs.Bool("postgresql", false, "distinct, distinctwindow: the hash of PostgreSQL's hll extension (hll_hash_bytea), precision at most 17, for exports that unite with its hll values")
@@ -102,6 +109,7 @@ sketch create /dev/shm/a.cms --seed-file seed; sketch create /dev/shm/b.cms --se
 		burst := fs.Uint64("burst", 0, "gcra: requests past the rate a key may make at once: an idle key is allowed `B`+1 at once (nginx's burst=B nodelay)")
 		keys := fs.Int("keys", 0, "gcra: size the grid for `N` keys busy at once (default 4096: 1 MiB), instead of --rows and --width")
 		names := namesFlags(fs)
+		keyBytes := fs.Int("key-bytes", 0, "set, setwindow: the longest key, in `BYTES`: a multiple of 8, at most 1024 (default 64); a longer key is refused")
 		size := fs.String("size", "", "arena: `BYTES` of the file, with an optional K, M or G (required)")
 		mode := fs.String("mode", "0600", "permission bits of a new file, in octal")
 		seedFile := fs.String("seed-file", "", "read the secret hash seed of a new file from `FILE` (\"-\": standard input), one decimal or 0x hex number; FILE must not be readable by every user (default: a random seed)")
@@ -133,7 +141,7 @@ sketch create /dev/shm/a.cms --seed-file seed; sketch create /dev/shm/b.cms --se
 				kind: *kind, cms: sketch.CountMinConfig{ErrorRate: *errRate, Confidence: *conf, Rows: *rows, Width: *width, Candidates: *cands, CandidateKeyBytes: *candBytes, Fleet: *fleet},
 				capacity: *capacity, fpRate: *fpRate, window: sketch.Window{Period: *period, Keep: *keep},
 				distinct: sketch.DistinctConfig{Error: *errRate, Precision: *precision, Redis: *redis, PostgreSQL: *postgresql},
-				rate:     rate, burst: *burst, keys: *keys, names: *names,
+				rate:     rate, burst: *burst, keys: *keys, names: *names, keyBytes: *keyBytes,
 			}
 			if err := flags.validate(); err != nil {
 				return err
@@ -268,6 +276,7 @@ type createFlags struct {
 	burst    uint64
 	keys     int
 	names    []string // counters: from --names and --name, in order
+	keyBytes int      // set, setwindow: --key-bytes
 	seed     uint64
 }
 
@@ -302,6 +311,12 @@ func (f createFlags) gcraConfig() sketch.GCRAConfig {
 // which the counters keep as every kind does but hash nothing with.
 func (f createFlags) countersConfig() sketch.CountersConfig {
 	return sketch.CountersConfig{Names: f.names, Seed: f.seed}
+}
+
+// setConfig is the exact set config the flags give (of a set, or of a
+// set window's table), with the seed.
+func (f createFlags) setConfig() sketch.SetConfig {
+	return sketch.SetConfig{Capacity: f.capacity, KeyBytes: f.keyBytes, Seed: f.seed}
 }
 
 // makeStructure makes the structure of f's kind at p.
@@ -465,6 +480,12 @@ func printCreated(t target, s structure, region uint64, jsonOut bool) error {
 	case sketch.CountersStats:
 		bytes = st.Bytes
 		figures = "exact: each counter is every add made to it, wrapping at 2^64; the names are fixed"
+	case sketch.SetStats:
+		bytes = st.Bytes
+		figures = fmt.Sprintf("exact: holds up to %s of up to %d bytes, each once; a new key past that is refused, nothing is evicted", plural(st.Capacity, "key", "keys"), st.KeyBytes)
+	case sketch.SetWindowStats:
+		bytes = st.Bytes
+		figures = fmt.Sprintf("exact: answers cover %s; holds up to %s of up to %d bytes, each once", windowText(sketch.Window{Period: st.Period, Keep: st.Keep}), plural(st.Capacity, "key", "keys"), st.KeyBytes)
 	case sketch.BloomWindowStats:
 		bytes = st.Bytes
 		figures = fmt.Sprintf("answers cover %s; false positives about %s a period at %s each, up to about %s over the window",

@@ -1,18 +1,20 @@
 // Command sketch creates, feeds, queries and checks shared sketch files
 // from the shell, against the live file that other processes are writing.
 //
-//	sketch create FILE[:NAME] [--kind countmin|bloom|countingbloom|countminwindow|bloomwindow|distinct|distinctwindow|gcra|counters|arena] [SIZING] [--mode 0600] [--seed-file FILE|- | --seed-from OTHER]
+//	sketch create FILE[:NAME] [--kind countmin|bloom|countingbloom|countminwindow|bloomwindow|distinct|distinctwindow|gcra|counters|set|setwindow|arena] [SIZING] [--mode 0600] [--seed-file FILE|- | --seed-from OTHER]
 //	    SIZING: --error E --confidence C | --rows R --width W (countmin, countminwindow);
 //	    --capacity N --fp-rate P (bloom, countingbloom, bloomwindow: each period's);
-//	    --period D --keep K (countminwindow, bloomwindow, distinctwindow); --error E | --precision P, --redis | --postgresql (distinct, distinctwindow);
+//	    --capacity N [--key-bytes B] (set, setwindow: the most keys held at once, the longest key);
+//	    --period D --keep K (countminwindow, bloomwindow, distinctwindow, setwindow); --error E | --precision P, --redis | --postgresql (distinct, distinctwindow);
 //	    --rate R [--burst B] [--keys N | --rows R --width W] (gcra: R as nginx writes it, 10/s, 10r/s, 30r/m, 1/h);
 //	    --names A,B,C | --name X ... (counters: their names, fixed at create; --name for one that holds a comma);
 //	    --size N (arena); --candidates K [--candidate-key-bytes B] (countmin, countminwindow: a table of the K loudest keys)
-//	sketch add FILE[:NAME] [KEY...]        count keys (counters: add 1, or -n N, to each named counter); none or "-": one a line from standard input (--weighted: KEY<TAB>N; --if-absent: a counting Bloom filter's key once)
-//	sketch del FILE[:NAME] KEY...          take one copy of each key out of a counting Bloom filter
+//	sketch add FILE[:NAME] [KEY...]        count keys (counters: add 1, or -n N, to each named counter); none or "-": one a line from standard input (--weighted: KEY<TAB>N; --if-absent: a counting Bloom filter's key once); a set's: new or present
+//	sketch del FILE[:NAME] KEY...          take one copy of each key out of a counting Bloom filter; a key out of a set (removed or absent)
 //	sketch allow [--cost N] FILE[:NAME] KEY...   decide a request a key on a rate limiter (gcra; exit 4: refused)
 //	sketch allow --limit N FILE[:NAME] KEY...    count a request a key and decide it against a limit (a Count-Min window; exit 4: refused)
-//	sketch query FILE[:NAME] [KEY...]      estimates with error bars, presence, counts; a distinct count's or window's count; a rate limiter's peek; counters' values (no KEY: every counter); --top N of candidates from standard input (none there: exit 2)
+//	sketch query FILE[:NAME] [KEY...]      estimates with error bars, presence, counts; a distinct count's or window's count; a rate limiter's peek; counters' values (no KEY: every counter); a set's present or absent; --top N of candidates from standard input (none there: exit 2)
+//	sketch list FILE[:NAME]                every key a set holds (a set window: of the periods it covers), one a line, quoted as top quotes them (--json)
 //	sketch top FILE[:NAME]                 the loudest keys of a candidate table (-n N, --json)
 //	sketch stats FILE[:NAME]               everything Stats reports; an arena's, a row a structure
 //	sketch inspect FILE                    header, directory, lock state (--show-seed for the secret seed)
@@ -84,6 +86,17 @@
 // and merge adds counters of the same names in the same order (their
 // seed, which they hash nothing with, need not match). top, allow, del,
 // rotate and export refuse them.
+//
+// Exact sets (--kind set, the library's Set, sized by --capacity and
+// --key-bytes) hold each key once and answer exactly both ways: add
+// prints "new" or "present" (of any number of processes adding one key
+// at once, exactly one is told new), query "present" or "absent", del
+// "removed" or "absent", and list prints every key held. A new key past
+// the capacity is refused (exit 1, "set is full"): nothing is evicted. A
+// set window (--kind setwindow, with --period and --keep) does the same
+// for the periods it covers: its keys leave with their period, on the
+// clock or on rotate. merge unites two sets of one seed; top, allow and
+// export refuse them, and a set window refuses reset and merge.
 //
 // The library refuses a sketch file owned by a user other than the caller
 // and root, who could truncate it under the command (sketch.ErrNotOwner);

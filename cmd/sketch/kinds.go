@@ -24,7 +24,7 @@ type cliKind struct {
 }
 
 // cliKinds are the kinds, in the order create's usage lists them.
-var cliKinds = []cliKind{countMinKind, bloomKind, countingBloomKind, countMinWindowKind, bloomWindowKind, distinctKind, distinctWindowKind, gcraKind, countersKind}
+var cliKinds = []cliKind{countMinKind, bloomKind, countingBloomKind, countMinWindowKind, bloomWindowKind, distinctKind, distinctWindowKind, gcraKind, countersKind, setKind, setWindowKind}
 
 // cliKindOf makes a kind's row from its library constructor, its
 // adapter, and the config create's flags give it.

@@ -47,7 +47,7 @@ var commands []*command
 func init() {
 	// Set here, not in the declaration: help looks commands up.
 	commands = []*command{
-		createCmd, addCmd, delCmd, allowCmd, queryCmd, topCmd, statsCmd, inspectCmd, checkCmd,
+		createCmd, addCmd, delCmd, allowCmd, queryCmd, listCmd, topCmd, statsCmd, inspectCmd, checkCmd,
 		watchCmd, freezeCmd, snapshotCmd, resetCmd, rotateCmd, mergeCmd, exportCmd, rmCmd, demoCmd, versionCmd, helpCmd,
 	}
 }

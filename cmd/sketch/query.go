@@ -29,7 +29,10 @@ standard errors either side). Exact counters (counters) take their
 counters' names as keys and print each one's value, exact: NAME, a tab,
 the value (JSON: {"name", "value"}); query FILE alone prints every
 counter, in the order create gave them, and a name the structure does
-not have is a bad argument (exit 2), printing nothing. A rate limiter (gcra) peeks: it prints
+not have is a bad argument (exit 2), printing nothing. An exact set
+(set, setwindow) answers "present" or "absent", exact both ways (a
+window: for the periods it covers); sketch list prints every key it
+holds. A rate limiter (gcra) peeks: it prints
 what allow would decide for a request of cost 1 now ("would be allowed"
 or "would be refused", remaining, retry after, reset after) and counts
 nothing (the library's Allow of cost 0, which a read-only handle and a

@@ -144,6 +144,12 @@ func snapshotOf(s structure, at sketch.Place, opts []sketch.Option) (structure, 
 	case *counters:
 		c, err := s.Snapshot(at, opts...)
 		return adaptSnapshot(c, err, newCounters, nil)
+	case *exactSet:
+		c, err := s.Snapshot(at, opts...)
+		return adaptSnapshot(c, err, newExactSet, nil)
+	case *exactSetWindow:
+		w, err := s.Snapshot(at, opts...)
+		return adaptSnapshot(w, err, newExactSetWindow, nil)
 	}
 	return nil, nil, errNotSupported("snapshot", s.describe())
 }

@@ -26,7 +26,10 @@ window's periods show when they started on the clock (one turned by
 rotate has no clock times); for a distinct count its registers, hash,
 count with its 95% range, standard error and registers still zero; for a
 rate limiter its rate, burst, grid, the decisions allowed (and what they
-cost) and refused, and its busy cells, which hold a time to come. For
+cost) and refused, and its busy cells, which hold a time to come; for
+an exact set its keys, capacity, slots, tombstones, longest run and its
+adds and removes (a set window's keys of the periods covered beside
+those its table still holds). For
 an arena (FILE alone) it prints the arena's size, use and state, then
 one row a structure; --json has every structure's whole Stats. It opens
 the file read-only.`,

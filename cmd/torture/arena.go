@@ -165,7 +165,7 @@ func neverLowRow(race, fill phaseResult, rc, fc arenaCheckResult) row {
 		shorts = append(shorts, structKindOf(k).short)
 	}
 	return row{
-		test:       "arena counts never low: Count-Min (and window) estimate >= recorded adds, no Bloom (counting, window) false negative, no rate limiter key idle once decided",
+		test:       "arena counts never low: Count-Min (and window) estimate >= recorded adds, no Bloom (counting, window) or exact set (window) false negative, no rate limiter key idle once decided",
 		runs:       fmt.Sprintf("%d answers", asked),
 		violations: lowBad,
 		figure: fmt.Sprintf("Count-Min Check: %d clean, %d ErrTornAdd, %d other; negative control caught (%s): %s%s",

@@ -45,7 +45,7 @@ type arenaCheckResult struct {
 // arenaKindCount is how many kinds the arena phases take (len(specKinds),
 // which TestSpecKinds_FitArenaCheckResult holds it to): the checkers'
 // counts per kind are arrays, so that every copy of a result is its own.
-const arenaKindCount = 7
+const arenaKindCount = 9
 
 // perArenaKind is one count per kind of the arena phases.
 type perArenaKind [arenaKindCount]int

@@ -294,6 +294,21 @@ var structKinds = []structKind{
 			shape:  countersShape,
 		},
 	}),
+	// The exact sets answer presence exactly (set.go); the storm leaves
+	// them out.
+	kindOf(sketch.KindSet, "set", sketch.OpenSet, mergeSelf[*sketch.Set], kindParts{
+		faultConfig:  func(size uint64) any { return setFor(size) },
+		faultAnswers: answerPresence,
+		byteOrder:    boExactSet,
+		arena:        setArena,
+	}),
+	kindOf(sketch.KindSetWindow, "setw", sketch.OpenSetWindow, nil, kindParts{
+		// One table serves every period: it is sized as a set is.
+		faultConfig:  func(size uint64) any { return sketch.SetWindowConfig{Window: faultWindow, Set: setFor(size)} },
+		faultAnswers: answerPresence,
+		byteOrder:    boExactSetWindow,
+		arena:        setWindowArena,
+	}),
 }
 
 // kindOf is the row of the kind whose constructor is open.
@@ -394,6 +409,8 @@ func addsOf(h any) adds {
 		return adds{add: h.Add, addString: h.AddString, addBatch: h.AddBatch}
 	case *sketch.Counters:
 		return countersAdds(h)
+	case exactSet:
+		return setAdds(h)
 	case limiter:
 		return adds{
 			add:       func(key []byte) error { _, err := h.Allow(key, 1); return err },
@@ -415,7 +432,8 @@ func dropAnswers[A any](h adding[A]) adds {
 }
 
 // ask is the answer a kind promises never to give low: a Count-Min
-// estimate or the value of a key's counter, or 1 for a filter's "maybe present" and 0 for "absent"; a
+// estimate or the value of a key's counter, or 1 for a filter's "maybe present" (a set's
+// "present") and 0 for "absent"; a
 // distinct count, which answers no key, promises only that a count that
 // holds an add is never 0.
 func ask(h any, key []byte) uint64 {
@@ -433,6 +451,8 @@ func ask(h any, key []byte) uint64 {
 		return busy(h, key)
 	case *sketch.Counters:
 		return counterAnswer(h, key)
+	case exactSet:
+		return setAnswer(h, key)
 	}
 	panic(fmt.Sprintf("torture: no answers from a %T", h))
 }

@@ -236,6 +236,13 @@ var probeSteps = []struct {
 		}
 		p.call(c.Add("no such counter", 1))
 	})},
+	{"Set.Keys", false, probing(func(p *probe, s exactSet) { s.Keys(); s.Len(); s.ContainsString("x") })},
+	{"Set.Remove", true, probing(func(p *probe, s exactSet) {
+		_, err := s.Remove(p.keys[1])
+		p.call(err)
+		_, err = s.Add(p.keys[1])
+		p.call(err)
+	})},
 	{"Check after adds", true, probing(func(p *probe, h handle) { p.call(h.Check()) })},
 	{"Rotate", true, probing(func(p *probe, w windowed) { p.call(w.Rotate()) })},
 	{"Add after Rotate", true, probing(func(p *probe, w windowed) { p.call(addsOf(w).add(p.keys[3])); ask(w, p.keys[3]) })},
