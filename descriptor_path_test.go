@@ -47,12 +47,14 @@ func TestDescriptorPath(t *testing.T) {
 func TestOpen_DescriptorPath(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "cms")
-	c, err := OpenCountMin(Path(path), CountMinConfig{Rows: 2, Width: 64})
+	// Wide enough that the three keys never share a counter in every row
+	// (at 2 x 64, about one run in 2000 estimated 2).
+	c, err := OpenCountMin(Path(path), CountMinConfig{Rows: 4, Width: 4096})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	mem, err := OpenCountMin(Memfd("handed"), CountMinConfig{Rows: 2, Width: 64})
+	mem, err := OpenCountMin(Memfd("handed"), CountMinConfig{Rows: 4, Width: 4096})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -426,7 +426,7 @@ func TestParseRate(t *testing.T) {
 // TestGCRA_MergeRefusesWhatEitherWould: after a merge, a key is as busy
 // as in the busier limiter.
 func TestGCRA_MergeRefusesWhatEitherWould(t *testing.T) {
-	cfg := GCRAConfig{Rate: Rate{1, time.Second}, Burst: 2, Rows: 3, Width: 64, Seed: 9}
+	cfg := GCRAConfig{Rate: Rate{1, time.Second}, Burst: 2, Rows: 3, Width: 1024, Seed: 9}
 	a, b := mustGCRA(t, cfg), mustGCRA(t, cfg)
 	at := time.Date(2026, 12, 6, 0, 0, 0, 0, time.UTC)
 	for range 3 {

@@ -13,7 +13,7 @@ import (
 // refuses what the other would, and its keys keep their own times; an
 // idle grid exports only its header.
 func TestGCRA_ExportTimesMerge(t *testing.T) {
-	cfg := GCRAConfig{Rate: Rate{1, time.Hour}, Burst: 2, Rows: 3, Width: 1 << 10, Seed: 11}
+	cfg := GCRAConfig{Rate: Rate{1, time.Hour}, Burst: 2, Rows: 3, Width: 1 << 14, Seed: 11}
 	a, b := mustGCRA(t, cfg), mustGCRA(t, cfg)
 	if x, err := a.ExportTimes(); err != nil || len(x) != gcraTimesHead {
 		t.Fatalf("an idle limiter exports %d bytes (%v), want the %d of its header", len(x), err, gcraTimesHead)
