@@ -86,7 +86,7 @@ func TestArena_GatewayStructures(t *testing.T) {
 	}
 	want := []ArenaEntry{
 		{Name: "clients", Kind: KindCountMin, Bytes: countMinBytes(4, 1024), Config: CountMinConfig{Rows: 4, Width: 1024}},
-		{Name: "banned", Kind: KindCountingBloom, Bytes: countingBloomBytes(b.Counters()), Config: arCBF},
+		{Name: "banned", Kind: KindCountingBloom, Bytes: countingBloomBytes(b.Counters(), false), Config: arCBF},
 		{Name: "seen", Kind: KindBloom, Bytes: bloomBytes(seen.Bits() / cells.BloomBlockBits), Config: arBloom},
 	}
 	got := w.List()

@@ -689,6 +689,9 @@ func corruptions() []corruption {
 		{name: "cbf counters not a power of two", in: inCountingBloom, edit: e64(entParams+16, 1000)},
 		{name: "cbf too many hashes", in: inCountingBloom, edit: e64(entParams+24, 33)},
 		{name: "cbf region too small", in: inCountingBloom, edit: e64(entParams+16, 1<<20)},
+		{name: "cbf fleet flag=2", in: inCountingBloom, edit: e64(entParams+32, 2), says: "fleet flag 2"},
+		{name: "cbf fleet flag=1 without its arrays", in: inCountingBloom, edit: e64(entParams+32, 1)},
+		{name: "cbf unknown parameter", in: inCountingBloom, edit: e64(entParams+40, 1), says: "unknown counting Bloom parameters"},
 
 		// A distinct count's: precision and profile.
 		{name: "distinct precision 3", in: inDistinct, edit: e64(entParams, 3)},

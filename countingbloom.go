@@ -28,6 +28,15 @@ type CountingBloomConfig struct {
 	// Seed is the hash seed; zero means random at create and any on
 	// attach, as for CountMinConfig.
 	Seed uint64 `json:"seed"`
+	// Fleet keeps a fleet part beside the counters, as
+	// CountMinConfig.Fleet does: the rest of a fleet's count of each
+	// counter, which only SetFleetCounts writes, and this host's removes
+	// of copies the fleet holds, so that an item added on any host of a
+	// fleet is found on every host, and a Remove on any host takes it out
+	// on every host (see SetFleetCounts). It costs 2 bytes a counter,
+	// five times a filter without one. False attaches to a filter with a
+	// fleet part or without; true only to one with a fleet part.
+	Fleet bool `json:"fleet,omitempty"`
 }
 
 const (
@@ -57,8 +66,14 @@ func cbfGeometry(capacity uint64, fpRate float64) (m uint64, k int, err error) {
 }
 
 // countingBloomBytes is the region of m counters: the operation-count
-// stripes, then the counters, two to a byte.
-func countingBloomBytes(m uint64) uint64 { return cells.StripesBytes + m/2 }
+// stripes, then the counters, two to a byte, then with a fleet part its
+// two arrays of a byte a counter (the fleet's counts, the unheld removes).
+func countingBloomBytes(m uint64, fleet bool) uint64 {
+	if fleet {
+		return cells.StripesBytes + m/2 + 2*m
+	}
+	return cells.StripesBytes + m/2
+}
 
 // createSpec is spec for the constructors that always create: the zero
 // config, which only attaches, is refused.
@@ -98,9 +113,12 @@ func (cfg CountingBloomConfig) spec() (spec, error) {
 	if err != nil {
 		return spec{}, err
 	}
-	sp.size = countingBloomBytes(m)
-	sp.params = [8]uint64{cfg.Capacity, math.Float64bits(fp), m, uint64(k)}
+	sp.size = countingBloomBytes(m, cfg.Fleet)
+	sp.params = [8]uint64{cfg.Capacity, math.Float64bits(fp), m, uint64(k), flagWord(cfg.Fleet)}
 	sp.match = func(e entry) error {
+		if err := matchFleet(cfg.Fleet, e.params[4]); err != nil {
+			return err
+		}
 		if e.params[0] == sp.params[0] && e.params[1] == sp.params[1] {
 			// The config the file was made with: attach even where this
 			// platform's floating point would size it a block apart.
@@ -115,16 +133,20 @@ func (cfg CountingBloomConfig) spec() (spec, error) {
 }
 
 func countingBloomEntryConfig(e entry) any {
-	return CountingBloomConfig{Capacity: e.params[0], FPRate: math.Float64frombits(e.params[1])}
+	return CountingBloomConfig{Capacity: e.params[0], FPRate: math.Float64frombits(e.params[1]), Fleet: e.params[4] == 1}
 }
 
 func countingBloomEntryParams(e entry) map[string]float64 {
-	return map[string]float64{
+	p := map[string]float64{
 		"capacity": float64(e.params[0]),
 		"fp_rate":  math.Float64frombits(e.params[1]),
 		"counters": float64(e.params[2]),
 		"hashes":   float64(e.params[3]),
 	}
+	if e.params[4] != 0 {
+		p["fleet"] = float64(e.params[4])
+	}
+	return p
 }
 
 func validateCountingBloomEntry(e entry) error {
@@ -138,8 +160,10 @@ func validateCountingBloomEntry(e entry) error {
 		return fmt.Errorf("counting Bloom counters %d", m)
 	case k < 1 || k > cbfMaxHashes:
 		return fmt.Errorf("counting Bloom hashes %d", k)
-	case e.size != countingBloomBytes(m):
-		return fmt.Errorf("counting Bloom region of %d bytes, %d counters need %d", e.size, m, countingBloomBytes(m))
+	case e.params[4] > 1:
+		return fmt.Errorf("counting Bloom fleet flag %d", e.params[4])
+	case e.size != countingBloomBytes(m, e.params[4] == 1):
+		return fmt.Errorf("counting Bloom region of %d bytes, %d counters (fleet part %d) need %d", e.size, m, e.params[4], countingBloomBytes(m, e.params[4] == 1))
 	}
 	return nil
 }
@@ -187,6 +211,10 @@ type CountingBloomStats struct {
 	// every process: each Add, each key of an AddBatch, each AddIfAbsent
 	// that added. Remove does not lower it, nor does Merge change it.
 	Adds uint64 `json:"adds"`
+	// Fleet says that the filter keeps a fleet part
+	// (CountingBloomConfig.Fleet); Set, Fill and Estimated then count the
+	// counters above zero fleet-wide, as every answer does.
+	Fleet bool `json:"fleet,omitempty"`
 	FileStats
 }
 
@@ -209,6 +237,10 @@ func newCountingBloom(m *mapping) (*CountingBloom, error) {
 			K:       int(m.ent.params[3]),
 		},
 		core: buildCores.CountingBloom,
+	}
+	if m.ent.params[4] == 1 {
+		b.l.Fleet = unsafe.Add(b.l.Words, m.ent.params[2]/2)
+		b.l.Unheld = unsafe.Add(b.l.Fleet, m.ent.params[2])
 	}
 	b.init(m, b)
 	if !m.readOnly {
@@ -410,10 +442,16 @@ func (b *CountingBloom) RemoveString(key string) (removed bool, err error) {
 	return b.Remove(unsafe.Slice(unsafe.StringData(key), len(key)))
 }
 
-// Reset empties the filter, under the write lock.
+// Reset empties the filter, under the write lock. A fleet part's counts
+// of the other hosts stay, as CountMin.Reset leaves its fleet part: only
+// the next SetFleetCounts changes them; this host's removes of the
+// fleet's copies are forgotten with its own counters.
 func (b *CountingBloom) Reset() error {
 	return b.exclusive("clear", func() error {
 		b.core.Reset(&b.l)
+		if b.l.Unheld != nil {
+			b.l.ResetUnheld()
+		}
 		b.l.ResetAdds()
 		return nil
 	})
@@ -421,7 +459,9 @@ func (b *CountingBloom) Reset() error {
 
 // Merge adds the others' counters into b's, counter by counter,
 // saturating at 15: afterwards b contains every item any of them
-// contained. The filters must have the same geometry and seed
+// contained. It adds their own counters: a fleet part's counts and
+// removes stay out of it (a fleet shares them through SetFleetCounts).
+// The filters must have the same geometry and seed
 // (ErrIncompatible). Each other is copied under its read lock, then b
 // changes under its write lock; no lock is held while another is taken,
 // so merging a filter into itself, or two processes merging into each
@@ -538,7 +578,12 @@ func (b *CountingBloom) Stats() CountingBloomStats {
 	s.Capacity = b.m.ent.params[0]
 	s.FPRate = b.Config().FPRate
 	s.Bytes = b.m.ownBytes()
-	s.Set = b.core.CountSet(&b.l)
+	s.Fleet = b.l.Fleet != nil
+	if s.Fleet {
+		s.Set = b.l.FleetSet()
+	} else {
+		s.Set = b.core.CountSet(&b.l)
+	}
 	s.Estimated = b.count(s.Set)
 	if math.IsInf(s.Estimated, 1) {
 		s.Estimated = math.MaxFloat64 // every counter set; JSON has no infinity
@@ -554,6 +599,82 @@ func (b *CountingBloom) Stats() CountingBloomStats {
 
 // Counters returns m, the number of 4-bit counters.
 func (b *CountingBloom) Counters() uint64 { return b.l.Mask + 1 }
+
+// The fleet part (CountingBloomConfig.Fleet), as a fleet agent moves it.
+// Each counter of a host is its own count less its unheld removes (the
+// removes of copies only other hosts held); a counter's fleet-wide count
+// is that plus the sum of the other hosts', which SetFleetCounts stores.
+// Every answer (Contains, Estimate, Add's and AddIfAbsent's, Remove's
+// check) reads fleet-wide counts, so a ban (Add) on any host is found on
+// every host once that host pushed and this one pulled, and an unban
+// (Remove) on any host, of a copy held anywhere, takes it out everywhere
+// the same way. A counter saturated on any host reads as saturated on
+// every host that pulled it, as a host's own does: never low.
+
+// ExportCounts returns this host's count of each counter, m bytes: own
+// count less unheld removes as an int8 (at least -128; a lower one is
+// sent as -128, which only raises the fleet's counts), 127 for a
+// saturated counter. It reads under the read lock, so that adds go on and
+// no Remove moves a copy during the walk. A filter without a fleet part
+// is ErrIncompatible; a closed handle is ErrClosed.
+func (b *CountingBloom) ExportCounts() ([]byte, error) {
+	if !b.open.Load() {
+		return nil, b.closedErr("export")
+	}
+	if b.l.Fleet == nil {
+		return nil, b.m.errorf("export", errNoFleetPart)
+	}
+	if b.lk != nil {
+		if err := b.lk.rlock(); err != nil {
+			return nil, b.m.errorf("export", err)
+		}
+		defer b.lk.runlock()
+	}
+	out := make([]byte, b.l.Mask+1)
+	b.l.ExportHost(out)
+	return out, b.after("export")
+}
+
+// SumFleetCounts returns the sum of other hosts' ExportCounts, what
+// SetFleetCounts takes: each counter's counts added (clamped to [-128,
+// 126] once summed), 127 where any host's is saturated. No exports give
+// m zeros; an export of another length is ErrIncompatible. It reads
+// nothing of the filter but its size.
+func (b *CountingBloom) SumFleetCounts(exports ...[]byte) ([]byte, error) {
+	m := b.l.Mask + 1
+	for i, e := range exports {
+		if uint64(len(e)) != m {
+			return nil, fmt.Errorf("sketch: sum fleet counts of %s: %w: export %d has %d counts for %d counters", b.name(), ErrIncompatible, i+1, len(e), m)
+		}
+	}
+	sum := make([]byte, m)
+	cells.SumHosts(sum, exports)
+	return sum, nil
+}
+
+// SetFleetCounts stores counts, m int8s (ExportCounts' encoding: the sum
+// of the other hosts', 127 where any is saturated), into the fleet part,
+// under the write lock, so that a Remove's check and its change see one
+// fleet part. Storing absolute values makes it idempotent: a repeated
+// call changes nothing, and one cut short is replaced whole by the next.
+// A Contains during the store sees each counter as before or after. A
+// filter without a fleet part, or counts of another length, is
+// ErrIncompatible; a read-only, frozen or closed handle stores nothing.
+func (b *CountingBloom) SetFleetCounts(counts []byte) error {
+	if err := b.refuse("set fleet counts"); err != nil {
+		return err
+	}
+	if b.l.Fleet == nil {
+		return b.m.errorf("set fleet counts", errNoFleetPart)
+	}
+	if uint64(len(counts)) != b.l.Mask+1 {
+		return b.m.errorf("set fleet counts", fmt.Errorf("%w: %d counts for %d counters", ErrIncompatible, len(counts), b.l.Mask+1))
+	}
+	return b.exclusive("set fleet counts", func() error {
+		b.l.SetFleet(counts)
+		return nil
+	})
+}
 
 // Hashes returns k, the counters per item.
 func (b *CountingBloom) Hashes() int { return b.l.K }

@@ -229,6 +229,9 @@ func flagWord(b bool) uint64 {
 	return 0
 }
 
+// errNoFleetPart refuses a fleet verb on a structure made without Fleet.
+var errNoFleetPart = fmt.Errorf("%w: the structure keeps no fleet part (create it with Fleet)", ErrIncompatible)
+
 // matchFleet is the match of a config's Fleet against the stored flag
 // word: Fleet asks for a fleet part; without it a config attaches to
 // either.
@@ -1184,7 +1187,7 @@ func exportGrid(grid unsafe.Pointer, rows int, width uint64) []byte {
 // maxCount) in the fleet total word, for error bounds.
 func storeFleet(l *cells.CountMin, counts []byte) error {
 	if l.Fleet == nil {
-		return fmt.Errorf("%w: the structure keeps no fleet part (create it with Fleet)", ErrIncompatible)
+		return errNoFleetPart
 	}
 	width := uintptr(l.Mask + 1)
 	n := uintptr(l.Rows) * width

@@ -127,7 +127,7 @@ func init() {
 		},
 		kindCountingBloom: {
 			name: "counting Bloom filter", kind: KindCountingBloom,
-			validate: validateCountingBloomEntry, spare: 4, of: "counting Bloom",
+			validate: validateCountingBloomEntry, spare: 5, of: "counting Bloom",
 			config: countingBloomEntryConfig, params: countingBloomEntryParams,
 			open: openZero(OpenCountingBloom),
 		},

@@ -22,6 +22,9 @@ import (
 type additiveState struct {
 	export func() ([]byte, error)
 	set    func([]byte) error
+	// sum adds the other hosts' exports (each of the export's length);
+	// nil means sumCounts, for uint64 counters.
+	sum func(hosts ...[]byte) ([]byte, error)
 }
 
 // additiveWindowState moves each period of a window that combines by
@@ -91,6 +94,35 @@ func (a *Agent) AddCountMinWindow(name string, w *sketch.CountMinWindow) error {
 	return a.add(m)
 }
 
+// AddCountingBloom syncs the counting Bloom filter b under name: every
+// host then finds every item added on any host, and an item removed on
+// any host (a copy it held or another host did) is removed on every
+// host, as of their last push. It needs a fleet part
+// (CountingBloomConfig.Fleet), where the agent writes the rest of the
+// fleet's counts, and one geometry and seed on every host. Each host
+// pushes its count of each counter, a byte each (ExportCounts), to a key
+// of its own, and stores the others' sum (SumFleetCounts) in its fleet
+// part: a ban (Add) on host A is found on host B once a round of A that
+// started after it and then a round of B have succeeded, and an unban
+// (Remove) on B reaches A the same way.
+func (a *Agent) AddCountingBloom(name string, b *sketch.CountingBloom) error {
+	if err := syncable("counting Bloom filter", name, b); err != nil {
+		return err
+	}
+	cfg := b.Config()
+	if !cfg.Fleet {
+		return fmt.Errorf("%w: counting Bloom filter %q has no fleet part (create it with CountingBloomConfig.Fleet)", ErrNotSynced, name)
+	}
+	if b.Counters() > maxStateBytes {
+		return fmt.Errorf("%w: counting Bloom filter %q has %d counters, more than a Redis string holds (512 MiB)", ErrNotSynced, name, b.Counters())
+	}
+	return a.add(&member{
+		name: name, kind: string(sketch.KindCountingBloom), op: "sum", stateBytes: int(b.Counters()),
+		meta:     fmt.Sprintf("countingbloom counters=%d hashes=%d seed=%s", b.Counters(), b.Hashes(), seedDigest(b.Seed())),
+		additive: &additiveState{export: b.ExportCounts, set: b.SetFleetCounts, sum: b.SumFleetCounts},
+	})
+}
+
 func countMinMeta(cfg sketch.CountMinConfig, seed uint64) string {
 	return fmt.Sprintf("rows=%d width=%d seed=%s", cfg.Rows, cfg.Width, seedDigest(seed))
 }
@@ -131,8 +163,8 @@ return {'ok', redis.call('SMEMBERS', KEYS[2])}
 `)
 
 // syncCounts pushes this host's counts (exp) under suffix (a period's, or
-// "" for a plain structure) and returns the sum of the other hosts'.
-func (a *Agent) syncCounts(ctx context.Context, m *member, suffix string, exp []byte, ttlMillis int64) ([]byte, error) {
+// "" for a plain structure) and returns the other hosts', summed by sum.
+func (a *Agent) syncCounts(ctx context.Context, m *member, suffix string, exp []byte, ttlMillis int64, sum func(...[]byte) ([]byte, error)) ([]byte, error) {
 	tag := a.tag(m)
 	hostKey := func(h string) string { return tag + ":host" + suffix + ":" + keyName(h) }
 	keys := []string{tag + ":meta", tag + ":hosts" + suffix, hostKey(a.cfg.Host)}
@@ -149,14 +181,14 @@ func (a *Agent) syncCounts(ctx context.Context, m *member, suffix string, exp []
 		}
 	}
 	slices.Sort(others)
-	sum := make([]byte, len(exp))
 	if len(others) == 0 {
-		return sum, nil
+		return sum()
 	}
 	vals, err := a.cfg.Redis.MGet(ctx, others...).Result()
 	if err != nil {
 		return nil, fmt.Errorf("fleet: %s %q: redis: %w", m.kind, m.name, err)
 	}
+	hostCounts := make([][]byte, len(vals))
 	for i, v := range vals {
 		if v == nil {
 			// A listed host's key gone (deleted, evicted, or of another
@@ -170,11 +202,23 @@ func (a *Agent) syncCounts(ctx context.Context, m *member, suffix string, exp []
 		if !ok || len(s) != len(exp) {
 			// A host's counts that cannot be summed fail the round: the
 			// fleet part keeps the last good sum rather than a lower one.
-			return nil, fmt.Errorf("fleet: %s %q: %w: %s holds %d bytes, not %d counters", m.kind, m.name, ErrMismatch, others[i], len(s), len(exp)/8)
+			return nil, fmt.Errorf("fleet: %s %q: %w: %s holds %d bytes, not the %d of this host's counts", m.kind, m.name, ErrMismatch, others[i], len(s), len(exp))
 		}
-		addCounts(sum, []byte(s))
+		hostCounts[i] = []byte(s)
 	}
-	return sum, nil
+	return sum(hostCounts...)
+}
+
+// uint64Sum returns the sum of hosts' uint64 little-endian counters, n
+// bytes each, saturating.
+func uint64Sum(n int) func(hosts ...[]byte) ([]byte, error) {
+	return func(hosts ...[]byte) ([]byte, error) {
+		sum := make([]byte, n)
+		for _, h := range hosts {
+			addCounts(sum, h)
+		}
+		return sum, nil
+	}
 }
 
 // addCounts adds src's little-endian counters to dst's, saturating.
@@ -196,7 +240,11 @@ func (a *Agent) syncAdditive(ctx context.Context, m *member) error {
 	if err != nil {
 		return fmt.Errorf("fleet: %s %q: %w", m.kind, m.name, err)
 	}
-	sum, err := a.syncCounts(ctx, m, "", exp, 0)
+	add := m.additive.sum
+	if add == nil {
+		add = uint64Sum(len(exp))
+	}
+	sum, err := a.syncCounts(ctx, m, "", exp, 0, add)
 	if err != nil {
 		return err
 	}
@@ -214,7 +262,7 @@ func (a *Agent) syncAdditiveWindow(ctx context.Context, m *member) error {
 		if exp == nil {
 			exp = zero // nothing added here in p: this host's counts are zero
 		}
-		sum, err := a.syncCounts(ctx, m, ":"+strconv.FormatUint(p, 10), exp, ttl)
+		sum, err := a.syncCounts(ctx, m, ":"+strconv.FormatUint(p, 10), exp, ttl, uint64Sum(len(exp)))
 		if err != nil {
 			return err
 		}

@@ -26,6 +26,7 @@ var kinds = map[sketch.Kind]syncedKind{
 	sketch.KindCountMin:       openAndAdd(sketch.OpenCountMin, (*Agent).AddCountMin),
 	sketch.KindCountMinWindow: openAndAdd(sketch.OpenCountMinWindow, (*Agent).AddCountMinWindow),
 	sketch.KindGCRA:           openAndAdd(sketch.OpenGCRA, (*Agent).AddGCRA),
+	sketch.KindCountingBloom:  openAndAdd(sketch.OpenCountingBloom, (*Agent).AddCountingBloom),
 }
 
 // openAndAdd is a row: the kind's constructor with its zero config, which

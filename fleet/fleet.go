@@ -32,6 +32,12 @@
 //     Pushes and pulls are whole stores of absolute values, idempotent
 //     after a kill. Top here lists the fleet's heavy hitters from every
 //     host's candidates.
+//   - a counting Bloom filter created with a fleet part
+//     (sketch.CountingBloomConfig.Fleet), a ban list: the same, with a
+//     byte a counter (ExportCounts, SumFleetCounts, SetFleetCounts). Each
+//     host's count is its adds less its removes, also of copies only
+//     other hosts held, so a ban made on any host is found on every host,
+//     and an unban made on any host takes it out on every host.
 //   - a rate limiter (sketch.GCRA): each host pushes its busy times
 //     (ExportTimes) to a key of its own, expiring a few intervals after
 //     the limiter's window, and merges every other host's into its grid
@@ -48,7 +54,7 @@
 // or cut short) never lowers an answer: each host then answers with its
 // own adds and the fleet's as of its last good round, or part of this
 // round's, never less, and its Stats say so (State "local"). A Count-Min
-// structure's fleet part is instead stored whole each round, the sum of
+// structure's or a counting Bloom filter's fleet part is instead stored whole each round, the sum of
 // the hosts' keys: a round that succeeds lowers it when a host's key went
 // lower (its Reset), or when Redis lost its data, set of hosts and all,
 // until each other host's next round pushes its key again. A host listed

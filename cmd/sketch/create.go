@@ -30,7 +30,8 @@ sizing and --keep K periods of --period D (0: periods turn only on
 sketch rotate); either Count-Min kind keeps a table of the loudest keys
 with --candidates K (see sketch top), and a fleet part, the rest of a
 fleet's counts that a fleet agent writes and every answer adds, with
---fleet; a Bloom window by --capacity and
+--fleet (a counting Bloom filter too: bans and unbans made on any host
+then hold on every host); a Bloom window by --capacity and
 --fp-rate of each period's filter and --keep and --period; a distinct
 count by --error, its relative standard error (default 0.81%: 16384
 registers), or --precision P (2^P registers), and --redis for Redis's
@@ -96,7 +97,7 @@ sketch create /dev/shm/a.cms --seed-file seed; sketch create /dev/shm/b.cms --se
 		rows := fs.Int("rows", 0, "countmin, countminwindow: rows, instead of --error and --confidence; gcra: rows of times, 1 to 16, instead of --keys")
 		width := fs.Int("width", 0, "countmin, countminwindow: counters a row; gcra: times a row (either rounded up to a power of two), with --rows")
 		cands := fs.Int("candidates", 0, "countmin, countminwindow: keep a table of the `K` loudest keys beside the counters, for sketch top")
-		fleet := fs.Bool("fleet", false, "countmin, countminwindow: keep a fleet part beside the counters, the rest of a fleet's counts, which a fleet agent writes and every answer adds")
+		fleet := fs.Bool("fleet", false, "countmin, countminwindow, countingbloom: keep a fleet part beside the counters, the rest of a fleet's counts, which a fleet agent writes and every answer adds")
 		candBytes := fs.Int("candidate-key-bytes", 0, fmt.Sprintf("countmin, countminwindow: bytes of a key the table keeps (default %d; a longer key is kept as a prefix and its hash)", sketch.DefaultCandidateKeyBytes))
 		capacity := fs.Uint64("capacity", 0, "bloom, countingbloom, bloomwindow: keys it is sized to hold, a bloomwindow each period; set, setwindow: the most keys it holds at once (required)")
 		fpRate := fs.Float64("fp-rate", 0, "bloom, countingbloom, bloomwindow: false-positive rate at capacity, in (0, 1) (default 0.01)")

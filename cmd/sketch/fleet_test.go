@@ -49,3 +49,22 @@ func TestCreate_CountMinWindowFleet(t *testing.T) {
 		t.Errorf("stats of a window without a fleet part:\n%s", st)
 	}
 }
+
+// TestCreate_CountingBloomFleet: create --fleet makes a counting Bloom
+// filter with a fleet part, which create and stats show.
+func TestCreate_CountingBloomFleet(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "bans.cbf")
+	if out := sk(t, "create", path, "--kind", "countingbloom", "--capacity", "100", "--fleet").ok(t, "create --fleet"); !strings.Contains(out, "a fleet part") {
+		t.Errorf("create --fleet:\n%s", out)
+	}
+	if st := sk(t, "stats", path).ok(t, "stats"); !strings.Contains(st, "fleet part") {
+		t.Errorf("stats does not show the fleet part:\n%s", st)
+	}
+	if st := sk(t, "stats", "--json", path).ok(t, "stats --json"); !strings.Contains(st, `"fleet":true`) {
+		t.Errorf("stats --json does not show the fleet part:\n%s", st)
+	}
+	plain := create(t, "p.cbf", "--kind", "countingbloom", "--capacity", "100")
+	if st := sk(t, "stats", plain).ok(t, "stats"); strings.Contains(st, "fleet") {
+		t.Errorf("stats of a filter without a fleet part:\n%s", st)
+	}
+}

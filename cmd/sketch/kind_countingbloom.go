@@ -8,10 +8,10 @@ import (
 )
 
 // countingBloomKind is the counting Bloom filter's row of cliKinds.
-var countingBloomKind = cliKindOf(sketch.KindCountingBloom, []string{"capacity", "fp-rate"},
+var countingBloomKind = cliKindOf(sketch.KindCountingBloom, []string{"capacity", "fp-rate", "fleet"},
 	sketch.OpenCountingBloom, newCountingBloom,
 	func(f createFlags) sketch.CountingBloomConfig {
-		return sketch.CountingBloomConfig{Capacity: f.capacity, FPRate: f.fpRate, Seed: f.seed}
+		return sketch.CountingBloomConfig{Capacity: f.capacity, FPRate: f.fpRate, Seed: f.seed, Fleet: f.cms.Fleet}
 	},
 	func(f createFlags) error {
 		if f.capacity == 0 {
@@ -28,7 +28,11 @@ func newCountingBloom(b *sketch.CountingBloom) structure { return &countingBloom
 func (s *countingBloom) kind() string { return string(sketch.KindCountingBloom) }
 
 func (s *countingBloom) describe() string {
-	return fmt.Sprintf("counting Bloom filter, %d counters, %s", s.Counters(), plural(s.Hashes(), "hash", "hashes"))
+	d := fmt.Sprintf("counting Bloom filter, %d counters, %s", s.Counters(), plural(s.Hashes(), "hash", "hashes"))
+	if s.Config().Fleet {
+		d += ", a fleet part"
+	}
+	return d
 }
 
 // cbfSaturated is where a counter sticks: adding a key more often than
@@ -100,7 +104,7 @@ func (s *countingBloom) stats() ([][2]string, any) {
 	if st.Set == st.Counters {
 		count = "every counter is set: the filter is full"
 	}
-	return [][2]string{
+	rows := [][2]string{
 		{"kind", "counting Bloom filter"},
 		{"capacity", fmt.Sprint(st.Capacity)},
 		{"fp rate", fmt.Sprintf("%g at capacity", st.FPRate)},
@@ -110,8 +114,11 @@ func (s *countingBloom) stats() ([][2]string, any) {
 		{"fill", percent(st.Fill)},
 		{"items (estimated)", count},
 		{"adds", fmt.Sprintf("%d (since made or reset)", st.Adds)},
-		{"frozen", yesNo(st.Frozen)},
-	}, st
+	}
+	if st.Fleet {
+		rows = append(rows, [2]string{"fleet part", "yes (the rest of the fleet's counts, in every answer and the figures above)"})
+	}
+	return append(rows, [2]string{"frozen", yesNo(st.Frozen)}), st
 }
 
 func (s *countingBloom) summary() string {

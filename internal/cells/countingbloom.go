@@ -24,6 +24,18 @@ type CountingBloom struct {
 	Seed    uint64
 	Mask    uint64 // m - 1
 	K       int
+
+	// A filter with a fleet part (nil pointers without one) keeps two
+	// more arrays of m bytes, each byte read through its aligned 32-bit
+	// word as the counters are:
+	//   - Fleet: the rest of the fleet's count of each counter (the sum
+	//     of the other hosts' exports, an int8; FleetSaturated when a
+	//     host's counter is saturated), written only by SetFleet;
+	//   - Unheld: this host's removes of copies it never held (the
+	//     fleet's), per counter, a uint8, written under the write lock.
+	// A counter's fleet-wide count is then own - Unheld + Fleet.
+	Fleet  unsafe.Pointer
+	Unheld unsafe.Pointer
 }
 
 // CbfMax is where a counter saturates: it sticks there, never incremented
@@ -88,6 +100,14 @@ func (l *CountingBloom) Probe(h1, h2 uint64, i int) uint64 { return Spread(h1+ui
 // instead of following one another.
 func (l *CountingBloom) AddHashed(h1, hi uint64) (isNew bool) {
 	h2 := hi | 1
+	if l.Fleet != nil {
+		// New to the fleet, not only to this host's counters.
+		isNew = !l.ContainsHashed(h1, hi)
+		for i := 0; i < l.K; i++ {
+			l.Inc(l.Probe(h1, h2, i))
+		}
+		return isNew
+	}
 	l.Touch(h1, h2)
 	for i := 0; i < l.K; i++ {
 		if l.Inc(l.Probe(h1, h2, i)) == 0 {
@@ -112,7 +132,7 @@ func (l *CountingBloom) Touch(h1, h2 uint64) uint32 {
 func (l *CountingBloom) ContainsHashed(h1, hi uint64) bool {
 	h2 := hi | 1
 	for i := 0; i < l.K; i++ {
-		if l.Get(l.Probe(h1, h2, i)) == 0 {
+		if !l.present(l.Probe(h1, h2, i)) {
 			return false
 		}
 	}
@@ -124,7 +144,13 @@ func (l *CountingBloom) CountHashed(h1, hi uint64) uint32 {
 	h2 := hi | 1
 	n := uint32(CbfMax)
 	for i := 0; i < l.K && n > 0; i++ {
-		n = min(n, l.Get(l.Probe(h1, h2, i)))
+		c := l.Probe(h1, h2, i)
+		if l.Fleet == nil {
+			n = min(n, l.Get(c))
+			continue
+		}
+		v, _ := l.FleetCount(c)
+		n = min(n, uint32(min(max(v, 0), CbfMax)))
 	}
 	return n
 }
@@ -138,7 +164,11 @@ func (l *CountingBloom) RemoveHashed(h1, hi uint64) bool {
 	}
 	h2 := hi | 1
 	for i := 0; i < l.K; i++ {
-		l.Dec(l.Probe(h1, h2, i))
+		if l.Fleet != nil {
+			l.removeFleet(l.Probe(h1, h2, i))
+		} else {
+			l.Dec(l.Probe(h1, h2, i))
+		}
 	}
 	return true
 }
@@ -168,6 +198,122 @@ func (l *CountingBloom) Adds() uint64 {
 		sum += atomic.LoadUint64((*uint64)(unsafe.Add(l.Stripes, i*StripeBytes)))
 	}
 	return sum
+}
+
+// FleetSaturated is the fleet count of a counter saturated on some host:
+// it reads as present, as a saturated counter of the host's own does.
+const FleetSaturated = 127
+
+// fleetByte returns byte i of a fleet part's array.
+func fleetByte(arr unsafe.Pointer, i uint64) uint32 {
+	w := (*uint32)(unsafe.Add(arr, (i/4)*4))
+	return atomic.LoadUint32(w) >> nibbleShift[i%4] & 0xff
+}
+
+// FleetCount returns counter i's fleet-wide count, and whether it is
+// saturated (on this host or on another).
+func (l *CountingBloom) FleetCount(i uint64) (int, bool) {
+	own, fleet := l.Get(i), fleetByte(l.Fleet, i)
+	if own == CbfMax || fleet == FleetSaturated {
+		return CbfMax, true
+	}
+	return int(own) - int(fleetByte(l.Unheld, i)) + int(int8(fleet)), false
+}
+
+// present reports whether counter i counts a copy anywhere in the fleet,
+// or only here without a fleet part.
+func (l *CountingBloom) present(i uint64) bool {
+	if l.Fleet == nil {
+		return l.Get(i) > 0
+	}
+	n, sat := l.FleetCount(i)
+	return sat || n > 0
+}
+
+// ExportHost is this host's own count of each counter, the fleet's unit
+// of exchange: own - Unheld as an int8 (clamped up to -128, which only
+// raises the fleet's counts), FleetSaturated for a saturated counter.
+// The caller holds the read lock, so that no Remove moves a copy from one
+// array to the other during the walk.
+func (l *CountingBloom) ExportHost(dst []byte) {
+	for i := range uint64(len(dst)) {
+		own := l.Get(i)
+		switch {
+		case own == CbfMax:
+			dst[i] = FleetSaturated
+		default:
+			dst[i] = byte(int8(max(int(own)-int(fleetByte(l.Unheld, i)), -128)))
+		}
+	}
+}
+
+// SumHosts sums hosts' exports (ExportHost) into dst, every slice of one
+// length: a counter saturated on any host is FleetSaturated, any other
+// sum is clamped to [-128, 126]. The sums are taken whole before the
+// clamp, so that no order of the hosts clamps a partial sum low.
+func SumHosts(dst []byte, hosts [][]byte) {
+	for i := range dst {
+		sum, sat := 0, false
+		for _, h := range hosts {
+			if h[i] == FleetSaturated {
+				sat = true
+				break
+			}
+			sum += int(int8(h[i]))
+		}
+		if sat {
+			dst[i] = FleetSaturated
+		} else {
+			dst[i] = byte(int8(min(max(sum, -128), FleetSaturated-1)))
+		}
+	}
+}
+
+// SetFleet stores the rest of the fleet's counts, m int8s. Plain stores,
+// as Reset's clear: no store tears a byte, so a lock-free reader sees
+// each count as before or after. The caller holds the write lock, so
+// that a Remove's check and its change see one fleet part.
+func (l *CountingBloom) SetFleet(src []byte) {
+	copy(unsafe.Slice((*byte)(l.Fleet), l.Mask+1), src)
+}
+
+// ResetUnheld zeroes the Unheld array; Reset calls it under the write
+// lock.
+func (l *CountingBloom) ResetUnheld() {
+	clear(unsafe.Slice((*byte)(l.Unheld), l.Mask+1))
+}
+
+// removeFleet takes one copy off counter i, as Dec does, with a fleet
+// part: off the host's own counter when it holds one, else off the
+// fleet's, by counting an unheld remove (the fleet learns it from the
+// next export). Saturated counters stay. The caller holds the write lock.
+func (l *CountingBloom) removeFleet(i uint64) {
+	if _, sat := l.FleetCount(i); sat {
+		return
+	}
+	if l.Get(i) > 0 {
+		l.Dec(i)
+		return
+	}
+	w := (*uint32)(unsafe.Add(l.Unheld, (i/4)*4))
+	sh := nibbleShift[i%4]
+	for {
+		old := atomic.LoadUint32(w)
+		if old>>sh&0xff == 0xff || atomic.CompareAndSwapUint32(w, old, old+1<<sh) {
+			return // 255 unheld removes: the count stays higher, never lower
+		}
+	}
+}
+
+// FleetSet counts the counters whose fleet-wide count is above zero.
+func (l *CountingBloom) FleetSet() uint64 {
+	var n uint64
+	for i := uint64(0); i <= l.Mask; i++ {
+		if l.present(i) {
+			n++
+		}
+	}
+	return n
 }
 
 // Nwords is the number of 32-bit counter words.

@@ -39,12 +39,18 @@ func (c CountingBloom) Filter(l *cells.CountingBloom, sealed *uint32) csrc.Filte
 }
 
 // AddBatch takes the read lock once for the whole batch, as
-// cells.CountingBloomGo's does, and counts the keys under it. A batch of
+// cells.CountingBloomGo's does, and counts the keys under it. A filter
+// with a fleet part is added to by the Go core. A batch of
 // at most csrc.Batch keys is one crossing that takes the lock in C where
 // the C lock is built (countingbloom_linux.go); a larger one takes it in
 // Go and hands C its chunks.
 func (c CountingBloom) AddBatch(l *cells.CountingBloom, lk cells.Locker, sealed *uint32, stripe int, keys [][]byte, already []bool) (int, bool, error) {
 	f := c.Filter(l, sealed)
+	if l.Fleet != nil {
+		// New to the fleet is a question about the fleet part too, which
+		// only the Go core reads.
+		return cells.CountingBloomGo{}.AddBatch(l, lk, sealed, stripe, keys, already)
+	}
 	if !c.Always && (len(keys) < cells.CountingBloomMinBatchAhead || !f.Prefetch && len(keys) < cells.CountingBloomMinBatch) {
 		return cells.CountingBloomGo{}.AddBatch(l, lk, sealed, stripe, keys, already)
 	}

@@ -63,7 +63,7 @@ func TestRun_Once(t *testing.T) {
 		if code != 0 {
 			t.Fatalf("host %d: exit %d: %s", h, code, stderr.String())
 		}
-		if !strings.Contains(stderr.String(), `"bans" (countingbloom)`) || !strings.Contains(stderr.String(), "not synced") {
+		if !strings.Contains(stderr.String(), `"bans" (counting Bloom filter "bans" has no fleet part`) || !strings.Contains(stderr.String(), "not synced") {
 			t.Errorf("host %d: the counting Bloom filter left out is not named: %s", h, stderr.String())
 		}
 	}
