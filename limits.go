@@ -152,10 +152,10 @@ type LimitsDecision struct {
 
 // Allow decides a request of cost for key against every limit, at one
 // time, now, for every rate limiter among them. It reads every limit but
-// the last without counting (a refusal there counts nothing; every
-// refusing limit's retry-after is read, and the longest returned), then
-// decides the last as its own Allow does (a refusal counts nothing),
-// then counts the others in order.
+// the last without counting; a refusal there counts nothing, and the last
+// is then read too, so that the retry-after returned is the longest of
+// every refusing limit's. Otherwise it decides the last as its own Allow
+// does (a refusal counts nothing), then counts the others in order.
 //
 // What racing processes can do: a request whose reads passed can be
 // refused when it counts in one of the first limits, because requests of
@@ -187,6 +187,16 @@ func (ls *Limits) Allow(key []byte, cost uint64) (LimitsDecision, error) {
 		}
 	}
 	if d.Refused >= 0 {
+		// The last may refuse for longer: a client told to come back
+		// sooner than it would pass would only be refused again.
+		lo, hi := h.of(key, ls.limits[last].seed())
+		ok, after, err := ls.limits[last].peek(lo, hi, cost, now)
+		if err != nil {
+			return LimitsDecision{}, err
+		}
+		if !ok {
+			d.RetryAfter = max(d.RetryAfter, after)
+		}
 		return d, nil
 	}
 	for i := last; i >= 0; i = ls.next(i, last) {

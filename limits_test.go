@@ -89,6 +89,37 @@ func TestLimits_LongestRetryAfter(t *testing.T) {
 	}
 }
 
+// TestLimits_LongestRetryAfterOfTheLast: when the first limit refuses,
+// the last, which Allow would otherwise decide by counting, is read for
+// its retry-after too: the answer waits for the slow limit in either
+// place, and nothing is counted.
+func TestLimits_LongestRetryAfterOfTheLast(t *testing.T) {
+	for _, slowLast := range []bool{true, false} {
+		fast := mustGCRA(t, GCRAConfig{Rate: Rate{1, time.Second}, Rows: 4, Width: 64})
+		slow := mustGCRA(t, GCRAConfig{Rate: Rate{1, time.Hour}, Rows: 4, Width: 64})
+		ls := mustLimits(t, fast, slow)
+		if !slowLast {
+			ls = mustLimits(t, slow, fast)
+		}
+		if d, err := ls.AllowString("k", 1); err != nil || !d.Allowed {
+			t.Fatalf("slow last %v: first request: %+v, %v", slowLast, d, err)
+		}
+		d, err := ls.AllowString("k", 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d.Allowed || d.Refused != 0 || d.RetryAfter < 59*time.Minute || d.Overcounted {
+			t.Errorf("slow last %v: second request: %+v, want refused by limit 0 with the slow limit's retry-after", slowLast, d)
+		}
+		if s := fast.Stats(); s.Allowed != 1 || s.Refused != 0 {
+			t.Errorf("slow last %v: the fast limiter decided %d allowed, %d refused; want 1 and 0", slowLast, s.Allowed, s.Refused)
+		}
+		if s := slow.Stats(); s.Allowed != 1 || s.Refused != 0 {
+			t.Errorf("slow last %v: the slow limiter decided %d allowed, %d refused; want 1 and 0", slowLast, s.Allowed, s.Refused)
+		}
+	}
+}
+
 // TestLimits_RacingNeverPastEither: goroutines of two handles decide one
 // key against a rate limiter of 50 at once and a window of 80: never more
 // than 50 allowed; the rate limiter counted exactly the allowed ones, and

@@ -1,16 +1,24 @@
 // Package httplimit turns rate limiters' decisions into HTTP answers: a
-// middleware that keys each request, asks one or more limiters in order,
-// and answers 429 Too Many Requests with Retry-After and the RateLimit
-// header fields when one refuses, or passes the request on with those
-// fields set when every limiter allows it.
+// middleware that keys each request, asks one or more limiters, and
+// answers 429 Too Many Requests with Retry-After and the RateLimit header
+// fields when one refuses, or passes the request on with those fields set
+// when every limiter allows it.
 //
 // # Limiters
 //
 // A Limiter decides one request for a key under a named Policy (a quota
-// of requests over a window). Window adapts a *sketch.CountMinWindow,
-// shared by every process that opens its file, and Func any function;
-// the interface fits a GCRA limiter (rate and burst) as well, with
-// quota burst+1 and window (burst+1) times the emission interval.
+// of requests over a window). Window adapts a *sketch.CountMinWindow and
+// GCRA a *sketch.GCRA (rate and burst, with quota burst+1 and window
+// (burst+1) times the emission interval), each shared by every process
+// that opens its file; Func adapts any function.
+//
+// The middleware decides its Window and GCRA limiters first, together,
+// as one sketch.Limits: a request one of them refuses counts in none of
+// them (but for requests of the same key racing it), and no other
+// limiter is asked. Only a request they all allow, and count, goes on to
+// the other limiters, in order, up to the first refusal, which leaves it
+// counted in every Window and GCRA limiter and in the others before the
+// refusing one. Config.Limiters says it in full.
 //
 // # Header fields
 //
@@ -36,6 +44,14 @@
 // sf-tokens (a letter or "*", then letters, digits and !#$%&'*+-.^_`|~:/),
 // so that they need no escaping in a String and would read the same in
 // the drafts that made them Tokens.
+//
+// A sketch.Limits decision tells which limit refused and when to retry,
+// nothing more: for the Window and GCRA limiters, the middleware reads
+// each one's Remaining and ResetAfter after a decision that allowed the
+// request (the window's estimate, a peek at the rate limiter). When
+// several of them refuse, the item names the first in the order given,
+// and Retry-After is the longest of their retry times, when the request
+// would pass them all.
 //
 // # Answers
 //

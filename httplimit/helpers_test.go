@@ -44,6 +44,64 @@ func mustWindow(t *testing.T, w *sketch.CountMinWindow, limit uint64, name strin
 	return l
 }
 
+// openWindow opens the Count-Min window in the file at path, creating it:
+// a test's handles on one path share its counts, as processes would.
+func openWindow(t *testing.T, path string) *sketch.CountMinWindow {
+	t.Helper()
+	w, err := sketch.OpenCountMinWindow(sketch.Path(path), sketch.CountMinWindowConfig{
+		Window:   sketch.Window{Period: testPeriod, Keep: 2},
+		CountMin: sketch.CountMinConfig{ErrorRate: 0.001},
+	})
+	if err != nil {
+		t.Fatalf("OpenCountMinWindow(%s): %v", path, err)
+	}
+	t.Cleanup(func() { w.Close() })
+	return w
+}
+
+// openGCRA opens the rate limiter in the file at path, creating it: one
+// request per per, burst more at once. A per of an hour or more gives
+// nothing back while a test runs, so counts are exact.
+func openGCRA(t *testing.T, path string, per time.Duration, burst uint64) *sketch.GCRA {
+	t.Helper()
+	g, err := sketch.OpenGCRA(sketch.Path(path), sketch.GCRAConfig{Rate: sketch.Rate{Count: 1, Per: per}, Burst: burst, Rows: 4, Width: 64})
+	if err != nil {
+		t.Fatalf("OpenGCRA(%s): %v", path, err)
+	}
+	t.Cleanup(func() { g.Close() })
+	return g
+}
+
+// mustGCRA is GCRA for a test.
+func mustGCRA(t *testing.T, g *sketch.GCRA, name string) Limiter {
+	t.Helper()
+	l, err := GCRA(g, name)
+	if err != nil {
+		t.Fatalf("GCRA(%q): %v", name, err)
+	}
+	return l
+}
+
+// peek is what g has left for key, read without counting (a cost of 0).
+func peek(t *testing.T, g *sketch.GCRA, key string) sketch.RateDecision {
+	t.Helper()
+	d, err := g.AllowString(key, 0)
+	if err != nil {
+		t.Fatalf("peek %q: %v", key, err)
+	}
+	return d
+}
+
+// mustNew is New for a test, keyed by keyHeader.
+func mustNew(t *testing.T, limiters ...Limiter) *Middleware {
+	t.Helper()
+	m, err := New(Config{Key: headerKey, Limiters: limiters})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
 // recorder is a Limiter that passes every request to another and keeps
 // what it answered, so that a test can check the headers against the
 // decisions behind them.

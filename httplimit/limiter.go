@@ -54,6 +54,27 @@ type Limiter interface {
 // ErrCost is the error of a limiter asked for a cost it cannot count.
 var ErrCost = errors.New("httplimit: cost not supported")
 
+var (
+	_ sketchLimiter = (*windowLimiter)(nil)
+	_ sketchLimiter = (*gcraLimiter)(nil)
+)
+
+// sketchLimiter is a limiter backed by one of the package sketch's
+// limits (Window's and GCRA's): the middleware decides these together
+// through a sketch.Limits, so that a request one refuses counts in none,
+// and reads each one's Result after the decision, since a
+// sketch.LimitsDecision carries none.
+type sketchLimiter interface {
+	Limiter
+	// limit is what the sketch.Limits decides.
+	limit() sketch.Limit
+	// costErr is the error of a cost the limit cannot count, or nil:
+	// checked before the decision, so that it names its policy.
+	costErr(cost uint64) error
+	// read is the key's Result after a decision that allowed it, at now.
+	read(key string, now time.Time) (Result, error)
+}
+
 // funcLimiter is Func's Limiter.
 type funcLimiter struct {
 	p Policy
@@ -89,7 +110,8 @@ type windowLimiter struct {
 // key over the periods the window covers, decided by w's AllowString
 // without counting refused requests (a client that keeps knocking is not
 // kept out longer), so every process that shares w's file shares the
-// quota.
+// quota. A Middleware decides it together with its other Window and GCRA
+// limiters, by the same rules (see Config.Limiters).
 //
 // The policy's Quota is limit and its Window the window's length, Period
 // times Keep (0 on a window that turns only by Rotate). A Result's
@@ -98,7 +120,9 @@ type windowLimiter struct {
 // decision's RetryAfter. ResetAfter is the time until every period the
 // window covers now has left it, by the clock: the rest of the current
 // period plus Keep-1 periods (Rotate can only bring it sooner), at least
-// RetryAfter; 0 on a window that turns only by Rotate.
+// RetryAfter; 0 on a window that turns only by Rotate. A Middleware
+// reads Remaining from the estimate after its decision, and a refusal's
+// RetryAfter from the decision.
 //
 // The window counts one request at a time: Limit returns ErrCost for any
 // other cost. A nil w, a limit of 0 and a limit past the largest quota the
@@ -122,8 +146,8 @@ func Window(w *sketch.CountMinWindow, limit uint64, name string) (Limiter, error
 func (l *windowLimiter) Policy() Policy { return l.p }
 
 func (l *windowLimiter) Limit(_ context.Context, key string, cost uint64) (Result, error) {
-	if cost != 1 {
-		return Result{}, fmt.Errorf("%w: policy %q counts one request at a time, not %d", ErrCost, l.p.Name, cost)
+	if err := l.costErr(cost); err != nil {
+		return Result{}, err
 	}
 	d, err := l.w.AllowString(key, l.p.Quota, false)
 	if err != nil {
@@ -136,6 +160,28 @@ func (l *windowLimiter) Limit(_ context.Context, key string, cost uint64) (Resul
 	if !res.Allowed {
 		res.RetryAfter = d.RetryAfter()
 		res.ResetAfter = max(res.ResetAfter, res.RetryAfter)
+	}
+	return res, nil
+}
+
+func (l *windowLimiter) limit() sketch.Limit {
+	return sketch.WindowLimit{Window: l.w, Limit: l.p.Quota}
+}
+
+func (l *windowLimiter) costErr(cost uint64) error {
+	if cost != 1 {
+		return fmt.Errorf("%w: policy %q counts one request at a time, not %d", ErrCost, l.p.Name, cost)
+	}
+	return nil
+}
+
+// read is the key's Result as Limit gives it for an allowed request, from
+// the estimate after the decision: requests counted since can only lower
+// Remaining, which stays no more than the key has left.
+func (l *windowLimiter) read(key string, now time.Time) (Result, error) {
+	res := Result{Policy: l.p, Allowed: true, ResetAfter: l.resetAfter(now)}
+	if est := l.w.EstimateString(key); est < l.p.Quota {
+		res.Remaining = l.p.Quota - est
 	}
 	return res, nil
 }
@@ -176,15 +222,18 @@ type gcraLimiter struct {
 // GCRA makes a Limiter of a rate limiter with a burst (sketch.GCRA):
 // requests of a key pass at its Rate, with Burst more at once, decided
 // by g's AllowString, so every process that shares g's file shares each
-// key's budget. A refused request counts nothing.
+// key's budget. A refused request counts nothing. A Middleware decides it
+// together with its other Window and GCRA limiters, by the same rules (see
+// Config.Limiters).
 //
 // The policy's Quota is Burst+1, what an idle key may send at once, and
 // its Window the time that quota takes to come back, (Burst+1) times
 // the rate's interval: the draft's "q requests in w seconds" holds over
 // any such span. A Result's Remaining, RetryAfter and ResetAfter are the
-// decision's. A cost is passed on: a cost of 0 peeks (counts nothing,
-// answered as a cost of 1 would be), one past Burst+1 is the limiter's
-// error. A nil g is an error.
+// decision's (a Middleware peeks at the key after its decision for
+// Remaining and ResetAfter). A cost is passed on: a cost of 0 peeks
+// (counts nothing, answered as a cost of 1 would be), one past Burst+1 is
+// an error wrapping sketch.ErrInvalidArgument. A nil g is an error.
 func GCRA(g *sketch.GCRA, name string) (Limiter, error) {
 	if g == nil {
 		return nil, fmt.Errorf("httplimit: policy %q: nil rate limiter", name)
@@ -205,4 +254,25 @@ func (l *gcraLimiter) Limit(_ context.Context, key string, cost uint64) (Result,
 		return Result{}, err
 	}
 	return Result{Policy: l.p, Allowed: d.Allowed, Remaining: d.Remaining, ResetAfter: d.ResetAfter, RetryAfter: d.RetryAfter}, nil
+}
+
+func (l *gcraLimiter) limit() sketch.Limit { return l.g }
+
+// costErr refuses a cost past Burst+1, which the limiter could never
+// allow, with the limiter's own sentinel and ErrCost.
+func (l *gcraLimiter) costErr(cost uint64) error {
+	if cost > l.p.Quota {
+		return fmt.Errorf("%w: policy %q: a cost of %d is past the %d an idle key may send at once (%w)", ErrCost, l.p.Name, cost, l.p.Quota, sketch.ErrInvalidArgument)
+	}
+	return nil
+}
+
+// read peeks at the key (a cost of 0 counts nothing): its Remaining and
+// ResetAfter as the decision left them, with what time gave back since.
+func (l *gcraLimiter) read(key string, _ time.Time) (Result, error) {
+	d, err := l.g.AllowString(key, 0)
+	if err != nil {
+		return Result{}, err
+	}
+	return Result{Policy: l.p, Allowed: true, Remaining: d.Remaining, ResetAfter: d.ResetAfter}, nil
 }

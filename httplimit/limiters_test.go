@@ -5,6 +5,7 @@ import (
 	"errors"
 	"math"
 	"net/http"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -186,6 +187,10 @@ func TestMiddleware_OddResultsStayInRange(t *testing.T) {
 	}
 }
 
+// TestMiddleware_CostReachesLimiters: a request's cost reaches a Func and
+// the rate limiter (which counts it whole); a window, which counts one
+// request at a time, answers a cost of 40 with ErrCost, before any other
+// limiter is asked.
 func TestMiddleware_CostReachesLimiters(t *testing.T) {
 	var mu sync.Mutex // the function runs in the server's goroutines
 	var costs []uint64
@@ -198,20 +203,33 @@ func TestMiddleware_CostReachesLimiters(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	g := openGCRA(t, filepath.Join(t.TempDir(), "burst"), time.Hour, 99)
+	burst := mustGCRA(t, g, "burst")
 	w := mustWindow(t, newWindow(t), 5, "requests")
-	m, err := New(Config{Key: headerKey, Limiters: []Limiter{f, w}, Cost: func(*http.Request) uint64 { return 40 }})
+	cost := func(*http.Request) uint64 { return 40 }
+	m, err := New(Config{Key: headerKey, Limiters: []Limiter{f, burst}, Cost: cost})
 	if err != nil {
 		t.Fatal(err)
 	}
 	srv, client := serve(t, m)
-	// The window counts one request at a time: a cost of 40 is its error.
+	if a := get(t, srv, client, "k"); a.status != http.StatusOK {
+		t.Errorf("status %d, want 200", a.status)
+	}
+	m, err = New(Config{Key: headerKey, Limiters: []Limiter{f, burst, w}, Cost: cost})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, client = serve(t, m)
 	if a := get(t, srv, client, "k"); a.status != http.StatusServiceUnavailable {
-		t.Errorf("status %d, want 503", a.status)
+		t.Errorf("with the window: status %d, want 503", a.status)
 	}
 	mu.Lock()
 	defer mu.Unlock()
 	if len(costs) != 1 || costs[0] != 40 {
 		t.Errorf("costs %v, want [40]", costs)
+	}
+	if left := peek(t, g, "k").Remaining; left != 60 {
+		t.Errorf("the rate limiter has %d left, want 60 (100 less one cost of 40)", left)
 	}
 	if _, err := w.Limit(context.Background(), "k", 2); !errors.Is(err, ErrCost) {
 		t.Errorf("Window's Limit with cost 2: %v, want ErrCost", err)

@@ -6,7 +6,11 @@ import (
 	"net"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync/atomic"
+	"time"
+
+	"github.com/shmsketch/sketch"
 )
 
 // Config is what a Middleware asks of each request.
@@ -17,17 +21,27 @@ type Config struct {
 	// one included; limiters hash it and it never reaches a header.
 	// Required.
 	Key func(r *http.Request) (string, error)
-	// Limiters decide the request in order; every one must allow it. At
-	// least one, none nil.
+	// Limiters decide the request; every one must allow it. At least
+	// one, none nil.
 	//
-	// What is counted: the middleware asks them one after the other and
-	// stops at the first refusal. Each limiter that allowed the request
-	// before it counted the request, as its rules say (Window's counts
-	// it); the refusing one counts it or not by its own rules (Window's
-	// does not, unless processes raced it past the limit: see
-	// sketch.Decision.Counted); the limiters after it are not asked and
-	// count nothing. A limiter error stops the same way: the limiters
-	// before it counted the request.
+	// What is counted: the limiters Window and GCRA return (not a
+	// Limiter that wraps one) are decided first, together, as one
+	// sketch.Limits: a request one of them refuses counts in none of
+	// them, but for requests of the same key racing it in other
+	// goroutines or processes, which can leave it counted in some, by its
+	// cost at most (see sketch.Limits.Allow); no other limiter is asked.
+	// When they all allow it, they have all counted it, and the other
+	// limiters (Func's, or a Limiter of your own) are asked in the order
+	// given, up to the first refusal: each one before it counted the
+	// request as its rules say, the refusing one counts it or not by its
+	// own rules, and those after it are not asked. So a refusal by one of
+	// these others leaves the request counted in every Window and GCRA
+	// limiter. The others come second because they cannot be asked
+	// without counting, and the shared-memory limits are the cheap ones:
+	// a request they refuse costs the others nothing, not even a call.
+	// A limiter error stops the same way, with 503: an error of the
+	// Window and GCRA limiters comes before any other is asked; an error
+	// of another leaves the request counted as its refusal would.
 	Limiters []Limiter
 	// Cost returns how many units of each quota the request takes; nil
 	// means 1 for every request.
@@ -53,6 +67,16 @@ type Middleware struct {
 	names    []string // policies' names, checked
 	policy   string   // the RateLimit-Policy value, the same on every answer
 	counts   [numOutcomes]atomic.Uint64
+
+	// The sketch-backed limiters, decided together by group (nil when
+	// there are none): themselves and their indices in cfg.Limiters, in
+	// the group's order, and what a group error names. others are the
+	// indices of the rest, asked after, in order.
+	group     *sketch.Limits
+	sketched  []sketchLimiter
+	grouped   []int
+	groupName string
+	others    []int
 }
 
 // New checks cfg and returns its Middleware: a nil Key, no limiters, a
@@ -85,7 +109,41 @@ func New(cfg Config) (*Middleware, error) {
 		m.names = append(m.names, p.Name)
 	}
 	m.policy = policyField(m.policies)
+	if err := m.groupLimiters(); err != nil {
+		return nil, err
+	}
 	return m, nil
+}
+
+// groupLimiters builds the sketch.Limits of the sketch-backed limiters,
+// once, and sorts the others out.
+func (m *Middleware) groupLimiters() error {
+	var limits []sketch.Limit
+	var names []string
+	for i, l := range m.cfg.Limiters {
+		s, ok := l.(sketchLimiter)
+		if !ok {
+			m.others = append(m.others, i)
+			continue
+		}
+		m.sketched = append(m.sketched, s)
+		m.grouped = append(m.grouped, i)
+		limits = append(limits, s.limit())
+		names = append(names, strconv.Quote(m.names[i]))
+	}
+	if len(limits) == 0 {
+		return nil
+	}
+	group, err := sketch.NewLimits(limits...)
+	if err != nil {
+		return fmt.Errorf("httplimit: policies %s: %w", strings.Join(names, ", "), err)
+	}
+	m.group = group
+	m.groupName = "policy " + names[0]
+	if len(names) > 1 {
+		m.groupName = "policies " + strings.Join(names, ", ")
+	}
+	return nil
 }
 
 // Wrap returns next behind the limits: a request every limiter allows
@@ -117,33 +175,93 @@ func (m *Middleware) admit(w http.ResponseWriter, r *http.Request) bool {
 	if m.cfg.Cost != nil {
 		cost = m.cfg.Cost(r)
 	}
-	closest, res := -1, Result{}
-	for i, l := range m.cfg.Limiters {
-		got, err := l.Limit(r.Context(), key, cost)
-		if err != nil {
-			if m.cfg.OnError != nil {
-				m.cfg.OnError(fmt.Errorf("httplimit: policy %q: %w", m.names[i], err), key, r)
-			}
-			m.deny(w, outcomeLimiterError, http.StatusServiceUnavailable, "service unavailable")
-			return false
+	v, err := m.decide(r, key, cost)
+	if err != nil {
+		if m.cfg.OnError != nil {
+			m.cfg.OnError(err, key, r)
 		}
-		if !got.Allowed || closest < 0 || closer(got, res, m.policies[i].Quota, m.policies[closest].Quota) {
-			closest, res = i, got
-		}
-		if !got.Allowed {
-			break
-		}
+		m.deny(w, outcomeLimiterError, http.StatusServiceUnavailable, "service unavailable")
+		return false
 	}
 	h := w.Header()
 	h.Set("RateLimit-Policy", m.policy)
-	h.Set("RateLimit", limitField(m.names[closest], m.policies[closest].Quota, res))
-	if !res.Allowed {
-		h.Set("Retry-After", strconv.FormatUint(retryAfter(res.RetryAfter), 10))
+	h.Set("RateLimit", limitField(m.names[v.i], m.policies[v.i].Quota, v.res))
+	if !v.res.Allowed {
+		h.Set("Retry-After", strconv.FormatUint(retryAfter(v.res.RetryAfter), 10))
 		m.deny(w, outcomeLimited, http.StatusTooManyRequests, "too many requests")
 		return false
 	}
 	m.counts[outcomeAllowed].Add(1)
 	return true
+}
+
+// verdict is a decision as the RateLimit field tells it: the limiter the
+// item names (the refusing one, or the one nearest exhaustion) and the
+// Result it is told from.
+type verdict struct {
+	i   int
+	res Result
+}
+
+// consider takes limiter i's Result into v: a refusal always, else the
+// Result nearest exhaustion.
+func (v *verdict) consider(i int, got Result, policies []Policy) {
+	if !got.Allowed || v.i < 0 || closer(got, v.res, policies[i].Quota, policies[v.i].Quota) {
+		v.i, v.res = i, got
+	}
+}
+
+// decide asks the sketch-backed limiters together, then, if they allow
+// the request, the others in order, up to the first refusal.
+func (m *Middleware) decide(r *http.Request, key string, cost uint64) (verdict, error) {
+	v := verdict{i: -1}
+	if m.group != nil {
+		var err error
+		if v, err = m.decideGroup(key, cost); err != nil || !v.res.Allowed {
+			return v, err
+		}
+	}
+	for _, i := range m.others {
+		got, err := m.cfg.Limiters[i].Limit(r.Context(), key, cost)
+		if err != nil {
+			return v, fmt.Errorf("httplimit: policy %q: %w", m.names[i], err)
+		}
+		v.consider(i, got, m.policies)
+		if !got.Allowed {
+			break
+		}
+	}
+	return v, nil
+}
+
+// decideGroup decides the sketch-backed limiters in one sketch.Limits
+// decision. A refusal is told as the refusing limit's, with the group's
+// RetryAfter (the longest of the refusing limits'); an allowed request
+// reads each limit after, since the decision carries no Remaining.
+func (m *Middleware) decideGroup(key string, cost uint64) (verdict, error) {
+	for _, s := range m.sketched {
+		if err := s.costErr(cost); err != nil {
+			return verdict{}, err
+		}
+	}
+	d, err := m.group.AllowString(key, cost)
+	if err != nil {
+		return verdict{}, fmt.Errorf("httplimit: %s: %w", m.groupName, err)
+	}
+	if !d.Allowed {
+		i := m.grouped[d.Refused]
+		return verdict{i: i, res: Result{Policy: m.policies[i], RetryAfter: d.RetryAfter}}, nil
+	}
+	v, now := verdict{i: -1}, time.Now()
+	for j, s := range m.sketched {
+		i := m.grouped[j]
+		got, err := s.read(key, now)
+		if err != nil {
+			return verdict{}, fmt.Errorf("httplimit: policy %q: %w", m.names[i], err)
+		}
+		v.consider(i, got, m.policies)
+	}
+	return v, nil
 }
 
 // closer reports whether a, under a policy of quota qa, is closer to
