@@ -50,34 +50,35 @@
 // The merges are idempotent (a maximum, an OR), so a push repeated after a
 // kill, a timeout or a Redis failover counts nothing twice, and a Redis that
 // lost its data is refilled by the next round of every host. Merges only
-// raise registers and times and set bits, so a round that fails (Redis down or slow,
-// or cut short) never lowers an answer: each host then answers with its
-// own adds and the fleet's as of its last good round, or part of this
-// round's, never less, and its Stats say so (State "local"). A Count-Min
-// structure's or a counting Bloom filter's fleet part is instead stored
-// whole each round, the sum of the other hosts' keys, so a round that
+// raise registers and times and set bits, so a round that fails (Redis down
+// or slow, or cut short) never lowers an answer: each host then answers with
+// its own adds and the fleet's as of its last good round, or part of this
+// round's, never less, and its Stats say so (State "local").
+//
+// A Count-Min structure's or a counting Bloom filter's fleet part is instead
+// stored whole each round, the sum of the other hosts' keys, so a round that
 // succeeds lowers it when a host's key went lower (its Reset, a counting
 // filter's Remove). A Redis that lost its data (a restart without
-// persistence, a failover to an empty replica, a FLUSHALL) lowers none:
-// the agent remembers the counts it last summed of each other host, and
-// sums a host whose key is gone (and which the hosts set may no longer
-// list) from memory until the host pushes again, when its new counts
-// replace the remembered ones. Stats say how many hosts a good round
-// summed from memory (StructureStats.Remembered, and the metric
-// sketch_fleet_remembered_hosts). The memory lives in the agent's
-// process, which bounds what it covers: an agent restarted while Redis
-// has lost its data remembers nothing, and until the other hosts push again its
-// host answers from what Redis holds (its own adds and those of the
-// hosts that pushed since); a failover to a replica that missed the
-// last pushes sums the older counts it holds until each host pushes
-// again. A listed host whose key is gone and which the agent never
-// summed fails the round, keeping the last sum. A host is forgotten only
-// by Forget, by the agent's restart, or, in a window, with each period
-// that leaves the window (Config.Host says how to retire one), so the
-// memory is at most, for each structure, the other hosts summed since
-// the agent started times the structure's counts (a Count-Min grid's 8
-// bytes a counter, a counting filter's byte a counter), times Keep for a
-// window: what a round reads from Redis anyway, kept between rounds.
+// persistence, a failover to an empty replica, a FLUSHALL) lowers none: the
+// agent remembers the counts it last summed of each other host, and sums a
+// host whose key is gone (and which the hosts set may no longer list) from
+// memory until the host pushes again, when its new counts replace the
+// remembered ones. Stats say how many hosts a good round summed from memory
+// (StructureStats.Remembered, and the metric sketch_fleet_remembered_hosts).
+//
+// The memory lives in the agent's process, which bounds what it covers: an
+// agent restarted while Redis has lost its data remembers nothing, and until
+// the other hosts push again its host answers from what Redis holds (its own
+// adds and those of the hosts that pushed since); a failover to a replica
+// that missed the last pushes sums the older counts it holds until each host
+// pushes again. A listed host whose key is gone and which the agent never
+// summed fails the round, keeping the last sum. A host is forgotten only by
+// Forget, by the agent's restart, or, in a window, with each period that
+// leaves the window (Config.Host says how to retire one), so the memory is
+// at most, for each structure, the other hosts summed since the agent
+// started times the structure's counts (a Count-Min grid's 8 bytes a
+// counter, a counting filter's byte a counter), times Keep for a window:
+// what a round reads from Redis anyway, kept between rounds.
 //
 // The guarantee, for a key added on host A and asked on host B: B finds it
 // once a round of A that started after the add and then a round of B have
