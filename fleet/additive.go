@@ -17,14 +17,20 @@ import (
 // values) to a key of its own, and sets its fleet part to the sum of the
 // other hosts' keys: every push and pull is idempotent, and one that a
 // kill or a timeout cut short is replaced whole by the next.
+//
+// The agent remembers the counts it last summed of each other host (of
+// each period, for a window), so that a Redis that lost its data never
+// lowers a fleet part: a host it summed before whose key is gone is
+// summed from memory until the host pushes again (seenCounts).
 
 // additiveState moves a structure that combines by addition.
 type additiveState struct {
 	export func() ([]byte, error)
 	set    func([]byte) error
 	// sum adds the other hosts' exports (each of the export's length);
-	// nil means sumCounts, for uint64 counters.
-	sum func(hosts ...[]byte) ([]byte, error)
+	// nil means uint64Sum, for uint64 counters.
+	sum  func(hosts ...[]byte) ([]byte, error)
+	seen seenCounts // guarded by Agent.round
 }
 
 // additiveWindowState moves each period of a window that combines by
@@ -32,7 +38,22 @@ type additiveState struct {
 type additiveWindowState struct {
 	window    *windowState
 	setPeriod func(p uint64, counts []byte) (bool, error)
+	seen      map[uint64]seenCounts // by period; guarded by Agent.round
 }
+
+// seenCounts are the counts a structure's rounds last summed of each
+// other host (of one period, for a window), by host name, as read from
+// Redis (raw exports, which the member's own sum adds). A round sums
+// every host Redis holds now and, for each host remembered here whose
+// key is gone (Redis lost its data, or a neighbour deleted the key), its
+// remembered counts; a host's counts read again replace its remembered
+// ones. A host is forgotten only by Agent.Forget, by the agent's end, or,
+// for a window, with its period once the period leaves the window. So
+// the memory is at most the other hosts summed since the agent started
+// (less those forgotten) times the structure's export size, times the
+// window's Keep periods for a window: what a round reads from Redis
+// anyway, kept between rounds.
+type seenCounts map[string][]byte
 
 // AddCountMin syncs the Count-Min sketch c under name: every estimate of
 // every host then counts every host's adds as of their last push. It
@@ -52,7 +73,7 @@ func (a *Agent) AddCountMin(name string, c *sketch.CountMin) error {
 	m := &member{
 		name: name, kind: string(sketch.KindCountMin), op: "sum", stateBytes: cfg.Rows * cfg.Width * 8,
 		meta:     "countmin " + countMinMeta(cfg, c.Seed()),
-		additive: &additiveState{export: c.ExportCounts, set: c.SetFleetCounts},
+		additive: &additiveState{export: c.ExportCounts, set: c.SetFleetCounts, seen: seenCounts{}},
 	}
 	if cfg.Candidates > 0 {
 		m.top = &topState{top: c.Top, estimate: c.EstimateString}
@@ -86,6 +107,7 @@ func (a *Agent) AddCountMinWindow(name string, w *sketch.CountMinWindow) error {
 		additiveWindow: &additiveWindowState{
 			window:    windowOf(cfg.Window, w.Current, rotations, w.ExportPeriods, nil),
 			setPeriod: w.SetFleetPeriod,
+			seen:      map[uint64]seenCounts{},
 		},
 	}
 	if cfg.CountMin.Candidates > 0 {
@@ -119,7 +141,7 @@ func (a *Agent) AddCountingBloom(name string, b *sketch.CountingBloom) error {
 	return a.add(&member{
 		name: name, kind: string(sketch.KindCountingBloom), op: "sum", stateBytes: int(b.Counters()),
 		meta:     fmt.Sprintf("countingbloom counters=%d hashes=%d seed=%s", b.Counters(), b.Hashes(), seedDigest(b.Seed())),
-		additive: &additiveState{export: b.ExportCounts, set: b.SetFleetCounts, sum: b.SumFleetCounts},
+		additive: &additiveState{export: b.ExportCounts, set: b.SetFleetCounts, sum: b.SumFleetCounts, seen: seenCounts{}},
 	})
 }
 
@@ -163,50 +185,85 @@ return {'ok', redis.call('SMEMBERS', KEYS[2])}
 `)
 
 // syncCounts pushes this host's counts (exp) under suffix (a period's, or
-// "" for a plain structure) and returns the other hosts', summed by sum.
-func (a *Agent) syncCounts(ctx context.Context, m *member, suffix string, exp []byte, ttlMillis int64, sum func(...[]byte) ([]byte, error)) ([]byte, error) {
+// "" for a plain structure) and returns the other hosts', summed by sum:
+// those Redis holds, and those of seen whose key is gone. It returns the
+// hosts summed from seen, and remembers in seen what it summed.
+func (a *Agent) syncCounts(ctx context.Context, m *member, suffix string, exp []byte, ttlMillis int64, sum func(...[]byte) ([]byte, error), seen seenCounts) ([]byte, []string, error) {
 	tag := a.tag(m)
 	hostKey := func(h string) string { return tag + ":host" + suffix + ":" + keyName(h) }
 	keys := []string{tag + ":meta", tag + ":hosts" + suffix, hostKey(a.cfg.Host)}
 	res, err := pushCounts.Run(ctx, a.cfg.Redis, keys, m.meta, exp, a.cfg.Host, ttlMillis).Slice()
 	body, err := scriptReply(m, res, err)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	hosts, _ := body.([]any)
-	var others []string
-	for _, h := range hosts {
-		if s, ok := h.(string); ok && s != a.cfg.Host {
-			others = append(others, hostKey(s))
-		}
-	}
-	slices.Sort(others)
+	others := a.othersToSum(body, seen)
 	if len(others) == 0 {
-		return sum()
+		total, err := sum()
+		return total, nil, err
 	}
-	vals, err := a.cfg.Redis.MGet(ctx, others...).Result()
+	hostKeys := make([]string, len(others))
+	for i, h := range others {
+		hostKeys[i] = hostKey(h)
+	}
+	vals, err := a.cfg.Redis.MGet(ctx, hostKeys...).Result()
 	if err != nil {
-		return nil, fmt.Errorf("fleet: %s %q: redis: %w", m.kind, m.name, err)
+		return nil, nil, fmt.Errorf("fleet: %s %q: redis: %w", m.kind, m.name, err)
 	}
 	hostCounts := make([][]byte, len(vals))
+	var fromMemory []string
 	for i, v := range vals {
 		if v == nil {
-			// A listed host's key gone (deleted, evicted, or of another
-			// type, which MGET also answers nil for): a period's key
-			// outlives its period in every window, so only a neighbour
-			// or an emptied Redis does this. The round fails, and the
-			// fleet part keeps its last sum rather than a lower one.
-			return nil, fmt.Errorf("fleet: %s %q: %s is listed but holds no counts: keeping the last sum until it pushes again", m.kind, m.name, others[i])
+			// A host's key gone (deleted, evicted, of another type,
+			// which MGET also answers nil for, or Redis lost its data):
+			// its remembered counts stand in until it pushes again.
+			// A listed host this agent never summed (a name a neighbour
+			// listed, or a key gone before this agent first read it)
+			// fails the round, and the fleet part keeps its last sum
+			// rather than a lower one.
+			old, ok := seen[others[i]]
+			if !ok {
+				return nil, nil, fmt.Errorf("fleet: %s %q: %s is listed but holds no counts, and this agent remembers none: keeping the last sum until it pushes again", m.kind, m.name, hostKeys[i])
+			}
+			hostCounts[i] = old
+			fromMemory = append(fromMemory, others[i])
+			continue
 		}
 		s, ok := v.(string)
 		if !ok || len(s) != len(exp) {
 			// A host's counts that cannot be summed fail the round: the
 			// fleet part keeps the last good sum rather than a lower one.
-			return nil, fmt.Errorf("fleet: %s %q: %w: %s holds %d bytes, not the %d of this host's counts", m.kind, m.name, ErrMismatch, others[i], len(s), len(exp))
+			return nil, nil, fmt.Errorf("fleet: %s %q: %w: %s holds %d bytes, not the %d of this host's counts", m.kind, m.name, ErrMismatch, hostKeys[i], len(s), len(exp))
 		}
 		hostCounts[i] = []byte(s)
 	}
-	return sum(hostCounts...)
+	total, err := sum(hostCounts...)
+	if err != nil {
+		return nil, nil, err
+	}
+	for i, h := range others {
+		seen[h] = hostCounts[i]
+	}
+	return total, fromMemory, nil
+}
+
+// othersToSum are the hosts a round sums, sorted: those of the hosts set
+// (the push's reply) and those remembered, less this host.
+func (a *Agent) othersToSum(listed any, seen seenCounts) []string {
+	hosts, _ := listed.([]any)
+	others := make([]string, 0, len(hosts)+len(seen))
+	for _, h := range hosts {
+		if s, ok := h.(string); ok && s != a.cfg.Host {
+			others = append(others, s)
+		}
+	}
+	for h := range seen {
+		if h != a.cfg.Host {
+			others = append(others, h)
+		}
+	}
+	slices.Sort(others)
+	return slices.Compact(others)
 }
 
 // uint64Sum returns the sum of hosts' uint64 little-endian counters, n
@@ -244,31 +301,77 @@ func (a *Agent) syncAdditive(ctx context.Context, m *member) error {
 	if add == nil {
 		add = uint64Sum(len(exp))
 	}
-	sum, err := a.syncCounts(ctx, m, "", exp, 0, add)
+	sum, fromMemory, err := a.syncCounts(ctx, m, "", exp, 0, add, m.additive.seen)
 	if err != nil {
 		return err
 	}
 	if err := m.additive.set(sum); err != nil {
 		return fmt.Errorf("fleet: %s %q: setting the fleet's counts: %w", m.kind, m.name, err)
 	}
+	m.remembered = len(fromMemory)
 	return nil
 }
 
 // syncAdditiveWindow does it period by period, every period of the window
-// pulled, as syncWindow does.
+// pulled, as syncWindow does, and then forgets the periods that left the
+// window.
 func (a *Agent) syncAdditiveWindow(ctx context.Context, m *member) error {
 	zero := make([]byte, m.stateBytes)
-	return a.eachPeriod(m, m.additiveWindow.window, func(p uint64, exp []byte, ttl int64) error {
+	aw := m.additiveWindow
+	fromMemory := map[string]bool{}
+	err := a.eachPeriod(m, aw.window, func(p uint64, exp []byte, ttl int64) error {
 		if exp == nil {
 			exp = zero // nothing added here in p: this host's counts are zero
 		}
-		sum, err := a.syncCounts(ctx, m, ":"+strconv.FormatUint(p, 10), exp, ttl, uint64Sum(len(exp)))
+		seen := aw.seen[p]
+		if seen == nil {
+			seen = seenCounts{}
+			aw.seen[p] = seen
+		}
+		sum, hosts, err := a.syncCounts(ctx, m, ":"+strconv.FormatUint(p, 10), exp, ttl, uint64Sum(len(exp)), seen)
 		if err != nil {
 			return err
 		}
-		if _, err := m.additiveWindow.setPeriod(p, sum); err != nil {
+		if _, err := aw.setPeriod(p, sum); err != nil {
 			return fmt.Errorf("fleet: %s %q: setting the fleet's period %d: %w", m.kind, m.name, p, err)
+		}
+		for _, h := range hosts {
+			fromMemory[h] = true
 		}
 		return nil
 	})
+	cur := aw.window.current()
+	for p := range aw.seen {
+		if p+aw.window.keep <= cur {
+			delete(aw.seen, p) // left every host's window: no round sums it again
+		}
+	}
+	m.remembered = len(fromMemory)
+	return err
+}
+
+// Forget drops what the agent remembers of host's counts in every
+// structure that combines by addition, so that its next rounds sum only
+// what Redis holds of host. Call it on every agent of the fleet once a
+// host is retired and its keys deleted (see Config.Host): until then the
+// agents keep summing the retired host's last counts, as they would
+// after a Redis that lost its data. A host whose key is still in Redis
+// is summed, and remembered, again at the next round. Forget waits for a
+// round under way.
+func (a *Agent) Forget(host string) {
+	a.round.Lock()
+	defer a.round.Unlock()
+	a.mu.Lock()
+	members := append([]*member(nil), a.members...)
+	a.mu.Unlock()
+	for _, m := range members {
+		if m.additive != nil {
+			delete(m.additive.seen, host)
+		}
+		if m.additiveWindow != nil {
+			for _, seen := range m.additiveWindow.seen {
+				delete(seen, host)
+			}
+		}
+	}
 }

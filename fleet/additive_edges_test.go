@@ -138,7 +138,8 @@ func TestTop_CraftedCandidatesRefused(t *testing.T) {
 // TestSync_RenamedHostCountsTwice: an agent restarted under another
 // host name, over the same file, pushes the same counters under a second
 // key while the first stays (a plain sketch's keys never expire): every
-// other host counts that host's adds twice until the old key is deleted.
+// other host counts that host's adds twice until the old key is deleted
+// and the other agents forget the old name (Forget).
 func TestSync_RenamedHostCountsTwice(t *testing.T) {
 	rs := redistest.Start(t)
 	a, b, ca, cb := syncedPair(t, rs)
@@ -156,8 +157,13 @@ func TestSync_RenamedHostCountsTwice(t *testing.T) {
 	rs.Client(t).SRem(context.Background(), "{f/hits}:hosts", "a")
 	rs.Client(t).Del(context.Background(), "{f/hits}:host:a")
 	mustSync(t, b)
+	if got := cb.EstimateString("ka"); got != 100 {
+		t.Errorf("after the old host's key is deleted, b estimates a's key at %d, want 100 until b forgets a", got)
+	}
+	b.Forget("a")
+	mustSync(t, b)
 	if got := cb.EstimateString("ka"); got != 50 {
-		t.Errorf("after the old host's key is deleted, b estimates a's key at %d, want 50", got)
+		t.Errorf("after the old host's key is deleted and b forgot it, b estimates a's key at %d, want 50", got)
 	}
 }
 
@@ -178,21 +184,28 @@ func TestSync_SameHostNameHidesBoth(t *testing.T) {
 	t.Logf("two agents named alike: host 1 estimates k2 (20 adds on host 2) at %d, host 2 k1 (10 on host 1) at %d", c1.EstimateString("k2"), c2.EstimateString("k1"))
 }
 
-// TestSync_EmptiedRedisLowersUntilPushes: a Redis that lost its data (a flush, a
-// failover to an empty replica): the next round of a host, before the
-// others pushed again, finds only itself and stores a fleet part of
-// zero, so its answers drop below the fleet's counts until the other
-// hosts' next rounds.
-func TestSync_EmptiedRedisLowersUntilPushes(t *testing.T) {
+// TestSync_EmptiedRedisKeepsRemembered: a Redis that lost its data (a
+// flush, a failover to an empty replica): the next round of a host,
+// before the others pushed again, finds only itself in Redis and sums
+// the others' remembered counts, so its answers stay exact; its Stats
+// say it remembered one host, and no more once the other pushed again.
+func TestSync_EmptiedRedisKeepsRemembered(t *testing.T) {
 	rs := redistest.Start(t)
 	a, b, ca, _ := syncedPair(t, rs)
 	rs.Client(t).FlushAll(context.Background())
 	mustSync(t, a)
-	got := ca.EstimateString("kb")
-	t.Logf("after a flush and a round of a, a estimates b's key (30 adds) at %d", got)
+	if got := ca.EstimateString("kb"); got != 30 {
+		t.Errorf("after a flush and a round of a, a estimates b's key (30 adds) at %d, want 30", got)
+	}
+	if got := remembered(t, a); got != 1 {
+		t.Errorf("after a flush a's Stats say %d hosts remembered, want 1", got)
+	}
 	mustSync(t, b, a)
-	if got := ca.EstimateString("kb"); got < 30 {
-		t.Errorf("after b's round and a's, a estimates b's key at %d, want >= 30", got)
+	if got := ca.EstimateString("kb"); got != 30 {
+		t.Errorf("after b's round and a's, a estimates b's key at %d, want 30", got)
+	}
+	if got := remembered(t, a); got != 0 {
+		t.Errorf("after b pushed again a's Stats say %d hosts remembered, want 0", got)
 	}
 }
 
@@ -228,36 +241,55 @@ func TestDecodeTop_TooManyCandidates(t *testing.T) {
 }
 
 // TestSync_ListedHostKeyGone: a host listed in the fleet whose key is
-// gone or not a string (MGET answers nil for both) fails the round: the
-// fleet part keeps its last sum, not a lower one, until the host pushes
-// again.
+// gone or not a string (MGET answers nil for both) is summed from the
+// agent's memory: the round succeeds, the fleet part keeps the host's
+// last counts, not a lower sum, and Stats say one host remembered until
+// the host pushes again. An agent that never summed the host (here a
+// new one) fails the round instead, storing nothing lower.
 func TestSync_ListedHostKeyGone(t *testing.T) {
 	rs := redistest.Start(t)
 	a, b, ca, _ := syncedPair(t, rs)
 	ctx := context.Background()
 	rc := rs.Client(t)
 	before := ca.EstimateString("kb")
-	if before < 30 {
-		t.Fatalf("a estimates b's key at %d before the test, want >= 30", before)
+	if before != 30 {
+		t.Fatalf("a estimates b's key at %d before the test, want 30", before)
 	}
 	for _, spoil := range []func(){
 		func() { rc.Del(ctx, "{f/hits}:host:b") },
 		func() { rc.Del(ctx, "{f/hits}:host:b"); rc.RPush(ctx, "{f/hits}:host:b", "x") },
 	} {
 		spoil()
-		if err := a.Sync(ctx); err == nil {
-			t.Fatal("a round over a listed host without counts succeeded")
+		mustSync(t, a)
+		if got := ca.EstimateString("kb"); got != before {
+			t.Errorf("a round over b's key gone changed a's estimate of b's key from %d to %d", before, got)
 		}
-		if got := ca.EstimateString("kb"); got < before {
-			t.Errorf("a failed round lowered a's estimate of b's key from %d to %d", before, got)
+		if s := a.Stats(); s.State != StateSynced || s.Structures[0].Remembered != 1 {
+			t.Errorf("State = %s, remembered %d; want synced, 1", s.State, s.Structures[0].Remembered)
 		}
-		if s := a.Stats(); s.State != StateLocal {
-			t.Errorf("State = %s, want local", s.State)
+
+		fresh := newAgent(t, rs, "a")
+		if err := fresh.AddCountMin("hits", ca); err != nil {
+			t.Fatal(err)
 		}
+		if err := fresh.Sync(ctx); err == nil {
+			t.Error("a round of a new agent over a listed host without counts succeeded")
+		}
+		if got := ca.EstimateString("kb"); got != before {
+			t.Errorf("a new agent's failed round changed a's estimate of b's key from %d to %d", before, got)
+		}
+		if s := fresh.Stats(); s.State != StateLocal {
+			t.Errorf("the new agent's State = %s, want local", s.State)
+		}
+		fresh.Close()
+
 		rc.Del(ctx, "{f/hits}:host:b")
 		mustSync(t, b, a)
-		if got := ca.EstimateString("kb"); got < 30 {
-			t.Errorf("after b's next push, a estimates b's key at %d, want >= 30", got)
+		if got := ca.EstimateString("kb"); got != 30 {
+			t.Errorf("after b's next push, a estimates b's key at %d, want 30", got)
+		}
+		if got := remembered(t, a); got != 0 {
+			t.Errorf("after b's next push a remembers %d hosts, want 0", got)
 		}
 	}
 }

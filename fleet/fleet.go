@@ -50,15 +50,35 @@
 // The merges are idempotent (a maximum, an OR), so a push repeated after a
 // kill, a timeout or a Redis failover counts nothing twice, and a Redis that
 // lost its data is refilled by the next round of every host. Merges only
-// raise registers and times and set bits, so a round that fails (Redis down or slow,
-// or cut short) never lowers an answer: each host then answers with its
-// own adds and the fleet's as of its last good round, or part of this
-// round's, never less, and its Stats say so (State "local"). A Count-Min
-// structure's or a counting Bloom filter's fleet part is instead stored whole each round, the sum of
-// the hosts' keys: a round that succeeds lowers it when a host's key went
-// lower (its Reset), or when Redis lost its data, set of hosts and all,
-// until each other host's next round pushes its key again. A host listed
-// whose key is gone fails the round, keeping the last sum.
+// raise registers and times and set bits, so a round that fails (Redis down
+// or slow, or cut short) never lowers an answer: each host then answers with
+// its own adds and the fleet's as of its last good round, or part of this
+// round's, never less, and its Stats say so (State "local").
+//
+// A Count-Min structure's or a counting Bloom filter's fleet part is instead
+// stored whole each round, the sum of the other hosts' keys, so a round that
+// succeeds lowers it when a host's key went lower (its Reset, a counting
+// filter's Remove). A Redis that lost its data (a restart without
+// persistence, a failover to an empty replica, a FLUSHALL) lowers none: the
+// agent remembers the counts it last summed of each other host, and sums a
+// host whose key is gone (and which the hosts set may no longer list) from
+// memory until the host pushes again, when its new counts replace the
+// remembered ones. Stats say how many hosts a good round summed from memory
+// (StructureStats.Remembered, and the metric sketch_fleet_remembered_hosts).
+//
+// The memory lives in the agent's process, which bounds what it covers: an
+// agent restarted while Redis has lost its data remembers nothing, and until
+// the other hosts push again its host answers from what Redis holds (its own
+// adds and those of the hosts that pushed since); a failover to a replica
+// that missed the last pushes sums the older counts it holds until each host
+// pushes again. A listed host whose key is gone and which the agent never
+// summed fails the round, keeping the last sum. A host is forgotten only by
+// Forget, by the agent's restart, or, in a window, with each period that
+// leaves the window (Config.Host says how to retire one), so the memory is
+// at most, for each structure, the other hosts summed since the agent
+// started times the structure's counts (a Count-Min grid's 8 bytes a
+// counter, a counting filter's byte a counter), times Keep for a window:
+// what a round reads from Redis anyway, kept between rounds.
 //
 // The guarantee, for a key added on host A and asked on host B: B finds it
 // once a round of A that started after the add and then a round of B have
@@ -129,9 +149,18 @@ type Config struct {
 	// counts the other's adds; an agent restarted under another name
 	// over the same files pushes the same counters under a second key
 	// while the first stays (a Count-Min sketch's keys never expire), so
-	// the fleet counts them twice until the old name's key and its member
-	// of the hosts set ({fleet/name}:host:OLD, {fleet/name}:hosts) are
-	// deleted.
+	// the fleet counts them twice until the old name is retired.
+	//
+	// The agents remember the counts they last summed of each other
+	// host, so that a Redis that lost its data lowers no answer, and
+	// they cannot tell a retired host from one whose keys Redis lost.
+	// To retire a host of a Count-Min sketch or a counting Bloom filter
+	// (or an old name): stop its agent, delete its key and its member of
+	// the hosts set ({fleet/name}:host:OLD, {fleet/name}:hosts), then call
+	// Forget(OLD) on every other agent, or restart them (sketch-fleet:
+	// restart it). Until then they keep counting the retired host's last
+	// counts. In a Count-Min window nothing more is needed: a period's
+	// keys expire, and its memory is dropped, once it leaves the window.
 	Host string
 	// Interval is the time between Run's rounds; 0 means one second.
 	Interval time.Duration
@@ -175,6 +204,7 @@ type member struct {
 	additiveWindow *additiveWindowState
 	gcra           *gcraState
 	top            *topState      // a candidate table shared with the fleet
+	remembered     int            // hosts the last round summed from memory; guarded by Agent.round
 	stats          StructureStats // guarded by Agent.mu
 }
 
@@ -429,6 +459,14 @@ type StructureStats struct {
 	Failures uint64 `json:"failures"`
 	// LastError is the last failed round's error, "" after a good one.
 	LastError string `json:"last_error,omitempty"`
+	// Remembered counts the other hosts whose counts the last good
+	// round summed from the agent's memory, their keys being gone from
+	// Redis (it lost its data, or the host was retired and not yet
+	// forgotten: see Config.Host): the fleet part holds their last
+	// pushed counts, not a lower sum, until they push again. It is 0
+	// when Redis held every host's counts, and for kinds that do not
+	// combine by addition.
+	Remembered int `json:"remembered,omitempty"`
 }
 
 // Stats is the agent's state.
@@ -574,6 +612,7 @@ func (a *Agent) Sync(ctx context.Context) error {
 		switch {
 		case err == nil:
 			st.State, st.LastSync, st.LastError = StateSynced, time.Now(), ""
+			st.Remembered = m.remembered
 			st.Syncs++
 		case errors.Is(err, ErrMismatch):
 			st.State, st.LastError = StateRefused, err.Error()

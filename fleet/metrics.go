@@ -10,13 +10,15 @@ import (
 
 // ServeHTTP serves the agent's state in Prometheus's text format (0.0.4),
 // for a scrape: how many rounds ran, and for each structure its state,
-// its good and failed rounds and when it last synced.
+// its good and failed rounds, when it last synced, and how many hosts'
+// counts its last good round summed from the agent's memory.
 //
 //	sketch_fleet_rounds_total
 //	sketch_fleet_state{structure="…",kind="…",state="synced|local|refused|idle"} 1 for its state, 0 for the others
 //	sketch_fleet_syncs_total{structure="…",kind="…"}
 //	sketch_fleet_failures_total{structure="…",kind="…"}
 //	sketch_fleet_last_sync_timestamp_seconds{structure="…",kind="…"} (0 before a good round)
+//	sketch_fleet_remembered_hosts{structure="…",kind="…"} (StructureStats.Remembered)
 //
 // Structure names come from files, whose writers chose them: label values
 // are escaped as the format says (a backslash, a double quote and a line
@@ -60,6 +62,10 @@ func (a *Agent) WriteMetrics(out io.Writer) error {
 			ts = float64(st.LastSync.UnixNano()) / 1e9
 		}
 		fmt.Fprintf(w, "sketch_fleet_last_sync_timestamp_seconds{%s} %.3f\n", labels(st), ts)
+	}
+	family("sketch_fleet_remembered_hosts", "gauge", "Other hosts whose counts the structure's last good round summed from the agent's memory, their keys gone from Redis (it lost its data, or the host was retired and not forgotten); 0 when Redis held every host's, and for kinds that do not combine by addition.")
+	for _, st := range s.Structures {
+		fmt.Fprintf(w, "sketch_fleet_remembered_hosts{%s} %d\n", labels(st), st.Remembered)
 	}
 	return w.Flush()
 }

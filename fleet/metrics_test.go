@@ -87,6 +87,25 @@ func TestMetrics(t *testing.T) {
 	promtool(t, down)
 }
 
+// TestMetrics_Remembered: a round that summed remembered counts says how
+// many hosts in sketch_fleet_remembered_hosts, and the scrape passes
+// promtool check metrics.
+func TestMetrics_Remembered(t *testing.T) {
+	rs := redistest.Start(t)
+	a, _, _, _ := syncedPair(t, rs)
+	rs.Client(t).FlushAll(context.Background())
+	mustSync(t, a)
+	var sb strings.Builder
+	if err := a.WriteMetrics(&sb); err != nil {
+		t.Fatal(err)
+	}
+	want := `sketch_fleet_remembered_hosts{structure="hits",kind="countmin"} 1` + "\n"
+	if !strings.Contains(sb.String(), want) {
+		t.Errorf("the scrape after a round over an emptied Redis lacks %q:\n%s", want, sb.String())
+	}
+	promtool(t, sb.String())
+}
+
 // promtool checks a scrape with promtool check metrics: skipped without
 // promtool, failed under CI=true (.ci/install-deps installs it).
 func promtool(t *testing.T, scrape string) {

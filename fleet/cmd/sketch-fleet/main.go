@@ -10,7 +10,8 @@
 // name). Structures of kinds not synced yet are named and left out. With
 // -once it runs one round and exits 0 when every structure synced, 1 when
 // one did not; without, it runs rounds until SIGINT or SIGTERM, logs each
-// change of a structure's state (synced, local, refused) to stderr, and
+// change of a structure's state (synced, local, refused; synced from the
+// agent's memory of hosts whose keys Redis lost) to stderr, and
 // with -metrics ADDR serves the agent's state to Prometheus at
 // http://ADDR/metrics. Bad arguments exit 2; a file that cannot be
 // synced (missing, not a sketch file, nothing of a synced kind) exits 1.
@@ -152,17 +153,25 @@ func rounds(ctx context.Context, a *fleet.Agent, every time.Duration, stderr io.
 }
 
 // logChanges writes each change of a structure's state since the last
-// call (seen), with its error.
+// call (seen), with its error, or with the hosts a good round summed from
+// the agent's memory (their keys gone from Redis).
 func logChanges(a *fleet.Agent, seen map[string]string, w io.Writer) {
 	for _, s := range a.Stats().Structures {
-		if s.State == seen[s.Name] || s.State == fleet.StateIdle {
+		state := s.State
+		if s.State == fleet.StateSynced && s.Remembered > 0 {
+			state = fmt.Sprintf("%s (%d hosts' counts from memory, their keys gone from Redis)", s.State, s.Remembered)
+			if s.Remembered == 1 {
+				state = s.State + " (1 host's counts from memory, its key gone from Redis)"
+			}
+		}
+		if state == seen[s.Name] || s.State == fleet.StateIdle {
 			continue
 		}
-		seen[s.Name] = s.State
+		seen[s.Name] = state
 		if s.LastError != "" {
-			fmt.Fprintf(w, "sketch-fleet: %s %q: %s: %s\n", s.Kind, s.Name, s.State, s.LastError)
+			fmt.Fprintf(w, "sketch-fleet: %s %q: %s: %s\n", s.Kind, s.Name, state, s.LastError)
 		} else {
-			fmt.Fprintf(w, "sketch-fleet: %s %q: %s\n", s.Kind, s.Name, s.State)
+			fmt.Fprintf(w, "sketch-fleet: %s %q: %s\n", s.Kind, s.Name, state)
 		}
 	}
 }

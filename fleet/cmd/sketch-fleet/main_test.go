@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/shmsketch/sketch"
+	"github.com/shmsketch/sketch/fleet"
 	"github.com/shmsketch/sketch/fleet/internal/redistest"
 )
 
@@ -211,4 +212,54 @@ func (s *syncBuffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
+}
+
+// TestLogChanges_Remembered: a round over a Redis that lost the other
+// host's counts is logged with the hosts summed from memory, and the
+// next round that reads them all again is logged as plain synced.
+func TestLogChanges_Remembered(t *testing.T) {
+	rs := redistest.Start(t)
+	var agents []*fleet.Agent
+	for _, host := range []string{"a", "b"} {
+		a, err := fleet.New(fleet.Config{Redis: rs.Client(t), Fleet: "f", Host: host, Timeout: 30 * time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { a.Close() })
+		c, err := sketch.OpenCountMin(sketch.Memory(), sketch.CountMinConfig{Rows: 2, Width: 64, Fleet: true, Seed: 7})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		if err := a.AddCountMin("hits", c); err != nil {
+			t.Fatal(err)
+		}
+		agents = append(agents, a)
+	}
+	ctx := context.Background()
+	syncAll := func(as ...*fleet.Agent) {
+		t.Helper()
+		for _, a := range as {
+			if err := a.Sync(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	a, b := agents[0], agents[1]
+	syncAll(a, b, a)
+	seen := map[string]string{}
+	var log bytes.Buffer
+	logChanges(a, seen, &log)
+	rs.Client(t).FlushAll(ctx)
+	syncAll(a)
+	logChanges(a, seen, &log)
+	syncAll(b, a)
+	logChanges(a, seen, &log)
+	want := `sketch-fleet: countmin "hits": synced
+sketch-fleet: countmin "hits": synced (1 host's counts from memory, its key gone from Redis)
+sketch-fleet: countmin "hits": synced
+`
+	if got := log.String(); got != want {
+		t.Errorf("the log:\n%s\nwant:\n%s", got, want)
+	}
 }
