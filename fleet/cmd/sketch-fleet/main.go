@@ -5,6 +5,9 @@
 //
 //	sketch-fleet -redis redis://10.0.0.5:6379/0 -fleet gateway [-host NAME] [-interval 1s] FILE...
 //
+// With -cluster, -redis names nodes of a Redis Cluster
+// (redis://10.0.0.5:6379?addr=10.0.0.6:6379).
+//
 // Each FILE is an arena (every structure of it is synced under its name in
 // the arena) or a standalone structure (synced under the file's base
 // name). Structures of kinds not synced yet are named and left out. With
@@ -46,6 +49,7 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 	fs := flag.NewFlagSet("sketch-fleet", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	url := fs.String("redis", "redis://127.0.0.1:6379/0", "the fleet's Redis: redis://[user:password@]host:port/db, rediss:// (TLS) or unix:///path/to/socket")
+	cluster := fs.Bool("cluster", false, "-redis is a node of a Redis Cluster: redis://host:port, more nodes as ?addr=host2:port2&addr=host3:port3")
 	name := fs.String("fleet", "", "the fleet's name, the same on every host (required)")
 	hostname, _ := os.Hostname()
 	host := fs.String("host", hostname, "this host's name, unique in the fleet")
@@ -54,7 +58,7 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 	once := fs.Bool("once", false, "run one round and exit: 0 when every structure synced, 1 otherwise")
 	metrics := fs.String("metrics", "", "serve the agent's state in Prometheus's text format at http://ADDR/metrics (host:port; empty: off)")
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "usage: sketch-fleet -fleet NAME [-redis URL] [-host NAME] [-interval D] [-once] [-metrics ADDR] FILE...\n")
+		fmt.Fprintf(stderr, "usage: sketch-fleet -fleet NAME [-redis URL [-cluster]] [-host NAME] [-interval D] [-once] [-metrics ADDR] FILE...\n")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -64,13 +68,11 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 		fs.Usage()
 		return 2
 	}
-	opt, err := redis.ParseURL(*url)
+	client, err := newClient(*url, *cluster)
 	if err != nil {
 		fmt.Fprintf(stderr, "sketch-fleet: -redis %q: %v\n", *url, err)
 		return 2
 	}
-	opt.ContextTimeoutEnabled = true // the agent's -timeout bounds each call
-	client := redis.NewClient(opt)
 	defer client.Close()
 	a, err := fleet.New(fleet.Config{Redis: client, Fleet: *name, Host: *host, Interval: *interval, Timeout: *timeout})
 	if err != nil {
@@ -98,6 +100,26 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 	}
 	rounds(ctx, a, *interval, stderr)
 	return 0
+}
+
+// newClient is the client of the Redis at url: one server, or with
+// cluster a Redis Cluster, which the agent works on as on one server (a
+// structure's keys share a hash tag).
+func newClient(url string, cluster bool) (redis.UniversalClient, error) {
+	if cluster {
+		opt, err := redis.ParseClusterURL(url)
+		if err != nil {
+			return nil, err
+		}
+		opt.ContextTimeoutEnabled = true // the agent's -timeout bounds each call
+		return redis.NewClusterClient(opt), nil
+	}
+	opt, err := redis.ParseURL(url)
+	if err != nil {
+		return nil, err
+	}
+	opt.ContextTimeoutEnabled = true
+	return redis.NewClient(opt), nil
 }
 
 // addFiles hands the agent each file, naming those it leaves out; 1 when

@@ -131,6 +131,7 @@ func TestRun_Refuses(t *testing.T) {
 		{[]string{"-fleet", "f"}, 2, "usage"},
 		{[]string{bPath}, 2, "usage"},
 		{[]string{"-fleet", "f", "-redis", "ftp://x", bPath}, 2, "-redis"},
+		{[]string{"-fleet", "f", "-cluster", "-redis", "unix://" + filepath.Join(dir, "no.sock"), bPath}, 2, "-redis"},
 		{[]string{"-fleet", "f\x00", bPath}, 2, "fleet name"},
 		{[]string{"-fleet", "f", "-host", "", bPath}, 2, "host name"},
 		{[]string{"-fleet", "f", "-interval", "-1s", bPath}, 2, "negative"},

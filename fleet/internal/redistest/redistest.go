@@ -28,13 +28,7 @@ type Server struct {
 // installs it).
 func Start(t testing.TB) *Server {
 	t.Helper()
-	exe, err := exec.LookPath("redis-server")
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("redis-server not found (%v), and CI=true runs everything: .ci/install-deps installs it", err)
-		}
-		t.Skipf("redis-server not found (%v): install it (apt-get install redis-server, or .ci/install-deps as root) to test the fleet", err)
-	}
+	exe := serverPath(t)
 	dir := t.TempDir()
 	s := &Server{exe: exe, dir: dir, Sock: filepath.Join(dir, "redis.sock")}
 	s.Start(t)
@@ -45,6 +39,20 @@ func Start(t testing.TB) *Server {
 		}
 	})
 	return s
+}
+
+// serverPath finds redis-server. Without it the test skips, and fails
+// under CI=true, which runs everything (.ci/install-deps installs it).
+func serverPath(t testing.TB) string {
+	t.Helper()
+	exe, err := exec.LookPath("redis-server")
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("redis-server not found (%v), and CI=true runs everything: .ci/install-deps installs it", err)
+		}
+		t.Skipf("redis-server not found (%v): install it (apt-get install redis-server, or .ci/install-deps as root) to test the fleet", err)
+	}
+	return exe
 }
 
 // Start starts the server (again, after stop: empty, as after a restart
