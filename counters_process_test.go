@@ -109,12 +109,7 @@ func ctrExpect(t *testing.T, c *Counters, want map[string]uint64) {
 // the adds.
 func TestCounters_FourProcessesExact(t *testing.T) {
 	requireReexec(t)
-	exes := []string{selfExe(t), selfExe(t), selfExe(t), selfExe(t)}
-	if !testing.Short() {
-		other := map[string]string{"cgo": "purego", "purego": "cgo"}[Backend]
-		exes[1] = buildTestBinary(t, t.TempDir(), other)
-		exes[3] = exes[1]
-	}
+	exes := alternatingBuilds(t, 4)
 	path := filepath.Join(t.TempDir(), "counters")
 	c := mustCreateCounters(t, path)
 	const ops = 100000

@@ -46,6 +46,19 @@ type CountMinConfig struct {
 	// fleet part or without; true only to one with a fleet part
 	// (ErrIncompatible otherwise).
 	Fleet bool `json:"fleet,omitempty"`
+	// Lanes keeps that many grids of the shape (at most MaxLanes), a lane
+	// for each writing handle, so that writers in several processes add
+	// to counters no other core writes: every read sums a counter's lanes,
+	// so answers are those of one grid. Each read-write handle claims a
+	// free lane at open (one whose handle closed or died is free; its
+	// counts stay) and adds to it; handles past the lanes share them.
+	// Only an add that returns nothing (AddBatch with nil estimates) then
+	// scales with the writers: one that returns the estimate reads every
+	// lane's lines, which the other writers keep writing. Lanes cost
+	// memory and reads: a read touches a line of every lane a row. Zero
+	// creates one grid and attaches to any number; 1 is one grid, today's
+	// layout. Not with Fleet or in a window (yet): ErrInvalidConfig.
+	Lanes int `json:"lanes,omitempty"`
 	// Seed is the hash seed. Zero means a random seed at create, so that
 	// nobody who cannot read the file can craft colliding keys; on attach,
 	// zero accepts the stored seed, and another seed is ErrIncompatible.
@@ -90,6 +103,10 @@ type CountMin struct {
 	// weighed is the weight this handle last saw recorded in the file
 	// (noteWeight): an AddN of no more skips the file's word.
 	weighed atomic.Uint64
+	// laneTag is the owner word of the lane this handle claimed (0: it
+	// shares one, or the sketch keeps one grid); lane is its index.
+	laneTag uint64
+	lane    int
 }
 
 // ClosedEstimate is what Estimate returns on a closed handle, and on a zero
@@ -105,6 +122,13 @@ type CountMinStats struct {
 	Width int `json:"width"`
 	// Fleet says that the sketch keeps a fleet part (CountMinConfig.Fleet).
 	Fleet bool `json:"fleet,omitempty"`
+	// Lanes is the lanes the sketch keeps (CountMinConfig.Lanes); 0 for
+	// one grid. Lane is the one this handle adds to, and LaneOwned
+	// whether it claimed it (false: it shares a lane with other handles,
+	// every lane having a live owner, or it is read-only).
+	Lanes     int  `json:"lanes,omitempty"`
+	Lane      int  `json:"lane,omitempty"`
+	LaneOwned bool `json:"lane_owned,omitempty"`
 	// Total is everything counted since the last reset (the largest row
 	// sum, so an add interrupted by a crash can only raise it), in the
 	// sketch's own counters.
@@ -215,10 +239,41 @@ func countMinBytes(rows, width int) uint64 {
 // countMinGridsBytes is countMinBytes with the fleet grid, when there is
 // one, after the own counters: where a candidate table starts.
 func countMinGridsBytes(rows, width int, fleet bool) uint64 {
+	return countMinLanesBytes(rows, width, 1, fleet)
+}
+
+// countMinLanesBytes is countMinGridsBytes with lanes grids of own
+// counters.
+func countMinLanesBytes(rows, width, lanes int, fleet bool) uint64 {
+	grids := uint64(max(lanes, 1))
 	if fleet {
-		return countMinBytes(rows, width) + uint64(rows)*uint64(width)*8
+		grids++
 	}
-	return countMinBytes(rows, width)
+	return cells.StripesBytes + grids*uint64(rows)*uint64(width)*8
+}
+
+// MaxLanes is the most lanes a Count-Min sketch keeps (CountMinConfig.Lanes):
+// one per add-count stripe, whose cache lines hold the lanes' owners.
+const MaxLanes = cells.StripeCount
+
+// lanesWord is the stored lanes parameter: 0 for one grid, so that a
+// sketch of one lane keeps the layout of a version without lanes.
+func lanesWord(lanes int) uint64 {
+	if lanes <= 1 {
+		return 0
+	}
+	return uint64(lanes)
+}
+
+// checkLanes refuses a Lanes the sketch cannot keep.
+func (cfg CountMinConfig) checkLanes() error {
+	switch {
+	case cfg.Lanes < 0 || cfg.Lanes > MaxLanes:
+		return fmt.Errorf("%w: %d lanes: from 1 to %d", ErrInvalidConfig, cfg.Lanes, MaxLanes)
+	case cfg.Lanes > 1 && cfg.Fleet:
+		return fmt.Errorf("%w: lanes with a fleet part are not supported yet", ErrInvalidConfig)
+	}
+	return nil
 }
 
 // flagWord is a stored flag word: 1 for true.
@@ -251,14 +306,17 @@ func (cfg CountMinConfig) spec() (spec, error) {
 	if err != nil {
 		return spec{}, err
 	}
-	size := withTable(countMinGridsBytes(rows, width, cfg.Fleet), k, keyBytes)
+	if err := cfg.checkLanes(); err != nil {
+		return spec{}, err
+	}
+	size := withTable(countMinLanesBytes(rows, width, cfg.Lanes, cfg.Fleet), k, keyBytes)
 	if size > maxFileSize-pageSize*4 {
 		return spec{}, fmt.Errorf("%w: %d x %d counters need %d bytes, more than a sketch file may have (%d)", ErrInvalidConfig, rows, width, size, uint64(maxFileSize))
 	}
 	sp := spec{
 		kind:   kindCountMin,
 		size:   size,
-		params: [8]uint64{uint64(rows), uint64(width), uint64(k), uint64(keyBytes), flagWord(cfg.Fleet)},
+		params: [8]uint64{uint64(rows), uint64(width), uint64(k), uint64(keyBytes), flagWord(cfg.Fleet), lanesWord(cfg.Lanes)},
 		seed:   cfg.Seed,
 	}
 	sp.match = func(e entry) error {
@@ -268,19 +326,25 @@ func (cfg CountMinConfig) spec() (spec, error) {
 		if err := matchFleet(cfg.Fleet, e.params[4]); err != nil {
 			return err
 		}
+		if cfg.Lanes != 0 && lanesWord(cfg.Lanes) != e.params[5] {
+			return fmt.Errorf("%w: asked for %d lanes, the file has %d", ErrIncompatible, cfg.Lanes, max(e.params[5], 1))
+		}
 		return matchCandidates(e, 2, k, keyBytes, withCands)
 	}
 	return sp, nil
 }
 
 func countMinEntryConfig(e entry) any {
-	return CountMinConfig{Rows: int(e.params[0]), Width: int(e.params[1]), Candidates: int(e.params[2]), CandidateKeyBytes: int(e.params[3]), Fleet: e.params[4] == 1}
+	return CountMinConfig{Rows: int(e.params[0]), Width: int(e.params[1]), Candidates: int(e.params[2]), CandidateKeyBytes: int(e.params[3]), Fleet: e.params[4] == 1, Lanes: int(e.params[5])}
 }
 
 func countMinEntryParams(e entry) map[string]float64 {
 	p := map[string]float64{"rows": float64(e.params[0]), "width": float64(e.params[1])}
 	if e.params[2] != 0 {
 		p["candidates"], p["candidate_key_bytes"] = float64(e.params[2]), float64(e.params[3])
+	}
+	if e.params[5] != 0 {
+		p["lanes"] = float64(e.params[5])
 	}
 	if e.params[4] != 0 {
 		p["fleet"] = float64(e.params[4])
@@ -297,11 +361,13 @@ func validateCountMinEntry(e entry) error {
 		return fmt.Errorf("count-min width %d", width)
 	case e.params[4] > 1:
 		return fmt.Errorf("count-min fleet flag %d", e.params[4])
+	case e.params[5] == 1 || e.params[5] > MaxLanes || e.params[5] > 1 && e.params[4] != 0:
+		return fmt.Errorf("count-min lanes %d (fleet part %d)", e.params[5], e.params[4])
 	}
 	if err := validateCandidates(e.params[2], e.params[3]); err != nil {
 		return err
 	}
-	if want := withTable(countMinGridsBytes(int(rows), int(width), e.params[4] == 1), int(e.params[2]), int(e.params[3])); e.size != want {
+	if want := withTable(countMinLanesBytes(int(rows), int(width), int(e.params[5]), e.params[4] == 1), int(e.params[2]), int(e.params[3])); e.size != want {
 		return fmt.Errorf("count-min region of %d bytes, %d x %d (fleet part %d) with %d candidates needs %d", e.size, rows, width, e.params[4], e.params[2], want)
 	}
 	return nil
@@ -340,18 +406,72 @@ func newCountMin(m *mapping) (*CountMin, error) {
 	if fleet {
 		c.l.Fleet = unsafe.Add(c.l.Cells, uint64(rows)*width*8)
 	}
-	if k := int(m.ent.params[2]); k != 0 {
-		if !m.readOnly {
-			if err := m.joinLock(); err != nil {
-				m.close()
-				return nil, err
-			}
+	lanes := int(max(m.ent.params[5], 1))
+	k := int(m.ent.params[2])
+	if (k != 0 || lanes > 1) && !m.readOnly {
+		if err := m.joinLock(); err != nil {
+			m.close()
+			return nil, err
 		}
-		c.top = newCandidateTable(m.entryBytes(), countMinGridsBytes(rows, int(width), fleet), k, int(m.ent.params[3]), m)
+	}
+	if lanes > 1 {
+		c.l.Lanes, c.l.LaneBytes = lanes, uintptr(rows)*uintptr(width)*8
+		if !m.readOnly {
+			c.claimLane(m.lk)
+		}
+	}
+	if k != 0 {
+		c.top = newCandidateTable(m.entryBytes(), countMinLanesBytes(rows, int(width), lanes, fleet), k, int(m.ent.params[3]), m)
 	}
 	c.init(m, c)
 	c.open.Store(true)
 	return c, nil
+}
+
+// laneOwnerOff is where, in stripe j's cache line, the owner of lane j
+// is recorded: the tag of the handle that claimed it (its token id and
+// GEN bits, window_linux.go) plus one; 0 is free.
+const laneOwnerOff = 48
+
+func laneOwner(l *cells.CountMin, j int) *uint64 {
+	return stripeWord(l, uintptr(j)*cells.StripeBytes+laneOwnerOff)
+}
+
+// claimLane gives a read-write handle its lane: a free one, else one whose
+// owner is dead (its counts stay: they are valid adds), else, every lane
+// having a live owner, one shared by token id. Every add is atomic, so a
+// lane shared, or taken for a dead one's while its owner lives (a holder
+// the tokens cannot ask about), counts right; lanes only keep writers off
+// each other's cache lines.
+func (c *CountMin) claimLane(lk *fileLock) {
+	tag := uint64(tokenID(lk)) + 1
+	for pass := range 2 {
+		for j := range c.l.Lanes {
+			w := laneOwner(&c.l, j)
+			v := atomic.LoadUint64(w)
+			free := v == 0
+			if pass == 1 {
+				free = v != 0 && !tokenAlive(lk, int(v-1))
+			}
+			if free && atomic.CompareAndSwapUint64(w, v, tag) {
+				c.setLane(j, tag)
+				return
+			}
+		}
+	}
+	c.setLane(lockStripe(lk)%c.l.Lanes, 0)
+}
+
+func (c *CountMin) setLane(j int, tag uint64) {
+	c.lane, c.laneTag = j, tag
+	c.l.Lane = unsafe.Add(c.l.Cells, uintptr(j)*c.l.LaneBytes)
+}
+
+// releaseLane frees the lane this handle claimed, for the next handle.
+func (c *CountMin) releaseLane() {
+	if c.laneTag != 0 && c.open.Load() {
+		atomic.CompareAndSwapUint64(laneOwner(&c.l, c.lane), c.laneTag, 0)
+	}
 }
 
 // Add counts key once and returns the sketch's new estimate for it: the
@@ -557,6 +677,9 @@ func (c *CountMin) Stats() CountMinStats {
 		Rows:       c.l.Rows,
 		Width:      int(c.l.Mask + 1),
 		Fleet:      c.l.Fleet != nil,
+		Lanes:      int(lanesWord(c.l.Lanes)),
+		Lane:       c.lane,
+		LaneOwned:  c.laneTag != 0,
 		ErrorRate:  math.E / float64(c.l.Mask+1),
 		Confidence: 1 - math.Exp(-float64(c.l.Rows)),
 	}
@@ -641,6 +764,7 @@ func (c *CountMin) Close() error {
 	if c == nil {
 		return nil
 	}
+	c.releaseLane()
 	return c.close()
 }
 
@@ -870,14 +994,14 @@ func (c *CountMin) checkCounters() error {
 // counter past maxCount by more than racing adds can carry it: damage.
 func (c *CountMin) overSaturated() error {
 	width := uintptr(c.l.Mask + 1)
-	for i := 0; i < c.l.Rows; i++ {
+	for i := 0; i < c.l.Rows*max(c.l.Lanes, 1); i++ { // a lane's rows follow the last's
 		row := unsafe.Add(c.l.Cells, uintptr(i)*c.l.RowBytes)
 		for j := uintptr(0); j < width; j++ {
 			if v := atomic.LoadUint64((*uint64)(unsafe.Add(row, j*8))); v > cells.MaxCount+overSaturated {
 				if !c.open.Load() {
 					return c.closedErr("check")
 				}
-				return c.m.errorf("check", fmt.Errorf("%w: counter %d of row %d holds %d, past the largest count 2^63 by more than adds racing it can carry it", ErrDamaged, j, i, v))
+				return c.m.errorf("check", fmt.Errorf("%w: counter %d of row %d holds %d, past the largest count 2^63 by more than adds racing it can carry it", ErrDamaged, j, i%c.l.Rows, v))
 			}
 		}
 	}
@@ -981,13 +1105,15 @@ func (c *CountMin) Merge(others ...*CountMin) error {
 	return c.after("merge")
 }
 
-// mergeCells adds src's counters and add-count stripes into dst's, which
-// has the same shape, saturating.
+// mergeCells adds src's counters (its lanes summed) and add-count
+// stripes into dst's, which has the same shape, saturating: into the
+// lane dst's handle writes.
 func mergeCells(dst, src *cells.CountMin) {
 	n := uintptr(dst.Rows) * uintptr(dst.Mask+1)
+	into := dst.WriteGrid()
 	for i := uintptr(0); i < n; i++ {
-		if v := atomic.LoadUint64((*uint64)(unsafe.Add(src.Cells, i*8))); v != 0 {
-			cells.AddCell((*uint64)(unsafe.Add(dst.Cells, i*8)), min(v, cells.MaxCount))
+		if v := src.Load(i * 8); v != 0 {
+			cells.AddCell((*uint64)(unsafe.Add(into, i*8)), min(v, cells.MaxCount))
 		}
 	}
 	for i := uintptr(0); i < cells.StripeCount; i++ {
@@ -1138,14 +1264,15 @@ func (c *CountMin) copyRegion(dst []byte) error {
 
 // ExportCounts returns the sketch's own counters, rows x width uint64
 // little-endian, row-major: what this host counted, without the fleet
-// part. Each counter is read once, atomically, while adds go on, so a
-// counter is never torn, and an add running during the export may be in
-// some rows of it and not others. A closed handle is ErrClosed.
+// part, each summed over the lanes. Each counter is read once,
+// atomically, while adds go on, so a counter is never torn, and an add
+// running during the export may be in some rows of it and not others. A
+// closed handle is ErrClosed.
 func (c *CountMin) ExportCounts() ([]byte, error) {
 	if !c.open.Load() {
 		return nil, c.closedErr("export")
 	}
-	out := exportGrid(c.l.Cells, c.l.Rows, c.l.Mask+1)
+	out := exportCounts(&c.l)
 	return out, c.after("export")
 }
 
@@ -1169,6 +1296,19 @@ func (c *CountMin) SetFleetCounts(counts []byte) error {
 		return c.m.errorf("set fleet counts", err)
 	}
 	return c.after("set fleet counts")
+}
+
+// exportCounts is exportGrid of l's counters, each summed over the lanes.
+func exportCounts(l *cells.CountMin) []byte {
+	if l.Lanes <= 1 {
+		return exportGrid(l.Cells, l.Rows, l.Mask+1)
+	}
+	n := uintptr(l.Rows) * uintptr(l.Mask+1)
+	out := make([]byte, n*8)
+	for i := uintptr(0); i < n; i++ {
+		binary.LittleEndian.PutUint64(out[i*8:], l.Load(i*8))
+	}
+	return out
 }
 
 // exportGrid reads a grid of rows x width counters, once each and

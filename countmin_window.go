@@ -52,6 +52,9 @@ func (wc CountMinWindowConfig) spec() (spec, error) {
 	if err != nil {
 		return spec{}, err
 	}
+	if cfg.Lanes > 1 {
+		return spec{}, fmt.Errorf("%w: a window keeps one lane (lanes in windows are not supported yet)", ErrInvalidConfig)
+	}
 	if w == (Window{}) {
 		// The zero window attaches to whatever window is stored, and
 		// cannot create (size 0).

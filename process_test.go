@@ -605,6 +605,26 @@ func selfExe(t *testing.T) string {
 	return exe
 }
 
+// alternatingBuilds returns n test binaries for the children of one
+// test: this build's, and, from the second on, every other one of the
+// other build, where it can be built and the run is not -short, so that
+// processes of both builds share a file.
+func alternatingBuilds(t *testing.T, n int) []string {
+	t.Helper()
+	self, other := selfExe(t), ""
+	if ob := map[string]string{"cgo": "purego", "purego": "cgo"}[Backend]; !testing.Short() && canBuildBackend(ob) {
+		other = backendBinary(t, ob)
+	}
+	exes := make([]string, n)
+	for i := range exes {
+		exes[i] = self
+		if i%2 == 1 && other != "" {
+			exes[i] = other
+		}
+	}
+	return exes
+}
+
 // requireReexec skips a multi-process test where this binary cannot start
 // itself again (see canReexec).
 func requireReexec(t *testing.T) {

@@ -94,9 +94,10 @@
 // raised), though never make one panic or read past a structure.
 //
 // The keys of one structure share a Redis Cluster hash tag, {fleet/name}
-// (the names escaped), so the agent works on Redis Cluster too. A
-// structure's description key has no expiry: give Redis a maxmemory
-// policy that never evicts such keys (noeviction, or a volatile-* one).
+// (the names escaped), so the agent works on Redis Cluster too
+// (TestSync_Cluster runs it on three masters). A structure's description
+// key has no expiry: give Redis a maxmemory policy that never evicts such
+// keys (noeviction, or a volatile-* one).
 // Each round sends every structure whole and reads the fleet's back (a
 // window: each period), so a Bloom filter costs its size each way a round;
 // filters past Redis's 512 MB string limit are not synced.

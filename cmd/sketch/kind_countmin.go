@@ -7,7 +7,7 @@ import (
 )
 
 // countMinKind is the Count-Min sketch's row of cliKinds.
-var countMinKind = cliKindOf(sketch.KindCountMin, []string{"error", "confidence", "rows", "width", "candidates", "candidate-key-bytes", "fleet"},
+var countMinKind = cliKindOf(sketch.KindCountMin, []string{"error", "confidence", "rows", "width", "candidates", "candidate-key-bytes", "fleet", "lanes"},
 	sketch.OpenCountMin, newCountMin, func(f createFlags) sketch.CountMinConfig { return f.cms }, nil)
 
 // countMin is a Count-Min sketch to the commands.
@@ -28,6 +28,9 @@ func (s *countMin) describe() string {
 	}
 	if cfg.Fleet {
 		d += ", a fleet part"
+	}
+	if cfg.Lanes > 1 {
+		d += fmt.Sprintf(", %d lanes", cfg.Lanes)
 	}
 	return d
 }
@@ -108,6 +111,9 @@ func (s *countMin) stats() ([][2]string, any) {
 	}
 	if st.Fleet {
 		rows = append(rows, fleetRow(st.FleetTotal))
+	}
+	if st.Lanes > 1 {
+		rows = append(rows, [2]string{"lanes", fmt.Sprintf("%d (a grid for each writing process; every answer sums them)", st.Lanes)})
 	}
 	if st.Candidates != nil {
 		rows = append(rows, candidateRow(st.Candidates))

@@ -14,6 +14,14 @@ import (
 // CountMin locates a Count-Min sketch's words in the mapping.
 type CountMin struct {
 	Cells unsafe.Pointer // rows x width uint64 counters, row-major
+	// Lanes is the number of grids a sketch with lanes keeps, LaneBytes
+	// apart from Cells on: a counter is the sum of its lanes' (saturating
+	// at MaxCount), so every read sums them; an add goes to Lane only,
+	// the grid this handle writes. Lanes <= 1 (and a nil Lane): one grid,
+	// Cells. Windows keep one.
+	Lanes     int
+	LaneBytes uintptr
+	Lane      unsafe.Pointer
 	// Fleet is the fleet part, a grid of Cells' shape holding the rest of
 	// a fleet's counts, which every read adds to Cells' (saturating at
 	// MaxCount) and no add writes; nil without one. Every function that
@@ -71,6 +79,10 @@ func (l *CountMin) AddCells(lo, hi, n uint64) uint64 {
 	if l.Fleet != nil {
 		return l.addCellsFleet(lo, hi, n)
 	}
+	if l.Lanes > 1 {
+		l.AddLane(lo, hi, n)
+		return l.EstimateHashed(lo, hi)
+	}
 	h2 := hi | 1
 	est := ^uint64(0)
 	row := l.Cells
@@ -80,6 +92,49 @@ func (l *CountMin) AddCells(lo, hi, n uint64) uint64 {
 		row = unsafe.Add(row, l.RowBytes)
 	}
 	return est
+}
+
+// AddLane adds n to the key's counter in every row of this handle's lane
+// and reads nothing else: a blind add. Reading the other lanes' lines,
+// which other cores keep writing, costs what writing them does, so only a
+// blind add scales with the writers.
+func (l *CountMin) AddLane(lo, hi, n uint64) {
+	h2 := hi | 1
+	row := l.Lane
+	for i := 0; i < l.Rows; i++ {
+		col := Spread(lo+uint64(i)*h2) & l.Mask
+		AddCell((*uint64)(unsafe.Add(row, col*8)), n)
+		row = unsafe.Add(row, l.RowBytes)
+	}
+}
+
+// WriteGrid is the grid this handle adds to: its lane, or the one grid.
+func (l *CountMin) WriteGrid() unsafe.Pointer {
+	if l.Lanes > 1 {
+		return l.Lane
+	}
+	return l.Cells
+}
+
+// Load is the counter at byte offset off of a grid, summed over the
+// lanes when there are several.
+func (l *CountMin) Load(off uintptr) uint64 {
+	if l.Lanes > 1 {
+		return l.laneSum(off)
+	}
+	return atomic.LoadUint64((*uint64)(unsafe.Add(l.Cells, off)))
+}
+
+// laneSum is the counter at byte offset off of lane 0's grid, summed over
+// the lanes, saturating at MaxCount.
+func (l *CountMin) laneSum(off uintptr) uint64 {
+	var sum uint64
+	p := unsafe.Add(l.Cells, off)
+	for range l.Lanes {
+		sum = SumCells(sum, atomic.LoadUint64((*uint64)(p)))
+		p = unsafe.Add(p, l.LaneBytes)
+	}
+	return sum
 }
 
 // addCellsFleet is AddCells with a fleet part: the minimum of the rows'
@@ -169,6 +224,9 @@ func (l *CountMin) EstimateHashed(lo, hi uint64) uint64 {
 	if l.Fleet != nil {
 		return l.estimateFleet(lo, hi)
 	}
+	if l.Lanes > 1 {
+		return l.estimateLanes(lo, hi)
+	}
 	h2 := hi | 1
 	est := ^uint64(0)
 	row := l.Cells
@@ -178,6 +236,18 @@ func (l *CountMin) EstimateHashed(lo, hi uint64) uint64 {
 		row = unsafe.Add(row, l.RowBytes)
 	}
 	return min(est, MaxCount)
+}
+
+// estimateLanes is EstimateHashed with lanes: the minimum over the rows
+// of the counter summed over the lanes.
+func (l *CountMin) estimateLanes(lo, hi uint64) uint64 {
+	h2 := hi | 1
+	est := ^uint64(0)
+	for i := 0; i < l.Rows; i++ {
+		off := uintptr(i)*l.RowBytes + uintptr(Spread(lo+uint64(i)*h2)&l.Mask)*8
+		est = min(est, l.laneSum(off))
+	}
+	return est
 }
 
 // estimateFleet is EstimateHashed with a fleet part: the minimum over the
@@ -287,6 +357,9 @@ func (l *CountMin) TouchHashed(lo, hi uint64) uint64 {
 	h2 := hi | 1
 	var sink uint64
 	row := l.Cells
+	if l.Lanes > 1 {
+		row = l.Lane
+	}
 	for i := 0; i < l.Rows; i++ {
 		col := Spread(lo+uint64(i)*h2) & l.Mask
 		sink += atomic.LoadUint64((*uint64)(unsafe.Add(row, col*8)))
@@ -327,7 +400,12 @@ func (l *CountMin) AddChunk(keys [][]byte, n uint64, est []uint64) {
 	if len(keys) == 0 {
 		return
 	}
-	if !l.Prefetch {
+	if est == nil && l.Lanes > 1 {
+		for _, k := range keys {
+			lo, hi := Hash(k, l.Seed)
+			l.AddLane(lo, hi, n)
+		}
+	} else if !l.Prefetch {
 		for i, k := range keys {
 			lo, hi := Hash(k, l.Seed)
 			v := l.AddCells(lo, hi, n)
@@ -369,9 +447,37 @@ func (CountMinGo) EstimateBatch(l *CountMin, keys [][]byte, est []uint64) {
 // and reports whether any counter has saturated. The loop keeps the carry
 // and an OR of the counters instead of branching on each one.
 func (CountMinGo) RowSums(l *CountMin, sums []uint64) (saturated bool) {
+	if l.Lanes > 1 {
+		return l.laneRowSums(sums)
+	}
+	return rowSums(l.Cells, l, sums)
+}
+
+// laneRowSums is RowSums over lanes: each lane's row sums added,
+// saturating.
+func (l *CountMin) laneRowSums(sums []uint64) (saturated bool) {
+	clear(sums)
+	lane := make([]uint64, len(sums))
+	for j := range l.Lanes {
+		if rowSums(unsafe.Add(l.Cells, uintptr(j)*l.LaneBytes), l, lane) {
+			saturated = true
+		}
+		for i, v := range lane {
+			s, c := bits.Add64(sums[i], v, 0)
+			if c != 0 {
+				s = ^uint64(0)
+			}
+			sums[i] = s
+		}
+	}
+	return saturated
+}
+
+// rowSums is RowSums of one grid of l's shape.
+func rowSums(grid unsafe.Pointer, l *CountMin, sums []uint64) (saturated bool) {
 	width := uintptr(l.Mask + 1)
 	var seen uint64
-	row := l.Cells
+	row := grid
 	for i := 0; i < l.Rows; i++ {
 		var sum, carry uint64
 		for j := uintptr(0); j < width; j++ {
@@ -411,7 +517,7 @@ func (l *CountMin) AddCount() uint64 {
 // never in the middle of one; an atomic store a word would cost a locked
 // instruction each on amd64, for nothing.
 func (CountMinGo) Reset(l *CountMin) {
-	clear(unsafe.Slice((*uint64)(l.Cells), uintptr(l.Rows)*uintptr(l.Mask+1)))
+	clear(unsafe.Slice((*uint64)(l.Cells), uintptr(max(l.Lanes, 1))*uintptr(l.Rows)*uintptr(l.Mask+1)))
 	for i := uintptr(0); i < StripeCount; i++ {
 		atomic.StoreUint64((*uint64)(unsafe.Add(l.Stripes, i*StripeBytes)), 0)
 	}
@@ -461,7 +567,9 @@ func (l *CountMin) ResetTracked(open *atomic.Bool) bool {
 		if !open.Load() {
 			return false
 		}
-		clear(unsafe.Slice((*uint64)(unsafe.Add(l.Cells, uintptr(i)*l.RowBytes)), width))
+		for j := range max(l.Lanes, 1) {
+			clear(unsafe.Slice((*uint64)(unsafe.Add(l.Cells, uintptr(j)*l.LaneBytes+uintptr(i)*l.RowBytes)), width))
+		}
 		atomic.AddUint64(l.ResetGen(), 0)
 	}
 	for i := uintptr(0); i < StripeCount; i++ {

@@ -1,0 +1,31 @@
+package main
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestCreate_CountMinLanes: create --lanes makes a Count-Min sketch of
+// lanes, which create and stats show, and whose answers are one grid's;
+// --lanes sizes no other kind, and a count the library refuses is a
+// usage error.
+func TestCreate_CountMinLanes(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "lanes.cms")
+	if out := sk(t, "create", path, "--rows", "2", "--width", "64", "--lanes", "4").ok(t, "create --lanes"); !strings.Contains(out, "4 lanes") {
+		t.Errorf("create --lanes:\n%s", out)
+	}
+	sk(t, "add", path, "a", "a", "b").ok(t, "add")
+	if st := sk(t, "stats", path).ok(t, "stats"); !strings.Contains(st, "lanes") || !strings.Contains(st, "total") {
+		t.Errorf("stats does not show the lanes:\n%s", st)
+	}
+	if out := sk(t, "query", path, "a").ok(t, "query"); !strings.Contains(out, "2") {
+		t.Errorf("query after two adds of a:\n%s", out)
+	}
+	if r := sk(t, "create", filepath.Join(t.TempDir(), "x"), "--lanes", "65"); r.code != 2 {
+		t.Errorf("--lanes 65: exit %d, want 2", r.code)
+	}
+	if r := sk(t, "create", filepath.Join(t.TempDir(), "y"), "--kind", "bloom", "--capacity", "10", "--lanes", "2"); r.code != 2 {
+		t.Errorf("--lanes on a Bloom filter: exit %d, want 2", r.code)
+	}
+}
