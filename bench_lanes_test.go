@@ -9,47 +9,59 @@ import (
 
 // BenchmarkCountMinLanes adds the zipf stream blind (AddBatch without
 // estimates, 64 keys a call) to the default shape from 1 or 2 writers,
-// each a goroutine with a handle of its own on one file, as processes
-// have, each at its own place in the stream, with 1 lane (today's
-// layout) and with a lane a writer. ns/op is wall time a key: writers=1
-// over writers=2 is the speed-up.
+// goroutines each with a handle of its own on one file (as processes
+// have) or of one handle, each at its own place in the stream, with 1
+// lane (today's layout) and with 2 and 4. ns/op is wall time a key:
+// writers=1 over writers=2 is the speed-up.
 func BenchmarkCountMinLanes(b *testing.B) {
 	z, _, _ := benchStreams()
 	for _, lanes := range []int{1, 2, 4} {
-		for _, writers := range []int{1, 2} {
-			b.Run(fmt.Sprintf("lanes=%d/writers=%d", lanes, writers), func(b *testing.B) {
-				path := filepath.Join(b.TempDir(), "lanes")
-				cfg := CountMinConfig{Rows: benchDefaultShape.rows, Width: benchDefaultShape.width, Lanes: lanes}
-				hs := make([]*CountMin, writers)
-				for i := range hs {
-					c, err := OpenCountMin(Path(path), cfg)
-					if err != nil {
-						b.Fatal(err)
-					}
-					defer c.Close()
-					hs[i] = c
+		for _, mode := range []string{"handles", "onehandle"} {
+			for _, writers := range []int{1, 2} {
+				if mode == "onehandle" && writers == 1 {
+					continue // the same as one handle
 				}
-				keys := z.bytes
-				const batch = 64
-				var wg sync.WaitGroup
-				b.ResetTimer()
-				for w, c := range hs {
-					n := (w+1)*b.N/writers - w*b.N/writers
-					off := w * len(keys) / writers
-					wg.Go(func() {
-						for done := 0; done < n; done += batch {
-							at := (off + done) % (len(keys) - batch)
-							c.AddBatch(keys[at:at+min(batch, n-done)], nil)
-						}
-					})
-				}
-				wg.Wait()
-				b.StopTimer()
-				if sec := b.Elapsed().Seconds(); sec > 0 {
-					b.ReportMetric(float64(b.N)/sec, "keys/s")
-				}
-			})
+				b.Run(fmt.Sprintf("lanes=%d/%s/writers=%d", lanes, mode, writers), func(b *testing.B) {
+					benchLaneWriters(b, z.bytes, lanes, writers, mode == "onehandle")
+				})
+			}
 		}
+	}
+}
+
+func benchLaneWriters(b *testing.B, keys [][]byte, lanes, writers int, oneHandle bool) {
+	path := filepath.Join(b.TempDir(), "lanes")
+	cfg := CountMinConfig{Rows: benchDefaultShape.rows, Width: benchDefaultShape.width, Lanes: lanes}
+	hs := make([]*CountMin, writers)
+	for i := range hs {
+		if i > 0 && oneHandle {
+			hs[i] = hs[0]
+			continue
+		}
+		c, err := OpenCountMin(Path(path), cfg)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer c.Close()
+		hs[i] = c
+	}
+	const batch = 64
+	var wg sync.WaitGroup
+	b.ResetTimer()
+	for w, c := range hs {
+		n := (w+1)*b.N/writers - w*b.N/writers
+		off := w * len(keys) / writers
+		wg.Go(func() {
+			for done := 0; done < n; done += batch {
+				at := (off + done) % (len(keys) - batch)
+				c.AddBatch(keys[at:at+min(batch, n-done)], nil)
+			}
+		})
+	}
+	wg.Wait()
+	b.StopTimer()
+	if sec := b.Elapsed().Seconds(); sec > 0 {
+		b.ReportMetric(float64(b.N)/sec, "keys/s")
 	}
 }
 

@@ -103,10 +103,9 @@ type CountMin struct {
 	// weighed is the weight this handle last saw recorded in the file
 	// (noteWeight): an AddN of no more skips the file's word.
 	weighed atomic.Uint64
-	// laneTag is the owner word of the lane this handle claimed (0: it
-	// shares one, or the sketch keeps one grid); lane is its index.
-	laneTag uint64
-	lane    int
+	// lanes are the lanes this handle adds to (countmin_lanes.go); nil
+	// for a sketch of one grid and on a read-only handle.
+	lanes *handleLanes
 }
 
 // ClosedEstimate is what Estimate returns on a closed handle, and on a zero
@@ -417,7 +416,7 @@ func newCountMin(m *mapping) (*CountMin, error) {
 	if lanes > 1 {
 		c.l.Lanes, c.l.LaneBytes = lanes, uintptr(rows)*uintptr(width)*8
 		if !m.readOnly {
-			c.claimLane(m.lk)
+			c.lanes = newHandleLanes(&c.l, m.lk)
 		}
 	}
 	if k != 0 {
@@ -426,52 +425,6 @@ func newCountMin(m *mapping) (*CountMin, error) {
 	c.init(m, c)
 	c.open.Store(true)
 	return c, nil
-}
-
-// laneOwnerOff is where, in stripe j's cache line, the owner of lane j
-// is recorded: the tag of the handle that claimed it (its token id and
-// GEN bits, window_linux.go) plus one; 0 is free.
-const laneOwnerOff = 48
-
-func laneOwner(l *cells.CountMin, j int) *uint64 {
-	return stripeWord(l, uintptr(j)*cells.StripeBytes+laneOwnerOff)
-}
-
-// claimLane gives a read-write handle its lane: a free one, else one whose
-// owner is dead (its counts stay: they are valid adds), else, every lane
-// having a live owner, one shared by token id. Every add is atomic, so a
-// lane shared, or taken for a dead one's while its owner lives (a holder
-// the tokens cannot ask about), counts right; lanes only keep writers off
-// each other's cache lines.
-func (c *CountMin) claimLane(lk *fileLock) {
-	tag := uint64(tokenID(lk)) + 1
-	for pass := range 2 {
-		for j := range c.l.Lanes {
-			w := laneOwner(&c.l, j)
-			v := atomic.LoadUint64(w)
-			free := v == 0
-			if pass == 1 {
-				free = v != 0 && !tokenAlive(lk, int(v-1))
-			}
-			if free && atomic.CompareAndSwapUint64(w, v, tag) {
-				c.setLane(j, tag)
-				return
-			}
-		}
-	}
-	c.setLane(lockStripe(lk)%c.l.Lanes, 0)
-}
-
-func (c *CountMin) setLane(j int, tag uint64) {
-	c.lane, c.laneTag = j, tag
-	c.l.Lane = unsafe.Add(c.l.Cells, uintptr(j)*c.l.LaneBytes)
-}
-
-// releaseLane frees the lane this handle claimed, for the next handle.
-func (c *CountMin) releaseLane() {
-	if c.laneTag != 0 && c.open.Load() {
-		atomic.CompareAndSwapUint64(laneOwner(&c.l, c.lane), c.laneTag, 0)
-	}
 }
 
 // Add counts key once and returns the sketch's new estimate for it: the
@@ -556,6 +509,10 @@ func (c *CountMin) AddBatch(keys [][]byte, estimates []uint64) error {
 			c.batchCore(len(chunk)).AddBatch(&c.l, chunk, 1, buf[:len(chunk)])
 			c.offerBatch(chunk, buf[:len(chunk)])
 		}
+		return c.afterBatch(nil, "add")
+	}
+	if estimates == nil && c.lanes != nil {
+		c.addBlind(keys)
 		return c.afterBatch(nil, "add")
 	}
 	c.batchCore(len(keys)).AddBatch(&c.l, keys, 1, estimates)
@@ -678,8 +635,8 @@ func (c *CountMin) Stats() CountMinStats {
 		Width:      int(c.l.Mask + 1),
 		Fleet:      c.l.Fleet != nil,
 		Lanes:      int(lanesWord(c.l.Lanes)),
-		Lane:       c.lane,
-		LaneOwned:  c.laneTag != 0,
+		Lane:       c.lanes.first().lane,
+		LaneOwned:  c.lanes.first().tag != 0,
 		ErrorRate:  math.E / float64(c.l.Mask+1),
 		Confidence: 1 - math.Exp(-float64(c.l.Rows)),
 	}
@@ -764,7 +721,9 @@ func (c *CountMin) Close() error {
 	if c == nil {
 		return nil
 	}
-	c.releaseLane()
+	if c.open.Load() {
+		c.lanes.release(&c.l)
+	}
 	return c.close()
 }
 

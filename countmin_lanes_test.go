@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"path/filepath"
+	"sync"
 	"testing"
 )
 
@@ -39,10 +40,10 @@ func TestCountMinLanes_AnswerAsOneGrid(t *testing.T) {
 	}
 	seen := map[int]bool{}
 	for i, h := range hs {
-		if h.laneTag == 0 || seen[h.lane] {
-			t.Fatalf("handle %d: lane %d, owned %v: want a lane of its own", i, h.lane, h.laneTag != 0)
+		if st := h.Stats(); !st.LaneOwned || seen[st.Lane] {
+			t.Fatalf("handle %d: lane %d, owned %v: want a lane of its own", i, st.Lane, st.LaneOwned)
 		}
-		seen[h.lane] = true
+		seen[h.Stats().Lane] = true
 	}
 	one := mustCountMin(t, Memory(), lanesCfg)
 	rng := rand.New(rand.NewPCG(1, 2))
@@ -150,27 +151,28 @@ func TestCountMinLanes_Claims(t *testing.T) {
 	cfg.Lanes = 2
 	a := mustCountMin(t, Path(path), cfg)
 	b := mustCountMin(t, Path(path), CountMinConfig{})
-	if a.laneTag == 0 || b.laneTag == 0 || a.lane == b.lane {
-		t.Fatalf("two handles of two lanes: lanes %d and %d, owned %v and %v", a.lane, b.lane, a.laneTag != 0, b.laneTag != 0)
+	sa, sb := a.Stats(), b.Stats()
+	if !sa.LaneOwned || !sb.LaneOwned || sa.Lane == sb.Lane {
+		t.Fatalf("two handles of two lanes: lanes %d and %d, owned %v and %v", sa.Lane, sb.Lane, sa.LaneOwned, sb.LaneOwned)
 	}
 	ro := mustCountMin(t, Path(path), CountMinConfig{}, WithReadOnly())
-	if ro.laneTag != 0 {
+	if ro.Stats().LaneOwned {
 		t.Error("a read-only handle claimed a lane")
 	}
 	c := mustCountMin(t, Path(path), CountMinConfig{})
-	if c.laneTag != 0 {
-		t.Fatalf("a third handle of two lanes owns lane %d", c.lane)
+	if c.Stats().LaneOwned {
+		t.Fatalf("a third handle of two lanes owns lane %d", c.Stats().Lane)
 	}
 	c.AddString("shared")
 	if e := ro.EstimateString("shared"); e != 1 {
 		t.Errorf("an add to a shared lane reads %d, want 1", e)
 	}
-	freed := a.lane
+	freed := sa.Lane
 	a.AddString("kept")
 	a.Close()
 	d := mustCountMin(t, Path(path), CountMinConfig{})
-	if d.laneTag == 0 || d.lane != freed {
-		t.Fatalf("after a Close the next handle got lane %d (owned %v), want lane %d", d.lane, d.laneTag != 0, freed)
+	if sd := d.Stats(); !sd.LaneOwned || sd.Lane != freed {
+		t.Fatalf("after a Close the next handle got lane %d (owned %v), want lane %d", sd.Lane, sd.LaneOwned, freed)
 	}
 	if e := d.EstimateString("kept"); e != 1 {
 		t.Errorf("the closed handle's lane reads %d for its add, want 1 (counts stay)", e)
@@ -233,8 +235,8 @@ func TestCountMinLanes_BlindBatchesPastL2(t *testing.T) {
 	cfg := CountMinConfig{Rows: 2, Width: 1 << 19, Seed: 7, Lanes: 2}
 	a := mustCountMin(t, Path(path), cfg)
 	b := mustCountMin(t, Path(path), CountMinConfig{})
-	if !a.l.Prefetch || a.lane == b.lane {
-		t.Fatalf("prefetch %v, lanes %d and %d: want a grid past L2 and two lanes", a.l.Prefetch, a.lane, b.lane)
+	if !a.l.Prefetch || a.Stats().Lane == b.Stats().Lane {
+		t.Fatalf("prefetch %v, lanes %d and %d: want a grid past L2 and two lanes", a.l.Prefetch, a.Stats().Lane, b.Stats().Lane)
 	}
 	one := mustCountMin(t, Memory(), CountMinConfig{Rows: 2, Width: 1 << 19, Seed: 7})
 	keys := make([][]byte, 600)
@@ -270,5 +272,64 @@ func TestCountMinLanes_InAnArena(t *testing.T) {
 	}
 	if got := ar.List()[0].Config.(CountMinConfig).Lanes; got != 2 {
 		t.Errorf("the arena lists %d lanes, want 2", got)
+	}
+}
+
+// TestCountMinLanes_GoroutinesOfOneHandle: a blind batch that finds the
+// handle's lane busy (another goroutine's batch in it) goes to a lane the
+// handle claims then, and Close frees every lane it claimed; goroutines
+// racing on one handle count exactly.
+func TestCountMinLanes_GoroutinesOfOneHandle(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "lanes")
+	cfg := lanesCfg
+	cfg.Lanes = 3
+	c := mustCountMin(t, Path(path), cfg)
+	first := c.Stats().Lane
+	// Hold the handle's lane as a goroutine's batch would.
+	held := c.lanes.take(&c.l)
+	if held == nil || held.lane != first {
+		t.Fatalf("took %v, want the first lane %d", held, first)
+	}
+	for range 64 {
+		if err := c.AddBatch([][]byte{[]byte("x")}, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	held.busy.Store(0)
+	slots := *c.lanes.slots.Load()
+	if len(slots) != 2 || slots[1].tag == 0 || slots[1].lane == first {
+		t.Fatalf("after batches that found its lane busy the handle holds %d lanes", len(slots))
+	}
+	if e := c.EstimateString("x"); e != 64 {
+		t.Errorf("x reads %d after 64 adds", e)
+	}
+	// Racing goroutines: exact.
+	var wg sync.WaitGroup
+	for g := range 4 {
+		wg.Go(func() {
+			keys := [][]byte{fmt.Appendf(nil, "g%d", g), []byte("all")}
+			for range 500 {
+				c.AddBatch(keys, nil)
+			}
+		})
+	}
+	wg.Wait()
+	for g := range 4 {
+		if e := c.EstimateString(fmt.Sprint("g", g)); e < 500 {
+			t.Errorf("g%d reads %d after 500 adds", g, e)
+		}
+	}
+	if e := c.EstimateString("all"); e < 2000 {
+		t.Errorf("all reads %d after 2000 adds", e)
+	}
+	if tot := c.Stats().Total; tot != 64+4000 {
+		t.Errorf("total %d, want %d", tot, 64+4000)
+	}
+	c.Close()
+	// Every lane it held is free: three new handles own three lanes.
+	for i := range 3 {
+		if st := mustCountMin(t, Path(path), CountMinConfig{}).Stats(); !st.LaneOwned {
+			t.Errorf("handle %d after the Close shares a lane", i)
+		}
 	}
 }

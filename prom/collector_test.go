@@ -526,6 +526,37 @@ func TestNewCollector_FleetPart(t *testing.T) {
 	}
 }
 
+// TestNewCollector_Lanes: a Count-Min sketch of lanes has a
+// sketch_countmin_lanes series; one of one grid has none.
+func TestNewCollector_Lanes(t *testing.T) {
+	laned, err := sketch.OpenCountMin(sketch.Memory(), sketch.CountMinConfig{Rows: 2, Width: 64, Lanes: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer laned.Close()
+	plain, err := sketch.OpenCountMin(sketch.Memory(), sketch.CountMinConfig{Rows: 2, Width: 64})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer plain.Close()
+	reg := prometheus.NewPedanticRegistry()
+	for _, c := range []prometheus.Collector{NewCollector("laned", laned.Stats), NewCollector("grid", plain.Stats)} {
+		if err := reg.Register(c); err != nil {
+			t.Fatalf("Register: %v", err)
+		}
+	}
+	kinds["laned"], kinds["grid"] = sketch.KindCountMin, sketch.KindCountMin
+	defer delete(kinds, "laned")
+	defer delete(kinds, "grid")
+	fams := parse(t, scrape(t, reg))
+	if got, ok := value(t, fams, series{"sketch_countmin_lanes", "laned"}); !ok || got != 4 {
+		t.Errorf("sketch_countmin_lanes{structure=\"laned\"} = %v (found %v), want 4", got, ok)
+	}
+	if _, ok := value(t, fams, series{"sketch_countmin_lanes", "grid"}); ok {
+		t.Error("a sketch of one grid has a sketch_countmin_lanes series")
+	}
+}
+
 // TestArenaCollector_RateLimitDecisions: a rate limiter's decisions are
 // one counter labelled by outcome, as fillArena made them (4 allowed, 1
 // refused).

@@ -30,6 +30,8 @@ var (
 		"Everything counted that estimates answer for: a Count-Min sketch's total since its reset, a window's over the periods it covers.", prometheus.GaugeValue, nil}
 	fFleetCounted = &family{"sketch_fleet_counted",
 		"A Count-Min sketch's fleet part (created with Fleet): the largest row sum of the rest of the fleet's counts, as the fleet's agent last stored them; estimates add it to this host's.", prometheus.GaugeValue, nil}
+	fLanes = &family{"sketch_countmin_lanes",
+		"A Count-Min sketch's lanes (created with Lanes): grids a writer each, which every read sums.", prometheus.GaugeValue, nil}
 	fErrorBound = &family{"sketch_error_bound",
 		"The absolute error bound at the counted total: an estimate is at most this much high, with the sketch's confidence.", prometheus.GaugeValue, nil}
 	fFill = &family{"sketch_fill_ratio",
@@ -94,7 +96,7 @@ var (
 )
 
 // structureFamilies are every family samples may return, for Describe.
-var structureFamilies = []*family{fAdds, fChanges, fAddsPresent, fCounted, fFleetCounted, fErrorBound, fFill, fItems, fFalsePositive, fCurrent, fOldest, fRotations, fBytes, fFrozen, fCandidatesHeld, fAdmissions, fHeavy, fDistinct, fDistinctError, fDecisions, fAllowedCost, fBusyCells, fBusyRatio, fRateLimit, fBurst, fCounter,
+var structureFamilies = []*family{fAdds, fChanges, fAddsPresent, fCounted, fFleetCounted, fLanes, fErrorBound, fFill, fItems, fFalsePositive, fCurrent, fOldest, fRotations, fBytes, fFrozen, fCandidatesHeld, fAdmissions, fHeavy, fDistinct, fDistinctError, fDecisions, fAllowedCost, fBusyCells, fBusyRatio, fRateLimit, fBurst, fCounter,
 	fSetKeys, fSetHeld, fSetCapacity, fSetTombstones, fSetLongestRun, fSetAdds, fSetRemoves}
 
 // The families of an arena and of its file's lock, without labels.
@@ -151,6 +153,9 @@ func samplesOf(stats any) (sketch.Kind, []sample, bool) {
 			sample{f: fErrorBound, v: float64(s.ErrorBound)}), candidateSamples(s.Candidates)...)
 		if s.Fleet {
 			out = append(out, sample{f: fFleetCounted, v: float64(s.FleetTotal)})
+		}
+		if s.Lanes > 1 {
+			out = append(out, sample{f: fLanes, v: float64(s.Lanes)})
 		}
 		return sketch.KindCountMin, out, true
 	case sketch.BloomStats:

@@ -13,9 +13,11 @@ import (
 // about 8 MiB, past any L2 cache, so that the cgo build serves batches from
 // the C core (smaller ones stay in Go). The Count-Min sketch is wide for 4096
 // keys, so a key nobody added reads zero in nearly every row and the negative
-// control shows. It keeps a candidate table, so that kills meet admissions.
+// control shows. It keeps a candidate table, so that kills meet admissions,
+// and three lanes, fewer than the workers, so that kills meet lanes owned,
+// shared, and taken over from a dead owner.
 var (
-	stormCountMin      = sketch.CountMinConfig{Rows: 4, Width: 1 << 18, Candidates: 64}
+	stormCountMin      = sketch.CountMinConfig{Rows: 4, Width: 1 << 18, Candidates: 64, Lanes: 3}
 	stormBloom         = sketch.BloomConfig{Capacity: 1 << 22, FPRate: 0.001}
 	stormCountingBloom = sketch.CountingBloomConfig{Capacity: 1 << 20, FPRate: 0.001}
 	// The distinct count has Redis's 16384 registers: the 4096 keys leave
