@@ -51,7 +51,9 @@ type CountMinConfig struct {
 	// to counters no other core writes: every read sums a counter's lanes,
 	// so answers are those of one grid. Each read-write handle claims a
 	// free lane at open (one whose handle closed or died is free; its
-	// counts stay) and adds to it; handles past the lanes share them.
+	// counts stay) and adds to it; handles past the lanes share them. A
+	// blind batch that finds its handle's lane busy with another
+	// goroutine's claims another lane for the handle, when one is free.
 	// Only an add that returns nothing (AddBatch with nil estimates) then
 	// scales with the writers: one that returns the estimate reads every
 	// lane's lines, which the other writers keep writing. Lanes cost
