@@ -335,6 +335,8 @@ func runRole(role string) int {
 		return runCountMinAgent()
 	case "gcra-agent":
 		return runGCRAAgent()
+	case "host-adds":
+		return runHostAdds()
 	default:
 		fmt.Fprintf(os.Stderr, "unknown role %q\n", role)
 		return 2
