@@ -114,8 +114,8 @@ func (w *walker) run(n int) {
 type runFunc func(n int)
 
 // start opens s and returns its run function: one walker from key start
-// on, or one per goroutine spread over the stream, with half of each run
-// handed to a peer process when s has two processes.
+// on, or one per goroutine spread over the stream, with an equal share of
+// each run handed to each peer process when s has more than one process.
 func (s subject) start(e *env, start int) (runFunc, func(), error) {
 	op, err := s.open(e)
 	if err != nil {
@@ -125,24 +125,33 @@ func (s subject) start(e *env, start int) (runFunc, func(), error) {
 	if n&(n-1) != 0 || n%s.Batch != 0 {
 		return nil, nil, fmt.Errorf("%s: a stream of %d keys", s.ID(), n)
 	}
-	// Writers start evenly spread over the stream, the peer process at its
-	// middle, so that no two read the same keys.
+	// Writers start evenly spread over the stream, each peer process at
+	// its own part of it, so that no two read the same keys.
 	spread := n / (s.Writers * s.Procs) / s.Batch * s.Batch
 	walkers := make([]*walker, s.Writers)
 	for i := range walkers {
 		walkers[i] = &walker{n: n, pos: (start + i*spread) % n, do: op.new()}
 	}
 	var stop func()
-	var p *peer
-	if s.Procs == 2 {
-		if p, err = e.startPeer(s.Key.single(), n/2); err != nil {
+	var peers []*peer
+	if s.Procs > 1 {
+		stop = func() {
+			for _, p := range peers {
+				p.stop()
+			}
+		}
+	}
+	for i := 1; i < s.Procs; i++ {
+		p, err := e.startPeer(s.Key, i*s.Writers*spread)
+		if err != nil {
+			stop()
 			return nil, nil, err
 		}
-		stop = p.stop
+		peers = append(peers, p)
 	}
 	run := func(n int) {
-		if p != nil {
-			n /= 2
+		n /= s.Procs
+		for _, p := range peers {
 			p.begin(n)
 		}
 		if len(walkers) == 1 {
@@ -156,7 +165,7 @@ func (s subject) start(e *env, start int) (runFunc, func(), error) {
 			walkers[0].run(n - per*(len(walkers)-1))
 			wg.Wait()
 		}
-		if p != nil {
+		for _, p := range peers {
 			p.wait()
 		}
 	}
