@@ -72,6 +72,12 @@ func (e *env) stream(name string) *stream {
 	return s
 }
 
+// prefix returns the first n keys of the named stream (n a power of two),
+// the same keys in every process.
+func (e *env) prefix(name string, n int) [][]byte {
+	return cached(e, fmt.Sprintf("prefix-%s-%d", name, n), func() *stream { return makeStream(name, n) }).Bytes
+}
+
 // group is the ID of the subject whose processes share k's files: k's
 // own, or in a peer process its parent's.
 func (e *env) group(k Key) string {

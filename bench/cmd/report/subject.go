@@ -30,6 +30,12 @@ type Key struct {
 	Batch   int    // keys per call: 1 for single keys
 	Writers int    // goroutines in each process
 	Procs   int    // processes
+	// Lanes and Handles are the lanes rows' (rows_lanes.go): the
+	// Count-Min file's lanes (CountMinConfig.Lanes; for the bare floor,
+	// its private grids, one a writer) and the read-write handles in each
+	// process (1, or one a goroutine). Zero elsewhere, where the ID has no
+	// part for them.
+	Lanes, Handles int
 }
 
 func (k Key) String() string {
@@ -37,7 +43,11 @@ func (k Key) String() string {
 	if k.Build != "" {
 		impl += "." + k.Build
 	}
-	return fmt.Sprintf("%s/%s/%s/%s/%s/b%d/g%dp%d", k.Struct, k.Op, impl, k.Shape, k.Dist, k.Batch, k.Writers, k.Procs)
+	id := fmt.Sprintf("%s/%s/%s/%s/%s/b%d/g%dp%d", k.Struct, k.Op, impl, k.Shape, k.Dist, k.Batch, k.Writers, k.Procs)
+	if k.Lanes > 0 {
+		id += fmt.Sprintf("/l%dh%d", k.Lanes, k.Handles)
+	}
+	return id
 }
 
 // single returns the key with one writer in one process.
@@ -178,6 +188,7 @@ func (s subject) start(e *env, start int) (runFunc, func(), error) {
 func table(builds []string) []subject {
 	var all []subject
 	all = append(all, countMinRows(builds)...)
+	all = append(all, lanesRows(builds)...)
 	all = append(all, countingBloomRows(builds)...)
 	all = append(all, bloomRows(builds)...)
 	all = append(all, windowRows(builds)...)
