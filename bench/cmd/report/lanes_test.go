@@ -1,7 +1,9 @@
 package main
 
 import (
+	"math"
 	"os"
+	"strings"
 	"testing"
 
 	"github.com/shmsketch/sketch"
@@ -67,5 +69,32 @@ func TestLanesRows_EachHandleItsLane(t *testing.T) {
 		if free := writers < s.Lanes; st.LaneOwned != free || free && st.Lane != writers {
 			t.Errorf("%s: a probe after %d writing handles got lane %d (claimed: %v), want a free lane %v", s.ID(), writers, st.Lane, st.LaneOwned, free)
 		}
+	}
+}
+
+// TestLanesTable checks the table's labels and that its ratios are
+// throughputs over one writer's on a file of as many lanes, round by
+// round, beside the floor's.
+func TestLanesTable(t *testing.T) {
+	res := &results{Samples: map[string][]float64{}}
+	set := func(k Key, xs ...float64) { res.Samples[k.String()] = xs }
+	set(lanesKey("cgo", 2, 1, 1, 1), 10, 20, 10)
+	set(writerKinds[0].key("cgo", 2, 2), 5, 10, 4)
+	set(floorGridsKey(1), 8, 8, 8)
+	set(floorGridsKey(4), 4, 2, math.NaN())
+	v := &view{res: res, builds: map[string]bool{"cgo": true}}
+	got := v.lanesTable().String()
+	for _, want := range []string{
+		"| blind `AddBatch` ×64, zipf keys, default shape | 1 lane (no lanes) | 2 lanes | 4 lanes | bare floor, a grid a writer |\n",
+		"| one writer, ns per key, cgo build | – | 10.0 (10.0–20.0) | – | 8.00 (8.00–8.00) |\n",
+		"| 2 processes, a handle each, throughput ×, cgo build | – | 2.00x (2.00–2.50) | – | – |\n",
+		"| 4 goroutines of one handle, throughput ×, cgo build | – | – | – | 2.67x (2.00–4.00) |\n",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("lanesTable lacks\n%s\nin\n%s", want, got)
+		}
+	}
+	if n := strings.Count(got, "\n"); n != 2+1+6 {
+		t.Errorf("lanesTable has %d lines, want %d:\n%s", n, 2+1+6, got)
 	}
 }
