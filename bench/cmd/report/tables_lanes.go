@@ -47,6 +47,9 @@ func lanesLabel(l int) string {
 // throughput relative to one writer's.
 func (v *view) speedup(a, one Key) float64 { return 1 / v.ratio(a, one).Median }
 
+// ratioTicks are the lanes chart's: no more writers than 4 can give more.
+var ratioTicks = []float64{0, 0.5, 1, 1.5, 2, 2.5, 3, 3.5, 4}
+
 // lanesChart draws the main build's lanes rows: throughput relative to
 // one writer by writers, a line for each kind of writers and lane count,
 // and the bare floor's line (a grid a writer) dashed.
@@ -74,5 +77,5 @@ func (v *view) lanesChart(path string) error {
 	title := fmt.Sprintf("Blind AddBatch x%d, default shape, zipf keys, %s: throughput by writers and lanes", lanesBatch, buildName[b])
 	return lineChart(path, title,
 		axis{Label: "writers", Log: true, Ticks: xs, Fmt: func(x float64) string { return fmt.Sprint(x) }},
-		axis{Label: "throughput relative to one writer"}, ss)
+		axis{Label: "throughput relative to one writer", Ticks: ratioTicks, Fmt: func(x float64) string { return fmt.Sprintf("%.1fx", x) }}, ss)
 }
