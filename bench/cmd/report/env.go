@@ -25,6 +25,9 @@ type env struct {
 	// attach is set in peer processes: their structures exist, made and
 	// prepared by the parent, and are only attached to.
 	attach bool
+	// parent is set in peer processes too: the ID of the subject they are
+	// a process of, whose files they attach to (group).
+	parent string
 
 	streams map[string]*stream
 	made    map[string]any // structures and maps by name (cached)
@@ -67,6 +70,21 @@ func (e *env) stream(name string) *stream {
 	s := makeStream(name, n)
 	e.streams[name] = s
 	return s
+}
+
+// prefix returns the first n keys of the named stream (n a power of two),
+// the same keys in every process.
+func (e *env) prefix(name string, n int) [][]byte {
+	return cached(e, fmt.Sprintf("prefix-%s-%d", name, n), func() *stream { return makeStream(name, n) }).Bytes
+}
+
+// group is the ID of the subject whose processes share k's files: k's
+// own, or in a peer process its parent's.
+func (e *env) group(k Key) string {
+	if e.parent != "" {
+		return e.parent
+	}
+	return k.String()
 }
 
 // file is the path of this build's file of a kind of structure.

@@ -5,9 +5,10 @@
 // The orchestrator starts one worker per build of this program (cgo and
 // pure Go: the build decides which core serves batches) and visits every
 // subject in interleaved rounds, one sample at a time, so that ratios
-// between subjects come from moments close together. Two-process subjects
-// start a peer process of the worker's build on the same file. Memory is
-// measured in fresh processes, instruction counts under callgrind.
+// between subjects come from moments close together. Subjects of several
+// processes start peer processes of the worker's build on the same file.
+// Memory is measured in fresh processes, instruction counts under
+// callgrind.
 package main
 
 import (
@@ -31,6 +32,7 @@ func main() {
 		dir       = flag.String("dir", "", "internal: the run's directory for files")
 		id        = flag.String("id", "", "internal: subject ID")
 		start     = flag.Int("start", 0, "internal: the peer's first key")
+		parent    = flag.String("parent", "", "internal: the ID of the subject the peer is a process of")
 		n         = flag.Int("n", 0, "internal: keys (oploop, mem)")
 		impl      = flag.String("impl", "", "internal: structure (mem)")
 		small     = flag.Bool("small", false, "internal: short key streams (peer)")
@@ -59,7 +61,7 @@ func main() {
 		err = worker(e, os.Stdin, os.Stdout)
 	case "peer":
 		e := newEnv(*dir, self, *small)
-		e.attach = true
+		e.attach, e.parent = true, *parent
 		defer e.close()
 		err = peerMain(e, *id, *start, os.Stdin, os.Stdout)
 	case "mem":

@@ -160,6 +160,10 @@ type reportData struct {
 	Exact         *mdTable
 	CgoCall       string
 	Writers       *mdTable
+	Lanes         *mdTable // blind adds by writers and lanes
+	LanesBatch    int      // keys a call of the lanes rows
+	LanesKeys     int      // keys of the zipf stream they walk
+	LanesBuild    string   // the build the lanes chart shows
 	Memory        *mdTable
 	MemoryGC      *mdTable
 	MemoryNote    string
@@ -220,6 +224,7 @@ func (o *orchestration) writeReport(v *view, mem *memTable, memErr error, ic []i
 	d.Exact = v.exactTable()
 	d.CgoCall = v.ns(cgoRows()[0].Key)
 	d.Writers = v.writersTable()
+	d.Lanes, d.LanesBatch, d.LanesKeys, d.LanesBuild = v.lanesTable(), lanesBatch, lanesKeys, buildName[v.mainBuild()]
 	if mem != nil {
 		d.Memory, d.MemoryGC = memoryTables(mem)
 	} else if memErr != nil {

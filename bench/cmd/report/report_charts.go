@@ -133,8 +133,11 @@ func (o *orchestration) drawCharts(v *view, mem *memTable, charts map[string]str
 		g2.Writers, p2.Procs = 2, 2
 		groups = append(groups, barGroup{Label: g.short, Values: []float64{1 / v.ratio(g2, g.key).Median, 1 / v.ratio(p2, g.key).Median}})
 	}
-	return draw("writers.svg", func(path string) error {
+	if err := draw("writers.svg", func(path string) error {
 		return barChart(path, "Two writers: throughput relative to one (uniform keys)", "throughput relative to one writer",
 			[]string{"two goroutines", "two processes"}, groups, 1)
-	})
+	}); err != nil {
+		return err
+	}
+	return draw("lanes.svg", v.lanesChart)
 }

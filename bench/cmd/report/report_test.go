@@ -177,6 +177,9 @@ func TestStats(t *testing.T) {
 // the subjects whose structure keeps a count.
 func counted(e *env, s subject) (uint64, bool) {
 	switch {
+	case s.Struct == "countmin" && s.Impl == "sketch" && s.Lanes > 0:
+		hs, _ := e.laneHandles(s.Key)
+		return hs[0].Total(), true
 	case s.Struct == "countmin" && s.Impl == "sketch":
 		c, _ := e.countMin(shapeNamed(s.Shape))
 		return c.Total(), true
@@ -277,7 +280,7 @@ func TestReport_EndToEnd(t *testing.T) {
 		quick: true, memory: true, command: "make bench-report",
 		plan: plan{rounds: 3, target: 2 * time.Millisecond, bins: map[string]string{sketch.Backend: self}},
 	}
-	o.filter = regexp.MustCompile(`^(countmin/(add|estimate)/(sketch\.[a-z]+|boom|floor)/(A|default)/uniform/b(1|256)/g1p1|map/(insert|lookup)/mutexmap/1M/uniform/b1/g1p1|countmin/add/sketch\.[a-z]+/default/uniform/b1/g(2p1|1p2)|distinct/add/(sketch\.[a-z]+|axiomhq)/p14/uint64/b1/g1p1)$`)
+	o.filter = regexp.MustCompile(`^(countmin/(add|estimate)/(sketch\.[a-z]+|boom|floor)/(A|default)/uniform/b(1|256)/g1p1|map/(insert|lookup)/mutexmap/1M/uniform/b1/g1p1|countmin/add/sketch\.[a-z]+/default/uniform/b1/g(2p1|1p2)|distinct/add/(sketch\.[a-z]+|axiomhq)/p14/uint64/b1/g1p1|countmin/add/(sketch\.[a-z]+|floor)/default/zipf/b64/g[12]p1/l[12]h[12])$`)
 	o.memCounts = []int{10_000}
 	o.readme = filepath.Join(dir, "README.md")
 	readme := "# x\n\nbefore\n" + readmeBegin + "\nold quote\n" + readmeEnd + "\nafter\n"
@@ -312,15 +315,20 @@ func TestReport_EndToEnd(t *testing.T) {
 		"| distinct count `Add` / axiomhq/hyperloglog `Insert` (precision 14, 8-byte keys) | **",
 		"| `Add` (axiomhq: `Insert`), 8-byte keys | ",
 		"| distinct keys | sketch, 8-byte keys | axiomhq, 8-byte keys |",
+		"## Many writers: lanes",
+		"(bench/lanes.svg)",
 	} {
 		if !strings.Contains(text, want) {
 			t.Errorf("the report lacks %q", want)
 		}
 	}
+	if row := "| 2 goroutines, a handle each, throughput ×, " + buildName[sketch.Backend] + " | "; !regexp.MustCompile(regexp.QuoteMeta(row) + `[0-9.]+x \(`).MatchString(text) {
+		t.Errorf("the report lacks a ratio in %q", row)
+	}
 	if strings.Contains(text, dir) {
 		t.Errorf("the report names the temporary directory %s", dir)
 	}
-	for _, name := range []string{"countmin-add-uniform.svg", "memory.svg", "writers.svg"} {
+	for _, name := range []string{"countmin-add-uniform.svg", "memory.svg", "writers.svg", "lanes.svg"} {
 		b, err := os.ReadFile(filepath.Join(o.charts, name))
 		if err != nil {
 			t.Error(err)

@@ -30,6 +30,12 @@ type Key struct {
 	Batch   int    // keys per call: 1 for single keys
 	Writers int    // goroutines in each process
 	Procs   int    // processes
+	// Lanes and Handles are the lanes rows' (rows_lanes.go): the
+	// Count-Min file's lanes (CountMinConfig.Lanes; for the bare floor,
+	// its private grids, one a writer) and the read-write handles in each
+	// process (1, or one a goroutine). Zero elsewhere, where the ID has no
+	// part for them.
+	Lanes, Handles int
 }
 
 func (k Key) String() string {
@@ -37,7 +43,11 @@ func (k Key) String() string {
 	if k.Build != "" {
 		impl += "." + k.Build
 	}
-	return fmt.Sprintf("%s/%s/%s/%s/%s/b%d/g%dp%d", k.Struct, k.Op, impl, k.Shape, k.Dist, k.Batch, k.Writers, k.Procs)
+	id := fmt.Sprintf("%s/%s/%s/%s/%s/b%d/g%dp%d", k.Struct, k.Op, impl, k.Shape, k.Dist, k.Batch, k.Writers, k.Procs)
+	if k.Lanes > 0 {
+		id += fmt.Sprintf("/l%dh%d", k.Lanes, k.Handles)
+	}
+	return id
 }
 
 // single returns the key with one writer in one process.
@@ -114,8 +124,8 @@ func (w *walker) run(n int) {
 type runFunc func(n int)
 
 // start opens s and returns its run function: one walker from key start
-// on, or one per goroutine spread over the stream, with half of each run
-// handed to a peer process when s has two processes.
+// on, or one per goroutine spread over the stream, with an equal share of
+// each run handed to each peer process when s has more than one process.
 func (s subject) start(e *env, start int) (runFunc, func(), error) {
 	op, err := s.open(e)
 	if err != nil {
@@ -125,24 +135,33 @@ func (s subject) start(e *env, start int) (runFunc, func(), error) {
 	if n&(n-1) != 0 || n%s.Batch != 0 {
 		return nil, nil, fmt.Errorf("%s: a stream of %d keys", s.ID(), n)
 	}
-	// Writers start evenly spread over the stream, the peer process at its
-	// middle, so that no two read the same keys.
+	// Writers start evenly spread over the stream, each peer process at
+	// its own part of it, so that no two read the same keys.
 	spread := n / (s.Writers * s.Procs) / s.Batch * s.Batch
 	walkers := make([]*walker, s.Writers)
 	for i := range walkers {
 		walkers[i] = &walker{n: n, pos: (start + i*spread) % n, do: op.new()}
 	}
 	var stop func()
-	var p *peer
-	if s.Procs == 2 {
-		if p, err = e.startPeer(s.Key.single(), n/2); err != nil {
+	var peers []*peer
+	if s.Procs > 1 {
+		stop = func() {
+			for _, p := range peers {
+				p.stop()
+			}
+		}
+	}
+	for i := 1; i < s.Procs; i++ {
+		p, err := e.startPeer(s.Key, i*s.Writers*spread)
+		if err != nil {
+			stop()
 			return nil, nil, err
 		}
-		stop = p.stop
+		peers = append(peers, p)
 	}
 	run := func(n int) {
-		if p != nil {
-			n /= 2
+		n /= s.Procs
+		for _, p := range peers {
 			p.begin(n)
 		}
 		if len(walkers) == 1 {
@@ -156,7 +175,7 @@ func (s subject) start(e *env, start int) (runFunc, func(), error) {
 			walkers[0].run(n - per*(len(walkers)-1))
 			wg.Wait()
 		}
-		if p != nil {
+		for _, p := range peers {
 			p.wait()
 		}
 	}
@@ -169,6 +188,7 @@ func (s subject) start(e *env, start int) (runFunc, func(), error) {
 func table(builds []string) []subject {
 	var all []subject
 	all = append(all, countMinRows(builds)...)
+	all = append(all, lanesRows(builds)...)
 	all = append(all, countingBloomRows(builds)...)
 	all = append(all, bloomRows(builds)...)
 	all = append(all, windowRows(builds)...)

@@ -131,24 +131,28 @@ func open(e *env, subjects []subject, id string, target time.Duration) *live {
 	return &live{run: run, stop: stop, n: n}
 }
 
-// A peer is the other process of a two-process subject: the same build,
-// running the single-writer subject over the same file from the middle of
-// the stream, n keys each time the parent says so.
+// A peer is another process of a subject of several: the same build,
+// running the single-writer subject over the same file from its own part
+// of the stream, n keys each time the parent says so. It is told its
+// parent subject's ID, which names the files a subject does not share
+// with others (rows_lanes.go).
 type peer struct {
 	cmd *exec.Cmd
 	in  io.WriteCloser
 	out *bufio.Reader
 }
 
+// startPeer starts a peer of the subject k from key start on.
 func (e *env) startPeer(k Key, start int) (*peer, error) {
-	cmd, in, out, err := startProc(e.self, "-role=peer", "-dir="+e.dir, "-id="+k.String(), "-start="+strconv.Itoa(start), "-small="+strconv.FormatBool(e.small))
+	one := k.single()
+	cmd, in, out, err := startProc(e.self, "-role=peer", "-dir="+e.dir, "-id="+one.String(), "-parent="+k.String(), "-start="+strconv.Itoa(start), "-small="+strconv.FormatBool(e.small))
 	if err != nil {
 		return nil, err
 	}
 	p := &peer{cmd: cmd, in: in, out: bufio.NewReader(out)}
 	if line, err := p.out.ReadString('\n'); err != nil || line != "ready\n" {
 		p.stop()
-		return nil, fmt.Errorf("peer for %s: %q %v", k, line, err)
+		return nil, fmt.Errorf("peer for %s: %q %v", one, line, err)
 	}
 	return p, nil
 }
