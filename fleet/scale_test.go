@@ -60,6 +60,8 @@ type scaleProfile struct {
 // the same without the two that combine by addition, whose pull grows
 // with the fleet.
 var scaleProfiles = []scaleProfile{
+	// Summed: 6 periods of 5 x 4096 counters, 8 bytes each; 2^20
+	// counters of a byte.
 	{name: "gateway", summed: 6*5*4096*8 + 1<<20, open: openGateway(true)},
 	{name: "nosum", open: openGateway(false)},
 }
@@ -107,7 +109,8 @@ func openGateway(summed bool) func(t *testing.T, a *Agent, host int) func(round 
 			func(_ int, k string) error { _, err := ids.AddString(k); return err },
 			func(_ int, k string) error { return clients.AddString(k) },
 			// Each client spends its burst: busy for two seconds, so
-			// that the round's export holds it.
+			// that a round under that exports it, and a slower one
+			// finds it expired (the limiter's bytes then shrink).
 			func(_ int, k string) error { _, err := limit.AllowString(k, 20); return err },
 		)
 		return func(round int) error {
