@@ -144,7 +144,9 @@ type Config struct {
 	// closes it after the agent. Make it with ContextTimeoutEnabled set:
 	// go-redis otherwise waits out its own read and write timeouts (3
 	// seconds, and more on retries) and not the agent's Timeout, so that
-	// a slow Redis holds each round, Close and Run's end that long.
+	// a slow Redis holds each round, Close and Run's end that long. A call
+	// still ends at the earlier of the two: for a Timeout past 3 seconds,
+	// raise ReadTimeout and WriteTimeout to it too.
 	Redis redis.UniversalClient
 	// Fleet names the fleet: the prefix of every key. Hosts with one
 	// Fleet and one Redis sync with each other.
