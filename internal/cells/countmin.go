@@ -128,13 +128,17 @@ func (l *CountMin) Load(off uintptr) uint64 {
 // laneSum is the counter at byte offset off of lane 0's grid, summed over
 // the lanes, saturating at MaxCount.
 func (l *CountMin) laneSum(off uintptr) uint64 {
-	var sum uint64
 	p := unsafe.Add(l.Cells, off)
-	for range l.Lanes {
-		sum = SumCells(sum, atomic.LoadUint64((*uint64)(p)))
+	sum := atomic.LoadUint64((*uint64)(p))
+	for range l.Lanes - 1 {
 		p = unsafe.Add(p, l.LaneBytes)
+		s := sum + atomic.LoadUint64((*uint64)(p))
+		if s < sum {
+			return MaxCount // carried past 2^64
+		}
+		sum = s
 	}
-	return sum
+	return min(sum, MaxCount)
 }
 
 // addCellsFleet is AddCells with a fleet part: the minimum of the rows'
