@@ -667,7 +667,7 @@ func corruptions() []corruption {
 		{name: "lanes=1", in: inCountMin, edit: e64(entParams+40, 1), says: "count-min lanes 1"},
 		{name: "lanes past MaxLanes", in: inCountMin, edit: e64(entParams+40, MaxLanes+1), says: "count-min lanes"},
 		{name: "lanes=2 without their grids", in: inCountMin, edit: e64(entParams+40, 2)},
-		{name: "lanes with a fleet part", in: inCountMin, edit: all(e64(entParams+40, 2), e64(entParams+32, 1)), says: "count-min lanes 2 (fleet part 1)"},
+		{name: "lanes and a fleet part without their grids", in: inCountMin, edit: all(e64(entParams+40, 2), e64(entParams+32, 1)), says: "count-min region"},
 		{name: "count-min unknown parameter", in: inCountMin, edit: e64(entParams+48, 1), says: "unknown count-min parameters"},
 		{name: "param 5=1", in: inCountMin, edit: e64(entParams+40, 1)},
 		// A Count-Min window's fleet flag, its parameter word 6.

@@ -59,7 +59,8 @@ type CountMinConfig struct {
 	// lane's lines, which the other writers keep writing. Lanes cost
 	// memory and reads: a read touches a line of every lane a row. Zero
 	// creates one grid and attaches to any number; 1 is one grid, today's
-	// layout. Not with Fleet or in a window (yet): ErrInvalidConfig.
+	// layout. With Fleet the fleet part is one grid after the lanes, and
+	// ExportCounts sums the lanes. Not in a window (yet): ErrInvalidConfig.
 	Lanes int `json:"lanes,omitempty"`
 	// Seed is the hash seed. Zero means a random seed at create, so that
 	// nobody who cannot read the file can craft colliding keys; on attach,
@@ -268,11 +269,8 @@ func lanesWord(lanes int) uint64 {
 
 // checkLanes refuses a Lanes the sketch cannot keep.
 func (cfg CountMinConfig) checkLanes() error {
-	switch {
-	case cfg.Lanes < 0 || cfg.Lanes > MaxLanes:
+	if cfg.Lanes < 0 || cfg.Lanes > MaxLanes {
 		return fmt.Errorf("%w: %d lanes: from 1 to %d", ErrInvalidConfig, cfg.Lanes, MaxLanes)
-	case cfg.Lanes > 1 && cfg.Fleet:
-		return fmt.Errorf("%w: lanes with a fleet part are not supported yet", ErrInvalidConfig)
 	}
 	return nil
 }
@@ -362,7 +360,7 @@ func validateCountMinEntry(e entry) error {
 		return fmt.Errorf("count-min width %d", width)
 	case e.params[4] > 1:
 		return fmt.Errorf("count-min fleet flag %d", e.params[4])
-	case e.params[5] == 1 || e.params[5] > MaxLanes || e.params[5] > 1 && e.params[4] != 0:
+	case e.params[5] == 1 || e.params[5] > MaxLanes:
 		return fmt.Errorf("count-min lanes %d (fleet part %d)", e.params[5], e.params[4])
 	}
 	if err := validateCandidates(e.params[2], e.params[3]); err != nil {
@@ -404,10 +402,10 @@ func newCountMin(m *mapping) (*CountMin, error) {
 		core: buildCores.CountMin,
 	}
 	fleet := m.ent.params[4] == 1
-	if fleet {
-		c.l.Fleet = unsafe.Add(c.l.Cells, uint64(rows)*width*8)
-	}
 	lanes := int(max(m.ent.params[5], 1))
+	if fleet { // after every lane
+		c.l.Fleet = unsafe.Add(c.l.Cells, uint64(lanes)*uint64(rows)*width*8)
+	}
 	k := int(m.ent.params[2])
 	if (k != 0 || lanes > 1) && !m.readOnly {
 		if err := m.joinLock(); err != nil {
@@ -656,7 +654,7 @@ func (c *CountMin) Stats() CountMinStats {
 	}
 	if c.l.Fleet != nil {
 		fleet := c.l
-		fleet.Cells = c.l.Fleet
+		fleet.Cells, fleet.Lanes = c.l.Fleet, 1
 		c.core.RowSums(&fleet, sums)
 		// Saturating at 2^63, as the fleet total word and every sum of
 		// counts do: a fleet part's counters are whatever was stored.

@@ -207,7 +207,6 @@ func TestCountMinLanes_Config(t *testing.T) {
 		{"one lane asked of three", Path(path), CountMinConfig{Lanes: 1}, ErrIncompatible},
 		{"lanes past MaxLanes", Memory(), CountMinConfig{Lanes: MaxLanes + 1}, ErrInvalidConfig},
 		{"negative lanes", Memory(), CountMinConfig{Lanes: -1}, ErrInvalidConfig},
-		{"lanes with a fleet part", Memory(), CountMinConfig{Lanes: 2, Fleet: true}, ErrInvalidConfig},
 	} {
 		if _, err := OpenCountMin(tc.at, tc.cfg); !errors.Is(err, tc.want) {
 			t.Errorf("%s: %v, want %v", tc.name, err, tc.want)
@@ -331,5 +330,58 @@ func TestCountMinLanes_GoroutinesOfOneHandle(t *testing.T) {
 		if st := mustCountMin(t, Path(path), CountMinConfig{}).Stats(); !st.LaneOwned {
 			t.Errorf("handle %d after the Close shares a lane", i)
 		}
+	}
+}
+
+// TestCountMinLanes_WithAFleetPart: a sketch of lanes keeps its fleet part
+// after the last lane; every answer is its lanes plus the fleet part, one
+// grid's fed this host's adds and the fleet's; ExportCounts is the lanes
+// summed, without the fleet part, and Stats keep the two totals apart.
+func TestCountMinLanes_WithAFleetPart(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "lanes")
+	cfg := lanesCfg
+	cfg.Lanes, cfg.Fleet = 2, true
+	a := mustCountMin(t, Path(path), cfg)
+	b := mustCountMin(t, Path(path), CountMinConfig{})
+	other := mustCountMin(t, Memory(), lanesCfg) // another host's adds
+	mine := mustCountMin(t, Memory(), lanesCfg)  // this host's, in one grid
+	one := mustCountMin(t, Memory(), lanesCfg)   // both
+	keys := make([][]byte, 600)
+	for i := range keys {
+		keys[i] = fmt.Appendf(nil, "k%d", i%350)
+	}
+	other.AddBatch(keys[:300], nil)
+	one.AddBatch(keys[:300], nil)
+	theirs, _ := other.ExportCounts()
+	if err := a.SetFleetCounts(theirs); err != nil {
+		t.Fatal(err)
+	}
+	for i, h := range []*CountMin{a, b} {
+		chunk := keys[300+i*150 : 450+i*150]
+		h.AddBatch(chunk, nil)
+		mine.AddBatch(chunk, nil)
+		one.AddBatch(chunk, nil)
+	}
+	k := []byte("k7")
+	got, _ := b.AddN(k, 5)
+	mine.AddN(k, 5)
+	if want, _ := one.AddN(k, 5); got != want {
+		t.Fatalf("AddN's estimate %d, one grid of both hosts' adds %d", got, want)
+	}
+	for _, k := range keys {
+		if got, want := a.Estimate(k), one.Estimate(k); got != want {
+			t.Fatalf("Estimate(%q) = %d, one grid of both hosts' adds %d", k, got, want)
+		}
+	}
+	exp, _ := a.ExportCounts()
+	want, _ := mine.ExportCounts()
+	if !bytes.Equal(exp, want) {
+		t.Error("ExportCounts is not this host's lanes summed")
+	}
+	if s, o, m := a.Stats(), other.Stats(), mine.Stats(); s.Total != m.Total || s.FleetTotal != o.Total {
+		t.Errorf("Stats: total %d, fleet total %d; want %d and %d", s.Total, s.FleetTotal, m.Total, o.Total)
+	}
+	if err := a.Check(); err != nil {
+		t.Errorf("Check: %v", err)
 	}
 }

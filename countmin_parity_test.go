@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
-	"slices"
 	"testing"
 
 	"github.com/shmsketch/sketch/internal/cells"
@@ -129,11 +128,15 @@ func (r *refCMS) reset() {
 
 // regionBytes is the model's region as it must appear in the file with
 // its stripes folded (foldStripes).
-func (r *refCMS) regionBytes() []byte {
-	b := make([]byte, cells.StripesBytes+8*len(r.cells)+8*len(r.fleet))
+func (r *refCMS) regionBytes(lanes int) []byte {
+	// The one handle of a file adds to its first lane, lane 0; the other
+	// lanes stay zero, and the fleet part follows the last.
+	grids := make([]uint64, len(r.cells)*max(lanes, 1))
+	copy(grids, r.cells)
+	b := make([]byte, cells.StripesBytes+8*len(grids)+8*len(r.fleet))
 	binary.NativeEndian.PutUint64(b, r.adds)
 	binary.NativeEndian.PutUint64(b[fleetTotalOff:], r.fleetTotal)
-	for i, v := range append(slices.Clone(r.cells), r.fleet...) {
+	for i, v := range append(grids, r.fleet...) {
 		binary.NativeEndian.PutUint64(b[cells.StripesBytes+8*i:], v)
 	}
 	return b
@@ -154,6 +157,8 @@ func foldStripes(region []byte) []byte {
 			sum += v
 		}
 		binary.NativeEndian.PutUint64(b[i*cells.StripeBytes:], 0)
+		// A lane's owner is the handle's token, as the stripe is its pick.
+		binary.NativeEndian.PutUint64(b[i*cells.StripeBytes+laneOwnerOff:], 0)
 	}
 	binary.NativeEndian.PutUint64(b, sum)
 	return b
@@ -161,8 +166,9 @@ func foldStripes(region []byte) []byte {
 
 // parityRun applies one operation sequence, decoded from ops, to the model
 // and to a file per core, comparing every result, then the files.
-// With fleet the sketches keep a fleet part, which every read adds.
-func parityRun(t *testing.T, rows, width int, prefetch, fleet bool, ops []byte) {
+// With fleet the sketches keep a fleet part, which every read adds; with
+// lanes > 1 they keep lanes, whose sum the model's one grid is.
+func parityRun(t *testing.T, rows, width int, prefetch, fleet bool, ops []byte, lanes int) {
 	t.Helper()
 	const seed = 0x5eed
 	dir := t.TempDir()
@@ -172,7 +178,7 @@ func parityRun(t *testing.T, rows, width int, prefetch, fleet bool, ops []byte) 
 	}
 	var sks []*CountMin
 	for _, core := range countMinCores() {
-		c, err := OpenCountMin(Path(fmt.Sprintf("%s/%s.cms", dir, core.Name())), CountMinConfig{Rows: rows, Width: width, Seed: seed, Fleet: fleet})
+		c, err := OpenCountMin(Path(fmt.Sprintf("%s/%s.cms", dir, core.Name())), CountMinConfig{Rows: rows, Width: width, Seed: seed, Fleet: fleet, Lanes: lanes})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -270,7 +276,7 @@ func parityRun(t *testing.T, rows, width int, prefetch, fleet bool, ops []byte) 
 			}
 		}
 	}
-	want := ref.regionBytes()
+	want := ref.regionBytes(lanes)
 	for _, c := range sks {
 		if got := foldStripes(c.m.entryBytes()); !bytes.Equal(got, want) {
 			t.Fatalf("%s: the counter region differs from the model's", c.core.Name())
@@ -311,15 +317,17 @@ func TestParity_Cores(t *testing.T) {
 		rows, width int
 		prefetch    bool
 		fleet       bool
-	}{{1, 1, false, false}, {3, 64, false, false}, {3, 64, true, false}, {5, 4096, false, false}, {5, 4096, true, false}, {2, 1 << 18, true, false},
-		{1, 1, false, true}, {3, 64, false, true}, {3, 64, true, true}, {5, 4096, true, true}, {2, 1 << 18, true, true}} {
-		t.Run(fmt.Sprintf("%dx%d/prefetch=%v/fleet=%v", shape.rows, shape.width, shape.prefetch, shape.fleet), func(t *testing.T) {
+		lanes       int
+	}{{1, 1, false, false, 0}, {3, 64, false, false, 0}, {3, 64, true, false, 0}, {5, 4096, false, false, 0}, {5, 4096, true, false, 0}, {2, 1 << 18, true, false, 0},
+		{1, 1, false, true, 0}, {3, 64, false, true, 0}, {3, 64, true, true, 0}, {5, 4096, true, true, 0}, {2, 1 << 18, true, true, 0},
+		{3, 64, false, false, 2}, {5, 4096, true, false, 3}, {2, 1 << 18, true, true, 2}} {
+		t.Run(fmt.Sprintf("%dx%d/prefetch=%v/fleet=%v/lanes=%d", shape.rows, shape.width, shape.prefetch, shape.fleet, shape.lanes), func(t *testing.T) {
 			r := rand.New(rand.NewPCG(uint64(shape.rows), uint64(shape.width)))
 			ops := make([]byte, raceScale(20000))
 			for i := range ops {
 				ops[i] = byte(r.Uint32())
 			}
-			parityRun(t, shape.rows, shape.width, shape.prefetch, shape.fleet, ops)
+			parityRun(t, shape.rows, shape.width, shape.prefetch, shape.fleet, ops, shape.lanes)
 		})
 	}
 }
@@ -334,9 +342,10 @@ func FuzzParity_CountMin(f *testing.F) {
 		if len(ops) > 4096 {
 			ops = ops[:4096]
 		}
-		parityRun(t, 3, 1024, true, false, ops) // the prefetching batch paths
-		parityRun(t, 2, 16, false, false, ops)  // heavy collisions
-		parityRun(t, 3, 1024, true, true, ops)  // a fleet part
-		parityRun(t, 2, 16, false, true, ops)
+		parityRun(t, 3, 1024, true, false, ops, 0) // the prefetching batch paths
+		parityRun(t, 2, 16, false, false, ops, 0)  // heavy collisions
+		parityRun(t, 3, 1024, true, true, ops, 0)  // a fleet part
+		parityRun(t, 2, 16, false, true, ops, 0)
+		parityRun(t, 3, 1024, true, true, ops, 2) // lanes and a fleet part
 	})
 }

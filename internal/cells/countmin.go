@@ -76,12 +76,12 @@ func (l *CountMin) AddHashed(lo, hi, n uint64) uint64 {
 // AddCells adds n to the key's counter in every row and returns the
 // minimum of their new values.
 func (l *CountMin) AddCells(lo, hi, n uint64) uint64 {
-	if l.Fleet != nil {
-		return l.addCellsFleet(lo, hi, n)
-	}
 	if l.Lanes > 1 {
 		l.AddLane(lo, hi, n)
 		return l.EstimateHashed(lo, hi)
+	}
+	if l.Fleet != nil {
+		return l.addCellsFleet(lo, hi, n)
 	}
 	h2 := hi | 1
 	est := ^uint64(0)
@@ -255,9 +255,17 @@ func (l *CountMin) estimateLanes(lo, hi uint64) uint64 {
 }
 
 // estimateFleet is EstimateHashed with a fleet part: the minimum over the
-// rows of own + fleet.
+// rows of own (the lanes summed) + fleet.
 func (l *CountMin) estimateFleet(lo, hi uint64) uint64 {
 	h2 := hi | 1
+	if l.Lanes > 1 {
+		est := ^uint64(0)
+		for i := 0; i < l.Rows; i++ {
+			off := uintptr(i)*l.RowBytes + uintptr(Spread(lo+uint64(i)*h2)&l.Mask)*8
+			est = min(est, SumCells(l.laneSum(off), atomic.LoadUint64((*uint64)(unsafe.Add(l.Fleet, off)))))
+		}
+		return est
+	}
 	est := ^uint64(0)
 	row, fleet := l.Cells, l.Fleet
 	for i := 0; i < l.Rows; i++ {

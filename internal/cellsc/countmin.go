@@ -52,7 +52,7 @@ func (CountMin) AddBatch(l *cells.CountMin, keys [][]byte, n uint64, est []uint6
 			cells.CountMinGo{}.AddBatch(l, keys, n, est)
 			return
 		}
-		g.Cells = l.Lane
+		g.Cells, g.Fleet = l.Lane, nil // a blind add reads no other grid
 	}
 	g.AddBatch(keys, n, est, stripe)
 }

@@ -1,0 +1,54 @@
+package fleet
+
+import (
+	"fmt"
+	"path/filepath"
+	"testing"
+
+	"github.com/shmsketch/sketch"
+	"github.com/shmsketch/sketch/fleet/internal/redistest"
+)
+
+// TestSync_CountMinLanes: hosts whose Count-Min sketches keep lanes (two
+// writing handles each, in lanes of their own) and a fleet part sync as
+// sketches of one grid do: each host pushes its lanes summed, and after a
+// round of each host and another, every estimate of every host is that of
+// one sketch fed every host's adds.
+func TestSync_CountMinLanes(t *testing.T) {
+	rs := redistest.Start(t)
+	cfg := sketch.CountMinConfig{Rows: 4, Width: 1 << 10, Fleet: true, Lanes: 2, Seed: 0x1a}
+	union := mustOpen(t, sketch.OpenCountMin, sketch.Memory(), sketch.CountMinConfig{Rows: 4, Width: 1 << 10, Seed: 0x1a})
+	var agents []*Agent
+	var sketches []*sketch.CountMin
+	for h := range hosts {
+		path := filepath.Join(t.TempDir(), "hits")
+		c := mustOpen(t, sketch.OpenCountMin, sketch.Path(path), cfg)
+		second := mustOpen(t, sketch.OpenCountMin, sketch.Path(path), sketch.CountMinConfig{})
+		if c.Stats().Lane == second.Stats().Lane {
+			t.Fatalf("host %d: both handles in lane %d", h, c.Stats().Lane)
+		}
+		first, n := hostKeys(h)
+		var keys [][]byte
+		for i := first; i < first+n; i++ {
+			keys = append(keys, []byte(key(i%4000)))
+		}
+		c.AddBatch(keys[:n/2], nil) // blind, each handle in its lane
+		second.AddBatch(keys[n/2:], nil)
+		union.AddBatch(keys, nil)
+		a := newAgent(t, rs, fmt.Sprint("host", h))
+		if err := a.AddCountMin("hits", c); err != nil {
+			t.Fatal(err)
+		}
+		agents, sketches = append(agents, a), append(sketches, second)
+	}
+	mustSync(t, agents...)
+	mustSync(t, agents...)
+	for h, c := range sketches {
+		for i := range 4000 {
+			k := key(i)
+			if got, want := c.EstimateString(k), union.EstimateString(k); got != want {
+				t.Fatalf("host %d: Estimate(%q) = %d; one sketch fed every host's adds says %d", h, k, got, want)
+			}
+		}
+	}
+}
