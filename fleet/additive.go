@@ -29,8 +29,31 @@ type additiveState struct {
 	set    func([]byte) error
 	// sum adds the other hosts' exports (each of the export's length);
 	// nil means uint64Sum, for uint64 counters.
-	sum  func(hosts ...[]byte) ([]byte, error)
-	seen seenCounts // guarded by Agent.round
+	sum func(hosts ...[]byte) ([]byte, error)
+	// encode makes the value pushed of an export, and decode the export
+	// of a value read back (refusing one this host cannot sum); nil
+	// pushes the export as it is, and takes back a value of its length.
+	encode func(exp []byte) []byte
+	decode func(val []byte) ([]byte, error)
+	seen   seenCounts // guarded by Agent.round
+}
+
+// counts is how a round reads the other hosts' values: decode turns one
+// read from Redis (or remembered) into an export, refusing one this host
+// cannot sum, and sum adds the exports.
+type counts struct {
+	decode func(val []byte) ([]byte, error)
+	sum    func(exports ...[]byte) ([]byte, error)
+}
+
+// sized is the decode of an export pushed as it is: a value of n bytes.
+func sized(n int) func([]byte) ([]byte, error) {
+	return func(val []byte) ([]byte, error) {
+		if len(val) != n {
+			return nil, fmt.Errorf("holds %d bytes, not the %d of this host's counts", len(val), n)
+		}
+		return val, nil
+	}
 }
 
 // additiveWindowState moves each period of a window that combines by
@@ -43,7 +66,8 @@ type additiveWindowState struct {
 
 // seenCounts are the counts a structure's rounds last summed of each
 // other host (of one period, for a window), by host name, as read from
-// Redis (raw exports, which the member's own sum adds). A round sums
+// Redis (raw values, which the member's decode turns into the exports its
+// sum adds: a counting Bloom filter's stay sparse). A round sums
 // every host Redis holds now and, for each host remembered here whose
 // key is gone (Redis lost its data, or a neighbour deleted the key), its
 // remembered counts; a host's counts read again replace its remembered
@@ -122,9 +146,10 @@ func (a *Agent) AddCountMinWindow(name string, w *sketch.CountMinWindow) error {
 // host, as of their last push. It needs a fleet part
 // (CountingBloomConfig.Fleet), where the agent writes the rest of the
 // fleet's counts, and one geometry and seed on every host. Each host
-// pushes its count of each counter, a byte each (ExportCounts), to a key
-// of its own, and stores the others' sum (SumFleetCounts) in its fleet
-// part: a ban (Add) on host A is found on host B once a round of A that
+// pushes its count of each counter (ExportCounts, a byte each), sparse
+// (its nonzero counters only: about 2 bytes each, a few counters a ban),
+// to a key of its own, and stores the others' sum (SumFleetCounts) in
+// its fleet part: a ban (Add) on host A is found on host B once a round of A that
 // started after it and then a round of B have succeeded, and an unban
 // (Remove) on B reaches A the same way.
 func (a *Agent) AddCountingBloom(name string, b *sketch.CountingBloom) error {
@@ -135,13 +160,19 @@ func (a *Agent) AddCountingBloom(name string, b *sketch.CountingBloom) error {
 	if !cfg.Fleet {
 		return fmt.Errorf("%w: counting Bloom filter %q has no fleet part (create it with CountingBloomConfig.Fleet)", ErrNotSynced, name)
 	}
-	if b.Counters() > maxStateBytes {
-		return fmt.Errorf("%w: counting Bloom filter %q has %d counters, more than a Redis string holds (512 MiB)", ErrNotSynced, name, b.Counters())
+	if b.Counters() >= maxStateBytes { // a value is at most a byte over the counters
+		return fmt.Errorf("%w: counting Bloom filter %q has %d counters, whose value may be more than a Redis string holds (512 MiB)", ErrNotSynced, name, b.Counters())
 	}
 	return a.add(&member{
 		name: name, kind: string(sketch.KindCountingBloom), op: "sum", stateBytes: int(b.Counters()),
-		meta:     fmt.Sprintf("countingbloom counters=%d hashes=%d seed=%s", b.Counters(), b.Hashes(), seedDigest(b.Seed())),
-		additive: &additiveState{export: b.ExportCounts, set: b.SetFleetCounts, sum: b.SumFleetCounts, seen: seenCounts{}},
+		// enc=sparse: agents that push the export bare refuse these
+		// keys, and these agents theirs, rather than mis-sum them.
+		meta: fmt.Sprintf("countingbloom counters=%d hashes=%d seed=%s enc=sparse", b.Counters(), b.Hashes(), seedDigest(b.Seed())),
+		additive: &additiveState{
+			export: b.ExportCounts, set: b.SetFleetCounts, sum: b.SumFleetCounts, seen: seenCounts{},
+			encode: encodeCounts,
+			decode: func(val []byte) ([]byte, error) { return decodeCounts(val, int(b.Counters())) },
+		},
 	})
 }
 
@@ -184,22 +215,23 @@ end
 return {'ok', redis.call('SMEMBERS', KEYS[2])}
 `)
 
-// syncCounts pushes this host's counts (exp) under suffix (a period's, or
-// "" for a plain structure) and returns the other hosts', summed by sum:
-// those Redis holds, and those of seen whose key is gone. It returns the
-// hosts summed from seen, and remembers in seen what it summed.
-func (a *Agent) syncCounts(ctx context.Context, m *member, suffix string, exp []byte, ttlMillis int64, sum func(...[]byte) ([]byte, error), seen seenCounts) ([]byte, []string, error) {
+// syncCounts pushes this host's value (val: its counts, as encoded)
+// under suffix (a period's, or "" for a plain structure) and returns the
+// other hosts' exports, decoded and summed by c: those Redis holds, and
+// those of seen whose key is gone. It returns the hosts summed from seen,
+// and remembers in seen the values it summed.
+func (a *Agent) syncCounts(ctx context.Context, m *member, suffix string, val []byte, ttlMillis int64, c counts, seen seenCounts) ([]byte, []string, error) {
 	tag := a.tag(m)
 	hostKey := func(h string) string { return tag + ":host" + suffix + ":" + keyName(h) }
 	keys := []string{tag + ":meta", tag + ":hosts" + suffix, hostKey(a.cfg.Host)}
-	res, err := pushCounts.Run(ctx, a.cfg.Redis, keys, m.meta, exp, a.cfg.Host, ttlMillis).Slice()
+	res, err := pushCounts.Run(ctx, a.cfg.Redis, keys, m.meta, val, a.cfg.Host, ttlMillis).Slice()
 	body, err := scriptReply(m, res, err)
 	if err != nil {
 		return nil, nil, err
 	}
 	others := a.othersToSum(body, seen)
 	if len(others) == 0 {
-		total, err := sum()
+		total, err := c.sum()
 		return total, nil, err
 	}
 	hostKeys := make([]string, len(others))
@@ -210,7 +242,8 @@ func (a *Agent) syncCounts(ctx context.Context, m *member, suffix string, exp []
 	if err != nil {
 		return nil, nil, fmt.Errorf("fleet: %s %q: redis: %w", m.kind, m.name, err)
 	}
-	hostCounts := make([][]byte, len(vals))
+	raw := make([][]byte, len(vals))
+	exports := make([][]byte, len(vals))
 	var fromMemory []string
 	for i, v := range vals {
 		if v == nil {
@@ -225,24 +258,24 @@ func (a *Agent) syncCounts(ctx context.Context, m *member, suffix string, exp []
 			if !ok {
 				return nil, nil, fmt.Errorf("fleet: %s %q: %s is listed but holds no counts, and this agent remembers none: keeping the last sum until it pushes again", m.kind, m.name, hostKeys[i])
 			}
-			hostCounts[i] = old
+			raw[i] = old
 			fromMemory = append(fromMemory, others[i])
-			continue
+		} else {
+			s, _ := v.(string) // MGET answers strings and nils
+			raw[i] = []byte(s)
 		}
-		s, ok := v.(string)
-		if !ok || len(s) != len(exp) {
-			// A host's counts that cannot be summed fail the round: the
-			// fleet part keeps the last good sum rather than a lower one.
-			return nil, nil, fmt.Errorf("fleet: %s %q: %w: %s holds %d bytes, not the %d of this host's counts", m.kind, m.name, ErrMismatch, hostKeys[i], len(s), len(exp))
+		// A host's counts that cannot be summed fail the round: the
+		// fleet part keeps the last good sum rather than a lower one.
+		if exports[i], err = c.decode(raw[i]); err != nil {
+			return nil, nil, fmt.Errorf("fleet: %s %q: %w: %s %v", m.kind, m.name, ErrMismatch, hostKeys[i], err)
 		}
-		hostCounts[i] = []byte(s)
 	}
-	total, err := sum(hostCounts...)
+	total, err := c.sum(exports...)
 	if err != nil {
 		return nil, nil, err
 	}
 	for i, h := range others {
-		seen[h] = hostCounts[i]
+		seen[h] = raw[i]
 	}
 	return total, fromMemory, nil
 }
@@ -297,11 +330,18 @@ func (a *Agent) syncAdditive(ctx context.Context, m *member) error {
 	if err != nil {
 		return fmt.Errorf("fleet: %s %q: %w", m.kind, m.name, err)
 	}
-	add := m.additive.sum
-	if add == nil {
-		add = uint64Sum(len(exp))
+	st := m.additive
+	c := counts{decode: st.decode, sum: st.sum}
+	if c.sum == nil {
+		c.sum = uint64Sum(len(exp))
 	}
-	sum, fromMemory, err := a.syncCounts(ctx, m, "", exp, 0, add, m.additive.seen)
+	val := exp
+	if st.encode != nil {
+		val = st.encode(exp)
+	} else {
+		c.decode = sized(len(exp))
+	}
+	sum, fromMemory, err := a.syncCounts(ctx, m, "", val, 0, c, st.seen)
 	if err != nil {
 		return err
 	}
@@ -328,7 +368,7 @@ func (a *Agent) syncAdditiveWindow(ctx context.Context, m *member) error {
 			seen = seenCounts{}
 			aw.seen[p] = seen
 		}
-		sum, hosts, err := a.syncCounts(ctx, m, ":"+strconv.FormatUint(p, 10), exp, ttl, uint64Sum(len(exp)), seen)
+		sum, hosts, err := a.syncCounts(ctx, m, ":"+strconv.FormatUint(p, 10), exp, ttl, counts{decode: sized(len(exp)), sum: uint64Sum(len(exp))}, seen)
 		if err != nil {
 			return err
 		}

@@ -34,7 +34,8 @@
 //     host's candidates.
 //   - a counting Bloom filter created with a fleet part
 //     (sketch.CountingBloomConfig.Fleet), a ban list: the same, with a
-//     byte a counter (ExportCounts, SumFleetCounts, SetFleetCounts). Each
+//     byte a counter (ExportCounts, SumFleetCounts, SetFleetCounts), sent
+//     sparse: its nonzero counters only, a few bytes a ban. Each
 //     host's count is its adds less its removes, also of copies only
 //     other hosts held, so a ban made on any host is found on every host,
 //     and an unban made on any host takes it out on every host.
@@ -77,8 +78,8 @@
 // leaves the window (Config.Host says how to retire one), so the memory is
 // at most, for each structure, the other hosts summed since the agent
 // started times the structure's counts (a Count-Min grid's 8 bytes a
-// counter, a counting filter's byte a counter), times Keep for a window:
-// what a round reads from Redis anyway, kept between rounds.
+// counter, a counting filter's as sent, a few bytes a ban), times Keep for
+// a window: what a round reads from Redis anyway, kept between rounds.
 //
 // The guarantee, for a key added on host A and asked on host B: B finds it
 // once a round of A that started after the add and then a round of B have
