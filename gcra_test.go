@@ -180,7 +180,10 @@ func TestGCRA_CollisionsOnlyStricter(t *testing.T) {
 // between them, never one more: racing decisions are ordered.
 func TestGCRA_RacingGoroutinesAtOneInstant(t *testing.T) {
 	path := tempPath(t, "gcra")
-	cfg := GCRAConfig{Rate: Rate{1, time.Hour}, Burst: 99, Rows: 4, Width: 64}
+	// Wide enough that a round's key shares no cell in every row with the
+	// earlier rounds' busy keys: at 64 a row, one run in about 30 did (a
+	// random seed), and its key was refused from the start.
+	cfg := GCRAConfig{Rate: Rate{1, time.Hour}, Burst: 99, Rows: 4, Width: 4096}
 	var hs [2]*GCRA
 	for i := range hs {
 		g, err := OpenGCRA(Path(path), cfg)
@@ -256,7 +259,7 @@ func TestGCRA_BatchIsSingles(t *testing.T) {
 // allowed its burst+1 and refused the rest, in order, in this build's
 // core, and counted in Stats.
 func TestGCRA_AllowBatchAnswers(t *testing.T) {
-	g := mustGCRA(t, GCRAConfig{Rate: Rate{1, time.Hour}, Burst: 4, Rows: 3, Width: 32})
+	g := mustGCRA(t, GCRAConfig{Rate: Rate{1, time.Hour}, Burst: 4, Rows: 3, Width: 4096}) // three keys that share no cell
 	keys := make([][]byte, 300)
 	for i := range keys {
 		keys[i] = []byte(fmt.Sprint("k", i%3))
