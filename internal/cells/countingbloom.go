@@ -131,8 +131,10 @@ func (l *CountingBloom) Touch(h1, h2 uint64) uint32 {
 // ContainsHashed reports whether all the key's counters are above zero.
 func (l *CountingBloom) ContainsHashed(h1, hi uint64) bool {
 	h2 := hi | 1
+	fleet := l.Fleet != nil // asked once, not a counter at a time
 	for i := 0; i < l.K; i++ {
-		if !l.present(l.Probe(h1, h2, i)) {
+		c := l.Probe(h1, h2, i)
+		if fleet && !l.present(c) || !fleet && l.Get(c) == 0 {
 			return false
 		}
 	}
