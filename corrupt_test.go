@@ -668,7 +668,10 @@ func corruptions() []corruption {
 		{name: "lanes past MaxLanes", in: inCountMin, edit: e64(entParams+40, MaxLanes+1), says: "count-min lanes"},
 		{name: "lanes=2 without their grids", in: inCountMin, edit: e64(entParams+40, 2)},
 		{name: "lanes and a fleet part without their grids", in: inCountMin, edit: all(e64(entParams+40, 2), e64(entParams+32, 1)), says: "count-min region"},
-		{name: "count-min unknown parameter", in: inCountMin, edit: e64(entParams+48, 1), says: "unknown count-min parameters"},
+		{name: "count-min unknown parameter", in: inCountMin, edit: e64(entParams+56, 1), says: "unknown count-min parameters"},
+		{name: "conservative update flag 2", in: inCountMin, edit: e64(entParams+48, 2), says: "count-min conservative update flag 2"},
+		{name: "conservative update without lanes", in: inCountMin, edit: e64(entParams+48, 1), says: "count-min lanes 0 (fleet part 0, conservative update 1)"},
+		{name: "conservative update without the shared lane", in: inCountMin, edit: all(e64(entParams+48, 1), e64(entParams+40, 1)), says: "count-min region"},
 		{name: "param 5=1", in: inCountMin, edit: e64(entParams+40, 1)},
 		// A Count-Min window's fleet flag, its parameter word 6.
 		{name: "window fleet flag=2", in: inCountMinWindow, edit: e64(entParams+48, 2), says: "fleet flag 2"},

@@ -7,6 +7,7 @@ import (
 	"math"
 	"math/bits"
 	"math/rand/v2"
+	"runtime"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -63,6 +64,23 @@ type CountMinConfig struct {
 	// layout. With Fleet the fleet part is one grid after the lanes, and
 	// ExportCounts sums the lanes. Not in a window (yet): ErrInvalidConfig.
 	Lanes int `json:"lanes,omitempty"`
+	// ConservativeUpdate makes an add raise only the key's least counters
+	// (conservative update, Estan and Varghese, 2002): each of the key's
+	// counters is raised to the least of them plus n, no further, so that
+	// a light key sharing a counter with a heavy one no longer lifts it.
+	// Estimates stay never low and come out lower: on the words of the Go
+	// sources, about half the mean and 99th-percentile over-estimate of
+	// plain adds at the same shape (docs/BENCHMARKS.md). A raise is a load
+	// and a store, safe only with one writer a grid, so the sketch keeps
+	// lanes (Lanes of them, at least 1) plus one more grid, the shared
+	// lane: a handle raises in the lane it claimed, and what has no lane
+	// of its own to itself at that moment (a handle past the lanes, a
+	// goroutine whose handle's lanes are all busy, a merge) adds to the
+	// shared lane as plain adds do. Its pages stay unwritten (holes, no
+	// memory) while every writer owns a lane. False attaches to either;
+	// true only to a sketch with it (ErrIncompatible otherwise). Not in a
+	// window: ErrInvalidConfig.
+	ConservativeUpdate bool `json:"conservative_update,omitempty"`
 	// Seed is the hash seed. Zero means a random seed at create, so that
 	// nobody who cannot read the file can craft colliding keys; on attach,
 	// zero accepts the stored seed, and another seed is ErrIncompatible.
@@ -110,6 +128,9 @@ type CountMin struct {
 	// lanes are the lanes this handle adds to (handleLanes, below); nil
 	// for a sketch of one grid and on a read-only handle.
 	lanes *handleLanes
+	// conservative: adds raise the least counters in an owned lane
+	// (CountMinConfig.ConservativeUpdate); l.Lane is the shared lane.
+	conservative bool
 }
 
 // ClosedEstimate is what Estimate returns on a closed handle, and on a zero
@@ -132,9 +153,15 @@ type CountMinStats struct {
 	Lanes     int  `json:"lanes,omitempty"`
 	Lane      int  `json:"lane,omitempty"`
 	LaneOwned bool `json:"lane_owned,omitempty"`
+	// ConservativeUpdate says that adds raise the least counters
+	// (CountMinConfig.ConservativeUpdate); Lanes then counts the lanes
+	// handles claim, and Lane is Lanes (the shared lane) when this handle
+	// owns none.
+	ConservativeUpdate bool `json:"conservative_update,omitempty"`
 	// Total is everything counted since the last reset (the largest row
 	// sum, so an add interrupted by a crash can only raise it), in the
-	// sketch's own counters.
+	// sketch's own counters. With conservative update, whose raises leave
+	// every row below what was added, it is at least Adds.
 	Total uint64 `json:"total"`
 	// FleetTotal is the fleet part's largest row sum (saturating at
 	// 2^63): what the rest of the fleet counted, as last stored by
@@ -255,13 +282,24 @@ func countMinLanesBytes(rows, width, lanes int, fleet bool) uint64 {
 	return cells.StripesBytes + grids*uint64(rows)*uint64(width)*8
 }
 
+// countMinGrids is how many grids of own counters a sketch keeps, from its
+// stored lanes word and conservative update flag: the lanes, and the
+// shared lane with conservative update.
+func countMinGrids(lanes, conservative uint64) int {
+	return int(max(lanes, 1) + conservative)
+}
+
 // MaxLanes is the most lanes a Count-Min sketch keeps (CountMinConfig.Lanes):
 // one per add-count stripe, whose cache lines hold the lanes' owners.
 const MaxLanes = cells.StripeCount
 
 // lanesWord is the stored lanes parameter: 0 for one grid, so that a
-// sketch of one lane keeps the layout of a version without lanes.
-func lanesWord(lanes int) uint64 {
+// sketch of one lane keeps the layout of a version without lanes; with
+// conservative update, the lanes handles claim, at least 1.
+func lanesWord(lanes int, conservative bool) uint64 {
+	if conservative {
+		return uint64(max(lanes, 1))
+	}
 	if lanes <= 1 {
 		return 0
 	}
@@ -309,14 +347,14 @@ func (cfg CountMinConfig) spec() (spec, error) {
 	if err := cfg.checkLanes(); err != nil {
 		return spec{}, err
 	}
-	size := withTable(countMinLanesBytes(rows, width, cfg.Lanes, cfg.Fleet), k, keyBytes)
+	size := withTable(countMinLanesBytes(rows, width, countMinGrids(lanesWord(cfg.Lanes, cfg.ConservativeUpdate), flagWord(cfg.ConservativeUpdate)), cfg.Fleet), k, keyBytes)
 	if size > maxFileSize-pageSize*4 {
 		return spec{}, fmt.Errorf("%w: %d x %d counters need %d bytes, more than a sketch file may have (%d)", ErrInvalidConfig, rows, width, size, uint64(maxFileSize))
 	}
 	sp := spec{
 		kind:   kindCountMin,
 		size:   size,
-		params: [8]uint64{uint64(rows), uint64(width), uint64(k), uint64(keyBytes), flagWord(cfg.Fleet), lanesWord(cfg.Lanes)},
+		params: [8]uint64{uint64(rows), uint64(width), uint64(k), uint64(keyBytes), flagWord(cfg.Fleet), lanesWord(cfg.Lanes, cfg.ConservativeUpdate), flagWord(cfg.ConservativeUpdate)},
 		seed:   cfg.Seed,
 	}
 	sp.match = func(e entry) error {
@@ -326,8 +364,11 @@ func (cfg CountMinConfig) spec() (spec, error) {
 		if err := matchFleet(cfg.Fleet, e.params[4]); err != nil {
 			return err
 		}
-		if cfg.Lanes != 0 && lanesWord(cfg.Lanes) != e.params[5] {
+		if cfg.Lanes != 0 && uint64(max(cfg.Lanes, 1)) != max(e.params[5], 1) {
 			return fmt.Errorf("%w: asked for %d lanes, the file has %d", ErrIncompatible, cfg.Lanes, max(e.params[5], 1))
+		}
+		if cfg.ConservativeUpdate && e.params[6] != 1 {
+			return fmt.Errorf("%w: asked for conservative update, the file's adds are plain", ErrIncompatible)
 		}
 		return matchCandidates(e, 2, k, keyBytes, withCands)
 	}
@@ -335,7 +376,7 @@ func (cfg CountMinConfig) spec() (spec, error) {
 }
 
 func countMinEntryConfig(e entry) any {
-	return CountMinConfig{Rows: int(e.params[0]), Width: int(e.params[1]), Candidates: int(e.params[2]), CandidateKeyBytes: int(e.params[3]), Fleet: e.params[4] == 1, Lanes: int(e.params[5])}
+	return CountMinConfig{Rows: int(e.params[0]), Width: int(e.params[1]), Candidates: int(e.params[2]), CandidateKeyBytes: int(e.params[3]), Fleet: e.params[4] == 1, Lanes: int(e.params[5]), ConservativeUpdate: e.params[6] == 1}
 }
 
 func countMinEntryParams(e entry) map[string]float64 {
@@ -349,6 +390,9 @@ func countMinEntryParams(e entry) map[string]float64 {
 	if e.params[4] != 0 {
 		p["fleet"] = float64(e.params[4])
 	}
+	if e.params[6] != 0 {
+		p["conservative_update"] = float64(e.params[6])
+	}
 	return p
 }
 
@@ -361,13 +405,15 @@ func validateCountMinEntry(e entry) error {
 		return fmt.Errorf("count-min width %d", width)
 	case e.params[4] > 1:
 		return fmt.Errorf("count-min fleet flag %d", e.params[4])
-	case e.params[5] == 1 || e.params[5] > MaxLanes:
-		return fmt.Errorf("count-min lanes %d (fleet part %d)", e.params[5], e.params[4])
+	case e.params[6] > 1:
+		return fmt.Errorf("count-min conservative update flag %d", e.params[6])
+	case e.params[5] > MaxLanes || e.params[5] == 1 && e.params[6] == 0 || e.params[5] == 0 && e.params[6] == 1:
+		return fmt.Errorf("count-min lanes %d (fleet part %d, conservative update %d)", e.params[5], e.params[4], e.params[6])
 	}
 	if err := validateCandidates(e.params[2], e.params[3]); err != nil {
 		return err
 	}
-	if want := withTable(countMinLanesBytes(int(rows), int(width), int(e.params[5]), e.params[4] == 1), int(e.params[2]), int(e.params[3])); e.size != want {
+	if want := withTable(countMinLanesBytes(int(rows), int(width), countMinGrids(e.params[5], e.params[6]), e.params[4] == 1), int(e.params[2]), int(e.params[3])); e.size != want {
 		return fmt.Errorf("count-min region of %d bytes, %d x %d (fleet part %d) with %d candidates needs %d", e.size, rows, width, e.params[4], e.params[2], want)
 	}
 	return nil
@@ -403,25 +449,27 @@ func newCountMin(m *mapping) (*CountMin, error) {
 		core: buildCores.CountMin,
 	}
 	fleet := m.ent.params[4] == 1
-	lanes := int(max(m.ent.params[5], 1))
+	lanes := int(max(m.ent.params[5], 1)) // the lanes handles claim
+	grids := countMinGrids(m.ent.params[5], m.ent.params[6])
+	c.conservative = m.ent.params[6] == 1
 	if fleet { // after every lane
-		c.l.Fleet = unsafe.Add(c.l.Cells, uint64(lanes)*uint64(rows)*width*8)
+		c.l.Fleet = unsafe.Add(c.l.Cells, uint64(grids)*uint64(rows)*width*8)
 	}
 	k := int(m.ent.params[2])
-	if (k != 0 || lanes > 1) && !m.readOnly {
+	if (k != 0 || grids > 1) && !m.readOnly {
 		if err := m.joinLock(); err != nil {
 			m.close()
 			return nil, err
 		}
 	}
-	if lanes > 1 {
-		c.l.Lanes, c.l.LaneBytes = lanes, uintptr(rows)*uintptr(width)*8
+	if grids > 1 {
+		c.l.Lanes, c.l.LaneBytes = grids, uintptr(rows)*uintptr(width)*8
 		if !m.readOnly {
-			c.lanes = newHandleLanes(&c.l, m.lk)
+			c.lanes = newHandleLanes(&c.l, m.lk, lanes, c.conservative)
 		}
 	}
 	if k != 0 {
-		c.top = newCandidateTable(m.entryBytes(), countMinLanesBytes(rows, int(width), lanes, fleet), k, int(m.ent.params[3]), m)
+		c.top = newCandidateTable(m.entryBytes(), countMinLanesBytes(rows, int(width), grids, fleet), k, int(m.ent.params[3]), m)
 	}
 	c.init(m, c)
 	c.open.Store(true)
@@ -436,11 +484,48 @@ func (c *CountMin) Add(key []byte) (uint64, error) {
 		return ClosedEstimate, c.refuse("add")
 	}
 	lo, hi := cells.Hash(key, c.l.Seed)
-	est := c.l.AddHashed(lo, hi, 1)
+	est := c.addHashed(lo, hi, 1)
 	if c.top != nil && c.top.passes(est, 1) {
 		c.offer(lo, hi, unsafe.String(unsafe.SliceData(key), len(key)), est)
 	}
 	return c.afterUse(est, "add")
+}
+
+// ownedLanes is the lanes handles claim, as the file stores them: 0 for
+// one grid.
+func (c *CountMin) ownedLanes() int {
+	if c.conservative {
+		return c.l.Lanes - 1 // the last is the shared lane
+	}
+	return int(lanesWord(c.l.Lanes, false))
+}
+
+// addHashed counts n for the key hashing to (lo, hi) and returns its
+// estimate.
+func (c *CountMin) addHashed(lo, hi, n uint64) uint64 {
+	if c.conservative {
+		c.addConservative(lo, hi, n)
+		return c.l.EstimateHashed(lo, hi)
+	}
+	return c.l.AddHashed(lo, hi, n)
+}
+
+// addBatchConservativeTop is addBatchConservative with the candidate
+// table's offers, which need each key's estimate.
+func (c *CountMin) addBatchConservativeTop(keys [][]byte, estimates []uint64) {
+	if c.top == nil || estimates != nil {
+		c.addBatchConservative(keys, estimates)
+		if c.top != nil {
+			c.offerBatch(keys, estimates)
+		}
+		return
+	}
+	var buf [cells.BatchChunk]uint64
+	for base := 0; base < len(keys); base += cells.BatchChunk {
+		chunk := keys[base:min(base+cells.BatchChunk, len(keys))]
+		c.addBatchConservative(chunk, buf[:len(chunk)])
+		c.offerBatch(chunk, buf[:len(chunk)])
+	}
 }
 
 // AddN counts key n times and returns the new estimate. Counters saturate
@@ -459,7 +544,7 @@ func (c *CountMin) AddN(key []byte, n uint64) (uint64, error) {
 	if n > 1 && n > c.weighed.Load() {
 		c.noteWeight(n) // before the counters: Check bounds a torn add by it
 	}
-	est := c.l.AddHashed(lo, hi, n)
+	est := c.addHashed(lo, hi, n)
 	if c.top != nil && c.top.passes(est, n) {
 		c.offer(lo, hi, unsafe.String(unsafe.SliceData(key), len(key)), est)
 	}
@@ -472,7 +557,7 @@ func (c *CountMin) AddString(key string) (uint64, error) {
 		return ClosedEstimate, c.refuse("add")
 	}
 	lo, hi := cells.HashString(key, c.l.Seed)
-	est := c.l.AddHashed(lo, hi, 1)
+	est := c.addHashed(lo, hi, 1)
 	if c.top != nil && c.top.passes(est, 1) {
 		c.offer(lo, hi, key, est)
 	}
@@ -501,6 +586,10 @@ func (c *CountMin) AddBatch(keys [][]byte, estimates []uint64) error {
 	}
 	if estimates != nil && len(estimates) != len(keys) {
 		return c.m.errorf("add", fmt.Errorf("%w: %d estimates for %d keys", ErrInvalidArgument, len(estimates), len(keys)))
+	}
+	if c.conservative {
+		c.addBatchConservativeTop(keys, estimates)
+		return c.afterBatch(estimates, "add")
 	}
 	if c.top != nil && estimates == nil {
 		// The table needs each key's estimate.
@@ -632,14 +721,15 @@ var testHookResetCleared func()
 // It walks the whole grid, so it belongs on a status page, not in a loop.
 func (c *CountMin) Stats() CountMinStats {
 	s := CountMinStats{
-		Rows:       c.l.Rows,
-		Width:      int(c.l.Mask + 1),
-		Fleet:      c.l.Fleet != nil,
-		Lanes:      int(lanesWord(c.l.Lanes)),
-		Lane:       c.lanes.first().lane,
-		LaneOwned:  c.lanes.first().tag != 0,
-		ErrorRate:  math.E / float64(c.l.Mask+1),
-		Confidence: 1 - math.Exp(-float64(c.l.Rows)),
+		Rows:               c.l.Rows,
+		Width:              int(c.l.Mask + 1),
+		Fleet:              c.l.Fleet != nil,
+		Lanes:              c.ownedLanes(),
+		Lane:               c.lanes.first().lane,
+		LaneOwned:          c.lanes.first().tag != 0,
+		ConservativeUpdate: c.conservative,
+		ErrorRate:          math.E / float64(c.l.Mask+1),
+		Confidence:         1 - math.Exp(-float64(c.l.Rows)),
 	}
 	if c.m != nil {
 		s.Bytes = c.m.ownBytes()
@@ -662,6 +752,10 @@ func (c *CountMin) Stats() CountMinStats {
 		s.FleetTotal = min(slices.Max(sums), cells.MaxCount)
 	}
 	s.Adds = c.core.Adds(&c.l)
+	if c.conservative {
+		// Raised rows hold less than was added: the add count is the total.
+		s.Total = max(s.Total, s.Adds)
+	}
 	s.ErrorBound = errorBound(satAdd(s.Total, s.FleetTotal), s.Width)
 	s.Candidates = c.top.stats(c, s.ErrorBound)
 	s.Frozen = atomic.LoadUint32(c.sealed) != 0
@@ -946,6 +1040,12 @@ func (c *CountMin) checkCounters() error {
 				return c.m.errorf("check", fmt.Errorf("%w: row %d sums to %d, %d more than the add count (%d): more than %d adds cut short of the largest weight added (%d) could leave; the counters were changed by something other than this package's adds, merges and resets", ErrDamaged, i, v, v-after, after, maxTornAdds, weight))
 			}
 		}
+	}
+	if c.conservative {
+		// A raise moves each row by n at most, and rows by different
+		// amounts: no row sum may pass the add count (above), and rows
+		// that disagree are what raises leave.
+		return nil
 	}
 	return c.rowFinding(sums, adds)
 }
@@ -1348,26 +1448,40 @@ type laneSlot struct {
 // when their blind batches met.
 type handleLanes struct {
 	lk    *fileLock
+	owned int                         // the lanes handles claim: 0 to owned-1
 	mu    sync.Mutex                  // held to claim a lane
 	slots atomic.Pointer[[]*laneSlot] // grows under mu
+	// closed is set by release: a goroutine that takes a slot after it
+	// gives the slot back and adds where a handle without a lane does.
+	closed atomic.Bool
 	// retry counts blind batches that found every slot busy: a lane is
 	// looked for once in a while, not at every one, since a look asks the
 	// tokens about every owner.
 	retry atomic.Uint32
 }
 
-// newHandleLanes claims the handle's first lane and points l's adds at
-// it.
-func newHandleLanes(l *cells.CountMin, lk *fileLock) *handleLanes {
-	h := &handleLanes{lk: lk}
-	s := claimLane(l, lk)
-	if s == nil {
+// newHandleLanes claims the handle's first lane among the owned lanes
+// and points l's adds at it. With conservative update l's adds go to the
+// shared lane, grid owned, instead: only a goroutine holding an owned
+// lane's slot writes that lane (raising it), so every other add (a
+// merge, a handle without a lane) must go elsewhere.
+func newHandleLanes(l *cells.CountMin, lk *fileLock, owned int, conservative bool) *handleLanes {
+	h := &handleLanes{lk: lk, owned: owned}
+	s := claimLane(l, lk, owned)
+	switch {
+	case s != nil:
+	case conservative:
+		s = &laneSlot{lane: owned} // the shared lane
+	default:
 		// Every lane has a live owner: share one, spread by token id.
-		s = &laneSlot{lane: lockStripe(lk) % l.Lanes}
+		s = &laneSlot{lane: lockStripe(lk) % owned}
 	}
 	s.busy.Store(0)
 	h.slots.Store(&[]*laneSlot{s})
 	l.Lane = laneGrid(l, s.lane)
+	if conservative {
+		l.Lane = laneGrid(l, owned)
+	}
 	return h
 }
 
@@ -1378,10 +1492,10 @@ func laneGrid(l *cells.CountMin, j int) unsafe.Pointer {
 // claimLane claims a free lane, else one whose owner is dead (its counts
 // stay: they are valid adds), and returns it busy; nil when every lane
 // has a live owner.
-func claimLane(l *cells.CountMin, lk *fileLock) *laneSlot {
+func claimLane(l *cells.CountMin, lk *fileLock, owned int) *laneSlot {
 	tag := uint64(tokenID(lk)) + 1
 	for pass := range 2 {
-		for j := range l.Lanes {
+		for j := range owned {
 			w := laneOwner(l, j)
 			v := atomic.LoadUint64(w)
 			free := v == 0
@@ -1414,14 +1528,17 @@ func (h *handleLanes) first() *laneSlot {
 func (h *handleLanes) take(l *cells.CountMin) *laneSlot {
 	for _, s := range *h.slots.Load() {
 		if s.busy.CompareAndSwap(0, 1) {
-			return s
+			return h.checkOpen(s)
 		}
 	}
 	if h.retry.Add(1)%64 != 1 || !h.mu.TryLock() {
 		return nil
 	}
 	defer h.mu.Unlock()
-	s := claimLane(l, h.lk)
+	if h.closed.Load() {
+		return nil
+	}
+	s := claimLane(l, h.lk, h.owned)
 	if s != nil {
 		grown := append(append([]*laneSlot(nil), *h.slots.Load()...), s)
 		h.slots.Store(&grown)
@@ -1429,14 +1546,42 @@ func (h *handleLanes) take(l *cells.CountMin) *laneSlot {
 	return s
 }
 
-// release frees every lane the handle claimed, for the next handles.
+// checkOpen returns s, taken, unless release has begun: then s is given
+// back and nil returned, since release may free its lane for another
+// writer. Taking the flag before this look pairs with release's setting
+// closed before it takes every flag: either release waits for this
+// goroutine to give s back, or this goroutine sees closed.
+func (h *handleLanes) checkOpen(s *laneSlot) *laneSlot {
+	if h.closed.Load() {
+		s.busy.Store(0)
+		return nil
+	}
+	return s
+}
+
+// put gives back a slot take returned (nil: none).
+func (s *laneSlot) put() {
+	if s != nil {
+		s.busy.Store(0)
+	}
+}
+
+// release frees every lane the handle claimed, for the next handles,
+// once no goroutine of the handle adds to it: a lane with conservative
+// update must never have two writers, and the next owner may be in
+// another process. Slots stay taken for good: later adds go where a
+// handle without a lane adds.
 func (h *handleLanes) release(l *cells.CountMin) {
 	if h == nil {
 		return
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	h.closed.Store(true)
 	for _, s := range *h.slots.Load() {
+		for !s.busy.CompareAndSwap(0, 1) {
+			runtime.Gosched() // a goroutine is adding: a batch at most
+		}
 		if s.tag != 0 {
 			atomic.CompareAndSwapUint64(laneOwner(l, s.lane), s.tag, 0)
 		}
@@ -1455,5 +1600,51 @@ func (c *CountMin) addBlind(keys [][]byte) {
 	l := c.l
 	l.Lane = laneGrid(&c.l, s.lane)
 	c.batchCore(len(keys)).AddBatch(&l, keys, 1, nil)
-	s.busy.Store(0)
+	s.put()
+}
+
+// Conservative update (CountMinConfig.ConservativeUpdate; docs/DESIGN.md,
+// "Conservative update"). A raise loads the key's counters and stores the
+// raised ones: an add another writer made between them would be lost and
+// an estimate could be low. So a lane is raised only by the goroutine
+// holding its slot, in the one handle that owns it (the owner word, as for
+// every sketch of lanes); everything else (adds without an owned lane
+// free, merges) goes to the shared lane, l.Lane, by atomic adds.
+
+// addConservative counts n for the key hashing to (lo, hi), then the add
+// count.
+func (c *CountMin) addConservative(lo, hi, n uint64) {
+	s := c.lanes.take(&c.l)
+	c.raise(s, lo, hi, n)
+	s.put()
+	c.l.CountAdds(n)
+}
+
+// raise adds n for the key in s's lane, conservatively, when the handle
+// owns it; else in the shared lane.
+func (c *CountMin) raise(s *laneSlot, lo, hi, n uint64) {
+	if s != nil && s.tag != 0 {
+		c.l.RaiseLane(laneGrid(&c.l, s.lane), lo, hi, n)
+		return
+	}
+	c.l.AddLane(lo, hi, n)
+}
+
+// addBatchConservative is AddBatch with conservative update: one slot for
+// the batch, and the add count a chunk, after the chunk's counters, as
+// the cores move it. est, when not nil, receives each key's estimate.
+func (c *CountMin) addBatchConservative(keys [][]byte, est []uint64) {
+	s := c.lanes.take(&c.l)
+	defer s.put()
+	for base := 0; base < len(keys); base += cells.BatchChunk {
+		chunk := keys[base:min(base+cells.BatchChunk, len(keys))]
+		for i, k := range chunk {
+			lo, hi := cells.Hash(k, c.l.Seed)
+			c.raise(s, lo, hi, 1)
+			if est != nil {
+				est[base+i] = c.l.EstimateHashed(lo, hi)
+			}
+		}
+		c.l.CountAdds(uint64(len(chunk)))
+	}
 }

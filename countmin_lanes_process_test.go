@@ -163,16 +163,94 @@ func TestCountMinLanes_ProcessesBothBuilds(t *testing.T) {
 	}
 }
 
+// TestConservative_ProcessesBothBuilds: four processes, of both builds
+// when the other can be built, add to a sketch of three lanes with
+// conservative update at once: three raise in lanes of their own, the
+// fourth adds to the shared lane. Every estimate is then at least the
+// key's count in the four streams and at most one grid of plain adds'
+// estimate, Total is the add count, and Check passes.
+func TestConservative_ProcessesBothBuilds(t *testing.T) {
+	requireReexec(t)
+	exes := alternatingBuilds(t, 4)
+	dir := t.TempDir()
+	path := filepath.Join(dir, "cu")
+	cfg := cuCfg
+	cfg.Lanes = 3
+	mustCountMin(t, Path(path), cfg).Close()
+	view := mustCountMin(t, Path(path), CountMinConfig{}, WithReadOnly())
+	one := mustCountMin(t, Memory(), lanesCfg)
+	exact := map[string]uint64{}
+	const ops = 30000
+	var specs []childSpec
+	var logs []string
+	for i, exe := range exes {
+		log := filepath.Join(dir, fmt.Sprint("log-", i))
+		logs = append(logs, log)
+		specs = append(specs, childSpec{exe: exe, name: fmt.Sprint("child ", i), role: "countmin-lanes",
+			env: envs(envPath, path, envChild, i, envOps, ops, envLaneLog, log)})
+		feedLaneStream(one, i, ops)
+		for j := range ops {
+			k, n, batch := laneOp(i, j)
+			if batch {
+				n = 1
+			}
+			exact[string(k)] += n
+		}
+	}
+	for _, h := range startGroup(t, childContext(t), specs) {
+		h.wait(t)
+	}
+	owners := 0
+	for _, log := range logs {
+		lane, owned := laneOf(t, log)
+		if owned {
+			owners++
+		} else if lane != 3 {
+			t.Errorf("%s: lane %d not owned: want the shared lane 3", log, lane)
+		}
+	}
+	if owners != 3 {
+		t.Errorf("%d processes owned a lane, want 3", owners)
+	}
+	var over, overPlain uint64
+	for k, n := range exact {
+		got, plain := view.EstimateString(k), one.EstimateString(k)
+		if got < n || got > plain {
+			t.Fatalf("Estimate(%q) = %d: count %d, one grid of plain adds %d", k, got, n, plain)
+		}
+		over, overPlain = over+got-n, overPlain+plain-n
+	}
+	if over >= overPlain {
+		t.Errorf("over-estimates sum to %d, plain adds' %d: the raises lowered nothing", over, overPlain)
+	}
+	if got, want := view.Stats().Total, one.Stats().Total; got != want {
+		t.Errorf("Total %d, one grid %d", got, want)
+	}
+	if err := view.Check(); err != nil {
+		t.Errorf("Check: %v", err)
+	}
+}
+
 // TestCountMinLanes_TakeoverAfterKill: a writer SIGKILLed in its lane
 // leaves it to the next handle that finds no free lane, with its counts:
 // the key it added reads what its logged adds made it, whole, never
-// less, and adds go on from there.
+// less, and adds go on from there; with plain adds and with conservative
+// update.
 func TestCountMinLanes_TakeoverAfterKill(t *testing.T) {
+	for _, conservative := range []bool{false, true} {
+		t.Run(fmt.Sprint("conservative=", conservative), func(t *testing.T) {
+			testLaneTakeoverAfterKill(t, conservative)
+		})
+	}
+}
+
+func testLaneTakeoverAfterKill(t *testing.T, conservative bool) {
 	requireReexec(t)
 	dir := t.TempDir()
 	path, log := filepath.Join(dir, "lanes"), filepath.Join(dir, "log")
 	cfg := lanesCfg
 	cfg.Lanes = 2
+	cfg.ConservativeUpdate = conservative
 	mustCountMin(t, Path(path), cfg).Close()
 	hs := startGroup(t, childContext(t), []childSpec{
 		{name: "killed child", role: "countmin-lanes", env: envs(envPath, path, envChild, 0, envOps, 0, envLaneLog, log)},

@@ -55,6 +55,9 @@ func (wc CountMinWindowConfig) spec() (spec, error) {
 	if cfg.Lanes > 1 {
 		return spec{}, fmt.Errorf("%w: a window keeps one lane (lanes in windows are not supported yet)", ErrInvalidConfig)
 	}
+	if cfg.ConservativeUpdate {
+		return spec{}, fmt.Errorf("%w: a window's adds are plain (conservative update is for a Count-Min sketch)", ErrInvalidConfig)
+	}
 	if w == (Window{}) {
 		// The zero window attaches to whatever window is stored, and
 		// cannot create (size 0).

@@ -115,7 +115,7 @@ func init() {
 	kinds = map[uint32]kindInfo{
 		kindCountMin: {
 			name: "Count-Min sketch", kind: KindCountMin,
-			validate: validateCountMinEntry, spare: 6, of: "count-min",
+			validate: validateCountMinEntry, spare: 7, of: "count-min",
 			config: countMinEntryConfig, params: countMinEntryParams,
 			open: openZero(OpenCountMin),
 		},

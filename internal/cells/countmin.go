@@ -108,6 +108,37 @@ func (l *CountMin) AddLane(lo, hi, n uint64) {
 	}
 }
 
+// RaiseLane is a conservative update of lane, a grid of the sketch's
+// shape: the key's counters are raised to the least of them plus n
+// (saturating at MaxCount), and a counter already that high is left
+// alone. Each counter still holds at least every count of every key that
+// maps to it, so no estimate is low, and a counter shared with a heavy key
+// is not raised by a light one's adds: estimates of light keys come out
+// lower than plain adds leave them. Only for a lane with one writer:
+// between this load and store another writer's add would be lost.
+func (l *CountMin) RaiseLane(lane unsafe.Pointer, lo, hi, n uint64) {
+	h2 := hi | 1
+	least := ^uint64(0)
+	row := lane
+	for i := 0; i < l.Rows; i++ {
+		col := Spread(lo+uint64(i)*h2) & l.Mask
+		least = min(least, atomic.LoadUint64((*uint64)(unsafe.Add(row, col*8))))
+		row = unsafe.Add(row, l.RowBytes)
+	}
+	to := least + n
+	if to > MaxCount || to < least {
+		to = MaxCount
+	}
+	row = lane
+	for i := 0; i < l.Rows; i++ {
+		p := (*uint64)(unsafe.Add(row, (Spread(lo+uint64(i)*h2)&l.Mask)*8))
+		if atomic.LoadUint64(p) < to {
+			atomic.StoreUint64(p, to)
+		}
+		row = unsafe.Add(row, l.RowBytes)
+	}
+}
+
 // WriteGrid is the grid this handle adds to: its lane, or the one grid.
 func (l *CountMin) WriteGrid() unsafe.Pointer {
 	if l.Lanes > 1 {
