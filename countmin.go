@@ -648,6 +648,17 @@ func (c *CountMin) batchCore(n int) cells.CountMinCore {
 	return c.core
 }
 
+// raiseCore picks the core for a blind batch of n conservative updates:
+// the C core whenever the batch pays for the crossing, since its store is
+// a plain one where the Go core's atomic store is a locked exchange on
+// amd64.
+func (c *CountMin) raiseCore(n int) cells.CountMinCore {
+	if n < cells.CountMinMinBatch {
+		return cells.CountMinGo{}
+	}
+	return c.core
+}
+
 // Estimate returns the sketch's estimate of how often key was counted: the
 // smallest of its counters. It is never below the true count, and exceeds
 // it by more than ErrorBound() with probability at most
@@ -1417,11 +1428,10 @@ func storedFleetTotal(l *cells.CountMin) uint64 {
 }
 
 // Lanes of a Count-Min sketch (CountMinConfig.Lanes; docs/DESIGN.md,
-// "Lanes"): which grid a handle's adds write. Every add is atomic, so a
-// lane shared, or taken for a dead owner's while its owner lives (a holder
-// the tokens cannot ask about), still counts right: lanes only keep
-// writers off each other's cache lines, and nothing here can make an
-// answer low.
+// "Lanes"): which grid a handle's adds write. Every plain add is atomic,
+// so a lane shared by handles past the lanes still counts right: lanes
+// only keep writers off each other's cache lines. Conservative update's
+// raises need one writer a lane (below).
 
 // laneOwnerOff is where, in stripe j's cache line, the owner of lane j
 // is recorded: the tag of the handle that claimed it (its token id and
@@ -1636,6 +1646,14 @@ func (c *CountMin) raise(s *laneSlot, lo, hi, n uint64) {
 func (c *CountMin) addBatchConservative(keys [][]byte, est []uint64) {
 	s := c.lanes.take(&c.l)
 	defer s.put()
+	if est == nil {
+		if s != nil && s.tag != 0 {
+			c.raiseCore(len(keys)).RaiseBatch(&c.l, laneGrid(&c.l, s.lane), keys, 1)
+		} else {
+			c.batchCore(len(keys)).AddBatch(&c.l, keys, 1, nil) // blind, into the shared lane
+		}
+		return
+	}
 	for base := 0; base < len(keys); base += cells.BatchChunk {
 		chunk := keys[base:min(base+cells.BatchChunk, len(keys))]
 		for i, k := range chunk {

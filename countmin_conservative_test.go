@@ -1,6 +1,7 @@
 package sketch
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -8,6 +9,7 @@ import (
 	"path/filepath"
 	"sync"
 	"testing"
+	"unsafe"
 )
 
 // cuCfg is lanesCfg with conservative update and two lanes.
@@ -279,5 +281,37 @@ func TestConservative_CloseWhileAdding(t *testing.T) {
 			}
 		}
 		b.Close()
+	}
+}
+
+// TestConservative_CoresAgree: blind batches of conservative updates, by
+// each core (the C core's plain stores, the Go core's atomic ones), in
+// grids under and past L2 (the fetch-ahead loop) and with weights up to
+// saturation, leave the same lane, counter for counter.
+func TestConservative_CoresAgree(t *testing.T) {
+	keys := cuStream(3, 3000)
+	for _, prefetch := range []bool{false, true} {
+		var lanes [][]byte
+		for _, core := range countMinCores() {
+			c := mustCountMin(t, Memory(), CountMinConfig{Rows: 3, Width: 512, Seed: 9, ConservativeUpdate: true})
+			c.core, c.l.Prefetch = core, prefetch
+			lane := laneGrid(&c.l, c.Stats().Lane)
+			for i := 0; i < len(keys); i += 300 {
+				n := uint64(1)
+				if i/300%3 == 2 {
+					n = 1 << 61 // four of these saturate a counter
+				}
+				core.RaiseBatch(&c.l, lane, keys[i:i+300], n)
+			}
+			if err := c.AddBatch(keys[:100], nil); err != nil { // through the handle
+				t.Fatal(err)
+			}
+			lanes = append(lanes, bytes.Clone(unsafe.Slice((*byte)(lane), 3*512*8)))
+		}
+		for i := 1; i < len(lanes); i++ {
+			if !bytes.Equal(lanes[0], lanes[i]) {
+				t.Errorf("prefetch %v: the lanes of core 0 and core %d differ", prefetch, i)
+			}
+		}
 	}
 }

@@ -197,6 +197,66 @@ void sk_cms_add_batch(uint64_t *cells, const uint64_t *fleet, uint64_t *stripe, 
 		sk_add_cell(stripe, count * n);
 }
 
+/* sk_raise_cells is a conservative update of the key in lane, a grid
+ * with one writer, the caller (internal/cells/countmin.go's RaiseLane):
+ * each counter is raised to the least of the key's plus n, saturating.
+ * With one writer a plain load and store lose nothing, and on the common
+ * CPUs a relaxed atomic store is a plain store: no locked instruction. */
+static inline void sk_raise_cells(uint64_t *lane, uint64_t mask, uint32_t rows, sk_u128 h, uint64_t n)
+{
+	uint64_t h2 = h.hi | 1, least = UINT64_MAX;
+	uint64_t *row = lane;
+	for (uint32_t i = 0; i < rows; i++, row += mask + 1) {
+		uint64_t v = atomic_load_explicit(SK_ATOMIC(&row[sk_spread(h.lo + (uint64_t)i * h2) & mask]), memory_order_relaxed);
+		if (v < least)
+			least = v;
+	}
+	uint64_t to = least + n;
+	if (to > SK_MAX_COUNT || to < least)
+		to = SK_MAX_COUNT;
+	row = lane;
+	for (uint32_t i = 0; i < rows; i++, row += mask + 1) {
+		uint64_t *c = &row[sk_spread(h.lo + (uint64_t)i * h2) & mask];
+		if (atomic_load_explicit(SK_ATOMIC(c), memory_order_relaxed) < to)
+			atomic_store_explicit(SK_ATOMIC(c), to, memory_order_relaxed);
+	}
+}
+
+/* sk_cms_raise_batch raises each key of a chunk by n in lane, then moves
+ * the add count (sk_cms_add_batch's order), fetching ahead over a grid
+ * larger than the caches. */
+void sk_cms_raise_batch(uint64_t *lane, uint64_t *stripe, uint64_t seed, uint64_t mask, uint32_t rows,
+			int prefetch, const sk_key *keys, size_t count, uint64_t n)
+{
+	if (count == 0)
+		return;
+	if (!prefetch) {
+		for (size_t i = 0; i < count; i++) {
+			sk_u128 h;
+			sk_xxh3_128(keys[i].p, keys[i].n, seed, &h);
+			sk_raise_cells(lane, mask, rows, h, n);
+		}
+	} else {
+		sk_u128 ring[SK_AHEAD];
+		size_t primed = count < SK_AHEAD ? count : SK_AHEAD;
+		for (size_t j = 0; j < primed; j++) {
+			sk_xxh3_128(keys[j].p, keys[j].n, seed, &ring[j]);
+			sk_prefetch_hashed(lane, mask, rows, ring[j], 1);
+		}
+		for (size_t i = 0; i < count; i++) {
+			sk_u128 h = ring[i % SK_AHEAD];
+			size_t next = i + SK_AHEAD;
+			if (next < count) {
+				sk_xxh3_128(keys[next].p, keys[next].n, seed, &ring[i % SK_AHEAD]);
+				sk_prefetch_hashed(lane, mask, rows, ring[i % SK_AHEAD], 1);
+			}
+			sk_raise_cells(lane, mask, rows, h, n);
+		}
+	}
+	if (stripe)
+		sk_add_cell(stripe, count * n);
+}
+
 void sk_cms_estimate_batch(const uint64_t *cells, const uint64_t *fleet, uint64_t seed, uint64_t mask, uint32_t rows,
 			   int prefetch, const sk_key *keys, size_t count, uint64_t *est)
 {

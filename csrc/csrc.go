@@ -19,6 +19,8 @@ package csrc
 #cgo nocallback sk_cms_estimate
 #cgo noescape sk_cms_add_batch
 #cgo nocallback sk_cms_add_batch
+#cgo noescape sk_cms_raise_batch
+#cgo nocallback sk_cms_raise_batch
 #cgo noescape sk_cms_estimate_batch
 #cgo nocallback sk_cms_estimate_batch
 #cgo noescape sk_cms_row_sums
@@ -127,6 +129,20 @@ func (g *Grid) AddBatch(keys [][]byte, n uint64, est []uint64, stripe unsafe.Poi
 		}
 		C.sk_cms_add_batch(g.cells(), g.fleet(), (*C.uint64_t)(stripe), C.uint64_t(g.Seed), C.uint64_t(g.Mask), C.uint32_t(g.Rows),
 			g.prefetch(), ckeys, C.size_t(len(chunk)), C.uint64_t(n), out)
+	}
+}
+
+// RaiseBatch raises each key by n in lane, a grid of g's shape that only
+// the caller writes (conservative update), then counts the chunk in the
+// add-count stripe at stripe.
+func (g *Grid) RaiseBatch(lane unsafe.Pointer, keys [][]byte, n uint64, stripe unsafe.Pointer) {
+	var buf [Batch]cKey
+	ckeys := (*C.sk_key)(unsafe.Pointer(&buf))
+	for base := 0; base < len(keys); base += Batch {
+		chunk := keys[base:min(base+Batch, len(keys))]
+		fillKeys(&buf, chunk)
+		C.sk_cms_raise_batch((*C.uint64_t)(lane), (*C.uint64_t)(stripe), C.uint64_t(g.Seed), C.uint64_t(g.Mask), C.uint32_t(g.Rows),
+			g.prefetch(), ckeys, C.size_t(len(chunk)), C.uint64_t(n))
 	}
 }
 

@@ -65,6 +65,10 @@ uint64_t sk_cms_estimate(const uint64_t *cells, const uint64_t *fleet, uint64_t 
 			 const uint8_t *key, size_t len);
 void sk_cms_add_batch(uint64_t *cells, const uint64_t *fleet, uint64_t *stripe, uint64_t seed, uint64_t mask, uint32_t rows,
 		      int prefetch, const sk_key *keys, size_t count, uint64_t n, uint64_t *est);
+/* sk_cms_raise_batch is a blind batch of conservative updates into lane,
+ * a grid only the caller writes. */
+void sk_cms_raise_batch(uint64_t *lane, uint64_t *stripe, uint64_t seed, uint64_t mask, uint32_t rows,
+			int prefetch, const sk_key *keys, size_t count, uint64_t n);
 void sk_cms_estimate_batch(const uint64_t *cells, const uint64_t *fleet, uint64_t seed, uint64_t mask, uint32_t rows,
 			   int prefetch, const sk_key *keys, size_t count, uint64_t *est);
 /* sk_cms_row_sums stores each row's sum (saturating) and returns 1 when a

@@ -7,7 +7,7 @@ import (
 )
 
 // countMinKind is the Count-Min sketch's row of cliKinds.
-var countMinKind = cliKindOf(sketch.KindCountMin, []string{"error", "confidence", "rows", "width", "candidates", "candidate-key-bytes", "fleet", "lanes"},
+var countMinKind = cliKindOf(sketch.KindCountMin, []string{"error", "confidence", "rows", "width", "candidates", "candidate-key-bytes", "fleet", "lanes", "conservative"},
 	sketch.OpenCountMin, newCountMin, func(f createFlags) sketch.CountMinConfig { return f.cms }, nil)
 
 // countMin is a Count-Min sketch to the commands.
@@ -29,7 +29,10 @@ func (s *countMin) describe() string {
 	if cfg.Fleet {
 		d += ", a fleet part"
 	}
-	if cfg.Lanes > 1 {
+	switch {
+	case cfg.ConservativeUpdate:
+		d += ", conservative update in " + plural(cfg.Lanes, "lane", "lanes") + " and a shared lane"
+	case cfg.Lanes > 1:
 		d += fmt.Sprintf(", %d lanes", cfg.Lanes)
 	}
 	return d
@@ -112,7 +115,10 @@ func (s *countMin) stats() ([][2]string, any) {
 	if st.Fleet {
 		rows = append(rows, fleetRow(st.FleetTotal))
 	}
-	if st.Lanes > 1 {
+	switch {
+	case st.ConservativeUpdate:
+		rows = append(rows, [2]string{"conservative update", fmt.Sprintf("in %s and a shared lane (an add raises the key's least counters in its process's lane; every answer sums the lanes)", plural(st.Lanes, "lane", "lanes"))})
+	case st.Lanes > 1:
 		rows = append(rows, [2]string{"lanes", fmt.Sprintf("%d (a grid for each writing process; every answer sums them)", st.Lanes)})
 	}
 	if st.Candidates != nil {

@@ -31,3 +31,26 @@ func TestCreate_CountMinLanes(t *testing.T) {
 		t.Errorf("--lanes on a Bloom filter: exit %d, want 2", r.code)
 	}
 }
+
+// TestCreate_CountMinConservative: create --conservative makes a
+// Count-Min sketch with conservative update, which create and stats show;
+// its answers count every add; --conservative fits no other kind.
+func TestCreate_CountMinConservative(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "cu.cms")
+	if out := sk(t, "create", path, "--rows", "2", "--width", "64", "--lanes", "2", "--conservative").ok(t, "create --conservative"); !strings.Contains(out, "conservative update in 2 lanes") {
+		t.Errorf("create --conservative:\n%s", out)
+	}
+	sk(t, "add", path, "a", "a", "b").ok(t, "add")
+	if st := sk(t, "stats", path).ok(t, "stats"); !strings.Contains(st, "conservative update") {
+		t.Errorf("stats does not show conservative update:\n%s", st)
+	}
+	if out := sk(t, "query", path, "a").ok(t, "query"); !strings.Contains(out, "2") {
+		t.Errorf("query after two adds of a:\n%s", out)
+	}
+	if r := sk(t, "create", filepath.Join(t.TempDir(), "y"), "--kind", "bloom", "--capacity", "10", "--conservative"); r.code != 2 {
+		t.Errorf("--conservative on a Bloom filter: exit %d, want 2", r.code)
+	}
+	if r := sk(t, "create", filepath.Join(t.TempDir(), "w"), "--kind", "countminwindow", "--keep", "2", "--conservative"); r.code != 2 {
+		t.Errorf("--conservative on a window: exit %d, want 2", r.code)
+	}
+}

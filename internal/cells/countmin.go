@@ -437,6 +437,19 @@ func (CountMinGo) AddBatch(l *CountMin, keys [][]byte, n uint64, est []uint64) {
 	}
 }
 
+func (CountMinGo) RaiseBatch(l *CountMin, lane unsafe.Pointer, keys [][]byte, n uint64) {
+	for base := 0; base < len(keys); base += BatchChunk {
+		chunk := keys[base:min(base+BatchChunk, len(keys))]
+		for _, k := range chunk {
+			lo, hi := Hash(k, l.Seed)
+			l.RaiseLane(lane, lo, hi, n)
+		}
+		if !l.Uncounted {
+			l.CountAdds(n * uint64(len(chunk)))
+		}
+	}
+}
+
 // AddChunk counts one chunk of a batch: the keys' counters, then the
 // chunk's size in the add count.
 func (l *CountMin) AddChunk(keys [][]byte, n uint64, est []uint64) {
@@ -629,6 +642,9 @@ type CountMinCore interface {
 	Add(l *CountMin, key []byte, n uint64) uint64
 	Estimate(l *CountMin, key []byte) uint64
 	AddBatch(l *CountMin, keys [][]byte, n uint64, est []uint64)
+	// RaiseBatch is a blind batch of conservative updates into lane, a
+	// grid of l's shape that only the caller writes (RaiseLane).
+	RaiseBatch(l *CountMin, lane unsafe.Pointer, keys [][]byte, n uint64)
 	EstimateBatch(l *CountMin, keys [][]byte, est []uint64)
 	RowSums(l *CountMin, sums []uint64) (saturated bool)
 	Adds(l *CountMin) uint64

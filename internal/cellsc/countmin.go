@@ -57,6 +57,14 @@ func (CountMin) AddBatch(l *cells.CountMin, keys [][]byte, n uint64, est []uint6
 	g.AddBatch(keys, n, est, stripe)
 }
 
+func (CountMin) RaiseBatch(l *cells.CountMin, lane unsafe.Pointer, keys [][]byte, n uint64) {
+	var stripe unsafe.Pointer // nil: the add count stays as it is
+	if !l.Uncounted {
+		stripe = l.Stripe()
+	}
+	grid(l).RaiseBatch(lane, keys, n, stripe)
+}
+
 func (CountMin) EstimateBatch(l *cells.CountMin, keys [][]byte, est []uint64) {
 	if l.Lanes > 1 {
 		cells.CountMinGo{}.EstimateBatch(l, keys, est)
