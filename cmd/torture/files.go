@@ -15,9 +15,11 @@ import (
 // keys, so a key nobody added reads zero in nearly every row and the negative
 // control shows. It keeps a candidate table, so that kills meet admissions,
 // and three lanes, fewer than the workers, so that kills meet lanes owned,
-// shared, and taken over from a dead owner.
+// taken over from a dead owner, and the shared lane; with conservative
+// update, so that kills meet raises, whose one writer a lane a second
+// writer would make low.
 var (
-	stormCountMin      = sketch.CountMinConfig{Rows: 4, Width: 1 << 18, Candidates: 64, Lanes: 3}
+	stormCountMin      = sketch.CountMinConfig{Rows: 4, Width: 1 << 18, Candidates: 64, Lanes: 3, ConservativeUpdate: true}
 	stormBloom         = sketch.BloomConfig{Capacity: 1 << 22, FPRate: 0.001}
 	stormCountingBloom = sketch.CountingBloomConfig{Capacity: 1 << 20, FPRate: 0.001}
 	// The distinct count has Redis's 16384 registers: the 4096 keys leave
