@@ -61,7 +61,8 @@ type CountMinConfig struct {
 	// memory and reads: a read touches a line of every lane a row. Zero
 	// creates one grid and attaches to any number; 1 is one grid, today's
 	// layout. With Fleet the fleet part is one grid after the lanes, and
-	// ExportCounts sums the lanes. Not in a window (yet): ErrInvalidConfig.
+	// ExportCounts sums the lanes. In a window every slot keeps the lanes,
+	// and a handle claims one lane for the whole window.
 	Lanes int `json:"lanes,omitempty"`
 	// Seed is the hash seed. Zero means a random seed at create, so that
 	// nobody who cannot read the file can craft colliding keys; on attach,
