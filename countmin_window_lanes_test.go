@@ -456,3 +456,53 @@ func TestCountMinWindowLanes_Allow(t *testing.T) {
 		}
 	}
 }
+
+// TestCountMinWindowLanes_InAnArena: a window of lanes in an arena gives
+// each of its handles a lane of its own, as a file does, and the arena's
+// snapshot copies every lane of the covered slots, so that the copy
+// answers as the window did.
+func TestCountMinWindowLanes_InAnArena(t *testing.T) {
+	dir := t.TempDir()
+	ar := mustOpenArena(t, filepath.Join(dir, "arena"), 8<<20)
+	cfg := CountMinWindowConfig{Window: Window{Keep: 2}, CountMin: CountMinConfig{Rows: 2, Width: 256, Lanes: 2}}
+	a := mustIn(t, OpenCountMinWindow, ar.Place("rate"), cfg)
+	b := mustIn(t, OpenCountMinWindow, ar.Place("rate"), CountMinWindowConfig{})
+	if sa, sb := a.Stats(), b.Stats(); !sa.LaneOwned || !sb.LaneOwned || sa.Lane == sb.Lane {
+		t.Fatalf("two handles in an arena: lanes %d (owned %v) and %d (owned %v)", sa.Lane, sa.LaneOwned, sb.Lane, sb.LaneOwned)
+	}
+	a.AddString("x")
+	b.AddBatch([][]byte{[]byte("x"), []byte("y")}, nil)
+	a.Rotate()
+	b.AddString("x")
+	if e := a.EstimateString("x"); e != 3 {
+		t.Errorf("adds in each lane over two periods read %d, want 3", e)
+	}
+	if got := ar.List()[0].Config.(CountMinWindowConfig).CountMin.Lanes; got != 2 {
+		t.Errorf("the arena lists %d lanes, want 2", got)
+	}
+	snap, err := ar.Snapshot(Path(filepath.Join(dir, "copy")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer snap.Close()
+	c := mustIn(t, OpenCountMinWindow, snap.Place("rate"), CountMinWindowConfig{}, WithReadOnly())
+	if x, y := c.EstimateString("x"), c.EstimateString("y"); x != 3 || y != 1 {
+		t.Errorf("the arena's copy reads x %d, y %d; want 3 and 1", x, y)
+	}
+}
+
+// TestCountMinWindowLanes_NoAllocs: a window of lanes adds and estimates
+// single keys without allocating. (A blind batch copies the slot's
+// locator for the lane it takes, one allocation a batch, as
+// CountMin.addBlind's does.)
+func TestCountMinWindowLanes_NoAllocs(t *testing.T) {
+	w := mustIn(t, OpenCountMinWindow, Memory(), CountMinWindowConfig{Window: Window{Keep: 2}, CountMin: CountMinConfig{Lanes: 2}})
+	key := []byte("203.0.113.7")
+	w.Add(key)
+	if n := testing.AllocsPerRun(1000, func() { w.Add(key) }); n != 0 {
+		t.Errorf("Add allocates %v times", n)
+	}
+	if n := testing.AllocsPerRun(1000, func() { w.Estimate(key) }); n != 0 {
+		t.Errorf("Estimate allocates %v times", n)
+	}
+}
