@@ -16,7 +16,9 @@ package sketch
 import (
 	"fmt"
 	"math"
+	"path/filepath"
 	"runtime"
+	"sync"
 	"testing"
 	"time"
 
@@ -389,5 +391,64 @@ func BenchmarkBloomWindowRotate(b *testing.B) {
 		if err := w.Rotate(); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// BenchmarkCountMinWindowLanes is BenchmarkCountMinLanes on a Count-Min
+// window of two periods (turned by Rotate only, so none turns during a
+// run): the zipf stream added blind (AddBatch without estimates, 64 keys
+// a call) to the default shape from 1 or 2 writers, goroutines each with
+// a handle of its own on one file (as processes have) or of one handle,
+// with 1 lane (a window's layout without lanes) and with 2. ns/op is wall
+// time a key: writers=1 over writers=2 is the speed-up.
+func BenchmarkCountMinWindowLanes(b *testing.B) {
+	z, _, _ := benchStreams()
+	for _, lanes := range []int{1, 2} {
+		for _, mode := range []string{"handles", "onehandle"} {
+			for _, writers := range []int{1, 2} {
+				if mode == "onehandle" && writers == 1 {
+					continue // the same as one handle
+				}
+				b.Run(fmt.Sprintf("lanes=%d/%s/writers=%d", lanes, mode, writers), func(b *testing.B) {
+					benchWindowLaneWriters(b, z.bytes, lanes, writers, mode == "onehandle")
+				})
+			}
+		}
+	}
+}
+
+func benchWindowLaneWriters(b *testing.B, keys [][]byte, lanes, writers int, oneHandle bool) {
+	path := filepath.Join(b.TempDir(), "lanes")
+	cfg := CountMinWindowConfig{Window: Window{Keep: 2}, CountMin: CountMinConfig{Rows: benchDefaultShape.rows, Width: benchDefaultShape.width, Lanes: lanes}}
+	hs := make([]*CountMinWindow, writers)
+	for i := range hs {
+		if i > 0 && oneHandle {
+			hs[i] = hs[0]
+			continue
+		}
+		w, err := OpenCountMinWindow(Path(path), cfg)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer w.Close()
+		hs[i] = w
+	}
+	const batch = 64
+	var wg sync.WaitGroup
+	b.ResetTimer()
+	for i, w := range hs {
+		n := (i+1)*b.N/writers - i*b.N/writers
+		off := i * len(keys) / writers
+		wg.Go(func() {
+			for done := 0; done < n; done += batch {
+				at := (off + done) % (len(keys) - batch)
+				w.AddBatch(keys[at:at+min(batch, n-done)], nil)
+			}
+		})
+	}
+	wg.Wait()
+	b.StopTimer()
+	if sec := b.Elapsed().Seconds(); sec > 0 {
+		b.ReportMetric(float64(b.N)/sec, "keys/s")
 	}
 }

@@ -676,7 +676,13 @@ func corruptions() []corruption {
 		// A Count-Min window's fleet flag, its parameter word 6.
 		{name: "window fleet flag=2", in: inCountMinWindow, edit: e64(entParams+48, 2), says: "fleet flag 2"},
 		{name: "window fleet flag=1 without its grids", in: inCountMinWindow, edit: e64(entParams+48, 1)},
-		{name: "window param 7=1", in: inCountMinWindow, edit: e64(entParams+56, 1)},
+		// A Count-Min window's lanes, its parameter word 7: 0 or
+		// 2..MaxLanes, with their grids in every slot.
+		{name: "window lanes=1", in: inCountMinWindow, edit: e64(entParams+56, 1), says: "count-min window lanes 1"},
+		{name: "window lanes past MaxLanes", in: inCountMinWindow, edit: e64(entParams+56, MaxLanes+1), says: "count-min window lanes 65"},
+		{name: "window lanes=max", in: inCountMinWindow, edit: e64(entParams+56, max64), says: "count-min window lanes"},
+		{name: "window lanes=2 without their grids", in: inCountMinWindow, edit: e64(entParams+56, 2), says: "count-min window region"},
+		{name: "window lanes and a fleet part without their grids", in: inCountMinWindow, edit: all(e64(entParams+56, 2), e64(entParams+48, 1)), says: "2 lanes, fleet part 1"},
 		{name: "param 7=1", in: inCountMin, edit: e64(entParams+56, 1)},
 
 		// A Bloom filter's: capacity, FP rate, blocks and hashes.

@@ -62,7 +62,8 @@ type CountMinConfig struct {
 	// memory and reads: a read touches a line of every lane a row. Zero
 	// creates one grid and attaches to any number; 1 is one grid, today's
 	// layout. With Fleet the fleet part is one grid after the lanes, and
-	// ExportCounts sums the lanes. Not in a window (yet): ErrInvalidConfig.
+	// ExportCounts sums the lanes. In a window every slot keeps the lanes,
+	// and a handle claims one lane for the whole window.
 	Lanes int `json:"lanes,omitempty"`
 	// ConservativeUpdate makes an add raise only the key's least counters
 	// (conservative update, Estan and Varghese, 2002): each of the key's

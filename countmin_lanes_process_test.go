@@ -36,13 +36,26 @@ func childCountMinLanes() error {
 		return err
 	}
 	defer c.Close()
+	st := c.Stats()
+	return laneChild(c, st.Lane, st.LaneOwned)
+}
+
+// laneAdder is what a lanes child adds through: a CountMin or a
+// CountMinWindow.
+type laneAdder interface {
+	AddBatch(keys [][]byte, estimates []uint64) error
+	AddN(key []byte, n uint64) (uint64, error)
+}
+
+// laneChild is a lanes child's work once its handle is open: the log's
+// first line, then its adds.
+func laneChild(c laneAdder, lane int, owned bool) error {
 	log, err := os.OpenFile(os.Getenv(envLaneLog), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
 	if err != nil {
 		return err
 	}
 	defer log.Close()
-	st := c.Stats()
-	if _, err := fmt.Fprintf(log, "lane %d %v\n", st.Lane, st.LaneOwned); err != nil {
+	if _, err := fmt.Fprintf(log, "lane %d %v\n", lane, owned); err != nil {
 		return err
 	}
 	if err := childBarrier(); err != nil {
@@ -81,7 +94,10 @@ func childCountMinLanes() error {
 }
 
 // feedLaneStream adds child's stream of ops adds to one, as the child does.
-func feedLaneStream(one *CountMin, child, ops int) {
+func feedLaneStream(one interface {
+	Add(key []byte) (uint64, error)
+	AddN(key []byte, n uint64) (uint64, error)
+}, child, ops int) {
 	for i := 0; i < ops; {
 		if _, _, batch := laneOp(child, i); batch {
 			for j := 0; j < 32 && i < ops; j, i = j+1, i+1 {

@@ -212,9 +212,6 @@ func TestCountMinLanes_Config(t *testing.T) {
 			t.Errorf("%s: %v, want %v", tc.name, err, tc.want)
 		}
 	}
-	if _, err := OpenCountMinWindow(Memory(), CountMinWindowConfig{CountMin: CountMinConfig{Lanes: 2}, Window: Window{Keep: 2}}); !errors.Is(err, ErrInvalidConfig) {
-		t.Errorf("a window with lanes: %v, want ErrInvalidConfig", err)
-	}
 	one := mustCountMin(t, Path(filepath.Join(dir, "one")), CountMinConfig{Rows: 2, Width: 64, Lanes: 1})
 	if one.Config().Lanes != 0 || mustInspect(t, filepath.Join(dir, "one")).Entries[0].Params["lanes"] != 0 {
 		t.Errorf("one lane is not today's layout: config %+v", one.Config())

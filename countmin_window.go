@@ -20,17 +20,18 @@ type CountMinWindowConfig struct {
 }
 
 // countMinSlotBytes is one slot of a Count-Min window: a whole Count-Min
-// region (kind 1's layout: its fleet grid after its own counters, when
-// the window keeps a fleet part), rounded up to a cache line. A slot
-// cleared for a new period is cleared whole, fleet part included.
-func countMinSlotBytes(rows, width int, fleet bool) uint64 {
-	return roundUp(countMinGridsBytes(rows, width, fleet), cacheLine)
+// region (kind 1's layout: its lanes' grids one after the other, then its
+// fleet grid, when the window keeps a fleet part), rounded up to a cache
+// line. A slot cleared for a new period is cleared whole, every lane and
+// the fleet part included; lanes <= 1 is one grid.
+func countMinSlotBytes(rows, width, lanes int, fleet bool) uint64 {
+	return roundUp(countMinLanesBytes(rows, width, lanes, fleet), cacheLine)
 }
 
 // countMinWindowBytes is the region of a Count-Min window: the control
 // words, then keep+1 slots.
-func countMinWindowBytes(rows, width, keep int, fleet bool) uint64 {
-	return windowControlBytes(keep) + uint64(keep+1)*countMinSlotBytes(rows, width, fleet)
+func countMinWindowBytes(rows, width, keep, lanes int, fleet bool) uint64 {
+	return windowControlBytes(keep) + uint64(keep+1)*countMinSlotBytes(rows, width, lanes, fleet)
 }
 
 // createSpec is spec for the constructors that
@@ -52,8 +53,8 @@ func (wc CountMinWindowConfig) spec() (spec, error) {
 	if err != nil {
 		return spec{}, err
 	}
-	if cfg.Lanes > 1 {
-		return spec{}, fmt.Errorf("%w: a window keeps one lane (lanes in windows are not supported yet)", ErrInvalidConfig)
+	if err := cfg.checkLanes(); err != nil {
+		return spec{}, err
 	}
 	if cfg.ConservativeUpdate {
 		return spec{}, fmt.Errorf("%w: a window's adds are plain (conservative update is for a Count-Min sketch)", ErrInvalidConfig)
@@ -69,6 +70,9 @@ func (wc CountMinWindowConfig) spec() (spec, error) {
 			if err := matchFleet(cfg.Fleet, e.params[6]); err != nil {
 				return err
 			}
+			if err := matchWindowLanes(cfg.Lanes, e); err != nil {
+				return err
+			}
 			return matchCandidates(e, 4, k, keyBytes, withCands)
 		}
 		return sp, nil
@@ -77,14 +81,14 @@ func (wc CountMinWindowConfig) spec() (spec, error) {
 		return spec{}, err
 	}
 	// At most 64 x 2^40 counters a slot and 257 slots: no overflow.
-	size := withTable(countMinWindowBytes(rows, width, w.Keep, cfg.Fleet), k, keyBytes)
+	size := withTable(countMinWindowBytes(rows, width, w.Keep, cfg.Lanes, cfg.Fleet), k, keyBytes)
 	if size > maxFileSize-pageSize*4 {
 		return spec{}, fmt.Errorf("%w: %d slots of %d x %d counters need %d bytes, more than a sketch file may have (%d)", ErrInvalidConfig, w.Keep+1, rows, width, size, uint64(maxFileSize))
 	}
 	sp := spec{
 		kind:   kindCountMinWindow,
 		size:   size,
-		params: [8]uint64{uint64(rows), uint64(width), uint64(w.Period), uint64(w.Keep), uint64(k), uint64(keyBytes), flagWord(cfg.Fleet)},
+		params: [8]uint64{uint64(rows), uint64(width), uint64(w.Period), uint64(w.Keep), uint64(k), uint64(keyBytes), flagWord(cfg.Fleet), lanesWord(cfg.Lanes, false)},
 		seed:   cfg.Seed,
 	}
 	sp.match = matchWindow(w, 2, func(e entry) error {
@@ -94,15 +98,27 @@ func (wc CountMinWindowConfig) spec() (spec, error) {
 		if err := matchFleet(cfg.Fleet, e.params[6]); err != nil {
 			return err
 		}
+		if err := matchWindowLanes(cfg.Lanes, e); err != nil {
+			return err
+		}
 		return matchCandidates(e, 4, k, keyBytes, withCands)
 	})
 	return sp, nil
 }
 
+// matchWindowLanes is an open's check of the lanes asked for against the
+// stored ones (param word 7): 0 takes what the file has, as kind 1 does.
+func matchWindowLanes(lanes int, e entry) error {
+	if lanes != 0 && lanesWord(lanes, false) != e.params[7] {
+		return fmt.Errorf("%w: asked for %d lanes, the file has %d", ErrIncompatible, lanes, max(e.params[7], 1))
+	}
+	return nil
+}
+
 func countMinWindowEntryConfig(e entry) any {
 	return CountMinWindowConfig{
 		Window:   storedWindow(e, 2),
-		CountMin: CountMinConfig{Rows: int(e.params[0]), Width: int(e.params[1]), Candidates: int(e.params[4]), CandidateKeyBytes: int(e.params[5]), Fleet: e.params[6] == 1},
+		CountMin: CountMinConfig{Rows: int(e.params[0]), Width: int(e.params[1]), Candidates: int(e.params[4]), CandidateKeyBytes: int(e.params[5]), Fleet: e.params[6] == 1, Lanes: int(e.params[7])},
 	}
 }
 
@@ -114,6 +130,9 @@ func countMinWindowEntryParams(e entry) map[string]float64 {
 	}
 	if p[6] != 0 {
 		m["fleet"] = float64(p[6])
+	}
+	if p[7] != 0 {
+		m["lanes"] = float64(p[7])
 	}
 	return m
 }
@@ -127,6 +146,8 @@ func validateCountMinWindowEntry(e entry) error {
 		return fmt.Errorf("count-min window width %d", width)
 	case e.params[6] > 1:
 		return fmt.Errorf("count-min window fleet flag %d", e.params[6])
+	case e.params[7] == 1 || e.params[7] > MaxLanes:
+		return fmt.Errorf("count-min window lanes %d", e.params[7])
 	}
 	if err := validateWindowParams(period, keep); err != nil {
 		return err
@@ -134,8 +155,8 @@ func validateCountMinWindowEntry(e entry) error {
 	if err := validateCandidates(e.params[4], e.params[5]); err != nil {
 		return err
 	}
-	if want := withTable(countMinWindowBytes(int(rows), int(width), int(keep), e.params[6] == 1), int(e.params[4]), int(e.params[5])); e.size != want {
-		return fmt.Errorf("count-min window region of %d bytes, %d slots of %d x %d (fleet part %d) with %d candidates need %d", e.size, keep+1, rows, width, e.params[6], e.params[4], want)
+	if want := withTable(countMinWindowBytes(int(rows), int(width), int(keep), int(e.params[7]), e.params[6] == 1), int(e.params[4]), int(e.params[5])); e.size != want {
+		return fmt.Errorf("count-min window region of %d bytes, %d slots of %d x %d (%d lanes, fleet part %d) with %d candidates need %d", e.size, keep+1, rows, width, max(e.params[7], 1), e.params[6], e.params[4], want)
 	}
 	return nil
 }
@@ -173,6 +194,10 @@ type CountMinWindow struct {
 	core   cells.CountMinCore // serves batches and whole-slot walks
 	totals windowTotals       // Total's cache
 	top    *candidateTable    // nil without Candidates
+	// lanes are the lanes this read-write handle adds to, the same
+	// index in every slot, claimed in slot 0's stripes ("Lanes of a
+	// Count-Min window", below); nil without lanes.
+	lanes *handleLanes
 }
 
 // CountMinWindowStats describes a Count-Min window at one moment.
@@ -183,6 +208,13 @@ type CountMinWindowStats struct {
 	// Fleet says that the window keeps a fleet part in each slot
 	// (CountMinConfig.Fleet, SetFleetPeriod).
 	Fleet bool `json:"fleet,omitempty"`
+	// Lanes is the lanes each slot keeps (CountMinConfig.Lanes); 0 for
+	// one grid. Lane is the one this handle adds to, in every slot, and
+	// LaneOwned whether it claimed it (false: it shares a lane with
+	// other handles, every lane having a live owner, or it is read-only).
+	Lanes     int  `json:"lanes,omitempty"`
+	Lane      int  `json:"lane,omitempty"`
+	LaneOwned bool `json:"lane_owned,omitempty"`
 	// WindowStats are the window's periods: estimates cover Oldest to
 	// Current.
 	WindowStats
@@ -241,7 +273,8 @@ func newCountMinWindow(m *mapping) (*CountMinWindow, error) {
 	w := &CountMinWindow{core: buildCores.CountMin}
 	ctl := windowControlBytes(win.Keep)
 	fleet := m.ent.params[6] == 1
-	slot := countMinSlotBytes(rows, width, fleet)
+	lanes := int(max(m.ent.params[7], 1))
+	slot := countMinSlotBytes(rows, width, lanes, fleet)
 	salt := rand.Uint64() // the handle's: picks its goroutines' stripes
 	for i := range win.Keep + 1 {
 		sb := unsafe.Add(base, ctl+uint64(i)*slot)
@@ -256,9 +289,12 @@ func newCountMinWindow(m *mapping) (*CountMinWindow, error) {
 			Prefetch:  uint64(rows)*uint64(width)*8 > cells.L2Bytes(),
 			Uncounted: true,
 		})
-		if fleet {
-			l := &w.slots[i]
-			l.Fleet = unsafe.Add(l.Cells, uint64(rows)*uint64(width)*8)
+		l := &w.slots[i]
+		if lanes > 1 {
+			l.Lanes, l.LaneBytes = lanes, uintptr(rows)*uintptr(width)*8
+		}
+		if fleet { // after every lane
+			l.Fleet = unsafe.Add(l.Cells, uint64(lanes)*uint64(rows)*uint64(width)*8)
 		}
 	}
 	w.totals.slots, w.totals.width = make([]slotTotal, len(w.slots)), width
@@ -267,11 +303,16 @@ func newCountMinWindow(m *mapping) (*CountMinWindow, error) {
 		starts[i] = w.slots[i].Stripes
 	}
 	w.ctl.setFolds(starts, func(s uint64) uint64 { return rowTotal(&w.slots[s]) })
-	if _, err := w.start(m, w, win, w.clearSlot); err != nil {
+	lk, err := w.start(m, w, win, w.clearSlot)
+	if err != nil {
 		return nil, err
 	}
+	if lanes > 1 && lk != nil {
+		w.lanes = newHandleLanes(&w.slots[0], lk, lanes, false)
+		w.pointLanes(w.lanes.first().lane)
+	}
 	if k := int(m.ent.params[4]); k != 0 {
-		w.top = newCandidateTable(m.entryBytes(), countMinWindowBytes(rows, width, win.Keep, fleet), k, int(m.ent.params[5]), m)
+		w.top = newCandidateTable(m.entryBytes(), countMinWindowBytes(rows, width, win.Keep, lanes, fleet), k, int(m.ent.params[5]), m)
 	}
 	return w, nil
 }
@@ -281,7 +322,9 @@ func newCountMinWindow(m *mapping) (*CountMinWindow, error) {
 // slot holds it. On strongly ordered machines the core's reset (plain
 // stores) serves; elsewhere every counter is cleared with an atomic store,
 // so that a reader that sees a cleared counter also sees the word that
-// says the slot is being cleared, whatever the hardware reorders.
+// says the slot is being cleared, whatever the hardware reorders. Every
+// lane is cleared; the lanes' owner words (slot 0's stripes, at
+// laneOwnerOff) are the window's, and stay.
 func (w *CountMinWindow) clearSlot(s uint64) {
 	l := &w.slots[s]
 	l.BumpGen(true)
@@ -290,15 +333,17 @@ func (w *CountMinWindow) clearSlot(s uint64) {
 	}
 	n := uintptr(l.Rows) * uintptr(l.Mask+1)
 	if plainClears {
+		// The core's Reset clears every lane.
 		w.core.Reset(l)
 		if l.Fleet != nil { // the period's fleet counts leave with it
 			clear(unsafe.Slice((*uint64)(l.Fleet), n))
 		}
 	} else {
-		grid := unsafe.Slice((*uint64)(l.Cells), n)
+		grids := uintptr(max(l.Lanes, 1)) // the lanes, one after the other
 		if l.Fleet != nil {
-			grid = unsafe.Slice((*uint64)(l.Cells), 2*n) // the fleet grid follows
+			grids++ // the fleet grid follows the last
 		}
+		grid := unsafe.Slice((*uint64)(l.Cells), grids*n)
 		for i := range grid {
 			atomic.StoreUint64(&grid[i], 0)
 		}
@@ -347,14 +392,14 @@ func (w *CountMinWindow) add(p, lo, hi, n uint64) (est, addP, winP uint64, err e
 				c.seen.Store(p<<slotBits | s)
 			}
 			var v uint64
-			others, v = cells.ReadThenAdd(&w.slots[t], cur, lo, hi, n)
+			others, v = readThenAdd(&w.slots[t], cur, lo, hi, n)
 			if atomic.LoadUint64(wt) == was && c.held(s, p) {
 				return satAdd(others, v), p, p, nil
 			}
 			est, winP = w.estimate(lo, hi)
 			return est, p, winP, nil
 		case was == heldWord(p-1):
-			others, _ = cells.EstimateTouch(&w.slots[t], cur, lo, hi)
+			others, _ = estimateTouch(&w.slots[t], cur, lo, hi)
 			held = atomic.LoadUint64(wt) == was
 		default:
 			held = !wordAfter(was, p+1)
@@ -394,7 +439,7 @@ func (w *CountMinWindow) addOne(lo, hi, n uint64) (est, addP, winP uint64, err e
 	if v := c.pair.Load(); v>>slotBits == p && p <= maxPeriod && n-1 < cells.FastAdd && c.held(v&(1<<slotBits-1), p) {
 		s := v & (1<<slotBits - 1)
 		t := c.prevSlot(s)
-		others, cur := cells.ReadThenAdd(&w.slots[t], &w.slots[s], lo, hi, n)
+		others, cur := readThenAdd(&w.slots[t], &w.slots[s], lo, hi, n)
 		est, addP, winP = satAdd(others, cur), p, p
 		if !c.held(t, p-1) || !c.held(s, p) {
 			est, winP = w.estimate(lo, hi) // the period turned under the add
@@ -439,7 +484,7 @@ func (w *CountMinWindow) sumHeld(p, s, first, lo, hi uint64, cur *cells.CountMin
 			if cur == nil {
 				v = w.slots[s].EstimateHashed(lo, hi)
 			} else {
-				v, _ = cells.EstimateTouch(&w.slots[s], cur, lo, hi)
+				v, _ = estimateTouch(&w.slots[s], cur, lo, hi)
 			}
 			if was != heldWord(p) || atomic.LoadUint64(ws) != was {
 				return 0, false
@@ -449,7 +494,7 @@ func (w *CountMinWindow) sumHeld(p, s, first, lo, hi uint64, cur *cells.CountMin
 		t := c.prevSlot(s)
 		wt := c.word(t)
 		wasS, wasT := atomic.LoadUint64(ws), atomic.LoadUint64(wt)
-		vs, vt := cells.EstimatePair(&w.slots[s], &w.slots[t], lo, hi)
+		vs, vt := estimatePair(&w.slots[s], &w.slots[t], lo, hi)
 		if wasS != heldWord(p) || wasT != heldWord(p-1) || atomic.LoadUint64(ws) != wasS || atomic.LoadUint64(wt) != wasT {
 			return 0, false
 		}
@@ -474,7 +519,7 @@ func (w *CountMinWindow) estimateOne(lo, hi uint64) (est, p uint64) {
 	if v := c.seen.Load(); v>>slotBits == p && p <= maxPeriod {
 		s := v & (1<<slotBits - 1)
 		t := c.prevSlot(s)
-		vs, vt := cells.EstimatePair(&w.slots[s], &w.slots[t], lo, hi)
+		vs, vt := estimatePair(&w.slots[s], &w.slots[t], lo, hi)
 		if c.held(s, p) && c.held(t, p-1) && w.open.Load() {
 			return satAdd(vs, vt), p
 		}
@@ -501,7 +546,7 @@ func (w *CountMinWindow) estimate(lo, hi uint64) (est, p uint64) {
 		ws, wt := c.word(s), c.word(t)
 		wasS, wasT := atomic.LoadUint64(ws), atomic.LoadUint64(wt)
 		if wasT == heldWord(p-1) {
-			vs, vt := cells.EstimatePair(&w.slots[s], &w.slots[t], lo, hi)
+			vs, vt := estimatePair(&w.slots[s], &w.slots[t], lo, hi)
 			if wasS == heldWord(p) && atomic.LoadUint64(ws) == wasS && atomic.LoadUint64(wt) == wasT {
 				if p <= maxPeriod {
 					c.seen.Store(p<<slotBits | s) // the next reads take estimateOne's short way
@@ -616,7 +661,11 @@ func (w *CountMinWindow) addBatch(keys [][]byte, estimates []uint64) error {
 		_, err = w.afterUse(0, err, "add")
 		return err
 	}
-	w.batchCore(len(keys), &w.slots[s]).AddBatch(&w.slots[s], keys, 1, estimates)
+	if estimates == nil && w.lanes != nil {
+		w.addBlind(&w.slots[s], keys)
+	} else {
+		w.batchCore(len(keys), &w.slots[s]).AddBatch(&w.slots[s], keys, 1, estimates)
+	}
 	if estimates != nil && !w.sumOthers(keys, estimates, p, s, heldWord(p)) {
 		// The period turned under the batch: estimate it again whole.
 		w.ctl.refresh()
@@ -762,6 +811,9 @@ func (w *CountMinWindow) Stats() CountMinWindowStats {
 		Rows:        w.Config().CountMin.Rows,
 		Width:       w.Config().CountMin.Width,
 		Fleet:       w.Config().CountMin.Fleet,
+		Lanes:       w.Config().CountMin.Lanes,
+		Lane:        w.lanes.first().lane,
+		LaneOwned:   w.lanes.first().tag != 0,
 		WindowStats: WindowStats{Period: w.win.Period, Keep: w.win.Keep},
 		FileStats:   FileStats{ReadOnly: w.ReadOnly()},
 	}
@@ -793,7 +845,7 @@ func (w *CountMinWindow) Stats() CountMinWindowStats {
 	s.Candidates = w.top.stats(w, s.ErrorBound)
 	s.Frozen = atomic.LoadUint32(w.sealed) != 0
 	if !w.open.Load() {
-		return CountMinWindowStats{Rows: s.Rows, Width: s.Width, Fleet: s.Fleet, WindowStats: WindowStats{Period: s.Period, Keep: s.Keep},
+		return CountMinWindowStats{Rows: s.Rows, Width: s.Width, Fleet: s.Fleet, Lanes: s.Lanes, Lane: s.Lane, LaneOwned: s.LaneOwned, WindowStats: WindowStats{Period: s.Period, Keep: s.Keep},
 			FileStats: FileStats{Bytes: s.Bytes, ReadOnly: w.ReadOnly(), Closed: true}, Total: ClosedEstimate, ErrorBound: ClosedEstimate}
 	}
 	return s
@@ -806,6 +858,9 @@ func (w *CountMinWindow) Stats() CountMinWindowStats {
 func (w *CountMinWindow) Close() error {
 	if w == nil {
 		return nil
+	}
+	if w.open.Load() && w.lanes != nil {
+		w.lanes.release(&w.slots[0])
 	}
 	return w.closeWindow()
 }
@@ -1066,12 +1121,15 @@ func (w *CountMinWindow) windowTotal() uint64 {
 // expire is the expiry timer's: Allow's next Low reads the total again.
 func (tc *windowTotals) expire() { tc.live.Store(false) }
 
-// rowTotal returns the sum of row 0: everything counted in the slot, as
-// every row sums to it (but for adds running now).
+// rowTotal returns the sum of row 0 (of every lane): everything counted
+// in the slot, as every row sums to it (but for adds running now).
 func rowTotal(l *cells.CountMin) uint64 {
 	var sum uint64
-	for i := uint64(0); i <= l.Mask; i++ {
-		sum = satAdd(sum, atomic.LoadUint64((*uint64)(unsafe.Add(l.Cells, i*8))))
+	for j := range uintptr(max(l.Lanes, 1)) {
+		row := unsafe.Add(l.Cells, j*l.LaneBytes)
+		for i := uint64(0); i <= l.Mask; i++ {
+			sum = satAdd(sum, atomic.LoadUint64((*uint64)(unsafe.Add(row, i*8))))
+		}
 	}
 	return min(sum, cells.MaxCount)
 }
@@ -1162,17 +1220,21 @@ func (w *CountMinWindow) sumCovered(dst []byte) (Periods, error) {
 	grid := unsafe.Add(unsafe.Pointer(&dst[0]), cells.StripesBytes)
 	l0 := &w.slots[0]
 	n := uintptr(l0.Rows) * uintptr(l0.Mask+1)
-	words := n
-	if l0.Fleet != nil {
-		words = 2 * n // the fleet grids, after the own, into the copy's fleet part
-	}
-	p, err := w.foldCovered(func(s uint64) {
-		src := w.slots[s].Cells
-		for i := uintptr(0); i < words; i++ {
+	add := func(into, src unsafe.Pointer) {
+		for i := uintptr(0); i < n; i++ {
 			if v := atomic.LoadUint64((*uint64)(unsafe.Add(src, i*8))); v != 0 {
-				d := (*uint64)(unsafe.Add(grid, i*8))
+				d := (*uint64)(unsafe.Add(into, i*8))
 				*d = satAdd(*d, min(v, cells.MaxCount))
 			}
+		}
+	}
+	p, err := w.foldCovered(func(s uint64) {
+		l := &w.slots[s]
+		for j := range uintptr(max(l.Lanes, 1)) { // every lane into the copy's one grid
+			add(grid, unsafe.Add(l.Cells, j*l.LaneBytes))
+		}
+		if l.Fleet != nil { // into the copy's fleet part, after its grid
+			add(unsafe.Add(grid, n*8), l.Fleet)
 		}
 	}, func() { clear(dst) })
 	if err != nil {
@@ -1200,13 +1262,13 @@ func (w *CountMinWindow) sumCovered(dst []byte) (Periods, error) {
 
 // copyRegion is windowBase.copyRegion for a Count-Min window.
 func (w *CountMinWindow) copyRegion(dst []byte) error {
-	rows, width, fleet := w.slots[0].Rows, int(w.slots[0].Mask+1), w.slots[0].Fleet != nil
-	if err := w.windowBase.copyRegion(dst, windowControlBytes(w.win.Keep), countMinSlotBytes(rows, width, fleet),
+	rows, width, lanes, fleet := w.slots[0].Rows, int(w.slots[0].Mask+1), w.slots[0].Lanes, w.slots[0].Fleet != nil
+	if err := w.windowBase.copyRegion(dst, windowControlBytes(w.win.Keep), countMinSlotBytes(rows, width, lanes, fleet),
 		func(s uint64) unsafe.Pointer { return w.slots[s].Stripes }); err != nil {
 		return err
 	}
 	if w.top != nil {
-		w.top.copyTo(dst, countMinWindowBytes(rows, width, w.win.Keep, fleet))
+		w.top.copyTo(dst, countMinWindowBytes(rows, width, w.win.Keep, lanes, fleet))
 	}
 	return nil
 }
@@ -1228,8 +1290,7 @@ func (w *CountMinWindow) copyRegion(dst []byte) error {
 // the export is left out. A closed handle is ErrClosed.
 func (w *CountMinWindow) ExportPeriods() ([]WindowPeriod, error) {
 	return w.exportPeriods("export", func(s uint64) ([]byte, error) {
-		l := &w.slots[s]
-		return exportGrid(l.Cells, l.Rows, l.Mask+1), nil
+		return exportCounts(&w.slots[s]), nil // the lanes summed
 	})
 }
 
@@ -1262,4 +1323,63 @@ func (w *CountMinWindow) SetFleetPeriod(p uint64, counts []byte) (bool, error) {
 	return w.mergePeriod("set fleet period", p, func(s uint64) error {
 		return storeFleet(&w.slots[s], counts)
 	})
+}
+
+// Lanes of a Count-Min window (CountMinConfig.Lanes; docs/DESIGN.md,
+// "Lanes"): every slot keeps the lanes, and a handle adds to the same
+// lane index in each. Its claim is made once for the window, in slot 0's
+// stripes (laneOwner of &w.slots[0]), whose owner words a slot's clear
+// leaves alone (it zeroes each stripe's add count word, and the window's
+// words of stripe 0 sit below laneOwnerOff). Every read of a slot sums
+// its lanes: the cells functions do, and the pair reads below take them
+// when the slots have lanes.
+
+// pointLanes points every slot's adds at lane j.
+func (w *CountMinWindow) pointLanes(j int) {
+	for i := range w.slots {
+		w.slots[i].Lane = laneGrid(&w.slots[i], j)
+	}
+}
+
+// addBlind is AddBatch without estimates on a window of lanes, into slot
+// l: as CountMin.addBlind, the keys go to a lane of the handle no other
+// of its goroutines adds to at the moment.
+func (w *CountMinWindow) addBlind(l *cells.CountMin, keys [][]byte) {
+	s := w.lanes.take(&w.slots[0])
+	if s == nil {
+		w.batchCore(len(keys), l).AddBatch(l, keys, 1, nil)
+		return
+	}
+	lane := *l
+	lane.Lane = laneGrid(l, s.lane)
+	w.batchCore(len(keys), &lane).AddBatch(&lane, keys, 1, nil)
+	s.busy.Store(0)
+}
+
+// estimatePair is cells.EstimatePair, its lanes summed when the slots
+// have lanes.
+func estimatePair(a, b *cells.CountMin, lo, hi uint64) (uint64, uint64) {
+	if a.Lanes > 1 {
+		return a.EstimateHashed(lo, hi), b.EstimateHashed(lo, hi)
+	}
+	return cells.EstimatePair(a, b, lo, hi)
+}
+
+// estimateTouch is cells.EstimateTouch, other's lanes summed when the
+// slots have lanes (cur's lane is the one touched).
+func estimateTouch(other, cur *cells.CountMin, lo, hi uint64) (est, sink uint64) {
+	if other.Lanes > 1 {
+		return other.EstimateHashed(lo, hi), cur.TouchHashed(lo, hi)
+	}
+	return cells.EstimateTouch(other, cur, lo, hi)
+}
+
+// readThenAdd is cells.ReadThenAdd; when the slots have lanes, the read
+// of other sums its lanes, and the add goes to cur's lane of this handle
+// and returns cur's estimate over its lanes.
+func readThenAdd(other, cur *cells.CountMin, lo, hi, n uint64) (otherEst, curEst uint64) {
+	if other.Lanes > 1 {
+		return other.EstimateHashed(lo, hi), cur.AddCells(lo, hi, n)
+	}
+	return cells.ReadThenAdd(other, cur, lo, hi, n)
 }

@@ -181,6 +181,12 @@ func (w *CountMinWindow) allowPair(key []byte, lo, hi, limit uint64, countRefuse
 	if v>>slotBits != p || p > maxPeriod || !c.held(v&(1<<slotBits-1), p) {
 		return 0, 0, false, false, false
 	}
+	if w.lanes != nil {
+		// A counter of lanes is a sum: the last row's new counter is no
+		// longer what every other allowed request's add returned before
+		// it, so the long way decides, reading the window after the add.
+		return 0, 0, false, false, false
+	}
 	s := v & (1<<slotBits - 1)
 	t := c.prevSlot(s)
 	fit := uint64(math.MaxUint64) // an estimate is at most maxCount: always add

@@ -256,7 +256,7 @@ func TestCountMinWindow_CoresParity(t *testing.T) {
 				}
 				// A window's slots keep no add count, whichever core adds.
 				region := bytes.Clone(w.m.entryBytes())
-				ctl, slot := windowControlBytes(2), countMinSlotBytes(3, 1<<8, fleet)
+				ctl, slot := windowControlBytes(2), countMinSlotBytes(3, 1<<8, 0, fleet)
 				for i := range uint64(3) {
 					if adds := stripeSum(region[ctl+i*slot:]); adds != 0 {
 						t.Errorf("%s core: slot %d's stripes hold %d adds, want none", core.Name(), i, adds)

@@ -133,7 +133,7 @@ func init() {
 		},
 		kindCountMinWindow: {
 			name: "Count-Min window", kind: KindCountMinWindow,
-			validate: validateCountMinWindowEntry, spare: 7, of: "count-min window",
+			validate: validateCountMinWindowEntry, spare: 8, of: "count-min window",
 			config: countMinWindowEntryConfig, params: countMinWindowEntryParams,
 			open: openZero(OpenCountMinWindow),
 		},

@@ -148,7 +148,7 @@ func BenchmarkSnapshotWindow(b *testing.B) {
 		{"CountMinWindow", func() (window, uint64, func() (any, error)) {
 			w := mustIn(b, OpenCountMinWindow, Memory(), CountMinWindowConfig{Window: win, CountMin: benchDefaultShape.config()})
 			fillAll(b, w, func() { w.AddBatch(keys, nil) }, keep)
-			return w, countMinSlotBytes(w.slots[0].Rows, int(w.slots[0].Mask+1), false), func() (any, error) { return w.Snapshot(Memory()) }
+			return w, countMinSlotBytes(w.slots[0].Rows, int(w.slots[0].Mask+1), 0, false), func() (any, error) { return w.Snapshot(Memory()) }
 		}},
 		{"BloomWindow", func() (window, uint64, func() (any, error)) {
 			w := mustIn(b, OpenBloomWindow, Memory(), BloomWindowConfig{Window: win, Bloom: BloomConfig{Capacity: 1 << 20, FPRate: 0.01}})

@@ -52,3 +52,46 @@ func TestSync_CountMinLanes(t *testing.T) {
 		}
 	}
 }
+
+// TestSync_CountMinWindowLanes is TestSync_CountMinLanes for Count-Min
+// windows of lanes: each host pushes its period's lanes summed, and
+// after a round of each host and another, every estimate of every host is
+// that of one sketch fed every host's adds.
+func TestSync_CountMinWindowLanes(t *testing.T) {
+	rs := redistest.Start(t)
+	cfg := sketch.CountMinWindowConfig{Window: sketch.Window{Period: forever, Keep: 2}, CountMin: sketch.CountMinConfig{Rows: 4, Width: 1 << 10, Fleet: true, Lanes: 2, Seed: 0x1b}}
+	union := mustOpen(t, sketch.OpenCountMin, sketch.Memory(), sketch.CountMinConfig{Rows: 4, Width: 1 << 10, Seed: 0x1b})
+	var agents []*Agent
+	var wins []*sketch.CountMinWindow
+	for h := range hosts {
+		path := filepath.Join(t.TempDir(), "rate")
+		w := mustOpen(t, sketch.OpenCountMinWindow, sketch.Path(path), cfg)
+		second := mustOpen(t, sketch.OpenCountMinWindow, sketch.Path(path), sketch.CountMinWindowConfig{})
+		if w.Stats().Lane == second.Stats().Lane {
+			t.Fatalf("host %d: both handles in lane %d", h, w.Stats().Lane)
+		}
+		first, n := hostKeys(h)
+		var keys [][]byte
+		for i := first; i < first+n; i++ {
+			keys = append(keys, []byte(key(i%4000)))
+		}
+		w.AddBatch(keys[:n/2], nil) // blind, each handle in its lane
+		second.AddBatch(keys[n/2:], nil)
+		union.AddBatch(keys, nil)
+		a := newAgent(t, rs, fmt.Sprint("host", h))
+		if err := a.AddCountMinWindow("rate", w); err != nil {
+			t.Fatal(err)
+		}
+		agents, wins = append(agents, a), append(wins, second)
+	}
+	mustSync(t, agents...)
+	mustSync(t, agents...)
+	for h, w := range wins {
+		for i := range 4000 {
+			k := key(i)
+			if got, want := w.EstimateString(k), union.EstimateString(k); got != want {
+				t.Fatalf("host %d: Estimate(%q) = %d; one sketch fed every host's adds says %d", h, k, got, want)
+			}
+		}
+	}
+}

@@ -530,8 +530,8 @@ func TestNewCollector_FleetPart(t *testing.T) {
 	}
 }
 
-// TestNewCollector_Lanes: a Count-Min sketch of lanes has a
-// sketch_countmin_lanes series; one of one grid has none.
+// TestNewCollector_Lanes: a Count-Min sketch of lanes, and a window of
+// lanes, have a sketch_countmin_lanes series; one of one grid has none.
 func TestNewCollector_Lanes(t *testing.T) {
 	laned, err := sketch.OpenCountMin(sketch.Memory(), sketch.CountMinConfig{Rows: 2, Width: 64, Lanes: 4})
 	if err != nil {
@@ -543,18 +543,27 @@ func TestNewCollector_Lanes(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer plain.Close()
+	win, err := sketch.OpenCountMinWindow(sketch.Memory(), sketch.CountMinWindowConfig{Window: sketch.Window{Keep: 2}, CountMin: sketch.CountMinConfig{Rows: 2, Width: 64, Lanes: 3}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer win.Close()
 	reg := prometheus.NewPedanticRegistry()
-	for _, c := range []prometheus.Collector{NewCollector("laned", laned.Stats), NewCollector("grid", plain.Stats)} {
+	for _, c := range []prometheus.Collector{NewCollector("laned", laned.Stats), NewCollector("grid", plain.Stats), NewCollector("window", win.Stats)} {
 		if err := reg.Register(c); err != nil {
 			t.Fatalf("Register: %v", err)
 		}
 	}
-	kinds["laned"], kinds["grid"] = sketch.KindCountMin, sketch.KindCountMin
+	kinds["laned"], kinds["grid"], kinds["window"] = sketch.KindCountMin, sketch.KindCountMin, sketch.KindCountMinWindow
 	defer delete(kinds, "laned")
 	defer delete(kinds, "grid")
+	defer delete(kinds, "window")
 	fams := parse(t, scrape(t, reg))
 	if got, ok := value(t, fams, series{"sketch_countmin_lanes", "laned"}); !ok || got != 4 {
 		t.Errorf("sketch_countmin_lanes{structure=\"laned\"} = %v (found %v), want 4", got, ok)
+	}
+	if got, ok := value(t, fams, series{"sketch_countmin_lanes", "window"}); !ok || got != 3 {
+		t.Errorf("sketch_countmin_lanes{structure=\"window\"} = %v (found %v), want 3", got, ok)
 	}
 	if _, ok := value(t, fams, series{"sketch_countmin_lanes", "grid"}); ok {
 		t.Error("a sketch of one grid has a sketch_countmin_lanes series")

@@ -31,7 +31,7 @@ var (
 	fFleetCounted = &family{"sketch_fleet_counted",
 		"A Count-Min sketch's fleet part (created with Fleet): the largest row sum of the rest of the fleet's counts, as the fleet's agent last stored them; estimates add it to this host's.", prometheus.GaugeValue, nil}
 	fLanes = &family{"sketch_countmin_lanes",
-		"A Count-Min sketch's lanes (created with Lanes): grids a writer each, which every read sums.", prometheus.GaugeValue, nil}
+		"A Count-Min sketch's or window's lanes (created with Lanes; a window keeps them in every slot): grids a writer each, which every read sums.", prometheus.GaugeValue, nil}
 	fErrorBound = &family{"sketch_error_bound",
 		"The absolute error bound at the counted total: an estimate is at most this much high, with the sketch's confidence.", prometheus.GaugeValue, nil}
 	fFill = &family{"sketch_fill_ratio",
@@ -170,13 +170,17 @@ func samplesOf(stats any) (sketch.Kind, []sample, bool) {
 			sample{f: fFill, v: s.Fill},
 			sample{f: fItems, v: s.Estimated}), true
 	case sketch.CountMinWindowStats:
-		return sketch.KindCountMinWindow, append(append(fileSamples(s.FileStats),
+		out := append(append(fileSamples(s.FileStats),
 			sample{f: fAdds, v: float64(s.Adds)},
 			sample{f: fCounted, v: float64(s.Total)},
 			sample{f: fErrorBound, v: float64(s.ErrorBound)},
 			sample{f: fCurrent, v: float64(s.Current)},
 			sample{f: fOldest, v: float64(s.Oldest)},
-			sample{f: fRotations, v: float64(s.Turns)}), candidateSamples(s.Candidates)...), true
+			sample{f: fRotations, v: float64(s.Turns)}), candidateSamples(s.Candidates)...)
+		if s.Lanes > 1 {
+			out = append(out, sample{f: fLanes, v: float64(s.Lanes)})
+		}
+		return sketch.KindCountMinWindow, out, true
 	case sketch.BloomWindowStats:
 		out := append(fileSamples(s.FileStats),
 			sample{f: fAdds, v: float64(s.Adds)},

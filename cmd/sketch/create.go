@@ -98,7 +98,7 @@ sketch create /dev/shm/a.cms --seed-file seed; sketch create /dev/shm/b.cms --se
 		width := fs.Int("width", 0, "countmin, countminwindow: counters a row; gcra: times a row (either rounded up to a power of two), with --rows")
 		cands := fs.Int("candidates", 0, "countmin, countminwindow: keep a table of the `K` loudest keys beside the counters, for sketch top")
 		fleet := fs.Bool("fleet", false, "countmin, countminwindow, countingbloom: keep a fleet part beside the counters, the rest of a fleet's counts, which a fleet agent writes and every answer adds")
-		lanes := fs.Int("lanes", 0, fmt.Sprintf("countmin: keep `L` grids, a lane for each writing process (2 to %d), so that writers in several processes add without sharing cache lines; every read sums them", sketch.MaxLanes))
+		lanes := fs.Int("lanes", 0, fmt.Sprintf("countmin, countminwindow: keep `L` grids (a window: in each slot), a lane for each writing process (2 to %d), so that writers in several processes add without sharing cache lines; every read sums them", sketch.MaxLanes))
 		conservative := fs.Bool("conservative", false, "countmin: conservative update: an add raises only the key's least counters, in the lane its process claimed (see --lanes, at least 1), so estimates over-estimate less; a grid more, the shared lane, takes adds without a lane of their own")
 		candBytes := fs.Int("candidate-key-bytes", 0, fmt.Sprintf("countmin, countminwindow: bytes of a key the table keeps (default %d; a longer key is kept as a prefix and its hash)", sketch.DefaultCandidateKeyBytes))
 		capacity := fs.Uint64("capacity", 0, "bloom, countingbloom, bloomwindow: keys it is sized to hold, a bloomwindow each period; set, setwindow: the most keys it holds at once (required)")

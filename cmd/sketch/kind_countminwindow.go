@@ -8,7 +8,7 @@ import (
 )
 
 // countMinWindowKind is the Count-Min window's row of cliKinds.
-var countMinWindowKind = cliKindOf(sketch.KindCountMinWindow, []string{"error", "confidence", "rows", "width", "period", "keep", "candidates", "candidate-key-bytes", "fleet"},
+var countMinWindowKind = cliKindOf(sketch.KindCountMinWindow, []string{"error", "confidence", "rows", "width", "period", "keep", "candidates", "candidate-key-bytes", "fleet", "lanes"},
 	sketch.OpenCountMinWindow, newCountMinWindow,
 	func(f createFlags) sketch.CountMinWindowConfig {
 		return sketch.CountMinWindowConfig{Window: f.window, CountMin: f.cms}
@@ -43,6 +43,9 @@ func (s *countMinWindow) describe() string {
 	}
 	if cfg.CountMin.Fleet {
 		d += ", a fleet part"
+	}
+	if cfg.CountMin.Lanes > 1 {
+		d += fmt.Sprintf(", %d lanes", cfg.CountMin.Lanes)
 	}
 	return d
 }
@@ -79,6 +82,9 @@ func (s *countMinWindow) stats() ([][2]string, any) {
 	}
 	if st.Fleet {
 		figures = append(figures, [2]string{"fleet part", "yes (the rest of the fleet's counts of each period, added to every answer)"})
+	}
+	if st.Lanes > 1 {
+		figures = append(figures, [2]string{"lanes", fmt.Sprintf("%d in every slot (a grid for each writing process; every answer sums them)", st.Lanes)})
 	}
 	if st.Candidates != nil {
 		figures = append(figures, candidateRow(st.Candidates))

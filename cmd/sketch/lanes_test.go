@@ -54,3 +54,23 @@ func TestCreate_CountMinConservative(t *testing.T) {
 		t.Errorf("--conservative on a window: exit %d, want 2", r.code)
 	}
 }
+
+// TestCreate_CountMinWindowLanes: create --kind countminwindow --lanes
+// makes a window of lanes, which create and stats show, and whose
+// answers count every add.
+func TestCreate_CountMinWindowLanes(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "lanes.cmw")
+	if out := sk(t, "create", path, "--kind", "countminwindow", "--keep", "2", "--rows", "2", "--width", "64", "--lanes", "3").ok(t, "create --lanes"); !strings.Contains(out, "3 lanes") {
+		t.Errorf("create --kind countminwindow --lanes:\n%s", out)
+	}
+	sk(t, "add", path, "a", "a", "b").ok(t, "add")
+	if st := sk(t, "stats", path).ok(t, "stats"); !strings.Contains(st, "3 in every slot") {
+		t.Errorf("stats does not show the lanes:\n%s", st)
+	}
+	if out := sk(t, "query", path, "a").ok(t, "query"); !strings.Contains(out, "2") {
+		t.Errorf("query after two adds of a:\n%s", out)
+	}
+	if r := sk(t, "create", filepath.Join(t.TempDir(), "x"), "--kind", "countminwindow", "--keep", "2", "--lanes", "65"); r.code != 2 {
+		t.Errorf("--lanes 65: exit %d, want 2", r.code)
+	}
+}

@@ -202,7 +202,7 @@ var structKinds = []structKind{
 			return sketch.CountMinWindowConfig{Window: faultWindow, CountMin: countMinFor(size / slots)}
 		},
 		faultAnswers: answerWeights,
-		storm: []stormPart{{file: "storm.cmw", config: sketch.CountMinWindowConfig{Window: stormWindow, CountMin: stormCountMinWindow},
+		storm: []stormPart{{file: "storm.cmw", config: sketch.CountMinWindowConfig{Window: stormWindow, CountMin: stormCountMinWindowLanes},
 			keep: func(s *stormFiles, h any) { s.cmw = h.(*sketch.CountMinWindow) }},
 			{file: "storm.cmwclock", config: sketch.CountMinWindowConfig{Window: stormClockWindow, CountMin: stormCountMinWindow}, clock: true,
 				keep: func(s *stormFiles, h any) { s.cmc = h.(*sketch.CountMinWindow) }}},

@@ -12,11 +12,15 @@ import (
 // where an add went: an add during which the window's period did not
 // change landed in that period (the reasoning of the package's own
 // landedRef). Worker slot 0 also rotates both windows now and then, and is
-// killed like the others.
+// killed like the others. The Count-Min window turned by Rotate keeps
+// three lanes in every slot, fewer than the workers, as the storm's
+// Count-Min sketch does, so that kills meet a window's lanes owned,
+// shared and taken over across its turns; the clock's keeps one grid.
 var (
-	stormWindow         = sketch.Window{Period: 0, Keep: 4}
-	stormCountMinWindow = sketch.CountMinConfig{Rows: 4, Width: 1 << 16, Candidates: 32}
-	stormBloomWindow    = sketch.BloomConfig{Capacity: 1 << 20, FPRate: 0.001}
+	stormWindow              = sketch.Window{Period: 0, Keep: 4}
+	stormCountMinWindow      = sketch.CountMinConfig{Rows: 4, Width: 1 << 16, Candidates: 32}
+	stormCountMinWindowLanes = sketch.CountMinConfig{Rows: 4, Width: 1 << 16, Candidates: 32, Lanes: 3}
+	stormBloomWindow         = sketch.BloomConfig{Capacity: 1 << 20, FPRate: 0.001}
 )
 
 // The second pair turns on the clock, with the same shapes. The file holds

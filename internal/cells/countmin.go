@@ -18,7 +18,7 @@ type CountMin struct {
 	// apart from Cells on: a counter is the sum of its lanes' (saturating
 	// at MaxCount), so every read sums them; an add goes to Lane only,
 	// the grid this handle writes. Lanes <= 1 (and a nil Lane): one grid,
-	// Cells. Windows keep one.
+	// Cells. A window sets these in each slot.
 	Lanes     int
 	LaneBytes uintptr
 	Lane      unsafe.Pointer
