@@ -19,6 +19,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"regexp"
+	"runtime"
 	"strings"
 	"syscall"
 	"time"
@@ -110,6 +111,9 @@ type orchestration struct {
 	memCounts         []int // key counts of the memory section (default 10k, 1M, 10M)
 	heavy             *heavyScores
 	distinct          *distinctErrors
+	over              *overEstimates // conservative update's over-estimates
+	overNote          string         // why they are missing
+	wordLimit         int            // words of the real-text stream (0: all, -quick 1M)
 	readme            string
 	command           string // what the user ran, when not this program directly
 	argv              string // this program's command line
@@ -182,6 +186,13 @@ func (o *orchestration) main() error {
 		if o.distinct, err = measureDistinctErrors(ns, 5); err != nil {
 			progress("%v", err)
 		}
+	}
+	// And conservative update's over-estimates on real text go with the
+	// Count-Min rows: -quick counts the first 1M words.
+	if o.measures("countmin") {
+		o.measureOver(runtime.GOROOT())
+	} else {
+		o.overNote = "Not measured: this run measured no Count-Min rows (-run)."
 	}
 	var ic []instrCount
 	var icNote string

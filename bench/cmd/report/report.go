@@ -164,6 +164,11 @@ type reportData struct {
 	LanesBatch    int      // keys a call of the lanes rows
 	LanesKeys     int      // keys of the zipf stream they walk
 	LanesBuild    string   // the build the lanes chart shows
+	Over          *mdTable // conservative update's over-estimates
+	OverStream    string   // the real text they are measured on
+	OverText      []string // what the rows show, a sentence each
+	OverPage      int      // the page size of "pages written"
+	OverNote      string   // why they are missing
 	Memory        *mdTable
 	MemoryGC      *mdTable
 	MemoryNote    string
@@ -225,6 +230,16 @@ func (o *orchestration) writeReport(v *view, mem *memTable, memErr error, ic []i
 	d.CgoCall = v.ns(cgoRows()[0].Key)
 	d.Writers = v.writersTable()
 	d.Lanes, d.LanesBatch, d.LanesKeys, d.LanesBuild = v.lanesTable(), lanesBatch, lanesKeys, buildName[v.mainBuild()]
+	if o.over != nil {
+		d.Over, d.OverStream, d.OverText, d.OverPage = overTable(o.over), overStream(o.over), overSummary(o.over), os.Getpagesize()
+		for _, r := range o.over.Rows {
+			if r.Low > 0 {
+				d.Errors = append(d.Errors, fmt.Sprintf("over-estimates, %s: %d words estimated below their exact count", r.Config.label(), r.Low))
+			}
+		}
+	} else {
+		d.OverNote = o.overNote
+	}
 	if mem != nil {
 		d.Memory, d.MemoryGC = memoryTables(mem)
 	} else if memErr != nil {

@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -282,6 +283,7 @@ func TestReport_EndToEnd(t *testing.T) {
 	}
 	o.filter = regexp.MustCompile(`^(countmin/(add|estimate)/(sketch\.[a-z]+|boom|floor)/(A|default)/uniform/b(1|256)/g1p1|map/(insert|lookup)/mutexmap/1M/uniform/b1/g1p1|countmin/add/sketch\.[a-z]+/default/uniform/b1/g(2p1|1p2)|distinct/add/(sketch\.[a-z]+|axiomhq)/p14/uint64/b1/g1p1|countmin/add/(sketch\.[a-z]+|floor)/default/zipf/b64/g[12]p1/l[12]h[12])$`)
 	o.memCounts = []int{10_000}
+	o.wordLimit = 100_000
 	o.readme = filepath.Join(dir, "README.md")
 	readme := "# x\n\nbefore\n" + readmeBegin + "\nold quote\n" + readmeEnd + "\nafter\n"
 	if err := os.WriteFile(o.readme, []byte(readme), 0o644); err != nil {
@@ -321,6 +323,13 @@ func TestReport_EndToEnd(t *testing.T) {
 		if !strings.Contains(text, want) {
 			t.Errorf("the report lacks %q", want)
 		}
+	}
+	over := "| conservative update, Lanes 1 | "
+	if _, err := os.Stat(filepath.Join(runtime.GOROOT(), "src")); err != nil {
+		over = "Conservative update's over-estimates were not measured: their stream is the words of the Go sources"
+	}
+	if i := strings.Index(text, "### Conservative update: over-estimates on real text"); i < 0 || !strings.Contains(text[i:], over) {
+		t.Errorf("the report's over-estimates section lacks %q", over)
 	}
 	if row := "| 2 goroutines, a handle each, throughput ×, " + buildName[sketch.Backend] + " | "; !regexp.MustCompile(regexp.QuoteMeta(row) + `[0-9.]+x \(`).MatchString(text) {
 		t.Errorf("the report lacks a ratio in %q", row)
