@@ -70,17 +70,18 @@ type CountMinConfig struct {
 	// counters is raised to the least of them plus n, no further, so that
 	// a light key sharing a counter with a heavy one no longer lifts it.
 	// Estimates stay never low and come out lower: on the words of the Go
-	// sources, about half the mean and 99th-percentile over-estimate of
-	// plain adds at the same shape (docs/BENCHMARKS.md). A raise is a load
-	// and a store, safe only with one writer a grid, so the sketch keeps
-	// lanes (Lanes of them, at least 1) plus one more grid, the shared
-	// lane: a handle raises in the lane it claimed, and what has no lane
-	// of its own to itself at that moment (a handle past the lanes, a
+	// sources, 0.56x the mean and 0.48x the 99th-percentile over-estimate
+	// of plain adds at the default shape (docs/BENCHMARKS.md). A raise is
+	// a load and a store, safe only with one writer a grid, so the sketch
+	// keeps lanes (Lanes of them, at least 1) plus one more grid, the
+	// shared lane: a handle raises in the lane it claimed, and what has no
+	// lane of its own to itself at that moment (a handle past the lanes, a
 	// goroutine whose handle's lanes are all busy, a merge) adds to the
-	// shared lane as plain adds do. Its pages stay unwritten (holes, no
-	// memory) while every writer owns a lane. False attaches to either;
-	// true only to a sketch with it (ErrIncompatible otherwise). Not in a
-	// window: ErrInvalidConfig.
+	// shared lane as plain adds do. That grid costs memory: for one
+	// writer, a plain sketch twice as wide takes the same bytes and
+	// over-estimates less; with lanes for several writers, it adds one
+	// grid to L. False attaches to either; true only to a sketch with it
+	// (ErrIncompatible otherwise). Not in a window: ErrInvalidConfig.
 	ConservativeUpdate bool `json:"conservative_update,omitempty"`
 	// Seed is the hash seed. Zero means a random seed at create, so that
 	// nobody who cannot read the file can craft colliding keys; on attach,
