@@ -129,6 +129,41 @@ func laneOf(t *testing.T, log string) (int, bool) {
 	return lane, owned
 }
 
+// runLaneChildren runs a child of role for each of exes on the file at
+// path, each adding its stream of ops adds (laneOp), feeds one the same
+// streams, waits for every child, and returns their logs.
+func runLaneChildren(t *testing.T, role string, exes []string, path string, ops int, one *CountMin) []string {
+	t.Helper()
+	dir := t.TempDir()
+	var specs []childSpec
+	var logs []string
+	for i, exe := range exes {
+		log := filepath.Join(dir, fmt.Sprint("log-", i))
+		logs = append(logs, log)
+		specs = append(specs, childSpec{exe: exe, name: fmt.Sprint("child ", i), role: role,
+			env: envs(envPath, path, envChild, i, envOps, ops, envLaneLog, log)})
+		feedLaneStream(one, i, ops)
+	}
+	for _, h := range startGroup(t, childContext(t), specs) {
+		h.wait(t)
+	}
+	return logs
+}
+
+// wantOwnLanes fails the test unless every child of logs owned a lane of
+// its own.
+func wantOwnLanes(t *testing.T, logs []string) {
+	t.Helper()
+	lanes := map[int]bool{}
+	for _, log := range logs {
+		lane, owned := laneOf(t, log)
+		if !owned || lanes[lane] {
+			t.Errorf("%s: lane %d, owned %v: want a lane of its own", log, lane, owned)
+		}
+		lanes[lane] = true
+	}
+}
+
 // TestCountMinLanes_ProcessesBothBuilds: four processes, of both builds
 // when the other can be built, add to a sketch of four lanes at once,
 // each in a lane of its own, by blind batches and single adds; every
@@ -145,26 +180,7 @@ func TestCountMinLanes_ProcessesBothBuilds(t *testing.T) {
 	view := mustCountMin(t, Path(path), CountMinConfig{}, WithReadOnly())
 	one := mustCountMin(t, Memory(), lanesCfg)
 	const ops = 30000
-	var specs []childSpec
-	var logs []string
-	for i, exe := range exes {
-		log := filepath.Join(dir, fmt.Sprint("log-", i))
-		logs = append(logs, log)
-		specs = append(specs, childSpec{exe: exe, name: fmt.Sprint("child ", i), role: "countmin-lanes",
-			env: envs(envPath, path, envChild, i, envOps, ops, envLaneLog, log)})
-		feedLaneStream(one, i, ops)
-	}
-	for _, h := range startGroup(t, childContext(t), specs) {
-		h.wait(t)
-	}
-	lanes := map[int]bool{}
-	for _, log := range logs {
-		lane, owned := laneOf(t, log)
-		if !owned || lanes[lane] {
-			t.Errorf("%s: lane %d, owned %v: want a lane of its own", log, lane, owned)
-		}
-		lanes[lane] = true
-	}
+	wantOwnLanes(t, runLaneChildren(t, "countmin-lanes", exes, path, ops, one))
 	for i := range 900 {
 		k := []byte("k" + strconv.Itoa(i))
 		if got, want := view.Estimate(k), one.Estimate(k); got != want {
@@ -195,16 +211,10 @@ func TestConservative_ProcessesBothBuilds(t *testing.T) {
 	mustCountMin(t, Path(path), cfg).Close()
 	view := mustCountMin(t, Path(path), CountMinConfig{}, WithReadOnly())
 	one := mustCountMin(t, Memory(), lanesCfg)
-	exact := map[string]uint64{}
 	const ops = 30000
-	var specs []childSpec
-	var logs []string
-	for i, exe := range exes {
-		log := filepath.Join(dir, fmt.Sprint("log-", i))
-		logs = append(logs, log)
-		specs = append(specs, childSpec{exe: exe, name: fmt.Sprint("child ", i), role: "countmin-lanes",
-			env: envs(envPath, path, envChild, i, envOps, ops, envLaneLog, log)})
-		feedLaneStream(one, i, ops)
+	logs := runLaneChildren(t, "countmin-lanes", exes, path, ops, one)
+	exact := map[string]uint64{}
+	for i := range exes {
 		for j := range ops {
 			k, n, batch := laneOp(i, j)
 			if batch {
@@ -212,9 +222,6 @@ func TestConservative_ProcessesBothBuilds(t *testing.T) {
 			}
 			exact[string(k)] += n
 		}
-	}
-	for _, h := range startGroup(t, childContext(t), specs) {
-		h.wait(t)
 	}
 	owners := 0
 	for _, log := range logs {

@@ -4,7 +4,6 @@ package sketch
 
 import (
 	"errors"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -52,26 +51,7 @@ func TestCountMinWindowLanes_ProcessesBothBuilds(t *testing.T) {
 	view := mustWindowAt(t, path, CountMinWindowConfig{}, WithReadOnly())
 	one := mustCountMin(t, Memory(), lanesCfg)
 	const ops = 30000
-	var specs []childSpec
-	var logs []string
-	for i, exe := range exes {
-		log := filepath.Join(dir, fmt.Sprint("log-", i))
-		logs = append(logs, log)
-		specs = append(specs, childSpec{exe: exe, name: fmt.Sprint("child ", i), role: "countmin-window-lanes",
-			env: envs(envPath, path, envChild, i, envOps, ops, envLaneLog, log)})
-		feedLaneStream(one, i, ops)
-	}
-	for _, h := range startGroup(t, childContext(t), specs) {
-		h.wait(t)
-	}
-	lanes := map[int]bool{}
-	for _, log := range logs {
-		lane, owned := laneOf(t, log)
-		if !owned || lanes[lane] {
-			t.Errorf("%s: lane %d, owned %v: want a lane of its own", log, lane, owned)
-		}
-		lanes[lane] = true
-	}
+	wantOwnLanes(t, runLaneChildren(t, "countmin-window-lanes", exes, path, ops, one))
 	for i := range 900 {
 		k := []byte("k" + strconv.Itoa(i))
 		if got, want := view.Estimate(k), one.Estimate(k); got != want {
