@@ -1558,6 +1558,21 @@ func (h *handleLanes) take(l *cells.CountMin) *laneSlot {
 	return s
 }
 
+// takeSoon is take for a blind batch, asked again a few times with the
+// processor yielded in between when every lane of the handle is busy: with
+// more goroutines than cores a holder may be waiting for a processor, and
+// letting it finish frees its lane, where adding beside the holder of the
+// first lane would move that lane's lines between the cores. Bounded, so
+// that a holder descheduled for long cannot hold up the batch.
+func (h *handleLanes) takeSoon(l *cells.CountMin) *laneSlot {
+	s := h.take(l)
+	for try := 0; s == nil && try < 4 && !h.closed.Load(); try++ {
+		runtime.Gosched()
+		s = h.take(l)
+	}
+	return s
+}
+
 // checkOpen returns s, taken, unless release has begun: then s is given
 // back and nil returned, since release may free its lane for another
 // writer. Taking the flag before this look pairs with release's setting
@@ -1604,7 +1619,7 @@ func (h *handleLanes) release(l *cells.CountMin) {
 // go to a lane no other goroutine of the handle adds to at the moment, so
 // that goroutines of one handle scale as handles do.
 func (c *CountMin) addBlind(keys [][]byte) {
-	s := c.lanes.take(&c.l)
+	s := c.lanes.takeSoon(&c.l)
 	if s == nil {
 		c.batchCore(len(keys)).AddBatch(&c.l, keys, 1, nil)
 		return

@@ -1345,7 +1345,7 @@ func (w *CountMinWindow) pointLanes(j int) {
 // l: as CountMin.addBlind, the keys go to a lane of the handle no other
 // of its goroutines adds to at the moment.
 func (w *CountMinWindow) addBlind(l *cells.CountMin, keys [][]byte) {
-	s := w.lanes.take(&w.slots[0])
+	s := w.lanes.takeSoon(&w.slots[0])
 	if s == nil {
 		w.batchCore(len(keys), l).AddBatch(l, keys, 1, nil)
 		return
