@@ -1581,14 +1581,18 @@ func (s *laneSlot) put() {
 // once no goroutine of the handle adds to it: a lane with conservative
 // update must never have two writers, and the next owner may be in
 // another process. Slots stay taken for good: later adds go where a
-// handle without a lane adds.
+// handle without a lane adds. A second release (two Closes at once, both
+// past the handle's open check) returns at once: the first took every
+// slot for good, so waiting for them would never end.
 func (h *handleLanes) release(l *cells.CountMin) {
 	if h == nil {
 		return
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	h.closed.Store(true)
+	if h.closed.Swap(true) {
+		return
+	}
 	for _, s := range *h.slots.Load() {
 		for !s.busy.CompareAndSwap(0, 1) {
 			runtime.Gosched() // a goroutine is adding: a batch at most
