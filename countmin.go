@@ -1511,7 +1511,12 @@ func claimLane(l *cells.CountMin, lk *fileLock, owned int) *laneSlot {
 			v := atomic.LoadUint64(w)
 			free := v == 0
 			if pass == 1 {
-				free = v != 0 && !tokenAlive(lk, int(v-1))
+				// A lane under this handle's own tag is owned by a live
+				// handle sharing its token (another structure handle of
+				// the same arena, or the same one again): the token's
+				// liveness test cannot see its own holder (its OFD lock
+				// never conflicts with itself), so it must not be asked.
+				free = v != 0 && v != tag && !tokenAlive(lk, int(v-1))
 			}
 			if free && atomic.CompareAndSwapUint64(w, v, tag) {
 				s := &laneSlot{lane: j, tag: tag}
