@@ -1608,6 +1608,15 @@ func (h *handleLanes) release(l *cells.CountMin) {
 	}
 }
 
+// lanesHolder is a handle that may hold lanes: one that will never add
+// (an arena's metrics) gives them back at once with releaseLanes, for
+// the writers, since a read-write structure of an arena cannot be opened
+// read-only.
+type lanesHolder interface{ releaseLanes() }
+
+func (c *CountMin) releaseLanes()       { c.lanes.release(&c.l) }
+func (w *CountMinWindow) releaseLanes() { w.lanes.release(&w.slots[0]) }
+
 // addBlind is AddBatch without estimates on a sketch of lanes: the keys
 // go to a lane no other goroutine of the handle adds to at the moment, so
 // that goroutines of one handle scale as handles do.
