@@ -1512,7 +1512,12 @@ func claimLane(l *cells.CountMin, lk *fileLock, owned int) *laneSlot {
 			v := atomic.LoadUint64(w)
 			free := v == 0
 			if pass == 1 {
-				free = v != 0 && !tokenAlive(lk, int(v-1))
+				// A lane under this handle's own tag is owned by a live
+				// handle sharing its token (another structure handle of
+				// the same arena, or the same one again): the token's
+				// liveness test cannot see its own holder (its OFD lock
+				// never conflicts with itself), so it must not be asked.
+				free = v != 0 && v != tag && !tokenAlive(lk, int(v-1))
 			}
 			if free && atomic.CompareAndSwapUint64(w, v, tag) {
 				s := &laneSlot{lane: j, tag: tag}
@@ -1597,14 +1602,18 @@ func (s *laneSlot) put() {
 // once no goroutine of the handle adds to it: a lane with conservative
 // update must never have two writers, and the next owner may be in
 // another process. Slots stay taken for good: later adds go where a
-// handle without a lane adds.
+// handle without a lane adds. A second release (two Closes at once, both
+// past the handle's open check) returns at once: the first took every
+// slot for good, so waiting for them would never end.
 func (h *handleLanes) release(l *cells.CountMin) {
 	if h == nil {
 		return
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	h.closed.Store(true)
+	if h.closed.Swap(true) {
+		return
+	}
 	for _, s := range *h.slots.Load() {
 		for !s.busy.CompareAndSwap(0, 1) {
 			runtime.Gosched() // a goroutine is adding: a batch at most
@@ -1614,6 +1623,15 @@ func (h *handleLanes) release(l *cells.CountMin) {
 		}
 	}
 }
+
+// lanesHolder is a handle that may hold lanes: one that will never add
+// (an arena's metrics) gives them back at once with releaseLanes, for
+// the writers, since a read-write structure of an arena cannot be opened
+// read-only.
+type lanesHolder interface{ releaseLanes() }
+
+func (c *CountMin) releaseLanes()       { c.lanes.release(&c.l) }
+func (w *CountMinWindow) releaseLanes() { w.lanes.release(&w.slots[0]) }
 
 // addBlind is AddBatch without estimates on a sketch of lanes: the keys
 // go to a lane no other goroutine of the handle adds to at the moment, so
