@@ -133,10 +133,6 @@ func (m *ArenaMetrics) structure(e ArenaEntry) (kindHandle, error) {
 	if err != nil {
 		return nil, err
 	}
-	if l, ok := st.(lanesHolder); ok {
-		// The handle only reads: its lanes go back to the writers.
-		l.releaseLanes()
-	}
 	m.opened[e.Name], m.at[e.Name] = st, e.Offset
 	return st, nil
 }

@@ -467,7 +467,7 @@ func newCountMin(m *mapping) (*CountMin, error) {
 	if grids > 1 {
 		c.l.Lanes, c.l.LaneBytes = grids, uintptr(rows)*uintptr(width)*8
 		if !m.readOnly {
-			c.lanes = newHandleLanes(&c.l, m.lk, lanes, c.conservative)
+			c.lanes = newHandleLanes(&c.l, m.lk, lanes, c.conservative, !m.noLane)
 		}
 	}
 	if k != 0 {
@@ -1466,20 +1466,26 @@ type handleLanes struct {
 	// closed is set by release: a goroutine that takes a slot after it
 	// gives the slot back and adds where a handle without a lane does.
 	closed atomic.Bool
+	// noClaim: the handle claims no lane, at open or later (WithoutLane).
+	noClaim bool
 	// retry counts blind batches that found every slot busy: a lane is
 	// looked for once in a while, not at every one, since a look asks the
 	// tokens about every owner.
 	retry atomic.Uint32
 }
 
-// newHandleLanes claims the handle's first lane among the owned lanes
-// and points l's adds at it. With conservative update l's adds go to the
+// newHandleLanes claims the handle's first lane among the owned lanes,
+// unless claim is false (WithoutLane: then it never claims one), and
+// points l's adds at it. With conservative update l's adds go to the
 // shared lane, grid owned, instead: only a goroutine holding an owned
 // lane's slot writes that lane (raising it), so every other add (a
 // merge, a handle without a lane) must go elsewhere.
-func newHandleLanes(l *cells.CountMin, lk *fileLock, owned int, conservative bool) *handleLanes {
-	h := &handleLanes{lk: lk, owned: owned}
-	s := claimLane(l, lk, owned)
+func newHandleLanes(l *cells.CountMin, lk *fileLock, owned int, conservative, claim bool) *handleLanes {
+	h := &handleLanes{lk: lk, owned: owned, noClaim: !claim}
+	var s *laneSlot
+	if claim {
+		s = claimLane(l, lk, owned)
+	}
 	switch {
 	case s != nil:
 	case conservative:
@@ -1552,7 +1558,7 @@ func (h *handleLanes) take(l *cells.CountMin) *laneSlot {
 		return nil
 	}
 	defer h.mu.Unlock()
-	if h.closed.Load() {
+	if h.closed.Load() || h.noClaim {
 		return nil
 	}
 	s := claimLane(l, h.lk, h.owned)
@@ -1623,15 +1629,6 @@ func (h *handleLanes) release(l *cells.CountMin) {
 		}
 	}
 }
-
-// lanesHolder is a handle that may hold lanes: one that will never add
-// (an arena's metrics) gives them back at once with releaseLanes, for
-// the writers, since a read-write structure of an arena cannot be opened
-// read-only.
-type lanesHolder interface{ releaseLanes() }
-
-func (c *CountMin) releaseLanes()       { c.lanes.release(&c.l) }
-func (w *CountMinWindow) releaseLanes() { w.lanes.release(&w.slots[0]) }
 
 // addBlind is AddBatch without estimates on a sketch of lanes: the keys
 // go to a lane no other goroutine of the handle adds to at the moment, so

@@ -382,3 +382,37 @@ func TestCountMinLanes_WithAFleetPart(t *testing.T) {
 		t.Errorf("Check: %v", err)
 	}
 }
+
+// TestCountMinLanes_WithoutLane: a handle opened WithoutLane claims no
+// lane, at open or when its blind batches find its lane busy, so writers
+// opened after it own every lane; its adds count, in a lane shared with
+// its owner (plain) or in the shared lane (conservative update).
+func TestCountMinLanes_WithoutLane(t *testing.T) {
+	for _, conservative := range []bool{false, true} {
+		t.Run(fmt.Sprint("conservative=", conservative), func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "lanes")
+			cfg := lanesCfg
+			cfg.Lanes, cfg.ConservativeUpdate = 2, conservative
+			quiet := mustCountMin(t, Path(path), cfg, WithoutLane())
+			held := quiet.lanes.take(&quiet.l) // as a goroutine's batch would
+			for range 130 {
+				if err := quiet.AddBatch([][]byte{[]byte("q")}, nil); err != nil {
+					t.Fatal(err)
+				}
+			}
+			held.put()
+			if st := quiet.Stats(); st.LaneOwned || len(*quiet.lanes.slots.Load()) != 1 {
+				t.Fatalf("a handle WithoutLane owns lane %d (owned %v), holds %d slots", st.Lane, st.LaneOwned, len(*quiet.lanes.slots.Load()))
+			}
+			a, b := mustCountMin(t, Path(path), CountMinConfig{}), mustCountMin(t, Path(path), CountMinConfig{})
+			if sa, sb := a.Stats(), b.Stats(); !sa.LaneOwned || !sb.LaneOwned || sa.Lane == sb.Lane {
+				t.Fatalf("writers after it: lanes %d and %d, owned %v and %v; want one each", sa.Lane, sb.Lane, sa.LaneOwned, sb.LaneOwned)
+			}
+			quiet.AddString("q")
+			a.AddString("q")
+			if e := b.EstimateString("q"); e != 132 {
+				t.Errorf("q reads %d after 132 adds", e)
+			}
+		})
+	}
+}

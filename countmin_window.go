@@ -308,7 +308,7 @@ func newCountMinWindow(m *mapping) (*CountMinWindow, error) {
 		return nil, err
 	}
 	if lanes > 1 && lk != nil {
-		w.lanes = newHandleLanes(&w.slots[0], lk, lanes, false)
+		w.lanes = newHandleLanes(&w.slots[0], lk, lanes, false, !m.noLane)
 		w.pointLanes(w.lanes.first().lane)
 	}
 	if k := int(m.ent.params[4]); k != 0 {

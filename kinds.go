@@ -95,11 +95,13 @@ type kindHandle interface {
 }
 
 // openZero is a kind's open column: its constructor with the zero config,
-// and nothing (not a typed nil) with its error.
+// and nothing (not a typed nil) with its error. The table's handles (an
+// arena's metrics, a snapshot's copy) add nothing, so they claim no lane
+// (WithoutLane): the lanes stay the writers'.
 func openZero[C any, S kindHandle](open func(Place, C, ...Option) (S, error)) func(Place) (kindHandle, error) {
 	return func(at Place) (kindHandle, error) {
 		var cfg C
-		s, err := open(at, cfg)
+		s, err := open(at, cfg, WithoutLane())
 		if err != nil {
 			return nil, err
 		}

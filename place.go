@@ -104,6 +104,9 @@ func openAs[H any](p Place, specOf, createOf func() (spec, error), opts []Option
 	if err != nil {
 		return nil, err
 	}
+	if o, err := buildOptions(opts); err == nil {
+		m.noLane = o.noLane
+	}
 	return build(m)
 }
 

@@ -23,6 +23,7 @@ type options struct {
 	readOnly    bool
 	owners      []uint32      // uids trusted beside the caller and root
 	lockTimeout time.Duration // bound of a lock wait (WithLockTimeout)
+	noLane      bool          // claim no lane (WithoutLane)
 }
 
 func defaultOptions() options {
@@ -97,6 +98,17 @@ func WithoutCreate() Option {
 // returns ErrReadOnly.
 func WithReadOnly() Option {
 	return func(o *options) { o.readOnly = true }
+}
+
+// WithoutLane opens a read-write handle that claims no lane of a Count-Min
+// sketch or window kept in lanes (CountMinConfig.Lanes), for a handle that
+// adds seldom or never (one that exports, stores a fleet part, merges,
+// checks), so that the lanes stay free for the writers: a lane is claimed
+// at open and held until Close. Its adds go where the adds of a handle
+// past the lanes go: a lane shared with its owner, or with conservative
+// update the shared lane. Other structures ignore it.
+func WithoutLane() Option {
+	return func(o *options) { o.noLane = true }
 }
 
 // WithOwner trusts files owned by uid, beside the caller's own and root's.
@@ -226,6 +238,7 @@ type mapping struct {
 	sharedOFD bool
 	lk        *fileLock // nil until a structure that locks joins the lock
 	readOnly  bool      // mapped PROT_READ from an O_RDONLY descriptor
+	noLane    bool      // a handle of lanes claims none (WithoutLane)
 	// closed is set by this mapping's close (under res.mu): each mapping
 	// gives up its reference once.
 	closed bool

@@ -34,7 +34,9 @@ var kinds = map[sketch.Kind]syncedKind{
 func openAndAdd[C any, S io.Closer](open func(sketch.Place, C, ...sketch.Option) (S, error), add func(*Agent, string, S) error) syncedKind {
 	return func(a *Agent, name string, at sketch.Place) (io.Closer, error) {
 		var cfg C
-		s, err := open(at, cfg)
+		// The agent's handle stores fleet counts and exports; it adds
+		// nothing, so the lanes stay the writers'.
+		s, err := open(at, cfg, sketch.WithoutLane())
 		if err != nil {
 			return nil, err
 		}

@@ -95,3 +95,30 @@ func TestSync_CountMinWindowLanes(t *testing.T) {
 		}
 	}
 }
+
+// TestAddFile_ClaimsNoLane: the handle the agent opens for a file of
+// lanes (AddFile) stores fleet counts and exports, and claims no lane:
+// two writers opened after it own a lane each, and their raises (the
+// sketch has conservative update) sync as plain adds would count them.
+func TestAddFile_ClaimsNoLane(t *testing.T) {
+	rs := redistest.Start(t)
+	path := filepath.Join(t.TempDir(), "hits")
+	mustOpen(t, sketch.OpenCountMin, sketch.Path(path), sketch.CountMinConfig{Rows: 4, Width: 1 << 10, Fleet: true, Lanes: 2, ConservativeUpdate: true, Seed: 0x1c}).Close()
+	a := newAgent(t, rs, "host0")
+	if err := a.AddFile(path); err != nil {
+		t.Fatal(err)
+	}
+	w1 := mustOpen(t, sketch.OpenCountMin, sketch.Path(path), sketch.CountMinConfig{})
+	w2 := mustOpen(t, sketch.OpenCountMin, sketch.Path(path), sketch.CountMinConfig{})
+	if s1, s2 := w1.Stats(), w2.Stats(); !s1.LaneOwned || !s2.LaneOwned || s1.Lane == s2.Lane {
+		t.Fatalf("writers opened after the agent: lanes %d and %d, owned %v and %v; want a lane each", s1.Lane, s2.Lane, s1.LaneOwned, s2.LaneOwned)
+	}
+	for range 10 {
+		w1.AddString("k")
+		w2.AddString("k")
+	}
+	mustSync(t, a)
+	if e := w1.EstimateString("k"); e != 20 {
+		t.Errorf("k reads %d after 20 adds and a sync, want 20", e)
+	}
+}
