@@ -60,6 +60,6 @@ func TestCountMin_CloseTwiceAtOnce(t *testing.T) {
 }
 
 func TestCountMinWindow_CloseTwiceAtOnce(t *testing.T) {
-	w := mustWindowAt(t, filepath.Join(t.TempDir(), "win"), CountMinWindowConfig{Window: Window{Keep: 1}, CountMin: CountMinConfig{Rows: 2, Width: 64, Lanes: 2}})
+	w := mustIn(t, OpenCountMinWindow, Path(filepath.Join(t.TempDir(), "win")), CountMinWindowConfig{Window: Window{Keep: 1}, CountMin: CountMinConfig{Rows: 2, Width: 64, Lanes: 2}})
 	closeBothWhileHeld(t, w.lanes, func() *laneSlot { return w.lanes.take(&w.slots[0]) }, w.Close)
 }
