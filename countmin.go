@@ -165,9 +165,10 @@ type CountMinStats struct {
 	// sketch's own counters. With conservative update, whose raises leave
 	// every row below what was added, it is at least Adds.
 	Total uint64 `json:"total"`
-	// FleetTotal is the fleet part's largest row sum (saturating at
-	// 2^63): what the rest of the fleet counted, as last stored by
-	// SetFleetCounts. Zero without a fleet part.
+	// FleetTotal is what the rest of the fleet counted, as last stored by
+	// SetFleetCounts: the fleet part's largest row sum, or the other
+	// hosts' add total when it came with the counts and is greater
+	// (saturating at 2^63). Zero without a fleet part.
 	FleetTotal uint64 `json:"fleet_total,omitempty"`
 	// Adds is what the add count holds: the total of every completed add
 	// (n for AddN), kept in 64 cache-line stripes and moved after the
@@ -762,7 +763,9 @@ func (c *CountMin) Stats() CountMinStats {
 		c.core.RowSums(&fleet, sums)
 		// Saturating at 2^63, as the fleet total word and every sum of
 		// counts do: a fleet part's counters are whatever was stored.
-		s.FleetTotal = min(slices.Max(sums), cells.MaxCount)
+		// The stored word may be higher: the others' add total, which a
+		// conservative host's raised rows fall short of.
+		s.FleetTotal = max(min(slices.Max(sums), cells.MaxCount), storedFleetTotal(&c.l))
 	}
 	s.Adds = c.core.Adds(&c.l)
 	if c.conservative {
@@ -1358,14 +1361,27 @@ func (c *CountMin) ExportCounts() ([]byte, error) {
 // makes the call idempotent: a repeated call changes nothing, and one cut
 // short (a kill, a Close) or racing another is replaced whole by the
 // next. An estimate made during the store may see some cells old and
-// others new. A sketch without a fleet part, or counts of another length,
-// is ErrIncompatible; a read-only, frozen or closed handle stores nothing
+// others new.
+//
+// The counts may be followed by 8 more bytes, little-endian: the other
+// hosts' add total (the sum of their Total). FleetTotal, and so the error
+// bounds, then take the greater of it and the largest row sum. A fleet
+// with conservative update needs it: raised rows hold less than was
+// added, so their sums alone would make the bounds read low. The fleet
+// agent sends it for every Count-Min sketch.
+//
+// A sketch without a fleet part, or counts of another length, is
+// ErrIncompatible; a read-only, frozen or closed handle stores nothing
 // (ErrReadOnly, ErrFrozen, ErrClosed).
 func (c *CountMin) SetFleetCounts(counts []byte) error {
 	if err := c.refuse("set fleet counts"); err != nil {
 		return err
 	}
-	if err := storeFleet(&c.l, counts); err != nil {
+	var adds uint64
+	if n := uint64(c.l.Rows) * (c.l.Mask + 1) * 8; uint64(len(counts)) == n+8 {
+		counts, adds = counts[:n], binary.LittleEndian.Uint64(counts[n:])
+	}
+	if err := storeFleetAdds(&c.l, counts, adds); err != nil {
 		return c.m.errorf("set fleet counts", err)
 	}
 	return c.after("set fleet counts")
@@ -1399,6 +1415,12 @@ func exportGrid(grid unsafe.Pointer, rows int, width uint64) []byte {
 // counter, then their total (the largest row sum, saturating at
 // maxCount) in the fleet total word, for error bounds.
 func storeFleet(l *cells.CountMin, counts []byte) error {
+	return storeFleetAdds(l, counts, 0)
+}
+
+// storeFleetAdds is storeFleet with the others' add total, which the
+// fleet total is at least.
+func storeFleetAdds(l *cells.CountMin, counts []byte, adds uint64) error {
 	if l.Fleet == nil {
 		return errNoFleetPart
 	}
@@ -1407,7 +1429,7 @@ func storeFleet(l *cells.CountMin, counts []byte) error {
 	if uint64(len(counts)) != uint64(n)*8 {
 		return fmt.Errorf("%w: %d bytes of counts for %d x %d counters (%d bytes)", ErrIncompatible, len(counts), l.Rows, width, n*8)
 	}
-	var total, row uint64
+	total, row := adds, uint64(0)
 	for i := uintptr(0); i < n; i++ {
 		v := binary.LittleEndian.Uint64(counts[i*8:])
 		atomic.StoreUint64((*uint64)(unsafe.Add(l.Fleet, i*8)), v)

@@ -227,7 +227,7 @@ func TestCountMin_FleetRefusals(t *testing.T) {
 	cfg := CountMinConfig{Rows: 2, Width: 64, Fleet: true}
 	c := mustIn(t, OpenCountMin, Path(path), cfg)
 	good := make([]byte, 2*64*8)
-	for _, bad := range [][]byte{nil, {}, good[:8], good[:len(good)-1], append(bytes.Clone(good), 0)} {
+	for _, bad := range [][]byte{nil, {}, good[:8], good[:len(good)-1], append(bytes.Clone(good), 0), append(bytes.Clone(good), make([]byte, 16)...)} {
 		if err := c.SetFleetCounts(bad); !errors.Is(err, ErrIncompatible) {
 			t.Errorf("SetFleetCounts(%d bytes) = %v, want ErrIncompatible", len(bad), err)
 		}
@@ -284,4 +284,65 @@ func TestCountMin_FleetRefusals(t *testing.T) {
 		zero.SetFleetCounts(good)
 		zero.ExportCounts()
 	})
+}
+
+// TestCountMin_FleetAddTotal: a host with conservative update raises rows
+// by less than it adds, so the other hosts' row sums read low as their
+// total; the add total sent after the counts is what FleetTotal and the
+// error bounds count. Without it they take the largest row sum, below
+// what was added.
+func TestCountMin_FleetAddTotal(t *testing.T) {
+	cfg := CountMinConfig{Rows: 4, Width: 256, Fleet: true, ConservativeUpdate: true, Seed: 0xadd5}
+	a := mustIn(t, OpenCountMin, Memory(), cfg)
+	b := mustIn(t, OpenCountMin, Memory(), cfg)
+	if err := a.AddBatch(cuStream(3, 20000), nil); err != nil {
+		t.Fatal(err)
+	}
+	counts, err := a.ExportCounts()
+	if err != nil {
+		t.Fatal(err)
+	}
+	adds := a.Total()
+	rows := a.Stats()
+	if adds != 20000 || rows.Adds != adds {
+		t.Fatalf("host a's add total %d (Stats %d), want 20000", adds, rows.Adds)
+	}
+	var rowMax uint64
+	for r := range 4 {
+		var sum uint64
+		for i := range 256 {
+			sum += binary.LittleEndian.Uint64(counts[(r*256+i)*8:])
+		}
+		rowMax = max(rowMax, sum)
+	}
+	if rowMax >= adds {
+		t.Fatalf("raised rows sum to %d of %d adds: the stream does not show the gap", rowMax, adds)
+	}
+	if err := b.SetFleetCounts(counts); err != nil {
+		t.Fatal(err)
+	}
+	if st := b.Stats(); st.FleetTotal != rowMax || b.ErrorBound() != errorBound(rowMax, 256) {
+		t.Fatalf("counts alone: FleetTotal %d, ErrorBound %d; want the largest row sum %d, bound %d", st.FleetTotal, b.ErrorBound(), rowMax, errorBound(rowMax, 256))
+	}
+	if err := b.SetFleetCounts(binary.LittleEndian.AppendUint64(bytes.Clone(counts), adds)); err != nil {
+		t.Fatal(err)
+	}
+	st := b.Stats()
+	if st.FleetTotal != adds || st.ErrorBound != errorBound(adds, 256) || b.ErrorBound() != st.ErrorBound {
+		t.Fatalf("with the add total: FleetTotal %d, ErrorBound %d / %d; want %d, %d", st.FleetTotal, st.ErrorBound, b.ErrorBound(), adds, errorBound(adds, 256))
+	}
+	// A total below the row sums (a host's export torn by a reset) never
+	// lowers FleetTotal under them.
+	if err := b.SetFleetCounts(binary.LittleEndian.AppendUint64(bytes.Clone(counts), 1)); err != nil {
+		t.Fatal(err)
+	}
+	if st := b.Stats(); st.FleetTotal != rowMax {
+		t.Fatalf("a total of 1: FleetTotal %d, want the row sum %d", st.FleetTotal, rowMax)
+	}
+	// Estimates are the counts' either way.
+	for _, k := range []string{"key-1", "key-2", "key-999"} {
+		if got, want := b.EstimateString(k), a.EstimateString(k); got != want {
+			t.Errorf("%s: host b estimates %d, host a %d", k, got, want)
+		}
+	}
 }

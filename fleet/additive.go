@@ -95,9 +95,9 @@ func (a *Agent) AddCountMin(name string, c *sketch.CountMin) error {
 		return err
 	}
 	m := &member{
-		name: name, kind: string(sketch.KindCountMin), op: "sum", stateBytes: cfg.Rows * cfg.Width * 8,
-		meta:     "countmin " + countMinMeta(cfg, c.Seed()),
-		additive: &additiveState{export: c.ExportCounts, set: c.SetFleetCounts, seen: seenCounts{}},
+		name: name, kind: string(sketch.KindCountMin), op: "sum", stateBytes: cfg.Rows*cfg.Width*8 + 8,
+		meta:     "countmin " + countMinMeta(cfg, c.Seed()) + " adds=1",
+		additive: &additiveState{export: func() ([]byte, error) { return exportWithAdds(c) }, set: c.SetFleetCounts, seen: seenCounts{}},
 	}
 	if cfg.Candidates > 0 {
 		m.top = &topState{top: c.Top, estimate: c.EstimateString}
@@ -174,6 +174,22 @@ func (a *Agent) AddCountingBloom(name string, b *sketch.CountingBloom) error {
 			decode: func(val []byte) ([]byte, error) { return decodeCounts(val, int(b.Counters())) },
 		},
 	})
+}
+
+// exportWithAdds is c's counters followed by its add total, read after
+// them (an add between is then in the total, never missing from it): the
+// others' totals summed tell a host's error bounds what the fleet added,
+// which conservative update's raised rows fall short of (SetFleetCounts).
+func exportWithAdds(c *sketch.CountMin) ([]byte, error) {
+	exp, err := c.ExportCounts()
+	if err != nil {
+		return nil, err
+	}
+	adds := c.Total()
+	if adds == sketch.ClosedEstimate {
+		return nil, fmt.Errorf("%w: closed during the export", sketch.ErrClosed)
+	}
+	return binary.LittleEndian.AppendUint64(exp, adds), nil
 }
 
 func countMinMeta(cfg sketch.CountMinConfig, seed uint64) string {

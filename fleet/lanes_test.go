@@ -122,3 +122,53 @@ func TestAddFile_ClaimsNoLane(t *testing.T) {
 		t.Errorf("k reads %d after 20 adds and a sync, want 20", e)
 	}
 }
+
+// TestSync_CountMinConservative: hosts with conservative update raise
+// their rows by less than they add; the agent sends each host's add total
+// with its counts, so every host's error bound covers what the whole
+// fleet added (it read low from the raised rows' sums before), and every
+// estimate is never below the fleet's count nor above what plain adds of
+// the same keys would say.
+func TestSync_CountMinConservative(t *testing.T) {
+	rs := redistest.Start(t)
+	shape := sketch.CountMinConfig{Rows: 4, Width: 1 << 8, Seed: 0xc0}
+	cfg := shape
+	cfg.Fleet, cfg.ConservativeUpdate = true, true
+	plain := mustOpen(t, sketch.OpenCountMin, sketch.Memory(), shape)
+	truth := map[string]uint64{}
+	var agents []*Agent
+	var sketches []*sketch.CountMin
+	var adds uint64
+	for h := range hosts {
+		c := mustOpen(t, sketch.OpenCountMin, sketch.Path(filepath.Join(t.TempDir(), "hits")), cfg)
+		first, n := hostKeys(h)
+		var keys [][]byte
+		for i := first; i < first+n; i++ {
+			k := key(i % 1500)
+			keys, truth[k] = append(keys, []byte(k)), truth[k]+1
+		}
+		if err := c.AddBatch(keys, nil); err != nil {
+			t.Fatal(err)
+		}
+		plain.AddBatch(keys, nil)
+		adds += uint64(n)
+		a := newAgent(t, rs, fmt.Sprint("host", h))
+		if err := a.AddCountMin("hits", c); err != nil {
+			t.Fatal(err)
+		}
+		agents, sketches = append(agents, a), append(sketches, c)
+	}
+	mustSync(t, agents...)
+	mustSync(t, agents...)
+	for h, c := range sketches {
+		st := c.Stats()
+		if st.Total+st.FleetTotal != adds || c.ErrorBound() != plain.ErrorBound() {
+			t.Errorf("host %d: Total %d + FleetTotal %d, ErrorBound %d; the fleet added %d, bound %d", h, st.Total, st.FleetTotal, c.ErrorBound(), adds, plain.ErrorBound())
+		}
+		for k, n := range truth {
+			if got := c.EstimateString(k); got < n || got > plain.EstimateString(k) {
+				t.Fatalf("host %d: Estimate(%q) = %d; the fleet counted %d, plain adds say %d", h, k, got, n, plain.EstimateString(k))
+			}
+		}
+	}
+}
