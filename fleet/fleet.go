@@ -106,7 +106,8 @@
 // host's export instead: N-1 times its size a round for N hosts, N(N-1)
 // for Redis, which is where one Redis stops first: TestScale measured
 // about 15 hosts a Redis core at a 1 s interval for a gateway's five
-// structures at their default shapes (docs/DESIGN.md has the figures).
+// structures at their default shapes (docs/FLEET.md has the figures and
+// the guarantees).
 package fleet
 
 import (

@@ -31,7 +31,7 @@ import (
 // FLEET_SCALE_MEM_GIB (default 6) bounds the memory the agents keep of
 // each other's counts (N x (N-1) x a host's summed exports): a size past
 // it is skipped, saying so. Each subtest logs its row of the table in
-// docs/DESIGN.md ("What a round costs, and where it stops") and each
+// docs/FLEET.md ("What a round costs, and where it stops") and each
 // structure's payload.
 
 // scaleSeed is the fleet's one seed: every host's structures hash alike.
