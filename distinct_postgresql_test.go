@@ -245,8 +245,8 @@ func TestDistinct_PostgreSQLHash(t *testing.T) {
 // SQL as if they had been added here.
 func TestDistinct_PostgreSQLExport(t *testing.T) {
 	pg := startPostgreSQL(t)
-	for _, p := range []int{10, 14} {
-		for _, n := range []int{1, 100, 20000} {
+	for _, p := range []int{10, 11, 14} {
+		for _, n := range []int{1, 100, 30000} {
 			t.Run(fmt.Sprintf("p=%d/n=%d", p, n), func(t *testing.T) {
 				d := mustDistinct(t, DistinctConfig{PostgreSQL: true, Precision: p})
 				addRange(t, d, 0, n)
@@ -280,7 +280,7 @@ func TestDistinct_PostgreSQLExport(t *testing.T) {
 	}
 }
 
-// TestDistinct_PostgreSQLUnionAgg: hll_union_agg over three hosts'
+// TestDistinct_PostgreSQLUnionAgg: hll_union_agg over four hosts'
 // exports (the default profile, one seed) is the export of the Merge of
 // the three counts, and its hll_cardinality their Count within
 // pgEstimateGap.
@@ -290,9 +290,9 @@ func TestDistinct_PostgreSQLUnionAgg(t *testing.T) {
 	cfg := DistinctConfig{Precision: p, Seed: 0x5eed}
 	fleet := mustDistinct(t, cfg)
 	var rows []string
-	for h := range 3 {
+	for h := range 4 {
 		d := mustDistinct(t, cfg)
-		addRange(t, d, h*4000, 10000) // overlapping: 18000 keys in all
+		addRange(t, d, h*4000, 10000) // overlapping: 22000 keys in all
 		exp, err := d.ExportPostgreSQL()
 		if err != nil {
 			t.Fatal(err)
@@ -320,5 +320,5 @@ func TestDistinct_PostgreSQLUnionAgg(t *testing.T) {
 	if gap := pgEstimateGap(fleet.Stats().Estimate, p); math.Abs(math.Round(card)-float64(fleet.Count())) > gap {
 		t.Errorf("hll_cardinality(hll_union_agg) = %.2f, Count() of the merge = %d: more than %.1f apart", card, fleet.Count(), gap)
 	}
-	t.Logf("18000 keys on 3 hosts: hll_cardinality of the union %.2f, Count() of the merge %d", card, fleet.Count())
+	t.Logf("22000 keys on 4 hosts: hll_cardinality of the union %.2f, Count() of the merge %d", card, fleet.Count())
 }
