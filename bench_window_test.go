@@ -165,6 +165,41 @@ func BenchmarkCountMinWindowAllow(b *testing.B) {
 	}
 }
 
+// BenchmarkCountMinWindowAllowFleet is Allow on the default shape's
+// window without a fleet part (local) and with one (fleet: every counter
+// read is own + fleet, a second cache line a row), in one run, so the
+// ratio fleet/local is what syncing a window costs its decisions:
+//
+//	go test -run='^$' -bench='CountMinWindowAllowFleet' -count=8 -benchtime=300ms .
+func BenchmarkCountMinWindowAllowFleet(b *testing.B) {
+	z, _, _ := benchStreams()
+	keys, mask := z.bytes, len(z.bytes)-1
+	for _, fleet := range []bool{false, true} {
+		cfg := benchDefaultShape.config()
+		cfg.Fleet = fleet
+		w, err := OpenCountMinWindow(Memory(), CountMinWindowConfig{Window: benchSpan, CountMin: cfg})
+		if err != nil {
+			b.Fatal(err)
+		}
+		for range 3 { // every slot cleared: no page faults in the loop
+			if err := w.Rotate(); err != nil {
+				b.Fatal(err)
+			}
+		}
+		name := map[bool]string{false: "local", true: "fleet"}[fleet]
+		b.Run(name, func(b *testing.B) {
+			b.ReportAllocs()
+			var sum uint64
+			for i := 0; b.Loop(); i++ {
+				d, _ := w.Allow(keys[i&mask], math.MaxUint64, true)
+				sum += d.Estimate()
+			}
+			benchSink.Add(sum)
+		})
+		w.Close()
+	}
+}
+
 // withThreadCPU runs loop, a b.Loop loop, on one thread and reports that
 // thread's CPU time per iteration as cpu-ns/op.
 func withThreadCPU(b *testing.B, loop func()) {
