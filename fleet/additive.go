@@ -96,8 +96,12 @@ func (a *Agent) AddCountMin(name string, c *sketch.CountMin) error {
 	}
 	m := &member{
 		name: name, kind: string(sketch.KindCountMin), op: "sum", stateBytes: cfg.Rows*cfg.Width*8 + 8,
-		meta:     "countmin " + countMinMeta(cfg, c.Seed()) + " adds=1",
-		additive: &additiveState{export: func() ([]byte, error) { return exportWithAdds(c) }, set: c.SetFleetCounts, seen: seenCounts{}},
+		meta: "countmin " + countMinMeta(cfg, c.Seed()) + " adds=1 enc=sparse",
+		additive: &additiveState{
+			export: func() ([]byte, error) { return exportWithAdds(c) }, set: c.SetFleetCounts, seen: seenCounts{},
+			encode: encodeGrid,
+			decode: func(val []byte) ([]byte, error) { return decodeGrid(val, cfg.Rows*cfg.Width+1) },
+		},
 	}
 	if cfg.Candidates > 0 {
 		m.top = &topState{top: c.Top, estimate: c.EstimateString}
@@ -127,7 +131,7 @@ func (a *Agent) AddCountMinWindow(name string, w *sketch.CountMinWindow) error {
 	}
 	m := &member{
 		name: name, kind: string(sketch.KindCountMinWindow), op: "sum", stateBytes: cfg.CountMin.Rows * cfg.CountMin.Width * 8,
-		meta: "countminwindow " + windowMeta(cfg.Window) + " " + countMinMeta(cfg.CountMin, w.Seed()),
+		meta: "countminwindow " + windowMeta(cfg.Window) + " " + countMinMeta(cfg.CountMin, w.Seed()) + " enc=sparse",
 		additiveWindow: &additiveWindowState{
 			window:    windowOf(cfg.Window, w.Current, rotations, w.ExportPeriods, nil),
 			setPeriod: w.SetFleetPeriod,
@@ -384,7 +388,12 @@ func (a *Agent) syncAdditiveWindow(ctx context.Context, m *member) error {
 			seen = seenCounts{}
 			aw.seen[p] = seen
 		}
-		sum, hosts, err := a.syncCounts(ctx, m, ":"+strconv.FormatUint(p, 10), exp, ttl, counts{decode: sized(len(exp)), sum: uint64Sum(len(exp))}, seen)
+		if len(exp) != m.stateBytes {
+			return fmt.Errorf("fleet: %s %q: period %d exported %d bytes, not %d", m.kind, m.name, p, len(exp), m.stateBytes)
+		}
+		words := len(exp) / 8
+		decode := func(val []byte) ([]byte, error) { return decodeGrid(val, words) }
+		sum, hosts, err := a.syncCounts(ctx, m, ":"+strconv.FormatUint(p, 10), encodeGrid(exp), ttl, counts{decode: decode, sum: uint64Sum(len(exp))}, seen)
 		if err != nil {
 			return err
 		}

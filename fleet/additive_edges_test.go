@@ -39,7 +39,7 @@ func syncedPair(t *testing.T, rs *redistest.Server) (a, b *Agent, ca, cb *sketch
 }
 
 // TestSync_CraftedHostKeysRefused: keys a neighbour writes into the fleet's
-// keys. A host key of the wrong length fails the round (ErrMismatch) and
+// keys. A host key that is not counts fails the round (ErrMismatch) and
 // lowers nothing; a hosts key that is not a set is refused; thousands of
 // hosts listed with no key fail the round and lower nothing; a host named
 // like another's key gets a key of its own (escaped), not the other's.
@@ -49,17 +49,20 @@ func TestSync_CraftedHostKeysRefused(t *testing.T) {
 	ctx := context.Background()
 	rc := rs.Client(t)
 
-	// A host key of the wrong length.
+	// A host key that is not counts: an unknown format, and a dense
+	// value of the wrong length ("s..." would be a sparse value).
 	rc.SAdd(ctx, "{f/hits}:hosts", "evil")
-	rc.Set(ctx, "{f/hits}:host:evil", "short", 0)
-	if err := a.Sync(ctx); !errors.Is(err, ErrMismatch) {
-		t.Errorf("a round over a host key of the wrong length = %v, want ErrMismatch", err)
-	}
-	if got := ca.EstimateString("kb"); got < 30 {
-		t.Errorf("a failed round lowered b's key to %d on a", got)
-	}
-	if st := a.Stats(); st.State != StateRefused {
-		t.Errorf("after a round refused the agent says %q, want %q", st.State, StateRefused)
+	for _, v := range []string{"wrong", "d-short"} {
+		rc.Set(ctx, "{f/hits}:host:evil", v, 0)
+		if err := a.Sync(ctx); !errors.Is(err, ErrMismatch) {
+			t.Errorf("a round over a host key holding %q = %v, want ErrMismatch", v, err)
+		}
+		if got := ca.EstimateString("kb"); got < 30 {
+			t.Errorf("a failed round lowered b's key to %d on a", got)
+		}
+		if st := a.Stats(); st.State != StateRefused {
+			t.Errorf("after a round refused the agent says %q, want %q", st.State, StateRefused)
+		}
 	}
 	rc.Del(ctx, "{f/hits}:host:evil")
 
