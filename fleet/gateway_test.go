@@ -192,20 +192,6 @@ func TestGateway_TwoHosts(t *testing.T) {
 		served:   map[string]uint64{},
 	}
 
-	// Traffic: client-i sends i requests, the odd ones mostly to host A,
-	// the even ones mostly to host B, so that neither host alone knows
-	// the fleet's loudest clients.
-	for i := 1; i <= 16; i++ {
-		client, mostly, other := fmt.Sprint("client-", i), a, b
-		if i%2 == 0 {
-			mostly, other = b, a
-		}
-		for range i - 1 {
-			one.request(t, mostly, client, "", http.StatusOK)
-		}
-		one.request(t, other, client, "", http.StatusOK)
-	}
-
 	// 1. The limit is the fleet's: alice sends 12 requests to host A;
 	// after a round of A and then one of B, host B allows her the 8 left
 	// of her 20 and refuses the next with 429.
@@ -249,10 +235,23 @@ func TestGateway_TwoHosts(t *testing.T) {
 	one.request(t, b, "bob", "order-7", http.StatusConflict)
 	one.request(t, b, "bob", "order-8", http.StatusOK)
 
-	rounds(t, a, b) // host A's last requests reach host B
-
-	// 4. Host B's agent lists the fleet's 10 loudest clients, as one
-	// window fed every request lists them, never below their counts.
+	// 4. The loudest clients are the fleet's: client-i sends i requests,
+	// the odd ones all to host A, the even ones half to each host, so
+	// that host B alone knows neither the loudest clients nor all of
+	// them. After a round of A and then one of B, host B's agent lists
+	// the fleet's 10 loudest, as one window fed every request lists
+	// them, never below their counts.
+	for i := 1; i <= 16; i++ {
+		client := fmt.Sprint("client-", i)
+		for j := range i {
+			h := a
+			if i%2 == 0 && j%2 == 1 {
+				h = b
+			}
+			one.request(t, h, client, "", http.StatusOK)
+		}
+	}
+	rounds(t, a, b)
 	top, err := b.agent.Top(t.Context(), "requests", 10)
 	if err != nil {
 		t.Fatal(err)
