@@ -1,6 +1,7 @@
 package fleet_test
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -36,9 +37,9 @@ var (
 		Window:   sketch.Window{Period: time.Minute, Keep: 5},
 		CountMin: sketch.CountMinConfig{Rows: 4, Width: 1024, Candidates: 16, Fleet: true},
 	}
-	// "burst" is a rate limiter of 100 a second with 50 more at once:
-	// generous, so that here only the window refuses.
-	burstConfig = sketch.GCRAConfig{Rate: sketch.Rate{Count: 100, Per: time.Second}, Burst: 50, Keys: 1024}
+	// "burst" is a rate limiter of 10 a second, and 30 at once from idle:
+	// more than any client here sends, so that only the window refuses.
+	burstConfig = sketch.GCRAConfig{Rate: sketch.Rate{Count: 10, Per: time.Second}, Burst: 29, Keys: 1024}
 	// "bans" is a counting Bloom filter, so that a ban can be lifted;
 	// Fleet: true, so that it is lifted on every host.
 	bansConfig = sketch.CountingBloomConfig{Capacity: 1000, Fleet: true}
@@ -51,11 +52,18 @@ var (
 	clientsConfig = sketch.DistinctConfig{}
 )
 
-// clientHeader names the client: the middleware's key. (Behind a proxy
-// this is what the proxy vouches for; httplimit.RemoteIP keys by address.)
+// clientHeader names the client, as a proxy in front would vouch for it
+// (httplimit.RemoteIP keys by address instead).
 const clientHeader = "X-Client"
 
-func clientKey(r *http.Request) (string, error) { return r.Header.Get(clientHeader), nil }
+// clientKey is the middleware's key: a request without one is answered
+// 400.
+func clientKey(r *http.Request) (string, error) {
+	if c := r.Header.Get(clientHeader); c != "" {
+		return c, nil
+	}
+	return "", errors.New("no " + clientHeader)
+}
 
 // gatewayHost is one host: its agent, its server's URL, and the handles
 // the test changes or reads directly.
@@ -203,15 +211,16 @@ func TestGateway_TwoHosts(t *testing.T) {
 	for range perClient - k {
 		one.request(t, b, "alice", "", http.StatusOK)
 	}
-	h := one.request(t, b, "alice", "", http.StatusTooManyRequests)
-	retry, err := strconv.Atoi(h.Get("Retry-After"))
-	if err != nil || retry < 1 || retry > 5*60 { // her requests leave the 5-minute window
-		t.Errorf("Retry-After: %q, want 1 to 300 seconds", h.Get("Retry-After"))
+	refused := one.request(t, b, "alice", "", http.StatusTooManyRequests)
+	t.Logf("host B refused alice: Retry-After: %s, RateLimit: %s", refused.Get("Retry-After"), refused.Get("RateLimit"))
+	retry, err := strconv.Atoi(refused.Get("Retry-After"))
+	if err != nil || retry < 1 || retry > 5*60 { // when her requests have left the window
+		t.Errorf("Retry-After: %q, want 1 to 300 seconds", refused.Get("Retry-After"))
 	}
-	if got, want := h.Get("RateLimit"), fmt.Sprintf(`"requests";r=0;t=%d`, retry); got != want {
+	if got, want := refused.Get("RateLimit"), fmt.Sprintf(`"requests";r=0;t=%d`, retry); got != want {
 		t.Errorf("RateLimit: %s, want %s", got, want)
 	}
-	if got, want := h.Get("RateLimit-Policy"), `"burst";q=51;w=1, "requests";q=20;w=300`; got != want {
+	if got, want := refused.Get("RateLimit-Policy"), `"burst";q=30;w=3, "requests";q=20;w=300`; got != want {
 		t.Errorf("RateLimit-Policy: %s, want %s", got, want)
 	}
 
@@ -244,11 +253,11 @@ func TestGateway_TwoHosts(t *testing.T) {
 	for i := 1; i <= 16; i++ {
 		client := fmt.Sprint("client-", i)
 		for j := range i {
-			h := a
+			host := a
 			if i%2 == 0 && j%2 == 1 {
-				h = b
+				host = b
 			}
-			one.request(t, h, client, "", http.StatusOK)
+			one.request(t, host, client, "", http.StatusOK)
 		}
 	}
 	rounds(t, a, b)
