@@ -143,6 +143,10 @@ type oneGateway struct {
 	served   map[string]uint64
 }
 
+// httpClient sends the test's requests; a deadline, so that a stuck server
+// fails the test rather than hangs it.
+var httpClient = &http.Client{Timeout: 30 * time.Second}
+
 // request sends one request of client to h (with an Idempotency-Key when
 // nonce is set), checks its status, and counts it in one when served.
 func (one *oneGateway) request(t *testing.T, h *gatewayHost, client, nonce string, status int) http.Header {
@@ -155,7 +159,7 @@ func (one *oneGateway) request(t *testing.T, h *gatewayHost, client, nonce strin
 	if nonce != "" {
 		req.Header.Set("Idempotency-Key", nonce)
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := httpClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
