@@ -104,7 +104,7 @@ func (a *Agent) AddCountMin(name string, c *sketch.CountMin) error {
 		},
 	}
 	if cfg.Candidates > 0 {
-		m.top = &topState{top: c.Top, estimate: c.EstimateString}
+		m.top = &topState{top: c.Top, estimate: c.EstimateString, bound: c.ErrorBound}
 	}
 	return a.add(m)
 }
@@ -139,7 +139,7 @@ func (a *Agent) AddCountMinWindow(name string, w *sketch.CountMinWindow) error {
 		},
 	}
 	if cfg.CountMin.Candidates > 0 {
-		m.top = &topState{top: w.Top, estimate: w.EstimateString, life: periodKeyLife(cfg.Window.Period, uint64(cfg.Window.Keep)).Milliseconds()}
+		m.top = &topState{top: w.Top, estimate: w.EstimateString, bound: w.ErrorBound, life: periodKeyLife(cfg.Window.Period, uint64(cfg.Window.Keep)).Milliseconds()}
 	}
 	return a.add(m)
 }

@@ -276,6 +276,11 @@ func TestSync_CountMinTop(t *testing.T) {
 			if x.Estimate < truth[x.Key] || x.Estimate != union.EstimateString(x.Key) {
 				t.Errorf("host %d: fleet Top gives %s at %d; its fleet-wide count is %d, one sketch fed every host's adds says %d", h, x.Key, x.Estimate, truth[x.Key], union.EstimateString(x.Key))
 			}
+			// Low is the estimate less the fleet's error bound, which
+			// one sketch fed every host's adds has too.
+			if bound := union.ErrorBound(); x.Low != x.Estimate-bound || x.Low > truth[x.Key] {
+				t.Errorf("host %d: fleet Top gives %s a low end of %d; estimate %d less the fleet's bound %d, count %d", h, x.Key, x.Low, x.Estimate, bound, truth[x.Key])
+			}
 		}
 		if want := []string{"loud-2", "loud-1", "loud-0"}; !slices.Equal(got, want) {
 			t.Errorf("host %d: fleet Top(3) = %q, want %q", h, got, want)

@@ -22,6 +22,7 @@ import (
 type topState struct {
 	top      func(n int) ([]sketch.HeavyHitter, error)
 	estimate func(key string) uint64
+	bound    func() uint64 // the error bound of this host's estimates, fleet part included
 	life     int64 // milliseconds a push lives (a window's), 0: for good
 }
 
@@ -66,9 +67,11 @@ func (a *Agent) syncTop(ctx context.Context, m *member) error {
 // first, at most n (all when n <= 0): the candidates every host pushed at
 // its last round and this host's own, each with this host's estimate now,
 // which counts this host's adds and the rest of the fleet's as of the
-// last pull, so never below a key's fleet-wide count then. A key kept only
-// as a prefix (HeavyHitter.Length > len(Key)) cannot be estimated again
-// from its label: it keeps the largest estimate a host gave it.
+// last pull, so never below a key's fleet-wide count then, and its Low:
+// that estimate less this host's ErrorBound, which counts the fleet's
+// total. A key kept only as a prefix (HeavyHitter.Length > len(Key))
+// cannot be estimated again from its label: it keeps the largest
+// estimate a host gave it, and that host's Low.
 func (a *Agent) Top(ctx context.Context, name string, n int) ([]sketch.HeavyHitter, error) {
 	a.mu.Lock()
 	var m *member
@@ -120,12 +123,14 @@ func (a *Agent) Top(ctx context.Context, name string, n int) ([]sketch.HeavyHitt
 			all = append(all, hh...)
 		}
 	}
-	return fleetTop(all, m.top.estimate, n), nil
+	return fleetTop(all, m.top.estimate, m.top.bound(), n), nil
 }
 
 // fleetTop merges the hosts' candidates: one entry a key, whole keys
-// estimated again with estimate, prefixes at their largest estimate.
-func fleetTop(all []sketch.HeavyHitter, estimate func(string) uint64, n int) []sketch.HeavyHitter {
+// estimated again with estimate, their Low that less bound (this host's
+// error bound, which counts the fleet's total), prefixes at their
+// largest estimate.
+func fleetTop(all []sketch.HeavyHitter, estimate func(string) uint64, bound uint64, n int) []sketch.HeavyHitter {
 	type id struct {
 		key    string
 		length int
@@ -135,7 +140,7 @@ func fleetTop(all []sketch.HeavyHitter, estimate func(string) uint64, n int) []s
 		k := id{h.Key, h.Length}
 		if h.Length == len(h.Key) {
 			h.Estimate = estimate(h.Key)
-			h.Low = 0 // the bound is each host's; the estimate here is ours
+			h.Low = h.Estimate - min(bound, h.Estimate)
 		}
 		if old, ok := byKey[k]; !ok || h.Estimate > old.Estimate {
 			byKey[k] = h
