@@ -23,7 +23,7 @@ type topState struct {
 	top      func(n int) ([]sketch.HeavyHitter, error)
 	estimate func(key string) uint64
 	bound    func() uint64 // the error bound of this host's estimates, fleet part included
-	life     int64 // milliseconds a push lives (a window's), 0: for good
+	life     int64         // milliseconds a push lives (a window's), 0: for good
 }
 
 // pushTop stores a host's candidates (ARGV[1]) under its key (KEYS[1]),
