@@ -1,6 +1,9 @@
 package sketch
 
-import "fmt"
+import (
+	"fmt"
+	"math/bits"
+)
 
 // The kinds of structure, in one table: what the format (header.go), the
 // arena and Inspect know of each. A kind's own file encodes its parameters
@@ -219,4 +222,18 @@ func kindName(k uint32) string {
 		return info.name
 	}
 	return fmt.Sprintf("structure of kind %d", k)
+}
+
+// What the kinds share in turning a config into a size.
+
+// DefaultFPRate is the false-positive rate a Bloom filter is sized for
+// when its config leaves FPRate zero.
+const DefaultFPRate = 0.01
+
+// nextPow2 returns the smallest power of two at least n (1 for n <= 1).
+func nextPow2(n int) int {
+	if n <= 1 {
+		return 1
+	}
+	return 1 << bits.Len(uint(n-1))
 }

@@ -266,7 +266,7 @@ type resources struct {
 	// when zero).
 	lockTimeout time.Duration
 	// clears are the window slots being cleared under lk's token, by any
-	// structure of this mapping (window_clearing.go).
+	// structure of this mapping (clearMarks, window_base.go).
 	clears clearMarks
 	// rooms are the arena entries' rooms this mapping's handles hold
 	// (arena_rooms.go).
