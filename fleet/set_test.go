@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/shmsketch/sketch"
 	"github.com/shmsketch/sketch/fleet/internal/redistest"
 )
@@ -540,4 +541,108 @@ func TestSync_SetFollowed(t *testing.T) {
 		}
 	}
 	promtool(t, scrape)
+}
+
+// TestSync_SetWriterDuringRound: a local writer adds and removes keys
+// while a round runs, after the round listed the set and before it
+// applied the fleet's changes. The apply leaves those keys alone, and the
+// next round sends them: the base is what the round listed and applied,
+// not what the set holds after it.
+func TestSync_SetWriterDuringRound(t *testing.T) {
+	rs := redistest.Start(t)
+	a := newSetHost(t, rs, "a", setTestConfig)
+	b := newSetHost(t, rs, "b", setTestConfig)
+	mustAddKey(t, b.set, "held")
+	mustAddKey(t, b.set, "from-b")
+	mustSync(t, b.agent, a.agent, b.agent)
+	mustAddKey(t, b.set, "new-b")
+	mustSync(t, b.agent)
+	a.setMember().set.cut = func(stage string) error {
+		if stage == "pushed" {
+			mustAddKey(t, a.set, "late")
+			mustRemoveKey(t, a.set, "held")
+		}
+		return nil
+	}
+	mustSync(t, a.agent)
+	a.setMember().set.cut = nil
+	if got, want := sortedKeys(t, a.set), []string{"from-b", "late", "new-b"}; !slices.Equal(got, want) {
+		t.Fatalf("after the round with a writer: host a holds %s, want %s", showKeys(got), showKeys(want))
+	}
+	mustSync(t, a.agent, b.agent, a.agent)
+	for _, h := range []*setHost{a, b} {
+		if got, want := sortedKeys(t, h.set), []string{"from-b", "late", "new-b"}; !slices.Equal(got, want) {
+			t.Fatalf("after the next rounds: host %s holds %s, want %s", h.name, showKeys(got), showKeys(want))
+		}
+	}
+}
+
+// TestSync_SetLarge: sets of many keys go through the scripts (whole,
+// as a host's first push, and as differences) in pieces small enough
+// for Lua, and come back whole.
+func TestSync_SetLarge(t *testing.T) {
+	rs := redistest.Start(t)
+	cfg := sketch.SetConfig{Capacity: 30_000, KeyBytes: 16}
+	a := newSetHost(t, rs, "a", cfg)
+	b := newSetHost(t, rs, "b", cfg)
+	var want []string
+	for i := range 20_000 {
+		k := fmt.Sprint("key-", i)
+		mustAddKey(t, a.set, k)
+		if i%2 == 0 {
+			want = append(want, k)
+		}
+	}
+	mustSync(t, a.agent, b.agent)
+	if n := b.set.Len(); n != 20_000 {
+		t.Fatalf("host b holds %d keys, want 20000", n)
+	}
+	for i := 1; i < 20_000; i += 2 {
+		mustRemoveKey(t, b.set, fmt.Sprint("key-", i))
+	}
+	mustSync(t, b.agent, a.agent)
+	slices.Sort(want)
+	for _, h := range []*setHost{a, b} {
+		if got := sortedKeys(t, h.set); !slices.Equal(got, want) {
+			t.Fatalf("host %s holds %d keys, want the %d even ones", h.name, len(got), len(want))
+		}
+	}
+}
+
+// TestSync_SetCluster: the set's keys share one hash slot, and two hosts
+// sync a set through a Redis Cluster of three masters.
+func TestSync_SetCluster(t *testing.T) {
+	unused := redis.NewClient(&redis.Options{})
+	defer unused.Close()
+	probe, err := New(Config{Redis: unused, Fleet: "}x", Host: "{h}"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys := probe.setKeys(&member{name: "a}b"})
+	for _, k := range keys {
+		if keySlot(k) != keySlot(keys[0]) {
+			t.Fatalf("set keys %q in more than one slot", keys)
+		}
+	}
+	c := redistest.StartCluster(t)
+	var agents []*Agent
+	var sets []*sketch.Set
+	for h := range 2 {
+		a := clusterAgent(t, c, fmt.Sprint("host", h))
+		s := mustOpen(t, sketch.OpenSet, sketch.Memory(), setTestConfig)
+		if err := a.AddSet("bans", s); err != nil {
+			t.Fatal(err)
+		}
+		agents, sets = append(agents, a), append(sets, s)
+	}
+	mustAddKey(t, sets[0], "x")
+	mustAddKey(t, sets[1], "y")
+	mustSync(t, agents[0], agents[1], agents[0])
+	mustRemoveKey(t, sets[1], "x")
+	mustSync(t, agents[1], agents[0])
+	for h, s := range sets {
+		if got := sortedKeys(t, s); !slices.Equal(got, []string{"y"}) {
+			t.Fatalf("host %d holds %s, want [y]", h, showKeys(got))
+		}
+	}
 }
