@@ -29,7 +29,8 @@ import (
 //	:base:HOST      the host's base (a Redis set; absent when empty)
 //	:state:HOST     a hash telling that the base exists (also empty), the
 //	                token of its last commit, the version it was taken
-//	                at, and whether a journal is pending
+//	                at, the set's change count then, and whether a
+//	                journal is pending
 //	:add:HOST       the journal: keys the host is to add and remove
 //	:rem:HOST       locally, written with the base by the push
 //	:tmp:HOST       scratch, deleted within each script
@@ -44,6 +45,7 @@ import (
 // setState moves an exact set.
 type setState struct {
 	keys     func() ([][]byte, error)
+	changes  func() uint64 // the set's adds and removes since its create
 	add      func([]byte) (bool, error)
 	remove   func([]byte) (bool, error)
 	keyBytes int
@@ -88,7 +90,10 @@ func (a *Agent) AddSet(name string, s *sketch.Set) error {
 		name: name, kind: string(sketch.KindSet), op: "set",
 		// No seed: the fleet's keys are the keys' bytes, placed by no hash.
 		meta: fmt.Sprintf("set capacity=%d keybytes=%d", cfg.Capacity, cfg.KeyBytes),
-		set:  &setState{keys: s.Keys, add: s.Add, remove: s.Remove, keyBytes: cfg.KeyBytes},
+		set: &setState{
+			keys: s.Keys, add: s.Add, remove: s.Remove, keyBytes: cfg.KeyBytes,
+			changes: func() uint64 { st := s.Stats(); return st.Adds + st.Removes },
+		},
 	})
 }
 
@@ -110,14 +115,17 @@ end
 // pushSet is a round's push, atomic in Redis. KEYS: meta, members,
 // version, base, state, add, rem, tmp (see above). ARGV: the description,
 // the key bytes, the mode, the token the host's base must have, the new
-// token, the count n of keys that follow first, then n keys and the
-// rest.
+// token, the set's changes (adds and removes since its create), the
+// count n of keys that follow first, then n keys and the rest.
 //
 // Mode "diff": the n keys are the host's adds since its base and the rest
 // its removes; the base must carry the token (else "stale"). Mode
 // "whole": the n keys are the host's set whole; its adds and removes are
 // worked out against the base, or, without one (the host's first round,
-// or Redis lost it), every key is an add and none a remove.
+// or Redis lost it), every key is an add and none a remove. A base taken
+// when the set had made more changes than it has now is another set's
+// (the file was created again): it is taken for none, and its journal
+// dropped, lest the new set's few keys remove the fleet's many.
 //
 // It checks, writing nothing when one fails: the description, the keys'
 // types, and that no member of the fleet's set the host would add is
@@ -139,18 +147,24 @@ for i = 2, 8 do
 		return {'mismatch', 'a Redis ' .. t .. ' in ' .. KEYS[i]}
 	end
 end
-local kb, mode, n = tonumber(ARGV[2]), ARGV[3], tonumber(ARGV[6])
-local st = redis.call('HMGET', KEYS[5], 'token', 'version', 'clean', 'journal', 'card')
+local kb, mode, n = tonumber(ARGV[2]), ARGV[3], tonumber(ARGV[7])
+local st = redis.call('HMGET', KEYS[5], 'token', 'version', 'clean', 'journal', 'card', 'changes')
 local has = st[1] ~= false
 if mode == 'diff' and (not has or st[1] ~= ARGV[4] or st[4] == '1') then
 	return {'stale', ''}
+end
+if has and tonumber(st[6] or '0') > tonumber(ARGV[6]) then
+	has = false
 end
 if has and st[4] == '1' then
 	return {'journal', {st[1], redis.call('SMEMBERS', KEYS[6]), redis.call('SMEMBERS', KEYS[7])}}
 end
 local ver = redis.call('GET', KEYS[3]) or '0'
+if not tonumber(ver) then
+	return {'mismatch', 'a version that is not a number in ' .. KEYS[3]}
+end
 local card = tostring(redis.call('SCARD', KEYS[2]))
-if mode == 'diff' and #ARGV == 6 and st[3] == '1' and st[2] == ver and st[5] == card then
+if mode == 'diff' and #ARGV == 7 and st[3] == '1' and st[2] == ver and st[5] == card then
 	return {'unchanged', ''}
 end
 
@@ -160,18 +174,18 @@ redis.call('DEL', KEYS[8])
 local adds, rems = {}, {}
 if mode == 'diff' then
 	redis.call('SUNIONSTORE', KEYS[8], KEYS[4])
-	each('SADD', KEYS[8], ARGV, 7, 6 + n)
-	each('SREM', KEYS[8], ARGV, 7 + n, #ARGV)
-	for i = 7, 6 + n do adds[#adds + 1] = ARGV[i] end
-	for i = 7 + n, #ARGV do rems[#rems + 1] = ARGV[i] end
+	each('SADD', KEYS[8], ARGV, 8, 7 + n)
+	each('SREM', KEYS[8], ARGV, 8 + n, #ARGV)
+	for i = 8, 7 + n do adds[#adds + 1] = ARGV[i] end
+	for i = 8 + n, #ARGV do rems[#rems + 1] = ARGV[i] end
 else
-	each('SADD', KEYS[8], ARGV, 7, 6 + n)
+	each('SADD', KEYS[8], ARGV, 8, 7 + n)
 	if has then
 		adds = redis.call('SDIFF', KEYS[8], KEYS[4])
 		rems = redis.call('SDIFF', KEYS[4], KEYS[8])
 	else
 		-- No base: push the set whole, remove nothing.
-		for i = 7, 6 + n do adds[#adds + 1] = ARGV[i] end
+		for i = 8, 7 + n do adds[#adds + 1] = ARGV[i] end
 	end
 end
 
@@ -207,13 +221,14 @@ if #toAdd > 0 or #toRemove > 0 then
 	each('SADD', KEYS[7], toRemove, 1, #toRemove)
 end
 redis.call('HSET', KEYS[5], 'token', ARGV[5], 'version', ver, 'clean', '1', 'journal', journal,
-	'card', tostring(redis.call('SCARD', KEYS[2])))
+	'card', tostring(redis.call('SCARD', KEYS[2])), 'changes', ARGV[6])
 return {'ok', {toAdd, toRemove}}
 `)
 
 // settleSet clears the journal once the host applied it, atomically.
 // KEYS: base, state, add, rem. ARGV: the token the base must have, the
-// new token, then the keys the host could not add (full), which leave
+// new token, the set's changes after the apply, then the keys the host
+// could not add (full), which leave
 // its base: it does not hold them, so its next rounds neither take them
 // for its removes nor stop offering them.
 var settleSet = redis.NewScript(eachArg + `
@@ -226,12 +241,12 @@ if st[1] ~= ARGV[1] or st[2] ~= '1' then
 	return {'stale', ''}
 end
 local clean = '1'
-if #ARGV > 2 then
+if #ARGV > 3 then
 	clean = '0'
-	each('SREM', KEYS[1], ARGV, 3, #ARGV)
+	each('SREM', KEYS[1], ARGV, 4, #ARGV)
 end
 redis.call('DEL', KEYS[3], KEYS[4])
-redis.call('HSET', KEYS[2], 'token', ARGV[2], 'journal', '0', 'clean', clean)
+redis.call('HSET', KEYS[2], 'token', ARGV[2], 'journal', '0', 'clean', clean, 'changes', ARGV[3])
 return {'ok', ''}
 `)
 
@@ -274,6 +289,9 @@ func (a *Agent) syncSetOnce(ctx context.Context, m *member) error {
 	var refused [][]byte
 	// Three tries: a stale token costs one, a pending journal one.
 	for range 3 {
+		// The count first: the base then records no more changes than
+		// the set it lists has made.
+		changes := st.changes()
 		local, err := st.keys()
 		if err != nil {
 			return fmt.Errorf("fleet: %s %q: listing the set: %w", m.kind, m.name, err)
@@ -297,8 +315,8 @@ func (a *Agent) syncSetOnce(ctx context.Context, m *member) error {
 			}
 		}
 		token := newToken()
-		argv := make([]any, 0, 6+len(args))
-		argv = append(argv, m.meta, st.keyBytes, mode, st.token, token, n)
+		argv := make([]any, 0, 7+len(args))
+		argv = append(argv, m.meta, st.keyBytes, mode, st.token, token, changes, n)
 		for _, k := range args {
 			argv = append(argv, k)
 		}
@@ -403,8 +421,8 @@ func (a *Agent) applySet(ctx context.Context, m *member, toAdd, toRemove any, to
 		return nil, nil // no journal to settle
 	}
 	next := newToken()
-	argv := make([]any, 0, 2+len(refused))
-	argv = append(argv, token, next)
+	argv := make([]any, 0, 3+len(refused))
+	argv = append(argv, token, next, st.changes())
 	for _, k := range refused {
 		argv = append(argv, k)
 	}

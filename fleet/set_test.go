@@ -646,3 +646,60 @@ func TestSync_SetCluster(t *testing.T) {
 		}
 	}
 }
+
+// TestSync_SetCreatedAgain: a host's set created again, empty, under its
+// name (a standalone file, by a restarted agent; an arena's entry, by the
+// agent that follows the arena) is taken for a new set, whose first
+// round adds its keys and removes none: the fleet keeps its keys and the
+// new set gets them, rather than the host's base being read as every key
+// removed.
+func TestSync_SetCreatedAgain(t *testing.T) {
+	rs := redistest.Start(t)
+	b := newSetHost(t, rs, "b", setTestConfig)
+	a := newSetHost(t, rs, "a", setTestConfig)
+	for i := range 20 {
+		mustAddKey(t, b.set, fmt.Sprint("ban-", i))
+	}
+	mustSync(t, b.agent, a.agent)
+	want := sortedKeys(t, b.set)
+
+	// The standalone file, created again while its agent was down.
+	a.agent.Close()
+	a.set.Close()
+	if err := a.set.Unlink(); err != nil {
+		t.Fatal(err)
+	}
+	a.set = mustOpen(t, sketch.OpenSet, sketch.Path(a.path), setTestConfig)
+	mustAddKey(t, a.set, "fresh")
+	a.restart(t, rs)
+	mustSync(t, a.agent, b.agent)
+	want = append(want, "fresh")
+	slices.Sort(want)
+	for _, h := range []*setHost{a, b} {
+		if got := sortedKeys(t, h.set); !slices.Equal(got, want) {
+			t.Fatalf("after a's set was created again: host %s holds %s, want %s", h.name, showKeys(got), showKeys(want))
+		}
+	}
+
+	// An arena's set, removed and created again under the agent.
+	ar := mustOpen(t, sketch.OpenArena, sketch.Path(filepath.Join(t.TempDir(), "arena")), sketch.ArenaConfig{Size: 1 << 22})
+	arenaSet := sketch.SetConfig{Capacity: setTestConfig.Capacity, KeyBytes: setTestConfig.KeyBytes}
+	first := mustOpen(t, sketch.OpenSet, ar.Place("bans"), arenaSet)
+	first.Close()
+	c := newAgent(t, rs, "c")
+	if err := c.AddArena(ar); err != nil {
+		t.Fatal(err)
+	}
+	mustSync(t, c)
+	if err := ar.Remove("bans"); err != nil {
+		t.Fatal(err)
+	}
+	again := mustOpen(t, sketch.OpenSet, ar.Place("bans"), arenaSet)
+	mustSync(t, c, b.agent)
+	if got := sortedKeys(t, again); !slices.Equal(got, want) {
+		t.Fatalf("the arena's set created again holds %s, want %s", showKeys(got), showKeys(want))
+	}
+	if got := sortedKeys(t, b.set); !slices.Equal(got, want) {
+		t.Fatalf("after the arena's set was created again: host b holds %s, want %s", showKeys(got), showKeys(want))
+	}
+}
