@@ -67,20 +67,59 @@ type setState struct {
 // held on every host, and a key removed on any host (one it added or one
 // another host did) is removed on every host, once a round of the host
 // that changed it, begun after the change, and then a round of the other
-// have succeeded. Every host's set must have s's capacity and key bytes
-// (ErrMismatch otherwise); the seeds may differ, keys are compared as
-// bytes.
+// have succeeded: about two Intervals. Every host's set must have s's
+// capacity and key bytes (ErrMismatch otherwise); the seeds may differ,
+// keys are compared as bytes. Set windows are not synced: a window adds
+// only into its current period, so a key pulled from another host would
+// live longer than there.
 //
-// Each round lists the local set (Keys), sends its adds and removes since
-// the last round and receives the other hosts' since then: a few bytes
-// and one call when nothing changed, the changed keys and two calls when
-// something did. Redis keeps the fleet's set and a copy of it for each
-// host (its base), and a round that changes something works through the
-// fleet's set in Redis (time in its size). When two hosts change one key
-// between their rounds, the later round wins. A key that does not fit
-// (the set holds Capacity keys) is refused locally and counted
-// (StructureStats.Refused, an error wrapping sketch.ErrFull), never by
-// evicting another, and stays in the fleet; the next rounds retry it.
+// Each round sends the host's net change of each key since its last
+// round; a host that did not change a key sends nothing for it. When two
+// hosts change one key between their rounds, the later round wins. A
+// round cut anywhere (a kill, a timeout, Redis or the file failing)
+// loses nothing and sends nothing twice: the push stores the host's new
+// base and the keys it is to add and remove (a journal) in one atomic
+// call, and the next round applies the journal before it lists the set
+// again. Keys a local writer changes during a round are left alone by the
+// round's apply and sent by the next round; a key the writer changes
+// twice while the fleet changes it once (in a round, or between a cut
+// round and the next) ends as the fleet's change says.
+//
+// A key that does not fit (the set holds Capacity keys) is refused and
+// counted (StructureStats.Refused, an error wrapping sketch.ErrFull),
+// never by evicting another; it stays in the fleet, is left out of the
+// host's base so that it is never sent as a remove, and each round
+// retries it.
+//
+// A Redis that lost its data (a restart without persistence, a failover
+// to an empty replica, a FLUSHALL) has no base for any host: each host's
+// next round pushes its whole set and removes nothing, and the fleet's
+// set becomes the union of the hosts' sets. A remove made before the loss
+// that a host had not pulled yet, or made since, of a key another host
+// still holds, is undone: the key comes back on every host. A failover
+// to a replica that missed writes makes each host send its changes since
+// the base the replica holds, its own and those it applied, so the lost
+// writes come back; a key changed more than once in them may come back as
+// an earlier change.
+//
+// A set created again under its name (a new file, an arena entry created
+// again) is told from the old one by its count of adds and removes since
+// create, which the base records: a set with fewer is a new set, whose
+// first round adds its keys and removes none. A new set that made more
+// changes before its first round than the old one had is taken for the
+// old one, and the keys it lacks are removed from the fleet; a set
+// restored from an older copy is taken for a new one, and its keys come
+// back. Reset removes every key on every host.
+//
+// Redis holds the fleet's set and a copy of it for each host: each Host
+// must be unique (two agents under one name take each other's base for
+// their own, and remove each other's keys), and a retired host's keys
+// ({fleet/name}:base:HOST, :state:HOST, :add:HOST, :rem:HOST) are left for
+// the operator to delete. A round walks the local set (Keys, Stats) and
+// makes one call when nothing changed anywhere, a few bytes each way;
+// otherwise one or two calls carrying the changed keys, whose work in
+// Redis is linear in the fleet's set. A host's first round, and its first
+// after the agent started or lost track of its base, sends the set whole.
 func (a *Agent) AddSet(name string, s *sketch.Set) error {
 	if err := syncable("exact set", name, s); err != nil {
 		return err
