@@ -58,8 +58,8 @@ type setState struct {
 	base  map[string]struct{}
 
 	// cut, when set (tests), is called at each stage of a round
-	// ("pushed", "applied"); an error ends the round there, as a kill
-	// or a timeout would.
+	// ("pushed", "removed", "applied"); an error ends the round there,
+	// as a kill or a timeout would.
 	cut func(stage string) error
 }
 
@@ -438,6 +438,11 @@ func (a *Agent) applySet(ctx context.Context, m *member, toAdd, toRemove any, to
 	for _, k := range removes {
 		if _, err := st.remove(k); err != nil {
 			return nil, fmt.Errorf("fleet: %s %q: removing the fleet's removes: %w", m.kind, m.name, err)
+		}
+	}
+	if st.cut != nil {
+		if err := st.cut("removed"); err != nil {
+			return nil, err
 		}
 	}
 	var refused [][]byte

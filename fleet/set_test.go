@@ -6,10 +6,13 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/http/httptest"
+	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/shmsketch/sketch"
@@ -701,5 +704,97 @@ func TestSync_SetCreatedAgain(t *testing.T) {
 	}
 	if got := sortedKeys(t, b.set); !slices.Equal(got, want) {
 		t.Fatalf("after the arena's set was created again: host b holds %s, want %s", showKeys(got), showKeys(want))
+	}
+}
+
+// The child of TestSync_SetKilled: an agent of host FLEET_SET_HOST syncs
+// the set at FLEET_SET_FILE through the Redis at FLEET_SET_SOCK, and kills
+// its own process at the round's stage FLEET_SET_CHILD. It runs before
+// TestMain, so that the test binary is its own child.
+func init() {
+	if stage := os.Getenv("FLEET_SET_CHILD"); stage != "" {
+		os.Exit(runSetChild(stage))
+	}
+}
+
+func runSetChild(stage string) int {
+	s, err := sketch.OpenSet(sketch.Path(os.Getenv("FLEET_SET_FILE")), sketch.SetConfig{})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	cl := redis.NewClient(&redis.Options{Network: "unix", Addr: os.Getenv("FLEET_SET_SOCK"), ContextTimeoutEnabled: true})
+	a, err := New(Config{Redis: cl, Fleet: "f", Host: os.Getenv("FLEET_SET_HOST"), Timeout: 30 * time.Second})
+	if err == nil {
+		err = a.AddSet("bans", s)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	a.members[0].set.cut = func(at string) error {
+		if at == stage {
+			if p, err := os.FindProcess(os.Getpid()); err == nil {
+				p.Kill()
+			}
+			select {}
+		}
+		return nil
+	}
+	fmt.Fprintln(os.Stderr, "not killed:", a.Sync(context.Background()))
+	return 3
+}
+
+// TestSync_SetKilled: a host's agent killed (SIGKILL, its own process's)
+// after its push, between its removes and its adds, and after its apply;
+// meanwhile another host flips back the keys the killed round was to
+// change. The agent started again takes no fleet change for its own, and
+// every host ends holding the reference.
+func TestSync_SetKilled(t *testing.T) {
+	for _, stage := range []string{"pushed", "removed", "applied"} {
+		t.Run(stage, func(t *testing.T) {
+			rs := redistest.Start(t)
+			a := newSetHost(t, rs, "a", setTestConfig)
+			b := newSetHost(t, rs, "b", setTestConfig)
+			c := newSetHost(t, rs, "c", setTestConfig)
+			all := []*setHost{a, b, c}
+			mustAddKey(t, b.set, "unban-reban")
+			mustAddKey(t, b.set, "stays")
+			for range 2 {
+				for _, h := range all {
+					mustSync(t, h.agent)
+				}
+			}
+			a.agent.Close()
+			mustRemoveKey(t, b.set, "unban-reban")
+			mustSync(t, b.agent)
+			mustAddKey(t, c.set, "ban-unban")
+			mustSync(t, c.agent)
+
+			cmd := exec.Command(os.Args[0], "-test.run=^$")
+			cmd.Env = append(os.Environ(), "FLEET_SET_CHILD="+stage, "FLEET_SET_FILE="+a.path,
+				"FLEET_SET_SOCK="+rs.Sock, "FLEET_SET_HOST=a")
+			out, err := cmd.CombinedOutput()
+			var exit *exec.ExitError
+			if !errors.As(err, &exit) || exit.ExitCode() == 2 || exit.ExitCode() == 3 {
+				t.Fatalf("the agent was not killed: %v\n%s", err, out)
+			}
+
+			mustAddKey(t, c.set, "unban-reban")
+			mustRemoveKey(t, c.set, "ban-unban")
+			mustSync(t, c.agent)
+			a.restart(t, rs)
+			for range 2 {
+				for _, h := range all {
+					mustSync(t, h.agent)
+				}
+			}
+			want := []string{"stays", "unban-reban"}
+			for _, h := range all {
+				if got := sortedKeys(t, h.set); !slices.Equal(got, want) {
+					t.Fatalf("after the killed host's next rounds: host %s holds %s, want %s", h.name, showKeys(got), showKeys(want))
+				}
+			}
+		})
 	}
 }
