@@ -267,9 +267,9 @@ return {'ok', {toAdd, toRemove}}
 // settleSet clears the journal once the host applied it, atomically.
 // KEYS: base, state, add, rem. ARGV: the token the base must have, the
 // new token, the set's changes after the apply, then the keys the host
-// could not add (full), which leave
-// its base: it does not hold them, so its next rounds neither take them
-// for its removes nor stop offering them.
+// could not add (full), which leave its base: it does not hold them, so
+// its next rounds neither take them for its removes nor stop offering
+// them.
 var settleSet = redis.NewScript(eachArg + `
 local t = redis.call('TYPE', KEYS[2]).ok
 if t ~= 'hash' then
