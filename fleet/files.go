@@ -27,6 +27,7 @@ var kinds = map[sketch.Kind]syncedKind{
 	sketch.KindCountMinWindow: openAndAdd(sketch.OpenCountMinWindow, (*Agent).AddCountMinWindow),
 	sketch.KindGCRA:           openAndAdd(sketch.OpenGCRA, (*Agent).AddGCRA),
 	sketch.KindCountingBloom:  openAndAdd(sketch.OpenCountingBloom, (*Agent).AddCountingBloom),
+	sketch.KindSet:            openAndAdd(sketch.OpenSet, (*Agent).AddSet),
 }
 
 // openAndAdd is a row: the kind's constructor with its zero config, which

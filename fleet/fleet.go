@@ -39,6 +39,12 @@
 //     host's count is its adds less its removes, also of copies only
 //     other hosts held, so a ban made on any host is found on every host,
 //     and an unban made on any host takes it out on every host.
+//   - an exact set (sketch.Set), an exact ban list: each host sends the
+//     keys it added and removed since its last round (against its base,
+//     the keys it held as of that round, kept in Redis) and applies the
+//     other hosts' adds and removes since then (AddSet): a ban made on
+//     any host is held on every host, and an unban made on any host, of
+//     a key any host added, is lifted on every host.
 //   - a rate limiter (sketch.GCRA): each host pushes its busy times
 //     (ExportTimes) to a key of its own, expiring a few intervals after
 //     the limiter's window, and merges every other host's into its grid
@@ -214,7 +220,9 @@ type member struct {
 	additiveWindow *additiveWindowState
 	gcra           *gcraState
 	top            *topState      // a candidate table shared with the fleet
+	set            *setState      // an exact set, moved by its base and journal
 	remembered     int            // hosts the last round summed from memory; guarded by Agent.round
+	refused        int            // keys the last round could not add (a full exact set); guarded by Agent.round
 	stats          StructureStats // guarded by Agent.mu
 }
 
@@ -477,6 +485,12 @@ type StructureStats struct {
 	// when Redis held every host's counts, and for kinds that do not
 	// combine by addition.
 	Remembered int `json:"remembered,omitempty"`
+	// Refused counts the keys of the fleet's exact set that this host's
+	// set could not hold in the last round that got so far: it held its
+	// capacity (sketch.ErrFull, which fails the round). None is evicted
+	// for them, and they stay in the fleet: the next rounds retry them.
+	// It is 0 for the other kinds.
+	Refused int `json:"refused,omitempty"`
 }
 
 // Stats is the agent's state.
@@ -631,6 +645,7 @@ func (a *Agent) Sync(ctx context.Context) error {
 			st.State, st.LastError = StateLocal, err.Error()
 			st.Failures++
 		}
+		st.Refused = m.refused
 		a.mu.Unlock()
 		if err != nil {
 			errs = append(errs, err)
@@ -659,6 +674,8 @@ func (a *Agent) syncOne(ctx context.Context, m *member) error {
 		return a.syncWindow(ctx, m)
 	case m.gcra != nil:
 		return a.syncGCRA(ctx, m)
+	case m.set != nil:
+		return a.syncSet(ctx, m)
 	case m.additive != nil, m.additiveWindow != nil:
 		sync := a.syncAdditive
 		if m.additiveWindow != nil {

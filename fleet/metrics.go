@@ -19,6 +19,7 @@ import (
 //	sketch_fleet_failures_total{structure="…",kind="…"}
 //	sketch_fleet_last_sync_timestamp_seconds{structure="…",kind="…"} (0 before a good round)
 //	sketch_fleet_remembered_hosts{structure="…",kind="…"} (StructureStats.Remembered)
+//	sketch_fleet_refused_keys{structure="…",kind="…"} (StructureStats.Refused)
 //
 // Structure names come from files, whose writers chose them: label values
 // are escaped as the format says (a backslash, a double quote and a line
@@ -66,6 +67,10 @@ func (a *Agent) WriteMetrics(out io.Writer) error {
 	family("sketch_fleet_remembered_hosts", "gauge", "Other hosts whose counts the structure's last good round summed from the agent's memory, their keys gone from Redis (it lost its data, or the host was retired and not forgotten); 0 when Redis held every host's, and for kinds that do not combine by addition.")
 	for _, st := range s.Structures {
 		fmt.Fprintf(w, "sketch_fleet_remembered_hosts{%s} %d\n", labels(st), st.Remembered)
+	}
+	family("sketch_fleet_refused_keys", "gauge", "Keys of the fleet's exact set the structure's last round could not add, the set holding its capacity (none evicted; retried each round); 0 for the other kinds.")
+	for _, st := range s.Structures {
+		fmt.Fprintf(w, "sketch_fleet_refused_keys{%s} %d\n", labels(st), st.Refused)
 	}
 	return w.Flush()
 }
