@@ -46,8 +46,14 @@ const (
 // also asking again, now and then, the keys of the phases before.
 var rtKeys = []string{"client-before", "client-agent-killed", "client-redis-killed", "client-after"}
 
+// rtConfig's windows turn every 50 years, so that the test runs in one
+// period (period 1, from 2020 to 2070; it skips if the period turns under
+// it), and the period before it is in the window too: each agent's round
+// claims its slot (storing the fleet's nothing of it), and Allow then
+// takes its usual way, one pass over the key's rows, as on every fleet
+// whose windows have turned once.
 var rtConfig = sketch.CountMinWindowConfig{
-	Window:   sketch.Window{Period: forever, Keep: 2}, // the whole test is one period
+	Window:   sketch.Window{Period: 50 * 365 * 24 * time.Hour, Keep: 2},
 	CountMin: sketch.CountMinConfig{Rows: 4, Width: 1 << 12, Fleet: true, Seed: 0x7a11},
 }
 
@@ -177,13 +183,14 @@ func runAllowAgent() int {
 	// API shows the fleet part only added to this host's counts.
 	aw := a.members[0].additiveWindow
 	export, store := aw.window.export, aw.setPeriod
+	period := w.Current() // the test's, or it skips
 	aw.window.export = func() ([]sketch.WindowPeriod, error) {
 		t0 := monotonic()
 		ps, err := export()
 		t1 := monotonic()
 		var grid []byte
 		for _, p := range ps {
-			if p.Period == 0 {
+			if p.Period == period {
 				grid = p.Data
 			}
 		}
@@ -191,6 +198,9 @@ func runAllowAgent() int {
 		return ps, err
 	}
 	aw.setPeriod = func(p uint64, counts []byte) (bool, error) {
+		if p != period { // the period before: nobody adds to it
+			return store(p, counts)
+		}
 		logLine("store %d%s", monotonic(), formatValues(cells.values(counts)))
 		ok, err := store(p, counts)
 		logLine("stored %d %v", monotonic(), err == nil && ok)
@@ -210,7 +220,7 @@ func runAllowAgent() int {
 
 // runAllowDecider is a child: host FLEET_TEST_HOST's requests to the
 // window at FLEET_TEST_FILE, the only process adding to it. It prints
-// "ready BACKEND", then for each line "KEY N OLDER" on its input makes N
+// "ready BACKEND PERIOD", then for each line "KEY N OLDER" on its input makes N
 // calls of Allow on key KEY, rtPause apart, every tenth also asking each
 // key of the comma-separated OLDER ("-": none), and prints "done". Each
 // decision goes to FLEET_TEST_LOG, written before "done":
@@ -244,7 +254,7 @@ func runAllowDecider() int {
 		_, err = fmt.Fprintf(log, "d %d %d %d %d %d %d\n", t0, t1, k, bit(d.Allowed()), bit(d.Counted()), d.Estimate())
 		return err
 	}
-	fmt.Println("ready", sketch.Backend)
+	fmt.Println("ready", sketch.Backend, w.Current())
 	in := bufio.NewScanner(os.Stdin)
 	for in.Scan() {
 		var k, n int
@@ -338,8 +348,9 @@ func (f *rtFleet) startAgent(h int) {
 	f.agents[h] = c
 }
 
-// startDecider starts host h's decider and returns the build it runs.
-func (f *rtFleet) startDecider(h int) string {
+// startDecider starts host h's decider and returns the build it runs and
+// its window's period.
+func (f *rtFleet) startDecider(h int) (build string, period uint64) {
 	f.t.Helper()
 	c := f.start(fmt.Sprint("host ", h, "'s decider"), f.exes[h%2], "FLEET_TEST_ROLE=allow-decider", "FLEET_TEST_FILE="+f.files[h],
 		"FLEET_TEST_HOST="+fmt.Sprint(h), "FLEET_TEST_LOG="+f.deciderLog(h))
@@ -363,7 +374,10 @@ func (f *rtFleet) startDecider(h int) string {
 	}()
 	f.deciders[h] = c
 	ready := f.await(h, "ready ")
-	return strings.TrimPrefix(ready, "ready ")
+	if _, err := fmt.Sscan(strings.TrimPrefix(ready, "ready "), &build, &period); err != nil {
+		f.fail("host %d's decider said %q: %v", h, ready, err)
+	}
+	return build, period
 }
 
 func (f *rtFleet) deciderLog(h int) string {
@@ -590,6 +604,7 @@ func TestSync_FleetAllowRealTime(t *testing.T) {
 		t.Fatal(err)
 	}
 	f := &rtFleet{t: t, rs: rs, dir: t.TempDir(), exes: [2]string{self, self}}
+	var period uint64 // the windows' current period
 	if other := otherBuild(t); other != "" {
 		f.exes[1] = other
 	}
@@ -604,15 +619,20 @@ func TestSync_FleetAllowRealTime(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		period = w.Current()
 		w.Close()
 		f.startAgent(h)
 	}
 	for h := range rtHosts {
-		f.waitFor(fmt.Sprintf("host %d's agent's first store", h), func() bool { return f.storesSince(h, 0) > 0 })
+		f.waitFor(fmt.Sprintf("host %d's agent's first round", h), func() bool {
+			return slices.ContainsFunc(f.agentRounds(h), func(r rtRound) bool { return r.ok })
+		})
 	}
-	builds := map[string]bool{}
+	builds, periods := map[string]bool{}, map[uint64]bool{}
 	for h := range rtHosts {
-		builds[f.startDecider(h)] = true
+		build, p := f.startDecider(h)
+		builds[build] = true
+		periods[p] = true
 	}
 
 	// Before any kill.
@@ -679,6 +699,14 @@ func TestSync_FleetAllowRealTime(t *testing.T) {
 		f.agents[h].kill()
 	}
 
+	w, err := sketch.OpenCountMinWindow(sketch.Memory(), rtConfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if periods[period] = true; len(periods) != 1 || w.Current() != period {
+		t.Skipf("the windows' period turned during the test (periods %v, now %d): the checks count one period", periods, w.Current())
+	}
+	w.Close()
 	rt := f.read(cells)
 	rt.check(redisLost)
 	if len(builds) != 2 && f.exes[1] != self {
@@ -802,9 +830,12 @@ func (rt *rtLogs) storedBy(h, k int, t int64) uint64 {
 
 func (rt *rtLogs) check(redisLost int64) {
 	f := rt.f
+	// The violations, a few of each kind: one kind can be many.
 	var errs []string
+	seen := map[string]int{}
 	report := func(format string, args ...any) {
-		if len(errs) < 20 {
+		kind, _, _ := strings.Cut(format, ":")
+		if seen[kind]++; seen[kind] <= 3 {
 			errs = append(errs, fmt.Sprintf(format, args...))
 		}
 	}
@@ -813,7 +844,7 @@ func (rt *rtLogs) check(redisLost int64) {
 		for _, d := range rt.decisions[h] {
 			k := rtKeys[d.key]
 			if d.allowed && (!d.counted || d.estimate > rtLimit) || !d.allowed && d.estimate < rtLimit {
-				report("host %d: %s allowed %v (counted %v) at an estimate of %d, limit %d", h, k, d.allowed, d.counted, d.estimate, rtLimit)
+				report("decision: host %d: %s allowed %v (counted %v) at an estimate of %d, limit %d", h, k, d.allowed, d.counted, d.estimate, rtLimit)
 			}
 			if low := rt.pulledBy(h, d.key, d.t0); d.fleetSaw < low {
 				report("low answer: host %d decided %s on a fleet part of %d, its agent had stored %d before", h, k, d.fleetSaw, low)
@@ -823,10 +854,10 @@ func (rt *rtLogs) check(redisLost int64) {
 			}
 			if !d.allowed {
 				if own, stored := d.own, rt.storedBy(h, d.key, d.t1); own+stored < rtLimit {
-					report("host %d refused %s with %d of its own and %d stored by its agent, under the limit of %d", h, k, own, stored, rtLimit)
+					report("refused early: host %d refused %s with %d of its own and %d stored by its agent, under the limit of %d", h, k, own, stored, rtLimit)
 				}
 				if fleet := d.own + rt.othersCountedBefore(h, d.key, d.t1); fleet < rtLimit {
-					report("host %d refused %s when the fleet had counted %d, under the limit of %d", h, k, fleet, rtLimit)
+					report("refused early: host %d refused %s when the fleet had counted %d, under the limit of %d", h, k, fleet, rtLimit)
 				}
 			}
 		}
@@ -837,7 +868,7 @@ func (rt *rtLogs) check(redisLost int64) {
 			for _, r := range rounds {
 				for k := range rtKeys {
 					if least, most := rt.countedBefore(h, k, r.push.t0, true), rt.countedBefore(h, k, r.push.t1, false); r.push.lo[k] < least || r.push.hi[k] > most {
-						report("host %d pushed %d:%d of %s, its requests counted before the export were %d, by its end %d", h, r.push.lo[k], r.push.hi[k], rtKeys[k], least, most)
+						report("push: host %d pushed %d:%d of %s, its requests counted before the export were %d, by its end %d", h, r.push.lo[k], r.push.hi[k], rtKeys[k], least, most)
 					}
 				}
 				s := r.store
@@ -860,7 +891,7 @@ func (rt *rtLogs) check(redisLost int64) {
 		}
 		last := prev
 		if last == nil {
-			report("host %d's agents stored nothing", h)
+			report("coverage: host %d's agents stored nothing", h)
 			continue
 		}
 		for k := range rtKeys {
@@ -871,7 +902,7 @@ func (rt *rtLogs) check(redisLost int64) {
 				}
 			}
 			if last.lo[k] != others || last.hi[k] != others {
-				report("once quiet host %d's fleet part of %s is %d:%d, the other hosts counted %d", h, rtKeys[k], last.lo[k], last.hi[k], others)
+				report("not exact: once quiet host %d's fleet part of %s is %d:%d, the other hosts counted %d", h, rtKeys[k], last.lo[k], last.hi[k], others)
 			}
 		}
 	}
@@ -886,7 +917,7 @@ func (rt *rtLogs) check(redisLost int64) {
 			counted += rt.counted[h][k]
 		}
 		if counted < rtLimit {
-			report("%s: the fleet counted %d requests, never reaching its limit of %d", rtKeys[k], counted, rtLimit)
+			report("coverage: %s: the fleet counted %d requests, never reaching its limit of %d", rtKeys[k], counted, rtLimit)
 		}
 		for h := range rtHosts {
 			var lastAllowed *rtDecision
@@ -908,7 +939,7 @@ func (rt *rtLogs) check(redisLost int64) {
 			bound := rtLimit + othersAllowed - pulled
 			rt.bound[k] = min(rt.bound[k], bound)
 			if total > bound {
-				report("%s: %d allowed, past the limit %d plus the %d the other hosts admitted that host %d had not pulled at its last allowed decision", rtKeys[k], total, rtLimit, othersAllowed-pulled, h)
+				report("bound: %s: %d allowed, past the limit %d plus the %d the other hosts admitted that host %d had not pulled at its last allowed decision", rtKeys[k], total, rtLimit, othersAllowed-pulled, h)
 			}
 		}
 	}
@@ -923,10 +954,10 @@ func (rt *rtLogs) check(redisLost int64) {
 		}
 	}
 	if !remembered {
-		report("no round after Redis lost its data summed a host from memory")
+		report("coverage: no round after Redis lost its data summed a host from memory")
 	}
 	if len(errs) > 0 {
-		f.t.Errorf("%d violations, the first:\n%s", len(errs), strings.Join(errs, "\n"))
+		f.t.Errorf("violations, by kind %v; the first of each:\n%s", seen, strings.Join(errs, "\n"))
 	}
 }
 
