@@ -9,6 +9,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -218,8 +219,8 @@ func runAllowAgent() int {
 	}
 }
 
-// runAllowDecider is a child: host FLEET_TEST_HOST's requests to the
-// window at FLEET_TEST_FILE, the only process adding to it. It prints
+// runAllowDecider is a child: a host's requests to the window at
+// FLEET_TEST_FILE, the only process adding to it. It prints
 // "ready BACKEND PERIOD", then for each line "KEY N OLDER" on its input makes N
 // calls of Allow on key KEY, rtPause apart, every tenth also asking each
 // key of the comma-separated OLDER ("-": none), and prints "done". Each
@@ -353,7 +354,7 @@ func (f *rtFleet) startAgent(h int) {
 func (f *rtFleet) startDecider(h int) (build string, period uint64) {
 	f.t.Helper()
 	c := f.start(fmt.Sprint("host ", h, "'s decider"), f.exes[h%2], "FLEET_TEST_ROLE=allow-decider", "FLEET_TEST_FILE="+f.files[h],
-		"FLEET_TEST_HOST="+fmt.Sprint(h), "FLEET_TEST_LOG="+f.deciderLog(h))
+		"FLEET_TEST_LOG="+f.deciderLog(h))
 	out, err := c.cmd.StdoutPipe()
 	if err == nil {
 		c.stdin, err = c.cmd.StdinPipe()
@@ -586,8 +587,8 @@ type rtDecision struct {
 //     restarts, and once the deciders stop every host's fleet part is
 //     exactly the other hosts' counts;
 //   - the bound: a key's allowed requests are at most the limit plus what
-//     the other hosts admitted that the host of each host's last allowed
-//     decision had not pulled by then;
+//     the other hosts admitted that a host had not pulled at its last
+//     allowed decision of the key, for each host;
 //   - refusals before the limit only within that slack: a host refused
 //     only when its own count plus what its agent had stored reached the
 //     limit, and so only when the fleet's counted requests had;
@@ -726,7 +727,7 @@ type rtLogs struct {
 	counted, allowed     [rtHosts][]uint64
 	// bound[k] is the tightest bound of key k's allowed requests, over
 	// the hosts' last allowed decisions.
-	bound []uint64
+	bound []int64
 }
 
 func (f *rtFleet) read(cells rtCells) *rtLogs {
@@ -908,9 +909,9 @@ func (rt *rtLogs) check(redisLost int64) {
 	}
 
 	// The bound, key by key, from each host's last allowed decision.
-	rt.bound = make([]uint64, len(rtKeys))
+	rt.bound = make([]int64, len(rtKeys))
 	for k := range rtKeys {
-		rt.bound[k] = ^uint64(0)
+		rt.bound[k] = math.MaxInt64
 		var total, counted uint64
 		for h := range rtHosts {
 			total += rt.allowed[h][k]
@@ -929,17 +930,19 @@ func (rt *rtLogs) check(redisLost int64) {
 			if lastAllowed == nil {
 				continue
 			}
-			var othersAllowed uint64
+			// Host h's own allowed are at most its count at lastAllowed,
+			// which fits the limit with the fleet part it saw there, at
+			// least what its agent had pulled: the rest is the others'.
+			var othersAllowed int64
 			for g := range rtHosts {
 				if g != h {
-					othersAllowed += rt.allowed[g][k]
+					othersAllowed += int64(rt.allowed[g][k])
 				}
 			}
-			pulled := rt.pulledBy(h, k, lastAllowed.t0)
-			bound := rtLimit + othersAllowed - pulled
-			rt.bound[k] = min(rt.bound[k], bound)
-			if total > bound {
-				report("bound: %s: %d allowed, past the limit %d plus the %d the other hosts admitted that host %d had not pulled at its last allowed decision", rtKeys[k], total, rtLimit, othersAllowed-pulled, h)
+			unpulled := othersAllowed - int64(rt.pulledBy(h, k, lastAllowed.t0))
+			rt.bound[k] = min(rt.bound[k], rtLimit+unpulled)
+			if int64(total) > rtLimit+unpulled {
+				report("bound: %s: %d allowed, past the limit %d plus the %d the other hosts admitted that host %d had not pulled at its last allowed decision", rtKeys[k], total, rtLimit, unpulled, h)
 			}
 		}
 	}
