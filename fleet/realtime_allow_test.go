@@ -48,11 +48,11 @@ const (
 var rtKeys = []string{"client-before", "client-agent-killed", "client-redis-killed", "client-after"}
 
 // rtConfig's windows turn every 50 years, so that the test runs in one
-// period (period 1, from 2020 to 2070; it skips if the period turns under
-// it), and the period before it is in the window too: each agent's round
-// claims its slot (storing the fleet's nothing of it), and Allow then
-// takes its usual way, one pass over the key's rows, as on every fleet
-// whose windows have turned once.
+// period (period 1, from the end of 2019 to the end of 2069; the test
+// skips if it turns under it), and the period before it is in the window
+// too: each agent's round claims its slot (storing the fleet's nothing of
+// it), and Allow then takes its usual way, one pass over the key's rows,
+// as on every fleet whose windows have turned once.
 var rtConfig = sketch.CountMinWindowConfig{
 	Window:   sketch.Window{Period: 50 * 365 * 24 * time.Hour, Keep: 2},
 	CountMin: sketch.CountMinConfig{Rows: 4, Width: 1 << 12, Fleet: true, Seed: 0x7a11},
