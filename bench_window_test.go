@@ -165,8 +165,9 @@ func BenchmarkCountMinWindowAllow(b *testing.B) {
 	}
 }
 
-// BenchmarkCountMinWindowAllowFleet is Allow on the default shape's
-// window without a fleet part (local) and with one (fleet: every counter
+// BenchmarkCountMinWindowAllowFleet is Allow on windows of shape A (in
+// L1 and L2) and the default shape without a fleet part (local) and with
+// one (fleet: every counter
 // read is own + fleet, a second cache line a row), in one run, so the
 // ratio fleet/local is what syncing a window costs its decisions:
 //
@@ -174,8 +175,16 @@ func BenchmarkCountMinWindowAllow(b *testing.B) {
 func BenchmarkCountMinWindowAllowFleet(b *testing.B) {
 	z, _, _ := benchStreams()
 	keys, mask := z.bytes, len(z.bytes)-1
+	for _, sh := range []benchShape{benchShapes[0], benchDefaultShape} {
+		b.Run(sh.name, func(b *testing.B) { allowFleetShape(b, sh, keys, mask) })
+	}
+}
+
+// allowFleetShape runs BenchmarkCountMinWindowAllowFleet's two windows of
+// shape sh.
+func allowFleetShape(b *testing.B, sh benchShape, keys [][]byte, mask int) {
 	for _, fleet := range []bool{false, true} {
-		cfg := benchDefaultShape.config()
+		cfg := sh.config()
 		cfg.Fleet = fleet
 		w, err := OpenCountMinWindow(Memory(), CountMinWindowConfig{Window: benchSpan, CountMin: cfg})
 		if err != nil {
