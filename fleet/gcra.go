@@ -17,15 +17,75 @@ import (
 // times this host already had, changes nothing. It needs no fleet part:
 // each host pushes its busy times (ExportTimes) to a key of its own and
 // merges every other host's (MergeTimes) into its own grid, which then
-// holds the fleet's times as of the last pull. A host re-exporting the
-// times it merged is harmless. A host's key expires once its times can
-// no longer matter, so a host that stops pushing is forgotten.
+// holds the fleet's times as of the last pull. A host's key expires once
+// its times can no longer matter, so a host that stops pushing is
+// forgotten.
+//
+// A host pushes its own times only: a cell that still holds the time it
+// merged from another host at its last round is left out of its export,
+// since that host sends it itself, for as long as the time can matter
+// (its key outlives its times). Re-sending them would be harmless, the
+// merge being idempotent, but would make every host's key carry every
+// other host's busy cells, N-1 hosts' worth each, read by N-1 hosts.
 
 // gcraState moves a rate limiter.
 type gcraState struct {
 	export func() ([]byte, error)
 	merge  func([]byte) error
 	life   time.Duration // of the host's key: the window and a few rounds
+	// merged holds, by cell, the latest time the last round merged from
+	// the other hosts' keys; guarded by Agent.round.
+	merged map[uint64]uint64
+}
+
+// gcraTimesHead is the size of an export's header (sketch.GCRA's
+// ExportTimes): a magic, then rows, width, interval, window and the
+// export's time, 8 bytes each; each busy cell follows as a uvarint of
+// its index less the previous one's and a uvarint of its time less the
+// export's.
+const gcraTimesHead = 8 + 5*8
+
+// timesCells calls f with each cell and time of an export, stopping at
+// the first malformed one (which MergeTimes refuses whole anyway).
+func timesCells(exp []byte, f func(cell, t uint64)) {
+	if len(exp) < gcraTimesHead {
+		return
+	}
+	base := binary.LittleEndian.Uint64(exp[gcraTimesHead-8:])
+	var cell uint64
+	for b := exp[gcraTimesHead:]; len(b) > 0; {
+		d, n := binary.Uvarint(b)
+		if n <= 0 {
+			return
+		}
+		v, m := binary.Uvarint(b[n:])
+		if m <= 0 {
+			return
+		}
+		b = b[n+m:]
+		cell += d
+		f(cell, base+v)
+	}
+}
+
+// ownTimes is the export exp less the cells that hold what the last
+// round merged from other hosts (merged).
+func ownTimes(exp []byte, merged map[uint64]uint64) []byte {
+	if len(merged) == 0 || len(exp) < gcraTimesHead {
+		return exp
+	}
+	base := binary.LittleEndian.Uint64(exp[gcraTimesHead-8:])
+	out := append(make([]byte, 0, len(exp)), exp[:gcraTimesHead]...)
+	var last uint64
+	timesCells(exp, func(cell, t uint64) {
+		if m, ok := merged[cell]; ok && m == t {
+			return // the other host sends it
+		}
+		out = binary.AppendUvarint(out, cell-last)
+		out = binary.AppendUvarint(out, t-base)
+		last = cell
+	})
+	return out
 }
 
 // gcraKeyRounds is how many of the agent's intervals a host's times key
@@ -39,12 +99,13 @@ const gcraKeyRounds = 3
 // must have g's rate (as written: 10/s is not 600/m), burst, shape and
 // seed, or the round is refused (ErrMismatch).
 //
-// Each round pushes this host's busy times (ExportTimes) to a key of its
-// own and merges every other host's (MergeTimes: each cell raised to the
-// later time, idempotent). A decision on host B thus counts B's own
-// earlier decisions and those it pulled: each one another host made
-// before a push that B has pulled since (or that host had pulled before
-// that push, and so on). The guarantee: any run of a key's allowed
+// Each round pushes the times this host decided (ExportTimes, less the
+// cells that still hold what it merged) to a key of its own and merges
+// every other host's (MergeTimes: each cell raised to the later time,
+// idempotent). A decision on host B thus counts B's own earlier
+// decisions and those it pulled: each one another host made before a
+// push that B has pulled since (and what that host had pulled, which B
+// pulls from the same keys while their times matter). The guarantee: any run of a key's allowed
 // requests, each counted on the host where the next one was decided, is
 // within one limiter's bound, Burst+1 plus one a Rate interval (in cost);
 // so the fleet allows a key at most that plus what the other hosts
@@ -65,8 +126,11 @@ const gcraKeyRounds = 3
 // member of the hosts' set removed), and a gone key fails no round.
 // Redis down, slow or emptied lowers nothing: each host keeps deciding on
 // its grid, its own decisions and the fleet's as of its last good round.
-// A round sends about 6 bytes a busy cell (a key busies one cell a row)
-// and reads as much of every other host.
+// A round sends about 6 bytes a busy cell this host decided (a key
+// busies one cell a row) and reads as much of every other host. A host's
+// times leave the fleet with its own export: after its Reset, or a new
+// file, hosts that merged them keep them, and hosts that had not pulled
+// them never see them.
 func (a *Agent) AddGCRA(name string, g *sketch.GCRA) error {
 	if err := syncable("rate limiter", name, g); err != nil {
 		return err
@@ -123,6 +187,7 @@ func (a *Agent) syncGCRA(ctx context.Context, m *member) error {
 	if err != nil {
 		return fmt.Errorf("fleet: %s %q: %w", m.kind, m.name, err)
 	}
+	exp = ownTimes(exp, m.gcra.merged)
 	tag := a.tag(m)
 	hostKey := func(h string) string { return tag + ":times:" + keyName(h) }
 	set := tag + ":hosts"
@@ -140,6 +205,7 @@ func (a *Agent) syncGCRA(ctx context.Context, m *member) error {
 		}
 	}
 	if len(others) == 0 {
+		m.gcra.merged = nil
 		return nil
 	}
 	slices.Sort(others)
@@ -152,11 +218,16 @@ func (a *Agent) syncGCRA(ctx context.Context, m *member) error {
 		return fmt.Errorf("fleet: %s %q: redis: %w", m.kind, m.name, err)
 	}
 	var errs []error
+	merged := map[uint64]uint64{}
 	for i, v := range vals {
 		if err := a.mergeHostTimes(ctx, m, set, others[i], okeys[i], v); err != nil {
 			errs = append(errs, err)
+			continue
 		}
+		s, _ := v.(string)
+		timesCells([]byte(s), func(cell, t uint64) { merged[cell] = max(merged[cell], t) })
 	}
+	m.gcra.merged = merged
 	return errors.Join(errs...)
 }
 

@@ -346,3 +346,64 @@ func TestSync_GCRAAgentKilled(t *testing.T) {
 		}
 	}
 }
+
+// TestSync_GCRASendsOwnTimes: a host pushes only the times it decided,
+// not those it merged from other hosts (which send them themselves), so
+// its key grows with its own busy keys, not the fleet's; a host that
+// pulls both keys later refuses every key either host made busy, as one
+// limiter fed every request does.
+func TestSync_GCRASendsOwnTimes(t *testing.T) {
+	rs := redistest.Start(t)
+	cfg := sketch.GCRAConfig{Rate: slowRate, Burst: 0, Rows: 4, Width: 1 << 16, Seed: 0x0e}
+	agents, gs := gcraHosts(t, rs, "own", cfg, 3)
+	one := mustOpen(t, sketch.OpenGCRA, sketch.Memory(), cfg)
+	ten := mustOpen(t, sketch.OpenGCRA, sketch.Memory(), cfg) // host 1's keys alone
+	at := time.Now()
+	for i := range 50 {
+		mustAllow(t, gs[0], fmt.Sprint("a-", i), 1, at)
+		mustAllow(t, one, fmt.Sprint("a-", i), 1, at)
+	}
+	mustSync(t, agents[0], agents[1])
+	ctx := context.Background()
+	rc := rs.Client(t)
+	hostKey := func(h int) string { return fmt.Sprintf("{f/own}:times:host%d", h) }
+	cellsIn := func(key string) int {
+		t.Helper()
+		v, err := rc.Get(ctx, key).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		timesCells([]byte(v), func(uint64, uint64) { n++ })
+		return n
+	}
+	if n := cellsIn(hostKey(0)); n != 50*4 {
+		t.Fatalf("host 0's key holds %d cells, want its 50 keys' 200", n)
+	}
+	mustSync(t, agents[1]) // pushes what it merged: nothing of its own
+	if n := cellsIn(hostKey(1)); n != 0 {
+		t.Errorf("host 1 decided nothing and pushed %d cells, want 0", n)
+	}
+	for i := range 10 {
+		for _, g := range []*sketch.GCRA{gs[1], one, ten} {
+			mustAllow(t, g, fmt.Sprint("b-", i), 1, at)
+		}
+	}
+	mustSync(t, agents[1])
+	exp, err := ten.ExportTimes()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := 0
+	timesCells(exp, func(uint64, uint64) { want++ })
+	if n := cellsIn(hostKey(1)); n != want {
+		t.Errorf("host 1 pushed %d cells, want its 10 keys' %d", n, want)
+	}
+	// Host 2 pulls both keys and decides as one limiter fed every request.
+	mustSync(t, agents[2])
+	for _, k := range []string{"a-0", "a-49", "b-0", "b-9", "idle"} {
+		if got, want := mustAllow(t, gs[2], k, 1, at), mustAllow(t, one, k, 1, at); got != want {
+			t.Errorf("host 2 decides %q %+v, one limiter %+v", k, got, want)
+		}
+	}
+}
