@@ -78,14 +78,10 @@ func decodeCounts(val []byte, m int) ([]byte, error) {
 	exp := make([]byte, m)
 	next := uint64(0) // the lowest index the next counter may have
 	for off := 0; off < len(body); {
-		gap, n := binary.Uvarint(body[off:])
+		gap, n, err := shortestUvarint(body, off, "gap")
 		switch {
-		case n == 0:
-			return nil, fmt.Errorf("holds %w: a gap cut short at byte %d", errCounts, 1+off)
-		case n < 0:
-			return nil, fmt.Errorf("holds %w: a gap over 64 bits at byte %d", errCounts, 1+off)
-		case n > 1 && body[off+n-1] == 0:
-			return nil, fmt.Errorf("holds %w: a gap not in its shortest form at byte %d", errCounts, 1+off)
+		case err != nil:
+			return nil, err
 		case off+n == len(body):
 			return nil, fmt.Errorf("holds %w: a gap without its count at byte %d", errCounts, 1+off)
 		case gap >= uint64(m)-next:
