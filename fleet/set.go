@@ -57,10 +57,25 @@ type setState struct {
 	token string
 	base  map[string]struct{}
 
+	// applied records how far this agent got with the journal of token
+	// when a round ended before its settle (an error, a timeout, a cut):
+	// the journal is still pending in Redis, and applying a part again
+	// would undo a local change made since (an unban of a ban the
+	// journal added). The next round finishes it from there. A kill
+	// loses this record, and the journal is applied whole again.
+	applied journalProgress
+
 	// cut, when set (tests), is called at each stage of a round
 	// ("pushed", "removed", "applied"); an error ends the round there,
 	// as a kill or a timeout would.
 	cut func(stage string) error
+}
+
+// journalProgress is how much of a journal this agent applied.
+type journalProgress struct {
+	token          string // the journal's; "" when none is unsettled
+	removed, added bool
+	refused        [][]byte // the adds that did not fit, when added
 }
 
 // AddSet syncs the exact set s under name: a key added on any host is
@@ -82,8 +97,16 @@ type setState struct {
 // call, and the next round applies the journal before it lists the set
 // again. Keys a local writer changes during a round are left alone by the
 // round's apply and sent by the next round; a key the writer changes
-// twice while the fleet changes it once (in a round, or between a cut
-// round and the next) ends as the fleet's change says.
+// twice while the fleet changes it once in a round ends as the fleet's
+// change says. A key changed locally between a cut round and the next is
+// kept too: the agent finishes the journal from where it stopped. Only a
+// kill after the apply and before its settle returned loses that place:
+// the restarted agent applies the journal again, and a key changed
+// locally in between ends as the fleet's change says.
+//
+// Exact sets trust Redis further than the other kinds: whoever may write
+// the fleet's keys can delete the fleet's set ({fleet/name}:members),
+// which every host's next round reads as every key removed.
 //
 // A key that does not fit (the set holds Capacity keys) is refused and
 // counted (StructureStats.Refused, an error wrapping sketch.ErrFull),
@@ -430,39 +453,52 @@ func (a *Agent) applySet(ctx context.Context, m *member, toAdd, toRemove any, to
 			delete(base, string(k))
 		}
 	}
+	if base != nil && len(adds) == 0 && len(removes) == 0 {
+		return nil, nil // the push wrote no journal
+	}
+	// A journal this agent began applying resumes where it stopped; any
+	// other starts whole.
+	p := st.applied
+	if p.token != token {
+		p = journalProgress{token: token}
+	}
+	st.applied = p
 	if st.cut != nil {
 		if err := st.cut("pushed"); err != nil {
 			return nil, err
 		}
 	}
-	for _, k := range removes {
-		if _, err := st.remove(k); err != nil {
-			return nil, fmt.Errorf("fleet: %s %q: removing the fleet's removes: %w", m.kind, m.name, err)
+	if !p.removed {
+		for _, k := range removes {
+			if _, err := st.remove(k); err != nil {
+				return nil, fmt.Errorf("fleet: %s %q: removing the fleet's removes: %w", m.kind, m.name, err)
+			}
 		}
+		st.applied.removed = true
 	}
 	if st.cut != nil {
 		if err := st.cut("removed"); err != nil {
 			return nil, err
 		}
 	}
-	var refused [][]byte
-	for _, k := range adds {
-		_, err := st.add(k)
-		switch {
-		case errors.Is(err, sketch.ErrFull):
-			refused = append(refused, k)
-		case err != nil:
-			return nil, fmt.Errorf("fleet: %s %q: adding the fleet's adds: %w", m.kind, m.name, err)
+	refused := p.refused
+	if !p.added {
+		for _, k := range adds {
+			_, err := st.add(k)
+			switch {
+			case errors.Is(err, sketch.ErrFull):
+				refused = append(refused, k)
+			case err != nil:
+				return nil, fmt.Errorf("fleet: %s %q: adding the fleet's adds: %w", m.kind, m.name, err)
+			}
 		}
+		st.applied.added, st.applied.refused = true, refused
 	}
 	m.refused = len(refused)
 	if st.cut != nil {
 		if err := st.cut("applied"); err != nil {
 			return nil, err
 		}
-	}
-	if len(adds) == 0 && len(removes) == 0 {
-		return nil, nil // no journal to settle
 	}
 	next := newToken()
 	argv := make([]any, 0, 3+len(refused))
@@ -477,8 +513,10 @@ func (a *Agent) applySet(ctx context.Context, m *member, toAdd, toRemove any, to
 		return nil, err
 	}
 	if status != "ok" {
+		st.applied = journalProgress{} // another journal now: this one is gone
 		return nil, fmt.Errorf("fleet: %s %q: the host's base in Redis changed during the round (two agents under one host name?)", m.kind, m.name)
 	}
+	st.applied = journalProgress{}
 	if base != nil {
 		for _, k := range refused {
 			delete(base, string(k))

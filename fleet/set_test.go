@@ -798,3 +798,87 @@ func TestSync_SetKilled(t *testing.T) {
 		})
 	}
 }
+
+// TestSync_SetLocalChangeAfterCut: a round ends after it applied part or
+// all of the fleet's changes but before it settled (its settle call
+// failed: a timeout), and the host changes an applied key once before
+// its next round: that change is kept fleet-wide. The next round finishes
+// the journal from where this agent stopped rather than applying it
+// again, which would undo the change (an unban of a ban the journal
+// added, a ban again of a key the journal removed).
+func TestSync_SetLocalChangeAfterCut(t *testing.T) {
+	for _, c := range []struct {
+		stage, key string
+		fleet      func(b *sketch.Set)
+		local      func(a *sketch.Set)
+		want       []string
+	}{
+		{"applied", "ban", func(b *sketch.Set) { mustAddKey(t, b, "ban") }, func(a *sketch.Set) { mustRemoveKey(t, a, "ban") }, []string{"stays"}},
+		{"removed", "ban", func(b *sketch.Set) { mustRemoveKey(t, b, "ban") }, func(a *sketch.Set) { mustAddKey(t, a, "ban") }, []string{"ban", "stays"}},
+	} {
+		t.Run(c.stage, func(t *testing.T) {
+			rs := redistest.Start(t)
+			a := newSetHost(t, rs, "a", setTestConfig)
+			b := newSetHost(t, rs, "b", setTestConfig)
+			mustAddKey(t, b.set, "stays")
+			if c.stage == "removed" {
+				mustAddKey(t, b.set, c.key)
+			}
+			mustSync(t, b.agent, a.agent, b.agent)
+			c.fleet(b.set) // B's change, which A's cut round applies
+			mustSync(t, b.agent)
+			a.setMember().set.cut = func(s string) error {
+				if s == c.stage {
+					return errCut
+				}
+				return nil
+			}
+			if err := a.agent.Sync(context.Background()); !errors.Is(err, errCut) {
+				t.Fatalf("the cut round: %v, want the cut", err)
+			}
+			a.setMember().set.cut = nil
+			c.local(a.set) // A changes the applied key once
+			mustSync(t, a.agent, b.agent, a.agent, b.agent)
+			for _, h := range []*setHost{a, b} {
+				if got := sortedKeys(t, h.set); !slices.Equal(got, c.want) {
+					t.Errorf("host %s holds %s, want %s", h.name, showKeys(got), showKeys(c.want))
+				}
+			}
+			if got := fleetMembers(t, rs); !slices.Equal(got, c.want) {
+				t.Errorf("Redis holds %s, want %s", showKeys(got), showKeys(c.want))
+			}
+		})
+	}
+}
+
+// TestSync_SetJournalKeysGone: a pending journal whose keys a neighbour
+// deleted is settled as empty, so the host's rounds go on (it was stuck,
+// every round failing, before).
+func TestSync_SetJournalKeysGone(t *testing.T) {
+	rs := redistest.Start(t)
+	a := newSetHost(t, rs, "a", setTestConfig)
+	b := newSetHost(t, rs, "b", setTestConfig)
+	mustSync(t, a.agent, b.agent)
+	mustAddKey(t, b.set, "x")
+	mustSync(t, b.agent)
+	a.setMember().set.cut = func(s string) error {
+		if s == "pushed" {
+			return errCut
+		}
+		return nil
+	}
+	if err := a.agent.Sync(context.Background()); !errors.Is(err, errCut) {
+		t.Fatalf("the cut round: %v, want the cut", err)
+	}
+	a.setMember().set.cut = nil
+	rs.Client(t).Del(context.Background(), "{f/bans}:add:a", "{f/bans}:rem:a")
+	for range 3 {
+		mustSync(t, a.agent, b.agent)
+	}
+	if st := a.agent.Stats(); st.State != StateSynced {
+		t.Errorf("host a: state %q (%s), want synced", st.State, st.Structures[0].LastError)
+	}
+	if ga, gb := sortedKeys(t, a.set), sortedKeys(t, b.set); !slices.Equal(ga, gb) {
+		t.Errorf("hosts apart: a holds %s, b %s", showKeys(ga), showKeys(gb))
+	}
+}
