@@ -34,8 +34,9 @@ type gcraState struct {
 	merge  func([]byte) error
 	life   time.Duration // of the host's key: the window and a few rounds
 	// merged holds, by cell, the latest time the last round merged from
-	// the other hosts' keys; guarded by Agent.round.
-	merged map[uint64]uint64
+	// the other hosts' keys, and sent the times this host's last push
+	// held; guarded by Agent.round.
+	merged, sent map[uint64]uint64
 }
 
 // gcraTimesHead is the size of an export's header (sketch.GCRA's
@@ -69,23 +70,30 @@ func timesCells(exp []byte, f func(cell, t uint64)) {
 }
 
 // ownTimes is the export exp less the cells that hold what the last
-// round merged from other hosts (merged).
-func ownTimes(exp []byte, merged map[uint64]uint64) []byte {
-	if len(merged) == 0 || len(exp) < gcraTimesHead {
-		return exp
+// round merged from other hosts (merged), and the times it keeps, for
+// the next round's sent. A time this host's last push held (sent) stays,
+// though another host holds it too: after a restart, or a Redis that
+// lost its data, a host pushes a merged time as its own, and if each
+// host then left out what it got from the other, the two would take
+// turns leaving it out of both keys. Once a time is in a key, its sender
+// keeps it there until it changes or passes.
+func ownTimes(exp []byte, merged, sent map[uint64]uint64) ([]byte, map[uint64]uint64) {
+	kept := map[uint64]uint64{}
+	if len(exp) < gcraTimesHead {
+		return exp, kept
 	}
 	base := binary.LittleEndian.Uint64(exp[gcraTimesHead-8:])
 	out := append(make([]byte, 0, len(exp)), exp[:gcraTimesHead]...)
 	var last uint64
 	timesCells(exp, func(cell, t uint64) {
-		if m, ok := merged[cell]; ok && m == t {
+		if m, ok := merged[cell]; ok && m == t && sent[cell] != t {
 			return // the other host sends it
 		}
 		out = binary.AppendUvarint(out, cell-last)
 		out = binary.AppendUvarint(out, t-base)
-		last = cell
+		kept[cell], last = t, cell
 	})
-	return out
+	return out, kept
 }
 
 // gcraKeyRounds is how many of the agent's intervals a host's times key
@@ -187,7 +195,9 @@ func (a *Agent) syncGCRA(ctx context.Context, m *member) error {
 	if err != nil {
 		return fmt.Errorf("fleet: %s %q: %w", m.kind, m.name, err)
 	}
-	exp = ownTimes(exp, m.gcra.merged)
+	// What is pushed counts as sent before the call returns: a push
+	// whose reply is lost may still have landed.
+	exp, m.gcra.sent = ownTimes(exp, m.gcra.merged, m.gcra.sent)
 	tag := a.tag(m)
 	hostKey := func(h string) string { return tag + ":times:" + keyName(h) }
 	set := tag + ":hosts"

@@ -407,3 +407,42 @@ func TestSync_GCRASendsOwnTimes(t *testing.T) {
 		}
 	}
 }
+
+// TestSync_GCRAOwnTimesAfterRestart: an agent restarted knows nothing it
+// merged, so it pushes another host's busy times as its own; the two
+// hosts must not then take turns leaving them out (each seeing them
+// merged from the other), or for rounds no key would hold them and a
+// third host pulling then would allow a key both had made busy.
+func TestSync_GCRAOwnTimesAfterRestart(t *testing.T) {
+	rs := redistest.Start(t)
+	cfg := sketch.GCRAConfig{Rate: slowRate, Burst: 0, Rows: 4, Width: 1 << 10, Seed: 0x0f}
+	agents, gs := gcraHosts(t, rs, "own", cfg, 3)
+	at := time.Now()
+	if !mustAllow(t, gs[0], "k", 1, at).Allowed {
+		t.Fatal("host 0 refused k's first request")
+	}
+	mustSync(t, agents[0], agents[1], agents[0], agents[1])
+	agents[1].Close()
+	agents[1] = newAgent(t, rs, "host1")
+	if err := agents[1].AddGCRA("own", gs[1]); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	rc := rs.Client(t)
+	cells := func(h int) int {
+		v, _ := rc.Get(ctx, fmt.Sprintf("{f/own}:times:host%d", h)).Result()
+		n := 0
+		timesCells([]byte(v), func(uint64, uint64) { n++ })
+		return n
+	}
+	for i, h := range []int{1, 0, 1, 0, 1, 0, 1, 0} {
+		mustSync(t, agents[h])
+		if cells(0)+cells(1) == 0 {
+			t.Fatalf("after round %d (host %d) neither host's key holds k's busy time", i+1, h)
+		}
+	}
+	mustSync(t, agents[2])
+	if d := mustAllow(t, gs[2], "k", 1, at); d.Allowed {
+		t.Errorf("host 2 allowed k, which host 0 made busy: %+v", d)
+	}
+}
