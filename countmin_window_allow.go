@@ -310,13 +310,21 @@ func allowCellsFleet(other, cur *cells.CountMin, lo, hi, fit, limit uint64) (est
 	oe, ce := ^uint64(0), ^uint64(0)
 	mask, rowBytes, rows := other.Mask, other.RowBytes, other.Rows
 	load := func(p unsafe.Pointer, off uintptr) uint64 { return atomic.LoadUint64((*uint64)(unsafe.Add(p, off))) }
+	// The first pass keeps, for up to fleetRows rows, each row's offset
+	// and cur's fleet counter, so that the add's pass neither hashes nor
+	// loads them again.
+	const fleetRows = 8
+	var offs, curFleet [fleetRows]uintptr
 	x := lo
 	var off uintptr
 	for i := range rows {
-		row := uintptr(i) * rowBytes
-		off = row + uintptr(cells.Spread(x)&mask)*8
+		off = uintptr(i)*rowBytes + uintptr(cells.Spread(x)&mask)*8
+		f := load(cur.Fleet, off)
+		if i < fleetRows {
+			offs[i], curFleet[i] = off, uintptr(f)
+		}
 		oe = min(oe, cells.SumCells(load(other.Cells, off), load(other.Fleet, off)))
-		ce = min(ce, cells.SumCells(load(cur.Cells, off), load(cur.Fleet, off)))
+		ce = min(ce, cells.SumCells(load(cur.Cells, off), f))
 		x += h2
 	}
 	if before := satAdd(oe, ce); before >= fit {
@@ -326,13 +334,20 @@ func allowCellsFleet(other, cur *cells.CountMin, lo, hi, fit, limit uint64) (est
 	x, ce = lo, ^uint64(0)
 	var curLast uint64
 	for i := range rows {
-		o := uintptr(i)*rowBytes + uintptr(cells.Spread(x)&mask)*8
+		var o uintptr
+		var f uint64
+		if i < fleetRows {
+			o, f = offs[i], uint64(curFleet[i])
+		} else {
+			o = uintptr(i)*rowBytes + uintptr(cells.Spread(x)&mask)*8
+			f = load(cur.Fleet, o)
+		}
 		c := (*uint64)(unsafe.Add(cur.Cells, o))
 		v := atomic.AddUint64(c, 1)
 		if v > cells.MaxCount {
 			v = cells.ClampCell(c)
 		}
-		v = cells.SumCells(v, load(cur.Fleet, o))
+		v = cells.SumCells(v, f)
 		ce = min(ce, v)
 		curLast = v
 		x += h2

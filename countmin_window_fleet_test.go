@@ -128,8 +128,16 @@ func TestCountMinWindow_FleetSumsHosts(t *testing.T) {
 // TestCountMinWindow_FleetAllow: with the fleet part holding 7 for a key
 // (in the current period or the one before), Allow with limit 10 allows 3
 // local requests and refuses the next, in windows of 1, 2 and 3 periods
-// (Keep 2 takes the pair's short way), and says when to retry.
+// (Keep 2 takes the pair's short way), and says when to retry; with 4
+// rows and with 12 (past the rows whose fleet counters the short way
+// keeps from its first pass).
 func TestCountMinWindow_FleetAllow(t *testing.T) {
+	for _, rows := range []int{4, 12} {
+		t.Run(fmt.Sprintf("rows=%d", rows), func(t *testing.T) { fleetAllow(t, rows) })
+	}
+}
+
+func fleetAllow(t *testing.T, rows int) {
 	key := []byte("client")
 	for _, keep := range []int{1, 2, 3} {
 		for _, previous := range []bool{false, true} {
@@ -138,7 +146,7 @@ func TestCountMinWindow_FleetAllow(t *testing.T) {
 			}
 			for _, countRefused := range []bool{false, true} {
 				t.Run(fmt.Sprintf("keep=%d/previous=%v/countRefused=%v", keep, previous, countRefused), func(t *testing.T) {
-					cfg := CountMinConfig{Rows: 4, Width: 1024, Seed: 5, Fleet: true}
+					cfg := CountMinConfig{Rows: rows, Width: 1024, Seed: 5, Fleet: true}
 					a, b := mustFleetWindow(t, keep, cfg), mustFleetWindow(t, keep, cfg)
 					for _, w := range []*CountMinWindow{a, b} {
 						w.AddString("warm") // the current slot in use
@@ -152,8 +160,8 @@ func TestCountMinWindow_FleetAllow(t *testing.T) {
 					if previous {
 						fleetP = p - 1
 					}
-					counts := make([]byte, 4*1024*8)
-					src := mustIn(t, OpenCountMin, Memory(), CountMinConfig{Rows: 4, Width: 1024, Seed: 5})
+					counts := make([]byte, rows*1024*8)
+					src := mustIn(t, OpenCountMin, Memory(), CountMinConfig{Rows: rows, Width: 1024, Seed: 5})
 					src.AddN(key, 7)
 					own, _ := src.ExportCounts()
 					copy(counts, own)
