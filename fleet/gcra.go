@@ -113,9 +113,10 @@ const gcraKeyRounds = 3
 // idempotent). A decision on host B thus counts B's own earlier
 // decisions and those it pulled: each one another host made before a
 // push that B has pulled since (and what that host had pulled, which B
-// pulls from the same keys while their times matter). The guarantee: any run of a key's allowed
-// requests, each counted on the host where the next one was decided, is
-// within one limiter's bound, Burst+1 plus one a Rate interval (in cost);
+// pulls from the same keys while their times matter). The guarantee: any
+// run of a key's allowed requests, each counted on the host where the
+// next one was decided, is within one limiter's bound, Burst+1 plus one a
+// Rate interval (in cost);
 // so the fleet allows a key at most that plus what the other hosts
 // allowed that the deciding host had not pulled (since the last of their
 // pushes it pulled). With one host deciding at a time, and between hosts
