@@ -210,7 +210,11 @@ func TestSync_CountMinAgentKilled(t *testing.T) {
 	}
 	cmd.Process.Signal(os.Kill)
 	cmd.Wait()
-	if err := c.Check(); err != nil {
+	// The agent process adds too, so the kill may cut its add short: a
+	// torn add is what Check reports then, not damage.
+	if err := c.Check(); errors.Is(err, sketch.ErrTornAdd) {
+		t.Logf("the kill cut an add short: %v", err)
+	} else if err != nil {
 		t.Fatalf("Check after the agent was killed: %v", err)
 	}
 
