@@ -221,7 +221,7 @@ if meta and meta ~= ARGV[1] then
 end
 local t = redis.call('TYPE', KEYS[2]).ok
 if t ~= 'none' and t ~= 'set' then
-	return {'mismatch', 'a Redis ' .. t .. ' in the hosts key'}
+	return {'foreign', 'a Redis ' .. t .. ' in the hosts key'}
 end
 if not meta then
 	redis.call('SET', KEYS[1], ARGV[1])

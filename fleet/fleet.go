@@ -541,19 +541,19 @@ end
 local t = redis.call('TYPE', KEYS[2]).ok
 if t ~= 'none' then
 	if t ~= 'string' then
-		return {'mismatch', 'a Redis ' .. t .. ' in the state key'}
+		return {'foreign', 'a Redis ' .. t .. ' in the state key'}
 	end
 	local n = redis.call('STRLEN', KEYS[2])
 	if ARGV[3] == 'or' and n ~= tonumber(ARGV[5]) then
-		return {'mismatch', 'bits of ' .. n .. ' bytes'}
+		return {'foreign', 'bits of ' .. n .. ' bytes'}
 	end
 	if ARGV[3] == 'pfmerge' then
 		if n > tonumber(ARGV[5]) then
-			return {'mismatch', 'a state of ' .. n .. ' bytes'}
+			return {'foreign', 'a state of ' .. n .. ' bytes'}
 		end
 		local c = redis.pcall('PFCOUNT', KEYS[2])
 		if type(c) == 'table' and c.err then
-			return {'mismatch', 'a state that is not a HyperLogLog'}
+			return {'foreign', 'a state that is not a HyperLogLog'}
 		end
 	end
 end
@@ -573,7 +573,7 @@ if ARGV[2] ~= '' then
 		if not meta then
 			redis.call('DEL', KEYS[1])
 		end
-		return {'mismatch', r.err}
+		return {'foreign', r.err}
 	end
 	if tonumber(ARGV[4]) > 0 then
 		redis.call('PEXPIRE', KEYS[2], ARGV[4])
@@ -779,8 +779,9 @@ func (a *Agent) pushPull(ctx context.Context, m *member, suffix string, exp []by
 }
 
 // scriptReply reads a script's {status, body} reply: the body when the
-// status is "ok", ErrMismatch with the fleet's description (the body)
-// when it is "mismatch".
+// status is "ok"; ErrMismatch when it is "mismatch" (the body is the
+// fleet's description) or "foreign" (the body says what the script found
+// in Redis instead of the structure's keys).
 func scriptReply(m *member, res []any, err error) (any, error) {
 	if err != nil {
 		return nil, fmt.Errorf("fleet: %s %q: redis: %w", m.kind, m.name, err)
@@ -794,6 +795,9 @@ func scriptReply(m *member, res []any, err error) (any, error) {
 	case "mismatch":
 		body, _ := res[1].(string)
 		return nil, fmt.Errorf("fleet: %s %q: %w: the fleet's is %q, this host's %q", m.kind, m.name, ErrMismatch, body, m.meta)
+	case "foreign":
+		body, _ := res[1].(string)
+		return nil, fmt.Errorf("fleet: %s %q: %w: found in Redis: %s", m.kind, m.name, ErrMismatch, body)
 	default:
 		return nil, fmt.Errorf("fleet: %s %q: redis: a reply %q not understood", m.kind, m.name, status)
 	}

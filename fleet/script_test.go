@@ -2,6 +2,7 @@ package fleet
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 
@@ -25,8 +26,13 @@ func TestSync_NothingWrittenOverAnotherKindsState(t *testing.T) {
 	}
 	keys := a.keys(a.members[0], "pfmerge")
 	c.Set(ctx, keys[1], strings.Repeat("\xff", 1<<12), 0) // a Bloom filter's bits
-	if err := a.Sync(ctx); err == nil {
-		t.Fatal("Sync over a key that is not a HyperLogLog succeeded")
+	err := a.Sync(ctx)
+	if !errors.Is(err, ErrMismatch) {
+		t.Fatalf("Sync over a key that is not a HyperLogLog: %v, want ErrMismatch", err)
+	}
+	// The error says what Redis holds, not that it is the fleet's description.
+	if want := "found in Redis: a state that is not a HyperLogLog"; !strings.Contains(err.Error(), want) {
+		t.Errorf("the error %q does not say %q", err, want)
 	}
 	for _, k := range []string{keys[0], keys[2]} {
 		if n := c.Exists(ctx, k).Val(); n != 0 {

@@ -191,7 +191,7 @@ end
 //
 // It checks, writing nothing when one fails: the description, the keys'
 // types, and that no member of the fleet's set the host would add is
-// longer than the key bytes ("mismatch"). A pending journal is returned
+// longer than the key bytes ("mismatch", "foreign"). A pending journal is returned
 // as it is ("journal"), for the host to apply first. With nothing to
 // send and the fleet's set as the base was taken, it returns
 // "unchanged". Otherwise it applies the adds and removes to the fleet's
@@ -206,7 +206,7 @@ local types = {'', 'set', 'string', 'set', 'hash', 'set', 'set', 'set'}
 for i = 2, 8 do
 	local t = redis.call('TYPE', KEYS[i]).ok
 	if t ~= 'none' and t ~= types[i] then
-		return {'mismatch', 'a Redis ' .. t .. ' in ' .. KEYS[i]}
+		return {'foreign', 'a Redis ' .. t .. ' in ' .. KEYS[i]}
 	end
 end
 local kb, mode, n = tonumber(ARGV[2]), ARGV[3], tonumber(ARGV[7])
@@ -223,7 +223,7 @@ if has and st[4] == '1' then
 end
 local ver = redis.call('GET', KEYS[3]) or '0'
 if not tonumber(ver) then
-	return {'mismatch', 'a version that is not a number in ' .. KEYS[3]}
+	return {'foreign', 'a version that is not a number in ' .. KEYS[3]}
 end
 local card = tostring(redis.call('SCARD', KEYS[2]))
 if mode == 'diff' and #ARGV == 7 and st[3] == '1' and st[2] == ver and st[5] == card then
@@ -256,7 +256,7 @@ local fresh = redis.call('SDIFF', KEYS[2], KEYS[8])
 for _, k in ipairs(fresh) do
 	if #k > kb then
 		redis.call('DEL', KEYS[8])
-		return {'mismatch', 'a member of ' .. #k .. ' bytes in ' .. KEYS[2] .. ', more than the ' .. kb .. ' key bytes'}
+		return {'foreign', 'a member of ' .. #k .. ' bytes in ' .. KEYS[2] .. ', more than the ' .. kb .. ' key bytes'}
 	end
 end
 
@@ -554,8 +554,9 @@ func setMembers(m *member, v any) ([][]byte, error) {
 	return keys, nil
 }
 
-// setReply reads a set script's {status, body} reply: "mismatch" is
-// ErrMismatch, as scriptReply's; the other statuses are the caller's.
+// setReply reads a set script's {status, body} reply: "mismatch" and
+// "foreign" are ErrMismatch, as scriptReply's; the other statuses are
+// the caller's.
 func setReply(m *member, res []any, err error) (string, any, error) {
 	if err != nil {
 		return "", nil, fmt.Errorf("fleet: %s %q: redis: %w", m.kind, m.name, err)
@@ -564,7 +565,7 @@ func setReply(m *member, res []any, err error) (string, any, error) {
 		return "", nil, fmt.Errorf("fleet: %s %q: redis: a reply of %d values, not 2", m.kind, m.name, len(res))
 	}
 	switch status, _ := res[0].(string); status {
-	case "mismatch":
+	case "mismatch", "foreign":
 		_, err := scriptReply(m, res, nil)
 		return "", nil, err
 	case "ok", "unchanged", "stale", "journal":
