@@ -84,9 +84,13 @@ func (s *Server) Stop() {
 	}
 }
 
-// Client is a client of the server, closed at the test's end.
+// Client is a client of the server, closed at the test's end. Its reads
+// and writes wait up to a minute (go-redis's default is 3 s, which would
+// cut short the agents' generous Timeout on a loaded machine); a
+// context's earlier deadline still bounds them.
 func (s *Server) Client(t testing.TB) *redis.Client {
-	c := redis.NewClient(&redis.Options{Network: "unix", Addr: s.Sock, MaxRetries: -1, DialTimeout: 5 * time.Second, ContextTimeoutEnabled: true})
+	c := redis.NewClient(&redis.Options{Network: "unix", Addr: s.Sock, MaxRetries: -1, DialTimeout: 5 * time.Second,
+		ReadTimeout: time.Minute, WriteTimeout: time.Minute, ContextTimeoutEnabled: true})
 	t.Cleanup(func() { c.Close() })
 	return c
 }
