@@ -12,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
 	"github.com/shmsketch/sketch"
 	"github.com/shmsketch/sketch/fleet/internal/redistest"
 )
@@ -159,7 +158,7 @@ func runCountMinAgent() int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	client := redis.NewClient(&redis.Options{Network: "unix", Addr: os.Getenv("FLEET_TEST_SOCK")})
+	client := childClient(os.Getenv("FLEET_TEST_SOCK"))
 	a, err := New(Config{Redis: client, Fleet: "f", Host: "killed", Timeout: time.Minute})
 	if err == nil {
 		err = a.AddCountMin("hits", c)

@@ -325,6 +325,15 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
+// childClient is a child process's client of the test's redis-server:
+// its reads and writes wait up to a minute, as the test client's do
+// (go-redis's default 3 s would end a child's rounds on a loaded
+// machine before the test saw one), and a context's deadline (the
+// agent's Timeout) still bounds them.
+func childClient(sock string) *redis.Client {
+	return redis.NewClient(&redis.Options{Network: "unix", Addr: sock, ReadTimeout: time.Minute, WriteTimeout: time.Minute, ContextTimeoutEnabled: true})
+}
+
 // runRole is a child process: "agent" syncs the distinct count at
 // FLEET_TEST_FILE through the Redis at FLEET_TEST_SOCK, round after round,
 // adding keys between rounds, until it is killed.
@@ -346,7 +355,7 @@ func runRole(role string) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	c := redis.NewClient(&redis.Options{Network: "unix", Addr: os.Getenv("FLEET_TEST_SOCK")})
+	c := childClient(os.Getenv("FLEET_TEST_SOCK"))
 	a, err := New(Config{Redis: c, Fleet: "f", Host: "killed", Timeout: time.Minute})
 	if err == nil {
 		err = a.AddDistinct("clients", d)

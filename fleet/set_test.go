@@ -723,7 +723,7 @@ func runSetChild(stage string) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 2
 	}
-	cl := redis.NewClient(&redis.Options{Network: "unix", Addr: os.Getenv("FLEET_SET_SOCK"), ContextTimeoutEnabled: true})
+	cl := childClient(os.Getenv("FLEET_SET_SOCK"))
 	a, err := New(Config{Redis: cl, Fleet: "f", Host: os.Getenv("FLEET_SET_HOST"), Timeout: 30 * time.Second})
 	if err == nil {
 		err = a.AddSet("bans", s)
