@@ -667,7 +667,20 @@ func TestSync_FleetAllowRealTime(t *testing.T) {
 			return slices.ContainsFunc(f.agentRounds(h), func(r rtRound) bool { return r.end > redisLost && !r.ok })
 		})
 	}
+	// Hosts 1 to 3's agents wait (SIGSTOP) until host 0's has run a round
+	// on the empty Redis: that round finds no other host's key and sums
+	// them from memory, which a machine stalling Redis's first requests
+	// could otherwise let every agent's push overtake.
+	for h := 1; h < rtHosts; h++ {
+		f.agents[h].cmd.Process.Signal(unix.SIGSTOP)
+	}
 	rs.Start(t)
+	f.waitFor("a round of host 0's agent summing hosts from memory after Redis lost its data", func() bool {
+		return slices.ContainsFunc(f.agentRounds(0), func(r rtRound) bool { return r.push.t0 > redisLost && r.ok && r.remembered > 0 })
+	})
+	for h := 1; h < rtHosts; h++ {
+		f.agents[h].cmd.Process.Signal(unix.SIGCONT)
+	}
 	f.done()
 
 	// After it.
