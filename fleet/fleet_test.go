@@ -234,7 +234,6 @@ func TestSync_RedisDown(t *testing.T) {
 			union.AddString(key(i))
 		}
 		a := newAgent(t, rs, fmt.Sprint("host", h))
-		a.cfg.Timeout = 2 * time.Second // a round with Redis down fails, not waits
 		if err := a.AddDistinct("clients", d); err != nil {
 			t.Fatal(err)
 		}
@@ -250,9 +249,12 @@ func TestSync_RedisDown(t *testing.T) {
 	rs.Stop()
 	counts[0].AddString("added-while-down")
 	union.AddString("added-while-down")
+	generous := agents[0].cfg.Timeout
+	agents[0].cfg.Timeout = 2 * time.Second // a round with Redis down fails, not waits
 	if err := agents[0].Sync(context.Background()); err == nil {
 		t.Fatal("Sync with Redis down succeeded")
 	}
+	agents[0].cfg.Timeout = generous
 	s := agents[0].Stats()
 	if s.State != StateLocal || s.Structures[0].LastError == "" {
 		t.Errorf("Stats with Redis down = %+v, want local with the error", s)

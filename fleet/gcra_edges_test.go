@@ -144,16 +144,16 @@ func TestSync_GCRARedisDown(t *testing.T) {
 	rs := redistest.Start(t)
 	cfg := sketch.GCRAConfig{Rate: slowRate, Burst: 1, Seed: 11}
 	agents, gs := gcraHosts(t, rs, "api", cfg, 2)
-	for _, a := range agents {
-		a.cfg.Timeout = 2 * time.Second
-	}
 	gs[0].AllowString("k", 2)
 	mustSync(t, agents...)
 
 	rs.Stop()
+	generous := agents[1].cfg.Timeout
+	agents[1].cfg.Timeout = 2 * time.Second // a round with Redis down fails, not waits
 	if err := agents[1].Sync(context.Background()); err == nil {
 		t.Fatal("Sync with Redis down succeeded")
 	}
+	agents[1].cfg.Timeout = generous
 	if s := agents[1].Stats(); s.State != StateLocal || s.Structures[0].LastError == "" {
 		t.Errorf("Stats with Redis down = %+v, want local with the error", s)
 	}
@@ -210,7 +210,6 @@ func TestAddArena_GCRA(t *testing.T) {
 func TestMetrics_GCRA(t *testing.T) {
 	rs := redistest.Start(t)
 	a := newAgent(t, rs, "h")
-	a.cfg.Timeout = 2 * time.Second
 	if err := a.AddGCRA("api", mustOpen(t, sketch.OpenGCRA, sketch.Memory(), sketch.GCRAConfig{Rate: slowRate, Seed: 1})); err != nil {
 		t.Fatal(err)
 	}
@@ -233,6 +232,7 @@ func TestMetrics_GCRA(t *testing.T) {
 	}
 	promtool(t, synced)
 	rs.Stop()
+	a.cfg.Timeout = 2 * time.Second // a round with Redis down fails, not waits
 	if err := a.Sync(context.Background()); err == nil {
 		t.Fatal("Sync with Redis down succeeded")
 	}

@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/shmsketch/sketch"
 	"github.com/shmsketch/sketch/fleet/internal/redistest"
@@ -127,10 +126,13 @@ func FuzzDecodeGrid(f *testing.F) {
 // TestSync_CountMinWindowSparseKeys: a period's key of the default 5 x
 // 4096 window holds its nonzero counters only (1,000 keys: a few KiB, not
 // 160), a period the host added nothing to is one byte, and the other
-// host, which remembers them as sent, answers for both exactly.
+// host, which remembers them as sent, answers for both exactly. The
+// window's period is one the clock never turns while the test runs: the
+// keys read are those of the period the adds went to and the round
+// pushed.
 func TestSync_CountMinWindowSparseKeys(t *testing.T) {
 	rs := redistest.Start(t)
-	cfg := sketch.CountMinWindowConfig{Window: sketch.Window{Period: time.Hour, Keep: 3}, CountMin: sketch.CountMinConfig{Rows: 5, Width: 4096, Fleet: true, Seed: 0x5b}}
+	cfg := sketch.CountMinWindowConfig{Window: sketch.Window{Period: forever, Keep: 3}, CountMin: sketch.CountMinConfig{Rows: 5, Width: 4096, Fleet: true, Seed: 0x5b}}
 	a, b := newAgent(t, rs, "a"), newAgent(t, rs, "b")
 	wa := mustOpen(t, sketch.OpenCountMinWindow, sketch.Path(filepath.Join(t.TempDir(), "a")), cfg)
 	wb := mustOpen(t, sketch.OpenCountMinWindow, sketch.Path(filepath.Join(t.TempDir(), "b")), cfg)

@@ -26,11 +26,18 @@ func TestSync_TimeoutBoundsASlowRedis(t *testing.T) {
 	if err := a.AddBloom("b", mustOpen(t, sketch.OpenBloom, sketch.Memory(), sketch.BloomConfig{Capacity: 100, FPRate: 0.01, Seed: 1})); err != nil {
 		t.Fatal(err)
 	}
-	mustSync(t, a) // the script is loaded, the connection made
+	// The script is loaded, the connection made, by a round with a
+	// generous Timeout (a loaded machine can take more than 300ms over
+	// one); the round against the paused Redis has the 300ms again.
+	a.cfg.Timeout = time.Minute
+	mustSync(t, a)
+	a.cfg.Timeout = 300 * time.Millisecond
 	if err := rs.Client(t).Do(context.Background(), "CLIENT", "PAUSE", 600_000, "ALL").Err(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { rs.Client(t).Do(context.Background(), "CLIENT", "UNPAUSE") })
+	// The paused server is stopped first: nothing after needs it, and an
+	// UNPAUSE waited out the client's read timeout.
+	t.Cleanup(rs.Stop)
 	done := make(chan error, 1)
 	go func() { done <- a.Sync(context.Background()) }()
 	select {

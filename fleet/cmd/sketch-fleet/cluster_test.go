@@ -15,7 +15,7 @@ import (
 // other's keys.
 func TestRun_Cluster(t *testing.T) {
 	c := redistest.StartCluster(t)
-	url := "redis://" + c.Addrs[0] + "?addr=" + c.Addrs[1]
+	url := "redis://" + c.Addrs[0] + "?addr=" + c.Addrs[1] + "&" + slowURL
 	cfg := sketch.BloomConfig{Capacity: 1000, FPRate: 0.01, Seed: 0xc1}
 	var paths []string
 	for h := range 2 {
@@ -30,7 +30,7 @@ func TestRun_Cluster(t *testing.T) {
 	}
 	for _, h := range []int{0, 1, 0} {
 		var stderr bytes.Buffer
-		if code := run(context.Background(), []string{"-cluster", "-redis", url, "-fleet", "test", "-host", string(rune('a' + h)), "-once", paths[h]}, &stderr); code != 0 {
+		if code := run(context.Background(), append(slow, "-cluster", "-redis", url, "-fleet", "test", "-host", string(rune('a'+h)), "-once", paths[h]), &stderr); code != 0 {
 			t.Fatalf("host %d: exit %d: %s", h, code, stderr.String())
 		}
 	}

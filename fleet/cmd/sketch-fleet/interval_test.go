@@ -27,7 +27,7 @@ func TestRun_IntervalZero(t *testing.T) {
 	var stderr syncBuffer
 	done := make(chan int, 1)
 	go func() {
-		done <- run(ctx, []string{"-redis", "unix://" + rs.Sock, "-fleet", "f", "-host", "h", "-interval", "0", path}, &stderr)
+		done <- run(ctx, append(slow, "-redis", "unix://"+rs.Sock+"?"+slowURL, "-fleet", "f", "-host", "h", "-interval", "0", path), &stderr)
 	}()
 	deadline := time.Now().Add(time.Minute)
 	for !strings.Contains(stderr.String(), `bloom "b": synced`) {

@@ -17,6 +17,14 @@ import (
 	"github.com/shmsketch/sketch/fleet/internal/redistest"
 )
 
+// slow are the command's arguments and the -redis URL's query that let a
+// round wait a minute for Redis: the agent's -timeout (by default the
+// interval, a second, or less) and go-redis's read and write timeouts (3s)
+// would fail a good round on a loaded machine.
+var slow = []string{"-timeout", "1m"}
+
+const slowURL = "read_timeout=1m&write_timeout=1m"
+
 // TestRun_Once: two hosts' files (an arena with a distinct count, a Bloom
 // filter and a counting Bloom filter, which is not synced and is named; and a
 // standalone Bloom filter) synced by the command's rounds against a real
@@ -24,7 +32,7 @@ import (
 // each other's keys.
 func TestRun_Once(t *testing.T) {
 	rs := redistest.Start(t)
-	url := "unix://" + rs.Sock
+	url := "unix://" + rs.Sock + "?" + slowURL
 	var arenas, filters []string
 	for h := range 2 {
 		dir := t.TempDir()
@@ -60,7 +68,7 @@ func TestRun_Once(t *testing.T) {
 	}
 	for _, h := range []int{0, 1, 0} {
 		var stderr bytes.Buffer
-		code := run(context.Background(), []string{"-redis", url, "-fleet", "test", "-host", string(rune('a' + h)), "-once", arenas[h], filters[h]}, &stderr)
+		code := run(context.Background(), append(slow, "-redis", url, "-fleet", "test", "-host", string(rune('a'+h)), "-once", arenas[h], filters[h]), &stderr)
 		if code != 0 {
 			t.Fatalf("host %d: exit %d: %s", h, code, stderr.String())
 		}
@@ -162,7 +170,7 @@ func TestRun_Serves(t *testing.T) {
 	var stderr syncBuffer
 	done := make(chan int, 1)
 	go func() {
-		done <- run(ctx, []string{"-redis", "unix://" + rs.Sock, "-fleet", "f", "-host", "h", "-interval", "50ms", "-metrics", "127.0.0.1:0", path}, &stderr)
+		done <- run(ctx, append(slow, "-redis", "unix://"+rs.Sock+"?"+slowURL, "-fleet", "f", "-host", "h", "-interval", "50ms", "-metrics", "127.0.0.1:0", path), &stderr)
 	}()
 	addr := regexp.MustCompile(`metrics at (http://\S+/metrics)`)
 	deadline := time.Now().Add(time.Minute)
