@@ -70,6 +70,16 @@ func childTokenBlock() error {
 	}
 }
 
+// bootTicks is the time since boot in the clock ticks (USER_HZ, 100 a
+// second) in which /proc/PID/stat gives a process's start.
+func bootTicks(t *testing.T) uint64 {
+	var ts unix.Timespec
+	if err := unix.ClockGettime(unix.CLOCK_BOOTTIME, &ts); err != nil {
+		t.Fatal(err)
+	}
+	return uint64(ts.Nano()) / uint64(time.Second/100)
+}
+
 // readLocked reports whether token id's byte carries a read lock (the
 // blocker's), asked through fd.
 func readLocked(fd, id int) bool {
@@ -482,8 +492,22 @@ func TestToken_ReaderTakesDeadPID(t *testing.T) {
 			}
 			holder, _ := startHolder(t, path, []string{envLockMode + "=w"})
 			pid := holder.cmd.Process.Pid
+			_, _, started, ok := procTask(pid)
+			if !ok {
+				t.Fatalf("cannot read the holder's start time from /proc/%d", pid)
+			}
 			holder.cmd.Process.Signal(syscall.SIGKILL)
 			<-holder.done
+			// A start time is in clock ticks (10 ms): the process that
+			// takes the PID must start in a later tick than the holder
+			// did, as any but a holder that lived a few milliseconds
+			// does, or nothing tells the two apart.
+			for deadline := time.Now().Add(time.Minute); bootTicks(t) <= started; {
+				if time.Now().After(deadline) {
+					t.Fatalf("the boot clock did not pass the holder's start tick %d within a minute", started)
+				}
+				time.Sleep(time.Millisecond)
+			}
 			// What a fork loop would reach by chance, by asking the kernel
 			// for the PID.
 			if err := os.WriteFile("/proc/sys/kernel/ns_last_pid", []byte(fmt.Sprint(pid-1)), 0); err != nil {
