@@ -328,12 +328,10 @@ func TestMain(m *testing.M) {
 }
 
 // childClient is a child process's client of the test's redis-server:
-// its reads and writes wait up to a minute, as the test client's do
-// (go-redis's default 3 s would end a child's rounds on a loaded
-// machine before the test saw one), and a context's deadline (the
-// agent's Timeout) still bounds them.
+// its reads and writes wait up to redistest.IOTimeout, as the test's
+// clients do.
 func childClient(sock string) *redis.Client {
-	return redis.NewClient(&redis.Options{Network: "unix", Addr: sock, ReadTimeout: time.Minute, WriteTimeout: time.Minute, ContextTimeoutEnabled: true})
+	return redis.NewClient(&redis.Options{Network: "unix", Addr: sock, ReadTimeout: redistest.IOTimeout, WriteTimeout: redistest.IOTimeout, ContextTimeoutEnabled: true})
 }
 
 // runRole is a child process: "agent" syncs the distinct count at

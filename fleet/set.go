@@ -189,10 +189,10 @@ end
 // (the file was created again): it is taken for none, and its journal
 // dropped, lest the new set's few keys remove the fleet's many.
 //
-// It checks, writing nothing when one fails: the description, the keys'
-// types, and that no member of the fleet's set the host would add is
-// longer than the key bytes ("mismatch", "foreign"). A pending journal is returned
-// as it is ("journal"), for the host to apply first. With nothing to
+// It checks, writing nothing when one fails: the description
+// ("mismatch"), the keys' types, and that no member of the fleet's set
+// the host would add is longer than the key bytes ("foreign"). A pending
+// journal is returned as it is ("journal"), for the host to apply first. With nothing to
 // send and the fleet's set as the base was taken, it returns
 // "unchanged". Otherwise it applies the adds and removes to the fleet's
 // set, stores it as the base with the token, and returns, and keeps as

@@ -78,10 +78,10 @@ func StartCluster(t testing.TB) *Cluster {
 }
 
 // Client is a cluster client of the cluster, closed at the test's end.
-// Its reads and writes wait up to a minute, as Server.Client's do.
+// Its reads and writes wait up to IOTimeout.
 func (c *Cluster) Client(t testing.TB) *redis.ClusterClient {
 	cl := redis.NewClusterClient(&redis.ClusterOptions{Addrs: c.Addrs, DialTimeout: 5 * time.Second,
-		ReadTimeout: time.Minute, WriteTimeout: time.Minute, ContextTimeoutEnabled: true})
+		ReadTimeout: IOTimeout, WriteTimeout: IOTimeout, ContextTimeoutEnabled: true})
 	t.Cleanup(func() { cl.Close() })
 	return cl
 }
@@ -175,10 +175,10 @@ func freePorts(t testing.TB, n int) []int {
 }
 
 // nodeClient is a client of one node, closed at the test's end. Its
-// reads and writes wait up to a minute, as Server.Client's do.
+// reads and writes wait up to IOTimeout.
 func nodeClient(t testing.TB, addr string) *redis.Client {
 	c := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1, DialTimeout: 5 * time.Second,
-		ReadTimeout: time.Minute, WriteTimeout: time.Minute, ContextTimeoutEnabled: true})
+		ReadTimeout: IOTimeout, WriteTimeout: IOTimeout, ContextTimeoutEnabled: true})
 	t.Cleanup(func() { c.Close() })
 	return c
 }

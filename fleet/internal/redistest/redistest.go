@@ -84,13 +84,16 @@ func (s *Server) Stop() {
 	}
 }
 
-// Client is a client of the server, closed at the test's end. Its reads
-// and writes wait up to a minute (go-redis's default is 3 s, which would
-// cut short the agents' generous Timeout on a loaded machine); a
-// context's earlier deadline still bounds them.
+// IOTimeout is how long the tests' clients wait for a read or a write:
+// go-redis's default, 3 s, would cut short the agents' generous Timeout on
+// a loaded machine. A context's earlier deadline still bounds a call.
+const IOTimeout = time.Minute
+
+// Client is a client of the server, closed at the test's end; its reads
+// and writes wait up to IOTimeout.
 func (s *Server) Client(t testing.TB) *redis.Client {
 	c := redis.NewClient(&redis.Options{Network: "unix", Addr: s.Sock, MaxRetries: -1, DialTimeout: 5 * time.Second,
-		ReadTimeout: time.Minute, WriteTimeout: time.Minute, ContextTimeoutEnabled: true})
+		ReadTimeout: IOTimeout, WriteTimeout: IOTimeout, ContextTimeoutEnabled: true})
 	t.Cleanup(func() { c.Close() })
 	return c
 }
