@@ -276,7 +276,7 @@ func (a *Agent) syncCounts(ctx context.Context, m *member, suffix string, val []
 			// rather than a lower one.
 			old, ok := seen[others[i]]
 			if !ok {
-				return nil, nil, fmt.Errorf("fleet: %s %q: %s is listed but holds no counts, and this agent remembers none: keeping the last sum until it pushes again", m.kind, m.name, hostKeys[i])
+				return nil, nil, fmt.Errorf("fleet: %s %q: %q is listed but holds no counts, and this agent remembers none: keeping the last sum until it pushes again", m.kind, m.name, hostKeys[i])
 			}
 			raw[i] = old
 			fromMemory = append(fromMemory, others[i])
@@ -287,7 +287,7 @@ func (a *Agent) syncCounts(ctx context.Context, m *member, suffix string, val []
 		// A host's counts that cannot be summed fail the round: the
 		// fleet part keeps the last good sum rather than a lower one.
 		if exports[i], err = c.decode(raw[i]); err != nil {
-			return nil, nil, fmt.Errorf("fleet: %s %q: %w: %s %v", m.kind, m.name, ErrMismatch, hostKeys[i], err)
+			return nil, nil, fmt.Errorf("fleet: %s %q: %w: %q %v", m.kind, m.name, ErrMismatch, hostKeys[i], err)
 		}
 	}
 	total, err := c.sum(exports...)

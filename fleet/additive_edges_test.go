@@ -83,6 +83,16 @@ func TestSync_CraftedHostKeysRefused(t *testing.T) {
 	rc.SRem(ctx, "{f/hits}:hosts", append(fake, "evil")...)
 	mustSync(t, a)
 
+	// A host name a neighbour listed with a line break and an escape in
+	// it: the error names it quoted, so it cannot forge a log line.
+	forged := "x\nfleet: forged\x1b[2J"
+	rc.SAdd(ctx, "{f/hits}:hosts", forged)
+	if err := a.Sync(ctx); err == nil || strings.ContainsAny(err.Error(), "\n\x1b") {
+		t.Errorf("a round over a listed host named with a line break: %q, want an error on one line", err)
+	}
+	rc.SRem(ctx, "{f/hits}:hosts", forged)
+	mustSync(t, a)
+
 	// A host named like another's key: "b" escaped cannot be reached
 	// by a host name holding the separator.
 	for _, name := range []string{"x:host:b", "{f/hits}:host:b", "b%3A", "b:"} {
