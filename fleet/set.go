@@ -454,7 +454,10 @@ func (a *Agent) applySet(ctx context.Context, m *member, toAdd, toRemove any, to
 		}
 	}
 	if base != nil && len(adds) == 0 && len(removes) == 0 {
-		return nil, nil // the push wrote no journal
+		// The push wrote no journal: the host holds the fleet's every
+		// key, and none is refused now.
+		m.refused = 0
+		return nil, nil
 	}
 	// A journal this agent began applying resumes where it stopped; any
 	// other starts whole.
