@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/shmsketch/sketch"
@@ -209,11 +210,15 @@ func countsFit(kind, name string, rows, width int) error {
 }
 
 // pushCounts is the push of one host's counts (or a rate limiter's busy
-// times), atomic in Redis: check the description (KEYS[1], ARGV[1]) and
-// that the hosts' set (KEYS[2]) is a set, writing nothing otherwise;
-// store the counts (ARGV[2]) under the host's key (KEYS[3]) and the host
-// (ARGV[3]) in the set, both expiring ARGV[4] milliseconds later when it
-// is > 0; return the set's hosts.
+// times), atomic in Redis: check the description (KEYS[1], ARGV[1]), that
+// the hosts' set (KEYS[2]) is a set and the push stamps (KEYS[4]) a hash,
+// and that the host's stamp there is not later than this push's (ARGV[5]),
+// writing nothing otherwise; store the counts (ARGV[2]) under the host's
+// key (KEYS[3]), the host (ARGV[3]) in the set and the stamp in the hash,
+// all expiring ARGV[4] milliseconds later when it is > 0; return the
+// set's hosts. A later stamp is answered {'stale', stamp}; one that is
+// not a number under 2^53 (the microseconds of no clock, and past what a
+// Lua number holds exactly) is replaced.
 var pushCounts = redis.NewScript(`
 local meta = redis.call('GET', KEYS[1])
 if meta and meta ~= ARGV[1] then
@@ -223,17 +228,55 @@ local t = redis.call('TYPE', KEYS[2]).ok
 if t ~= 'none' and t ~= 'set' then
 	return {'foreign', 'a Redis ' .. t .. ' in the hosts key'}
 end
+t = redis.call('TYPE', KEYS[4]).ok
+if t ~= 'none' and t ~= 'hash' then
+	return {'foreign', 'a Redis ' .. t .. ' in the push stamps key'}
+end
+local last = redis.call('HGET', KEYS[4], ARGV[3])
+local n = tonumber(last)
+if n and n > tonumber(ARGV[5]) and n < 9007199254740992 then
+	return {'stale', last}
+end
 if not meta then
 	redis.call('SET', KEYS[1], ARGV[1])
 end
 redis.call('SET', KEYS[3], ARGV[2])
 redis.call('SADD', KEYS[2], ARGV[3])
+redis.call('HSET', KEYS[4], ARGV[3], ARGV[5])
 if tonumber(ARGV[4]) > 0 then
 	redis.call('PEXPIRE', KEYS[3], ARGV[4])
 	redis.call('PEXPIRE', KEYS[2], ARGV[4])
+	redis.call('PEXPIRE', KEYS[4], ARGV[4])
 end
 return {'ok', redis.call('SMEMBERS', KEYS[2])}
 `)
+
+// pushStamped runs pushCounts for this host's value val under keys (the
+// description, the hosts' set, the host's key, the push stamps) and
+// returns the script's reply body. Each push carries a stamp later than
+// every earlier one of this agent (microseconds of the clock, or one more
+// than the last), so that a push that lands late (sent by a round that
+// timed out, or by an agent killed with it on the wire, after a newer
+// one) cannot put older counts back over newer: Redis refuses it. A push
+// refused because Redis holds a later stamp (this host's clock went back,
+// or an agent of the same host ran ahead) is sent again once, stamped
+// after it.
+func (a *Agent) pushStamped(ctx context.Context, m *member, keys []string, val []byte, ttlMillis int64) (any, error) {
+	for try := 0; ; try++ {
+		a.stamp = max(a.stamp+1, uint64(time.Now().UnixMicro()))
+		res, err := pushCounts.Run(ctx, a.cfg.Redis, keys, m.meta, val, a.cfg.Host, ttlMillis, a.stamp).Slice()
+		if err == nil && len(res) == 2 && res[0] == "stale" {
+			s, _ := res[1].(string)
+			last, perr := strconv.ParseUint(s, 10, 64)
+			if perr != nil || try > 0 {
+				return nil, fmt.Errorf("fleet: %s %q: redis: the push was refused as older than one stamped %q", m.kind, m.name, s)
+			}
+			a.stamp = max(a.stamp, last)
+			continue
+		}
+		return scriptReply(m, res, err)
+	}
+}
 
 // syncCounts pushes this host's value (val: its counts, as encoded)
 // under suffix (a period's, or "" for a plain structure) and returns the
@@ -243,9 +286,8 @@ return {'ok', redis.call('SMEMBERS', KEYS[2])}
 func (a *Agent) syncCounts(ctx context.Context, m *member, suffix string, val []byte, ttlMillis int64, c counts, seen seenCounts) ([]byte, []string, error) {
 	tag := a.tag(m)
 	hostKey := func(h string) string { return tag + ":host" + suffix + ":" + keyName(h) }
-	keys := []string{tag + ":meta", tag + ":hosts" + suffix, hostKey(a.cfg.Host)}
-	res, err := pushCounts.Run(ctx, a.cfg.Redis, keys, m.meta, val, a.cfg.Host, ttlMillis).Slice()
-	body, err := scriptReply(m, res, err)
+	keys := []string{tag + ":meta", tag + ":hosts" + suffix, hostKey(a.cfg.Host), tag + ":stamps" + suffix}
+	body, err := a.pushStamped(ctx, m, keys, val, ttlMillis)
 	if err != nil {
 		return nil, nil, err
 	}

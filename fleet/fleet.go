@@ -200,6 +200,8 @@ type Agent struct {
 	last    time.Time
 	closed  bool
 
+	stamp uint64 // the last push's stamp (pushStamped), guarded by round
+
 	// rotateAlike lets windows turned by Rotate be synced: the tests turn
 	// every host's window alike, Rotate for Rotate, within a period the
 	// clock never ends.

@@ -202,9 +202,8 @@ func (a *Agent) syncGCRA(ctx context.Context, m *member) error {
 	tag := a.tag(m)
 	hostKey := func(h string) string { return tag + ":times:" + keyName(h) }
 	set := tag + ":hosts"
-	keys := []string{tag + ":meta", set, hostKey(a.cfg.Host)}
-	res, err := pushCounts.Run(ctx, a.cfg.Redis, keys, m.meta, exp, a.cfg.Host, m.gcra.life.Milliseconds()).Slice()
-	body, err := scriptReply(m, res, err)
+	keys := []string{tag + ":meta", set, hostKey(a.cfg.Host), tag + ":stamps"}
+	body, err := a.pushStamped(ctx, m, keys, exp, m.gcra.life.Milliseconds())
 	if err != nil {
 		return err
 	}

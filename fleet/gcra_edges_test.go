@@ -54,8 +54,8 @@ func TestSync_GCRAHostileNames(t *testing.T) {
 			ours = append(ours, k)
 		}
 	}
-	if len(ours) != 2+len(agents) { // meta, hosts, a times key a host
-		t.Errorf("keys of %q: %q, want its description, hosts and %d hosts' times", name, ours, len(agents))
+	if len(ours) != 3+len(agents) { // meta, hosts, stamps, a times key a host
+		t.Errorf("keys of %q: %q, want its description, hosts, push stamps and %d hosts' times", name, ours, len(agents))
 	}
 	for _, k := range ours {
 		if keySlot(k) != keySlot(ours[0]) {

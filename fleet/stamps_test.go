@@ -1,0 +1,115 @@
+package fleet
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/shmsketch/sketch/fleet/internal/redistest"
+)
+
+// TestSync_LatePushRefused: a push that lands after a newer one of the
+// same host (a round that timed out with its push on the wire, or an
+// agent killed with it there, then a newer round) is refused by Redis,
+// so the host's older counts never replace its newer ones: the other
+// host's estimate stays at the newer count. The late push is replayed
+// with the very keys, value and stamp the first round sent.
+func TestSync_LatePushRefused(t *testing.T) {
+	rs := redistest.Start(t)
+	a, b, ca, cb := syncedPair(t, rs)
+	ctx := context.Background()
+	rc := rs.Client(t)
+	keys := []string{"{f/hits}:meta", "{f/hits}:hosts", "{f/hits}:host:a", "{f/hits}:stamps"}
+
+	first, err := rc.Get(ctx, keys[2]).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	firstStamp, err := rc.HGet(ctx, keys[3], "a").Uint64()
+	if err != nil {
+		t.Fatalf("no push stamp of host a after its rounds: %v", err)
+	}
+
+	ca.AddN([]byte("ka"), 25) // 75 now
+	mustSync(t, a)
+	newer := rc.Get(ctx, keys[2]).Val()
+	newerStamp, _ := rc.HGet(ctx, keys[3], "a").Uint64()
+	if newer == first || newerStamp <= firstStamp {
+		t.Fatalf("a's second push: value changed %v, stamp %d after %d", newer != first, newerStamp, firstStamp)
+	}
+
+	a.mu.Lock()
+	meta := a.members[0].meta
+	a.mu.Unlock()
+	res, err := pushCounts.Run(ctx, rc, keys, meta, first, "a", 0, firstStamp).Slice()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res) != 2 || res[0] != "stale" || res[1] != strconv.FormatUint(newerStamp, 10) {
+		t.Fatalf("the late push was answered %v, want [stale %d]", res, newerStamp)
+	}
+	if got := rc.Get(ctx, keys[2]).Val(); got != newer {
+		t.Fatal("the late push replaced the host's newer counts")
+	}
+	mustSync(t, b)
+	if got := cb.EstimateString("ka"); got != 75 {
+		t.Fatalf("b's estimate of ka after the late push = %d, want 75", got)
+	}
+
+	// The same push again with its own stamp is a retry: taken, as
+	// before (a push is idempotent).
+	res, err = pushCounts.Run(ctx, rc, keys, meta, newer, "a", 0, newerStamp).Slice()
+	if err != nil || len(res) != 2 || res[0] != "ok" {
+		t.Fatalf("a retried push = %v, %v, want ok", res, err)
+	}
+}
+
+// TestSync_PushStampAhead: Redis holds a stamp of this host later than
+// its clock (the clock went back, or another agent of the host ran
+// ahead). The round's push is refused once, sent again stamped after it,
+// and lands; a stamp that is not a number under 2^53 is replaced (a
+// neighbour cannot stop a host's pushes with one); a stamps key of
+// another type fails the round (ErrMismatch) and writes nothing.
+func TestSync_PushStampAhead(t *testing.T) {
+	rs := redistest.Start(t)
+	a, b, ca, cb := syncedPair(t, rs)
+	ctx := context.Background()
+	rc := rs.Client(t)
+
+	ahead := uint64(time.Now().Add(time.Hour).UnixMicro())
+	rc.HSet(ctx, "{f/hits}:stamps", "a", ahead)
+	ca.AddN([]byte("ka"), 10) // 60
+	mustSync(t, a, b)
+	if got := cb.EstimateString("ka"); got != 60 {
+		t.Fatalf("b's estimate of ka after a's push past a stamp ahead = %d, want 60", got)
+	}
+	if got, _ := rc.HGet(ctx, "{f/hits}:stamps", "a").Uint64(); got != ahead+1 {
+		t.Fatalf("a's stamp = %d, want %d (one past the stamp ahead)", got, ahead+1)
+	}
+
+	want := uint64(60)
+	for _, bad := range []string{"not a number", "1e30", "18446744073709551615", "9007199254740992"} {
+		rc.HSet(ctx, "{f/hits}:stamps", "a", bad)
+		ca.AddN([]byte("ka"), 10)
+		want += 10
+		mustSync(t, a, b)
+		if got := cb.EstimateString("ka"); got != want {
+			t.Fatalf("b's estimate of ka after a's push over the stamp %q = %d, want %d", bad, got, want)
+		}
+	}
+
+	rc.Del(ctx, "{f/hits}:stamps")
+	rc.RPush(ctx, "{f/hits}:stamps", "x")
+	before := rc.Get(ctx, "{f/hits}:host:a").Val()
+	ca.AddN([]byte("ka"), 10)
+	err := a.Sync(ctx)
+	if !errors.Is(err, ErrMismatch) || !strings.Contains(err.Error(), "push stamps key") {
+		t.Fatalf("a round over a list in the stamps key = %v, want ErrMismatch naming the push stamps key", err)
+	}
+	if got := rc.Get(ctx, "{f/hits}:host:a").Val(); got != before {
+		t.Fatal("a refused push wrote the host's counts")
+	}
+}
