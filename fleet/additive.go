@@ -212,13 +212,15 @@ func countsFit(kind, name string, rows, width int) error {
 // pushCounts is the push of one host's counts (or a rate limiter's busy
 // times), atomic in Redis: check the description (KEYS[1], ARGV[1]), that
 // the hosts' set (KEYS[2]) is a set and the push stamps (KEYS[4]) a hash,
-// and that the host's stamp there is not later than this push's (ARGV[5]),
+// and that the host's stamp there is earlier than this push's (ARGV[5]),
 // writing nothing otherwise; store the counts (ARGV[2]) under the host's
 // key (KEYS[3]), the host (ARGV[3]) in the set and the stamp in the hash,
 // all expiring ARGV[4] milliseconds later when it is > 0; return the
-// set's hosts. A later stamp is answered {'stale', stamp}; one that is
-// not a number under 2^53 (the microseconds of no clock, and past what a
-// Lua number holds exactly) is replaced.
+// set's hosts. A stamp as late or later is answered {'stale', stamp}: a
+// push sent again after it landed is refused too, harmlessly. A stored
+// stamp that is not up to 16 decimal digits, or is more than a day past
+// Redis's clock, is no stamp: a neighbour who plants one cannot stop a
+// host's pushes, nor send its stamps past what a Lua number holds.
 var pushCounts = redis.NewScript(`
 local meta = redis.call('GET', KEYS[1])
 if meta and meta ~= ARGV[1] then
@@ -233,9 +235,12 @@ if t ~= 'none' and t ~= 'hash' then
 	return {'foreign', 'a Redis ' .. t .. ' in the push stamps key'}
 end
 local last = redis.call('HGET', KEYS[4], ARGV[3])
-local n = tonumber(last)
-if n and n > tonumber(ARGV[5]) and n < 9007199254740992 then
-	return {'stale', last}
+if last and #last <= 16 and string.find(last, '^%d+$') then
+	local now = redis.call('TIME')
+	local n = tonumber(last)
+	if n >= tonumber(ARGV[5]) and n <= now[1] * 1000000 + now[2] + 86400000000 then
+		return {'stale', last}
+	end
 end
 if not meta then
 	redis.call('SET', KEYS[1], ARGV[1])
@@ -251,6 +256,12 @@ end
 return {'ok', redis.call('SMEMBERS', KEYS[2])}
 `)
 
+// stampLeap is how far past a later stamp Redis holds this agent's next
+// stamp goes: past the pushes an agent of this host (say one killed with
+// a push on the wire, whose stamps ran ahead of its clock) can have
+// stamped after that one, a push a structure and a period a round.
+const stampLeap = 1 << 16
+
 // pushStamped runs pushCounts for this host's value val under keys (the
 // description, the hosts' set, the host's key, the push stamps) and
 // returns the script's reply body. Each push carries a stamp later than
@@ -258,24 +269,24 @@ return {'ok', redis.call('SMEMBERS', KEYS[2])}
 // than the last), so that a push that lands late (sent by a round that
 // timed out, or by an agent killed with it on the wire, after a newer
 // one) cannot put older counts back over newer: Redis refuses it. A push
-// refused because Redis holds a later stamp (this host's clock went back,
-// or an agent of the same host ran ahead) is sent again once, stamped
-// after it.
+// refused because Redis holds a stamp as late (this host's clock went
+// back, or another agent pushes under its name) fails the round, and the
+// next round's push goes past it: sent again now, its counts, read
+// before the other push's, could be the older.
 func (a *Agent) pushStamped(ctx context.Context, m *member, keys []string, val []byte, ttlMillis int64) (any, error) {
-	for try := 0; ; try++ {
-		a.stamp = max(a.stamp+1, uint64(time.Now().UnixMicro()))
-		res, err := pushCounts.Run(ctx, a.cfg.Redis, keys, m.meta, val, a.cfg.Host, ttlMillis, a.stamp).Slice()
-		if err == nil && len(res) == 2 && res[0] == "stale" {
-			s, _ := res[1].(string)
-			last, perr := strconv.ParseUint(s, 10, 64)
-			if perr != nil || try > 0 {
-				return nil, fmt.Errorf("fleet: %s %q: redis: the push was refused as older than one stamped %q", m.kind, m.name, s)
-			}
-			a.stamp = max(a.stamp, last)
-			continue
+	a.stamp = max(a.stamp+1, uint64(time.Now().UnixMicro()))
+	res, err := pushCounts.Run(ctx, a.cfg.Redis, keys, m.meta, val, a.cfg.Host, ttlMillis, a.stamp).Slice()
+	if err == nil && len(res) == 2 && res[0] == "stale" {
+		s, _ := res[1].(string)
+		last, perr := strconv.ParseUint(s, 10, 64)
+		if perr != nil {
+			return nil, fmt.Errorf("fleet: %s %q: %w: %s holds %q for this host, which is no push stamp", m.kind, m.name, ErrMismatch, keys[3], s)
 		}
-		return scriptReply(m, res, err)
+		pushed := a.stamp
+		a.stamp = max(a.stamp, last+stampLeap)
+		return nil, fmt.Errorf("fleet: %s %q: Redis holds a push of this host stamped %d, as late as this round's (%d): its clock went back, or another agent pushes under its name; the next round pushes past it", m.kind, m.name, last, pushed)
 	}
+	return scriptReply(m, res, err)
 }
 
 // syncCounts pushes this host's value (val: its counts, as encoded)

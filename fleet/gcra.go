@@ -175,14 +175,19 @@ func timesFit(name string, rows, width int) error {
 	return nil
 }
 
-// forgetHost removes a host from the hosts' set (KEYS[1]) when its times
-// key (KEYS[2]) is gone (expired: the host stopped pushing), atomically,
-// so that a host that pushed again meanwhile stays. It returns the key's
-// type.
+// forgetHost removes a host from the hosts' set (KEYS[1]) and its push
+// stamp from the stamps hash (KEYS[3]) when its times key (KEYS[2]) is
+// gone (expired: the host stopped pushing), atomically, so that a host
+// that pushed again meanwhile stays. Its last push is older than the
+// key's life, so no late push of it is left to refuse. It returns the
+// key's type.
 var forgetHost = redis.NewScript(`
 local t = redis.call('TYPE', KEYS[2]).ok
 if t == 'none' then
 	redis.call('SREM', KEYS[1], ARGV[1])
+	if redis.call('TYPE', KEYS[3]).ok == 'hash' then
+		redis.call('HDEL', KEYS[3], ARGV[1])
+	end
 end
 return t
 `)
@@ -245,7 +250,7 @@ func (a *Agent) syncGCRA(ctx context.Context, m *member) error {
 // key gone or not a string), into m's limiter.
 func (a *Agent) mergeHostTimes(ctx context.Context, m *member, set, host, key string, v any) error {
 	if v == nil {
-		t, err := forgetHost.Run(ctx, a.cfg.Redis, []string{set, key}, host).Text()
+		t, err := forgetHost.Run(ctx, a.cfg.Redis, []string{set, key, a.tag(m) + ":stamps"}, host).Text()
 		switch {
 		case err != nil:
 			return fmt.Errorf("fleet: %s %q: redis: %w", m.kind, m.name, err)

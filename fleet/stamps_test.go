@@ -59,20 +59,25 @@ func TestSync_LatePushRefused(t *testing.T) {
 		t.Fatalf("b's estimate of ka after the late push = %d, want 75", got)
 	}
 
-	// The same push again with its own stamp is a retry: taken, as
-	// before (a push is idempotent).
+	// The same push sent again with its own stamp is refused too, and
+	// harmlessly: the counts it holds are stored already.
 	res, err = pushCounts.Run(ctx, rc, keys, meta, newer, "a", 0, newerStamp).Slice()
-	if err != nil || len(res) != 2 || res[0] != "ok" {
-		t.Fatalf("a retried push = %v, %v, want ok", res, err)
+	if err != nil || len(res) != 2 || res[0] != "stale" {
+		t.Fatalf("a push sent again = %v, %v, want stale", res, err)
+	}
+	if got := rc.Get(ctx, keys[2]).Val(); got != newer {
+		t.Fatal("the push sent again changed the host's counts")
 	}
 }
 
 // TestSync_PushStampAhead: Redis holds a stamp of this host later than
 // its clock (the clock went back, or another agent of the host ran
-// ahead). The round's push is refused once, sent again stamped after it,
-// and lands; a stamp that is not a number under 2^53 is replaced (a
-// neighbour cannot stop a host's pushes with one); a stamps key of
-// another type fails the round (ErrMismatch) and writes nothing.
+// ahead). The round's push is refused and the round fails, saying so;
+// the next round's push goes past the stamp and lands. A stamp that is
+// not up to 16 decimal digits, or is more than a day ahead of Redis's
+// clock, is no stamp, so a neighbour cannot stop a host's pushes with
+// one; a stamps key of another type fails the round (ErrMismatch) and
+// writes nothing.
 func TestSync_PushStampAhead(t *testing.T) {
 	rs := redistest.Start(t)
 	a, b, ca, cb := syncedPair(t, rs)
@@ -82,16 +87,24 @@ func TestSync_PushStampAhead(t *testing.T) {
 	ahead := uint64(time.Now().Add(time.Hour).UnixMicro())
 	rc.HSet(ctx, "{f/hits}:stamps", "a", ahead)
 	ca.AddN([]byte("ka"), 10) // 60
+	err := a.Sync(ctx)
+	if err == nil || errors.Is(err, ErrMismatch) || !strings.Contains(err.Error(), "the next round pushes past it") {
+		t.Fatalf("a round under a stamp an hour ahead = %v, want the push refused for this round", err)
+	}
+	if got, _ := rc.HGet(ctx, "{f/hits}:stamps", "a").Uint64(); got != ahead {
+		t.Fatalf("the refused push changed a's stamp to %d", got)
+	}
 	mustSync(t, a, b)
 	if got := cb.EstimateString("ka"); got != 60 {
 		t.Fatalf("b's estimate of ka after a's push past a stamp ahead = %d, want 60", got)
 	}
-	if got, _ := rc.HGet(ctx, "{f/hits}:stamps", "a").Uint64(); got != ahead+1 {
-		t.Fatalf("a's stamp = %d, want %d (one past the stamp ahead)", got, ahead+1)
+	if got, _ := rc.HGet(ctx, "{f/hits}:stamps", "a").Uint64(); got != ahead+stampLeap+1 {
+		t.Fatalf("a's stamp = %d, want %d (past the stamp ahead)", got, ahead+stampLeap+1)
 	}
 
 	want := uint64(60)
-	for _, bad := range []string{"not a number", "1e30", "18446744073709551615", "9007199254740992"} {
+	dayAhead := strconv.FormatUint(uint64(time.Now().Add(25*time.Hour).UnixMicro()), 10)
+	for _, bad := range []string{"not a number", "1e30", "18446744073709551615", "9007199254740991", dayAhead, "9e15", "+9000000000000000", " 9000000000000000", "0x1fffffffffffff", "inf", "nan", "-1"} {
 		rc.HSet(ctx, "{f/hits}:stamps", "a", bad)
 		ca.AddN([]byte("ka"), 10)
 		want += 10
@@ -105,7 +118,7 @@ func TestSync_PushStampAhead(t *testing.T) {
 	rc.RPush(ctx, "{f/hits}:stamps", "x")
 	before := rc.Get(ctx, "{f/hits}:host:a").Val()
 	ca.AddN([]byte("ka"), 10)
-	err := a.Sync(ctx)
+	err = a.Sync(ctx)
 	if !errors.Is(err, ErrMismatch) || !strings.Contains(err.Error(), "push stamps key") {
 		t.Fatalf("a round over a list in the stamps key = %v, want ErrMismatch naming the push stamps key", err)
 	}
