@@ -216,12 +216,10 @@ func countsFit(kind, name string, rows, width int) error {
 // writing nothing otherwise; store the counts (ARGV[2]) under the host's
 // key (KEYS[3]), the host (ARGV[3]) in the set and the stamp in the hash,
 // all expiring ARGV[4] milliseconds later when it is > 0; return the
-// set's hosts. A stamp as late or later is answered {'stale', stamp}: a
-// push sent again after it landed is refused too, harmlessly. A stored
-// stamp that is not up to 16 decimal digits, or is more than a day past
-// Redis's clock, is no stamp: a neighbour who plants one cannot stop a
-// host's pushes, nor send its stamps past what a Lua number holds.
-var pushCounts = redis.NewScript(`
+// set's hosts. A stamp as late or later (staleStamp) is answered
+// {'stale', stamp}: a push sent again after it landed is refused too,
+// harmlessly.
+var pushCounts = redis.NewScript(staleStamp + `
 local meta = redis.call('GET', KEYS[1])
 if meta and meta ~= ARGV[1] then
 	return {'mismatch', meta}
@@ -234,13 +232,9 @@ t = redis.call('TYPE', KEYS[4]).ok
 if t ~= 'none' and t ~= 'hash' then
 	return {'foreign', 'a Redis ' .. t .. ' in the push stamps key'}
 end
-local last = redis.call('HGET', KEYS[4], ARGV[3])
-if last and #last <= 16 and string.find(last, '^%d+$') then
-	local now = redis.call('TIME')
-	local n = tonumber(last)
-	if n >= tonumber(ARGV[5]) and n <= now[1] * 1000000 + now[2] + 86400000000 then
-		return {'stale', last}
-	end
+local last = stale(KEYS[4], ARGV[3], ARGV[5])
+if last then
+	return {'stale', last}
 end
 if not meta then
 	redis.call('SET', KEYS[1], ARGV[1])
@@ -255,6 +249,34 @@ if tonumber(ARGV[4]) > 0 then
 end
 return {'ok', redis.call('SMEMBERS', KEYS[2])}
 `)
+
+// staleStamp defines the scripts' stale(key, host, stamp): the stamp of
+// host in the stamps hash key when it is as late as stamp or later, else
+// nil. A stored stamp that is not up to 16 decimal digits, or is more
+// than a day past Redis's clock, is no stamp: a neighbour who plants one
+// cannot stop a host's pushes, nor send its stamps past 2^53, where Lua
+// numbers no longer tell them apart.
+const staleStamp = `
+local function stale(key, host, stamp)
+	local last = redis.call('HGET', key, host)
+	if not last or #last > 16 or not string.find(last, '^%d+$') then
+		return nil
+	end
+	local now = redis.call('TIME')
+	local n = tonumber(last)
+	if n >= tonumber(stamp) and n <= now[1] * 1000000 + now[2] + 86400000000 then
+		return last
+	end
+	return nil
+end
+`
+
+// nextStamp returns a push's stamp: the clock's microseconds, or one past
+// the last stamp when that is later. The caller holds the round lock.
+func (a *Agent) nextStamp() uint64 {
+	a.stamp = max(a.stamp+1, uint64(time.Now().UnixMicro()))
+	return a.stamp
+}
 
 // stampLeap is how far past a later stamp Redis holds this agent's next
 // stamp goes: past the pushes an agent of this host (say one killed with
@@ -274,19 +296,25 @@ const stampLeap = 1 << 16
 // next round's push goes past it: sent again now, its counts, read
 // before the other push's, could be the older.
 func (a *Agent) pushStamped(ctx context.Context, m *member, keys []string, val []byte, ttlMillis int64) (any, error) {
-	a.stamp = max(a.stamp+1, uint64(time.Now().UnixMicro()))
-	res, err := pushCounts.Run(ctx, a.cfg.Redis, keys, m.meta, val, a.cfg.Host, ttlMillis, a.stamp).Slice()
+	res, err := pushCounts.Run(ctx, a.cfg.Redis, keys, m.meta, val, a.cfg.Host, ttlMillis, a.nextStamp()).Slice()
 	if err == nil && len(res) == 2 && res[0] == "stale" {
-		s, _ := res[1].(string)
-		last, perr := strconv.ParseUint(s, 10, 64)
-		if perr != nil {
-			return nil, fmt.Errorf("fleet: %s %q: %w: %s holds %q for this host, which is no push stamp", m.kind, m.name, ErrMismatch, keys[3], s)
-		}
-		pushed := a.stamp
-		a.stamp = max(a.stamp, last+stampLeap)
-		return nil, fmt.Errorf("fleet: %s %q: Redis holds a push of this host stamped %d, as late as this round's (%d): its clock went back, or another agent pushes under its name; the next round pushes past it", m.kind, m.name, last, pushed)
+		return nil, a.refusedAsStale(m, keys[3], res[1])
 	}
 	return scriptReply(m, res, err)
+}
+
+// refusedAsStale is the error of a push Redis refused because the stamps
+// key holds a stamp of this host (last, as the script replied it) as late
+// as the push's; it moves the agent's stamps well past it.
+func (a *Agent) refusedAsStale(m *member, stampsKey string, last any) error {
+	s, _ := last.(string)
+	n, err := strconv.ParseUint(s, 10, 64)
+	if err != nil {
+		return fmt.Errorf("fleet: %s %q: %w: %s holds %q for this host, which is no push stamp", m.kind, m.name, ErrMismatch, stampsKey, s)
+	}
+	pushed := a.stamp
+	a.stamp = max(a.stamp, n+stampLeap)
+	return fmt.Errorf("fleet: %s %q: Redis holds a push of this host stamped %d, as late as this round's (%d): its clock went back, or another agent pushes under its name; the next round pushes past it", m.kind, m.name, n, pushed)
 }
 
 // syncCounts pushes this host's value (val: its counts, as encoded)

@@ -126,3 +126,52 @@ func TestSync_PushStampAhead(t *testing.T) {
 		t.Fatal("a refused push wrote the host's counts")
 	}
 }
+
+// TestSync_LateCandidatesRefused: a host's candidates push that lands
+// after a newer one is refused as a counts push is, so the fleet's Top
+// keeps the key the newer push named (a loud key that the older list
+// lacks).
+func TestSync_LateCandidatesRefused(t *testing.T) {
+	rs := redistest.Start(t)
+	a, b, ca, _ := syncedPair(t, rs)
+	ctx := context.Background()
+	rc := rs.Client(t)
+	keys := []string{"{f/hits}:top:a", "{f/hits}:tophosts", "{f/hits}:topstamps"}
+	first := rc.Get(ctx, keys[0]).Val()
+	firstStamp, err := rc.HGet(ctx, keys[2], "a").Uint64()
+	if first == "" || err != nil {
+		t.Fatalf("no candidates or stamp of host a after its rounds: %q, %v", first, err)
+	}
+
+	ca.AddN([]byte("loud"), 500)
+	mustSync(t, a)
+	newer := rc.Get(ctx, keys[0]).Val()
+	if newer == first {
+		t.Fatal("a's candidates did not change after its loud key")
+	}
+	res, err := pushTop.Run(ctx, rc, keys, first, "a", 0, firstStamp).Slice()
+	if err != nil || len(res) != 2 || res[0] != "stale" {
+		t.Fatalf("the late candidates push = %v, %v, want stale", res, err)
+	}
+	if got := rc.Get(ctx, keys[0]).Val(); got != newer {
+		t.Fatal("the late candidates push replaced the host's newer candidates")
+	}
+	mustSync(t, b)
+	top, err := b.Top(ctx, "hits", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(top) != 1 || top[0].Key != "loud" || top[0].Estimate < 500 {
+		t.Fatalf("b's fleet Top(1) = %+v, want loud at 500 or more", top)
+	}
+
+	// A candidates stamp ahead: that round's candidates are refused, the
+	// next round's land.
+	rc.HSet(ctx, keys[2], "a", uint64(time.Now().Add(time.Hour).UnixMicro()))
+	ca.AddN([]byte("louder"), 900)
+	syncAfterRefusal(t, a)
+	mustSync(t, b)
+	if top, err := b.Top(ctx, "hits", 1); err != nil || len(top) != 1 || top[0].Key != "louder" {
+		t.Fatalf("b's fleet Top(1) after a's push past a stamp ahead = %+v, %v, want louder", top, err)
+	}
+}

@@ -28,20 +28,33 @@ type topState struct {
 
 // pushTop stores a host's candidates (ARGV[1]) under its key (KEYS[1]),
 // and the host (ARGV[2]) in the set of hosts that pushed (KEYS[2]), both
-// expiring ARGV[3] milliseconds later when it is > 0. A set key of
-// another type is left alone and refused.
-var pushTop = redis.NewScript(`
+// expiring ARGV[3] milliseconds later when it is > 0, when the host's
+// stamp in the candidates' push stamps (KEYS[3]) is earlier than this
+// push's (ARGV[4]), as pushCounts does for counts; it returns {'ok'}, or
+// {'stale', stamp}, writing nothing. A set or stamps key of another type
+// is left alone and refused.
+var pushTop = redis.NewScript(staleStamp + `
 local t = redis.call('TYPE', KEYS[2]).ok
 if t ~= 'none' and t ~= 'set' then
 	return redis.error_reply('a Redis ' .. t .. ' in the candidate hosts key')
 end
+t = redis.call('TYPE', KEYS[3]).ok
+if t ~= 'none' and t ~= 'hash' then
+	return redis.error_reply('a Redis ' .. t .. ' in the candidates push stamps key')
+end
+local last = stale(KEYS[3], ARGV[2], ARGV[4])
+if last then
+	return {'stale', last}
+end
 redis.call('SET', KEYS[1], ARGV[1])
 redis.call('SADD', KEYS[2], ARGV[2])
+redis.call('HSET', KEYS[3], ARGV[2], ARGV[4])
 if tonumber(ARGV[3]) > 0 then
 	redis.call('PEXPIRE', KEYS[1], ARGV[3])
 	redis.call('PEXPIRE', KEYS[2], ARGV[3])
+	redis.call('PEXPIRE', KEYS[3], ARGV[3])
 end
-return 'OK'
+return {'ok'}
 `)
 
 func (a *Agent) topKeys(m *member) (hostsKey string, hostKey func(string) string) {
@@ -49,15 +62,22 @@ func (a *Agent) topKeys(m *member) (hostsKey string, hostKey func(string) string
 	return tag + ":tophosts", func(h string) string { return tag + ":top:" + keyName(h) }
 }
 
-// syncTop pushes this host's candidates, after the counts' round.
+// syncTop pushes this host's candidates, after the counts' round,
+// stamped as counts are (pushStamped), so that a late push cannot put a
+// host's older candidates back over newer ones.
 func (a *Agent) syncTop(ctx context.Context, m *member) error {
 	hh, err := m.top.top(0)
 	if err != nil {
 		return fmt.Errorf("fleet: %s %q: %w", m.kind, m.name, err)
 	}
 	hostsKey, hostKey := a.topKeys(m)
-	if err := pushTop.Run(ctx, a.cfg.Redis, []string{hostKey(a.cfg.Host), hostsKey}, encodeTop(hh), a.cfg.Host, m.top.life).Err(); err != nil {
+	stamps := a.tag(m) + ":topstamps"
+	res, err := pushTop.Run(ctx, a.cfg.Redis, []string{hostKey(a.cfg.Host), hostsKey, stamps}, encodeTop(hh), a.cfg.Host, m.top.life, a.nextStamp()).Slice()
+	if err != nil {
 		return fmt.Errorf("fleet: %s %q: redis: pushing the candidates: %w", m.kind, m.name, err)
+	}
+	if len(res) == 2 && res[0] == "stale" {
+		return a.refusedAsStale(m, stamps, res[1])
 	}
 	return nil
 }
