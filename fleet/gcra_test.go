@@ -162,12 +162,11 @@ func TestSync_GCRAConcurrentHosts(t *testing.T) {
 	}
 }
 
-// TestSync_GCRAExpires: a host's times key lives the limiter's window
-// plus three of the agent's intervals (PTTL right after a push is at most
-// that), and is gone once that passed; the next round of another host
-// then forgets the host (it leaves the hosts' set).
-func TestSync_GCRAExpires(t *testing.T) {
-	rs := redistest.Start(t)
+// goneAndStays is two hosts, "gone" and "stays", each syncing a rate
+// limiter "fast" of 100 requests a second (its times key living 50 ms
+// after a push) every 10 ms, each having allowed "k" once.
+func goneAndStays(t *testing.T, rs *redistest.Server) []*Agent {
+	t.Helper()
 	cfg := sketch.GCRAConfig{Rate: sketch.Rate{Count: 100, Per: time.Second}, Burst: 1, Seed: 0x3}
 	var agents []*Agent
 	for _, host := range []string{"gone", "stays"} {
@@ -183,6 +182,16 @@ func TestSync_GCRAExpires(t *testing.T) {
 		g.AllowString("k", 1)
 		agents = append(agents, a)
 	}
+	return agents
+}
+
+// TestSync_GCRAExpires: a host's times key lives the limiter's window
+// plus three of the agent's intervals (PTTL right after a push is at most
+// that), and is gone once that passed; the next round of another host
+// then forgets the host (it leaves the hosts' set).
+func TestSync_GCRAExpires(t *testing.T) {
+	rs := redistest.Start(t)
+	agents := goneAndStays(t, rs)
 	const life = 20*time.Millisecond + 3*10*time.Millisecond // window (Burst+1 intervals of 10ms) + 3 intervals
 	if got := agents[0].members[0].gcra.life; got != life {
 		t.Fatalf("the times key's life is %v, want %v", got, life)
