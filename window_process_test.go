@@ -53,8 +53,12 @@ func childAddCounted() error {
 	if err != nil {
 		return err
 	}
+	// It adds winAddsPerChild keys at least, and goes on until it has seen
+	// three turns, so that the parent turns the window while it adds
+	// however the two are scheduled.
 	var total, turned uint64
-	for i := range winAddsPerChild {
+	first := w.Current()
+	for i := 0; i < winAddsPerChild || w.Current()-first < 3; i++ {
 		n := uint64(1 + i%3)
 		p := w.Current()
 		if _, err := w.addN(fmt.Appendf(nil, "c%d-%d", os.Getpid(), i), n); err != nil {
