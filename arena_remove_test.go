@@ -446,7 +446,7 @@ func TestArena_RemoveWhileOpening(t *testing.T) {
 			}
 		}
 	}()
-	opens := make([]int, 2)
+	var opens [2]atomic.Int64
 	for g, x := range []*Arena{a, b} {
 		go func() {
 			key := "reader-" + string(rune('a'+g))
@@ -462,7 +462,7 @@ func TestArena_RemoveWhileOpening(t *testing.T) {
 					errs <- err
 					return
 				}
-				opens[g]++
+				opens[g].Add(1)
 				c.AddString(key)
 				for range 20 {
 					if got := c.EstimateString(key); got < 1 {
@@ -482,20 +482,29 @@ func TestArena_RemoveWhileOpening(t *testing.T) {
 			}
 		}()
 	}
-	time.Sleep(500 * time.Millisecond)
+	// Half a second at least, and until each handle opened the name 100
+	// times, however the goroutines are scheduled; or until one failed.
+	start := time.Now()
+	for time.Since(start) < 500*time.Millisecond || opens[0].Load() < 100 || opens[1].Load() < 100 {
+		if len(errs) > 0 {
+			break
+		}
+		if time.Since(start) > patience {
+			t.Errorf("opens through each handle in %v: %d and %d; want 100 of each", patience, opens[0].Load(), opens[1].Load())
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
 	close(stop)
 	for range 3 {
 		if err := <-errs; err != nil {
 			t.Error(err)
 		}
 	}
-	if opens[0] == 0 || opens[1] == 0 {
-		t.Errorf("opens through each handle: %v; want some of each", opens)
-	}
 	if err := a.Check(); err != nil {
 		t.Errorf("Check = %v", err)
 	}
-	t.Logf("opens through the remover's handle and another: %v; %+v", opens, a.Stats())
+	t.Logf("opens through the remover's handle and another: %d and %d; %+v", opens[0].Load(), opens[1].Load(), a.Stats())
 }
 
 // TestArena_RemoveMetrics: the metrics let go of a removed structure at

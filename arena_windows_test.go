@@ -42,6 +42,7 @@ func TestArena_WindowsOutliveArena(t *testing.T) {
 		if err := cw.Rotate(); err != nil {
 			t.Fatal(err)
 		}
+		added := bw.Current()
 		if _, err := bw.AddString("k"); err != nil {
 			t.Fatal(err)
 		}
@@ -49,7 +50,9 @@ func TestArena_WindowsOutliveArena(t *testing.T) {
 		if got := cw.EstimateString("k"); got != uint64(min(i+1, 1)) {
 			t.Errorf("round %d: estimate %d", i, got)
 		}
-		if !bw.CheckString("k") {
+		// The key is due only while the window keeps the period it went
+		// to: a machine that stalled past it gives no verdict.
+		if !bw.CheckString("k") && bw.Current() <= added+1 {
 			t.Errorf("round %d: Bloom window lost its key", i)
 		}
 	}

@@ -23,7 +23,7 @@ func closeBothWhileHeld(t *testing.T, h *handleLanes, take func() *laneSlot, clo
 	}
 	errs := make(chan error, 2)
 	go func() { errs <- closeFn() }()
-	for deadline := time.Now().Add(5 * time.Second); !h.closed.Load(); {
+	for deadline := time.Now().Add(patience); !h.closed.Load(); {
 		if time.Now().After(deadline) {
 			t.Fatal("the first Close did not start releasing the lanes")
 		}
@@ -40,8 +40,8 @@ func closeBothWhileHeld(t *testing.T, h *handleLanes, take func() *laneSlot, clo
 			if err != nil && !errors.Is(err, ErrClosed) {
 				t.Errorf("Close %d = %v", i, err)
 			}
-		case <-time.After(10 * time.Second):
-			t.Fatalf("Close %d did not return within 10s of the slot's release (two Closes at once)", i)
+		case <-time.After(patience):
+			t.Fatalf("Close %d did not return within %v of the slot's release (two Closes at once)", i, patience)
 		}
 	}
 }

@@ -90,7 +90,7 @@ func childFutexWait() error {
 	futexWake(ready, 1)
 	start := time.Now()
 	for atomic.LoadUint32(word) == 0 {
-		if err := futexWait(word, 0, 10*time.Second); err != nil {
+		if err := futexWait(word, 0, 2*time.Minute); err != nil {
 			return fmt.Errorf("futexWait: %w after %v: the parent's wake never arrived", err, time.Since(start))
 		}
 	}

@@ -463,7 +463,7 @@ func (rc *redisConn) do(args ...any) (any, error) {
 		b.Write(s)
 		b.WriteString("\r\n")
 	}
-	rc.c.SetDeadline(time.Now().Add(10 * time.Second))
+	rc.c.SetDeadline(time.Now().Add(patience))
 	if _, err := rc.c.Write(b.Bytes()); err != nil {
 		return nil, err
 	}
@@ -540,7 +540,7 @@ func startRedis(t *testing.T) *redisConn {
 			t.Logf("redis-server output:\n%s", out.String())
 		}
 	})
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(patience)
 	for {
 		c, err := net.Dial("unix", sock)
 		if err == nil {
@@ -548,7 +548,7 @@ func startRedis(t *testing.T) *redisConn {
 			return &redisConn{c: c, r: bufio.NewReader(c)}
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("redis-server did not listen on %s within 10s: %v", sock, err)
+			t.Fatalf("redis-server did not listen on %s within %v: %v", sock, patience, err)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}

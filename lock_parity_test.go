@@ -204,7 +204,7 @@ func TestLock_BackendsExclude(t *testing.T) {
 			holder.expect(t, "held 1")
 			contender := tc.contender.start(t, ctx, cgoExe, goExe, path)
 			got := contender.nextLine()
-			waitContender(t, l, contender, got, waiting(tc.holder, tc.contender, 2), 10*time.Second)
+			waitContender(t, l, contender, got, waiting(tc.holder, tc.contender, 2), patience)
 			select {
 			case line := <-got:
 				t.Fatalf("%s said %q while %s held the lock", contender.name, line, holder.name)
@@ -272,7 +272,7 @@ func TestLock_BackendsKillHolder(t *testing.T) {
 			holder.expect(t, "held 1")
 			contender := tc.contender.start(t, ctx, cgoExe, goExe, path)
 			got := contender.nextLine()
-			waitContender(t, l, contender, got, waiting(tc.holder, tc.contender, 2), 10*time.Second)
+			waitContender(t, l, contender, got, waiting(tc.holder, tc.contender, 2), patience)
 			killed := time.Now()
 			if err := holder.cmd.Process.Signal(syscall.SIGKILL); err != nil {
 				t.Fatal(err)
@@ -368,7 +368,7 @@ func TestLock_BackendsInProcess(t *testing.T) {
 			// A's token goes as if its process had died.
 			closeFd(a.m.res.tokenFd)
 			a.m.res.tokenFd = -1
-			mustAcquire(t, winner.lock, 10*time.Second)
+			mustAcquire(t, winner.lock, patience)
 			before := atomic.LoadUint32(lb.state)
 			if err := loser.unlock(); !errors.Is(err, errLockLost) {
 				t.Errorf("%s unlock of a lock lost to %s = %v, want errLockLost", loser.core, winner.core, err)
@@ -395,7 +395,7 @@ func TestLock_BackendsInProcess(t *testing.T) {
 				t.Fatalf("the new handle took id %d, want the dead holder's %d", lb.id, la.id)
 			}
 			b := inProcessOps(t, lb, cores[1])
-			mustAcquire(t, b.lock, 10*time.Second)
+			mustAcquire(t, b.lock, patience)
 			if err := b.unlock(); err != nil {
 				t.Errorf("%s unlock of a lock recovered from a dead %s holder: %v", cores[1], cores[0], err)
 			}

@@ -310,7 +310,7 @@ func TestLock_KillHolder(t *testing.T) {
 				}
 			} else {
 				<-child.done
-				mustAcquire(t, func() { tc.take(l) }, 10*time.Second)
+				mustAcquire(t, func() { tc.take(l) }, patience)
 			}
 			t.Logf("lock taken %v after the SIGKILL", time.Since(killed))
 			tc.untake(l)
@@ -380,7 +380,7 @@ func TestLock_LostLock(t *testing.T) {
 	// A's token goes as if its process had died.
 	closeFd(a.m.res.tokenFd)
 	a.m.res.tokenFd = -1
-	mustAcquire(t, lb.lock, 10*time.Second)
+	mustAcquire(t, lb.lock, patience)
 	before := atomic.LoadUint32(lb.state)
 	if err := la.unlock(); !errors.Is(err, errLockLost) {
 		t.Errorf("unlock of a lost lock = %v, want errLockLost", err)
@@ -405,7 +405,7 @@ func TestLock_SameIDAsDeadHolder(t *testing.T) {
 	if lb.id != id {
 		t.Fatalf("the new handle took id %d, want the dead holder's %d", lb.id, id)
 	}
-	mustAcquire(t, lb.lock, 10*time.Second)
+	mustAcquire(t, lb.lock, patience)
 	if err := lb.unlock(); err != nil {
 		t.Error(err)
 	}
@@ -438,7 +438,7 @@ func TestLock_DamagedWords(t *testing.T) {
 			if tc.hw != 0 {
 				atomic.StoreUint32(l.hw, tc.hw)
 			}
-			mustAcquire(t, l.lock, 10*time.Second)
+			mustAcquire(t, l.lock, patience)
 			if err := l.unlock(); err != nil {
 				t.Error(err)
 			}
@@ -486,7 +486,7 @@ func TestLock_WritersDoNotStarveReaders(t *testing.T) {
 		})
 	}
 	for range 20 {
-		mustAcquire(t, r.rlock, 10*time.Second)
+		mustAcquire(t, r.rlock, patience)
 		r.runlock()
 	}
 	stop.Store(true)
@@ -532,7 +532,7 @@ func TestLock_RecoveryHoldsDeadToken(t *testing.T) {
 		_, newcomer = lockHandle(t, path)
 	}
 	defer func() { testHookRecovering = nil }()
-	mustAcquire(t, waiter.lock, 10*time.Second)
+	mustAcquire(t, waiter.lock, patience)
 	if newcomer == nil {
 		t.Fatal("the recovery did not run")
 	}

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/shmsketch/sketch"
 )
@@ -21,6 +22,9 @@ import (
 // backend and race detector of the test binary, into a directory anyone
 // may enter (the read-only tests run it as another user).
 var bin string
+
+// patience bounds a wait for something a busy machine may be slow to do.
+const patience = 2 * time.Minute
 
 func TestMain(m *testing.M) {
 	dir, err := os.MkdirTemp("", "sketch-cli-test-")

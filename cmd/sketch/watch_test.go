@@ -63,7 +63,7 @@ func TestWatch_Arena(t *testing.T) {
 	sk(t, "add", path+":banned", "x").ok(t, "add")
 	sk(t, "add", path+":hourly", "h").ok(t, "add")
 
-	cmd := exec.Command(bin, "watch", "--json", "--interval", "20ms", "--count", "500", path)
+	cmd := exec.Command(bin, "watch", "--json", "--interval", "20ms", "--count", "1000000", path)
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -109,9 +109,12 @@ func TestWatch_Arena(t *testing.T) {
 
 	sk(t, "create", path+":late", "--kind", "bloom", "--capacity", "100").ok(t, "create while watching")
 	sk(t, "add", path+":late", "l1", "l2").ok(t, "add")
+	// Frames made before the create may wait in the pipe: read on until
+	// one shows it, for as long as a busy machine may need.
+	deadline := time.Now().Add(patience)
 	for i := 0; ; i++ {
 		f := next()
-		if len(f.Structures) == 5 && i < 50 {
+		if len(f.Structures) == 5 && time.Now().Before(deadline) {
 			continue
 		}
 		last := f.Structures[len(f.Structures)-1]
@@ -121,7 +124,7 @@ func TestWatch_Arena(t *testing.T) {
 		// A rate needs a frame before: read at least the next one, and on
 		// until its adds are in (they may come after the frame that found
 		// it, or before it, when both commands ran between two frames).
-		for j := 0; (j == 0 || f.Structures[5].Total != 2) && j < 50; j++ {
+		for j := 0; (j == 0 || f.Structures[5].Total != 2) && time.Now().Before(deadline); j++ {
 			f = next()
 		}
 		if late := f.Structures[5]; late.PerSecond == nil || late.Total != 2 || late.Fill == nil || *late.Fill == 0 {
@@ -146,13 +149,13 @@ func TestWatch_Arena(t *testing.T) {
 	}
 	was := offset("late")
 	sk(t, "rm", path+":late").ok(t, "rm while watching")
-	for i := 0; ; i++ {
+	for i, deadline := 0, time.Now().Add(patience); ; i++ {
 		f := next()
 		if len(f.Structures) == 5 {
 			break
 		}
-		if i == 50 {
-			t.Fatalf("50 frames after rm, watch shows %+v", f.Structures)
+		if time.Now().After(deadline) {
+			t.Fatalf("%d frames after rm, watch shows %+v", i+1, f.Structures)
 		}
 	}
 	next() // a frame later, watch has closed it
